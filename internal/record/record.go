@@ -1,0 +1,202 @@
+// Package record defines the Record — one line of requests.jsonl per scheduled
+// arrival — and streams records to and from disk.
+//
+// A Record is the contract between the load generator, the analysis, merge
+// and users' own scripts. All times are nanoseconds since the run's origin
+// (one monotonic origin per run). A boundary that was never reached (a
+// request dropped by the generator has no sent time; a failed request may
+// have no first token) holds None in memory and is absent from the JSON line.
+//
+// A Record never holds prompt text, response text, API keys or headers.
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// None marks a timestamp or duration that was not reached or not known.
+const None int64 = -1
+
+// Outcome classifies how a request ended.
+type Outcome string
+
+// The outcomes a Record can carry.
+const (
+	OK              Outcome = "ok"               // complete, valid response
+	GeneratorDrop   Outcome = "generator_drop"   // the in-flight cap was full at the scheduled time; never sent
+	RateLimited     Outcome = "rate_limited"     // HTTP 429
+	HTTPError       Outcome = "http_error"       // any other non-2xx status
+	Timeout         Outcome = "timeout"          // the per-request timeout expired
+	ConnError       Outcome = "conn_error"       // could not connect or send
+	StreamError     Outcome = "stream_error"     // reset mid-stream, malformed chunk, missing [DONE]
+	InvalidResponse Outcome = "invalid_response" // 200 but the body is not a valid completion
+	Cancelled       Outcome = "cancelled"        // the run was interrupted before the request finished
+)
+
+// Outcomes lists every outcome in a stable order, for tables.
+var Outcomes = []Outcome{OK, GeneratorDrop, RateLimited, HTTPError, Timeout, ConnError, StreamError, InvalidResponse, Cancelled}
+
+// Valid reports whether o is one of the known outcomes.
+func (o Outcome) Valid() bool {
+	for _, k := range Outcomes {
+		if o == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Record is the measurement of one scheduled arrival.
+type Record struct {
+	ID    string `json:"id"`    // request id, unique within a run
+	Seq   int64  `json:"seq"`   // sequence number in the schedule (0-based)
+	Phase string `json:"phase"` // phase of the scheduled arrival
+
+	ScheduledNs  int64 `json:"scheduled_ns"`   // when the schedule wanted it sent
+	SentNs       int64 `json:"sent_ns"`        // handed to the HTTP client; None for generator_drop
+	ConnNs       int64 `json:"conn_ns"`        // connection acquired (httptrace GotConn)
+	HeadersNs    int64 `json:"headers_ns"`     // response headers received
+	FirstChunkNs int64 `json:"first_chunk_ns"` // first SSE data chunk of any kind
+	FirstTokenNs int64 `json:"first_token_ns"` // first chunk carrying content (text or tool-call delta)
+	DoneNs       int64 `json:"done_ns"`        // response complete (or failure observed)
+
+	Status  int     `json:"status"`  // HTTP status; 0 if none was received
+	Outcome Outcome `json:"outcome"` // how it ended
+	Good    bool    `json:"good"`    // the per-request deadline held (counts toward goodput)
+	Error   string  `json:"error"`   // short classification detail; never content or secrets
+
+	PromptTokens int `json:"prompt_tokens"` // from server usage; 0 if unknown
+	OutputTokens int `json:"output_tokens"` // from server usage (or counted chunks if no usage)
+	MaxTokens    int `json:"max_tokens"`    // max_tokens requested
+	UsageFromServer bool `json:"usage_from_server"` // token counts came from the server's usage
+
+	ITLMaxNs int64 `json:"itl_max_ns"` // longest gap between content chunks; None if < 2 chunks
+	TPOTNs   int64 `json:"tpot_ns"`    // (done − first token) / (output tokens − 1); None if < 2 tokens
+	Chunks   int   `json:"chunks"`     // content chunks received
+
+	Attempts     int   `json:"attempts"`       // attempts made (1 without retries)
+	RetryAfterNs int64 `json:"retry_after_ns"` // server's Retry-After hint; None if not given
+
+	Replica string `json:"replica"` // the server replica that answered, when it says (simulator)
+	Profile string `json:"profile"` // workload profile
+	Shard   int    `json:"shard"`   // shard index in distributed runs
+}
+
+// New returns a Record with every optional time set to None.
+func New(id string, seq int64, phase string, scheduledNs int64) Record {
+	return Record{
+		ID: id, Seq: seq, Phase: phase, ScheduledNs: scheduledNs,
+		SentNs: None, ConnNs: None, HeadersNs: None, FirstChunkNs: None,
+		FirstTokenNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None,
+		RetryAfterNs: None,
+	}
+}
+
+// Sent reports whether the request left the generator.
+func (r *Record) Sent() bool { return r.SentNs != None }
+
+// TTFTSend is first content token − sent, or None.
+func (r *Record) TTFTSend() int64 { return diff(r.FirstTokenNs, r.SentNs) }
+
+// TTFTSchedule is first content token − scheduled arrival, or None.
+func (r *Record) TTFTSchedule() int64 { return diff(r.FirstTokenNs, r.ScheduledNs) }
+
+// E2ESend is done − sent, or None.
+func (r *Record) E2ESend() int64 { return diff(r.DoneNs, r.SentNs) }
+
+// E2ESchedule is done − scheduled arrival, or None.
+func (r *Record) E2ESchedule() int64 { return diff(r.DoneNs, r.ScheduledNs) }
+
+// Lag is the schedule lag, sent − scheduled, or None.
+func (r *Record) Lag() int64 { return diff(r.SentNs, r.ScheduledNs) }
+
+func diff(a, b int64) int64 {
+	if a == None || b == None {
+		return None
+	}
+	return a - b
+}
+
+// AppendJSON appends r as one JSON object (no newline) to b. Fields at None
+// and empty strings are left out. It does not allocate beyond growing b.
+func (r *Record) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, r.ID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, `,"phase":`...)
+	b = strconv.AppendQuote(b, r.Phase)
+	b = append(b, `,"scheduled_ns":`...)
+	b = strconv.AppendInt(b, r.ScheduledNs, 10)
+	b = appendOpt(b, "sent_ns", r.SentNs)
+	b = appendOpt(b, "conn_ns", r.ConnNs)
+	b = appendOpt(b, "headers_ns", r.HeadersNs)
+	b = appendOpt(b, "first_chunk_ns", r.FirstChunkNs)
+	b = appendOpt(b, "first_token_ns", r.FirstTokenNs)
+	b = appendOpt(b, "done_ns", r.DoneNs)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, `,"outcome":`...)
+	b = strconv.AppendQuote(b, string(r.Outcome))
+	b = append(b, `,"good":`...)
+	b = strconv.AppendBool(b, r.Good)
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = strconv.AppendQuote(b, r.Error)
+	}
+	b = append(b, `,"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.PromptTokens), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.OutputTokens), 10)
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
+	b = append(b, `,"usage_from_server":`...)
+	b = strconv.AppendBool(b, r.UsageFromServer)
+	b = appendOpt(b, "itl_max_ns", r.ITLMaxNs)
+	b = appendOpt(b, "tpot_ns", r.TPOTNs)
+	b = append(b, `,"chunks":`...)
+	b = strconv.AppendInt(b, int64(r.Chunks), 10)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(r.Attempts), 10)
+	b = appendOpt(b, "retry_after_ns", r.RetryAfterNs)
+	if r.Replica != "" {
+		b = append(b, `,"replica":`...)
+		b = strconv.AppendQuote(b, r.Replica)
+	}
+	if r.Profile != "" {
+		b = append(b, `,"profile":`...)
+		b = strconv.AppendQuote(b, r.Profile)
+	}
+	b = append(b, `,"shard":`...)
+	b = strconv.AppendInt(b, int64(r.Shard), 10)
+	return append(b, '}')
+}
+
+func appendOpt(b []byte, name string, v int64) []byte {
+	if v == None {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
+}
+
+// MarshalJSON implements json.Marshaler with the same encoding as AppendJSON.
+func (r Record) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler; absent times become None.
+func (r *Record) UnmarshalJSON(data []byte) error {
+	type plain Record // no methods: avoids recursion
+	p := plain(New("", 0, "", 0))
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*r = Record(p)
+	if r.Outcome != "" && !r.Outcome.Valid() {
+		return fmt.Errorf("unknown outcome %q", r.Outcome)
+	}
+	return nil
+}
