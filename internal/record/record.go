@@ -67,9 +67,9 @@ type Record struct {
 	Good    bool    `json:"good"`    // the per-request deadline held (counts toward goodput)
 	Error   string  `json:"error"`   // short classification detail; never content or secrets
 
-	PromptTokens int `json:"prompt_tokens"` // from server usage; 0 if unknown
-	OutputTokens int `json:"output_tokens"` // from server usage (or counted chunks if no usage)
-	MaxTokens    int `json:"max_tokens"`    // max_tokens requested
+	PromptTokens    int  `json:"prompt_tokens"`     // from server usage; 0 if unknown
+	OutputTokens    int  `json:"output_tokens"`     // from server usage (or counted chunks if no usage)
+	MaxTokens       int  `json:"max_tokens"`        // max_tokens requested
 	UsageFromServer bool `json:"usage_from_server"` // token counts came from the server's usage
 
 	ITLMaxNs int64 `json:"itl_max_ns"` // longest gap between content chunks; None if < 2 chunks
