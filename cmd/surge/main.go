@@ -1,0 +1,84 @@
+// Command surge load-tests LLM inference services: open-arrival load,
+// bursts over a named baseline, goodput under per-request deadlines, queue
+// visibility, recovery time and honest percentiles. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (the user-facing contract).
+const (
+	exitOK       = 0 // ran, and every SLO held
+	exitSLO      = 1 // ran, and an SLO failed
+	exitUsage    = 2 // usage or configuration error
+	exitTarget   = 3 // the target was unusable
+	exitInternal = 4 // anything else went wrong
+)
+
+// exitError carries an exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{exitUsage, fmt.Errorf(format, a...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+func run(ctx context.Context, args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != errSilent {
+			fmt.Fprintln(os.Stderr, "surge:", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors (unknown flag, bad value, missing args) are usage errors.
+	fmt.Fprintln(os.Stderr, "surge:", err)
+	fmt.Fprintln(os.Stderr, "Run 'surge --help' for usage.")
+	return exitUsage
+}
+
+// errSilent marks an exit whose message was already printed.
+var errSilent = errors.New("")
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "surge",
+		Short: "Load-test LLM inference services the way capacity planners need",
+		Long: `surge load-tests OpenAI-compatible LLM inference endpoints with open-arrival
+load and tells you how many users got an answer in time (goodput), what
+happens in a 2x/5x/10x burst, where requests waited, and how long the service
+took to be healthy again.
+
+With no --target, every command runs against surge's built-in simulated
+inference engine, so you can try everything on a laptop.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd(), newSimCmd())
+	return root
+}

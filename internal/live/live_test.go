@@ -1,0 +1,63 @@
+package live
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPlainViewPrintsLines(t *testing.T) {
+	var buf bytes.Buffer
+	v := New(&buf, time.Second, 5*time.Second)
+	if v.tty {
+		t.Fatal("a buffer is not a terminal")
+	}
+	v.Draw(Status{Run: "burst-5x", Phase: "burst", Elapsed: 75 * time.Second, Offered: 50, InFlight: 12, Waiting: math.NaN(), P99: 1500 * time.Millisecond, Drops: 3})
+	got := buf.String()
+	for _, want := range []string{"burst-5x", "1m15s", "burst:", "offered 50.0/s", "in-flight 12", "waiting n/a", "p99 1.5s", "drops 3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestTerminalBlockRedrawsInPlace(t *testing.T) {
+	var buf bytes.Buffer
+	v := &View{w: &buf, tty: true}
+	v.Draw(Status{Run: "a", Total: time.Minute, Elapsed: 10 * time.Second})
+	first := buf.Len()
+	v.Draw(Status{Run: "a", Total: time.Minute, Elapsed: 11 * time.Second})
+	second := buf.String()[first:]
+	if !strings.HasPrefix(second, "\x1b[4A") {
+		t.Fatalf("second draw must move the cursor up over the 4-line block: %q", second[:10])
+	}
+	if !strings.Contains(second, "ETA 49.0s") {
+		t.Fatalf("ETA missing: %q", second)
+	}
+}
+
+func TestExporterServesGauges(t *testing.T) {
+	e, err := Serve("127.0.0.1:0", func() Status { return Status{Offered: 42, InFlight: 7, Waiting: 3} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	resp, err := http.Get("http://" + e.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"surge_live_offered_rps 42", "surge_live_in_flight 7", "surge_live_engine_waiting 3"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if _, err := Serve("not-an-address", nil); err == nil || !strings.Contains(err.Error(), "--prometheus-addr") {
+		t.Errorf("bad address: %v", err)
+	}
+}

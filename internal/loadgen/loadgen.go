@@ -1,0 +1,274 @@
+// Package loadgen drives a Target with open-loop arrivals (the default) or
+// closed-loop users (for concurrency sweeps only), and never hides its own
+// failures.
+//
+// Open loop: every arrival time is fixed before the run starts (package
+// schedule). The driver sleeps until the absolute time of the next arrival
+// — never a relative sleep, so timer error does not accumulate — and then
+// sends every arrival that is due. Each record carries both the scheduled
+// and the actual send time; their difference is the schedule lag, and a lag
+// that persists or grows means the generator fell behind.
+//
+// In-flight cap: an arrival that finds MaxInFlight requests already in
+// flight is recorded as generator_drop at its scheduled time and is never
+// sent late. Delaying it instead would let a slow target throttle its own
+// load (coordinated omission).
+//
+// Every scheduled arrival whose time has come gets exactly one record, also
+// when the run is interrupted: requests in flight at that moment end as
+// cancelled, and arrivals not yet due get no record at all.
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// DefaultMaxInFlight is the default in-flight cap: generous, so that it only
+// bites when the target has effectively stopped answering.
+const DefaultMaxInFlight = 10000
+
+// Target performs one request. It fills rec's timestamps (ns since the run
+// origin), status, outcome and token counts. It must honour ctx: when ctx is
+// cancelled it returns promptly with the outcome cancelled.
+type Target interface {
+	Do(ctx context.Context, req *workload.Request, rec *record.Record)
+}
+
+// RequestFunc builds the request for an arrival. It runs on the request's
+// own goroutine, so building a prompt does not delay the dispatcher.
+type RequestFunc func(a *schedule.Arrival) workload.Request
+
+// Sink receives every finished record. It is called from many goroutines at
+// once and must be safe for that.
+type Sink func(rec *record.Record)
+
+// Config tunes a driver. The zero value means the defaults.
+type Config struct {
+	// MaxInFlight caps requests in flight; 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// Spin, when > 0, sleeps until Spin before each arrival and then spins
+	// on the clock, for sub-millisecond send precision at the cost of a core.
+	Spin time.Duration
+	// RunID prefixes request ids ("<run>-<seq>").
+	RunID string
+	// Profile is copied into each record.
+	Profile string
+	// Judge, when set, decides each finished record's Good flag (the
+	// per-request deadline) before the record reaches the sink.
+	Judge func(*record.Record) bool
+}
+
+// Counters are live totals, safe to read while a run goes.
+type Counters struct {
+	Offered   atomic.Int64 // arrivals whose scheduled time has come
+	Sent      atomic.Int64 // handed to the target
+	Completed atomic.Int64 // records finished (any outcome except drop)
+	OK        atomic.Int64 // finished with outcome ok
+	Good      atomic.Int64 // finished within the per-request deadline
+	Dropped   atomic.Int64 // generator_drop
+	InFlight  atomic.Int64 // sent, not finished
+	LagMaxNs  atomic.Int64 // largest schedule lag seen so far
+}
+
+func (c *Counters) noteLag(lag int64) {
+	for {
+		cur := c.LagMaxNs.Load()
+		if lag <= cur || c.LagMaxNs.CompareAndSwap(cur, lag) {
+			return
+		}
+	}
+}
+
+// Open is the open-loop driver.
+type Open struct {
+	cfg    Config
+	target Target
+	build  RequestFunc
+	sink   Sink
+	origin time.Time
+
+	// Counters are updated as the run goes.
+	Counters Counters
+}
+
+// NewOpen returns an open-loop driver; times are measured from origin,
+// which must be the same origin the target uses.
+func NewOpen(cfg Config, origin time.Time, t Target, build RequestFunc, sink Sink) *Open {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	return &Open{cfg: cfg, target: t, build: build, sink: sink, origin: origin}
+}
+
+// Run sends arrivals (sorted by At) on schedule and returns when every
+// request it sent has finished. Cancelling ctx stops the schedule and
+// cancels the requests in flight; Run still waits for their records.
+// It returns ctx's error if the run was interrupted.
+func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
+	var wg sync.WaitGroup
+	for i := 0; i < len(arrivals); {
+		due := o.origin.Add(arrivals[i].At)
+		if o.sleepUntil(ctx, due) != nil {
+			break
+		}
+		now := time.Since(o.origin)
+		for ; i < len(arrivals) && arrivals[i].At <= now; i++ {
+			o.dispatch(ctx, &wg, &arrivals[i])
+		}
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arrival) {
+	o.Counters.Offered.Add(1)
+	if o.Counters.InFlight.Load() >= int64(o.cfg.MaxInFlight) {
+		rec := o.newRecord(a)
+		rec.Outcome = record.GeneratorDrop
+		rec.Error = "in-flight cap " + strconv.Itoa(o.cfg.MaxInFlight) + " reached"
+		o.Counters.Dropped.Add(1)
+		o.sink(&rec)
+		return
+	}
+	o.Counters.InFlight.Add(1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rec := o.newRecord(a)
+		req := o.build(a)
+		rec.MaxTokens = req.MaxTokens
+		o.Counters.Sent.Add(1)
+		o.target.Do(ctx, &req, &rec)
+		o.finish(&rec)
+	}()
+}
+
+func (o *Open) newRecord(a *schedule.Arrival) record.Record {
+	rec := record.New(requestID(o.cfg.RunID, a.Seq), a.Seq, a.Phase, int64(a.At))
+	rec.Profile = o.cfg.Profile
+	return rec
+}
+
+func (o *Open) finish(rec *record.Record) {
+	o.Counters.InFlight.Add(-1)
+	finish(&o.cfg, &o.Counters, rec)
+	o.sink(rec)
+}
+
+func finish(cfg *Config, c *Counters, rec *record.Record) {
+	c.Completed.Add(1)
+	if cfg.Judge != nil {
+		rec.Good = cfg.Judge(rec)
+	}
+	if rec.Good {
+		c.Good.Add(1)
+	}
+	if rec.Outcome == record.OK {
+		c.OK.Add(1)
+	}
+	if lag := rec.Lag(); lag != record.None {
+		c.noteLag(lag)
+	}
+}
+
+// sleepUntil waits until t on the monotonic clock, or until ctx is done.
+func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if o.cfg.Spin > 0 {
+		d -= o.cfg.Spin
+	}
+	if d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+	if o.cfg.Spin > 0 {
+		for time.Now().Before(t) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+func requestID(run string, seq int64) string {
+	if run == "" {
+		return strconv.FormatInt(seq, 10)
+	}
+	return run + "-" + strconv.FormatInt(seq, 10)
+}
+
+// Closed is the closed-loop driver: Users concurrent users, each sending
+// its next request as soon as its previous one finished, for Duration. It
+// exists for concurrency sweeps and its records say so: the phase is the
+// caller's label (e.g. "c16") and the scheduled time of each request is the
+// moment its user was ready to send, so schedule lag is ~0 by construction
+// and TTFT-from-schedule equals TTFT-from-send.
+type Closed struct {
+	cfg    Config
+	target Target
+	build  RequestFunc
+	sink   Sink
+	origin time.Time
+
+	// Counters are updated as the run goes.
+	Counters Counters
+}
+
+// NewClosed returns a closed-loop driver.
+func NewClosed(cfg Config, origin time.Time, t Target, build RequestFunc, sink Sink) *Closed {
+	return &Closed{cfg: cfg, target: t, build: build, sink: sink, origin: origin}
+}
+
+// Run starts users at offset start (since origin) and stops starting new
+// requests at start+d; it returns when every user's last request finished.
+// seq numbers begin at firstSeq; it returns the next free seq.
+func (c *Closed) Run(ctx context.Context, phase string, users int, start, d time.Duration, firstSeq int64) (int64, error) {
+	if users < 1 {
+		return firstSeq, fmt.Errorf("loadgen: closed loop: users must be ≥ 1, got %d", users)
+	}
+	var seq atomic.Int64
+	seq.Store(firstSeq)
+	end := start + d
+	var wg sync.WaitGroup
+	for u := 0; u < users; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				now := time.Since(c.origin)
+				if now >= end {
+					return
+				}
+				a := schedule.Arrival{Seq: seq.Add(1) - 1, At: now, Phase: phase}
+				rec := record.New(requestID(c.cfg.RunID, a.Seq), a.Seq, phase, int64(now))
+				rec.Profile = c.cfg.Profile
+				req := c.build(&a)
+				rec.MaxTokens = req.MaxTokens
+				c.Counters.Offered.Add(1)
+				c.Counters.Sent.Add(1)
+				c.Counters.InFlight.Add(1)
+				c.target.Do(ctx, &req, &rec)
+				c.Counters.InFlight.Add(-1)
+				finish(&c.cfg, &c.Counters, &rec)
+				c.sink(&rec)
+			}
+		}()
+	}
+	wg.Wait()
+	return seq.Load(), ctx.Err()
+}

@@ -1,0 +1,71 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// NA is written for anything a manifest does not know. It is never guessed.
+const NA = "n/a"
+
+// Manifest says what a run tested, so that results can be compared and
+// reproduced. It holds no secrets: the target is a URL without credentials,
+// and the API key is named only by where it came from.
+type Manifest struct {
+	Tool        string    `json:"tool"`         // "surge"
+	Version     string    `json:"version"`      // surge version
+	Command     string    `json:"command"`      // burst, run, capacity, ...
+	RunID       string    `json:"run_id"`       // run folder name
+	Started     time.Time `json:"started"`      // wall clock at the run origin
+	Finished    time.Time `json:"finished"`     // wall clock at the end (zero if not reached)
+	Partial     bool      `json:"partial"`      // interrupted before the plan completed
+	PartialWhy  string    `json:"partial_why"`  // why, when Partial
+	Target      string    `json:"target"`       // base URL, or "in-process simulator"
+	Simulated   bool      `json:"simulated"`    // target is surge's simulated engine
+	VirtualTime bool      `json:"virtual_time"` // run in virtual time (--simulate)
+	Model       string    `json:"model"`
+	API         string    `json:"api"`        // chat or completions
+	KeySource   string    `json:"key_source"` // e.g. "env OPENAI_API_KEY", "none"; never the key
+	Deployment  string    `json:"deployment"` // serverless, dedicated, self-managed, simulator, n/a
+	Hardware    string    `json:"hardware"`
+	Serving     string    `json:"serving_config"`
+	Workload    string    `json:"workload"` // profile name
+	PromptSet   string    `json:"prompt_set"`
+	CacheState  string    `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
+	Seed        int64     `json:"seed"`
+	MetricsURL  string    `json:"metrics_url"`
+	Config      any       `json:"config"` // the effective configuration
+}
+
+// WriteManifest writes m as indented JSON to path, replacing empty
+// descriptive fields with NA.
+func WriteManifest(path string, m *Manifest) error {
+	for _, s := range []*string{&m.Model, &m.Deployment, &m.Hardware, &m.Serving, &m.Workload, &m.PromptSet, &m.CacheState, &m.MetricsURL, &m.KeySource} {
+		if *s == "" {
+			*s = NA
+		}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("record: manifest: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("record: manifest: %w", err)
+	}
+	return nil
+}
+
+// ReadManifest reads a manifest written by WriteManifest.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("record: manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("record: manifest: %s: %w", path, err)
+	}
+	return &m, nil
+}
