@@ -21,6 +21,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -95,10 +96,17 @@ type Open struct {
 	build  RequestFunc
 	sink   Sink
 	origin time.Time
+	stop   chan struct{}
+	once   sync.Once
 
 	// Counters are updated as the run goes.
 	Counters Counters
 }
+
+// Stop ends the schedule early: no arrival after this moment is sent or
+// recorded, while requests already in flight run to completion. It is how an
+// experiment ends a recovery phase once the target has recovered.
+func (o *Open) Stop() { o.once.Do(func() { close(o.stop) }) }
 
 // NewOpen returns an open-loop driver; times are measured from origin,
 // which must be the same origin the target uses.
@@ -106,7 +114,7 @@ func NewOpen(cfg Config, origin time.Time, t Target, build RequestFunc, sink Sin
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	return &Open{cfg: cfg, target: t, build: build, sink: sink, origin: origin}
+	return &Open{cfg: cfg, target: t, build: build, sink: sink, origin: origin, stop: make(chan struct{})}
 }
 
 // Run sends arrivals (sorted by At) on schedule and returns when every
@@ -119,6 +127,12 @@ func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
 		due := o.origin.Add(arrivals[i].At)
 		if o.sleepUntil(ctx, due) != nil {
 			break
+		}
+		select {
+		case <-o.stop:
+			wg.Wait()
+			return ctx.Err()
+		default:
 		}
 		now := time.Since(o.origin)
 		for ; i < len(arrivals) && arrivals[i].At <= now; i++ {
@@ -180,6 +194,8 @@ func finish(cfg *Config, c *Counters, rec *record.Record) {
 	}
 }
 
+var errStopped = errors.New("loadgen: stopped")
+
 // sleepUntil waits until t on the monotonic clock, or until ctx is done.
 func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
@@ -192,6 +208,9 @@ func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
+		case <-o.stop:
+			timer.Stop()
+			return errStopped
 		case <-timer.C:
 		}
 	}

@@ -207,3 +207,28 @@ func TestClosedLoopKeepsUsersBusy(t *testing.T) {
 }
 
 func itoa(i int64) string { return requestID("", i) }
+
+// Stop ends the schedule but lets requests in flight finish normally.
+func TestOpenStopFinishesInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		origin := time.Now()
+		var c collector
+		o := NewOpen(Config{}, origin, &fakeTarget{origin, 2 * time.Second}, build, c.sink)
+		go func() {
+			time.Sleep(3*time.Second + 50*time.Millisecond)
+			o.Stop()
+			o.Stop() // idempotent
+		}()
+		if err := o.Run(context.Background(), constant(100, 100*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.recs) != 31 {
+			t.Fatalf("records %d, want 31 (arrivals at 0..3.0 s)", len(c.recs))
+		}
+		for _, r := range c.recs {
+			if r.Outcome != record.OK {
+				t.Fatalf("seq %d: %s; in-flight requests must finish after Stop", r.Seq, r.Outcome)
+			}
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package experiment
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// collector keeps a run's records in memory (a few hundred bytes each) and
+// knows the horizon up to which every scheduled arrival has finished.
+type collector struct {
+	mu       sync.Mutex
+	arrivals []schedule.Arrival
+	index    map[int64]int // seq → position in arrivals
+	done     []bool
+	next     int // arrivals[:next] have all finished
+	recs     []record.Record
+}
+
+func newCollector(arrivals []schedule.Arrival) *collector {
+	c := &collector{arrivals: arrivals, done: make([]bool, len(arrivals)), index: make(map[int64]int, len(arrivals))}
+	for i := range arrivals {
+		c.index[arrivals[i].Seq] = i
+	}
+	return c
+}
+
+func (c *collector) add(r *record.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, *r)
+	if i, ok := c.index[r.Seq]; ok {
+		c.done[i] = true
+	}
+	for c.next < len(c.done) && c.done[c.next] {
+		c.next++
+	}
+}
+
+// complete returns a copy of the records scheduled before the horizon, and
+// the horizon: the scheduled time of the first arrival not yet finished.
+func (c *collector) complete() ([]record.Record, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	horizon := time.Duration(1<<63 - 1)
+	if c.next < len(c.arrivals) {
+		horizon = c.arrivals[c.next].At
+	}
+	out := make([]record.Record, 0, len(c.recs))
+	for i := range c.recs {
+		if time.Duration(c.recs[i].ScheduledNs) < horizon {
+			out = append(out, c.recs[i])
+		}
+	}
+	return out, horizon
+}
+
+// records returns every record, in schedule order.
+func (c *collector) records() []record.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]record.Record(nil), c.recs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// analyzeRecords analyses recs with cfg. When horizon > 0, phases are cut at
+// the horizon and later records ignored.
+func analyzeRecords(cfg analyze.Config, recs []record.Record, horizon time.Duration) (*analyze.Result, error) {
+	if horizon > 0 {
+		var ps []analyze.Phase
+		for _, p := range cfg.Phases {
+			if p.Start >= horizon {
+				break
+			}
+			p.End = min(p.End, horizon)
+			ps = append(ps, p)
+		}
+		cfg.Phases = ps
+	}
+	an, err := analyze.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if horizon > 0 && time.Duration(recs[i].ScheduledNs) >= horizon {
+			continue
+		}
+		an.Add(&recs[i])
+	}
+	return an.Result(), nil
+}
+
+// cutPlan returns p with its phases ending at t: the phase containing t is
+// shortened and later phases dropped.
+func cutPlan(p schedule.Plan, t time.Duration) schedule.Plan {
+	out := p
+	out.Phases = nil
+	var start time.Duration
+	for _, ph := range p.Phases {
+		if start >= t {
+			break
+		}
+		if start+ph.Duration > t {
+			ph.Duration = t - start
+		}
+		out.Phases = append(out.Phases, ph)
+		start += ph.Duration
+	}
+	return out
+}
