@@ -79,6 +79,6 @@ inference engine, so you can try everything on a laptop.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd())
 	return root
 }

@@ -41,8 +41,9 @@ type Env struct {
 	Stdout     io.Writer
 	Logger     *slog.Logger
 
-	key    string
-	server *simhttp.Server
+	key      string
+	server   *simhttp.Server
+	recovery *analyze.RecoveryRule // the recovery rule of the run under way
 }
 
 // Prepare resolves the target. With no --target it starts the simulated
@@ -258,6 +259,10 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 
 func (e *Env) analyzeConfig(plan schedule.Plan, exclude []string) analyze.Config {
 	o := &e.Opts
+	var rule analyze.RecoveryRule
+	if e.recovery != nil {
+		rule = *e.recovery
+	}
 	var phases []analyze.Phase
 	for _, b := range plan.Bounds() {
 		ex := false
@@ -272,6 +277,7 @@ func (e *Env) analyzeConfig(plan schedule.Plan, exclude []string) analyze.Config
 		Deadlines: o.deadlines(),
 		Timeout:   o.Timeout,
 		SLO:       o.slo(),
+		Recovery:  rule,
 	}
 }
 
