@@ -48,7 +48,7 @@ the engine model in seconds: a what-if tool for capacity planning.`,
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%v", err)
 			}
-			return runExperiment(cmd.Context(), "burst", &cfg.Options, cfg.Simulate, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
+			return runExperiment(cmd, "burst", &cfg.Options, cfg.Simulate, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
 				return experiment.Burst(cmd.Context(), env, &cfg, dir)
 			})
 		},

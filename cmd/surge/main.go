@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -39,12 +40,15 @@ func usageErr(format string, a ...any) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:]))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string) int {
+// run executes one surge command line and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
@@ -52,13 +56,13 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != errSilent {
-			fmt.Fprintln(os.Stderr, "surge:", ee.err)
+			fmt.Fprintln(stderr, "surge:", ee.err)
 		}
 		return ee.code
 	}
 	// cobra's own errors (unknown flag, bad value, missing args) are usage errors.
-	fmt.Fprintln(os.Stderr, "surge:", err)
-	fmt.Fprintln(os.Stderr, "Run 'surge --help' for usage.")
+	fmt.Fprintln(stderr, "surge:", err)
+	fmt.Fprintln(stderr, "Run 'surge --help' for usage.")
 	return exitUsage
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -43,7 +42,7 @@ With no --target it runs against the built-in simulated engine.`,
 				return err
 			}
 			cfg.ConfigFile = file
-			return runExperiment(cmd.Context(), "run", &cfg.Options, false, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
+			return runExperiment(cmd, "run", &cfg.Options, false, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
 				return experiment.Run(cmd.Context(), env, &cfg, dir)
 			})
 		},
@@ -54,8 +53,10 @@ With no --target it runs against the built-in simulated engine.`,
 }
 
 // runExperiment prepares the target, runs fn and maps the outcome to an exit code.
-func runExperiment(ctx context.Context, command string, o *experiment.Options, virtual bool, fn func(*experiment.Env, string) (experiment.Outcome, error)) error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+func runExperiment(cmd *cobra.Command, command string, o *experiment.Options, virtual bool, fn func(*experiment.Env, string) (experiment.Outcome, error)) error {
+	ctx := cmd.Context()
+	stdout := cmd.OutOrStdout()
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dir := o.Out
 	if dir == "" {
 		dir = filepath.Join("out", command+"-"+time.Now().Format("20060102-150405"))
@@ -63,7 +64,7 @@ func runExperiment(ctx context.Context, command string, o *experiment.Options, v
 	// Ctrl-C ends the run, but the run folder and reports are still written:
 	// the experiment sees the cancellation, while preparing and reporting use
 	// a context that outlives it.
-	env, err := experiment.Prepare(context.WithoutCancel(ctx), *o, virtual, os.Stdout, logger, toolVersion())
+	env, err := experiment.Prepare(context.WithoutCancel(ctx), *o, virtual, stdout, logger, toolVersion())
 	if err != nil {
 		return classify(err)
 	}
@@ -74,7 +75,7 @@ func runExperiment(ctx context.Context, command string, o *experiment.Options, v
 	}
 	switch {
 	case out.Partial:
-		fmt.Fprintln(os.Stdout, "Interrupted: the results above are partial (marked so in every file).")
+		fmt.Fprintln(stdout, "Interrupted: the results above are partial (marked so in every file).")
 		return &exitError{exitSLO, errSilent}
 	case out.Unusable:
 		return &exitError{exitTarget, errSilent}

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
 )
@@ -42,13 +42,13 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return usageErr("%s", simFlagMessage(err))
+				return usageErr("%s", experiment.SimFlagError(err))
 			}
 			level := slog.LevelWarn
 			if verbose {
 				level = slog.LevelDebug
 			}
-			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			srv, base, err := simhttp.Listen(cmd.Context(), addr, cfg, logger, simhttp.WithModel(model))
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("--addr %s: %w", addr, err)}
@@ -69,13 +69,4 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request (never its content)")
 	cfg.RegisterFlags(cmd.Flags())
 	return cmd
-}
-
-// simFlagMessage rewrites "sim: max_num_seqs: …" to name the flag.
-func simFlagMessage(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "sim: ")
-	if name, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(name, " ") {
-		return "--" + strings.ReplaceAll(name, "_", "-") + ": " + rest
-	}
-	return err.Error()
 }

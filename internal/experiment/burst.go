@@ -19,6 +19,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -206,8 +207,21 @@ type BurstRun struct {
 // multiplier (dir/burst-<k>x/), then the results table and report.html at
 // the top.
 func Burst(ctx context.Context, env *Env, c *BurstConfig, dir string) (Outcome, error) {
+	runs, err := burstRuns(ctx, env, c, dir)
+	if err != nil {
+		return Outcome{}, err
+	}
+	interrupted := ctx.Err() != nil
+	for _, r := range runs {
+		interrupted = interrupted || r.Result.Partial
+	}
+	return writeBurstReports(env, c, dir, runs, interrupted)
+}
+
+// burstRuns executes one run per multiplier and writes the run folders.
+func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]BurstRun, error) {
 	if err := c.Validate(); err != nil {
-		return Outcome{}, &ConfigError{err}
+		return nil, &ConfigError{err}
 	}
 	if c.RecoveryMetric == "ttft" {
 		env.Opts.Window = c.Window
@@ -235,10 +249,8 @@ func Burst(ctx context.Context, env *Env, c *BurstConfig, dir string) (Outcome, 
 	ks := append([]float64(nil), c.Multipliers...)
 	var runs []BurstRun
 	var ref time.Duration // reference probe latency
-	interrupted := false
 	for i, k := range ks {
 		if ctx.Err() != nil {
-			interrupted = true
 			break
 		}
 		name := "burst-" + fmtK(k) + "x"
@@ -247,7 +259,7 @@ func Burst(ctx context.Context, env *Env, c *BurstConfig, dir string) (Outcome, 
 			var err error
 			run.Settle, run.SettleNote, ref, err = env.settle(ctx, c, ref, i == 0)
 			if err != nil {
-				return Outcome{}, err
+				return runs, err
 			}
 			fmt.Fprintf(w, "settle before %s: %s (%s)\n", name, run.Settle.Round(100*time.Millisecond), run.SettleNote)
 		}
@@ -280,7 +292,17 @@ func Burst(ctx context.Context, env *Env, c *BurstConfig, dir string) (Outcome, 
 		}
 		res, err := env.executeBurst(ctx, spec, rule)
 		if err != nil {
-			return Outcome{}, err
+			return runs, err
+		}
+		if !env.Virtual && len(res.Engine) > 0 {
+			// The engine observes queue time when a request finishes, so the
+			// burst's queueing shows up as the backlog drains: take the
+			// histogram delta from the burst start to the end of the run.
+			last := res.Engine[len(res.Engine)-1].TNs
+			res.EngineQ[schedule.PhaseBurst] = scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(burstStart), last)
+			if err := writeRunFiles(spec.Dir, res); err != nil {
+				return runs, err
+			}
 		}
 		run.Result = res
 		run.Recovery = measuredRecovery(res.Analysis.Recovery, c.Recovery)
@@ -297,11 +319,10 @@ func Burst(ctx context.Context, env *Env, c *BurstConfig, dir string) (Outcome, 
 		runs = append(runs, run)
 		printBurstRun(w, &run, c)
 		if res.Partial {
-			interrupted = true
 			break
 		}
 	}
-	return writeBurstReports(env, c, dir, runs, interrupted)
+	return runs, nil
 }
 
 func (e *Env) executeBurst(ctx context.Context, spec Spec, rule analyze.RecoveryRule) (*Result, error) {
@@ -407,7 +428,30 @@ func printBurstRun(w io.Writer, run *BurstRun, c *BurstConfig) {
 		fmt.Fprintf(w, "; predicted %s (μ from %s)", recoveryText(predictedRecovery(run.Prediction)), run.MuSource)
 	}
 	fmt.Fprintln(w)
+	if note := abandonmentNote(run); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	fmt.Fprintln(w)
+}
+
+// abandonmentNote explains a measured recovery faster than predicted: the
+// fluid model assumes every request waits, but timed-out requests leave.
+func abandonmentNote(run *BurstRun) string {
+	if run.Prediction == nil || run.Prediction.Never {
+		return ""
+	}
+	var timedOut, offered int64
+	for _, p := range run.Result.Analysis.Phases {
+		if p.Name == schedule.PhaseBurst || p.Name == schedule.PhaseRecovery {
+			timedOut += p.Outcomes[record.Timeout]
+			offered += p.Offered
+		}
+	}
+	if offered == 0 || float64(timedOut) <= 0.01*float64(offered) {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction assumes every request waits, so it overstates the recovery time when requests give up.",
+		timedOut, offered, 100*float64(timedOut)/float64(offered))
 }
 
 // estimateSimCapacity measures the simulated engine's capacity for the
@@ -486,6 +530,9 @@ func writeBurstReports(env *Env, c *BurstConfig, dir string, runs []BurstRun, in
 		}
 		if res.Scrape.State != "" && len(res.Engine) == 0 {
 			t.Notes = append(t.Notes, scope+": no engine metrics — latency growth is extra observed latency, not measured queue time")
+		}
+		if note := abandonmentNote(r); note != "" {
+			t.Notes = append(t.Notes, scope+": "+note)
 		}
 		if r.Settle > 0 || r.SettleNote != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))

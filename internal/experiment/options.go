@@ -205,7 +205,7 @@ func (o *Options) Validate() error {
 	if o.Target == "" {
 		o.Sim.Seed = o.Seed
 		if err := o.Sim.Validate(); err != nil {
-			errs = append(errs, simFlagError(err))
+			errs = append(errs, SimFlagError(err))
 		}
 	}
 	if len(errs) > 0 {
@@ -214,11 +214,12 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// simFlagError rewrites "sim: max_num_seqs: …" as "--max-num-seqs: …".
-func simFlagError(err error) string {
+// SimFlagError rewrites a simulator config error "sim: max_num_seqs: …" to
+// name the flag: "--max-num-seqs (sim: max_num_seqs): …".
+func SimFlagError(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "sim: ")
 	if name, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(name, " ") {
-		return "--" + strings.ReplaceAll(name, "_", "-") + " (sim." + name + "): " + rest
+		return "--" + strings.ReplaceAll(name, "_", "-") + " (sim: " + name + "): " + rest
 	}
 	return err.Error()
 }

@@ -72,7 +72,11 @@ func Prepare(ctx context.Context, o Options, virtual bool, stdout io.Writer, log
 		e.KeySource = "none"
 	default:
 		e.BaseURL = strings.TrimRight(o.Target, "/")
-		key, src, err := openai.LoadAPIKey(o.APIKeyEnv, o.APIKeyFile)
+		envName := o.APIKeyEnv
+		if envName == DefaultAPIKeyEnv {
+			envName = "" // the default variable may be unset: endpoints without auth
+		}
+		key, src, err := openai.LoadAPIKey(envName, o.APIKeyFile)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -290,7 +294,7 @@ func (e *Env) manifest(spec Spec, started time.Time) *record.Manifest {
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
 		Workload: o.Profile, PromptSet: "synthetic (surge workload profile " + o.Profile + ")",
 		Seed: o.Seed, MetricsURL: redactURL(e.MetricsURL),
-		Config: map[string]any{"plan": spec.Plan, "options": redactedOptions(o), "extra": spec.Extra},
+		Config: map[string]any{"plan": spec.Plan, "options": redactedOptions(o), "extra": redactedExtra(spec.Extra)},
 	}
 	if o.NoNonce {
 		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
@@ -318,6 +322,28 @@ func redactedOptions(o *Options) Options {
 	c.Target = redactURL(c.Target)
 	c.MetricsURL = redactURL(c.MetricsURL)
 	return c
+}
+
+// redactedExtra removes the options (recorded separately, redacted) from
+// an experiment's configuration.
+func redactedExtra(v any) any {
+	switch c := v.(type) {
+	case *RunConfig:
+		x := *c
+		x.Options = Options{}
+		return x
+	case *BurstConfig:
+		x := *c
+		x.Options = Options{}
+		return x
+	case map[string]any:
+		out := map[string]any{}
+		for k, v := range c {
+			out[k] = redactedExtra(v)
+		}
+		return out
+	}
+	return v
 }
 
 // executeLive runs the open-loop generator against the HTTP target.

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := surge(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "surge ") {
+		t.Fatalf("code %d out %q", code, out)
+	}
+}
+
+// Bad input exits 2 with a message that names the flag or the file, line
+// and field.
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("rate: 5\nduraton: 10s\n"), 0o644)
+	badSim := filepath.Join(dir, "sim.yaml")
+	os.WriteFile(badSim, []byte("max_num_seqs: 8\nreplicas: two\n"), 0o644)
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"sim flag out of range":     {[]string{"sim", "--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
+		"sim negative waiting":      {[]string{"sim", "--max-waiting", "-1"}, "--max-waiting"},
+		"sim bad yaml value":        {[]string{"sim", "-f", badSim}, badSim + ":2: "},
+		"unknown flag":              {[]string{"run", "--rat", "5"}, "unknown flag: --rat"},
+		"unknown yaml field":        {[]string{"run", "-f", bad}, bad + `:2: unknown field "duraton"`},
+		"missing yaml":              {[]string{"run", "-f", filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		"negative rate":             {[]string{"run", "--rate", "-1", "-q"}, "rate"},
+		"zero duration":             {[]string{"run", "--duration", "0s", "-q"}, "duration"},
+		"bad api":                   {[]string{"run", "--api", "embeddings", "-q"}, `--api: must be chat or completions, got "embeddings"`},
+		"bad target":                {[]string{"run", "--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
+		"unknown profile":           {[]string{"run", "--profile", "poetry"}, `--profile: unknown profile "poetry"`},
+		"burst zero multiplier":     {[]string{"burst", "--multipliers", "0"}, "--multipliers: each must be > 0, got 0"},
+		"burst negative multiplier": {[]string{"burst", "--multipliers", "2,-5"}, "--multipliers: each must be > 0, got -5"},
+		"burst zero phase":          {[]string{"burst", "--burst", "0s"}, "--burst: must be > 0, got 0s"},
+		"burst target no baseline":  {[]string{"burst", "--target", "http://127.0.0.1:1/v1"}, "--baseline-rps: required with --target"},
+		"simulate with target":      {[]string{"burst", "--simulate", "--target", "http://127.0.0.1:1/v1", "--baseline-rps", "3"}, "--simulate runs against the engine model"},
+		"header without colon":      {[]string{"run", "--header", "X-Secret-Token abc"}, `--header: must be "Name: value"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := surge(t, tc.args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Fatalf("stderr %q lacks %q", stderr, tc.want)
+			}
+			if strings.Contains(stderr, "abc") {
+				t.Fatalf("a header value leaked into the error: %q", stderr)
+			}
+		})
+	}
+}
+
+// Flags win over the YAML file.
+func TestFlagsWinOverFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(f, []byte("multipliers: [3]\nbaseline_rps: 4\nwarmup: 0s\nbaseline: 20s\nburst: 10s\nrecovery: 20s\nrecovery_limit: 20s\nquiet: true\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "-f", f, "--multipliers", "2", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "burst-2x")); err != nil {
+		t.Fatalf("the flag's multiplier 2 should win over the file's 3: %v\n%s", err, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "burst-3x")); err == nil {
+		t.Fatal("the file's multiplier ran too")
+	}
+}
+
+// The what-if mode runs the whole default experiment in virtual time.
+func TestBurstSimulate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "5", "-o", out)
+	if code != exitSLO { // a 10× burst over a half-loaded simulator fails the SLO
+		t.Fatalf("exit %d, want 1 (SLO failed)\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"virtual time", "burst-2x", "burst-5x", "burst-10x", "prediction with μ", "recovery (e2e_schedule)", "results.md"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

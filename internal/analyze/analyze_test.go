@@ -1,0 +1,490 @@
+package analyze
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+func TestJudge(t *testing.T) {
+	d := Deadlines{TTFT: 2 * s, E2E: 12 * s}
+	tests := []struct {
+		name string
+		rec  func() *record.Record
+		d    Deadlines
+		want bool
+	}{
+		{"within both deadlines", func() *record.Record { return okRec(0, 10*ms, 500*ms, 3*s) }, d, true},
+		{"exactly at both deadlines", func() *record.Record { return okRec(5*s, 0, 2*s, 12*s) }, d, true},
+		{"deadlines run from the schedule, not the send", func() *record.Record { return okRec(0, 1900*ms, 2100*ms, 3*s) }, d, false},
+		{"first token late", func() *record.Record { return okRec(0, 0, 2*s+1, 3*s) }, d, false},
+		{"completion late", func() *record.Record { return okRec(0, 0, 1*s, 12*s+1) }, d, false},
+		{"zero TTFT deadline disables the clause", func() *record.Record { return okRec(0, 0, 30*s, 31*s) }, Deadlines{E2E: 60 * s}, true},
+		{"zero E2E deadline disables the clause", func() *record.Record { return okRec(0, 0, time.Second, 300*s) }, Deadlines{TTFT: 2 * s}, true},
+		// sad paths
+		{"status not 200", func() *record.Record { r := okRec(0, 0, 1*s, 2*s); r.Status = 203; return r }, d, false},
+		{"outcome not ok", func() *record.Record { r := okRec(0, 0, 1*s, 2*s); r.Outcome = record.StreamError; return r }, d, false},
+		{"no content token", func() *record.Record { r := okRec(0, 0, 1*s, 2*s); r.FirstTokenNs = record.None; return r }, d, false},
+		{"no completion", func() *record.Record { r := okRec(0, 0, 1*s, 2*s); r.DoneNs = record.None; return r }, d, false},
+		{"rate limited", func() *record.Record { return failRec(0, record.RateLimited) }, d, false},
+		{"generator drop", func() *record.Record { return failRec(0, record.GeneratorDrop) }, d, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Judge(tc.rec(), tc.d); got != tc.want {
+				t.Errorf("Judge = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := Config{Phases: burstPhases()}
+	tests := []struct {
+		name    string
+		mod     func(c *Config)
+		wantErr string // "" = valid
+	}{
+		{"burst experiment", func(c *Config) {}, ""},
+		{"single phase, every knob set", func(c *Config) {
+			c.Phases = []Phase{{Name: "steady", End: time.Minute}}
+			c.Window, c.Timeout, c.SLO = 5*s, 60*s, DefaultSLO
+			c.Recovery = RecoveryRule{Window: 30 * s, Tolerance: 0.2, Consecutive: 2, Metric: MetricTTFTSchedule}
+		}, ""},
+		// sad paths
+		{"no phases", func(c *Config) { c.Phases = nil }, "analyze: config: phases: at least one phase is required"},
+		{"empty name", func(c *Config) { c.Phases[1].Name = "" }, "phases[1]: name is empty"},
+		{"duplicate name", func(c *Config) { c.Phases[2].Name = "baseline" }, `phases[2]: duplicate name "baseline"`},
+		{"end before start", func(c *Config) { c.Phases[0].End = 0 }, `phases[0] "warmup": end 0s must be after start 0s`},
+		{"negative start", func(c *Config) { c.Phases[0].Start = -s }, `phases[0] "warmup": start -1s is negative`},
+		{"overlap", func(c *Config) { c.Phases[2].Start = 39 * s }, `phases: "burst" [39s, 50s) overlaps "baseline" [10s, 40s)`},
+		{"negative rate", func(c *Config) { c.Phases[2].Rate = -1 }, `phases[2] "burst": rate -1 must be a finite number ≥ 0`},
+		{"negative window", func(c *Config) { c.Window = -s }, "window: -1s must be > 0"},
+		{"negative deadline", func(c *Config) { c.Deadlines = Deadlines{TTFT: -s} }, "deadlines.ttft: -1s is negative"},
+		{"goodput ratio above 1", func(c *Config) { c.SLO.GoodputRatio = 1.5 }, "slo.goodput_ratio: 1.5 must be within [0, 1]"},
+		{"recovery on schedule lag", func(c *Config) { c.Recovery.Metric = MetricScheduleLag }, `recovery.metric: "schedule_lag" is not a latency metric`},
+		{"recovery on unknown metric", func(c *Config) { c.Recovery.Metric = "p99" }, `recovery.metric: "p99" is not a latency metric`},
+		{"too many windows", func(c *Config) { c.Window = time.Millisecond }, "window: 1ms gives more than 60480 windows over the run's 1m50s"},
+		{"too many recovery windows", func(c *Config) { c.Recovery.Window = time.Millisecond }, "recovery.window: 1ms gives more than 60480 windows"},
+		{"too many timeline samples", func(c *Config) { c.SampleEvery = time.Microsecond }, "sample_every: 1µs gives more than 1048576 timeline samples"},
+		{"negative consecutive", func(c *Config) { c.Recovery.Consecutive = -1 }, "recovery.consecutive: -1 must be ≥ 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			c.Phases = append([]Phase(nil), good.Phases...)
+			tc.mod(&c)
+			err := c.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if _, nerr := New(c); nerr == nil {
+				t.Fatalf("New accepted an invalid config")
+			}
+		})
+	}
+}
+
+// A request belongs to the phase and window of its scheduled arrival, even
+// when it completes in a later phase.
+func TestMembershipByScheduledArrival(t *testing.T) {
+	a := mustNew(t, Config{Phases: burstPhases()})
+	addAll(a,
+		withPhase(okRec(39900*ms, 0, 5*s, 15*s), "baseline"),  // completes at 54.9 s, in recovery
+		withPhase(okRec(40*s, 0, 100*ms, 200*ms), "burst"),    // first instant of the burst
+		withPhase(okRec(49999*ms, 0, 11*s, 20*s), "burst"),    // first token and completion in recovery
+		withPhase(okRec(50*s, 0, 100*ms, 200*ms), "baseline"), // mislabelled
+		okRec(120*s, 0, 100*ms, 200*ms),                       // after the last phase
+	)
+	r := a.Result()
+	for _, tc := range []struct {
+		phase   string
+		offered int64
+	}{{"warmup", 0}, {"baseline", 1}, {"burst", 2}, {"recovery", 1}} {
+		if got := mustPhase(t, r, tc.phase).Offered; got != tc.offered {
+			t.Errorf("phase %s: offered %d, want %d", tc.phase, got, tc.offered)
+		}
+	}
+	if got := mustPhase(t, r, "baseline").Latency.E2ESchedule.MaxMs; got != 15000 {
+		t.Errorf("baseline e2e max = %v ms, want 15000 (the late completion stays in its arrival phase)", got)
+	}
+	if r.Anomalies.Unassigned != 1 || r.Anomalies.PhaseLabelMismatch != 1 {
+		t.Errorf("anomalies = %+v, want 1 unassigned and 1 label mismatch", r.Anomalies)
+	}
+	if r.Overall.Offered != 4 {
+		t.Errorf("overall offered = %d, want 4 (unassigned left out)", r.Overall.Offered)
+	}
+	// Windows are aligned to the burst end (50 s): [40, 50) holds both burst requests.
+	counts := map[int64]int64{}
+	for _, w := range r.Windows {
+		counts[w.Index] = w.Offered
+	}
+	if counts[-2] != 1 || counts[-1] != 2 || counts[0] != 1 || counts[7] != 1 {
+		t.Errorf("window offered counts = %v, want -2:1 -1:2 0:1 7:1", counts)
+	}
+	// A stray record far outside the run adds its window, not the gap before it.
+	a.Add(okRec(240*time.Hour, 0, 100*ms, 200*ms))
+	if n := len(a.Result().Windows); n != len(r.Windows)+1 {
+		t.Errorf("%d windows after a record 10 days out, want %d", n, len(r.Windows)+1)
+	}
+}
+
+// Goodput counts drops, timeouts and every failure in its denominator.
+func TestGoodputDenominator(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 10 * s, Rate: 1}}, Timeout: 60 * s})
+	for i := range 6 {
+		a.Add(okRec(time.Duration(i)*s, 0, 300*ms, 2*s))
+	}
+	addAll(a,
+		okRec(6*s, 0, 2500*ms, 4*s), // ok but late: success, not good
+		failRec(7*s, record.GeneratorDrop),
+		failRec(8*s, record.Timeout),
+		failRec(9*s, record.RateLimited),
+	)
+	st := a.Result().Overall
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"offered", float64(st.Offered), 10},
+		{"sent", float64(st.Sent), 9},
+		{"succeeded", float64(st.Succeeded), 7},
+		{"good", float64(st.Good), 6},
+		{"offered rps", st.OfferedRPS, 1},
+		{"sent rps", st.SentRPS, 0.9},
+		{"success rps", st.SuccessRPS, 0.7},
+		{"goodput rps", st.GoodputRPS, 0.6},
+		{"goodput ratio", st.GoodputRatio, 0.6},
+		{"drop rate", st.DropRate, 0.1},
+		{"timeout rate", st.TimeoutRate, 0.1},
+		{"429 rate", st.RateLimitRate, 0.1},
+		{"error rate", st.ErrorRate, 0},
+		{"failure rate", st.FailureRate, 0.3},
+		{"ttft samples (ok only)", float64(st.Latency.TTFTSchedule.Count), 7},
+		{"lag samples (every sent)", float64(st.Latency.ScheduleLag.Count), 9},
+		{"output tokens (ok only)", float64(st.OutputTokens), 77},
+	}
+	for _, c := range checks {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if st.Outcomes[record.GeneratorDrop] != 1 || st.Outcomes[record.OK] != 7 || st.Outcomes[record.HTTPError] != 0 {
+		t.Errorf("outcomes = %v", st.Outcomes)
+	}
+	if len(st.Outcomes) != len(record.Outcomes)+1 {
+		t.Errorf("outcomes has %d keys, want every outcome plus unknown", len(st.Outcomes))
+	}
+}
+
+func TestCensoring(t *testing.T) {
+	tests := []struct {
+		name              string
+		ok, timeouts      int
+		p50, p95, p99     bool
+		wantP99Text       string
+		timeout           time.Duration
+		wantP99LowerBound float64
+	}{
+		{"no timeouts", 100, 0, false, false, false, "99ms", 60 * s, 0},
+		{"under 1%", 100, 1, false, false, false, "99ms", 60 * s, 0},
+		{"exactly 1% is not more than 1%", 99, 1, false, false, false, "99ms", 60 * s, 0},
+		{"over 1%", 100, 2, false, false, true, "> 60s", 60 * s, 60000},
+		{"over 5%", 100, 6, false, true, true, "> 60s", 60 * s, 60000},
+		{"over 50%", 1, 2, true, true, true, "> 60s", 60 * s, 60000},
+		{"all timed out", 0, 3, true, true, true, "> 60s", 60 * s, 60000},
+		{"timeout unknown: the observed value is the bound", 100, 2, false, false, true, "> 99ms", 0, 99},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 100 * s}}, Timeout: tc.timeout})
+			for i := range tc.ok {
+				a.Add(okRec(time.Duration(i)*100*ms, 0, time.Duration(i+1)*ms, time.Duration(i+1)*ms))
+			}
+			for i := range tc.timeouts {
+				a.Add(failRec(time.Duration(i)*100*ms, record.Timeout))
+			}
+			d := a.Result().Overall.Latency.TTFTSchedule
+			if d.P50Censored != tc.p50 || d.P95Censored != tc.p95 || d.P99Censored != tc.p99 {
+				t.Errorf("censored p50/p95/p99 = %v/%v/%v, want %v/%v/%v", d.P50Censored, d.P95Censored, d.P99Censored, tc.p50, tc.p95, tc.p99)
+			}
+			if got := d.Text(Q99); got != tc.wantP99Text {
+				t.Errorf("Text(Q99) = %q, want %q", got, tc.wantP99Text)
+			}
+			if tc.p99 && (d.P99Ms < tc.wantP99LowerBound || d.P99Ms > tc.wantP99LowerBound*1.001) {
+				t.Errorf("censored P99Ms = %v, want the lower bound %v", d.P99Ms, tc.wantP99LowerBound)
+			}
+			if lag := a.Result().Overall.Latency.ScheduleLag; lag.P99Censored {
+				t.Errorf("schedule lag must never be censored")
+			}
+		})
+	}
+}
+
+// Percentiles are nearest-rank: the ceil(q·N)-th smallest value.
+func TestPercentileNearestRank(t *testing.T) {
+	tests := []struct {
+		name          string
+		valuesUs      []int64
+		p50, p95, p99 float64 // ms
+		mean, max     float64
+		std           float64
+	}{
+		// N = 60: 0.99·60 = 59.4 → rank 60 (rounding would give 59).
+		{"sixty values", seq64(1, 60), 0.030, 0.057, 0.060, 0.0305, 0.060, 0.017318102282486654},
+		{"one value", []int64{1234}, 1.234, 1.234, 1.234, 1.234, 1.234, 0},
+		{"ten values", seq64(1, 10), 0.005, 0.010, 0.010, 0.0055, 0.010, 0.0028722813232690143},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mustNew(t, Config{Phases: []Phase{{Name: "p", End: time.Hour}}})
+			for i, us := range tc.valuesUs {
+				d := time.Duration(us) * time.Microsecond
+				a.Add(okRec(time.Duration(i)*s, 0, d, d))
+			}
+			d := a.Result().Overall.Latency.TTFTSend
+			if !near(d.P50Ms, tc.p50) || !near(d.P95Ms, tc.p95) || !near(d.P99Ms, tc.p99) {
+				t.Errorf("p50/p95/p99 = %v/%v/%v ms, want %v/%v/%v", d.P50Ms, d.P95Ms, d.P99Ms, tc.p50, tc.p95, tc.p99)
+			}
+			if !near(d.StdMs, tc.std) {
+				t.Errorf("std = %v ms, want %v", d.StdMs, tc.std)
+			}
+			if !near(d.MeanMs, tc.mean) || !near(d.MaxMs, tc.max) || d.Count != int64(len(tc.valuesUs)) {
+				t.Errorf("mean/max/count = %v/%v/%d, want %v/%v/%d", d.MeanMs, d.MaxMs, d.Count, tc.mean, tc.max, len(tc.valuesUs))
+			}
+		})
+	}
+	// Large values: within 0.1 % above the true order statistic, never below.
+	a := mustNew(t, Config{Phases: []Phase{{Name: "p", End: time.Hour}}})
+	for i := 1; i <= 1000; i++ {
+		d := time.Duration(i) * 10 * ms
+		a.Add(okRec(time.Duration(i)*s, 0, d, d))
+	}
+	d := a.Result().Overall.Latency.E2ESend
+	for _, c := range []struct{ got, exact float64 }{{d.P50Ms, 5000}, {d.P95Ms, 9500}, {d.P99Ms, 9900}} {
+		if c.got < c.exact || c.got > c.exact*1.001 {
+			t.Errorf("percentile %v ms, want within [%v, %v]", c.got, c.exact, c.exact*1.001)
+		}
+	}
+}
+
+func seq64(from, to int64) []int64 {
+	var v []int64
+	for i := from; i <= to; i++ {
+		v = append(v, i)
+	}
+	return v
+}
+
+func TestSLOVerdicts(t *testing.T) {
+	phases := []Phase{
+		{Name: "warmup", End: 10 * s, Excluded: true},
+		{Name: "fast", Start: 10 * s, End: 20 * s},
+		{Name: "slow", Start: 20 * s, End: 30 * s},
+		{Name: "timeouts", Start: 30 * s, End: 40 * s},
+		{Name: "empty", Start: 40 * s, End: 50 * s},
+	}
+	a := mustNew(t, Config{Phases: phases, SLO: DefaultSLO, Timeout: 60 * s})
+	for i := range 100 {
+		off := time.Duration(i) * 100 * ms
+		a.Add(okRec(off, 0, 5*s, 20*s)) // warmup: terrible, but excluded
+		a.Add(okRec(10*s+off, 0, 500*ms, 3*s))
+		a.Add(okRec(20*s+off, 0, 2500*ms, 3*s))
+		a.Add(okRec(30*s+off, 0, 100*ms, 1*s))
+	}
+	addAll(a, failRec(30*s, record.Timeout), failRec(31*s, record.Timeout))
+	r := a.Result()
+	tests := []struct {
+		phase   string
+		pass    bool
+		clauses [3]bool // ttft_p95, e2e_p99, goodput_ratio
+		text0   string
+	}{
+		{"fast", true, [3]bool{true, true, true}, "p95 TTFT 500ms <= 2s: pass"},
+		{"slow", false, [3]bool{false, true, false}, "p95 TTFT 2.5s > 2s: FAIL"},
+		{"timeouts", false, [3]bool{true, false, false}, "p95 TTFT 100ms <= 2s: pass"},
+		{"empty", false, [3]bool{false, false, false}, "p95 TTFT n/a (no samples), limit 2s: FAIL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.phase, func(t *testing.T) {
+			v := mustPhase(t, r, tc.phase).SLO
+			if v.Pass != tc.pass || len(v.Clauses) != 3 {
+				t.Fatalf("verdict = %+v, want pass=%v with 3 clauses", v, tc.pass)
+			}
+			for i, want := range tc.clauses {
+				if v.Clauses[i].Pass != want {
+					t.Errorf("clause %s pass = %v, want %v (%s)", v.Clauses[i].Name, v.Clauses[i].Pass, want, v.Clauses[i].Text)
+				}
+			}
+			if v.Clauses[0].Text != tc.text0 {
+				t.Errorf("clause text = %q, want %q", v.Clauses[0].Text, tc.text0)
+			}
+		})
+	}
+	tp := mustPhase(t, r, "timeouts").SLO.Clauses[1]
+	if !tp.Censored || !strings.Contains(tp.Text, "> 60s") {
+		t.Errorf("censored e2e clause = %+v, want censored with > 60s", tp)
+	}
+	if r.Verdict.Pass {
+		t.Errorf("overall verdict passed, want fail")
+	}
+	if ok := (SLO{}).check(&r.Overall); !ok.Pass || len(ok.Clauses) != 0 {
+		t.Errorf("an empty SLO must pass with no clauses, got %+v", ok)
+	}
+}
+
+func TestVLLMFields(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "w", End: 10 * s, Excluded: true}, {Name: "m", Start: 10 * s, End: 20 * s}}, Timeout: 60 * s})
+	a.Add(okRec(time.Second, 0, 1*s, 2*s)) // warmup: excluded
+	for i := range 10 {
+		// sent 100 ms late: vLLM's TTFT and E2EL are from the send
+		a.Add(okRec(10*s+time.Duration(i)*s, 100*ms, 300*ms, 1100*ms))
+	}
+	a.Add(failRec(15*s, record.RateLimited))
+	r := a.Result()
+	v := r.VLLM()
+	if v.Completed != 10 || v.Duration != 10 || v.RequestThroughput != 1 || v.RequestGoodput != 1 {
+		t.Errorf("completed/duration/throughput/goodput = %d/%v/%v/%v", v.Completed, v.Duration, v.RequestThroughput, v.RequestGoodput)
+	}
+	if v.TotalOutputTokens != 110 || v.OutputThroughput != 11 || v.TotalTokenThroughput != 111 {
+		t.Errorf("tokens = %d, output throughput %v, total %v", v.TotalOutputTokens, v.OutputThroughput, v.TotalTokenThroughput)
+	}
+	if !near(v.MeanTTFTMs, 200) || !hdrNear(v.MedianTTFTMs, 200) || v.P99TTFTMs == nil || !hdrNear(*v.P99TTFTMs, 200) {
+		t.Errorf("ttft mean/median/p99 = %v/%v/%v, want 200 ms from the send", v.MeanTTFTMs, v.MedianTTFTMs, v.P99TTFTMs)
+	}
+	if !near(v.MeanE2ELMs, 1000) || !near(v.MeanTPOTMs, 80) || !near(v.MeanITLMs, 80) {
+		t.Errorf("e2el/tpot/itl mean = %v/%v/%v, want 1000/80/80", v.MeanE2ELMs, v.MeanTPOTMs, v.MeanITLMs)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"request_throughput":1`, `"request_goodput":1`, `"output_throughput":11`, `"median_ttft_ms":200,`,
+		`"p99_itl_ms":null`, `"mean_e2el_ms":1000`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("vLLM JSON lacks %s: %s", key, b)
+		}
+	}
+	// A censored p99 is null, not the p99 of whatever finished.
+	addAll(a, failRec(12*s, record.Timeout), failRec(13*s, record.Timeout))
+	if v := a.Result().VLLM(); v.P99TTFTMs != nil || v.P99E2ELMs != nil {
+		t.Errorf("p99 with 2/12 timeouts = %v/%v, want null", v.P99TTFTMs, v.P99E2ELMs)
+	}
+}
+
+// Windows are aligned to the burst end; their rates use the part inside the run.
+func TestWindowsAlignedToBurstEnd(t *testing.T) {
+	phases := []Phase{
+		{Name: "baseline", Start: 0, End: 30 * s},
+		{Name: "burst", Start: 30 * s, End: 35 * s},
+		{Name: "recovery", Start: 35 * s, End: 62 * s},
+	}
+	a := mustNew(t, Config{Phases: phases})
+	for i := range 62 {
+		a.Add(okRec(time.Duration(i)*s, 0, 100*ms, 200*ms))
+	}
+	ws := a.Result().Windows
+	if len(ws) != 7 {
+		t.Fatalf("got %d windows, want 7 (starts -5, 5, …, 55 s)", len(ws))
+	}
+	want := []struct {
+		k            int64
+		start        float64
+		dur, offered float64
+		phase        string
+	}{
+		{-4, -5000, 5000, 5, "baseline"}, {-1, 25000, 10000, 10, "baseline"},
+		{0, 35000, 10000, 10, "recovery"}, {2, 55000, 7000, 7, "recovery"},
+	}
+	byK := map[int64]WindowResult{}
+	for _, w := range ws {
+		byK[w.Index] = w
+	}
+	for _, w := range want {
+		got := byK[w.k]
+		if got.StartMs != w.start || got.DurationMs != w.dur || float64(got.Offered) != w.offered || got.Phase != w.phase {
+			t.Errorf("window %d = start %v dur %v offered %d phase %q, want %v %v %v %q",
+				w.k, got.StartMs, got.DurationMs, got.Offered, got.Phase, w.start, w.dur, w.offered, w.phase)
+		}
+		if got.OfferedRPS != 1 {
+			t.Errorf("window %d offered rps = %v, want 1", w.k, got.OfferedRPS)
+		}
+	}
+}
+
+func TestFormatMs(t *testing.T) {
+	tests := []struct {
+		ms   float64
+		want string
+	}{
+		{0, "0ms"}, {0.42, "0.42ms"}, {1.5, "1.5ms"}, {81.23, "81.2ms"}, {812.4, "812ms"},
+		{999.7, "1s"}, {1523, "1.52s"}, {12000, "12s"}, {60000, "60s"}, {125400, "125s"},
+	}
+	for _, tc := range tests {
+		if got := FormatMs(tc.ms); got != tc.want {
+			t.Errorf("FormatMs(%v) = %q, want %q", tc.ms, got, tc.want)
+		}
+	}
+	if got := (Dist{}).String(); got != "p50 n/a  p95 n/a  p99 n/a  (n=0)" {
+		t.Errorf("empty Dist = %q", got)
+	}
+}
+
+func TestMergeRejects(t *testing.T) {
+	a := mustNew(t, Config{Phases: burstPhases()})
+	b := mustNew(t, Config{Phases: burstPhases(), Window: 5 * s})
+	if err := a.Merge(b); !errors.Is(err, ErrConfigMismatch) {
+		t.Errorf("Merge of different windows = %v, want ErrConfigMismatch", err)
+	}
+	if err := a.Merge(a); err == nil {
+		t.Errorf("Merge into itself succeeded")
+	}
+}
+
+// summary.json's names are a contract: spot-check them.
+func TestResultJSONNames(t *testing.T) {
+	a := mustNew(t, Config{Phases: burstPhases(), SLO: DefaultSLO, Timeout: 60 * s})
+	a.Add(okRec(15*s, 0, 100*ms, 200*ms))
+	b, err := json.Marshal(a.Result())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"phases":[{"name":"warmup"`, `"offered_rps":`, `"goodput_ratio":`, `"rate_limit_rate":`,
+		`"ttft_schedule":{"count":`, `"p99_censored":false`, `"e2e_schedule":`, `"schedule_lag":`, `"conn_wait":`,
+		`"recovery":{"judged":`, `"timeline":[{"t_ms":0,`, `"oldest_waiting_age_ms":`, `"outcomes":{"cancelled":0,`,
+		`"slo":{"pass":`, `"percentile_definition":"nearest rank`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("result JSON lacks %s", key)
+		}
+	}
+}
+
+// Durations the histograms cannot hold are clamped and counted, not dropped.
+func TestOutOfRangeDurations(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "p", End: 10 * s}}})
+	early := okRec(1*s, 0, 100*ms, 200*ms)
+	early.SentNs = early.ScheduledNs - int64(ms) // sent before its schedule
+	late := okRec(2*s, 0, 100*ms, 2*time.Hour)
+	addAll(a, early, late)
+	r := a.Result()
+	if r.Anomalies.NegativeDurations != 1 || r.Anomalies.OverRange != 2 {
+		t.Fatalf("anomalies = %+v, want 1 negative (lag) and 2 over range (e2e from send and schedule)", r.Anomalies)
+	}
+	l := r.Overall.Latency
+	if l.ScheduleLag.Count != 2 || l.ScheduleLag.MaxMs != 0 {
+		t.Errorf("lag = %+v, want 2 samples with the negative one recorded as 0", l.ScheduleLag)
+	}
+	if l.E2ESchedule.MaxMs != 3.6e6 || l.E2ESchedule.Count != 2 {
+		t.Errorf("e2e = %+v, want the 2 h completion clamped to 1 h", l.E2ESchedule)
+	}
+}

@@ -1,0 +1,440 @@
+package analyze
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/bits"
+	"reflect"
+	"slices"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// Histogram geometry: microseconds from 1 µs to 1 h, 3 significant digits.
+const (
+	histLowest  int64 = 1
+	histHighest int64 = int64(time.Hour / time.Microsecond)
+	histSigFigs       = 3
+)
+
+// hist is what both HDR histogram kinds offer and the analysis needs.
+type hist interface {
+	RecordValue(v int64) error
+	TotalCount() int64
+	ValueAtPercentilesSlice(percentiles []float64) []int64
+}
+
+var (
+	_ hist = (*hdr.Histogram)(nil)
+	_ hist = (*hdr.PackedHistogram)(nil)
+)
+
+func newHist(packed bool) hist {
+	if packed {
+		return hdr.NewPacked(histLowest, histHighest, histSigFigs)
+	}
+	return hdr.New(histLowest, histHighest, histSigFigs)
+}
+
+// mergeHist adds src's counts to dst; both have the same geometry, so the
+// merge is lossless.
+func mergeHist(dst, src hist) {
+	switch d := dst.(type) {
+	case *hdr.Histogram:
+		switch s := src.(type) {
+		case *hdr.Histogram:
+			// Histogram.Merge walks every bucket through an iterator; a
+			// sparse copy scans the counts once and adds index to index.
+			p := hdr.NewPacked(histLowest, histHighest, histSigFigs)
+			p.MergeFrom(s)
+			p.MergeInto(d)
+		case *hdr.PackedHistogram:
+			s.MergeInto(d)
+		}
+	case *hdr.PackedHistogram:
+		switch s := src.(type) {
+		case *hdr.PackedHistogram:
+			d.Merge(s)
+		case *hdr.Histogram:
+			d.MergeFrom(s)
+		}
+	}
+}
+
+// Outcome slots: record.Outcomes in order, then one for unknown outcomes.
+const (
+	slotOK = iota
+	slotDrop
+	slotRateLimited
+	slotHTTPError
+	slotTimeout
+	slotConnError
+	slotStreamError
+	slotInvalid
+	slotCancelled
+	slotUnknown
+	numSlots
+)
+
+// unknownOutcome is the key unknown outcomes are counted under.
+const unknownOutcome = record.Outcome("unknown")
+
+func outcomeSlot(o record.Outcome) int {
+	switch o {
+	case record.OK:
+		return slotOK
+	case record.GeneratorDrop:
+		return slotDrop
+	case record.RateLimited:
+		return slotRateLimited
+	case record.HTTPError:
+		return slotHTTPError
+	case record.Timeout:
+		return slotTimeout
+	case record.ConnError:
+		return slotConnError
+	case record.StreamError:
+		return slotStreamError
+	case record.InvalidResponse:
+		return slotInvalid
+	case record.Cancelled:
+		return slotCancelled
+	}
+	return slotUnknown
+}
+
+func slotOutcome(i int) record.Outcome {
+	if i == slotUnknown {
+		return unknownOutcome
+	}
+	return record.Outcomes[i]
+}
+
+// sample is one record reduced to what the accumulators need; values in µs,
+// -1 when absent.
+type sample struct {
+	slot           int
+	sent, good     bool
+	us             [numMetrics]int64
+	prompt, output int64
+	decodeNs, gaps int64
+}
+
+type metricAcc struct {
+	h        hist  // nil until the first value
+	sum, max int64 // µs, exact
+	sumSq    u128  // Σ µs², exact (for the standard deviation)
+}
+
+// u128 is an unsigned 128-bit accumulator.
+type u128 struct{ hi, lo uint64 }
+
+func (u *u128) add(o u128) {
+	var c uint64
+	u.lo, c = bits.Add64(u.lo, o.lo, 0)
+	u.hi += o.hi + c
+}
+
+func (u u128) big() *big.Int {
+	b := new(big.Int).SetUint64(u.hi)
+	return b.Lsh(b, 64).Or(b, new(big.Int).SetUint64(u.lo))
+}
+
+// acc accumulates one group: a phase, a window or the overall aggregate.
+type acc struct {
+	outcomes       [numSlots]int64
+	sent, good     int64
+	prompt, output int64 // tokens of ok requests
+	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
+	m              [numMetrics]metricAcc
+	packed         bool
+}
+
+func (a *acc) observe(s *sample) {
+	a.outcomes[s.slot]++
+	if s.sent {
+		a.sent++
+	}
+	if s.good {
+		a.good++
+	}
+	a.prompt += s.prompt
+	a.output += s.output
+	a.decodeNs += s.decodeNs
+	a.gaps += s.gaps
+	for i, v := range s.us {
+		if v < 0 {
+			continue
+		}
+		m := &a.m[i]
+		if m.h == nil {
+			m.h = newHist(a.packed)
+		}
+		_ = m.h.RecordValue(v) // v is within [0, histHighest]: cannot fail
+		m.sum += v
+		m.max = max(m.max, v)
+		m.sumSq.add(u128{lo: uint64(v) * uint64(v)}) // v ≤ 3.6e9: v² < 2⁶⁴
+	}
+}
+
+func (a *acc) merge(b *acc) {
+	for i := range a.outcomes {
+		a.outcomes[i] += b.outcomes[i]
+	}
+	a.sent += b.sent
+	a.good += b.good
+	a.prompt += b.prompt
+	a.output += b.output
+	a.decodeNs += b.decodeNs
+	a.gaps += b.gaps
+	for i := range a.m {
+		src, dst := &b.m[i], &a.m[i]
+		if src.h == nil {
+			continue
+		}
+		if dst.h == nil {
+			dst.h = newHist(a.packed)
+		}
+		mergeHist(dst.h, src.h)
+		dst.sum += src.sum
+		dst.max = max(dst.max, src.max)
+		dst.sumSq.add(src.sumSq)
+	}
+}
+
+func (a *acc) offered() int64 {
+	var n int64
+	for _, c := range a.outcomes {
+		n += c
+	}
+	return n
+}
+
+// windowSeries holds the accumulators of arrival-time windows of one width
+// aligned to one anchor: window k covers [anchor + k·width, anchor + (k+1)·width).
+type windowSeries struct {
+	width, anchor int64
+	accs          map[int64]*acc
+	lastK         int64
+	last          *acc
+}
+
+func newWindowSeries(width, anchor int64) *windowSeries {
+	return &windowSeries{width: width, anchor: anchor, accs: map[int64]*acc{}}
+}
+
+func (w *windowSeries) index(t int64) int64 { return floorDiv(t-w.anchor, w.width) }
+
+func (w *windowSeries) get(k int64) *acc {
+	if w.last != nil && k == w.lastK {
+		return w.last
+	}
+	a := w.accs[k]
+	if a == nil {
+		a = &acc{packed: true}
+		w.accs[k] = a
+	}
+	w.lastK, w.last = k, a
+	return a
+}
+
+func (w *windowSeries) merge(b *windowSeries) {
+	for k, src := range b.accs {
+		w.get(k).merge(src)
+	}
+}
+
+// Analyzer accumulates records into per-phase, per-window and timeline
+// statistics. Create it with New, feed it with Add, read it with Result.
+// It is not safe for concurrent use.
+type Analyzer struct {
+	cfg      Config // with defaults
+	byStart  []int  // indexes of cfg.Phases sorted by start
+	phases   []*acc // indexed like cfg.Phases
+	runStart int64  // first phase start, ns
+	runEnd   int64  // last phase end, ns
+	burst    int    // index of the burst phase, -1 if none
+	baseline int    // index of the baseline phase, -1 if none
+	windows  *windowSeries
+	recov    *windowSeries // recovery windows; == windows unless Recovery.Window differs
+	timeline *timeline
+	anom     Anomalies
+}
+
+// New returns an Analyzer for cfg, or the configuration's errors.
+func New(cfg Config) (*Analyzer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1}
+	a.runStart, a.runEnd = int64(cfg.Phases[0].Start), int64(cfg.Phases[0].End)
+	for i, p := range cfg.Phases {
+		a.byStart = append(a.byStart, i)
+		a.phases = append(a.phases, &acc{})
+		a.runStart = min(a.runStart, int64(p.Start))
+		a.runEnd = max(a.runEnd, int64(p.End))
+		if p.Name == cfg.BurstPhase {
+			a.burst = i
+		}
+		if p.Name == cfg.BaselinePhase {
+			a.baseline = i
+		}
+	}
+	slices.SortFunc(a.byStart, func(i, j int) int { return cmp.Compare(cfg.Phases[i].Start, cfg.Phases[j].Start) })
+	anchor := int64(0)
+	if a.burst >= 0 {
+		anchor = int64(cfg.Phases[a.burst].End)
+	}
+	a.windows = newWindowSeries(int64(cfg.Window), anchor)
+	a.recov = a.windows
+	if cfg.Recovery.Window != cfg.Window {
+		a.recov = newWindowSeries(int64(cfg.Recovery.Window), anchor)
+	}
+	a.timeline = newTimeline(int64(cfg.SampleEvery), a.runEnd+int64(max(cfg.Timeout, timelineTail)))
+	return a, nil
+}
+
+// Config returns the analyzer's configuration with defaults filled in.
+func (a *Analyzer) Config() Config {
+	c := a.cfg
+	c.Phases = slices.Clone(c.Phases)
+	return c
+}
+
+// phaseOf returns the index in cfg.Phases of the phase containing t, or -1.
+func (a *Analyzer) phaseOf(t int64) int {
+	for _, i := range a.byStart {
+		p := &a.cfg.Phases[i]
+		if t < int64(p.Start) {
+			return -1
+		}
+		if t < int64(p.End) {
+			return i
+		}
+	}
+	return -1
+}
+
+// us converts a duration in ns to µs within the histogram range, counting
+// values it has to clamp.
+func (a *Analyzer) us(ns int64) int64 {
+	if ns < 0 {
+		a.anom.NegativeDurations++
+		return 0
+	}
+	v := ns / 1000
+	if v > histHighest {
+		a.anom.OverRange++
+		return histHighest
+	}
+	return v
+}
+
+// Add accounts one record to the phase and window of its scheduled arrival
+// and to the timeline. It does not keep rec.
+func (a *Analyzer) Add(rec *record.Record) {
+	const none = record.None
+	var s sample
+	for i := range s.us {
+		s.us[i] = -1
+	}
+	s.slot = outcomeSlot(rec.Outcome)
+	if s.slot == slotUnknown {
+		a.anom.UnknownOutcome++
+	}
+	s.good = Judge(rec, a.cfg.Deadlines)
+	if s.good != rec.Good {
+		a.anom.GoodFlagMismatch++
+	}
+	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
+	s.sent = sent != none
+	if s.sent {
+		s.us[mLag] = a.us(sent - sched)
+		if conn != none {
+			s.us[mConnWait] = a.us(conn - sent)
+		}
+	}
+	if conn != none && rec.HeadersNs != none {
+		s.us[mConnToHeaders] = a.us(rec.HeadersNs - conn)
+	}
+	if s.slot == slotOK {
+		s.prompt, s.output = int64(rec.PromptTokens), int64(rec.OutputTokens)
+		if first != none {
+			s.us[mTTFTSchedule] = a.us(first - sched)
+			if s.sent {
+				s.us[mTTFTSend] = a.us(first - sent)
+			}
+		}
+		if done != none {
+			s.us[mE2ESchedule] = a.us(done - sched)
+			if s.sent {
+				s.us[mE2ESend] = a.us(done - sent)
+			}
+		}
+		if rec.TPOTNs != none {
+			s.us[mTPOT] = a.us(rec.TPOTNs)
+		}
+		if rec.ITLMaxNs != none {
+			s.us[mITLMax] = a.us(rec.ITLMaxNs)
+		}
+		if first != none && done >= first && rec.Chunks >= 2 {
+			s.decodeNs, s.gaps = done-first, int64(rec.Chunks-1)
+		}
+	}
+
+	if pi := a.phaseOf(sched); pi >= 0 {
+		a.phases[pi].observe(&s)
+		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
+			a.anom.PhaseLabelMismatch++
+		}
+	} else {
+		a.anom.Unassigned++
+	}
+	a.windows.get(a.windows.index(sched)).observe(&s)
+	if a.recov != a.windows {
+		a.recov.get(a.recov.index(sched)).observe(&s)
+	}
+	a.anom.TimelineClipped += a.timeline.add(rec)
+}
+
+// ErrConfigMismatch is returned by Merge when the two analyzers were not
+// built from the same configuration.
+var ErrConfigMismatch = errors.New("analyze: merge: configurations differ")
+
+// Merge adds everything b has accumulated to a, losslessly: the result is
+// what a single Analyzer fed with both record streams would hold. Both must
+// have the same configuration; b is not modified.
+func (a *Analyzer) Merge(b *Analyzer) error {
+	if a == b {
+		return fmt.Errorf("analyze: merge: an analyzer cannot be merged into itself")
+	}
+	if !reflect.DeepEqual(a.cfg, b.cfg) {
+		return ErrConfigMismatch
+	}
+	for i := range a.phases {
+		a.phases[i].merge(b.phases[i])
+	}
+	a.windows.merge(b.windows)
+	if a.recov != a.windows {
+		a.recov.merge(b.recov)
+	}
+	a.timeline.merge(b.timeline)
+	a.anom.add(b.anom)
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }

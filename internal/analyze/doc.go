@@ -1,0 +1,131 @@
+// Package analyze turns records (one per scheduled arrival) into the numbers
+// surge reports: per phase, per arrival-time window and overall, the offered,
+// sent, successful and good request rates, failure rates by class, honest
+// latency percentiles, SLO verdicts, recovery time after a burst and the
+// client-side waiting/in-flight timeline. It reads records only; it knows
+// nothing about HTTP or load generation.
+//
+// # Streaming
+//
+// An Analyzer is fed with Add, one record at a time and in any order, and
+// summarised with Result. Memory is O(phases × windows × histograms) plus
+// O(run length / sample step) for the timeline, never O(records). Analyzers of
+// shards merge losslessly with Merge (histograms are merged, percentiles are
+// never averaged); a Result cannot be merged. An Analyzer is not safe for
+// concurrent use: give each goroutine its own and Merge them.
+//
+// # Membership
+//
+// Every record belongs to the phase and the window of its scheduled arrival
+// (scheduled_ns), never of its completion. Phases are half-open intervals
+// [start, end) of offsets from the run origin; a record scheduled outside every
+// phase is counted in Anomalies.Unassigned and only appears in windows.
+// Windows are half-open intervals of length W (default 10 s) aligned to an
+// anchor: the end of the burst phase when there is one (so window k ≥ 0 covers
+// [burstEnd + k·W, burstEnd + (k+1)·W)), else the run origin. Window rates use
+// the part of the window inside the run, [first phase start, last phase end].
+// "Overall" aggregates every phase that is not Excluded (warmup is excluded).
+//
+// # Rates (requests/s; D = phase or window duration in seconds)
+//
+//	offered RPS   = scheduled arrivals / D          (every record, drops included)
+//	sent RPS      = records with a sent time / D
+//	success RPS   = records with outcome ok / D
+//	goodput RPS   = good records / D
+//	goodput ratio = good / offered                  (drops, failures, timeouts and
+//	                                                 cancellations stay in the denominator)
+//	error rate    = (http_error + conn_error + stream_error + invalid_response
+//	                 + unknown outcomes) / offered
+//	429 rate      = rate_limited / offered;  timeout rate = timeout / offered
+//	drop rate     = generator_drop / offered; cancel rate = cancelled / offered
+//	failure rate  = error + 429 + timeout + drop rates   (cancellations excluded)
+//
+// A record is good (Judge) when its outcome is ok, its HTTP status is 200, its
+// first content token came within Deadlines.TTFT of the scheduled arrival and
+// it completed within Deadlines.E2E of the scheduled arrival. The Analyzer
+// recomputes Judge with its own deadlines rather than trusting the record's
+// good flag; disagreements are counted in Anomalies.GoodFlagMismatch.
+//
+// # Latency distributions (milliseconds)
+//
+//	ttft_schedule   first content token − scheduled arrival   (ok requests)
+//	ttft_send       first content token − sent                (ok requests)
+//	tpot            (done − first token) / (output tokens − 1), from the record
+//	itl_max         the record's longest gap between content chunks
+//	e2e_send        done − sent                               (ok requests)
+//	e2e_schedule    done − scheduled arrival                  (ok requests)
+//	schedule_lag    sent − scheduled                          (every sent request)
+//	conn_wait       connection acquired − sent: the client pool queue (every request with both)
+//	conn_to_headers response headers − connection acquired    (every request with both)
+//
+// The first six are over successful (ok) requests only, as METHOD §7 asks.
+// The pooled mean inter-token latency, the mean gap between content chunks
+// over all ok requests, is Σ(done − first token) / Σ(chunks − 1).
+//
+// Values are recorded in microseconds (truncated) into HDR histograms covering
+// 1 µs … 1 h with 3 significant digits: a recorded value is exact to within
+// 0.1 %. Negative durations are recorded as 0 and values above 1 h as 1 h;
+// both are counted in Anomalies. Phase histograms are dense (≈ 188 KB each);
+// window histograms are HDR's sparse PackedHistogram (a few KB each, same
+// geometry and precision), so a one-hour soak with 10 s windows stays small.
+// Mean, population standard deviation and max are exact (sums kept beside
+// the histogram in integers), not bucket midpoints.
+//
+// Percentile definition: nearest rank. The q-quantile of N recorded values is
+// the r-th smallest, r = ⌈q·N⌉ (at least 1), reported as the highest value
+// equivalent to it at the histogram's resolution or the exact maximum,
+// whichever is lower, so it is never below the true order statistic and at
+// most 0.1 % above it. (vLLM's benchmark
+// interpolates linearly between ranks; on small samples the two differ.)
+//
+// Censoring (METHOD §7): a timed-out request would, had it been allowed to
+// finish, rank above every completed one. With T timeouts and S ok requests in
+// a group, the q-quantile of the latency distributions (the first six above)
+// is unknown when T > (1 − q)·(S + T): P99 when more than 1 % timed out, P95
+// past 5 %, P50 past 50 %. A censored quantile is reported as a lower bound
+// (the per-request timeout, or the observed value if larger), flagged, and
+// formatted as "> 60s". Mean and max stay the values over ok requests.
+//
+// # SLO
+//
+// An SLO is a set of optional clauses checked per phase and overall:
+// p95 TTFT (from the scheduled arrival) ≤ limit, p99 E2E (from the scheduled
+// arrival) ≤ limit, goodput ratio ≥ limit. A clause fails when its measured
+// value breaks the limit, when it has no samples, or when the percentile is
+// censored (unknown values cannot demonstrate a pass). The overall verdict is
+// the SLO applied to the overall aggregate (non-excluded phases together).
+//
+// # Recovery (METHOD §3)
+//
+// Given the baseline phase's P99 of a metric (default e2e_schedule) and its
+// failure rate f_b, a window qualifies when it has samples, its P99 is known
+// (not censored) and P99 ≤ baseline P99 × (1 + Tolerance) (default 10 %), and
+// its failure rate ≤ f_b + FailureTolerance (default 0.01, one percentage
+// point: a 10 s window at 5 req/s holds 50 requests, so one failure is
+// already 2 %). Recovery windows are aligned to the burst end; the burst is
+// recovered at the first window k ≥ 0 that starts Consecutive (default 3)
+// qualifying windows in a row, and the recovery time is k·W, the start of
+// that window minus the burst end: a multiple of W, which is the resolution.
+// Windows that start at or after the end of the last phase are not observed;
+// if no run is found, the result says the run did not recover within the
+// planned window and how long after the burst was observed.
+//
+// # Timeline
+//
+// At each sample time t_j = j·step (default 1 s) from the run origin:
+//
+//	in_flight  = #{ sent ≤ t_j < done }   (a sent request without done stays in flight)
+//	waiting    = #{ scheduled ≤ t_j < wait end }
+//	oldest age = t_j − min{ scheduled : scheduled ≤ t_j < wait end }  (0 if none)
+//
+// where wait end is the first content token, or, for a request that never got
+// one, the time it ended (done): a request that failed or timed out is no
+// longer waiting after it ended. A generator drop never waits; a request with
+// neither first token nor done waits until the end of the timeline. This is
+// the client-side view of queueing (METHOD §5), not the engine's queue. The
+// timeline runs from the origin to the last phase end plus the per-request
+// timeout or 10 minutes, whichever is longer; records reaching beyond are
+// clipped and counted in Anomalies. It keeps four int64 per sample step
+// (32 B per second at the default step, 115 KB per hour) and Add costs
+// O(1 + wait/step) for it.
+package analyze

@@ -1,0 +1,381 @@
+package analyze
+
+import (
+	"math"
+	"math/big"
+	"slices"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// PercentileDefinition is the published definition of every percentile in a
+// Result (see the package documentation).
+const PercentileDefinition = "nearest rank: the ceil(q*N)-th smallest value, on an HDR histogram of microseconds (1us..1h, 3 significant digits), reported as the highest value equivalent to it or the exact maximum, whichever is lower (at most 0.1% above the true value, never below)"
+
+// Dist summarises one latency distribution. Times are milliseconds.
+//
+// When a PxxCensored flag is set, more than (100 − xx) % of the requests in
+// the group timed out, so that percentile is unknown: PxxMs then holds only a
+// lower bound (the per-request timeout, or the value observed over successful
+// requests if larger) and Text prints "> <timeout>". MeanMs and MaxMs are over
+// the recorded (successful) values only.
+type Dist struct {
+	Count       int64   `json:"count"`   // recorded values (the sample count)
+	MeanMs      float64 `json:"mean_ms"` // exact mean of the recorded values (µs resolution)
+	StdMs       float64 `json:"std_ms"`  // exact population standard deviation
+	P50Ms       float64 `json:"p50_ms"`
+	P95Ms       float64 `json:"p95_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"` // exact maximum (µs resolution)
+	P50Censored bool    `json:"p50_censored"`
+	P95Censored bool    `json:"p95_censored"`
+	P99Censored bool    `json:"p99_censored"`
+	CensorMs    float64 `json:"censor_ms,omitempty"` // the per-request timeout a censored percentile exceeds; 0 = unknown
+}
+
+// Latency holds every distribution of a group, keyed by Metric names.
+type Latency struct {
+	TTFTSchedule  Dist `json:"ttft_schedule"`
+	TTFTSend      Dist `json:"ttft_send"`
+	TPOT          Dist `json:"tpot"`
+	ITLMax        Dist `json:"itl_max"`
+	E2ESend       Dist `json:"e2e_send"`
+	E2ESchedule   Dist `json:"e2e_schedule"`
+	ScheduleLag   Dist `json:"schedule_lag"`
+	ConnWait      Dist `json:"conn_wait"`
+	ConnToHeaders Dist `json:"conn_to_headers"`
+}
+
+func (l *Latency) ptr(i int) *Dist {
+	return [...]*Dist{&l.TTFTSchedule, &l.TTFTSend, &l.TPOT, &l.ITLMax, &l.E2ESend,
+		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders}[i]
+}
+
+// Get returns the distribution of m (a zero Dist for an unknown metric).
+func (l Latency) Get(m Metric) Dist {
+	i := metricIndex(m)
+	if i < 0 {
+		return Dist{}
+	}
+	return *l.ptr(i)
+}
+
+// Stats are the counts, rates and distributions of one group of records: a
+// phase, a window or the overall aggregate. Rates are per second over
+// DurationMs; ratios are fractions of Offered.
+type Stats struct {
+	DurationMs float64                  `json:"duration_ms"`
+	Offered    int64                    `json:"offered"`   // scheduled arrivals
+	Sent       int64                    `json:"sent"`      // left the generator
+	Succeeded  int64                    `json:"succeeded"` // outcome ok
+	Good       int64                    `json:"good"`      // met the per-request deadline
+	Outcomes   map[record.Outcome]int64 `json:"outcomes"`  // every outcome, zeros included
+
+	OfferedRPS   float64 `json:"offered_rps"`
+	SentRPS      float64 `json:"sent_rps"`
+	SuccessRPS   float64 `json:"success_rps"`
+	GoodputRPS   float64 `json:"goodput_rps"`
+	GoodputRatio float64 `json:"goodput_ratio"` // good / offered
+
+	ErrorRate     float64 `json:"error_rate"`      // http, connection, stream, invalid and unknown failures / offered
+	RateLimitRate float64 `json:"rate_limit_rate"` // 429 / offered
+	TimeoutRate   float64 `json:"timeout_rate"`    // timeouts / offered
+	DropRate      float64 `json:"drop_rate"`       // generator drops / offered
+	CancelRate    float64 `json:"cancel_rate"`     // cancelled / offered
+	FailureRate   float64 `json:"failure_rate"`    // error + 429 + timeout + drop rates
+
+	PromptTokens    int64   `json:"prompt_tokens"`       // of ok requests
+	OutputTokens    int64   `json:"output_tokens"`       // of ok requests
+	OutputTokensPS  float64 `json:"output_tokens_per_s"` // output tokens / duration
+	ITLMeanPooledMs float64 `json:"itl_mean_pooled_ms"`  // Σ(done − first token) / Σ(chunks − 1) over ok requests
+
+	Latency Latency `json:"latency"`
+}
+
+// PhaseResult is the analysis of one phase.
+type PhaseResult struct {
+	Name     string  `json:"name"`
+	StartMs  float64 `json:"start_ms"`
+	EndMs    float64 `json:"end_ms"`
+	Rate     float64 `json:"planned_rps"` // the planned offered rate
+	Excluded bool    `json:"excluded"`
+	Stats
+	SLO Verdict `json:"slo"`
+}
+
+// WindowResult is the analysis of one arrival-time window. StartMs and EndMs
+// are its bounds; DurationMs is the part inside the run.
+type WindowResult struct {
+	Index   int64   `json:"index"` // k: the window covers [anchor + k·W, anchor + (k+1)·W)
+	StartMs float64 `json:"start_ms"`
+	EndMs   float64 `json:"end_ms"`
+	Phase   string  `json:"phase"` // phase containing the window's (clipped) start; "" if none
+	Stats
+}
+
+// Anomalies counts data problems the analysis worked around.
+type Anomalies struct {
+	Unassigned         int64 `json:"unassigned"`           // records scheduled outside every phase
+	PhaseLabelMismatch int64 `json:"phase_label_mismatch"` // record's phase label ≠ phase of its scheduled time
+	GoodFlagMismatch   int64 `json:"good_flag_mismatch"`   // record's good flag ≠ Judge with the configured deadlines
+	UnknownOutcome     int64 `json:"unknown_outcome"`      // outcomes not in record.Outcomes (counted as errors)
+	NegativeDurations  int64 `json:"negative_durations"`   // recorded as 0
+	OverRange          int64 `json:"over_range"`           // durations above 1 h, recorded as 1 h
+	TimelineClipped    int64 `json:"timeline_clipped"`     // records reaching past the timeline bound
+}
+
+func (a *Anomalies) add(b Anomalies) {
+	a.Unassigned += b.Unassigned
+	a.PhaseLabelMismatch += b.PhaseLabelMismatch
+	a.GoodFlagMismatch += b.GoodFlagMismatch
+	a.UnknownOutcome += b.UnknownOutcome
+	a.NegativeDurations += b.NegativeDurations
+	a.OverRange += b.OverRange
+	a.TimelineClipped += b.TimelineClipped
+}
+
+// Settings echoes the configuration a Result was computed with.
+type Settings struct {
+	WindowMs         float64 `json:"window_ms"`
+	WindowAnchorMs   float64 `json:"window_anchor_ms"`
+	SampleEveryMs    float64 `json:"sample_every_ms"`
+	TTFTDeadlineMs   float64 `json:"ttft_deadline_ms"`
+	E2EDeadlineMs    float64 `json:"e2e_deadline_ms"`
+	TimeoutMs        float64 `json:"timeout_ms"` // 0 = unknown
+	SLOTTFTP95Ms     float64 `json:"slo_ttft_p95_ms,omitempty"`
+	SLOE2EP99Ms      float64 `json:"slo_e2e_p99_ms,omitempty"`
+	SLOGoodputRatio  float64 `json:"slo_goodput_ratio,omitempty"`
+	BaselinePhase    string  `json:"baseline_phase"`
+	BurstPhase       string  `json:"burst_phase"`
+	PercentileMethod string  `json:"percentile_definition"`
+}
+
+// Result is everything an Analyzer computed; it is plain data for
+// summary.json and the renderers.
+type Result struct {
+	Settings  Settings       `json:"settings"`
+	Phases    []PhaseResult  `json:"phases"`
+	Overall   Stats          `json:"overall"` // non-excluded phases together
+	Verdict   Verdict        `json:"verdict"` // the SLO on Overall
+	Windows   []WindowResult `json:"windows"`
+	Recovery  Recovery       `json:"recovery"`
+	Timeline  []Sample       `json:"timeline"`
+	Anomalies Anomalies      `json:"anomalies"`
+}
+
+// Phase returns the result of the named phase.
+func (r *Result) Phase(name string) (PhaseResult, bool) {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PhaseResult{}, false
+}
+
+func durMs(d time.Duration) float64 { return nsToMs(int64(d)) }
+
+// Result computes the analysis of everything added so far. It does not
+// change the Analyzer: more records may be added and Result called again.
+func (a *Analyzer) Result() *Result {
+	c := &a.cfg
+	timeoutMs := durMs(c.Timeout)
+	r := &Result{
+		Settings: Settings{
+			WindowMs:         durMs(c.Window),
+			WindowAnchorMs:   nsToMs(a.windows.anchor),
+			SampleEveryMs:    durMs(c.SampleEvery),
+			TTFTDeadlineMs:   durMs(c.Deadlines.TTFT),
+			E2EDeadlineMs:    durMs(c.Deadlines.E2E),
+			TimeoutMs:        timeoutMs,
+			SLOTTFTP95Ms:     durMs(c.SLO.TTFTP95),
+			SLOE2EP99Ms:      durMs(c.SLO.E2EP99),
+			SLOGoodputRatio:  c.SLO.GoodputRatio,
+			BaselinePhase:    c.BaselinePhase,
+			BurstPhase:       c.BurstPhase,
+			PercentileMethod: PercentileDefinition,
+		},
+		Anomalies: a.anom,
+	}
+	overall := &acc{}
+	var overallNs int64
+	for i, p := range c.Phases {
+		d := int64(p.End - p.Start)
+		st := a.phases[i].stats(d, timeoutMs)
+		r.Phases = append(r.Phases, PhaseResult{
+			Name: p.Name, StartMs: durMs(p.Start), EndMs: durMs(p.End), Rate: p.Rate, Excluded: p.Excluded,
+			Stats: st, SLO: c.SLO.check(&st),
+		})
+		if !p.Excluded {
+			overall.merge(a.phases[i])
+			overallNs += d
+		}
+	}
+	r.Overall = overall.stats(overallNs, timeoutMs)
+	r.Verdict = c.SLO.check(&r.Overall)
+	r.Windows = a.windowResults(a.windows, timeoutMs)
+	rw := r.Windows
+	if a.recov != a.windows {
+		rw = a.windowResults(a.recov, timeoutMs)
+	}
+	r.Recovery = a.recovery(r, rw)
+	r.Timeline = a.timeline.samples(a.runEnd)
+	return r
+}
+
+// windowResults lists every window from the one holding the run start to the
+// one holding the run end, empty ones included, plus the windows outside the
+// run that hold records (without filling the gaps between those).
+func (a *Analyzer) windowResults(w *windowSeries, timeoutMs float64) []WindowResult {
+	lo, hi := w.index(a.runStart), w.index(a.runEnd-1)
+	ks := make([]int64, 0, hi-lo+1+int64(len(w.accs)))
+	for k := lo; k <= hi; k++ {
+		ks = append(ks, k)
+	}
+	for k := range w.accs {
+		if k < lo || k > hi {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	out := make([]WindowResult, 0, len(ks))
+	empty := &acc{packed: true}
+	for _, k := range ks {
+		start, end := w.anchor+k*w.width, w.anchor+(k+1)*w.width
+		cs, ce := max(start, a.runStart), min(end, a.runEnd)
+		d := ce - cs
+		if d <= 0 { // outside the run: rate over the whole window
+			cs, d = start, w.width
+		}
+		ac := w.accs[k]
+		if ac == nil {
+			ac = empty
+		}
+		phase := ""
+		if pi := a.phaseOf(cs); pi >= 0 {
+			phase = a.cfg.Phases[pi].Name
+		}
+		out = append(out, WindowResult{
+			Index: k, StartMs: nsToMs(start), EndMs: nsToMs(end), Phase: phase,
+			Stats: ac.stats(d, timeoutMs),
+		})
+	}
+	return out
+}
+
+func ratio(n, d int64) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+func perSec(n, durNs int64) float64 {
+	if durNs <= 0 {
+		return 0
+	}
+	return float64(n) / (float64(durNs) / 1e9)
+}
+
+// stats derives the exported Stats of a group that spans durNs.
+func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
+	o := &a.outcomes
+	offered := a.offered()
+	errs := o[slotHTTPError] + o[slotConnError] + o[slotStreamError] + o[slotInvalid] + o[slotUnknown]
+	s := Stats{
+		DurationMs: nsToMs(durNs),
+		Offered:    offered,
+		Sent:       a.sent,
+		Succeeded:  o[slotOK],
+		Good:       a.good,
+		Outcomes:   make(map[record.Outcome]int64, numSlots),
+
+		OfferedRPS:   perSec(offered, durNs),
+		SentRPS:      perSec(a.sent, durNs),
+		SuccessRPS:   perSec(o[slotOK], durNs),
+		GoodputRPS:   perSec(a.good, durNs),
+		GoodputRatio: ratio(a.good, offered),
+
+		ErrorRate:     ratio(errs, offered),
+		RateLimitRate: ratio(o[slotRateLimited], offered),
+		TimeoutRate:   ratio(o[slotTimeout], offered),
+		DropRate:      ratio(o[slotDrop], offered),
+		CancelRate:    ratio(o[slotCancelled], offered),
+		FailureRate:   ratio(errs+o[slotRateLimited]+o[slotTimeout]+o[slotDrop], offered),
+
+		PromptTokens:   a.prompt,
+		OutputTokens:   a.output,
+		OutputTokensPS: perSec(a.output, durNs),
+	}
+	for i, n := range o {
+		s.Outcomes[slotOutcome(i)] = n
+	}
+	if a.gaps > 0 {
+		s.ITLMeanPooledMs = float64(a.decodeNs) / float64(a.gaps) / 1e6
+	}
+	timeouts, okN := o[slotTimeout], o[slotOK]
+	for i := range a.m {
+		var t int64
+		if censorable(i) {
+			t = timeouts
+		}
+		*s.Latency.ptr(i) = a.m[i].dist(t, okN+t, timeoutMs)
+	}
+	return s
+}
+
+// quantiles are the reported percentiles as fractions num/100.
+var quantiles = [3]int64{50, 95, 99}
+
+// dist summarises m. timeouts of a set of n requests (ok + timeouts) censor
+// quantile q when timeouts > (1 − q)·n.
+func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
+	var d Dist
+	var vals [3]float64
+	if m.h != nil && m.h.TotalCount() > 0 {
+		cnt := m.h.TotalCount()
+		d.Count = cnt
+		d.MeanMs = float64(m.sum) / float64(cnt) / 1e3
+		d.MaxMs = float64(m.max) / 1e3
+		d.StdMs = m.std() / 1e3
+		// Nearest rank r = ceil(q·N). The library ranks a percentile p as
+		// int(p/100·N + 0.5); asking for p = (r − 0.25)/N·100 selects rank r
+		// exactly (the ±0.25 margin dwarfs any floating-point error).
+		ps := make([]float64, len(quantiles))
+		for i, q := range quantiles {
+			r := max(1, (q*cnt+99)/100)
+			ps[i] = (float64(r) - 0.25) / float64(cnt) * 100
+		}
+		for i, v := range m.h.ValueAtPercentilesSlice(ps) {
+			// Both the bucket's highest value and the exact maximum are
+			// ≥ the true order statistic: keep the tighter one.
+			vals[i] = float64(min(v, m.max)) / 1e3
+		}
+	}
+	cens := [3]bool{}
+	for i, q := range quantiles {
+		cens[i] = timeouts > 0 && timeouts*100 > (100-q)*n
+		if cens[i] {
+			vals[i] = max(vals[i], timeoutMs)
+			d.CensorMs = timeoutMs
+		}
+	}
+	d.P50Ms, d.P95Ms, d.P99Ms = vals[0], vals[1], vals[2]
+	d.P50Censored, d.P95Censored, d.P99Censored = cens[0], cens[1], cens[2]
+	return d
+}
+
+// std is the exact population standard deviation of the recorded values, µs:
+// sqrt(N·Σx² − (Σx)²) / N, with the numerator computed in integers.
+func (m *metricAcc) std() float64 {
+	n := m.h.TotalCount()
+	if n == 0 {
+		return 0
+	}
+	num := new(big.Int).Mul(m.sumSq.big(), big.NewInt(n))
+	sum := big.NewInt(m.sum)
+	num.Sub(num, sum.Mul(sum, sum))
+	f, _ := new(big.Float).SetInt(num).Float64()
+	return math.Sqrt(max(0, f)) / float64(n)
+}

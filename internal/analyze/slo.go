@@ -1,0 +1,95 @@
+package analyze
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Clause names in a Verdict.
+const (
+	ClauseTTFTP95      = "ttft_p95"
+	ClauseE2EP99       = "e2e_p99"
+	ClauseGoodputRatio = "goodput_ratio"
+)
+
+// Clause is one SLO clause checked against one group.
+type Clause struct {
+	Name     string  `json:"name"`     // ttft_p95, e2e_p99 or goodput_ratio
+	Limit    float64 `json:"limit"`    // ms for latency clauses, a fraction for goodput_ratio
+	Measured float64 `json:"measured"` // same unit; a lower bound when Censored
+	Samples  int64   `json:"samples"`  // values behind Measured (offered requests for goodput_ratio)
+	Censored bool    `json:"censored"` // the percentile is unknown (too many timeouts)
+	Pass     bool    `json:"pass"`
+	Text     string  `json:"text"` // e.g. "p95 TTFT 1.52s <= 2s: pass"
+}
+
+// Verdict is an SLO's outcome for one group: Pass when every clause passes
+// (true when the SLO has no clauses).
+type Verdict struct {
+	Pass    bool     `json:"pass"`
+	Clauses []Clause `json:"clauses"`
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// latencyClause checks "quantile of d ≤ limit".
+func latencyClause(name, label string, d Dist, p99 bool, limitMs float64) Clause {
+	v, cens := d.P95Ms, d.P95Censored
+	q := Q95
+	if p99 {
+		v, cens, q = d.P99Ms, d.P99Censored, Q99
+	}
+	c := Clause{Name: name, Limit: limitMs, Measured: v, Samples: d.Count, Censored: cens}
+	switch {
+	case cens:
+		c.Text = fmt.Sprintf("%s %s (unknown: too many timeouts), limit %s: %s", label, d.Text(q), FormatMs(limitMs), passWord(false))
+	case d.Count == 0:
+		c.Text = fmt.Sprintf("%s n/a (no samples), limit %s: %s", label, FormatMs(limitMs), passWord(false))
+	default:
+		c.Pass = v <= limitMs
+		op := "<="
+		if !c.Pass {
+			op = ">"
+		}
+		c.Text = fmt.Sprintf("%s %s %s %s: %s", label, FormatMs(v), op, FormatMs(limitMs), passWord(c.Pass))
+	}
+	return c
+}
+
+// check applies the SLO to s.
+func (slo SLO) check(s *Stats) Verdict {
+	v := Verdict{Pass: true, Clauses: []Clause{}}
+	if slo.TTFTP95 > 0 {
+		v.Clauses = append(v.Clauses, latencyClause(ClauseTTFTP95, "p95 TTFT", s.Latency.TTFTSchedule, false, durMs(slo.TTFTP95)))
+	}
+	if slo.E2EP99 > 0 {
+		v.Clauses = append(v.Clauses, latencyClause(ClauseE2EP99, "p99 E2E", s.Latency.E2ESchedule, true, durMs(slo.E2EP99)))
+	}
+	if slo.GoodputRatio > 0 {
+		c := Clause{Name: ClauseGoodputRatio, Limit: slo.GoodputRatio, Measured: s.GoodputRatio, Samples: s.Offered}
+		if s.Offered == 0 {
+			c.Text = fmt.Sprintf("goodput n/a (nothing offered), limit %s of offered: %s", pct(slo.GoodputRatio), passWord(false))
+		} else {
+			c.Pass = s.GoodputRatio >= slo.GoodputRatio
+			op := ">="
+			if !c.Pass {
+				op = "<"
+			}
+			c.Text = fmt.Sprintf("goodput %s of offered %s %s: %s", pct(s.GoodputRatio), op, pct(slo.GoodputRatio), passWord(c.Pass))
+		}
+		v.Clauses = append(v.Clauses, c)
+	}
+	for _, c := range v.Clauses {
+		v.Pass = v.Pass && c.Pass
+	}
+	return v
+}
+
+func pct(f float64) string {
+	return trimZeros(strconv.FormatFloat(f*100, 'f', 2, 64)) + "%"
+}

@@ -1,0 +1,206 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/record"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// virtualBurst runs the burst experiment in virtual time and returns its runs.
+func virtualBurst(t *testing.T, mutate func(*BurstConfig)) ([]BurstRun, string, *bytes.Buffer) {
+	t.Helper()
+	c := DefaultBurstConfig()
+	c.Simulate = true
+	c.BaselineRPS = 5
+	c.Quiet = true
+	c.Timeout = 30 * time.Minute // no abandonment: the fluid model assumes every request waits
+	c.E2EDeadline = 30 * time.Second
+	mutate(&c)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	env, err := Prepare(context.Background(), c.Options, true, &out, quietLogger(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	runs, err := burstRuns(context.Background(), env, &c, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if _, err := writeBurstReports(env, &c, dir, runs, false); err != nil {
+		t.Fatal(err)
+	}
+	return runs, dir, &out
+}
+
+// A burst above capacity builds a backlog that drains at μ − λ: the
+// measured recovery agrees with the fluid model's prediction within 15%.
+func TestBurstAboveCapacityMatchesPrediction(t *testing.T) {
+	runs, _, out := virtualBurst(t, func(c *BurstConfig) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Minute, 3*time.Minute, time.Minute, 5*time.Minute, 10*time.Minute
+	})
+	r := runs[0]
+	if r.Prediction == nil || r.Prediction.Never {
+		t.Fatalf("no prediction: %+v\n%s", r.Prediction, out)
+	}
+	rec := r.Result.Analysis.Recovery
+	if !rec.Recovered {
+		t.Fatalf("not recovered: %s\n%s", rec.Message, out)
+	}
+	measured := rec.RecoveryTimeMs / 1000
+	predicted := r.Prediction.RecoveryTime.Seconds()
+	t.Logf("μ %.2f: predicted %.0f s, measured %.0f s (window %s)", r.Prediction.DrainRate+5, predicted, measured, 10*time.Second)
+	// The measurement has the resolution of one window.
+	if math.Abs(measured-predicted) > 0.15*predicted+10 {
+		t.Fatalf("measured recovery %.0f s vs predicted %.0f s: more than 15%% apart", measured, predicted)
+	}
+	if predicted < 60 {
+		t.Fatalf("the test needs a real backlog; predicted only %.0f s", predicted)
+	}
+}
+
+// A burst below capacity builds no backlog and recovers at once.
+func TestBurstBelowCapacityRecoversImmediately(t *testing.T) {
+	runs, _, _ := virtualBurst(t, func(c *BurstConfig) {
+		c.Multipliers = []float64{1.2}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 3*time.Minute, time.Minute, 2*time.Minute, 2*time.Minute
+	})
+	r := runs[0]
+	rec := r.Result.Analysis.Recovery
+	// Within a window or two: requests arriving just after the burst still
+	// share the batch with the burst's own requests.
+	if !rec.Recovered || rec.RecoveryTimeMs > 20_000 {
+		t.Fatalf("recovery %+v; want recovered within two windows", rec.Message)
+	}
+	if r.Prediction == nil || r.Prediction.PeakBacklog != 0 || r.Prediction.RecoveryTime != 0 {
+		t.Fatalf("prediction %+v", r.Prediction)
+	}
+}
+
+// The seed's worked example (METHOD §8), through the same predict call the
+// experiment makes.
+func TestSeedExamplePrediction(t *testing.T) {
+	c := DefaultBurstConfig()
+	c.BaselineRPS = 8
+	c.Burst = time.Minute
+	p, err := predict.Predict(predictParams(&c, 2.5, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PeakBacklog != 600 || p.RecoveryTime != 300*time.Second {
+		t.Fatalf("peak %.1f recovery %s; want 600, 5m0s", p.PeakBacklog, p.RecoveryTime)
+	}
+	c.BoostRPS = 16
+	c.BoostAfter = time.Minute
+	p, err = predict.Predict(predictParams(&c, 2.5, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RecoveryTime != 75*time.Second {
+		t.Fatalf("with μ→16: %s, want 75s", p.RecoveryTime)
+	}
+}
+
+// The run folders and the results table carry every METHOD §13 column.
+func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
+	_, dir, _ := virtualBurst(t, func(c *BurstConfig) {
+		c.Multipliers = []float64{2, 4}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
+	})
+	for _, f := range []string{"results.md", "results.csv", "results.json", "report.html",
+		"burst-2x/manifest.json", "burst-2x/requests.jsonl", "burst-2x/summary.json", "burst-2x/timeseries.csv", "burst-2x/engine.csv",
+		"burst-4x/requests.jsonl"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty: %v", f, err)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := strings.SplitN(string(csv), "\n", 2)[0]
+	for _, col := range []string{"offered_rps", "sent_rps", "success_rps", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
+		if !strings.Contains(header, col) {
+			t.Errorf("results.csv lacks column %s: %s", col, header)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want a header and one row per multiplier, got %d lines", len(lines))
+	}
+	// every scheduled arrival has exactly one record
+	var n int
+	seen := map[int64]bool{}
+	err = record.ReadFile(filepath.Join(dir, "burst-2x", "requests.jsonl"), func(r *record.Record) error {
+		if seen[r.Seq] {
+			t.Errorf("seq %d twice", r.Seq)
+		}
+		seen[r.Seq] = true
+		n++
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("records %d: %v", n, err)
+	}
+	var sum Summary
+	b, _ := os.ReadFile(filepath.Join(dir, "burst-2x", "summary.json"))
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Records != int64(n) || sum.Analysis == nil || !sum.Analysis.Recovery.Judged {
+		t.Fatalf("summary: records %d analysis %v", sum.Records, sum.Analysis != nil)
+	}
+}
+
+func TestBurstConfigErrorsNameTheFlag(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*BurstConfig)
+		want   string
+	}{
+		"zero multiplier":     {func(c *BurstConfig) { c.Multipliers = []float64{2, 0} }, "--multipliers: each must be > 0, got 0"},
+		"negative multiplier": {func(c *BurstConfig) { c.Multipliers = []float64{-1} }, "--multipliers: each must be > 0, got -1"},
+		"zero burst":          {func(c *BurstConfig) { c.Burst = 0 }, "--burst: must be > 0, got 0s"},
+		"zero baseline phase": {func(c *BurstConfig) { c.Baseline = 0 }, "--baseline: must be > 0, got 0s"},
+		"no baseline rps":     {func(c *BurstConfig) { c.BaselineRPS = 0; c.Target = "http://127.0.0.1:1/v1" }, "--baseline-rps: required with --target"},
+		"short limit":         {func(c *BurstConfig) { c.RecoveryLimit = time.Second }, "--recovery-limit: must be ≥ --recovery"},
+		"bad metric":          {func(c *BurstConfig) { c.RecoveryMetric = "p99" }, `--recovery-metric: must be e2e or ttft, got "p99"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultBurstConfig()
+			c.BaselineRPS = 5
+			tc.mutate(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Above the simulator's capacity the experiment warns loudly.
+func TestBaselineAboveCapacityWarns(t *testing.T) {
+	_, _, out := virtualBurst(t, func(c *BurstConfig) {
+		c.BaselineRPS = 30
+		c.Multipliers = []float64{1.1}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 0, 20*time.Second, 5*time.Second, 10*time.Second, 10*time.Second
+	})
+	if !strings.Contains(out.String(), "WARNING: the baseline 30.00 req/s is at or above the estimated capacity") {
+		t.Fatalf("no warning:\n%s", out)
+	}
+}

@@ -1,0 +1,263 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// These tests run in real time against surge's simulator over loopback
+// HTTP, with short phases and generous bounds.
+
+func liveBurstConfig() BurstConfig {
+	c := DefaultBurstConfig()
+	c.Quiet = true
+	c.BaselineRPS = 5
+	c.Multipliers = []float64{4}
+	c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Second, 4*time.Second, 2*time.Second, 3*time.Second, 12*time.Second
+	c.Window = time.Second
+	c.SettleTimeout = 10 * time.Second
+	return c
+}
+
+func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	c := liveBurstConfig()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := Burst(context.Background(), env, &c, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if res.Partial || res.Unusable {
+		t.Fatalf("outcome %+v\n%s", res, out.String())
+	}
+	run := filepath.Join(dir, "burst-4x")
+	for _, f := range []string{"manifest.json", "requests.jsonl", "engine.csv", "timeseries.csv", "summary.json"} {
+		if st, err := os.Stat(filepath.Join(run, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var tbl struct {
+		Rows []map[string]json.RawMessage `json:"rows"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &tbl); err != nil || len(tbl.Rows) != 1 {
+		t.Fatalf("results.json: %v, %d rows\n%s", err, len(tbl.Rows), b)
+	}
+	row := tbl.Rows[0]
+	// Every METHOD §13 column is present, and measured where it can be.
+	for _, col := range []string{"offered_rps", "sent_rps", "success_rps", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
+		v, ok := row[col]
+		if !ok {
+			t.Errorf("results.json row lacks %s", col)
+			continue
+		}
+		if col != "recovery_s" && strings.Contains(string(v), `"value":null`) {
+			t.Errorf("%s unavailable: %s", col, v)
+		}
+	}
+	// The engine queue wait comes from the simulator's metrics.
+	var sum Summary
+	sb, _ := os.ReadFile(filepath.Join(run, "summary.json"))
+	if err := json.Unmarshal(sb, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if !sum.EngineWait["burst"].Available {
+		t.Errorf("engine queue wait of the burst phase unavailable: %+v (engine %+v)", sum.EngineWait["burst"], sum.Engine)
+	}
+	rec := sum.Analysis.Recovery
+	if !rec.Judged || !rec.Recovered {
+		t.Fatalf("recovery: %s\n%s", rec.Message, out.String())
+	}
+	if rec.RecoveryTimeMs < 0 || rec.RecoveryTimeMs > float64(c.RecoveryLimit.Milliseconds()) {
+		t.Fatalf("implausible recovery time %.0f ms", rec.RecoveryTimeMs)
+	}
+	// The burst above capacity must have queued: TTFT from schedule grew.
+	base, _ := sum.Analysis.Phase("baseline")
+	burst, _ := sum.Analysis.Phase("burst")
+	if burst.Latency.TTFTSchedule.P95Ms < 2*base.Latency.TTFTSchedule.P95Ms {
+		t.Errorf("burst TTFT p95 %.0f ms vs baseline %.0f ms: no queueing seen", burst.Latency.TTFTSchedule.P95Ms, base.Latency.TTFTSchedule.P95Ms)
+	}
+	// every scheduled arrival has exactly one record
+	seen := map[int64]bool{}
+	err = record.ReadFile(filepath.Join(run, "requests.jsonl"), func(r *record.Record) error {
+		if seen[r.Seq] {
+			t.Errorf("seq %d twice", r.Seq)
+		}
+		seen[r.Seq] = true
+		return nil
+	})
+	if err != nil || int64(len(seen)) != sum.Records {
+		t.Fatalf("records %d vs summary %d: %v", len(seen), sum.Records, err)
+	}
+	for i := int64(0); i < int64(len(seen)); i++ {
+		if !seen[i] {
+			t.Fatalf("seq %d has no record", i)
+		}
+	}
+	if !strings.Contains(out.String(), "prediction with μ") || !strings.Contains(out.String(), "settle before burst-4x") {
+		t.Errorf("output lacks the prediction or the settle gate:\n%s", out.String())
+	}
+}
+
+// Ctrl-C in the middle of a burst run: records flushed, partial results
+// written and marked partial.
+func TestBurstInterruptWritesPartialResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	c := liveBurstConfig()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// reference probes, then 1 s warmup + 4 s baseline + 1 s of burst
+		for !strings.Contains(out.String(), "burst-4x: burst") {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(6 * time.Second)
+		cancel()
+	}()
+	res, err := Burst(ctx, env, &c, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !res.Partial {
+		t.Fatal("an interrupted run must be marked partial")
+	}
+	man, err := record.ReadManifest(filepath.Join(dir, "burst-4x", "manifest.json"))
+	if err != nil || !man.Partial {
+		t.Fatalf("manifest partial=%v: %v", man != nil && man.Partial, err)
+	}
+	var n, cancelled int
+	seen := map[int64]bool{}
+	err = record.ReadFile(filepath.Join(dir, "burst-4x", "requests.jsonl"), func(r *record.Record) error {
+		n++
+		if seen[r.Seq] {
+			t.Errorf("seq %d twice", r.Seq)
+		}
+		seen[r.Seq] = true
+		if r.Outcome == record.Cancelled {
+			cancelled++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~5 req/s for 5 s plus ~20 req/s of burst: about 30–60 arrivals were due.
+	if n < 20 || cancelled == 0 {
+		t.Fatalf("%d records, %d cancelled", n, cancelled)
+	}
+	for i := int64(0); i < int64(n); i++ {
+		if !seen[i] {
+			t.Fatalf("seq %d has no record: every due arrival must have one", i)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
+	if !strings.Contains(string(md), "PARTIAL") {
+		t.Fatalf("results.md not marked partial:\n%s", md)
+	}
+}
+
+// No API key, prompt text or response text appears in any file written or
+// in the output, even when the server echoes the prompt in its errors.
+func TestSecretsAndContentNeverWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	const key = "sk-canary-5f1e2d3c4b5a"
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") {
+			http.NotFound(w, r) // e.g. /metrics: no engine metrics here
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			t.Errorf("authorization header not sent")
+		}
+		w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization"))
+		switch calls.Add(1) % 4 {
+		case 0:
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error":{"message":"bad prompt: ` + strings.ReplaceAll(string(body), `"`, `'`) + `","type":"invalid_request_error"}}`))
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write(body)
+		case 2:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"RESPONSE-CANARY " + key + "\"}}]}\n\n"))
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"RESPONSE-CANARY\"}}]}\n\ndata: {broken " + key))
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("SURGE_TEST_KEY", key)
+	c := DefaultRunConfig()
+	c.Target, c.APIKeyEnv, c.Quiet = srv.URL+"/v1", "SURGE_TEST_KEY", true
+	c.Rate, c.Duration = 20, 2*time.Second
+	c.Headers = []string{"X-Custom: header-canary-99"}
+	c.MetricsURL = srv.URL + "/metrics"
+	dir := t.TempDir()
+	var out bytes.Buffer
+	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if _, err := Run(context.Background(), env, &c, dir); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() < 20 {
+		t.Fatalf("only %d calls", calls.Load())
+	}
+	canaries := []string{key, "header-canary-99", "RESPONSE-CANARY", "[req "}
+	check := func(name, text string) {
+		for _, c := range canaries {
+			if strings.Contains(text, c) {
+				t.Errorf("%s contains %q", name, c)
+			}
+		}
+	}
+	check("stdout", out.String())
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(path)
+		check(path, string(b))
+		return nil
+	})
+}

@@ -1,0 +1,136 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// benchServerEnv makes the test binary run the benchmark's SSE server
+// instead of the tests, so that the client's CPU is measured alone.
+const benchServerEnv = "SURGE_OPENAI_BENCH_SERVER"
+
+// benchTokens is the number of content chunks per benchmark response.
+const benchTokens = 64
+
+// runBenchServer serves a fast, fixed SSE response on a loopback port: a
+// role chunk, 64 content chunks and a usage chunk in vLLM's format, then
+// [DONE], each flushed on its own. It prints its address and exits when
+// stdin closes.
+func runBenchServer() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	events := [][]byte{[]byte(data(vllmRole))}
+	for range benchTokens {
+		events = append(events, []byte(data(vllmChunk)))
+	}
+	events = append(events, []byte(data(`{"id":"chatcmpl-7f3a","object":"chat.completion.chunk","created":1718000000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[],"usage":{"prompt_tokens":128,"completion_tokens":64,"total_tokens":192}}`)), []byte(done))
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for _, e := range events {
+			_, _ = w.Write(e)
+			f.Flush()
+		}
+	})}
+	_ = srv.Serve(ln)
+}
+
+// startBenchServer runs runBenchServer in a child process and returns its address.
+func startBenchServer(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("bench server: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkStream measures whole requests over loopback against a fast SSE
+// server in another process (64 content chunks each): wall time per request
+// (ns/op), the client process's CPU per request (cpu-ns/req) and its
+// allocations per request.
+func BenchmarkStream(b *testing.B) {
+	addr := startBenchServer(b)
+	for _, conc := range []int{1, 16} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			c := newTestClient(b, "http://"+addr+"/v1", func(c *Config) { c.MaxConns = conc })
+			check := func(rec *record.Record) {
+				if rec.Outcome != record.OK || rec.Chunks != benchTokens || rec.OutputTokens != benchTokens {
+					b.Errorf("outcome %s %q chunks %d", rec.Outcome, rec.Error, rec.Chunks) // Errorf: RunParallel goroutines may not call Fatal
+				}
+			}
+			for range conc { // open the connections
+				rec := record.New("w", 0, "warmup", 0)
+				c.Do(context.Background(), &testReq, &rec)
+				check(&rec)
+			}
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			if conc == 1 {
+				for i := 0; i < b.N; i++ {
+					rec := record.New("b", int64(i), "baseline", 0)
+					c.Do(context.Background(), &testReq, &rec)
+					check(&rec)
+				}
+			} else {
+				b.SetParallelism((conc + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						rec := record.New("b", 0, "baseline", 0)
+						c.Do(context.Background(), &testReq, &rec)
+						check(&rec)
+					}
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/req")
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// reservedBodyKeys are request members the client owns: ExtraBody may not
+// set them, because the measurement depends on them.
+var reservedBodyKeys = []string{"model", "messages", "prompt", "stream", "max_tokens"}
+
+// bodyTemplate holds the constant parts of every request body, encoded once.
+type bodyTemplate struct {
+	chat      bool
+	head      []byte // {"model":"…","messages":[{"role":"user","content":  or  {"model":"…","prompt":
+	tail      []byte // ,"stream":…[,"stream_options":…][,extra members]
+	ignoreEOS bool   // ExtraBody sets ignore_eos itself: do not add it per request
+}
+
+func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
+	t := bodyTemplate{chat: cfg.API != APICompletions}
+	t.head = append(t.head, `{"model":`...)
+	t.head = appendJSONString(t.head, cfg.Model)
+	if t.chat {
+		t.head = append(t.head, `,"messages":[{"role":"user","content":`...)
+	} else {
+		t.head = append(t.head, `,"prompt":`...)
+	}
+	t.tail = append(t.tail, `,"stream":`...)
+	t.tail = strconv.AppendBool(t.tail, cfg.Stream)
+	_, extraStreamOptions := cfg.ExtraBody["stream_options"]
+	if cfg.Stream && cfg.IncludeUsage && !extraStreamOptions {
+		t.tail = append(t.tail, `,"stream_options":{"include_usage":true}`...)
+	}
+	keys := make([]string, 0, len(cfg.ExtraBody))
+	for k := range cfg.ExtraBody {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(reservedBodyKeys, k) {
+			return t, fmt.Errorf("openai: extra body: member %q is set by the client", k)
+		}
+		v, err := json.Marshal(cfg.ExtraBody[k])
+		if err != nil {
+			return t, fmt.Errorf("openai: extra body: member %q: %w", k, err)
+		}
+		t.tail = append(t.tail, ',')
+		t.tail = appendJSONString(t.tail, k)
+		t.tail = append(t.tail, ':')
+		t.tail = append(t.tail, v...)
+		if k == "ignore_eos" {
+			t.ignoreEOS = true
+		}
+	}
+	return t, nil
+}
+
+// appendBody appends the JSON request body for req to b.
+func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
+	b = append(b, t.head...)
+	b = appendJSONString(b, req.Prompt)
+	if t.chat {
+		b = append(b, "}]"...)
+	}
+	if req.MaxTokens > 0 {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	}
+	b = append(b, t.tail...)
+	if req.IgnoreEOS && !t.ignoreEOS {
+		b = append(b, `,"ignore_eos":true`...)
+	}
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s to b as a JSON string. Invalid UTF-8 bytes
+// become U+FFFD, as with encoding/json; unlike it, <, > and & are not
+// escaped (they need not be).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

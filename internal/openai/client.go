@@ -1,0 +1,573 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// ReplicaHeader is the response header naming the replica that answered
+// (sent by surge's simulator); its value is recorded when it is a safe token.
+const ReplicaHeader = "X-Surge-Replica"
+
+// Client sends requests to one OpenAI-compatible endpoint and measures them.
+// It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	origin time.Time
+	tr     *http.Transport
+	url    *url.URL
+	header http.Header // shared by all requests; never modified after New
+	body   bodyTemplate
+	pool   sync.Pool // *exchange
+}
+
+// New returns a Client for cfg (validated, zero fields defaulted). Record
+// times are nanoseconds since origin, read from the monotonic clock.
+func New(cfg Config, origin time.Time) (*Client, error) {
+	return newClient(cfg, origin, nil)
+}
+
+// newClient is New with an optional dial function (tests dial in-memory pipes).
+func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	base, err := url.Parse(cfg.BaseURL)
+	if err != nil { // checked by Validate
+		return nil, errors.New("openai: config: base URL does not parse")
+	}
+	endpoint := *base
+	endpoint.RawPath = ""
+	endpoint.Path = strings.TrimRight(base.Path, "/") + "/chat/completions"
+	if cfg.API == APICompletions {
+		endpoint.Path = strings.TrimRight(base.Path, "/") + "/completions"
+	}
+
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // the user asked for it
+	if cfg.CACertFile != "" {
+		pem, err := os.ReadFile(cfg.CACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("openai: ca cert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("openai: ca cert: %s holds no PEM certificate", cfg.CACertFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dial,
+		TLSClientConfig:     tlsConf,
+		TLSHandshakeTimeout: tlsHandshakeTimeout,
+		DisableCompression:  true,
+		MaxIdleConns:        cfg.MaxConns,
+		MaxIdleConnsPerHost: cfg.MaxConns,
+		MaxConnsPerHost:     cfg.MaxConns,
+		IdleConnTimeout:     idleConnTimeout,
+		ForceAttemptHTTP2:   base.Scheme == "https",
+	}
+
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	if cfg.Stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	h.Set("User-Agent", "surge")
+	if cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	for k, v := range cfg.Headers {
+		h.Set(k, v)
+	}
+	body, err := newBodyTemplate(&cfg)
+	if err != nil { // checked by Validate
+		return nil, err
+	}
+	return &Client{cfg: cfg, origin: origin, tr: tr, url: &endpoint, header: h, body: body}, nil
+}
+
+// CloseIdle closes idle connections (call it when a run ends).
+func (c *Client) CloseIdle() { c.tr.CloseIdleConnections() }
+
+// now returns nanoseconds since the origin (monotonic).
+func (c *Client) now() int64 { return int64(time.Since(c.origin)) }
+
+// exchange holds the reusable state of one attempt: request body, trace
+// hooks, response reader. Exchanges are pooled per Client.
+type exchange struct {
+	buf    []byte
+	body   bodyReader
+	tmpl   http.Request
+	trace  httptrace.ClientTrace
+	connNs atomic.Int64 // GotConn time; record.None before
+	conns  atomic.Int32 // connections handed to the request (GotConn)
+	writes atomic.Int32 // request writes finished (WroteRequest)
+	br     *bufio.Reader
+	spill  []byte // a line longer than br's buffer
+}
+
+// bodyReader is the request body: a bytes.Reader with a no-op Close.
+type bodyReader struct{ bytes.Reader }
+
+// Close implements io.Closer.
+func (*bodyReader) Close() error { return nil }
+
+func (c *Client) getExchange() *exchange {
+	x, _ := c.pool.Get().(*exchange)
+	if x == nil {
+		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10)}
+		x.trace = httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) {
+				x.connNs.Store(c.now())
+				x.conns.Add(1)
+			},
+			WroteRequest: func(httptrace.WroteRequestInfo) { x.writes.Add(1) },
+		}
+		x.tmpl = http.Request{
+			Method:     http.MethodPost,
+			URL:        c.url,
+			Proto:      "HTTP/1.1",
+			ProtoMajor: 1,
+			ProtoMinor: 1,
+			Header:     c.header,
+			Host:       c.url.Host,
+			Body:       &x.body,
+			GetBody: func() (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(x.buf)), nil
+			},
+		}
+	}
+	x.connNs.Store(record.None)
+	x.conns.Store(0)
+	x.writes.Store(0)
+	return x
+}
+
+// putExchange returns x to the pool unless the transport may still read its
+// request body (an early response while the body was being written).
+func (c *Client) putExchange(x *exchange) {
+	x.br.Reset(nil)
+	if x.writes.Load() < x.conns.Load() {
+		return
+	}
+	if cap(x.spill) > 64<<10 {
+		x.spill = nil
+	}
+	c.pool.Put(x)
+}
+
+// Do sends req, waits for the whole response and fills rec (created by the
+// caller with record.New): times, status, outcome, error class, token counts,
+// ITL and TPOT, attempts. It does not set rec.Good. Do returns when the
+// exchange ended, the per-request timeout expired or ctx was cancelled.
+func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
+	rec.MaxTokens = req.MaxTokens
+	rec.Attempts = 0
+	if ctx.Err() != nil {
+		rec.Outcome = record.Cancelled
+		rec.Error = "cancelled before send"
+		rec.DoneNs = c.now()
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	deadline := c.now() + int64(c.cfg.Timeout)
+	for {
+		rec.Attempts++
+		retry, hint := c.attempt(ctx, rctx, req, rec)
+		if !retry || rec.Attempts > c.cfg.Retries {
+			return
+		}
+		wait, ok := c.retryWait(rec.Attempts, hint, deadline-c.now())
+		if !ok {
+			return
+		}
+		if !sleepCtx(rctx, wait) {
+			c.interrupted(ctx, rec, "while waiting to retry")
+			rec.DoneNs = c.now()
+			return
+		}
+	}
+}
+
+// baseBackoff is the first retry's backoff when the server gives no hint;
+// it doubles with every attempt, up to RetryMaxWait.
+const baseBackoff = 250 * time.Millisecond
+
+// retryWait returns how long to wait before retry number n (1-based) and
+// whether to retry at all. A Retry-After hint (ns, or record.None) is
+// honoured: the wait is the hint plus up to 10% jitter, never less; a hint
+// over RetryMaxWait ends retrying. Without a hint the wait is a jittered
+// exponential backoff in [b/2, b], b = 250 ms × 2^(n−1) capped at
+// RetryMaxWait. No retry is made when the wait would reach the deadline.
+func (c *Client) retryWait(n int, hint, remaining int64) (time.Duration, bool) {
+	maxWait := int64(c.cfg.RetryMaxWait)
+	var d int64
+	if hint != record.None {
+		if hint > maxWait {
+			return 0, false
+		}
+		d = hint + rand.Int64N(hint/10+1)
+	} else {
+		b := int64(baseBackoff) << min(n-1, 20)
+		b = min(b, maxWait)
+		d = b/2 + rand.Int64N(b/2+1)
+	}
+	if d >= remaining {
+		return 0, false
+	}
+	return time.Duration(d), true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// interrupted classifies an exchange stopped by a context: the caller's ctx
+// (cancelled) or the per-request timeout (timeout). stage completes the
+// error detail, e.g. "before headers".
+func (c *Client) interrupted(parent context.Context, rec *record.Record, stage string) {
+	if parent.Err() != nil {
+		rec.Outcome = record.Cancelled
+		rec.Error = "cancelled " + stage
+		return
+	}
+	rec.Outcome = record.Timeout
+	rec.Error = "timeout " + stage
+}
+
+// attempt makes one HTTP exchange and records it in rec. It reports whether
+// the failure is worth a retry and the Retry-After hint (ns or record.None).
+func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec *record.Record) (retry bool, hint int64) {
+	x := c.getExchange()
+	defer c.putExchange(x)
+	x.buf = c.body.appendBody(x.buf[:0], req)
+	x.body.Reset(x.buf)
+	x.tmpl.ContentLength = int64(len(x.buf))
+	trace := &x.trace
+	if httptrace.ContextClientTrace(ctx) != nil {
+		t := x.trace // WithClientTrace composes hooks into trace: keep the pooled one pristine
+		trace = &t
+	}
+	hreq := x.tmpl.WithContext(httptrace.WithClientTrace(ctx, trace))
+
+	rec.ConnNs, rec.HeadersNs, rec.FirstChunkNs, rec.FirstTokenNs, rec.DoneNs = record.None, record.None, record.None, record.None, record.None
+	rec.ITLMaxNs, rec.TPOTNs = record.None, record.None
+	rec.Status, rec.Error, rec.Replica, rec.Chunks = 0, "", "", 0
+	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, 0, false
+
+	sent := c.now()
+	if rec.Attempts == 1 {
+		rec.SentNs = sent
+	}
+	resp, err := c.tr.RoundTrip(hreq)
+	now := c.now()
+	rec.ConnNs = x.connNs.Load()
+	if err != nil {
+		rec.DoneNs = now
+		if parent.Err() != nil || ctx.Err() != nil {
+			stage := "before headers"
+			if rec.ConnNs == record.None {
+				stage = "before connection"
+			}
+			c.interrupted(parent, rec, stage)
+			return false, record.None
+		}
+		rec.Outcome = record.ConnError
+		rec.Error = connErrorDetail(err)
+		return true, record.None
+	}
+	rec.HeadersNs = now
+	rec.Status = resp.StatusCode
+	if v := resp.Header[ReplicaHeader]; len(v) > 0 {
+		rec.Replica = c.safeToken(v[0], req.Prompt)
+	}
+	hint = record.None
+	if v := resp.Header["Retry-After"]; len(v) > 0 {
+		if d, ok := parseRetryAfter(v[0], time.Now()); ok {
+			hint = int64(d)
+			rec.RetryAfterNs = hint
+		}
+	}
+	if resp.StatusCode/100 != 2 {
+		c.httpError(x, resp, req, rec)
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true, hint
+		}
+		return false, hint
+	}
+	if c.cfg.Stream {
+		c.readStream(parent, ctx, x, resp, req, rec)
+	} else {
+		c.readFull(parent, ctx, resp, req, rec)
+	}
+	return false, hint
+}
+
+// httpError records a non-2xx response: rate_limited for 429, http_error
+// otherwise, with the server's error type when it is a safe token.
+func (c *Client) httpError(x *exchange, resp *http.Response, req *workload.Request, rec *record.Record) {
+	defer resp.Body.Close()
+	if cap(x.spill) < maxErrorBodyBytes {
+		x.spill = make([]byte, maxErrorBodyBytes)
+	}
+	buf := x.spill[:maxErrorBodyBytes]
+	n, _ := io.ReadFull(resp.Body, buf)
+	_, _ = io.CopyN(io.Discard, resp.Body, maxDrainBytes) // lets the connection be reused
+	rec.DoneNs = c.now()
+	rec.Outcome = record.HTTPError
+	if resp.StatusCode == http.StatusTooManyRequests {
+		rec.Outcome = record.RateLimited
+	}
+	rec.Error = "status " + strconv.Itoa(resp.StatusCode)
+	if ch, err := ScanChunk(buf[:n]); err == nil && ch.Error {
+		if t := c.errorToken(string(ch.ErrorType), req.Prompt); t != "" {
+			rec.Error += " (" + t + ")"
+		}
+	}
+}
+
+// readFull reads a non-streamed response: the whole body is the first (and
+// only) chunk, so FirstChunkNs = FirstTokenNs = DoneNs.
+func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req *workload.Request, rec *record.Record) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxFullBodyBytes+1))
+	now := c.now()
+	rec.DoneNs = now
+	if err != nil {
+		c.readFailure(parent, ctx, err, rec)
+		return
+	}
+	var r struct {
+		Choices []struct {
+			Message *struct {
+				Content          *string           `json:"content"`
+				ReasoningContent *string           `json:"reasoning_content"`
+				Reasoning        *string           `json:"reasoning"`
+				ToolCalls        []json.RawMessage `json:"tool_calls"`
+				FunctionCall     map[string]any    `json:"function_call"`
+			} `json:"message"`
+			Text *string `json:"text"`
+		} `json:"choices"`
+		Usage *struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	switch {
+	case len(body) == 0:
+		rec.Outcome, rec.Error = record.InvalidResponse, "empty body"
+		return
+	case len(body) > maxFullBodyBytes:
+		rec.Outcome, rec.Error = record.InvalidResponse, "body over 16 MiB"
+		return
+	case json.Unmarshal(body, &r) != nil:
+		rec.Outcome, rec.Error = record.InvalidResponse, "invalid JSON"
+		return
+	case len(r.Error) > 0 && string(r.Error) != "null":
+		rec.Outcome, rec.Error = record.InvalidResponse, "error object in body"
+		return
+	case len(r.Choices) == 0:
+		rec.Outcome, rec.Error = record.InvalidResponse, "no choices"
+		return
+	}
+	rec.FirstChunkNs = now
+	content := false
+	for _, ch := range r.Choices {
+		if ch.Text != nil && *ch.Text != "" {
+			content = true
+		}
+		if m := ch.Message; m != nil && (m.Content != nil && *m.Content != "" ||
+			m.ReasoningContent != nil && *m.ReasoningContent != "" ||
+			m.Reasoning != nil && *m.Reasoning != "" || len(m.ToolCalls) > 0 || m.FunctionCall != nil) {
+			content = true
+		}
+	}
+	if content {
+		rec.FirstTokenNs = now
+		rec.Chunks = 1
+	}
+	if r.Usage != nil {
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = r.Usage.PromptTokens, r.Usage.CompletionTokens, true
+	}
+	rec.Outcome = record.OK
+	setTPOT(rec)
+}
+
+// setTPOT sets TPOT = (done − first token) / (output tokens − 1) when there
+// are at least two output tokens and a first token.
+func setTPOT(rec *record.Record) {
+	if rec.OutputTokens >= 2 && rec.FirstTokenNs != record.None && rec.DoneNs != record.None {
+		rec.TPOTNs = (rec.DoneNs - rec.FirstTokenNs) / int64(rec.OutputTokens-1)
+	}
+}
+
+// readFailure classifies an error while reading a response body.
+func (c *Client) readFailure(parent, ctx context.Context, err error, rec *record.Record) {
+	after := "after " + strconv.Itoa(rec.Chunks) + " chunks"
+	if parent.Err() != nil || ctx.Err() != nil {
+		c.interrupted(parent, rec, after)
+		return
+	}
+	rec.Outcome = record.StreamError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		rec.Error = "unexpected EOF " + after
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		rec.Error = "connection reset " + after
+	default:
+		rec.Error = "read error " + after
+	}
+}
+
+// connErrorDetail names the class of a transport error before headers,
+// without its text (which can quote addresses or server data).
+func connErrorDetail(err error) string {
+	var (
+		dnsErr     *net.DNSError
+		certErr    *tls.CertificateVerificationError
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		invalidErr x509.CertificateInvalidError
+		recordErr  tls.RecordHeaderError
+		alertErr   tls.AlertError
+		netErr     net.Error
+	)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset before headers"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "network unreachable"
+	case errors.As(err, &dnsErr):
+		return "dns lookup failed"
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidErr):
+		return "tls certificate rejected"
+	case errors.As(err, &recordErr), errors.As(err, &alertErr):
+		return "tls handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before headers"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "connect timeout"
+	}
+	return "transport error"
+}
+
+// maxTokenLen bounds server-provided strings kept in a record.
+const maxTokenLen = 64
+
+// safeToken returns s when it is a short token ([A-Za-z0-9_.:/+-], at most
+// maxTokenLen bytes) that neither holds nor is part of the API key or the
+// prompt; otherwise "". It guards what a server can make us record (the
+// replica, a media type).
+func (c *Client) safeToken(s, prompt string) string {
+	return c.token(s, prompt, maxTokenLen, "_.:/+-")
+}
+
+// errorToken is safeToken for a server's error type or code, which must be
+// an identifier or a number ([A-Za-z0-9_], at most 40 bytes): no spaces or
+// hyphens, so neither prose from the prompt nor a typical key fits.
+func (c *Client) errorToken(s, prompt string) string {
+	return c.token(s, prompt, 40, "_")
+}
+
+func (c *Client) token(s, prompt string, maxLen int, punct string) string {
+	if s == "" || len(s) > maxLen {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || strings.IndexByte(punct, ch) >= 0 {
+			continue
+		}
+		return ""
+	}
+	if overlaps(s, c.cfg.APIKey) || overlaps(s, prompt) {
+		return ""
+	}
+	return s
+}
+
+// overlaps reports whether s contains secret or is a part (4 bytes or more) of it.
+func overlaps(s, secret string) bool {
+	if secret == "" {
+		return false
+	}
+	return strings.Contains(s, secret) || len(s) >= 4 && strings.Contains(secret, s)
+}
+
+// maxRetryAfter bounds a Retry-After hint.
+const maxRetryAfter = 24 * time.Hour
+
+// parseRetryAfter parses a Retry-After value: delay seconds (a decimal
+// fraction is accepted) or an HTTP date, relative to now. Past dates give 0.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	numeric := true
+	for i := 0; i < len(v); i++ {
+		if (v[i] < '0' || v[i] > '9') && v[i] != '.' {
+			numeric = false
+			break
+		}
+	}
+	if numeric {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, false
+		}
+		return min(time.Duration(min(secs, maxRetryAfter.Seconds())*1e9), maxRetryAfter), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
+}

@@ -1,0 +1,256 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The APIs the client can call.
+const (
+	APIChat        = "chat"        // POST {BaseURL}/chat/completions with one user message
+	APICompletions = "completions" // POST {BaseURL}/completions with a prompt
+)
+
+// Defaults applied by New to zero fields, and by DefaultConfig.
+const (
+	DefaultTimeout      = 60 * time.Second // per request, the whole exchange including retries
+	DefaultMaxConns     = 256              // connections per host; size it to the in-flight cap
+	DefaultRetryMaxWait = 10 * time.Second // longest wait before a retry
+	DefaultAPIKeyEnv    = "OPENAI_API_KEY" // environment variable LoadAPIKey reads by default
+	MaxRetries          = 10               // upper bound for Config.Retries
+	MaxLineBytes        = 1 << 20          // longest SSE line accepted; longer is a stream_error
+	maxErrorBodyBytes   = 4 << 10          // error bodies are read this far for an error type
+	maxDrainBytes       = 64 << 10         // bytes read after [DONE] or an error to reuse the connection
+	maxFullBodyBytes    = 16 << 20         // longest non-streamed response body
+	dialTimeout         = 10 * time.Second
+	tlsHandshakeTimeout = 10 * time.Second
+	idleConnTimeout     = 90 * time.Second
+)
+
+// Config configures a Client. Start from DefaultConfig: a zero Stream or
+// IncludeUsage means false. New fills zero Timeout, MaxConns, RetryMaxWait
+// and API with their defaults. Never log a Config with %#v of its fields by
+// hand: String and GoString redact the key and header values.
+type Config struct {
+	BaseURL            string            // base URL including /v1, e.g. http://127.0.0.1:8000/v1
+	Model              string            // model name sent in every request
+	API                string            // APIChat (default) or APICompletions
+	Stream             bool              // stream the response (SSE); DefaultConfig sets it
+	IncludeUsage       bool              // send stream_options.include_usage; DefaultConfig sets it
+	APIKey             string            `json:"-" yaml:"-"` // sent as "Authorization: Bearer <key>"; held in memory only
+	Headers            map[string]string // extra request headers; values are never logged
+	Timeout            time.Duration     // per request, the whole exchange including retries
+	MaxConns           int               // connections per host (idle and active)
+	CACertFile         string            // PEM file with extra root CAs for private endpoints
+	InsecureSkipVerify bool              // skip TLS certificate verification
+	Retries            int               // retries after a retryable failure; 0 = off
+	RetryMaxWait       time.Duration     // longest wait before a retry; a longer Retry-After ends retrying
+	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
+}
+
+// DefaultConfig returns the defaults: chat API, streaming with usage,
+// DefaultTimeout, DefaultMaxConns, no retries. BaseURL and Model are unset.
+func DefaultConfig() Config {
+	return Config{
+		API:          APIChat,
+		Stream:       true,
+		IncludeUsage: true,
+		Timeout:      DefaultTimeout,
+		MaxConns:     DefaultMaxConns,
+		RetryMaxWait: DefaultRetryMaxWait,
+	}
+}
+
+// withDefaults fills zero durations, counts and the API with defaults.
+func (c Config) withDefaults() Config {
+	if c.API == "" {
+		c.API = APIChat
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.RetryMaxWait == 0 {
+		c.RetryMaxWait = DefaultRetryMaxWait
+	}
+	return c
+}
+
+// headers the client sets itself; Config.Headers may not replace them.
+var reservedHeaders = []string{"Content-Length", "Content-Type", "Transfer-Encoding", "Host", "Connection", "Accept-Encoding"}
+
+// Validate checks the configuration. Its errors name fields, never secret
+// values (the API key, header values).
+func (c Config) Validate() error {
+	if c.BaseURL == "" {
+		return errors.New("openai: config: base URL is required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return errors.New("openai: config: base URL does not parse") // the parse error quotes the URL
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("openai: config: base URL scheme must be http or https, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return errors.New("openai: config: base URL has no host")
+	}
+	if u.User != nil {
+		return errors.New("openai: config: base URL must not hold credentials; use the API key")
+	}
+	if u.Fragment != "" {
+		return errors.New("openai: config: base URL must not have a fragment")
+	}
+	if c.Model == "" {
+		return errors.New("openai: config: model is required")
+	}
+	if c.API != "" && c.API != APIChat && c.API != APICompletions {
+		return fmt.Errorf("openai: config: api must be %q or %q, not %q", APIChat, APICompletions, c.API)
+	}
+	if c.Timeout < 0 {
+		return errors.New("openai: config: timeout must not be negative")
+	}
+	if c.MaxConns < 0 {
+		return errors.New("openai: config: max conns must not be negative")
+	}
+	if c.Retries < 0 || c.Retries > MaxRetries {
+		return fmt.Errorf("openai: config: retries must be between 0 and %d", MaxRetries)
+	}
+	if c.RetryMaxWait < 0 {
+		return errors.New("openai: config: retry max wait must not be negative")
+	}
+	if strings.ContainsFunc(c.APIKey, isSpaceOrControl) {
+		return errors.New("openai: config: api key contains whitespace or control characters")
+	}
+	for name, value := range c.Headers {
+		if !validHeaderName(name) {
+			return fmt.Errorf("openai: config: header name %q is not a valid token", name)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if slices.Contains(reservedHeaders, canon) {
+			return fmt.Errorf("openai: config: header %q is set by the client", canon)
+		}
+		if canon == "Authorization" && c.APIKey != "" {
+			return errors.New("openai: config: header \"Authorization\" conflicts with the api key")
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return fmt.Errorf("openai: config: header %q: value contains CR, LF or NUL", canon)
+		}
+	}
+	if _, err := newBodyTemplate(&c); err != nil {
+		return err
+	}
+	return nil
+}
+
+func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7F }
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// Redacted returns a copy of c that is safe to log or store: the API key,
+// every header value and query values in the base URL are replaced by
+// "<redacted>", user info in the base URL by "redacted", an unparseable
+// base URL entirely.
+func (c Config) Redacted() Config {
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil {
+			c.BaseURL = "<redacted>"
+		} else {
+			if u.User != nil {
+				u.User = url.User("redacted")
+			}
+			if u.RawQuery != "" {
+				q := u.Query()
+				for k := range q {
+					q[k] = []string{"<redacted>"}
+				}
+				u.RawQuery = q.Encode()
+			}
+			c.BaseURL = u.String()
+		}
+	}
+	if c.APIKey != "" {
+		c.APIKey = "<redacted>"
+	}
+	if c.Headers != nil {
+		h := make(map[string]string, len(c.Headers))
+		for k := range c.Headers {
+			h[k] = "<redacted>"
+		}
+		c.Headers = h
+	}
+	return c
+}
+
+// String formats the redacted configuration (fmt's %v and %+v use it).
+func (c Config) String() string {
+	type plain Config // no methods: avoids recursion
+	return fmt.Sprintf("%+v", plain(c.Redacted()))
+}
+
+// GoString formats the redacted configuration (fmt's %#v uses it).
+func (c Config) GoString() string {
+	type plain Config
+	return fmt.Sprintf("%#v", plain(c.Redacted()))
+}
+
+// LoadAPIKey reads the API key from a file (when file is set; surrounding
+// whitespace trimmed) or from the environment variable envName
+// (DefaultAPIKeyEnv when empty). It returns the key and where it came from
+// ("file", "env NAME" or "none" when the default variable is unset). A named
+// variable that is unset, an empty file or a key with inner whitespace is an
+// error. Errors never contain the key.
+func LoadAPIKey(envName, file string) (key, source string, err error) {
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", "", fmt.Errorf("openai: api key file: %w", err)
+		}
+		key = strings.TrimSpace(string(data))
+		if key == "" {
+			return "", "", fmt.Errorf("openai: api key file %s is empty", file)
+		}
+		if strings.ContainsFunc(key, isSpaceOrControl) {
+			return "", "", fmt.Errorf("openai: api key file %s: key contains whitespace or control characters", file)
+		}
+		return key, "file", nil
+	}
+	name := envName
+	if name == "" {
+		name = DefaultAPIKeyEnv
+	}
+	key, ok := os.LookupEnv(name)
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		if envName == "" {
+			return "", "none", nil
+		}
+		return "", "", fmt.Errorf("openai: api key: environment variable %s is not set or empty", name)
+	}
+	if strings.ContainsFunc(key, isSpaceOrControl) {
+		return "", "", fmt.Errorf("openai: api key: environment variable %s contains whitespace or control characters", name)
+	}
+	return key, "env " + name, nil
+}

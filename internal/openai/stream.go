@@ -1,0 +1,224 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// errLineTooLong reports an SSE line over MaxLineBytes.
+var errLineTooLong = errors.New("openai: SSE line too long")
+
+// streamState accumulates what a stream has shown so far.
+type streamState struct {
+	dataChunks   int   // data chunks of any kind
+	content      int   // chunks carrying content
+	firstChunk   int64 // first data chunk
+	firstToken   int64 // first content chunk
+	lastToken    int64 // latest content chunk
+	itlMax       int64 // longest gap between content chunks
+	choices      bool  // a chunk had a "choices" array
+	finish       bool  // a chunk had a finish_reason
+	usage        bool  // a non-zero usage was seen
+	prompt, comp int   // the latest non-zero usage
+}
+
+// fill copies the state into rec. Token counts come from the server's usage
+// when it sent a non-zero one, else from the content chunks counted.
+func (st *streamState) fill(rec *record.Record) {
+	rec.FirstChunkNs = st.firstChunk
+	rec.FirstTokenNs = st.firstToken
+	rec.ITLMaxNs = st.itlMax
+	rec.Chunks = st.content
+	if st.usage {
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
+	} else {
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, st.content, false
+	}
+}
+
+// readLine returns the next line without its line ending (LF or CRLF). At
+// the end of the body it returns the last, unterminated line (possibly
+// empty) with io.EOF. A line over MaxLineBytes is errLineTooLong.
+func (x *exchange) readLine() ([]byte, error) {
+	line, err := x.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		x.spill = append(x.spill[:0], line...)
+		for err == bufio.ErrBufferFull {
+			if len(x.spill) > MaxLineBytes+2 {
+				return nil, errLineTooLong
+			}
+			line, err = x.br.ReadSlice('\n')
+			x.spill = append(x.spill, line...)
+		}
+		line = x.spill
+	}
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+	}
+	if n > 0 && line[n-1] == '\r' {
+		n--
+	}
+	if n > MaxLineBytes {
+		return nil, errLineTooLong
+	}
+	return line[:n], err
+}
+
+// notSSEMediaType returns the media type of a response that is certainly
+// not an event stream (JSON or HTML), lowercased, or "".
+func notSSEMediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case strings.EqualFold(mt, "text/html"):
+		return "text/html"
+	case strings.EqualFold(mt, "application/json"):
+		return "application/json"
+	case len(mt) > len("+json") && strings.EqualFold(mt[len(mt)-len("+json"):], "+json"):
+		return strings.ToLower(mt)
+	}
+	return ""
+}
+
+var (
+	dataPrefix = []byte("data:")
+	doneMarker = []byte("[DONE]")
+	bom        = []byte("\xEF\xBB\xBF")
+)
+
+// isField reports whether line is the SSE field name (with or without a value).
+func isField(line []byte, name string) bool {
+	return len(line) >= len(name) && string(line[:len(name)]) == name && (len(line) == len(name) || line[len(name)] == ':')
+}
+
+// readStream reads an SSE response to its end and records it. Per chunk it
+// reads one line, scans it without allocating and takes one clock reading.
+func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http.Response, req *workload.Request, rec *record.Record) {
+	defer resp.Body.Close()
+	if mt := notSSEMediaType(resp.Header.Get("Content-Type")); mt != "" {
+		rec.DoneNs = c.now()
+		rec.Outcome = record.InvalidResponse
+		rec.Error = "not SSE"
+		if t := c.safeToken(mt, req.Prompt); t != "" {
+			rec.Error = "not SSE (" + t + ")"
+		}
+		return
+	}
+	x.br.Reset(resp.Body)
+	st := streamState{firstChunk: record.None, firstToken: record.None, lastToken: record.None, itlMax: record.None}
+	fail := func(o record.Outcome, detail string) {
+		st.fill(rec)
+		rec.DoneNs = c.now()
+		rec.Outcome = o
+		rec.Error = detail
+		if o == record.StreamError {
+			rec.Error += " after " + strconv.Itoa(st.content) + " chunks"
+		}
+	}
+	lines := 0
+	for {
+		line, err := x.readLine()
+		if err == errLineTooLong {
+			fail(record.StreamError, "line over 1 MiB")
+			return
+		}
+		if err == nil || len(line) > 0 {
+			lines++
+		}
+		if lines == 1 {
+			line = bytes.TrimPrefix(line, bom)
+		}
+		switch {
+		case len(line) == 0 || line[0] == ':': // event boundary or comment (keep-alive)
+		case bytes.HasPrefix(line, dataPrefix):
+			v := line[len(dataPrefix):]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			v = bytes.TrimRight(v, " \t")
+			if len(v) == 0 {
+				break // an empty data line carries nothing
+			}
+			t := c.now()
+			if bytes.Equal(v, doneMarker) {
+				st.fill(rec)
+				rec.DoneNs = t
+				if !st.choices {
+					rec.Outcome, rec.Error = record.InvalidResponse, "no choices"
+					return
+				}
+				rec.Outcome = record.OK
+				setTPOT(rec)
+				_, _ = x.br.Discard(maxDrainBytes) // read to the end so the connection is reused
+				return
+			}
+			st.dataChunks++
+			if st.firstChunk == record.None {
+				st.firstChunk = t
+			}
+			ch, serr := ScanChunk(v)
+			if serr != nil {
+				fail(record.StreamError, "malformed chunk")
+				return
+			}
+			if ch.Error {
+				detail := "error in stream"
+				if tok := c.errorToken(string(ch.ErrorType), req.Prompt); tok != "" {
+					detail += " (" + tok + ")"
+				}
+				fail(record.StreamError, detail)
+				return
+			}
+			st.choices = st.choices || ch.Choices
+			st.finish = st.finish || ch.Finish
+			if ch.Usage && (ch.PromptTokens > 0 || ch.CompletionTokens > 0) {
+				st.usage, st.prompt, st.comp = true, ch.PromptTokens, ch.CompletionTokens
+			}
+			if ch.Content {
+				st.content++
+				if st.firstToken == record.None {
+					st.firstToken = t
+				} else if gap := t - st.lastToken; gap > st.itlMax {
+					st.itlMax = gap
+				}
+				st.lastToken = t
+			}
+		case isField(line, "event"), isField(line, "id"), isField(line, "retry"), isField(line, "data"):
+		default:
+			if st.dataChunks == 0 {
+				fail(record.InvalidResponse, "not SSE")
+			} else {
+				fail(record.StreamError, "malformed line")
+			}
+			return
+		}
+		if err == nil {
+			continue
+		}
+		if err == io.EOF {
+			switch {
+			case lines == 0:
+				fail(record.InvalidResponse, "empty body")
+			case st.finish:
+				fail(record.StreamError, "no [DONE] (finish_reason seen)")
+			default:
+				fail(record.StreamError, "no [DONE]")
+			}
+			return
+		}
+		st.fill(rec)
+		rec.DoneNs = c.now()
+		c.readFailure(parent, ctx, err, rec)
+		return
+	}
+}

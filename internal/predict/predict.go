@@ -1,0 +1,300 @@
+// Package predict forecasts the backlog a burst leaves behind and how long it
+// takes to drain, before a run, with the fluid model of METHOD §8.
+//
+// # Model
+//
+// Requests arrive at a rate a(t) and the system completes them at most at its
+// effective capacity m(t), both in requests per second. Time t is measured in
+// seconds from the start of the burst:
+//
+//	a(t) = BurstRate   for 0 ≤ t < BurstLen,   Lambda afterwards
+//	m(t) = Mu          before the boost,       BoostMu from the boost on
+//
+// The boost (a scale-up that became useful) happens at BoostAt after the
+// burst start, or at the burst end when BoostAt is 0; no boost when BoostMu is
+// 0. The backlog B(t), in requests, starts empty and follows
+//
+//	dB/dt = a(t) − m(t)   while B > 0 or a(t) > m(t),   else B stays 0,
+//
+// so on an interval where both rates are constant and last Δt seconds,
+// B ← max(0, B + (a − m)·Δt). During the burst the backlog grows at
+// max(0, BurstRate − Mu) req/s; after it, it drains at m − Lambda req/s, and
+// the recovery time from the burst end is the time until B is 0 again.
+//
+// Example (METHOD §8): Mu = 10, Lambda = 8, a 60 s burst at 20 req/s. The
+// backlog grows at 20 − 10 = 10 req/s to 600 requests, then drains at
+// 10 − 8 = 2 req/s: 300 s. If capacity rises to 16 req/s at the burst end,
+// it drains at 16 − 8 = 8 req/s: 75 s.
+//
+// When Lambda ≥ the final capacity there is no headroom: a backlog cannot
+// drain (and a real queue at 100 % utilisation grows without bound), so the
+// prediction is Never. The model assumes the system was at steady state with
+// an empty queue when the burst began, that capacity does not degrade under
+// load and that no request is rejected or times out: it is the optimistic
+// bound the measurement is compared with.
+package predict
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Params describes the system and the burst. Rates are requests per second.
+type Params struct {
+	Mu        float64       // effective capacity before any boost, req/s (> 0)
+	Lambda    float64       // normal (baseline) arrival rate, req/s (≥ 0)
+	BurstRate float64       // arrival rate during the burst, req/s (≥ 0)
+	BurstLen  time.Duration // burst length (> 0)
+	BoostMu   float64       // capacity after the boost, req/s; 0 = no boost
+	BoostAt   time.Duration // when the boost takes effect, after the burst start; 0 = at the burst end
+}
+
+// Validate reports every invalid field, by name.
+func (p Params) Validate() error {
+	var errs []error
+	rate := func(name string, v float64, positive bool) {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			errs = append(errs, fmt.Errorf("predict: %s: %v is not a finite rate", name, v))
+		case positive && v <= 0:
+			errs = append(errs, fmt.Errorf("predict: %s: must be > 0 req/s, got %v", name, v))
+		case v < 0:
+			errs = append(errs, fmt.Errorf("predict: %s: must be ≥ 0 req/s, got %v", name, v))
+		}
+	}
+	rate("mu", p.Mu, true)
+	rate("lambda", p.Lambda, false)
+	rate("burst_rate", p.BurstRate, false)
+	rate("boost_mu", p.BoostMu, false)
+	if p.BurstLen <= 0 {
+		errs = append(errs, fmt.Errorf("predict: burst_len: must be > 0, got %v", p.BurstLen))
+	}
+	if p.BoostAt < 0 {
+		errs = append(errs, fmt.Errorf("predict: boost_at: must be ≥ 0, got %v", p.BoostAt))
+	}
+	return errors.Join(errs...)
+}
+
+// Prediction is the model's forecast.
+type Prediction struct {
+	PeakBacklog  float64       // largest backlog up to the last rate change, requests (when Never it may keep growing after)
+	PeakAt       time.Duration // when it is first reached, after the burst start (0 if no backlog)
+	DrainRate    float64       // final capacity − Lambda, req/s: how fast the backlog drains in the end (≤ 0 when Never)
+	RecoveryTime time.Duration // from the burst end until the backlog is empty; 0 if empty at the burst end; unset when Never
+	Never        bool          // Lambda ≥ final capacity: the backlog never drains
+	Explanation  string        // the arithmetic, in words
+}
+
+// segment is an interval [from, to) of constant rates, in seconds from the
+// burst start; to is +Inf for the last one.
+type segment struct {
+	from, to float64
+	arrive   float64
+	serve    float64
+}
+
+// boostAt returns when the boost takes effect, in seconds, or +Inf.
+func (p Params) boostAt() float64 {
+	switch {
+	case p.BoostMu <= 0:
+		return math.Inf(1)
+	case p.BoostAt == 0:
+		return p.BurstLen.Seconds()
+	}
+	return p.BoostAt.Seconds()
+}
+
+// finalMu is the capacity after every change.
+func (p Params) finalMu() float64 {
+	if p.BoostMu > 0 {
+		return p.BoostMu
+	}
+	return p.Mu
+}
+
+// segments splits time at the burst end and the boost.
+func (p Params) segments() []segment {
+	end, boost := p.BurstLen.Seconds(), p.boostAt()
+	cuts := []float64{0, end}
+	if !math.IsInf(boost, 1) && boost != end {
+		cuts = append(cuts, boost)
+		if boost < end {
+			cuts[1], cuts[2] = boost, end
+		}
+	}
+	cuts = append(cuts, math.Inf(1))
+	segs := make([]segment, 0, len(cuts)-1)
+	for i := 0; i+1 < len(cuts); i++ {
+		from := cuts[i]
+		s := segment{from: from, to: cuts[i+1], arrive: p.Lambda, serve: p.Mu}
+		if from < end {
+			s.arrive = p.BurstRate
+		}
+		if from >= boost {
+			s.serve = p.BoostMu
+		}
+		segs = append(segs, s)
+	}
+	return segs
+}
+
+// backlogAt returns B(t) for t seconds after the burst start.
+func (p Params) backlogAt(t float64) float64 {
+	b := 0.0
+	for _, s := range p.segments() {
+		if t <= s.from {
+			break
+		}
+		dt := math.Min(t, s.to) - s.from
+		b = math.Max(0, b+(s.arrive-s.serve)*dt)
+	}
+	return b
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// Predict runs the fluid model.
+func Predict(p Params) (Prediction, error) {
+	if err := p.Validate(); err != nil {
+		return Prediction{}, err
+	}
+	end := p.BurstLen.Seconds()
+	var pr Prediction
+	var w strings.Builder
+	b := 0.0
+	// emptySince is the time from which the backlog stays empty, NaN while
+	// it is not empty (or will not stay so).
+	emptySince := 0.0
+	for _, s := range p.segments() {
+		rate := s.arrive - s.serve
+		label := "burst"
+		if s.from >= end {
+			label = "after the burst"
+		}
+		last := math.IsInf(s.to, 1)
+		if last {
+			fmt.Fprintf(&w, "From %s on (%s): %s req/s in, %s req/s out: ", dur(seconds(s.from)), label, num(s.arrive), num(s.serve))
+		} else {
+			fmt.Fprintf(&w, "%s–%s (%s): %s req/s in, %s req/s out: ", dur(seconds(s.from)), dur(seconds(s.to)), label, num(s.arrive), num(s.serve))
+		}
+		switch {
+		case last && b > 0 && rate < 0:
+			emptySince = s.from + b/-rate
+			fmt.Fprintf(&w, "the backlog drains at %s req/s and is empty after %s more.", num(-rate), dur(seconds(b/-rate)))
+		case last && rate >= 0 && (b > 0 || rate > 0):
+			emptySince = math.NaN()
+			fmt.Fprintf(&w, "no headroom (%s ≥ %s req/s), the backlog never drains.", num(s.arrive), num(s.serve))
+		case last:
+			fmt.Fprintf(&w, "the backlog stays empty.")
+		case b == 0 && rate <= 0:
+			fmt.Fprintf(&w, "no backlog. ")
+		case rate == 0:
+			fmt.Fprintf(&w, "the backlog stays at %s. ", num(round3(b)))
+		case rate > 0:
+			b += rate * (s.to - s.from)
+			emptySince = math.NaN()
+			fmt.Fprintf(&w, "the backlog grows at %s req/s to %s. ", num(rate), num(round3(b)))
+		case b+rate*(s.to-s.from) <= 0:
+			emptySince = s.from + b/-rate
+			fmt.Fprintf(&w, "the backlog drains at %s req/s and is empty after %s. ", num(-rate), dur(seconds(b/-rate)))
+			b = 0
+		default:
+			b += rate * (s.to - s.from)
+			fmt.Fprintf(&w, "the backlog drains at %s req/s to %s. ", num(-rate), num(round3(b)))
+		}
+		if !last && b > pr.PeakBacklog {
+			pr.PeakBacklog, pr.PeakAt = b, seconds(s.to)
+		}
+	}
+	pr.DrainRate = p.finalMu() - p.Lambda
+	pr.Never = p.Lambda >= p.finalMu() || math.IsNaN(emptySince)
+	if !pr.Never && emptySince > end {
+		pr.RecoveryTime = seconds(emptySince - end)
+	}
+	var head string
+	switch {
+	case pr.PeakBacklog > 0:
+		head = fmt.Sprintf("Peak backlog %s requests, %s after the burst start. ", num(round3(pr.PeakBacklog)), dur(pr.PeakAt))
+	default:
+		head = "No backlog builds up. "
+	}
+	switch {
+	case pr.Never:
+		head += fmt.Sprintf("Never recovers: normal load %s req/s ≥ capacity %s req/s leaves no headroom. ", num(p.Lambda), num(p.finalMu()))
+	default:
+		head += fmt.Sprintf("Recovered %s after the burst end. ", dur(pr.RecoveryTime))
+	}
+	pr.Explanation = head + w.String()
+	return pr, nil
+}
+
+// num prints a rate or a count for people: at most three decimals, no
+// trailing zeros (9.266666… → "9.267", 600 → "600").
+func num(v float64) string { return strconv.FormatFloat(round3(v), 'f', -1, 64) }
+
+func dur(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// Point is one point of a backlog timeline.
+type Point struct {
+	T       time.Duration // after the burst start
+	Backlog float64       // requests
+}
+
+// maxPoints bounds a Timeline.
+const maxPoints = 100_000
+
+// Timeline samples the backlog every step from the burst start, adding the
+// breakpoints (burst end, boost, peak, drained) so a chart shows the corners
+// exactly. It ends one step after the backlog drained, or, when it never
+// does, after the burst plus four burst lengths (or one burst length past a
+// late boost).
+func Timeline(p Params, step time.Duration) ([]Point, error) {
+	pr, err := Predict(p)
+	if err != nil {
+		return nil, err
+	}
+	if step <= 0 {
+		return nil, fmt.Errorf("predict: timeline: step must be > 0, got %v", step)
+	}
+	horizon := p.BurstLen + pr.RecoveryTime + step
+	if pr.Never {
+		horizon = 5 * p.BurstLen
+		if p.BoostMu > 0 {
+			horizon = max(horizon, p.BoostAt+p.BurstLen)
+		}
+	}
+	if int64(horizon/step) > maxPoints {
+		return nil, fmt.Errorf("predict: timeline: step %v gives more than %d points over %v", step, maxPoints, horizon)
+	}
+	ts := map[time.Duration]bool{p.BurstLen: true, pr.PeakAt: true, horizon: true}
+	if p.BoostMu > 0 {
+		ts[seconds(p.boostAt())] = true
+	}
+	if !pr.Never {
+		ts[p.BurstLen+pr.RecoveryTime] = true
+	}
+	for t := time.Duration(0); t <= horizon; t += step {
+		ts[t] = true
+	}
+	out := make([]Point, 0, len(ts))
+	for t := range ts {
+		if t >= 0 && t <= horizon {
+			out = append(out, Point{T: t, Backlog: p.backlogAt(t.Seconds())})
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return cmp.Compare(a.T, b.T) })
+	return out, nil
+}

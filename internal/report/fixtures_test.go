@@ -1,0 +1,150 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/report -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func pct(p50, p95, p99 float64) Percentiles {
+	return Percentiles{P50: Val(p50), P95: Val(p95), P99: Val(p99)}
+}
+
+// fullRow is a 2× burst row with every metric measured.
+func fullRow() Row {
+	return Row{
+		Model: "llama-3.1-8b-instruct", Workload: "chat", Deployment: "vllm-0.6 1×L4",
+		Multiplier:  Val(2),
+		BaselineRPS: Val(8), BurstRPS: Val(16),
+		OfferedRPS: Val(9.6), SentRPS: Val(9.6), SuccessRPS: Val(9.55), GoodputRPS: Val(9.4),
+		TTFT:              pct(182.4, 611, 948.25),
+		Completion:        pct(3120, 5890, 7420),
+		QueueWait:         pct(3.2, 240, 512),
+		RejectionRate:     Val(0.0021),
+		TimeoutRate:       Val(0),
+		ErrorRate:         Val(0.0005),
+		DropRate:          Val(0),
+		Recovery:          RecoveredAfter(24),
+		PredictedRecovery: RecoveredAfter(30),
+		Samples:           5760,
+	}
+}
+
+// naRow has every value that can be unavailable left unavailable.
+func naRow() Row {
+	return Row{
+		Multiplier:        Unavailable("not a burst run"),
+		BaselineRPS:       Unavailable(ReasonNoBurst),
+		BurstRPS:          Unavailable(ReasonNoBurst),
+		OfferedRPS:        Unavailable(ReasonNoSamples),
+		SentRPS:           Unavailable(ReasonNoSamples),
+		SuccessRPS:        Unavailable(ReasonNoSamples),
+		GoodputRPS:        Unavailable(ReasonNoSamples),
+		TTFT:              PercentilesNA(ReasonNoSamples),
+		Completion:        PercentilesNA(ReasonNoSamples),
+		QueueWait:         PercentilesNA(ReasonNoEngineTelemetry),
+		RejectionRate:     Unavailable(ReasonNoSamples),
+		TimeoutRate:       Unavailable(ReasonNoSamples),
+		ErrorRate:         Unavailable(ReasonNoSamples),
+		DropRate:          Opt{}, // forgotten by the caller: still n/a, never 0
+		Recovery:          RecoveryNA(ReasonNoBurst),
+		PredictedRecovery: RecoveryNA("capacity μ unknown"),
+	}
+}
+
+// censoredRow is a 10× burst where more than 1% timed out, without engine
+// telemetry.
+func censoredRow() Row {
+	r := fullRow()
+	r.Multiplier, r.BurstRPS = Val(10), Val(80)
+	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = Val(20.8), Val(19.9), Val(11.2), Val(6.05)
+	r.TTFT = Percentiles{P50: Val(8400), P95: Val(41200), P99: Above(60000, ReasonCensoredP99)}
+	r.Completion = Percentiles{P50: Val(14800), P95: Val(52000), P99: Above(60000, ReasonCensoredP99)}
+	r.QueueWait = PercentilesNA(ReasonNoEngineTelemetry)
+	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = Val(0.12), Val(0.043), Val(0.001), Val(0.0433)
+	r.Recovery = RecoveredAfter(212.5)
+	r.PredictedRecovery = RecoveredAfter(180)
+	r.Samples = 12480
+	return r
+}
+
+// notRecoveredRow is a 5× burst that did not recover in the watched window.
+func notRecoveredRow() Row {
+	r := fullRow()
+	r.Multiplier, r.BurstRPS = Val(5), Val(40)
+	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = Val(14.4), Val(14.4), Val(12.9), Val(10.1)
+	r.TTFT = pct(1450, 9800, 21400)
+	r.Completion = pct(6100, 18300, 30900)
+	r.Recovery = NotRecoveredWithin(300)
+	r.PredictedRecovery = NeverRecovers("baseline 8 req/s ≥ capacity 7.5 req/s")
+	r.Samples = 8640
+	return r
+}
+
+// partialRow is a run interrupted during the burst.
+func partialRow() Row {
+	r := fullRow()
+	r.Multiplier, r.BurstRPS = Val(5), Val(40)
+	r.Workload = "rag"
+	r.Recovery = RecoveryNA("run ended before the recovery phase")
+	r.Samples = 1312
+	r.Partial, r.PartialReason = true, "interrupted (SIGINT) at 2m41s, during the burst"
+	return r
+}
+
+var fixtureMeta = []KV{
+	{"baseline", `"weekday peak" 8 req/s`},
+	{"per-request deadline", "TTFT ≤ 2s from scheduled arrival, completion ≤ 12s"},
+	{"percentiles", "over requests by scheduled arrival, measured phases only"},
+	{"tool", "surge (test)"},
+}
+
+// fixtureTables are the golden cases of the results table.
+func fixtureTables() map[string]Table {
+	return map[string]Table{
+		"full":          {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{fullRow()}},
+		"all_na":        {Title: "surge run", Rows: []Row{naRow()}},
+		"censored_p99":  {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{censoredRow()}},
+		"not_recovered": {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{notRecoveredRow()}},
+		"partial":       {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{partialRow()}},
+		"sweep": {
+			Title: "surge burst: 2×, 5×, 10× over the weekday baseline",
+			Meta:  fixtureMeta,
+			// Out of order on purpose: renderers sort by model, workload, deployment, k.
+			Rows: []Row{censoredRow(), partialRow(), fullRow(), notRecoveredRow()},
+			Verdicts: []Verdict{
+				{Scope: "2×", Check: "p95 TTFT ≤ 2s", Status: VerdictPass, Detail: "observed 611ms"},
+				{Scope: "5×", Check: "goodput ≥ 99% of offered", Status: VerdictFail, Detail: "observed 70.14%"},
+				{Scope: "10×", Check: "p99 completion ≤ 12s", Status: VerdictFail, Detail: "observed > 60s"},
+				{Scope: "10×", Check: "engine queue p95 ≤ 1s", Status: VerdictUnknown, Detail: "no engine telemetry"},
+			},
+			Notes: []string{"the generator fell behind during the 10× burst: schedule lag p99 38ms"},
+		},
+	}
+}

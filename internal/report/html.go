@@ -1,0 +1,252 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The vendored chart library (see assets/uplot/README.md) and the page's own
+// script, styles and template, all inlined into every report.
+var (
+	//go:embed assets/uplot/uPlot.iife.min.js
+	uplotJS string
+	//go:embed assets/uplot/uPlot.min.css
+	uplotCSS string
+	//go:embed assets/report.js
+	reportJS string
+	//go:embed assets/report.css
+	reportCSS string
+	//go:embed assets/report.html.tmpl
+	reportTmpl string
+)
+
+var pageTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
+	// safeCSS marks colours chosen by this package (never user input) as CSS.
+	"safeCSS": func(s string) template.CSS { return template.CSS(s) },
+}).Parse(reportTmpl))
+
+// HTMLReport is everything report.html shows: metadata, results tables and
+// the charts of each run (one run per multiplier in a burst experiment).
+type HTMLReport struct {
+	Title  string      // page title and heading
+	Meta   []KV        // what was tested: target, model, deployment, tool version…
+	Tables []Table     // results tables, rendered as HTML tables
+	Runs   []RunCharts // one section of charts per run
+}
+
+// Series is one value per time window; NaN marks a window without a value
+// (drawn as a gap). A nil Series is absent and not drawn.
+type Series []float64
+
+// MarshalJSON encodes s as an array of numbers with null for NaN and ±Inf.
+func (s Series) MarshalJSON() ([]byte, error) {
+	b := []byte{'['}
+	for i, v := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, v, 'f', -1, 64)
+	}
+	return append(b, ']'), nil
+}
+
+// LatencySeries holds P50, P95 and P99 per arrival window, in milliseconds.
+type LatencySeries struct {
+	P50, P95, P99 Series
+}
+
+// Phase is a named interval of the run, drawn as a shaded band. Times are
+// seconds since the run's start.
+type Phase struct {
+	Name       string
+	Start, End float64
+}
+
+// MarkerKind names what a vertical marker shows; it selects the colour and
+// the default label.
+type MarkerKind string
+
+// The marker kinds report.html knows.
+const (
+	MarkerBurstEnd          MarkerKind = "burst_end"          // the end of the burst phase
+	MarkerRecovered         MarkerKind = "recovered"          // measured recovery
+	MarkerPredictedRecovery MarkerKind = "predicted_recovery" // the backlog model's recovery
+)
+
+// Marker is a vertical line at T seconds since the run's start.
+type Marker struct {
+	Kind  MarkerKind
+	T     float64
+	Label string // defaults to the kind's name, e.g. "predicted recovery"
+}
+
+// RunCharts is the time series of one run. Every non-nil Series has one value
+// per entry of T. Rates are requests per second, latencies milliseconds,
+// counts requests and ages seconds.
+type RunCharts struct {
+	Name string    // section heading, e.g. "burst 5× (40 req/s over 8 req/s)"
+	Meta []KV      // summary shown above the charts
+	T    []float64 // window start, seconds since the run's start, ascending
+
+	Offered, Sent, Successful, Goodput Series // requests/s per window
+
+	TTFT       LatencySeries // by arrival window, ms
+	Completion LatencySeries // by arrival window, ms
+	// TTFTDeadlineMs and CompletionDeadlineMs draw the per-request deadline
+	// as a horizontal line; 0 draws none.
+	TTFTDeadlineMs, CompletionDeadlineMs float64
+
+	InFlight         Series // requests sent and not finished (client side)
+	EngineWaiting    Series // engine's waiting queue; nil without engine metrics
+	EngineRunning    Series // engine's running batch; nil without engine metrics
+	OldestWaitingAge Series // seconds the oldest unanswered request has waited (client side)
+
+	Phases  []Phase
+	Markers []Marker
+}
+
+// WriteHTML writes r as one self-contained HTML page: the results tables,
+// and per run charts of load, TTFT, completion latency and waiting requests
+// drawn by the inlined uPlot from a JSON data block. It loads nothing from
+// the network. It fails, before writing anything, when a run's series do not
+// match its time axis.
+func WriteHTML(w io.Writer, r HTMLReport) error {
+	data, err := buildChartData(r)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("report: encode chart data: %w", err)
+	}
+	page := htmlPage{
+		Title:    r.Title,
+		Meta:     r.Meta,
+		UPlotCSS: template.CSS(uplotCSS),
+		CSS:      template.CSS(reportCSS),
+		UPlotJS:  template.JS(uplotJS),
+		JS:       template.JS(reportJS),
+		Data:     template.JS(js), // json.Marshal escapes <, > and &: no </script> inside
+	}
+	if page.Title == "" {
+		page.Title = "surge report"
+	}
+	for _, t := range r.Tables {
+		page.Tables = append(page.Tables, newHTMLTable(t))
+	}
+	for i, run := range data.Runs {
+		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta})
+	}
+	var b bytes.Buffer
+	if err := pageTmpl.Execute(&b, page); err != nil {
+		return fmt.Errorf("report: render html: %w", err)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("report: write html: %w", err)
+	}
+	return nil
+}
+
+type htmlPage struct {
+	Title             string
+	Meta              []KV
+	Tables            []htmlTable
+	Runs              []htmlRun
+	UPlotCSS, CSS     template.CSS
+	UPlotJS, JS, Data template.JS
+}
+
+type htmlRun struct {
+	Index int
+	Run   chartRun
+	Meta  []KV
+}
+
+// htmlTable is a results table prepared for the template: like the Markdown
+// one, one sub-table per column group, each led by the identity columns.
+type htmlTable struct {
+	Title    string
+	Meta     []KV
+	Parts    []htmlPart
+	Notes    []string
+	Verdicts []Verdict
+	Legend   []KV
+}
+
+type htmlPart struct {
+	Name  string
+	Heads []htmlHead
+	Rows  [][]htmlCell
+}
+
+type htmlHead struct {
+	Text, Title string
+	Numeric     bool
+}
+
+type htmlCell struct {
+	Text, Title, Class string
+}
+
+func newHTMLTable(t Table) htmlTable {
+	v := newTableView(t)
+	h := htmlTable{Title: t.Title, Meta: append(v.common, t.Meta...), Verdicts: t.Verdicts}
+	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
+		if len(v.rows) == 0 {
+			break
+		}
+		cols := v.groupCols(g)
+		part := htmlPart{Name: g}
+		for _, ci := range cols {
+			c := &columns[ci]
+			part.Heads = append(part.Heads, htmlHead{Text: c.head, Title: c.desc, Numeric: c.kind != kindText})
+		}
+		for _, cs := range v.cells {
+			row := make([]htmlCell, 0, len(cols))
+			for _, ci := range cols {
+				row = append(row, newHTMLCell(&columns[ci], cs[ci]))
+			}
+			part.Rows = append(part.Rows, row)
+		}
+		h.Parts = append(h.Parts, part)
+	}
+	for i := range columns {
+		if c := &columns[i]; c.desc != "" && !c.csvOnly() {
+			h.Legend = append(h.Legend, KV{Key: c.legendHead(), Value: c.desc})
+		}
+	}
+	for _, n := range v.notes() {
+		h.Notes = append(h.Notes, fmt.Sprintf("%s: %s: %s", n.row, joinComma(n.cols), n.reason))
+	}
+	h.Notes = append(h.Notes, t.Notes...)
+	return h
+}
+
+func newHTMLCell(col *column, c cell) htmlCell {
+	hc := htmlCell{Text: c.text, Title: c.reason}
+	switch {
+	case c.na:
+		hc.Class = "na"
+	case c.bound:
+		hc.Class = "bound"
+	case col.key == "partial" && c.reason != "":
+		hc.Class = "bad"
+	}
+	if col.kind != kindText {
+		hc.Class = strings.TrimSpace(hc.Class + " num")
+	}
+	return hc
+}
+
+func joinComma(s []string) string { return strings.Join(s, ", ") }

@@ -1,0 +1,73 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteJSON writes t as indented JSON:
+//
+//	{"title": …, "meta": [{"key", "value"}], "rows": [{…}], "verdicts": […], "notes": […]}
+//
+// Each row has the same fields, in the same order, as the CSV header. A
+// number that can be unavailable is an object: {"value": 12.5} when
+// measured, {"value": null, "reason": "…"} when unavailable and
+// {"value": null, "lower_bound": 60000, "reason": "…"} when censored.
+// Recovery columns add "status" (recovered, not_recovered, never, n/a).
+// Unknown model, workload or deployment names are null.
+func WriteJSON(w io.Writer, t Table) error {
+	rows := make([]json.RawMessage, 0, len(t.Rows))
+	for _, r := range sortedRows(t.Rows) {
+		b, err := rowJSON(&r)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, b)
+	}
+	doc := struct {
+		Title    string            `json:"title"`
+		Meta     []KV              `json:"meta"`
+		Rows     []json.RawMessage `json:"rows"`
+		Verdicts []Verdict         `json:"verdicts"`
+		Notes    []string          `json:"notes"`
+	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Notes)}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: encode json: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("report: write json: %w", err)
+	}
+	return nil
+}
+
+// rowJSON encodes one row as an object whose fields follow columns' order.
+func rowJSON(r *Row) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range columns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(columns[i].key)
+		v, err := json.Marshal(columns[i].get(r).json)
+		if err != nil {
+			return nil, fmt.Errorf("report: encode json: %s: %w", columns[i].key, err)
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

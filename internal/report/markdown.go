@@ -1,0 +1,239 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteMarkdown writes t as Markdown that also reads well in a terminal:
+// metadata, one aligned sub-table per column group (load, latency, failures
+// and recovery), notes giving the reason for every n/a and censored value,
+// the verdicts and a short legend. Identity columns (model, workload,
+// deployment) whose value is the same on every row are printed once above
+// the tables instead of on every row.
+func WriteMarkdown(w io.Writer, t Table) error {
+	bw := bufio.NewWriter(w)
+	v := newTableView(t)
+
+	title := t.Title
+	if title == "" {
+		title = "surge results"
+	}
+	fmt.Fprintf(bw, "# %s\n\n", title)
+	meta := append(v.common, t.Meta...)
+	for _, kv := range meta {
+		fmt.Fprintf(bw, "- %s: %s\n", kv.Key, orNA(kv.Value))
+	}
+	if len(meta) > 0 {
+		fmt.Fprintln(bw)
+	}
+
+	if len(v.rows) == 0 {
+		fmt.Fprintln(bw, "No rows: nothing was measured.")
+		fmt.Fprintln(bw)
+	}
+	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
+		if len(v.rows) == 0 {
+			break
+		}
+		fmt.Fprintf(bw, "## %s\n\n", g)
+		v.writeMarkdown(bw, v.groupCols(g))
+		fmt.Fprintln(bw)
+	}
+
+	notes := v.notes()
+	if len(notes)+len(t.Notes) > 0 {
+		fmt.Fprint(bw, "## Notes\n\n")
+		for _, n := range notes {
+			fmt.Fprintf(bw, "- %s: %s: %s\n", n.row, strings.Join(n.cols, ", "), n.reason)
+		}
+		for _, n := range t.Notes {
+			fmt.Fprintf(bw, "- %s\n", n)
+		}
+		fmt.Fprintln(bw)
+	}
+
+	if len(t.Verdicts) > 0 {
+		fmt.Fprint(bw, "## Verdicts\n\n")
+		scopeW, checkW := 0, 0
+		for _, vd := range t.Verdicts {
+			scopeW = max(scopeW, utf8.RuneCountInString(vd.Scope))
+			checkW = max(checkW, utf8.RuneCountInString(vd.Check))
+		}
+		for _, vd := range t.Verdicts {
+			line := fmt.Sprintf("    %-4s  %s  %s", vd.Status, pad(vd.Scope, scopeW, false), pad(vd.Check, checkW, false))
+			if vd.Detail != "" {
+				line += "  " + vd.Detail
+			}
+			fmt.Fprintln(bw, strings.TrimRight(line, " "))
+		}
+		fmt.Fprintln(bw)
+	}
+
+	fmt.Fprint(bw, "## Legend\n\n")
+	for i := range columns {
+		c := &columns[i]
+		if c.desc != "" && !c.csvOnly() {
+			fmt.Fprintf(bw, "- %s: %s\n", c.legendHead(), c.desc)
+		}
+	}
+	fmt.Fprintln(bw, "- n/a: unavailable (reason in the notes); > x: only a lower bound is known")
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: write markdown: %w", err)
+	}
+	return nil
+}
+
+// tableView is a table prepared for people: rows sorted, constant identity
+// columns lifted out, every cell formatted once.
+type tableView struct {
+	rows   []Row
+	cells  [][]cell // [row][column index in columns]
+	idCols []int    // indexes into columns
+	common []KV
+	labels []string
+}
+
+func newTableView(t Table) *tableView {
+	v := &tableView{rows: sortedRows(t.Rows)}
+	for _, r := range v.rows {
+		cs := make([]cell, len(columns))
+		for i := range columns {
+			cs[i] = columns[i].get(&r)
+		}
+		v.cells = append(v.cells, cs)
+	}
+	varying := make([]bool, len(columns))
+	for i := range columns {
+		c := &columns[i]
+		if c.group != groupID {
+			continue
+		}
+		if c.kind != kindText || len(v.rows) == 0 {
+			v.idCols = append(v.idCols, i)
+			continue
+		}
+		for _, cs := range v.cells[1:] {
+			if cs[i].text != v.cells[0][i].text {
+				varying[i] = true
+			}
+		}
+		if varying[i] {
+			v.idCols = append(v.idCols, i)
+		} else {
+			v.common = append(v.common, KV{Key: c.head, Value: v.cells[0][i].text})
+		}
+	}
+	for ri, cs := range v.cells {
+		var parts []string
+		for i := range columns {
+			if varying[i] || (columns[i].kind == kindMult && !cs[i].na) {
+				parts = append(parts, cs[i].text)
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{fmt.Sprintf("row %d", ri+1)}
+		}
+		v.labels = append(v.labels, strings.Join(parts, " · "))
+	}
+	return v
+}
+
+// note is the reason shared by some n/a or censored cells of one row.
+type note struct {
+	row    string
+	cols   []string
+	reason string
+}
+
+// notes lists, per row and in column order, why cells are n/a or censored.
+func (v *tableView) notes() []note {
+	var out []note
+	for ri, cs := range v.cells {
+		byReason := map[string]int{}
+		var rowNotes []note
+		for i := range columns {
+			c := cs[i]
+			if c.reason == "" || columns[i].csvOnly() {
+				continue
+			}
+			j, ok := byReason[c.reason]
+			if !ok {
+				j = len(rowNotes)
+				byReason[c.reason] = j
+				rowNotes = append(rowNotes, note{row: v.labels[ri], reason: c.reason})
+			}
+			rowNotes[j].cols = append(rowNotes[j].cols, columns[i].head)
+		}
+		out = append(out, rowNotes...)
+	}
+	return out
+}
+
+// groupCols returns the identity columns shown on every row followed by the
+// group's columns, as indexes into columns.
+func (v *tableView) groupCols(group string) []int {
+	cols := append([]int(nil), v.idCols...)
+	for i := range columns {
+		if columns[i].group == group && !columns[i].csvOnly() {
+			cols = append(cols, i)
+		}
+	}
+	return cols
+}
+
+// writeMarkdown writes one aligned Markdown table of the given columns.
+func (v *tableView) writeMarkdown(w io.Writer, cols []int) {
+	width := make([]int, len(cols))
+	for j, ci := range cols {
+		width[j] = max(3, utf8.RuneCountInString(columns[ci].head))
+		for _, cs := range v.cells {
+			width[j] = max(width[j], utf8.RuneCountInString(mdEscape(cs[ci].text)))
+		}
+	}
+	numeric := func(j int) bool { return columns[cols[j]].kind != kindText }
+	line := func(cell func(j int) string, right func(int) bool) {
+		var b strings.Builder
+		b.WriteString("|")
+		for j := range cols {
+			b.WriteString(" ")
+			b.WriteString(pad(cell(j), width[j], right(j)))
+			b.WriteString(" |")
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(func(j int) string { return columns[cols[j]].head }, numeric)
+	line(func(j int) string {
+		if numeric(j) {
+			return strings.Repeat("-", width[j]-1) + ":"
+		}
+		return ":" + strings.Repeat("-", width[j]-1)
+	}, func(int) bool { return false })
+	for _, cs := range v.cells {
+		line(func(j int) string { return mdEscape(cs[cols[j]].text) }, numeric)
+	}
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// pad pads s with spaces to width runes, on the left when right-aligned.
+func pad(s string, width int, right bool) string {
+	n := width - utf8.RuneCountInString(s)
+	if n <= 0 {
+		return s
+	}
+	if right {
+		return strings.Repeat(" ", n) + s
+	}
+	return s + strings.Repeat(" ", n)
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return NA
+	}
+	return s
+}

@@ -1,0 +1,307 @@
+package report
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Table is a results table (METHOD §13) with the context needed to read it.
+type Table struct {
+	Title    string    // heading, e.g. "surge burst: llama-3-8b on vllm"
+	Meta     []KV      // shown above the rows: named baseline, deadlines, SLOs, tool version…
+	Rows     []Row     // one per model × workload × deployment × multiplier; rendered sorted
+	Verdicts []Verdict // SLO verdicts, shown below the rows in the given order
+	Notes    []string  // free-form notes shown below the verdicts
+}
+
+// KV is one labelled value of metadata. An empty Value prints as n/a in
+// Markdown and HTML.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Row is one line of the results table: one model × workload × deployment ×
+// multiplier. Rates are requests per second, latencies milliseconds, and
+// failure rates fractions of the scheduled arrivals in [0, 1]. Any Opt left
+// at its zero value is unavailable and prints as n/a.
+type Row struct {
+	Model      string // model id/version; empty prints as n/a
+	Workload   string // workload profile, e.g. chat, rag, longgen
+	Deployment string // deployment name or type
+	Multiplier Opt    // burst multiplier k (burst rate = k × baseline)
+
+	BaselineRPS Opt // the named baseline's arrival rate
+	BurstRPS    Opt // the burst's absolute arrival rate
+	OfferedRPS  Opt // what the schedule intended
+	SentRPS     Opt // what left the generator
+	SuccessRPS  Opt // complete, valid responses
+	GoodputRPS  Opt // successful responses within the per-request deadline
+
+	TTFT       Percentiles // time to first content token, ms
+	Completion Percentiles // time to the end of the response, ms
+	QueueWait  Percentiles // engine queue wait measured by the engine, ms
+
+	RejectionRate Opt // HTTP 429 / scheduled arrivals
+	TimeoutRate   Opt // timeouts / scheduled arrivals
+	ErrorRate     Opt // other failures (HTTP, connection, stream, invalid) / scheduled arrivals
+	DropRate      Opt // generator drops (in-flight cap reached) / scheduled arrivals
+
+	Recovery          Recovery // measured: seconds after the burst ended
+	PredictedRecovery Recovery // the backlog model's prediction, seconds after the burst ended
+
+	Samples       int64  // requests counted in the row
+	Partial       bool   // the run was cut short (interrupted, budget, error)
+	PartialReason string // why the run is partial
+}
+
+// Percentiles holds P50, P95 and P99 of one latency, in milliseconds.
+type Percentiles struct {
+	P50, P95, P99 Opt
+}
+
+// PercentilesNA returns P50, P95 and P99 all unavailable for the reason.
+func PercentilesNA(reason string) Percentiles {
+	na := Unavailable(reason)
+	return Percentiles{P50: na, P95: na, P99: na}
+}
+
+// GoodputPct returns 100 × goodput RPS / offered RPS, or n/a when either is
+// unavailable or nothing was offered.
+func (r *Row) GoodputPct() Opt {
+	g, o := r.GoodputRPS, r.OfferedRPS
+	gv, _ := g.state()
+	ov, _ := o.state()
+	switch {
+	case !gv:
+		return Unavailable("goodput unavailable")
+	case !ov:
+		return Unavailable("offered rate unavailable")
+	case o.V <= 0:
+		return Unavailable("nothing offered")
+	}
+	return Val(100 * g.V / o.V)
+}
+
+// VerdictStatus is the outcome of one SLO check.
+type VerdictStatus int
+
+// The verdict statuses; the zero value means the check could not be decided.
+const (
+	VerdictUnknown VerdictStatus = iota // not decided: data missing
+	VerdictPass                         // the SLO held
+	VerdictFail                         // the SLO failed
+)
+
+// String returns "PASS", "FAIL" or "N/A".
+func (s VerdictStatus) String() string {
+	switch s {
+	case VerdictPass:
+		return "PASS"
+	case VerdictFail:
+		return "FAIL"
+	}
+	return "N/A"
+}
+
+// MarshalText encodes the status as its String.
+func (s VerdictStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Verdict is the result of one SLO check on one row or on the whole table.
+type Verdict struct {
+	Scope  string        `json:"scope"`  // what was checked, e.g. "5×" or "all runs"
+	Check  string        `json:"check"`  // the SLO, e.g. "p95 TTFT <= 2s"
+	Status VerdictStatus `json:"status"` // PASS, FAIL or N/A
+	Detail string        `json:"detail"` // the observed value, e.g. "observed 3.4s"
+}
+
+// valueKind selects how a numeric column is formatted for people.
+type valueKind int
+
+const (
+	kindText valueKind = iota
+	kindMult
+	kindRPS
+	kindPct
+	kindMs
+	kindRate
+	kindSeconds
+	kindCount
+)
+
+// cell is one formatted table cell.
+type cell struct {
+	text   string // for people (Markdown, HTML)
+	raw    string // for CSV
+	json   any    // for JSON
+	reason string // why n/a or censored; empty otherwise
+	na     bool   // unavailable
+	bound  bool   // censored or not recovered: a lower bound
+}
+
+// column describes one column of the results table, shared by all renderers
+// so that their column order and names cannot drift apart.
+type column struct {
+	key   string // CSV header and JSON field name
+	head  string // Markdown and HTML header
+	group string // Markdown sub-table and HTML header group
+	desc  string // legend line; empty for self-explanatory columns
+	kind  valueKind
+	get   func(*Row) cell
+}
+
+// The groups of columns; Markdown prints one sub-table per group after the
+// identity columns.
+const (
+	groupID       = ""
+	groupLoad     = "Load (requests/s)"
+	groupLatency  = "Latency (ms)"
+	groupFailures = "Failures and recovery"
+)
+
+var columns = []column{
+	textCol("model", "model", "", func(r *Row) string { return r.Model }),
+	textCol("workload", "workload", "", func(r *Row) string { return r.Workload }),
+	textCol("deployment", "deployment", "", func(r *Row) string { return r.Deployment }),
+	optCol("multiplier", "k×", groupID, kindMult, "burst rate = k × baseline rate", func(r *Row) Opt { return r.Multiplier }),
+
+	optCol("baseline_rps", "base", groupLoad, kindRPS, "the named baseline's arrival rate", func(r *Row) Opt { return r.BaselineRPS }),
+	optCol("burst_rps", "burst", groupLoad, kindRPS, "the burst's absolute arrival rate", func(r *Row) Opt { return r.BurstRPS }),
+	optCol("offered_rps", "offered", groupLoad, kindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
+	optCol("sent_rps", "sent", groupLoad, kindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
+	optCol("success_rps", "success", groupLoad, kindRPS, "complete, valid responses", func(r *Row) Opt { return r.SuccessRPS }),
+	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "successful responses that met the per-request deadline", func(r *Row) Opt { return r.GoodputRPS }),
+	optCol("goodput_pct", "goodput %", groupLoad, kindPct, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputPct() }),
+
+	optCol("ttft_p50_ms", "TTFT p50", groupLatency, kindMs, "time to first content token", func(r *Row) Opt { return r.TTFT.P50 }),
+	optCol("ttft_p95_ms", "TTFT p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P95 }),
+	optCol("ttft_p99_ms", "TTFT p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P99 }),
+	optCol("completion_p50_ms", "compl p50", groupLatency, kindMs, "time to the end of the response", func(r *Row) Opt { return r.Completion.P50 }),
+	optCol("completion_p95_ms", "compl p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P95 }),
+	optCol("completion_p99_ms", "compl p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P99 }),
+	optCol("queue_wait_p50_ms", "queue p50", groupLatency, kindMs, "engine queue wait, measured by the engine (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
+	optCol("queue_wait_p95_ms", "queue p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P95 }),
+	optCol("queue_wait_p99_ms", "queue p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P99 }),
+
+	optCol("rejection_rate", "429 %", groupFailures, kindRate, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
+	optCol("timeout_rate", "timeout %", groupFailures, kindRate, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),
+	optCol("error_rate", "error %", groupFailures, kindRate, "other failures: HTTP, connection, stream, invalid response", func(r *Row) Opt { return r.ErrorRate }),
+	optCol("drop_rate", "drop %", groupFailures, kindRate, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
+	recoveryCol("recovery_s", "recovery", "seconds after the burst until P99 is back within 10% of the pre-burst P99 for 3 windows", func(r *Row) Recovery { return r.Recovery }),
+	recoveryCol("predicted_recovery_s", "predicted", "backlog model: backlog / (capacity − baseline rate); never when baseline ≥ capacity", func(r *Row) Recovery { return r.PredictedRecovery }),
+	{key: "samples", head: "samples", group: groupFailures, kind: kindCount, desc: "requests counted in the row", get: func(r *Row) cell {
+		s := strconv.FormatInt(r.Samples, 10)
+		return cell{text: s, raw: s, json: r.Samples}
+	}},
+	{key: "partial", head: "partial", group: groupFailures, kind: kindText, desc: "the run was cut short; see the notes", get: func(r *Row) cell {
+		c := cell{text: "no", raw: "false", json: r.Partial}
+		if r.Partial {
+			c.text, c.raw, c.reason = "PARTIAL", "true", orUnknown(r.PartialReason)
+		}
+		return c
+	}},
+	{key: "partial_reason", group: groupFailures, kind: kindText, get: func(r *Row) cell {
+		return cell{raw: r.PartialReason, json: r.PartialReason}
+	}},
+}
+
+// legendHead names c in the legend; a P50 column stands for its P95 and P99
+// siblings, which carry no description of their own.
+func (c *column) legendHead() string {
+	if base, ok := strings.CutSuffix(c.head, "p50"); ok {
+		return base + "p50/p95/p99"
+	}
+	return c.head
+}
+
+// csvOnly reports whether c appears only in machine-readable output.
+func (c *column) csvOnly() bool { return c.head == "" }
+
+func textCol(key, head, desc string, get func(*Row) string) column {
+	return column{key: key, head: head, group: groupID, kind: kindText, desc: desc, get: func(r *Row) cell {
+		v := get(r)
+		if v == "" {
+			return cell{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"}
+		}
+		return cell{text: v, raw: v, json: v}
+	}}
+}
+
+func optCol(key, head, group string, kind valueKind, desc string, get func(*Row) Opt) column {
+	return column{key: key, head: head, group: group, kind: kind, desc: desc, get: func(r *Row) cell {
+		o := get(r)
+		c := cell{raw: o.raw(), json: o}
+		valid, censored := o.state()
+		switch {
+		case valid:
+			c.text = fmtKind(kind, o.V)
+		case censored:
+			c.bound, c.reason = true, o.reason()
+			if kind == kindMs {
+				c.text = fmtBoundMs(o.V)
+			} else {
+				c.text = "> " + fmtKind(kind, o.V)
+			}
+		default:
+			c.text, c.na, c.reason = NA, true, orUnknown(o.reason())
+		}
+		return c
+	}}
+}
+
+func recoveryCol(key, head, desc string, get func(*Row) Recovery) column {
+	return column{key: key, head: head, group: groupFailures, kind: kindSeconds, desc: desc, get: func(r *Row) cell {
+		rec := get(r)
+		c := cell{text: rec.text(), raw: rec.raw(), json: rec}
+		switch {
+		case c.text == NA:
+			c.na, c.reason = true, orUnknown(rec.Reason)
+		case rec.State == NotRecovered:
+			c.bound, c.reason = true, rec.Reason
+		}
+		return c
+	}}
+}
+
+// fmtKind formats an available value for people.
+func fmtKind(kind valueKind, v float64) string {
+	switch kind {
+	case kindMult:
+		return fmtMultiplier(v)
+	case kindRPS, kindPct:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case kindRate:
+		return strconv.FormatFloat(100*v, 'f', 2, 64)
+	case kindMs:
+		return fmtMs(v)
+	case kindSeconds:
+		return fmtSeconds(v)
+	}
+	return rawFloat(v)
+}
+
+// sortedRows returns the rows ordered by model, workload, deployment and
+// multiplier (unavailable multipliers first), keeping the caller's order
+// among equals.
+func sortedRows(rows []Row) []Row {
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, func(a, b Row) int {
+		return cmp.Or(
+			cmp.Compare(a.Model, b.Model),
+			cmp.Compare(a.Workload, b.Workload),
+			cmp.Compare(a.Deployment, b.Deployment),
+			cmp.Compare(multKey(a.Multiplier), multKey(b.Multiplier)),
+		)
+	})
+	return out
+}
+
+func multKey(o Opt) float64 {
+	if v, _ := o.state(); v {
+		return o.V
+	}
+	return math.Inf(-1)
+}

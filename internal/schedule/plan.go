@@ -1,0 +1,330 @@
+package schedule
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+)
+
+// The phase names of the burst experiment (METHOD.md §3).
+const (
+	PhaseWarmup   = "warmup"
+	PhaseBaseline = "baseline"
+	PhaseBurst    = "burst"
+	PhaseRecovery = "recovery"
+)
+
+// The default phase lengths of the burst experiment (METHOD.md §3).
+const (
+	DefaultWarmup   = 2 * time.Minute
+	DefaultBaseline = 5 * time.Minute
+	DefaultBurst    = 1 * time.Minute
+	DefaultRecovery = 5 * time.Minute
+)
+
+// Phase is one stretch of a Plan with its own rate and arrival process.
+//
+// The rate is Rate when set, else Multiplier × the plan's BaselineRPS; set
+// exactly one of them, except for replay, which takes neither (its pace
+// comes from the trace and Speed).
+type Phase struct {
+	Name       string        `yaml:"name"`                 // unique within the plan; labels records
+	Duration   time.Duration `yaml:"duration"`             // > 0
+	Rate       float64       `yaml:"rate,omitempty"`       // absolute rate, arrivals/s
+	Multiplier float64       `yaml:"multiplier,omitempty"` // of the plan's baseline, used when Rate == 0
+	Arrival    string        `yaml:"arrival,omitempty"`    // constant, poisson, gamma or replay; "" = DefaultArrival
+	Burstiness float64       `yaml:"burstiness,omitempty"` // gamma shape (> 0); 1 = Poisson, < 1 burstier
+	TraceFile  string        `yaml:"trace,omitempty"`      // replay: CSV or JSONL trace file (see LoadTraces)
+	Speed      float64       `yaml:"speed,omitempty"`      // replay: time scale, offsets are divided by it; 0 = 1
+	Trace      *Trace        `yaml:"-"`                    // replay: the trace itself (LoadTraces fills it from TraceFile)
+}
+
+// Plan is a sequence of phases that join without gaps: phase i covers
+// [start_i, start_i + Duration_i) since the run's origin.
+type Plan struct {
+	BaselineRPS float64 `yaml:"baseline_rps"` // the named baseline, arrivals/s; Multiplier refers to it
+	Phases      []Phase `yaml:"phases"`
+}
+
+// PhaseBounds describes where a phase lies in the run and what it offers.
+type PhaseBounds struct {
+	Name       string
+	Start, End time.Duration // since the run origin; the phase covers [Start, End)
+	Arrival    string        // the process, with "" resolved to DefaultArrival
+	Rate       float64       // offered arrivals/s (replay: entries in the phase / duration)
+	Multiplier float64       // Rate / BaselineRPS; 0 without a baseline
+	Expected   float64       // expected arrivals in the phase (exact for constant and replay)
+}
+
+// kind returns the phase's process name with the default applied.
+func (ph *Phase) kind() string {
+	if ph.Arrival == "" {
+		return DefaultArrival
+	}
+	return ph.Arrival
+}
+
+// rate returns the effective rate in arrivals/s (0 for replay or when
+// unresolvable).
+func (ph *Phase) rate(baseline float64) float64 {
+	if ph.Rate > 0 {
+		return ph.Rate
+	}
+	return ph.Multiplier * baseline
+}
+
+// Validate checks the phase on its own (a multiplier's baseline is checked
+// by Plan.Validate). Errors name the phase and the field, e.g.
+// `schedule: phase "burst": duration: must be > 0`.
+func (ph *Phase) Validate() error {
+	return ph.validate(fmt.Sprintf("phase %q", ph.Name))
+}
+
+func (ph *Phase) validate(label string) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("schedule: %s: %s: %s", label, field, fmt.Sprintf(format, args...))
+	}
+	if ph.Name == "" {
+		return bad("name", "required")
+	}
+	if ph.Duration <= 0 {
+		return bad("duration", "must be > 0, got %v", ph.Duration)
+	}
+	if !finite(ph.Rate) || ph.Rate < 0 {
+		return bad("rate", "must be >= 0, got %g", ph.Rate)
+	}
+	if ph.Rate > MaxRate {
+		return bad("rate", "must be <= %g, got %g", float64(MaxRate), ph.Rate)
+	}
+	if !finite(ph.Multiplier) || ph.Multiplier < 0 {
+		return bad("multiplier", "must be >= 0, got %g", ph.Multiplier)
+	}
+	if !finite(ph.Burstiness) || ph.Burstiness < 0 {
+		return bad("burstiness", "must be > 0, got %g", ph.Burstiness)
+	}
+	if !finite(ph.Speed) || ph.Speed < 0 {
+		return bad("speed", "must be > 0, got %g", ph.Speed)
+	}
+	kind := ph.kind()
+	switch kind {
+	case ArrivalConstant, ArrivalPoisson, ArrivalGamma:
+		switch {
+		case ph.Rate > 0 && ph.Multiplier > 0:
+			return bad("multiplier", "set rate or multiplier, not both")
+		case ph.Rate == 0 && ph.Multiplier == 0:
+			return bad("rate", "set rate (arrivals/s) or multiplier (of baseline_rps)")
+		}
+		if kind == ArrivalGamma && ph.Burstiness == 0 {
+			return bad("burstiness", "must be > 0 for gamma arrivals")
+		}
+		if kind != ArrivalGamma && ph.Burstiness != 0 {
+			return bad("burstiness", "only for gamma arrivals, not %s", kind)
+		}
+		if ph.Speed != 0 {
+			return bad("speed", "only for replay arrivals, not %s", kind)
+		}
+		if ph.TraceFile != "" || ph.Trace != nil {
+			return bad("trace", "only for replay arrivals, not %s", kind)
+		}
+	case ArrivalReplay:
+		if ph.Rate != 0 {
+			return bad("rate", "not used by replay arrivals (use speed)")
+		}
+		if ph.Multiplier != 0 {
+			return bad("multiplier", "not used by replay arrivals (use speed)")
+		}
+		if ph.Burstiness != 0 {
+			return bad("burstiness", "only for gamma arrivals, not replay")
+		}
+		switch {
+		case ph.Trace == nil && ph.TraceFile == "":
+			return bad("trace", "required for replay arrivals")
+		case ph.Trace == nil:
+			return bad("trace", "%q not loaded (see Plan.LoadTraces)", ph.TraceFile)
+		case len(ph.Trace.Entries) == 0:
+			return bad("trace", "no entries")
+		}
+	default:
+		return bad("arrival", "unknown process %q (want constant, poisson, gamma or replay)", ph.Arrival)
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// Validate checks the plan and every phase: names present and unique,
+// durations > 0, rates resolvable (a multiplier needs baseline_rps > 0),
+// known arrival processes, burstiness > 0 for gamma, traces loaded for
+// replay, and a total duration that fits a time.Duration.
+func (p *Plan) Validate() error {
+	if !finite(p.BaselineRPS) || p.BaselineRPS < 0 {
+		return fmt.Errorf("schedule: baseline_rps: must be >= 0, got %g", p.BaselineRPS)
+	}
+	if p.BaselineRPS > MaxRate {
+		return fmt.Errorf("schedule: baseline_rps: must be <= %g, got %g", float64(MaxRate), p.BaselineRPS)
+	}
+	if len(p.Phases) == 0 {
+		return fmt.Errorf("schedule: phases: none")
+	}
+	seen := make(map[string]bool, len(p.Phases))
+	var total time.Duration
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		label := fmt.Sprintf("phase %q", ph.Name)
+		if ph.Name == "" {
+			label = fmt.Sprintf("phases[%d]", i)
+		}
+		if err := ph.validate(label); err != nil {
+			return err
+		}
+		if seen[ph.Name] {
+			return fmt.Errorf("schedule: %s: name: duplicate", label)
+		}
+		seen[ph.Name] = true
+		if ph.kind() != ArrivalReplay && ph.Rate == 0 {
+			if p.BaselineRPS == 0 {
+				return fmt.Errorf("schedule: %s: multiplier: needs baseline_rps > 0", label)
+			}
+			if r := ph.rate(p.BaselineRPS); r > MaxRate {
+				return fmt.Errorf("schedule: %s: multiplier: rate %g × %g = %g exceeds %g", label, ph.Multiplier, p.BaselineRPS, r, float64(MaxRate))
+			}
+		}
+		if total > math.MaxInt64-ph.Duration {
+			return fmt.Errorf("schedule: %s: duration: plan longer than %v", label, time.Duration(math.MaxInt64))
+		}
+		total += ph.Duration
+	}
+	return nil
+}
+
+// Duration is the plan's total length, the sum of its phase durations.
+func (p *Plan) Duration() time.Duration {
+	var d time.Duration
+	for _, ph := range p.Phases {
+		d += ph.Duration
+	}
+	return d
+}
+
+// Bounds returns each phase's interval, rate and expected arrival count.
+// It assumes a valid plan (see Validate).
+func (p *Plan) Bounds() []PhaseBounds {
+	out := make([]PhaseBounds, len(p.Phases))
+	var start time.Duration
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		b := PhaseBounds{Name: ph.Name, Start: start, End: start + ph.Duration, Arrival: ph.kind()}
+		secs := ph.Duration.Seconds()
+		switch b.Arrival {
+		case ArrivalReplay:
+			b.Expected = float64(replayCount(ph))
+			b.Rate = b.Expected / secs
+		case ArrivalConstant:
+			b.Rate = ph.rate(p.BaselineRPS)
+			b.Expected = float64(constantCount(b.Rate, ph.Duration))
+		default:
+			b.Rate = ph.rate(p.BaselineRPS)
+			b.Expected = b.Rate * secs
+		}
+		if p.BaselineRPS > 0 {
+			b.Multiplier = b.Rate / p.BaselineRPS
+		}
+		out[i] = b
+		start = b.End
+	}
+	return out
+}
+
+// constantCount is the number of k ≥ 0 with round(k·10⁹/rate) ns < d: the
+// constant process's exact arrival count.
+func constantCount(rate float64, d time.Duration) int64 {
+	if !(rate > 0) || d <= 0 {
+		return 0
+	}
+	n := int64(math.Ceil(d.Seconds() * rate)) // k < d·rate before rounding
+	at := func(k int64) time.Duration { return toDuration(float64(k) * 1e9 / rate) }
+	for n > 0 && at(n-1) >= d { // correct the estimate for ns rounding
+		n--
+	}
+	for at(n) < d {
+		n++
+	}
+	return n
+}
+
+// replayCount is the number of trace entries whose scaled offset falls
+// inside the phase.
+func replayCount(ph *Phase) int {
+	if ph.Trace == nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ph.Trace.Entries {
+		if scaleOffset(e.Offset, ph.Speed) >= ph.Duration {
+			break // entries are sorted
+		}
+		n++
+	}
+	return n
+}
+
+// LoadTraces reads the trace of every replay phase that names a TraceFile
+// and has no Trace yet. Relative paths are resolved against dir (the
+// experiment file's directory; "" means the working directory).
+func (p *Plan) LoadTraces(dir string) error {
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		if ph.TraceFile == "" || ph.Trace != nil {
+			continue
+		}
+		path := ph.TraceFile
+		if dir != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		t, err := ReadTraceFile(path)
+		if err != nil {
+			return err
+		}
+		ph.Trace = t
+	}
+	return nil
+}
+
+// Burst describes the four-phase burst experiment of METHOD.md §3: warmup,
+// baseline and recovery at BaselineRPS, the burst at Multiplier ×
+// BaselineRPS. Zero durations take the Default* values.
+type Burst struct {
+	BaselineRPS float64       // the named baseline, arrivals/s
+	Multiplier  float64       // the burst's multiple of the baseline, e.g. 2, 5, 10
+	Warmup      time.Duration // 0 = DefaultWarmup
+	Baseline    time.Duration // 0 = DefaultBaseline
+	Burst       time.Duration // 0 = DefaultBurst
+	Recovery    time.Duration // 0 = DefaultRecovery
+	Arrival     string        // process for every phase; "" = DefaultArrival
+	Burstiness  float64       // gamma shape, for Arrival == gamma
+}
+
+// Plan returns the burst experiment as a Plan with phases warmup, baseline,
+// burst and recovery, rates given as multipliers of BaselineRPS (1, 1,
+// Multiplier, 1). Validate the result before use.
+func (b Burst) Plan() Plan {
+	or := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	phase := func(name string, d time.Duration, mult float64) Phase {
+		return Phase{Name: name, Duration: d, Multiplier: mult, Arrival: b.Arrival, Burstiness: b.Burstiness}
+	}
+	return Plan{
+		BaselineRPS: b.BaselineRPS,
+		Phases: []Phase{
+			phase(PhaseWarmup, or(b.Warmup, DefaultWarmup), 1),
+			phase(PhaseBaseline, or(b.Baseline, DefaultBaseline), 1),
+			phase(PhaseBurst, or(b.Burst, DefaultBurst), b.Multiplier),
+			phase(PhaseRecovery, or(b.Recovery, DefaultRecovery), 1),
+		},
+	}
+}

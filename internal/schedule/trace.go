@@ -1,0 +1,494 @@
+package schedule
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The column (CSV) or key (JSONL) names of a trace.
+const (
+	ColTimestamp    = "timestamp"     // seconds, any origin; rebased to the earliest entry
+	ColOffsetS      = "offset_s"      // seconds since the trace origin
+	ColOffsetMs     = "offset_ms"     // milliseconds since the trace origin
+	ColPromptTokens = "prompt_tokens" // optional prompt length in tokens
+	ColOutputTokens = "output_tokens" // optional output length in tokens
+)
+
+// MaxTraceTokens is the largest token count a trace entry may carry.
+const MaxTraceTokens = 10_000_000
+
+// maxJSONLLine bounds one JSONL line (production logs may hold prompts).
+const maxJSONLLine = 16 << 20
+
+// TraceEntry is one request of a trace.
+type TraceEntry struct {
+	Offset       time.Duration // since the trace origin, ≥ 0
+	PromptTokens int           // 0 = unspecified
+	OutputTokens int           // 0 = unspecified
+}
+
+// Trace is a recorded arrival pattern, sorted by offset.
+type Trace struct {
+	Name    string       // file name, for messages and manifests
+	Column  string       // the time column it was read from: timestamp, offset_s or offset_ms
+	Entries []TraceEntry // sorted by Offset (stable)
+}
+
+// Span is the shortest phase duration that holds every entry when the trace
+// is replayed at speed (0 means 1): the last scaled offset plus 1 ns, since
+// a phase excludes its end.
+func (t *Trace) Span(speed float64) time.Duration {
+	if t == nil || len(t.Entries) == 0 {
+		return 0
+	}
+	return scaleOffset(t.Entries[len(t.Entries)-1].Offset, speed) + 1
+}
+
+// scaleOffset returns off/speed rounded to the nearest nanosecond; speed 0
+// or 1 returns off unchanged.
+func scaleOffset(off time.Duration, speed float64) time.Duration {
+	if speed == 0 || speed == 1 {
+		return off
+	}
+	return toDuration(float64(off) / speed)
+}
+
+// ReadTraceFile reads a trace from path: JSONL when the name ends in .jsonl,
+// .ndjson or .json, CSV otherwise. Errors name path as given.
+func ReadTraceFile(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: trace: %w", err)
+	}
+	defer f.Close()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson", ".json":
+		return ReadJSONL(f, path)
+	default:
+		return ReadCSV(f, path)
+	}
+}
+
+// traceBuilder accumulates entries while reading, in either format.
+type traceBuilder struct {
+	name    string
+	column  string  // chosen time column
+	unit    int64   // ns per unit of the time column
+	offsets []int64 // parsed time values in ns (timestamps not yet rebased)
+	entries []TraceEntry
+}
+
+func (b *traceBuilder) errorf(line int, field, format string, args ...any) error {
+	if field == "" {
+		return fmt.Errorf("schedule: %s:%d: %s", b.name, line, fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("schedule: %s:%d: %s: %s", b.name, line, field, fmt.Sprintf(format, args...))
+}
+
+func (b *traceBuilder) setColumn(col string) {
+	b.column = col
+	switch col {
+	case ColOffsetMs:
+		b.unit = int64(time.Millisecond)
+	default:
+		b.unit = int64(time.Second)
+	}
+}
+
+// addTime parses raw (the text of the time field) at line.
+func (b *traceBuilder) addTime(line int, raw string) error {
+	ns, err := parseDecimal(raw, b.unit)
+	if err != nil {
+		return b.errorf(line, b.column, "%v", err)
+	}
+	if b.column != ColTimestamp && ns < 0 {
+		return b.errorf(line, b.column, "must be >= 0, got %s", quoteShort(raw))
+	}
+	b.offsets = append(b.offsets, ns)
+	b.entries = append(b.entries, TraceEntry{})
+	return nil
+}
+
+// setTokens parses raw as the token count field of the last entry.
+func (b *traceBuilder) setTokens(line int, field, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return b.errorf(line, field, "not an integer %s", quoteShort(raw))
+	}
+	if n < 0 || n > MaxTraceTokens {
+		return b.errorf(line, field, "must be in [0, %d], got %d", MaxTraceTokens, n)
+	}
+	e := &b.entries[len(b.entries)-1]
+	if field == ColPromptTokens {
+		e.PromptTokens = n
+	} else {
+		e.OutputTokens = n
+	}
+	return nil
+}
+
+// finish rebases timestamps, sorts and returns the trace.
+func (b *traceBuilder) finish() (*Trace, error) {
+	if len(b.entries) == 0 {
+		return nil, fmt.Errorf("schedule: %s: no entries", b.name)
+	}
+	var origin int64
+	if b.column == ColTimestamp {
+		origin = slices.Min(b.offsets)
+	}
+	for i := range b.entries {
+		off := b.offsets[i] - origin
+		if off < 0 { // overflow: timestamps more than ~292 years apart
+			return nil, fmt.Errorf("schedule: %s: %s: range exceeds %v", b.name, b.column, time.Duration(math.MaxInt64))
+		}
+		b.entries[i].Offset = time.Duration(off)
+	}
+	slices.SortStableFunc(b.entries, func(x, y TraceEntry) int { return cmp.Compare(x.Offset, y.Offset) })
+	return &Trace{Name: b.name, Column: b.column, Entries: b.entries}, nil
+}
+
+// ReadCSV reads a CSV trace from r. The first non-comment row is the header
+// and must name exactly one of timestamp, offset_s, offset_ms; prompt_tokens
+// and output_tokens are optional; other columns are ignored. name is used in
+// errors, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
+func ReadCSV(r io.Reader, name string) (*Trace, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.TrimLeadingSpace = true
+	cr.ReuseRecord = true
+	b := &traceBuilder{name: name}
+
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("schedule: %s: empty file, want a header row", name)
+	}
+	if err != nil {
+		return nil, b.csvError(err)
+	}
+	timeCol, promptCol, outputCol := -1, -1, -1
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		if i == 0 {
+			h = strings.TrimPrefix(h, "\ufeff") // byte order mark
+		}
+		line, _ := cr.FieldPos(i)
+		var dst *int
+		switch h {
+		case ColTimestamp, ColOffsetS, ColOffsetMs:
+			if timeCol >= 0 {
+				return nil, b.errorf(line, "header", "more than one time column (%s and %s)", b.column, h)
+			}
+			b.setColumn(h)
+			dst = &timeCol
+		case ColPromptTokens:
+			dst = &promptCol
+		case ColOutputTokens:
+			dst = &outputCol
+		default:
+			continue // unknown columns are ignored
+		}
+		if *dst >= 0 {
+			return nil, b.errorf(line, "header", "duplicate column %q", h)
+		}
+		*dst = i
+	}
+	if timeCol < 0 {
+		line, _ := cr.FieldPos(0)
+		return nil, b.errorf(line, "header", "want a %s, %s or %s column", ColTimestamp, ColOffsetS, ColOffsetMs)
+	}
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, b.csvError(err)
+		}
+		line, _ := cr.FieldPos(0)
+		if err := b.addTime(line, strings.TrimSpace(rec[timeCol])); err != nil {
+			return nil, err
+		}
+		if promptCol >= 0 {
+			if err := b.setTokens(line, ColPromptTokens, strings.TrimSpace(rec[promptCol])); err != nil {
+				return nil, err
+			}
+		}
+		if outputCol >= 0 {
+			if err := b.setTokens(line, ColOutputTokens, strings.TrimSpace(rec[outputCol])); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.finish()
+}
+
+// csvError turns an encoding/csv error into file:line: message.
+func (b *traceBuilder) csvError(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return b.errorf(pe.Line, "", "%v", pe.Err)
+	}
+	return fmt.Errorf("schedule: %s: %w", b.name, err)
+}
+
+// ReadJSONL reads a JSONL trace from r: one JSON object per line (blank
+// lines are skipped) with the same names as the CSV columns. The first
+// object decides the time key; every line must carry it and no other time
+// key. Numbers must be JSON numbers; prompt_tokens and output_tokens may be
+// null (unspecified). Other keys are ignored.
+func ReadJSONL(r io.Reader, name string) (*Trace, error) {
+	b := &traceBuilder{name: name}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxJSONLLine)
+	var obj map[string]json.RawMessage
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+		}
+		if len(text) == 0 {
+			continue
+		}
+		clear(obj)
+		if err := json.Unmarshal(text, &obj); err != nil {
+			return nil, b.errorf(line, "", "invalid JSON object: %v", jsonErrorText(err))
+		}
+		if obj == nil { // the literal null
+			return nil, b.errorf(line, "", "invalid JSON object: null")
+		}
+		var col string
+		for _, k := range []string{ColTimestamp, ColOffsetS, ColOffsetMs} {
+			if _, ok := obj[k]; !ok {
+				continue
+			}
+			if col != "" {
+				return nil, b.errorf(line, k, "more than one time key (%s and %s)", col, k)
+			}
+			col = k
+		}
+		switch {
+		case b.column == "" && col == "":
+			return nil, b.errorf(line, "", "want a %s, %s or %s key", ColTimestamp, ColOffsetS, ColOffsetMs)
+		case b.column == "":
+			b.setColumn(col)
+		case col == "":
+			return nil, b.errorf(line, b.column, "missing")
+		case col != b.column:
+			return nil, b.errorf(line, col, "the trace uses %s", b.column)
+		}
+		raw, err := jsonNumber(obj[col])
+		if err != nil {
+			return nil, b.errorf(line, col, "%v", err)
+		}
+		if err := b.addTime(line, raw); err != nil {
+			return nil, err
+		}
+		for _, k := range []string{ColPromptTokens, ColOutputTokens} {
+			v, ok := obj[k]
+			if !ok || string(v) == "null" {
+				continue
+			}
+			raw, err := jsonNumber(v)
+			if err != nil {
+				return nil, b.errorf(line, k, "%v", err)
+			}
+			if err := b.setTokens(line, k, raw); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, b.errorf(line+1, "", "line longer than %d bytes", maxJSONLLine)
+		}
+		return nil, fmt.Errorf("schedule: %s: %w", name, err)
+	}
+	return b.finish()
+}
+
+// jsonNumber returns the literal text of a JSON number value, or an error
+// describing what the value is instead.
+func jsonNumber(v json.RawMessage) (string, error) {
+	if len(v) == 0 {
+		return "", errors.New("missing value")
+	}
+	switch c := v[0]; {
+	case c == '-' || (c >= '0' && c <= '9'):
+		return string(v), nil
+	case c == '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return "", fmt.Errorf("not a number %s (a JSON string)", quoteShort(s))
+		}
+	}
+	return "", fmt.Errorf("not a number %s", quoteShort(string(v)))
+}
+
+// jsonErrorText shortens a json error to its kind, without echoing content
+// from the line beyond a character.
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (offset %d)", se, se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "not an object"
+	}
+	return err.Error()
+}
+
+// quoteShort quotes s for an error message, cut to 32 bytes.
+func quoteShort(s string) string {
+	const limit = 32
+	if len(s) > limit {
+		return strconv.Quote(s[:limit]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// parseDecimal converts s, a decimal number of units, to nanoseconds, where
+// unit is the number of nanoseconds per unit (10⁹ for seconds). Plain
+// decimals ("12", "-3.25", ".5") are converted exactly, rounding half away
+// from zero beyond nanosecond resolution; other float syntax ("1e3") goes
+// through float64.
+func parseDecimal(s string, unit int64) (int64, error) {
+	if s == "" {
+		return 0, errors.New("missing value")
+	}
+	if ns, ok := parsePlainDecimal(s, unit); ok {
+		return ns, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, fmt.Errorf("out of range %s", quoteShort(s))
+		}
+		return 0, fmt.Errorf("not a number %s", quoteShort(s))
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("not a finite number %s", quoteShort(s))
+	}
+	ns := math.Round(f * float64(unit))
+	if ns >= math.MaxInt64 || ns < math.MinInt64 {
+		return 0, fmt.Errorf("out of range %s", quoteShort(s))
+	}
+	return int64(ns), nil
+}
+
+// parsePlainDecimal handles [+-]digits[.digits] exactly. It reports false
+// for anything else, including values too large for int64 nanoseconds.
+func parsePlainDecimal(s string, unit int64) (int64, bool) {
+	neg := false
+	switch s[0] {
+	case '-':
+		neg, s = true, s[1:]
+	case '+':
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" && frac == "" {
+		return 0, false
+	}
+	var whole int64
+	for _, c := range []byte(intPart) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if whole > (math.MaxInt64-9)/10 {
+			return 0, false
+		}
+		whole = whole*10 + int64(c-'0')
+	}
+	if whole > math.MaxInt64/unit {
+		return 0, false
+	}
+	ns := whole * unit
+	// Fractional digits: digit i (from 1) is worth unit/10^i ns.
+	place := unit
+	roundUp := false
+	for i, c := range []byte(frac) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if place >= 10 {
+			place /= 10
+			ns += int64(c-'0') * place
+			if ns < 0 {
+				return 0, false
+			}
+		} else if place == 1 {
+			// First digit beyond nanoseconds decides rounding.
+			roundUp = c >= '5'
+			place = 0
+			for _, d := range []byte(frac[i+1:]) { // validate the rest
+				if d < '0' || d > '9' {
+					return 0, false
+				}
+			}
+			break
+		}
+	}
+	if roundUp {
+		if ns == math.MaxInt64 {
+			return 0, false
+		}
+		ns++
+	}
+	if neg {
+		ns = -ns
+	}
+	return ns, true
+}
+
+// WriteCSV writes t as a CSV trace with columns offset_s (nanosecond
+// precision), prompt_tokens and output_tokens; ReadCSV reads it back
+// unchanged.
+func (t *Trace) WriteCSV(w io.Writer) error {
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, "offset_s,prompt_tokens,output_tokens\n"...)
+	for i, e := range t.Entries {
+		buf = strconv.AppendInt(buf, int64(e.Offset)/1e9, 10)
+		buf = append(buf, '.')
+		frac := int64(e.Offset) % 1e9
+		for p := int64(1e8); p > 0; p /= 10 {
+			buf = append(buf, byte('0'+frac/p%10))
+		}
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(e.PromptTokens), 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(e.OutputTokens), 10)
+		buf = append(buf, '\n')
+		if len(buf) >= 60<<10 || i == len(t.Entries)-1 {
+			if _, err := w.Write(buf); err != nil {
+				return fmt.Errorf("schedule: write trace: %w", err)
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(t.Entries) == 0 {
+		if _, err := w.Write(buf); err != nil {
+			return fmt.Errorf("schedule: write trace: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+package schedule
+
+import (
+	"bytes"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadTraceFileGood(t *testing.T) {
+	tests := []struct {
+		name   string
+		file   string
+		column string
+		want   []TraceEntry
+	}{
+		{
+			name:   "csv with comments, extra column, empty cells, unsorted",
+			file:   "testdata/good.csv",
+			column: ColOffsetS,
+			want: []TraceEntry{
+				{Offset: 0, PromptTokens: 512, OutputTokens: 128},
+				{Offset: 125 * time.Millisecond, PromptTokens: 300},
+				{Offset: 250 * time.Millisecond, OutputTokens: 64},
+				{Offset: time.Second + 1},
+				{Offset: 2500 * time.Millisecond, PromptTokens: 7, OutputTokens: 8},
+			},
+		},
+		{
+			name:   "jsonl with unix timestamps, rebased and sorted",
+			file:   "testdata/good.jsonl",
+			column: ColTimestamp,
+			want: []TraceEntry{
+				{Offset: 0},
+				{Offset: 250 * time.Millisecond, PromptTokens: 100, OutputTokens: 20},
+				{Offset: 750 * time.Millisecond, OutputTokens: 5},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := ReadTraceFile(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Name != tc.file || tr.Column != tc.column {
+				t.Errorf("name, column = %q, %q; want %q, %q", tr.Name, tr.Column, tc.file, tc.column)
+			}
+			if !reflect.DeepEqual(tr.Entries, tc.want) {
+				t.Errorf("entries:\n got %+v\nwant %+v", tr.Entries, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadTraceFileErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want string
+	}{
+		{"bad_empty.csv", `schedule: testdata/bad_empty.csv: empty file, want a header row`},
+		{"bad_no_time_column.csv", `schedule: testdata/bad_no_time_column.csv:1: header: want a timestamp, offset_s or offset_ms column`},
+		{"bad_two_time_columns.csv", `schedule: testdata/bad_two_time_columns.csv:1: header: more than one time column (offset_s and offset_ms)`},
+		{"bad_duplicate_column.csv", `schedule: testdata/bad_duplicate_column.csv:1: header: duplicate column "prompt_tokens"`},
+		{"bad_offset.csv", `schedule: testdata/bad_offset.csv:4: offset_s: not a number "x"`},
+		{"bad_negative_offset.csv", `schedule: testdata/bad_negative_offset.csv:3: offset_ms: must be >= 0, got "-5"`},
+		{"bad_nan.csv", `schedule: testdata/bad_nan.csv:3: offset_s: not a finite number "NaN"`},
+		{"bad_prompt_tokens.csv", `schedule: testdata/bad_prompt_tokens.csv:2: prompt_tokens: not an integer "12.5"`},
+		{"bad_output_tokens.csv", `schedule: testdata/bad_output_tokens.csv:2: output_tokens: must be in [0, 10000000], got -1`},
+		{"bad_field_count.csv", `schedule: testdata/bad_field_count.csv:3: wrong number of fields`},
+		{"bad_header_only.csv", `schedule: testdata/bad_header_only.csv: no entries`},
+		{"bad_quote.csv", `schedule: testdata/bad_quote.csv:3: bare " in non-quoted-field`},
+		{"bad_missing_offset.csv", `schedule: testdata/bad_missing_offset.csv:2: offset_s: missing value`},
+		{"bad_timestamp_ms.csv", `schedule: testdata/bad_timestamp_ms.csv:2: timestamp: out of range "1700000000000"`},
+		{"bad_syntax.jsonl", `schedule: testdata/bad_syntax.jsonl:2: invalid JSON object: invalid character '}' looking for beginning of object key string (offset 16)`},
+		{"bad_string_offset.jsonl", `schedule: testdata/bad_string_offset.jsonl:1: offset_s: not a number "x" (a JSON string)`},
+		{"bad_missing_time.jsonl", `schedule: testdata/bad_missing_time.jsonl:3: offset_ms: missing`},
+		{"bad_mixed_time.jsonl", `schedule: testdata/bad_mixed_time.jsonl:2: timestamp: the trace uses offset_s`},
+		{"bad_two_time_keys.jsonl", `schedule: testdata/bad_two_time_keys.jsonl:1: offset_ms: more than one time key (offset_s and offset_ms)`},
+		{"bad_array.jsonl", `schedule: testdata/bad_array.jsonl:1: invalid JSON object: not an object`},
+		{"bad_no_time_key.jsonl", `schedule: testdata/bad_no_time_key.jsonl:1: want a timestamp, offset_s or offset_ms key`},
+		{"bad_bool_tokens.jsonl", `schedule: testdata/bad_bool_tokens.jsonl:1: prompt_tokens: not a number "true"`},
+		{"bad_float_tokens.jsonl", `schedule: testdata/bad_float_tokens.jsonl:1: output_tokens: not an integer "1.5"`},
+		{"bad_null.jsonl", `schedule: testdata/bad_null.jsonl:2: invalid JSON object: null`},
+		{"bad_empty.jsonl", `schedule: testdata/bad_empty.jsonl: no entries`},
+		{"bad_huge_tokens.jsonl", `schedule: testdata/bad_huge_tokens.jsonl:1: prompt_tokens: must be in [0, 10000000], got 10000001`},
+		{"does_not_exist.csv", `schedule: trace: open testdata/does_not_exist.csv: no such file or directory`},
+	}
+	// Every bad_* file in testdata has a case, so none is left untested.
+	files, _ := filepath.Glob("testdata/bad_*")
+	covered := map[string]bool{}
+	for _, tc := range tests {
+		covered["testdata/"+tc.file] = true
+	}
+	for _, f := range files {
+		if !covered[f] {
+			t.Errorf("%s has no test case", f)
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			tr, err := ReadTraceFile("testdata/" + tc.file)
+			if err == nil {
+				t.Fatalf("got %d entries, want error %q", len(tr.Entries), tc.want)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDecimal(t *testing.T) {
+	tests := []struct {
+		in   string
+		unit int64
+		want int64
+	}{
+		{"0", 1e9, 0},
+		{"1", 1e9, 1e9},
+		{"+2", 1e9, 2e9},
+		{"-3.25", 1e9, -3250000000},
+		{".5", 1e9, 5e8},
+		{"5.", 1e9, 5e9},
+		{"0.1", 1e9, 1e8},
+		{"1700000000.123456789", 1e9, 1700000000123456789},
+		{"0.0000000004", 1e9, 0},
+		{"0.0000000005", 1e9, 1},
+		{"0.00000000049999", 1e9, 0},
+		{"-0.0000000015", 1e9, -2},
+		{"1.5", 1e6, 1500000},
+		{"0.0000015", 1e6, 2},
+		{"1e3", 1e6, 1e9},
+		{"2.5E-1", 1e9, 25e7},
+		{"9223372036.854775807", 1e9, 9223372036854775807},
+	}
+	for _, tc := range tests {
+		got, err := parseDecimal(tc.in, tc.unit)
+		if err != nil || got != tc.want {
+			t.Errorf("parseDecimal(%q, %d) = %d, %v; want %d", tc.in, tc.unit, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", ".", "-", "x", "1..2", "1.2.3", "0x10", "Inf", "1e400", "9223372036.854775808", "1.2x"} {
+		if got, err := parseDecimal(bad, 1e9); err == nil {
+			t.Errorf("parseDecimal(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
+func TestTraceWriteCSVRoundTrip(t *testing.T) {
+	in := &Trace{Name: "x", Column: ColOffsetS, Entries: []TraceEntry{
+		{Offset: 0, PromptTokens: 1},
+		{Offset: 1, OutputTokens: 2},
+		{Offset: 3*time.Second + 7, PromptTokens: 3, OutputTokens: 4},
+		{Offset: 1000 * time.Hour},
+	}}
+	var buf bytes.Buffer
+	if err := in.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadCSV(&buf, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+func TestTraceSpan(t *testing.T) {
+	tr := &Trace{Entries: []TraceEntry{{Offset: 0}, {Offset: 3 * time.Second}}}
+	if got, want := tr.Span(0), 3*time.Second+1; got != want {
+		t.Errorf("Span(0) = %v, want %v", got, want)
+	}
+	if got, want := tr.Span(2), 1500*time.Millisecond+1; got != want {
+		t.Errorf("Span(2) = %v, want %v", got, want)
+	}
+	if got := (*Trace)(nil).Span(1); got != 0 {
+		t.Errorf("nil Span = %v, want 0", got)
+	}
+}
+
+// checkTrace asserts the invariants of a trace returned without error and
+// that it survives a WriteCSV/ReadCSV round trip unchanged.
+func checkTrace(t *testing.T, tr *Trace) {
+	t.Helper()
+	if len(tr.Entries) == 0 {
+		t.Fatal("no entries without an error")
+	}
+	switch tr.Column {
+	case ColTimestamp, ColOffsetS, ColOffsetMs:
+	default:
+		t.Fatalf("column %q", tr.Column)
+	}
+	for i, e := range tr.Entries {
+		if e.Offset < 0 || i > 0 && e.Offset < tr.Entries[i-1].Offset {
+			t.Fatalf("entry %d offset %d: negative or unsorted", i, e.Offset)
+		}
+		if e.PromptTokens < 0 || e.PromptTokens > MaxTraceTokens || e.OutputTokens < 0 || e.OutputTokens > MaxTraceTokens {
+			t.Fatalf("entry %d tokens out of range: %+v", i, e)
+		}
+	}
+	if tr.Column == ColTimestamp && tr.Entries[0].Offset != 0 {
+		t.Fatalf("timestamps not rebased: first offset %d", tr.Entries[0].Offset)
+	}
+	var buf bytes.Buffer
+	if err := tr.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCSV(&buf, "back.csv")
+	if err != nil {
+		t.Fatalf("re-reading written trace: %v", err)
+	}
+	if !reflect.DeepEqual(back.Entries, tr.Entries) {
+		t.Fatalf("round trip changed the entries")
+	}
+}
+
+// checkTraceError asserts an error names the file and echoes little content.
+func checkTraceError(t *testing.T, err error, name string) {
+	t.Helper()
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "schedule: "+name) {
+		t.Fatalf("error does not name the file: %q", msg)
+	}
+	if len(msg) > 200 {
+		t.Fatalf("error too long (%d bytes), echoes content: %q", len(msg), msg)
+	}
+}
+
+func addSeeds(f *testing.F, pattern string, extra ...string) {
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files for %s", pattern)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range extra {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzReadCSV(f *testing.F) {
+	addSeeds(f, "testdata/*.csv",
+		"offset_ms,prompt_tokens\n1.5,3\n0.0000015,\n",
+		"\ufefftimestamp\n-5\n5\n",
+		"timestamp\n-9223372036\n9223372036\n",
+		"offset_s\n\"1\"\n",
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ReadCSV(bytes.NewReader(data), "fuzz.csv")
+		if err != nil {
+			checkTraceError(t, err, "fuzz.csv")
+			return
+		}
+		checkTrace(t, tr)
+	})
+}
+
+func FuzzReadJSONL(f *testing.F) {
+	addSeeds(f, "testdata/*.jsonl",
+		`{"offset_ms": 1e2, "output_tokens": 0}`,
+		`{"timestamp": -1}`+"\n"+`{"timestamp": 1e-9}`,
+		`{"offset_s": 0, "prompt_tokens": null, "output_tokens": -0}`,
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ReadJSONL(bytes.NewReader(data), "fuzz.jsonl")
+		if err != nil {
+			checkTraceError(t, err, "fuzz.jsonl")
+			return
+		}
+		checkTrace(t, tr)
+	})
+}
+
+// FuzzParseDecimal checks the exact decimal path against math/big: for
+// every plain decimal it accepts, the result is the value × unit rounded
+// half away from zero, exactly.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"0", "1.5", "-3.25", ".5", "1700000000.123456789", "0.0000000005", "9223372036.854775807", "12345678901234567890", "-0.0000000015"} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, seconds bool) {
+		unit := int64(time.Millisecond)
+		if seconds {
+			unit = int64(time.Second)
+		}
+		if s == "" {
+			return
+		}
+		got, ok := parsePlainDecimal(s, unit)
+		if !ok {
+			return
+		}
+		r, okRat := new(big.Rat).SetString(s)
+		if !okRat || strings.ContainsAny(s, "eE/xXpP_") {
+			t.Fatalf("parsePlainDecimal accepted %q", s)
+		}
+		r.Mul(r, new(big.Rat).SetInt64(unit))
+		// Round half away from zero: trunc(r + sign(r)·½).
+		half := big.NewRat(1, 2)
+		if r.Sign() < 0 {
+			half.Neg(half)
+		}
+		r.Add(r, half)
+		want := new(big.Int).Quo(r.Num(), r.Denom())
+		if !want.IsInt64() || want.Int64() != got {
+			t.Fatalf("parsePlainDecimal(%q, %d) = %d, want %s", s, unit, got, want)
+		}
+	})
+}

@@ -1,0 +1,89 @@
+// Package scrape reads an inference engine's Prometheus metrics during a run
+// (--metrics-url), to see where requests wait inside the engine
+// (METHOD.md §5), and turns them into per-phase figures.
+//
+// # Logical metrics and presets
+//
+// surge knows ten logical metrics (Metric): gauges waiting, running,
+// kv_usage (fraction 0..1) and replicas; counters prompt_tokens,
+// generation_tokens and success; histograms (seconds) queue_time, ttft and
+// e2e. A Preset maps them to one engine's metric names; the names below are
+// the best known (engines rename metrics between versions, so a Spec may
+// list alternatives, the first one present wins):
+//
+//	logical            vllm (sim = vllm + surge_sim_replicas)          sglang                              tgi                           llamacpp
+//	waiting            vllm:num_requests_waiting                       sglang:num_queue_reqs               tgi_queue_size                llamacpp:requests_deferred
+//	running            vllm:num_requests_running                       sglang:num_running_reqs             tgi_batch_current_size        llamacpp:requests_processing
+//	kv_usage           vllm:kv_cache_usage_perc | gpu_cache_usage_perc sglang:token_usage                  —                             llamacpp:kv_cache_usage_ratio (optional)
+//	queue_time         vllm:request_queue_time_seconds                 sglang:queue_time_seconds (opt.)    tgi_request_queue_duration    —
+//	ttft               vllm:time_to_first_token_seconds                sglang:time_to_first_token_seconds  —                             —
+//	e2e                vllm:e2e_request_latency_seconds                sglang:e2e_request_latency_seconds  tgi_request_duration          —
+//	prompt_tokens      vllm:prompt_tokens_total                        sglang:prompt_tokens_total          tgi_request_input_length      llamacpp:prompt_tokens_total
+//	generation_tokens  vllm:generation_tokens_total                    sglang:generation_tokens_total      tgi_request_generated_tokens  llamacpp:tokens_predicted_total
+//	success            vllm:request_success_total                      —                                   tgi_request_success           —
+//
+// Preset "auto" (the default) picks, at the first successful scrape, the
+// preset with the most metrics present. User overrides (--metric
+// queue_time=NAME, see ParseOverrides) replace or add single names; a
+// trailing "%" marks a kv_usage gauge exported as 0..100.
+//
+// # Reading one scrape
+//
+// The body is parsed with prometheus/common's text parser (UTF-8 names, so
+// vLLM's "vllm:" colons are fine). A logical gauge or counter is the sum of
+// its series over all label sets (e.g. vLLM's model_name and engine labels,
+// or success's finished_reason), after the optional label Filter; NaN series
+// are skipped. kv_usage is the mean over label sets instead (one value per
+// engine in data-parallel deployments), divided by 100 when the Spec says
+// percent, or — since a fraction cannot exceed 1 — from the first value
+// above 1 onwards. A counter name is also tried with "_total" added or
+// removed; a counter exported as a histogram (TGI's token counts) is read
+// from its _sum. Histograms are summed bucket-wise over label sets (over the
+// bounds all series share); a summary gives count and sum but no buckets.
+//
+// A sample's time is the midpoint between sending the request and reading
+// the whole body, in nanoseconds since the run's origin.
+//
+// # Failures never fail the run
+//
+// If the first Attempts scrapes in a row fail (refused, 404, timeout, not
+// Prometheus text), scraping stops with "engine metrics unavailable:
+// <reason>; continuing without engine metrics". After a success, a failed
+// scrape leaves a gap in the samples. At the first success, every mapped
+// metric that is absent is reported once: "engine metrics: missing
+// queue_time (looked for vllm:request_queue_time_seconds); renamed? use
+// --metric queue_time=NAME". Without engine metrics, load-induced latency is
+// "extra observed latency", never "queue time" (METHOD.md §5).
+//
+// # Per-phase histograms
+//
+// The engine's histograms are cumulative since it started. The
+// observations made during a phase [from, to] are the bucket-wise
+// difference of the snapshots nearest to its ends (Sub, PhaseStats):
+//
+//	Δc_i = c_i(to) − c_i(from)   cumulative count at upper bound le_i
+//	N    = Δc_+Inf,  mean = Δsum / N   (seconds)
+//
+// Quantile q (Quantile) follows Prometheus' histogram_quantile: the rank
+// r = q·N falls in the first bucket i with Δc_i ≥ r, and the estimate is
+//
+//	le_(i−1) + (le_i − le_(i−1)) · (r − Δc_(i−1)) / (Δc_i − Δc_(i−1))
+//
+// with le_(−1) = 0 — linear interpolation, assuming observations spread
+// evenly inside a bucket. Resolution is bounded by the bucket layout: the
+// answer is never finer than the buckets (vLLM's queue-time histogram has
+// its first bound at 0.3 s, so any median wait below 300 ms reads as a
+// fraction of 0.3 s). A quantile in the +Inf bucket is reported as
+// "> le_max" (Estimate.Above). A decrease of any count or of the sum means
+// the engine restarted between the samples (ErrReset): the phase's figures
+// are unknown, not negative. A restart followed by more observations than
+// before is not detectable. Since the two samples are up to half a scrape
+// interval away from the phase's ends, phases should be many intervals long.
+//
+// # engine.csv
+//
+// One row per sample (CSVHeader), flushed as it is written: t_s (seconds
+// since the origin, ms precision), the gauges, cumulative counters,
+// histogram counts and sums, and the buckets as "le:count" lists; empty
+// cells for unavailable metrics. ReadCSV reads it back.
+package scrape

@@ -1,0 +1,286 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Defaults of Config; see the package doc for the calibration they give.
+const (
+	DefaultMaxNumSeqs          = 128                    // sequences in the running batch
+	DefaultMaxNumBatchedTokens = 2048                   // tokens per step (decode + prefill chunks)
+	DefaultKVCacheTokens       = 65536                  // KV-cache capacity per replica, tokens
+	DefaultMaxModelLen         = 8192                   // prompt + output limit per request, tokens
+	DefaultStepBase            = 20 * time.Millisecond  // fixed cost of one engine step
+	DefaultStepPerDecodeSeq    = 80 * time.Microsecond  // added per decoding sequence in a step
+	DefaultStepPerPrefillToken = 120 * time.Microsecond // added per prompt token prefilled in a step
+	DefaultOutputMean          = 150.0                  // mean natural output length, tokens
+	DefaultOutputSigma         = 0.6                    // lognormal shape of the natural output length
+	DefaultReplicas            = 1                      // replicas ready at time 0
+	DefaultMinReplicas         = 1                      // autoscaler floor
+	DefaultMaxReplicas         = 4                      // autoscaler ceiling
+	DefaultScaleUpWaiting      = 10.0                   // waiting requests per ready replica that trigger a scale-up
+	DefaultScaleUpHold         = 15 * time.Second       // how long the trigger must hold continuously
+	DefaultScaleRequestDelay   = 5 * time.Second        // trigger → capacity requested
+	DefaultNodeReadyDelay      = 30 * time.Second       // capacity requested → node ready
+	DefaultContainerReadyDelay = 15 * time.Second       // node ready → container ready
+	DefaultModelReadyDelay     = 45 * time.Second       // container ready → model loaded and serving
+	DefaultScaleDownIdle       = 60 * time.Second       // idle time before a replica is removed
+	DefaultFaultStallDelay     = 2 * time.Second        // length of an injected mid-stream stall
+	DefaultFaultSlowHeaders    = 1 * time.Second        // delay of injected slow response headers
+)
+
+// Config holds every parameter of the simulated engine, its replicas, the
+// autoscaler and fault injection. The zero value is not usable; start from
+// DefaultConfig. Durations decode from YAML strings such as "30s".
+type Config struct {
+	// Seed seeds the natural output lengths and the fault decisions.
+	Seed int64 `yaml:"seed"`
+
+	// MaxNumSeqs is the most sequences in a replica's running batch.
+	MaxNumSeqs int `yaml:"max_num_seqs"`
+	// MaxNumBatchedTokens is the per-step token budget: one per decoding
+	// sequence plus the prefill chunks scheduled in the step.
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	// KVCacheTokens is a replica's KV-cache capacity in tokens.
+	KVCacheTokens int `yaml:"kv_cache_tokens"`
+	// MaxModelLen bounds prompt_tokens + max_tokens of one request.
+	MaxModelLen int `yaml:"max_model_len"`
+	// StepBase is the fixed duration of an engine step.
+	StepBase time.Duration `yaml:"step_base"`
+	// StepPerDecodeSeq is added to a step for each decoding sequence.
+	StepPerDecodeSeq time.Duration `yaml:"step_per_decode_seq"`
+	// StepPerPrefillToken is added to a step for each prompt token prefilled.
+	StepPerPrefillToken time.Duration `yaml:"step_per_prefill_token"`
+	// OutputMean is the mean natural output length in tokens (requests
+	// without ignore_eos stop at a lognormal length with this mean).
+	OutputMean float64 `yaml:"output_mean"`
+	// OutputSigma is the lognormal shape σ of the natural output length
+	// (0 = always OutputMean).
+	OutputSigma float64 `yaml:"output_sigma"`
+	// MaxWaiting is the admission limit of a replica's waiting queue;
+	// 0 means unbounded. A request routed to a full queue gets ErrQueueFull.
+	MaxWaiting int `yaml:"max_waiting"`
+
+	// Replicas is the number of replicas ready at time 0.
+	Replicas int `yaml:"replicas"`
+	// Autoscale turns the autoscaler on.
+	Autoscale bool `yaml:"autoscale"`
+	// MinReplicas is the autoscaler's floor (scale-down stops there).
+	MinReplicas int `yaml:"min_replicas"`
+	// MaxReplicas is the autoscaler's ceiling (ready + starting).
+	MaxReplicas int `yaml:"max_replicas"`
+	// ScaleUpWaiting is the scale-up threshold in waiting requests per
+	// ready replica.
+	ScaleUpWaiting float64 `yaml:"scale_up_waiting"`
+	// ScaleUpHold is how long the threshold must be exceeded continuously.
+	ScaleUpHold time.Duration `yaml:"scale_up_hold"`
+	// ScaleRequestDelay is the delay from the trigger to the capacity request.
+	ScaleRequestDelay time.Duration `yaml:"scale_request_delay"`
+	// NodeReadyDelay is the delay from the capacity request to a ready node.
+	NodeReadyDelay time.Duration `yaml:"node_ready_delay"`
+	// ContainerReadyDelay is the delay from node ready to container ready.
+	ContainerReadyDelay time.Duration `yaml:"container_ready_delay"`
+	// ModelReadyDelay is the delay from container ready to model loaded;
+	// only then does the replica receive requests.
+	ModelReadyDelay time.Duration `yaml:"model_ready_delay"`
+	// ScaleDownIdle is how long a replica must be idle before it is removed.
+	ScaleDownIdle time.Duration `yaml:"scale_down_idle"`
+
+	// Fault500 is the fraction of requests answered with HTTP 500.
+	Fault500 float64 `yaml:"fault_500"`
+	// Fault503 is the fraction of requests answered with HTTP 503.
+	Fault503 float64 `yaml:"fault_503"`
+	// FaultReset is the fraction of streams whose connection is reset mid-stream.
+	FaultReset float64 `yaml:"fault_reset"`
+	// FaultMalformed is the fraction of streams that carry a malformed SSE chunk.
+	FaultMalformed float64 `yaml:"fault_malformed"`
+	// FaultStall is the fraction of streams that stall mid-stream.
+	FaultStall float64 `yaml:"fault_stall"`
+	// FaultStallDelay is the length of an injected stall.
+	FaultStallDelay time.Duration `yaml:"fault_stall_delay"`
+	// FaultSlowHeaders is the fraction of responses whose headers are delayed.
+	FaultSlowHeaders float64 `yaml:"fault_slow_headers"`
+	// FaultSlowHeadersDelay is the delay of slow response headers.
+	FaultSlowHeadersDelay time.Duration `yaml:"fault_slow_headers_delay"`
+}
+
+// DefaultConfig returns the calibrated defaults: one replica of an 8B-class
+// model on one GPU, about 10 requests/s of a 500-in/150-out chat workload,
+// no admission limit, no autoscaling, no faults.
+func DefaultConfig() Config {
+	return Config{
+		Seed:                  1,
+		MaxNumSeqs:            DefaultMaxNumSeqs,
+		MaxNumBatchedTokens:   DefaultMaxNumBatchedTokens,
+		KVCacheTokens:         DefaultKVCacheTokens,
+		MaxModelLen:           DefaultMaxModelLen,
+		StepBase:              DefaultStepBase,
+		StepPerDecodeSeq:      DefaultStepPerDecodeSeq,
+		StepPerPrefillToken:   DefaultStepPerPrefillToken,
+		OutputMean:            DefaultOutputMean,
+		OutputSigma:           DefaultOutputSigma,
+		Replicas:              DefaultReplicas,
+		MinReplicas:           DefaultMinReplicas,
+		MaxReplicas:           DefaultMaxReplicas,
+		ScaleUpWaiting:        DefaultScaleUpWaiting,
+		ScaleUpHold:           DefaultScaleUpHold,
+		ScaleRequestDelay:     DefaultScaleRequestDelay,
+		NodeReadyDelay:        DefaultNodeReadyDelay,
+		ContainerReadyDelay:   DefaultContainerReadyDelay,
+		ModelReadyDelay:       DefaultModelReadyDelay,
+		ScaleDownIdle:         DefaultScaleDownIdle,
+		FaultStallDelay:       DefaultFaultStallDelay,
+		FaultSlowHeadersDelay: DefaultFaultSlowHeaders,
+	}
+}
+
+// Validate checks every field and returns the first problem, naming the
+// field by its YAML name, e.g. "sim: max_num_seqs: must be ≥ 1, got 0".
+func (c *Config) Validate() error {
+	type check struct {
+		bad   bool
+		field string
+		msg   string
+	}
+	geInt := func(field string, v, lo int, what string) check {
+		return check{v < lo, field, fmt.Sprintf("must be ≥ %s, got %d", what, v)}
+	}
+	geDur := func(field string, v time.Duration) check {
+		return check{v < 0, field, fmt.Sprintf("must be ≥ 0, got %v", v)}
+	}
+	frac := func(field string, v float64) check {
+		return check{!(v >= 0 && v <= 1), field, fmt.Sprintf("must be a fraction in [0, 1], got %v", v)}
+	}
+	faultSum := c.Fault500 + c.Fault503 + c.FaultReset + c.FaultMalformed + c.FaultStall + c.FaultSlowHeaders
+	checks := []check{
+		geInt("max_num_seqs", c.MaxNumSeqs, 1, "1"),
+		geInt("max_num_batched_tokens", c.MaxNumBatchedTokens, max(c.MaxNumSeqs, 1), fmt.Sprintf("max_num_seqs (%d)", c.MaxNumSeqs)),
+		geInt("kv_cache_tokens", c.KVCacheTokens, 2, "2"),
+		geInt("max_model_len", c.MaxModelLen, 2, "2"),
+		{c.MaxModelLen > c.KVCacheTokens, "max_model_len",
+			fmt.Sprintf("must be ≤ kv_cache_tokens (%d) so that every valid request fits an idle replica, got %d", c.KVCacheTokens, c.MaxModelLen)},
+		{c.StepBase <= 0, "step_base", fmt.Sprintf("must be > 0 so that virtual time advances, got %v", c.StepBase)},
+		geDur("step_per_decode_seq", c.StepPerDecodeSeq),
+		geDur("step_per_prefill_token", c.StepPerPrefillToken),
+		{!(c.OutputMean >= 1 && c.OutputMean <= 1e9), "output_mean", fmt.Sprintf("must be ≥ 1 token, got %v", c.OutputMean)},
+		{!(c.OutputSigma >= 0 && c.OutputSigma <= 4), "output_sigma", fmt.Sprintf("must be in [0, 4], got %v", c.OutputSigma)},
+		geInt("max_waiting", c.MaxWaiting, 0, "0 (0 = unbounded)"),
+		geInt("replicas", c.Replicas, 1, "1"),
+		geInt("min_replicas", c.MinReplicas, 1, "1"),
+		geInt("max_replicas", c.MaxReplicas, max(c.MinReplicas, 1), fmt.Sprintf("min_replicas (%d)", c.MinReplicas)),
+		{c.Autoscale && (c.Replicas < c.MinReplicas || c.Replicas > c.MaxReplicas), "replicas",
+			fmt.Sprintf("must be within [min_replicas, max_replicas] = [%d, %d] when autoscale is on, got %d", c.MinReplicas, c.MaxReplicas, c.Replicas)},
+		{!(c.ScaleUpWaiting > 0 && !math.IsInf(c.ScaleUpWaiting, 0)), "scale_up_waiting", fmt.Sprintf("must be > 0 requests per replica, got %v", c.ScaleUpWaiting)},
+		geDur("scale_up_hold", c.ScaleUpHold),
+		geDur("scale_request_delay", c.ScaleRequestDelay),
+		geDur("node_ready_delay", c.NodeReadyDelay),
+		geDur("container_ready_delay", c.ContainerReadyDelay),
+		geDur("model_ready_delay", c.ModelReadyDelay),
+		geDur("scale_down_idle", c.ScaleDownIdle),
+		frac("fault_500", c.Fault500),
+		frac("fault_503", c.Fault503),
+		frac("fault_reset", c.FaultReset),
+		frac("fault_malformed", c.FaultMalformed),
+		frac("fault_stall", c.FaultStall),
+		geDur("fault_stall_delay", c.FaultStallDelay),
+		frac("fault_slow_headers", c.FaultSlowHeaders),
+		geDur("fault_slow_headers_delay", c.FaultSlowHeadersDelay),
+		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
+			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
+	}
+	for _, k := range checks {
+		if k.bad {
+			return fmt.Errorf("sim: %s: %s", k.field, k.msg)
+		}
+	}
+	return nil
+}
+
+// ErrInvalidRequest marks a request the engine refuses to run (HTTP 400).
+var ErrInvalidRequest = errors.New("sim: invalid request")
+
+// CheckRequest reports whether r can run on this configuration: at least
+// one prompt token, max_tokens ≥ 0 (0 = unset) and prompt_tokens +
+// max_tokens ≤ max_model_len (with max_tokens unset, room for at least one
+// output token). The error wraps ErrInvalidRequest.
+func (c Config) CheckRequest(r Request) error {
+	switch {
+	case r.PromptTokens < 1:
+		return fmt.Errorf("%w: prompt_tokens must be ≥ 1, got %d", ErrInvalidRequest, r.PromptTokens)
+	case r.MaxTokens < 0:
+		return fmt.Errorf("%w: max_tokens must be ≥ 1 (or unset), got %d", ErrInvalidRequest, r.MaxTokens)
+	case r.MaxTokens == 0 && r.PromptTokens >= c.MaxModelLen:
+		return fmt.Errorf("%w: prompt_tokens %d leaves no room for output within max_model_len %d",
+			ErrInvalidRequest, r.PromptTokens, c.MaxModelLen)
+	case r.PromptTokens+r.MaxTokens > c.MaxModelLen:
+		return fmt.Errorf("%w: prompt_tokens %d + max_tokens %d = %d exceeds max_model_len %d",
+			ErrInvalidRequest, r.PromptTokens, r.MaxTokens, r.PromptTokens+r.MaxTokens, c.MaxModelLen)
+	}
+	return nil
+}
+
+// flagName turns a YAML name into its flag name: max_num_seqs → max-num-seqs.
+func flagName(yamlName string) string { return strings.ReplaceAll(yamlName, "_", "-") }
+
+// RegisterFlags binds one flag per field to c, named as the kebab-case of the
+// YAML name (--max-num-seqs, --step-base, ...), with c's current values as
+// the defaults (call it on DefaultConfig()). A flag name already defined on
+// fs is left alone (typically a command's own --seed); the caller then
+// copies that value into Seed itself.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	intf := func(p *int, name, usage string) {
+		if fs.Lookup(flagName(name)) == nil {
+			fs.IntVar(p, flagName(name), *p, usage)
+		}
+	}
+	durf := func(p *time.Duration, name, usage string) {
+		if fs.Lookup(flagName(name)) == nil {
+			fs.DurationVar(p, flagName(name), *p, usage)
+		}
+	}
+	f64 := func(p *float64, name, usage string) {
+		if fs.Lookup(flagName(name)) == nil {
+			fs.Float64Var(p, flagName(name), *p, usage)
+		}
+	}
+	if fs.Lookup("seed") == nil {
+		fs.Int64Var(&c.Seed, "seed", c.Seed, "sim: seed of natural output lengths and fault decisions")
+	}
+	intf(&c.MaxNumSeqs, "max_num_seqs", "sim: most sequences in a replica's running batch")
+	intf(&c.MaxNumBatchedTokens, "max_num_batched_tokens", "sim: token budget per engine step, tokens (decodes + prefill chunks; ≥ max-num-seqs)")
+	intf(&c.KVCacheTokens, "kv_cache_tokens", "sim: KV-cache capacity per replica, tokens")
+	intf(&c.MaxModelLen, "max_model_len", "sim: limit of prompt + max_tokens per request, tokens (longer requests get 400)")
+	durf(&c.StepBase, "step_base", "sim: fixed duration of one engine step")
+	durf(&c.StepPerDecodeSeq, "step_per_decode_seq", "sim: step duration added per decoding sequence")
+	durf(&c.StepPerPrefillToken, "step_per_prefill_token", "sim: step duration added per prompt token prefilled")
+	f64(&c.OutputMean, "output_mean", "sim: mean natural output length without ignore_eos, tokens (lognormal)")
+	f64(&c.OutputSigma, "output_sigma", "sim: lognormal shape σ of the natural output length (0 = fixed)")
+	intf(&c.MaxWaiting, "max_waiting", "sim: waiting-queue limit per replica, requests; beyond it 429 with Retry-After (0 = unbounded)")
+	intf(&c.Replicas, "replicas", "sim: replicas ready at start")
+	if fs.Lookup("autoscale") == nil {
+		fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "sim: enable the autoscaler")
+	}
+	intf(&c.MinReplicas, "min_replicas", "sim: autoscaler floor, replicas")
+	intf(&c.MaxReplicas, "max_replicas", "sim: autoscaler ceiling, replicas (ready + starting)")
+	f64(&c.ScaleUpWaiting, "scale_up_waiting", "sim: scale-up threshold, waiting requests per ready replica")
+	durf(&c.ScaleUpHold, "scale_up_hold", "sim: how long the scale-up threshold must hold continuously")
+	durf(&c.ScaleRequestDelay, "scale_request_delay", "sim: delay from scale trigger to capacity requested")
+	durf(&c.NodeReadyDelay, "node_ready_delay", "sim: delay from capacity requested to node ready")
+	durf(&c.ContainerReadyDelay, "container_ready_delay", "sim: delay from node ready to container ready")
+	durf(&c.ModelReadyDelay, "model_ready_delay", "sim: delay from container ready to model loaded (serving)")
+	durf(&c.ScaleDownIdle, "scale_down_idle", "sim: idle time before one replica is removed")
+	f64(&c.Fault500, "fault_500", "sim: fraction of requests answered with HTTP 500 (0..1)")
+	f64(&c.Fault503, "fault_503", "sim: fraction of requests answered with HTTP 503 (0..1)")
+	f64(&c.FaultReset, "fault_reset", "sim: fraction of streams reset mid-stream (0..1)")
+	f64(&c.FaultMalformed, "fault_malformed", "sim: fraction of streams with a malformed SSE chunk (0..1)")
+	f64(&c.FaultStall, "fault_stall", "sim: fraction of streams that stall mid-stream (0..1)")
+	durf(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
+	f64(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
+	durf(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+func TestDefaultConfigValid(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+	if _, err := NewCluster(c); err != nil {
+		t.Fatalf("NewCluster(DefaultConfig()) = %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" = valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"autoscale defaults", func(c *Config) { c.Autoscale = true }, ""},
+		{"replicas 3 without autoscale", func(c *Config) { c.Replicas = 3 }, ""},
+		{"faults summing to one", func(c *Config) { c.Fault500, c.FaultStall = 0.5, 0.5 }, ""},
+		// sad paths: every field
+		{"max_num_seqs 0", func(c *Config) { c.MaxNumSeqs = 0 }, "max_num_seqs"},
+		{"batched below seqs", func(c *Config) { c.MaxNumBatchedTokens = c.MaxNumSeqs - 1 }, "max_num_batched_tokens"},
+		{"kv 0", func(c *Config) { c.KVCacheTokens = 0 }, "kv_cache_tokens"},
+		{"max_model_len 1", func(c *Config) { c.MaxModelLen = 1 }, "max_model_len"},
+		{"max_model_len over kv", func(c *Config) { c.MaxModelLen = c.KVCacheTokens + 1 }, "max_model_len"},
+		{"step_base 0", func(c *Config) { c.StepBase = 0 }, "step_base"},
+		{"step_per_decode_seq negative", func(c *Config) { c.StepPerDecodeSeq = -1 }, "step_per_decode_seq"},
+		{"step_per_prefill_token negative", func(c *Config) { c.StepPerPrefillToken = -1 }, "step_per_prefill_token"},
+		{"output_mean 0", func(c *Config) { c.OutputMean = 0 }, "output_mean"},
+		{"output_mean NaN", func(c *Config) { c.OutputMean = math.NaN() }, "output_mean"},
+		{"output_sigma negative", func(c *Config) { c.OutputSigma = -0.1 }, "output_sigma"},
+		{"max_waiting negative", func(c *Config) { c.MaxWaiting = -1 }, "max_waiting"},
+		{"replicas 0", func(c *Config) { c.Replicas = 0 }, "replicas"},
+		{"min_replicas 0", func(c *Config) { c.MinReplicas = 0 }, "min_replicas"},
+		{"max below min", func(c *Config) { c.MinReplicas, c.MaxReplicas = 3, 2 }, "max_replicas"},
+		{"replicas above max with autoscale", func(c *Config) { c.Autoscale, c.Replicas = true, 5 }, "replicas"},
+		{"scale_up_waiting 0", func(c *Config) { c.ScaleUpWaiting = 0 }, "scale_up_waiting"},
+		{"scale_up_waiting Inf", func(c *Config) { c.ScaleUpWaiting = math.Inf(1) }, "scale_up_waiting"},
+		{"scale_up_hold negative", func(c *Config) { c.ScaleUpHold = -time.Second }, "scale_up_hold"},
+		{"scale_request_delay negative", func(c *Config) { c.ScaleRequestDelay = -1 }, "scale_request_delay"},
+		{"node_ready_delay negative", func(c *Config) { c.NodeReadyDelay = -1 }, "node_ready_delay"},
+		{"container_ready_delay negative", func(c *Config) { c.ContainerReadyDelay = -1 }, "container_ready_delay"},
+		{"model_ready_delay negative", func(c *Config) { c.ModelReadyDelay = -1 }, "model_ready_delay"},
+		{"scale_down_idle negative", func(c *Config) { c.ScaleDownIdle = -1 }, "scale_down_idle"},
+		{"fault_500 over 1", func(c *Config) { c.Fault500 = 1.5 }, "fault_500"},
+		{"fault_503 negative", func(c *Config) { c.Fault503 = -0.1 }, "fault_503"},
+		{"fault_reset NaN", func(c *Config) { c.FaultReset = math.NaN() }, "fault_reset"},
+		{"fault_malformed over 1", func(c *Config) { c.FaultMalformed = 2 }, "fault_malformed"},
+		{"fault_stall negative", func(c *Config) { c.FaultStall = -1 }, "fault_stall"},
+		{"fault_stall_delay negative", func(c *Config) { c.FaultStallDelay = -1 }, "fault_stall_delay"},
+		{"fault_slow_headers over 1", func(c *Config) { c.FaultSlowHeaders = 1.1 }, "fault_slow_headers"},
+		{"fault_slow_headers_delay negative", func(c *Config) { c.FaultSlowHeadersDelay = -1 }, "fault_slow_headers_delay"},
+		{"fault sum over 1", func(c *Config) { c.Fault500, c.Fault503 = 0.6, 0.6 }, "fault_500+fault_503"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %s", tc.field)
+			}
+			if want := "sim: " + tc.field; !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("Validate() = %q, want prefix %q", err, want)
+			}
+			if _, err := NewCluster(c); err == nil {
+				t.Fatal("NewCluster accepted an invalid config")
+			}
+		})
+	}
+}
+
+func TestValidateMessage(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxNumSeqs = 0
+	if got, want := c.Validate().Error(), "sim: max_num_seqs: must be ≥ 1, got 0"; got != want {
+		t.Fatalf("Validate() = %q, want %q", got, want)
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxModelLen = 1000
+	cases := []struct {
+		name string
+		r    Request
+		ok   bool
+	}{
+		{"fits exactly", Request{PromptTokens: 900, MaxTokens: 100}, true},
+		{"max_tokens unset", Request{PromptTokens: 999}, true},
+		{"one prompt token", Request{PromptTokens: 1, MaxTokens: 1}, true},
+		{"over by one", Request{PromptTokens: 900, MaxTokens: 101}, false},
+		{"unset without room", Request{PromptTokens: 1000}, false},
+		{"zero prompt", Request{PromptTokens: 0, MaxTokens: 10}, false},
+		{"negative max_tokens", Request{PromptTokens: 10, MaxTokens: -1}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.CheckRequest(tc.r)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckRequest(%+v) = %v, want ok=%v", tc.r, err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("error %v does not wrap ErrInvalidRequest", err)
+			}
+		})
+	}
+	cl, _ := NewCluster(c)
+	if _, err := cl.Submit(0, Request{PromptTokens: 900, MaxTokens: 101}, nil); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("Submit(too long) = %v, want ErrInvalidRequest", err)
+	}
+	if s := cl.Snapshot(0); s.Submitted != 0 || s.Waiting+s.Running != 0 {
+		t.Fatalf("an invalid request entered the cluster: %+v", s)
+	}
+}
+
+func yamlNames(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	ty := reflect.TypeFor[Config]()
+	for i := range ty.NumField() {
+		tag := ty.Field(i).Tag.Get("yaml")
+		if tag == "" {
+			t.Fatalf("field %s has no yaml tag", ty.Field(i).Name)
+		}
+		names = append(names, tag)
+	}
+	return names
+}
+
+func TestRegisterFlags(t *testing.T) {
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	c.RegisterFlags(fs)
+	for _, name := range yamlNames(t) {
+		f := fs.Lookup(strings.ReplaceAll(name, "_", "-"))
+		if f == nil {
+			t.Errorf("no flag for yaml field %s", name)
+			continue
+		}
+		if f.Usage == "" {
+			t.Errorf("flag --%s has no help", f.Name)
+		}
+	}
+	if f := fs.Lookup("step-base"); f.DefValue != "20ms" {
+		t.Errorf("--step-base default %q, want 20ms", f.DefValue)
+	}
+	err := fs.Parse([]string{"--max-num-seqs", "8", "--step-base", "5ms", "--scale-up-hold", "30s",
+		"--autoscale", "--fault-500", "0.25", "--seed", "42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxNumSeqs != 8 || c.StepBase != 5*time.Millisecond || c.ScaleUpHold != 30*time.Second ||
+		!c.Autoscale || c.Fault500 != 0.25 || c.Seed != 42 {
+		t.Fatalf("flags not applied: %+v", c)
+	}
+}
+
+func TestRegisterFlagsLeavesExistingFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	var seed int64
+	fs.Int64Var(&seed, "seed", 7, "the command's own seed")
+	c := DefaultConfig()
+	c.RegisterFlags(fs) // must not panic on the duplicate
+	if err := fs.Parse([]string{"--seed", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if seed != 9 || c.Seed != DefaultConfig().Seed {
+		t.Fatalf("seed=%d c.Seed=%d: the existing flag should win", seed, c.Seed)
+	}
+}
+
+func TestYAML(t *testing.T) {
+	src := "max_num_seqs: 32\nstep_base: 15ms\nscale_up_hold: 30s\nautoscale: true\nmax_replicas: 3\nfault_stall: 0.1\n"
+	c := DefaultConfig()
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxNumSeqs != 32 || c.StepBase != 15*time.Millisecond || c.ScaleUpHold != 30*time.Second ||
+		!c.Autoscale || c.MaxReplicas != 3 || c.FaultStall != 0.1 || c.KVCacheTokens != DefaultKVCacheTokens {
+		t.Fatalf("decoded %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := yaml.NewDecoder(strings.NewReader("max_num_seq: 3\n"))
+	bad.KnownFields(true)
+	if err := bad.Decode(&c); err == nil {
+		t.Fatal("a misspelt field decoded without error")
+	}
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Arrival is one request submitted at At (virtual time) by Simulate.
+type Arrival struct {
+	At  time.Duration
+	Req Request
+}
+
+// Outcome is what a client would have observed of one arrival in Simulate.
+// Times are on the virtual clock; Never marks a boundary not reached.
+type Outcome struct {
+	Ticket     Ticket
+	Rejected   bool          // 429 from admission control
+	RetryAfter time.Duration // the 429's retry hint
+	Failed     bool          // answered 500 or 503 (fault injection)
+	// Status is the HTTP status the client saw: 200 for a stream (headers
+	// go out on arrival, or Delay later with slow headers), 400, 429, 500
+	// or 503; 0 if it timed out before the headers.
+	Status int
+	// StreamFailed is set when the stream broke: a reset or a malformed
+	// chunk at Ticket.Fault.AtToken (the tokens before it were delivered).
+	StreamFailed bool
+	Fault        FaultKind // fault applied (FaultNone for a normal request)
+	TimedOut     bool      // cancelled at ScheduledAt + timeout
+
+	ScheduledAt  time.Duration // the arrival time
+	AdmittedAt   time.Duration // entered the running batch
+	FirstTokenAt time.Duration // first token as the client saw it
+	DoneAt       time.Duration // completion, failure or timeout as the client saw it
+	OutputTokens int           // tokens the client received
+	PromptTokens int           // prompt tokens (usage), for requests that ran
+	FinishReason string        // "stop" or "length" for complete responses
+	MaxGap       time.Duration // longest gap between consecutive tokens; 0 with < 2 tokens
+	Replica      int           // replica that served (or refused) it
+}
+
+// simReq follows one arrival through Simulate; it is its Observer.
+type simReq struct {
+	st       *simState
+	o        *Outcome
+	deadline time.Duration // Never without a timeout
+	floor    time.Duration // tokens are not visible to the client before this
+	last     time.Duration // last visible token
+	inEngine bool
+	resolved bool
+}
+
+type simState struct {
+	c          *Cluster
+	unresolved int
+}
+
+func (q *simReq) Scheduled(now time.Duration) { q.o.AdmittedAt = now }
+
+func (q *simReq) Tokens(now time.Duration, total int) {
+	if q.resolved {
+		return
+	}
+	f := q.o.Ticket.Fault
+	if (f.Kind == FaultReset || f.Kind == FaultMalformed) && total >= f.AtToken {
+		q.o.StreamFailed = true
+		q.o.DoneAt = now
+		q.resolve()
+		q.inEngine = false
+		q.st.c.Cancel(now, q.o.Ticket.ID)
+		return
+	}
+	if f.Kind == FaultStall && total == f.AtToken {
+		q.floor = max(q.floor, now+f.Delay)
+	}
+	vt := max(now, q.floor)
+	if q.deadline != Never && vt > q.deadline {
+		return // the timeout will end it
+	}
+	if total == 1 {
+		q.o.FirstTokenAt = vt
+	} else {
+		q.o.MaxGap = max(q.o.MaxGap, vt-q.last)
+	}
+	q.last = vt
+	q.o.OutputTokens = total
+}
+
+func (q *simReq) Finished(now time.Duration, res Result) {
+	q.inEngine = false
+	if q.resolved {
+		return
+	}
+	q.o.PromptTokens = res.PromptTokens
+	vt := max(now, q.floor)
+	if q.deadline != Never && vt > q.deadline {
+		return
+	}
+	q.o.DoneAt = vt
+	q.o.FinishReason = res.FinishReason
+	q.resolve()
+}
+
+func (q *simReq) resolve() {
+	q.resolved = true
+	q.st.unresolved--
+}
+
+// timeout ends the request at its deadline d.
+func (q *simReq) timeout(d time.Duration) {
+	q.o.TimedOut = true
+	q.o.DoneAt = d
+	if q.o.Fault == FaultSlowHeaders && q.floor > d {
+		q.o.Status = 0 // no headers yet
+	}
+	if q.inEngine {
+		q.inEngine = false
+		q.st.c.Cancel(d, q.o.Ticket.ID)
+	}
+	q.resolve()
+}
+
+// Simulate runs arrivals (sorted by At; it panics otherwise) through c in virtual time with no
+// goroutines and returns one Outcome per arrival, in arrival order.
+//
+// A request whose completion (as the client sees it) would come after
+// At + timeout (timeout > 0) is cancelled at that instant and reported
+// TimedOut. Every sampleEvery (> 0, starting at 0, and once more after the
+// last event) it calls onSample(t, c.Snapshot(t)); onSample may be nil.
+//
+// Faults are enacted as a client sees them: 500/503 fail at once; a reset
+// or malformed chunk at token k delivers k−1 tokens, then the stream fails
+// and the request is cancelled in the engine; a stall delays token k and
+// every later token until Delay after token k was generated; slow headers
+// hold every token until At + Delay. At equal times, engine events come
+// first, then timeouts, then arrivals, then the sample.
+func Simulate(c *Cluster, arrivals []Arrival, timeout, sampleEvery time.Duration, onSample func(time.Duration, Snapshot)) []Outcome {
+	for i := 1; i < len(arrivals); i++ {
+		if arrivals[i].At < arrivals[i-1].At {
+			panic("sim: Simulate: arrivals not sorted by At")
+		}
+	}
+	out := make([]Outcome, len(arrivals))
+	reqs := make([]simReq, len(arrivals))
+	st := &simState{c: c}
+	sampleAt := Never
+	if sampleEvery > 0 && onSample != nil {
+		sampleAt = 0
+	}
+	next, dl := 0, 0 // next arrival; oldest arrival whose deadline may be pending
+	t := time.Duration(0)
+	for {
+		for dl < next && reqs[dl].resolved {
+			dl++
+		}
+		work, ok := c.NextEvent()
+		if next < len(arrivals) && (!ok || arrivals[next].At < work) {
+			work, ok = arrivals[next].At, true
+		}
+		if timeout > 0 && dl < next {
+			if d := arrivals[dl].At + timeout; !ok || d < work {
+				work, ok = d, true
+			}
+		}
+		if !ok {
+			break
+		}
+		t = max(work, t)
+		if sampleAt != Never && sampleAt < t {
+			t = sampleAt
+		}
+		c.Advance(t)
+		for timeout > 0 && dl < next && arrivals[dl].At+timeout <= t {
+			if !reqs[dl].resolved {
+				reqs[dl].timeout(arrivals[dl].At + timeout)
+			}
+			dl++
+		}
+		for next < len(arrivals) && arrivals[next].At <= t {
+			st.submit(c, &reqs[next], &out[next], arrivals[next], timeout)
+			next++
+		}
+		if sampleAt != Never && sampleAt <= t {
+			onSample(sampleAt, c.Snapshot(t))
+			sampleAt += sampleEvery
+		}
+	}
+	if sampleAt != Never {
+		onSample(sampleAt, c.Snapshot(max(sampleAt, t)))
+	}
+	return out
+}
+
+func (st *simState) submit(c *Cluster, q *simReq, o *Outcome, a Arrival, timeout time.Duration) {
+	*o = Outcome{ScheduledAt: a.At, AdmittedAt: Never, FirstTokenAt: Never, DoneAt: Never, Replica: -1}
+	*q = simReq{st: st, o: o, deadline: Never, floor: a.At}
+	if timeout > 0 {
+		q.deadline = a.At + timeout
+	}
+	tk, err := c.Submit(a.At, a.Req, q)
+	o.Ticket, o.Fault, o.Replica = tk, tk.Fault.Kind, tk.Replica
+	var qf *QueueFullError
+	switch {
+	case errors.As(err, &qf):
+		o.Rejected, o.Status, o.RetryAfter, o.DoneAt = true, http.StatusTooManyRequests, qf.RetryAfter, a.At
+		q.resolved = true
+	case err != nil: // invalid request
+		o.Status, o.DoneAt, o.Replica = http.StatusBadRequest, a.At, -1
+		q.resolved = true
+	case tk.Fault.Kind == Fault500 || tk.Fault.Kind == Fault503:
+		o.Failed, o.DoneAt = true, a.At
+		o.Status = http.StatusInternalServerError
+		if tk.Fault.Kind == Fault503 {
+			o.Status = http.StatusServiceUnavailable
+		}
+		q.resolved = true
+	default:
+		o.Status = http.StatusOK
+		q.inEngine = true
+		if tk.Fault.Kind == FaultSlowHeaders {
+			q.floor = a.At + tk.Fault.Delay
+		}
+		st.unresolved++
+	}
+}

@@ -1,0 +1,388 @@
+package simhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/surge-bench/surge/internal/sim"
+)
+
+// stream is the sim.Observer of one request. Its callbacks run on the
+// goroutine that holds the cluster lock (the driver, or a handler
+// submitting or cancelling); they never block: they publish the token
+// total and the result through atomics and signal the handler through a
+// 1-buffered channel, so several signals coalesce into one wake-up.
+type stream struct {
+	m         *metrics
+	submitted time.Duration // sim time of the submit
+
+	tokens   atomic.Int64 // latest token total
+	res      sim.Result   // valid once finished is true
+	finished atomic.Bool
+	notify   chan struct{}
+}
+
+var _ sim.Observer = (*stream)(nil)
+
+func newStream(m *metrics) *stream {
+	return &stream{m: m, notify: make(chan struct{}, 1)}
+}
+
+func (st *stream) signal() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Scheduled implements sim.Observer; queue time is observed from the
+// result, once per finished request.
+func (st *stream) Scheduled(time.Duration) {}
+
+// Tokens implements sim.Observer.
+func (st *stream) Tokens(now time.Duration, total int) {
+	if total == 1 {
+		st.m.ttft.Observe((now - st.submitted).Seconds())
+	}
+	st.tokens.Store(int64(total))
+	st.signal()
+}
+
+// Finished implements sim.Observer.
+func (st *stream) Finished(now time.Duration, res sim.Result) {
+	st.res = res
+	st.m.queueTime.Observe(res.QueueTime.Seconds())
+	st.m.e2e.Observe((now - st.submitted).Seconds())
+	st.tokens.Store(int64(res.OutputTokens))
+	st.finished.Store(true)
+	st.signal()
+}
+
+// exchange is the state of one completion request on its handler.
+type exchange struct {
+	s      *Server
+	w      http.ResponseWriter
+	ctx    context.Context
+	p      parsedRequest
+	ticket sim.Ticket
+	st     *stream
+	enc    *encoder
+	buf    *[]byte   // pooled write buffer
+	start  time.Time // arrival of the request
+	status int       // status sent, for the log line
+}
+
+func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	start := time.Now()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "MethodNotAllowedError", message: "method " + r.Method + " not allowed; use POST"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
+				message: "request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"})
+			return
+		}
+		writeError(w, badRequest("", "reading the request body failed"))
+		return
+	}
+	p, aerr := decodeRequest(body, chat)
+	if aerr == nil {
+		aerr = p.validate(s.model, s.maxModelLen)
+	}
+	if aerr != nil {
+		s.logRequest(chat, 0, aerr.status, -1, p, 0, start)
+		writeError(w, aerr)
+		return
+	}
+
+	st := newStream(s.metrics)
+	s.mu.Lock()
+	now := s.now()
+	st.submitted = now
+	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: p.maxTokens, IgnoreEOS: p.ignoreEOS}, st)
+	s.mu.Unlock()
+	if err != nil {
+		aerr := submitError(err)
+		replica := -1
+		if errors.Is(err, sim.ErrQueueFull) { // refused by this replica's admission control
+			replica = t.Replica
+			w.Header().Set(ReplicaHeader, replicaName(t.Replica))
+		}
+		s.logRequest(chat, t.ID, aerr.status, replica, p, 0, start)
+		writeError(w, aerr)
+		return
+	}
+	s.kick()
+	w.Header().Set(ReplicaHeader, replicaName(t.Replica))
+	switch t.Fault.Kind {
+	case sim.Fault500:
+		s.logRequest(chat, t.ID, http.StatusInternalServerError, t.Replica, p, 0, start)
+		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "simulated internal server error"})
+		return
+	case sim.Fault503:
+		s.logRequest(chat, t.ID, http.StatusServiceUnavailable, t.Replica, p, 0, start)
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", message: "simulated service unavailable"})
+		return
+	}
+
+	prefix := "cmpl-"
+	if chat {
+		prefix = "chatcmpl-"
+	}
+	x := &exchange{
+		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st,
+		enc: newEncoder(chat, prefix+strconv.FormatUint(t.ID, 16), time.Now().Unix(), s.model),
+		buf: s.bufs.Get().(*[]byte), start: start,
+	}
+	defer func() {
+		*x.buf = (*x.buf)[:0]
+		s.bufs.Put(x.buf)
+		s.logRequest(chat, t.ID, x.status, t.Replica, p, int(st.tokens.Load()), start)
+	}()
+	if p.stream {
+		x.stream()
+	} else {
+		x.unary()
+	}
+}
+
+// submitError maps a Submit error to the answer: 429 with a retry hint when
+// admission control is full, 400 otherwise (the model refused the request).
+func submitError(err error) *apiError {
+	var qf *sim.QueueFullError
+	if errors.As(err, &qf) {
+		return &apiError{status: http.StatusTooManyRequests, typ: "RateLimitError",
+			message: "the server is overloaded: waiting queue full", retryAfter: retryAfterSeconds(qf.RetryAfter)}
+	}
+	if errors.Is(err, sim.ErrQueueFull) {
+		return &apiError{status: http.StatusTooManyRequests, typ: "RateLimitError",
+			message: "the server is overloaded: waiting queue full", retryAfter: 1}
+	}
+	if errors.Is(err, sim.ErrInvalidRequest) {
+		return badRequest("", "the engine refused the request: %s", strings.TrimPrefix(err.Error(), sim.ErrInvalidRequest.Error()+": "))
+	}
+	return &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "the engine failed to accept the request"}
+}
+
+// logRequest writes the one debug line of a request: ids, status and
+// counts, never content.
+func (s *Server) logRequest(chat bool, id uint64, status, replica int, p parsedRequest, out int, start time.Time) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	endpoint := "completions"
+	if chat {
+		endpoint = "chat"
+	}
+	s.log.Debug("simhttp: request", "endpoint", endpoint, "id", id, "status", status, "replica", replica,
+		"stream", p.stream, "prompt_tokens", p.promptTokens, "max_tokens", p.maxTokens,
+		"output_tokens", out, "duration", time.Since(start))
+}
+
+// cancel tells the cluster the client is gone, unless the request finished.
+func (x *exchange) cancel() {
+	x.s.mu.Lock()
+	x.s.cluster.Cancel(x.s.now(), x.ticket.ID) // a finished id is ignored
+	x.s.mu.Unlock()
+	x.s.kick()
+}
+
+// wait blocks until the observer signals; false when the client went away
+// or the server is closing.
+func (x *exchange) wait() bool {
+	select {
+	case <-x.st.notify:
+		return true
+	case <-x.ctx.Done():
+		return false
+	case <-x.s.done:
+		return false
+	}
+}
+
+// sleep waits d; false when the client went away or the server is closing.
+func (x *exchange) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.ctx.Done():
+		return false
+	case <-x.s.done:
+		return false
+	}
+}
+
+// reset drops the connection abruptly: a TCP reset when the connection can
+// be hijacked, otherwise an aborted handler (the server closes the
+// connection without finishing the response). The request is cancelled in
+// the cluster.
+func (x *exchange) reset() {
+	x.cancel()
+	x.status = -1
+	conn, _, err := http.NewResponseController(x.w).Hijack()
+	if err == nil {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close sends RST
+		}
+		_ = conn.Close()
+		return
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// stream sends the SSE response: headers at once (or a slow-headers
+// fault's delay after arrival), the role chunk (chat), one chunk per token
+// as the engine produces them, the finish chunk, the usage chunk if asked,
+// [DONE]. Mid-stream faults strike when token AtToken (1-based) is ready:
+// a reset instead of sending it, a malformed chunk in its place that ends
+// the stream (no finish chunk, no [DONE]), or a stall of Delay before it.
+func (x *exchange) stream() {
+	fault := x.ticket.Fault
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	if fault.Kind == sim.FaultSlowHeaders && !x.sleep(fault.Delay-time.Since(x.start)) {
+		x.cancel()
+		return
+	}
+	x.status = http.StatusOK
+	x.w.WriteHeader(http.StatusOK)
+	fl, _ := x.w.(http.Flusher)
+	buf := (*x.buf)[:0]
+	defer func() { *x.buf = buf }()
+	if x.p.chat {
+		buf = x.enc.role(buf)
+	}
+	// faultAt is the number of tokens sent when the fault strikes; -1 for none.
+	faultAt := -1
+	switch fault.Kind {
+	case sim.FaultReset, sim.FaultMalformed, sim.FaultStall:
+		faultAt = max(fault.AtToken-1, 0)
+	}
+	written := 0
+	for {
+		// Read finished before tokens: a finished stream's total is final.
+		fin := x.st.finished.Load()
+		total := int(x.st.tokens.Load())
+		if fin && faultAt >= total {
+			faultAt = total - 1 // a plan beyond the output strikes at the last token
+		}
+		for written < total {
+			if written == faultAt {
+				faultAt = -1
+				switch fault.Kind {
+				case sim.FaultReset:
+					x.flush(fl, buf)
+					x.reset()
+					return
+				case sim.FaultMalformed:
+					buf = x.enc.malformed(buf)
+					x.flush(fl, buf)
+					x.cancel()
+					return
+				case sim.FaultStall:
+					ok := x.flush(fl, buf)
+					buf = buf[:0]
+					if !ok || !x.sleep(fault.Delay) {
+						x.cancel()
+						return
+					}
+				}
+			}
+			buf = x.enc.token(buf, written)
+			written++
+		}
+		if fin {
+			buf = x.enc.finish(buf, x.st.res.FinishReason)
+			if x.p.includeUsage {
+				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens)
+			}
+			buf = x.enc.done(buf)
+			x.flush(fl, buf)
+			return
+		}
+		ok := x.flush(fl, buf)
+		buf = buf[:0]
+		if !ok || !x.wait() {
+			x.cancel()
+			return
+		}
+	}
+}
+
+// flush writes buf and flushes it to the client; false on a write error
+// (the client went away).
+func (x *exchange) flush(fl http.Flusher, buf []byte) bool {
+	if len(buf) > 0 {
+		if _, err := x.w.Write(buf); err != nil {
+			return false
+		}
+	}
+	if fl != nil {
+		fl.Flush()
+	}
+	return true
+}
+
+// unary waits for the whole generation and sends one JSON body. Faults:
+// a reset drops the connection once token AtToken exists, a malformed
+// fault sends a truncated body, a stall holds the answer for Delay, slow
+// headers hold it until Delay after arrival.
+func (x *exchange) unary() {
+	fault := x.ticket.Fault
+	for {
+		fin := x.st.finished.Load()
+		if fault.Kind == sim.FaultReset && (fin || int(x.st.tokens.Load()) >= fault.AtToken) {
+			x.reset()
+			return
+		}
+		if fin {
+			break
+		}
+		if !x.wait() {
+			x.cancel()
+			return
+		}
+	}
+	delay := time.Duration(0)
+	switch fault.Kind {
+	case sim.FaultStall:
+		delay = fault.Delay
+	case sim.FaultSlowHeaders:
+		delay = fault.Delay - time.Since(x.start)
+	}
+	if !x.sleep(delay) {
+		return
+	}
+	res := x.st.res
+	buf := (*x.buf)[:0]
+	if fault.Kind == sim.FaultMalformed {
+		buf = x.enc.truncatedBody(buf)
+	} else {
+		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, res.FinishReason)
+	}
+	*x.buf = buf
+	x.w.Header().Set("Content-Type", "application/json")
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	x.status = http.StatusOK
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(buf)
+}

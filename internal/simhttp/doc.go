@@ -1,0 +1,92 @@
+// Package simhttp serves the simulated inference engine (package sim) over
+// an OpenAI-compatible HTTP API, in real time, so that surge — or any other
+// client — can load-test it over loopback exactly as it would a vLLM
+// server.
+//
+// # Endpoints
+//
+//	POST /v1/chat/completions   chat, streamed (SSE) or not
+//	POST /v1/completions        text completions, streamed or not
+//	GET  /v1/models             the one served model (default "surge-sim")
+//	GET  /health                200
+//	GET  /metrics               Prometheus text, vLLM's metric names
+//	GET  /sim/events            the autoscaler's milestones as JSON
+//
+// Request fields read: model, messages (chat) or prompt (completions: a
+// string, one string in an array, or token ids), max_tokens or
+// max_completion_tokens (the latter wins), ignore_eos, stream and
+// stream_options.include_usage. Other OpenAI fields are ignored. Without
+// max_tokens the cap is max_model_len − prompt tokens, as in vLLM.
+//
+// A streamed chat response is, like vLLM's: a role-only chunk
+// (delta {"role":"assistant","content":""}), one content chunk per
+// generated token, a finish chunk (empty delta, finish_reason "length" or
+// "stop"), a usage chunk ("choices":[] and usage) when
+// stream_options.include_usage is true, then "data: [DONE]". Completions
+// streams have no role chunk and carry choices[0].text. Token i (0-based)
+// reads words[i mod 64] of a fixed list, with a leading space after the
+// first, so the text is deterministic. Every response carries the replica
+// that served it in the X-Surge-Replica header ("r0", "r1", …). A streamed
+// response's status and headers are sent when the request is accepted into
+// the engine's queue, as vLLM does, not when it is scheduled.
+//
+// # Prompt tokens
+//
+// The simulator has no tokenizer; it estimates (EstimatePromptTokens):
+//
+//	completions: max(1, ceil(bytes/4))
+//	chat:        Σ_messages (ceil(bytes_i/4) + 4) + 3
+//
+// where bytes counts the UTF-8 bytes of the decoded text (for chat content
+// parts, the "text" parts), 4 tokens per message stand for the chat
+// template and 3 for the assistant turn's header. A prompt of token ids
+// counts one token per id.
+//
+// # Errors
+//
+// Errors use OpenAI's shape {"error":{"message","type","param","code"}}
+// with code = HTTP status, as vLLM: 400 for malformed JSON, missing
+// messages/prompt, max_tokens < 1 or a prompt + max_tokens beyond
+// max_model_len; 404 "The model `x` does not exist."; 413 for a body over
+// MaxBodyBytes; 429 with Retry-After (whole seconds ≥ 1) when admission
+// control refuses; 500 and 503 when the fault plan says so.
+//
+// # Faults
+//
+// The cluster decides a FaultPlan per request; this package enacts it.
+// On a stream, with AtToken the 1-based index of an output token:
+// reset — the connection is reset (TCP RST via hijack) instead of sending
+// token AtToken; malformed — token AtToken is sent as a chunk cut in the
+// middle of its JSON and the stream ends without finish chunk or [DONE];
+// stall — the stream holds for Delay before token AtToken; slow headers —
+// the headers leave Delay after the request arrived. A non-streamed request
+// is reset once token AtToken exists, gets a truncated JSON body, or is
+// answered Delay late.
+//
+// # Concurrency
+//
+// The sim.Cluster is a pure state machine, not safe for concurrent use; a
+// mutex guards it. One driver goroutine owns the clock (time since New):
+// it advances the cluster to now, sleeps on a single timer until the
+// cluster's next event and wakes early when a request is submitted. The
+// observer of each request runs under the lock and never blocks: it stores
+// the latest token total in an atomic and signals the request's handler on
+// a 1-buffered channel (signals coalesce). The handler goroutine appends a
+// chunk per new token to a pooled buffer with append-based JSON (no
+// allocation per token), writes and flushes once per wake-up. A client that
+// goes away (request context done) is cancelled in the cluster, freeing
+// its batch slot and KV cache.
+//
+// # Metrics
+//
+// /metrics (own registry) exposes, with label model_name:
+// vllm:num_requests_waiting, vllm:num_requests_running,
+// vllm:kv_cache_usage_perc (0..1, reserved KV tokens over capacity) as
+// gauges; vllm:request_queue_time_seconds, vllm:time_to_first_token_seconds
+// and vllm:e2e_request_latency_seconds as histograms with vLLM's buckets,
+// measured on the engine's clock from submit (TTFT, e2e) or from the
+// request's queue time; vllm:prompt_tokens_total,
+// vllm:generation_tokens_total and vllm:request_success_total
+// {finished_reason} as counters; plus surge_sim_replicas (ready),
+// surge_sim_replicas_starting and surge_sim_scaling_events_total{kind}.
+package simhttp

@@ -1,0 +1,203 @@
+package simhttp
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// words is the fixed vocabulary of generated text: token i (0-based) is
+// words[i%len(words)], preceded by a space except for the first token.
+// All words are plain ASCII letters, so they need no JSON escaping.
+var words = [...]string{
+	"the", "engine", "answers", "with", "simulated", "tokens", "that", "look",
+	"like", "words", "and", "arrive", "one", "per", "decode", "step",
+	"while", "the", "batch", "grows", "queue", "waits", "cache", "fills",
+	"a", "burst", "comes", "replicas", "start", "models", "load", "requests",
+	"drain", "latency", "rises", "then", "falls", "again", "as", "capacity",
+	"returns", "good", "put", "holds", "under", "deadline", "every", "percentile",
+	"is", "honest", "when", "samples", "are", "counted", "not", "averaged",
+	"so", "recovery", "time", "can", "be", "measured", "here", "now",
+}
+
+// tokenText returns the text of generated token i (0-based).
+func tokenText(i int) string {
+	if i == 0 {
+		return words[0]
+	}
+	return spaced[i%len(words)]
+}
+
+// spaced holds every word with its leading space, so that appending a
+// token never allocates.
+var spaced = func() (s [len(words)]string) {
+	for i, w := range words {
+		s[i] = " " + w
+	}
+	return s
+}()
+
+// Texts of the finish reasons and other constant JSON fragments.
+const (
+	sseData = "data: "
+	sseEnd  = "\n\n"
+	sseDone = "data: [DONE]\n\n"
+)
+
+// encoder builds the SSE chunks and JSON bodies of one response by
+// appending to a caller-owned buffer; after the prefix is built once per
+// request, appending a chunk does not allocate (beyond growing the buffer).
+type encoder struct {
+	chat bool
+	// head is `{"id":"…","object":"…","created":…,"model":"…",` shared by
+	// every chunk of a streamed response.
+	head []byte
+	// bodyHead is the same for the non-streamed body (a different object).
+	bodyHead []byte
+}
+
+// newEncoder returns the encoder of response id for a chat or completions
+// request, created at unix second created, answering for model.
+func newEncoder(chat bool, id string, created int64, model string) *encoder {
+	e := &encoder{chat: chat}
+	chunkObject, bodyObject := "text_completion", "text_completion"
+	if chat {
+		chunkObject, bodyObject = "chat.completion.chunk", "chat.completion"
+	}
+	e.head = appendHead(nil, id, chunkObject, created, model)
+	e.bodyHead = appendHead(nil, id, bodyObject, created, model)
+	return e
+}
+
+func appendHead(b []byte, id, object string, created int64, model string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, id)
+	b = append(b, `,"object":"`...)
+	b = append(b, object...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, model)
+	return append(b, ',')
+}
+
+// appendJSONString appends s as a JSON string. Used only when building
+// heads (once per request), so the allocation of json.Marshal is fine.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// role appends the first chunk of a chat stream: the role, no content.
+func (e *encoder) role(b []byte) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`...)
+	return append(b, sseEnd...)
+}
+
+// token appends the chunk carrying generated token i (0-based).
+func (e *encoder) token(b []byte, i int) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	if e.chat {
+		b = append(b, `"choices":[{"index":0,"delta":{"content":"`...)
+		b = append(b, tokenText(i)...)
+		b = append(b, `"},"logprobs":null,"finish_reason":null}]}`...)
+	} else {
+		b = append(b, `"choices":[{"index":0,"text":"`...)
+		b = append(b, tokenText(i)...)
+		b = append(b, `","logprobs":null,"finish_reason":null,"stop_reason":null}]}`...)
+	}
+	return append(b, sseEnd...)
+}
+
+// malformed appends a chunk cut in the middle of its JSON, as a broken
+// proxy or engine might send it.
+func (e *encoder) malformed(b []byte) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	if e.chat {
+		b = append(b, `"choices":[{"index":0,"delta":`...)
+	} else {
+		b = append(b, `"choices":[{"index":0,"text":`...)
+	}
+	return append(b, sseEnd...)
+}
+
+// finish appends the last choice chunk: empty delta (or text) and the
+// finish reason.
+func (e *encoder) finish(b []byte, reason string) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	if e.chat {
+		b = append(b, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
+	} else {
+		b = append(b, `"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":`...)
+	}
+	b = appendReason(b, reason)
+	b = append(b, `,"stop_reason":null}]}`...)
+	return append(b, sseEnd...)
+}
+
+// usage appends the usage chunk sent when stream_options.include_usage is
+// true: no choices, the token counts.
+func (e *encoder) usage(b []byte, prompt, completion int) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[],`...)
+	b = appendUsage(b, prompt, completion)
+	b = append(b, '}')
+	return append(b, sseEnd...)
+}
+
+// done appends the stream terminator.
+func (e *encoder) done(b []byte) []byte { return append(b, sseDone...) }
+
+// body appends the non-streamed response: one choice with the whole text.
+func (e *encoder) body(b []byte, prompt, completion int, reason string) []byte {
+	b = append(b, e.bodyHead...)
+	if e.chat {
+		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+	} else {
+		b = append(b, `"choices":[{"index":0,"text":"`...)
+	}
+	for i := range completion {
+		b = append(b, tokenText(i)...)
+	}
+	if e.chat {
+		b = append(b, `"},"logprobs":null,"finish_reason":`...)
+	} else {
+		b = append(b, `","logprobs":null,"finish_reason":`...)
+	}
+	b = appendReason(b, reason)
+	b = append(b, `,"stop_reason":null}],`...)
+	b = appendUsage(b, prompt, completion)
+	return append(b, "}\n"...)
+}
+
+// truncatedBody appends a non-streamed body cut in the middle.
+func (e *encoder) truncatedBody(b []byte) []byte {
+	b = append(b, e.bodyHead...)
+	return append(b, `"choices":[{"index":0,`...)
+}
+
+func appendReason(b []byte, reason string) []byte {
+	switch reason {
+	case "stop", "length", "abort":
+		b = append(b, '"')
+		b = append(b, reason...)
+		return append(b, '"')
+	default:
+		return append(b, "null"...)
+	}
+}
+
+func appendUsage(b []byte, prompt, completion int) []byte {
+	b = append(b, `"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	return append(b, '}')
+}

@@ -1,0 +1,120 @@
+package simhttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// chunkJSON strips the SSE framing of one chunk and decodes its JSON.
+func chunkJSON(t *testing.T, chunk []byte) map[string]any {
+	t.Helper()
+	s := string(chunk)
+	if !strings.HasPrefix(s, "data: ") || !strings.HasSuffix(s, "\n\n") || strings.Count(s, "\n") != 2 {
+		t.Fatalf("chunk %q is not one SSE data event", s)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s[len("data: "):len(s)-2]), &m); err != nil {
+		t.Fatalf("chunk %q: %v", s, err)
+	}
+	return m
+}
+
+func TestEncoderChunks(t *testing.T) {
+	for _, chat := range []bool{true, false} {
+		name := map[bool]string{true: "chat", false: "completions"}[chat]
+		t.Run(name, func(t *testing.T) {
+			e := newEncoder(chat, "id-1", 1700000000, `model "quoted" é`)
+			wantObject := map[bool]string{true: "chat.completion.chunk", false: "text_completion"}[chat]
+			check := func(m map[string]any) {
+				t.Helper()
+				if m["id"] != "id-1" || m["object"] != wantObject || m["created"] != float64(1700000000) || m["model"] != `model "quoted" é` {
+					t.Errorf("chunk head = %v", m)
+				}
+			}
+			m := chunkJSON(t, e.token(nil, 0))
+			check(m)
+			choice := m["choices"].([]any)[0].(map[string]any)
+			text := choice["text"]
+			if chat {
+				text = choice["delta"].(map[string]any)["content"]
+			}
+			if text != tokenText(0) || choice["finish_reason"] != nil {
+				t.Errorf("token chunk choice = %v", choice)
+			}
+			m = chunkJSON(t, e.finish(nil, "length"))
+			check(m)
+			choice = m["choices"].([]any)[0].(map[string]any)
+			if choice["finish_reason"] != "length" {
+				t.Errorf("finish chunk choice = %v", choice)
+			}
+			if chat && len(choice["delta"].(map[string]any)) != 0 {
+				t.Errorf("finish chunk delta not empty: %v", choice)
+			}
+			m = chunkJSON(t, e.usage(nil, 3, 4))
+			check(m)
+			if len(m["choices"].([]any)) != 0 {
+				t.Errorf("usage chunk has choices: %v", m)
+			}
+			u := m["usage"].(map[string]any)
+			if u["prompt_tokens"] != 3.0 || u["completion_tokens"] != 4.0 || u["total_tokens"] != 7.0 {
+				t.Errorf("usage = %v", u)
+			}
+			if got := string(e.done(nil)); got != "data: [DONE]\n\n" {
+				t.Errorf("done = %q", got)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(e.body(nil, 3, 4, "stop"), &body); err != nil {
+				t.Fatalf("body: %v", err)
+			}
+			choice = body["choices"].([]any)[0].(map[string]any)
+			text = choice["text"]
+			if chat {
+				text = choice["message"].(map[string]any)["content"]
+			}
+			if text != tokenText(0)+tokenText(1)+tokenText(2)+tokenText(3) || choice["finish_reason"] != "stop" {
+				t.Errorf("body choice = %v", choice)
+			}
+			// The malformed chunk and truncated body must not parse.
+			mal := e.malformed(nil)
+			if json.Valid(bytes.TrimSuffix(bytes.TrimPrefix(mal, []byte("data: ")), []byte("\n\n"))) {
+				t.Errorf("malformed chunk %q parses", mal)
+			}
+			if json.Valid(e.truncatedBody(nil)) {
+				t.Error("truncated body parses")
+			}
+		})
+	}
+	m := chunkJSON(t, newEncoder(true, "x", 1, "m").role(nil))
+	delta := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+	if delta["role"] != "assistant" || delta["content"] != "" {
+		t.Errorf("role chunk delta = %v", delta)
+	}
+}
+
+func TestTokenText(t *testing.T) {
+	if tokenText(0) != words[0] || tokenText(1) != " "+words[1] || tokenText(len(words)) != " "+words[0] {
+		t.Errorf("tokenText: %q %q %q", tokenText(0), tokenText(1), tokenText(len(words)))
+	}
+	for i, w := range words {
+		if w == "" || strings.ContainsAny(w, "\"\\ \n") {
+			t.Errorf("word %d %q needs escaping or is empty", i, w)
+		}
+	}
+}
+
+// TestTokenChunkAllocs checks that appending a token chunk to a buffer
+// with room does not allocate.
+func TestTokenChunkAllocs(t *testing.T) {
+	e := newEncoder(true, "chatcmpl-1", 1, "surge-sim")
+	buf := make([]byte, 0, 4096)
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		buf = e.token(buf[:0], i)
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("token chunk: %v allocations per chunk, want 0", allocs)
+	}
+}

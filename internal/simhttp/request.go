@@ -1,0 +1,298 @@
+package simhttp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// The prompt-token estimate used by the simulator (see EstimatePromptTokens).
+const (
+	// BytesPerToken is the number of prompt bytes counted as one token.
+	BytesPerToken = 4
+	// ChatTokensPerMessage is the template overhead counted for every chat
+	// message (role markers and separators).
+	ChatTokensPerMessage = 4
+	// ChatReplyPrimerTokens is the template overhead counted once per chat
+	// request for the assistant turn the engine is asked to write.
+	ChatReplyPrimerTokens = 3
+)
+
+// EstimatePromptTokens estimates the prompt length in tokens of a request
+// whose prompt texts are texts: ceil(len(text)/BytesPerToken) per text, in
+// bytes of the decoded (unescaped) UTF-8 string. For a completions request
+// texts is the single prompt and the result is at least 1. For a chat
+// request (chat true) texts are the message contents, one per message, and
+// the template adds ChatTokensPerMessage per message plus
+// ChatReplyPrimerTokens once:
+//
+//	completions: max(1, ceil(bytes/4))
+//	chat:        Σ_messages (ceil(bytes_i/4) + 4) + 3
+//
+// The estimate is only the simulator's stand-in for a tokenizer; clients
+// should take token counts from the server's usage.
+func EstimatePromptTokens(chat bool, texts ...string) int {
+	n := 0
+	for _, t := range texts {
+		n += ceilDiv(len(t), BytesPerToken)
+		if chat {
+			n += ChatTokensPerMessage
+		}
+	}
+	if chat {
+		n += ChatReplyPrimerTokens
+	}
+	return max(n, 1)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// apiError is an error answered to the client in OpenAI's error shape.
+type apiError struct {
+	status     int    // HTTP status
+	typ        string // error type, vLLM style ("BadRequestError", …)
+	message    string // never contains prompt or response text
+	param      string // offending parameter, "" for none
+	retryAfter int    // seconds for a Retry-After header; 0 for none
+}
+
+func (e *apiError) Error() string { return "simhttp: " + e.message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", message: fmt.Sprintf(format, args...), param: param}
+}
+
+// errorBody is the JSON body of an error response:
+// {"error":{"message":…,"type":…,"param":…,"code":…}}, code being the HTTP
+// status as vLLM sends it.
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+// writeError answers e. The message is the simulator's own text, never
+// the client's content.
+func writeError(w http.ResponseWriter, e *apiError) {
+	info := errorInfo{Message: e.message, Type: e.typ, Code: e.status}
+	if e.param != "" {
+		info.Param = &e.param
+	}
+	body, _ := json.Marshal(errorBody{Error: info}) // cannot fail: strings and ints only
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	w.WriteHeader(e.status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// wireRequest holds the fields of a chat or completions request that the
+// simulator reads; every other OpenAI field is ignored.
+type wireRequest struct {
+	Model               string          `json:"model"`
+	Messages            json.RawMessage `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type wirePart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// maxEchoedModel bounds the model name echoed in a 404 message.
+const maxEchoedModel = 128
+
+// parsedRequest is a decoded, syntactically valid request. Checks that
+// depend on the server's configuration (model name, context length) are
+// made by validate.
+type parsedRequest struct {
+	chat         bool
+	model        string // "" when the client sent none
+	promptTokens int    // EstimatePromptTokens, or the number of token ids sent
+	maxTokens    int    // 0 when the client sent none
+	ignoreEOS    bool
+	stream       bool
+	includeUsage bool
+}
+
+// decodeRequest parses a chat (chat true) or completions request body.
+// It never panics on any input (see FuzzDecodeRequest).
+func decodeRequest(body []byte, chat bool) (parsedRequest, *apiError) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return parsedRequest{}, badRequest(te.Field, "invalid type for %q: expected %s", te.Field, te.Type)
+		}
+		return parsedRequest{}, badRequest("", "request body is not valid JSON")
+	}
+	p := parsedRequest{chat: chat, model: w.Model, ignoreEOS: w.IgnoreEOS, stream: w.Stream}
+	if w.StreamOptions != nil {
+		if !w.Stream {
+			return parsedRequest{}, badRequest("stream_options", "stream_options can only be set when stream is true")
+		}
+		p.includeUsage = w.StreamOptions.IncludeUsage
+	}
+	max := w.MaxTokens
+	param := "max_tokens"
+	if w.MaxCompletionTokens != nil {
+		max, param = w.MaxCompletionTokens, "max_completion_tokens"
+	}
+	if max != nil {
+		if *max < 1 {
+			return parsedRequest{}, badRequest(param, "%s must be at least 1, got %d", param, *max)
+		}
+		if *max > 1<<30 {
+			return parsedRequest{}, badRequest(param, "%s is too large: %d", param, *max)
+		}
+		p.maxTokens = int(*max)
+	}
+	var err *apiError
+	if chat {
+		p.promptTokens, err = chatPromptTokens(w.Messages)
+	} else {
+		p.promptTokens, err = completionPromptTokens(w.Prompt)
+	}
+	if err != nil {
+		return parsedRequest{}, err
+	}
+	return p, nil
+}
+
+func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// chatPromptTokens estimates the prompt of a messages array. A content is
+// a string, null (e.g. an assistant message with tool calls) or an array of
+// parts of which the "text" parts count.
+func chatPromptTokens(raw json.RawMessage) (int, *apiError) {
+	if absent(raw) {
+		return 0, badRequest("messages", "messages is required")
+	}
+	var msgs []wireMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return 0, badRequest("messages", "messages must be an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return 0, badRequest("messages", "messages must contain at least one message")
+	}
+	n := ChatReplyPrimerTokens
+	for i, m := range msgs {
+		if m.Role == "" {
+			return 0, badRequest("messages", "messages[%d].role is required", i)
+		}
+		bytes := 0
+		switch {
+		case absent(m.Content):
+		case m.Content[0] == '"':
+			var s string
+			if err := json.Unmarshal(m.Content, &s); err != nil {
+				return 0, badRequest("messages", "messages[%d].content is not a valid string", i)
+			}
+			bytes = len(s)
+		case m.Content[0] == '[':
+			var parts []wirePart
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
+			}
+			for _, pt := range parts {
+				if pt.Type == "text" {
+					bytes += len(pt.Text)
+				}
+			}
+		default:
+			return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
+		}
+		n += ceilDiv(bytes, BytesPerToken) + ChatTokensPerMessage
+	}
+	return n, nil
+}
+
+// completionPromptTokens estimates a completions prompt: a string, an
+// array holding one string, an array of token ids, or an array holding
+// one array of token ids. Batched prompts (several prompts in one
+// request) are refused: the simulator answers one choice per request.
+func completionPromptTokens(raw json.RawMessage) (int, *apiError) {
+	if absent(raw) {
+		return 0, badRequest("prompt", "prompt is required")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return EstimatePromptTokens(false, s), nil
+	}
+	var ids []int64
+	if err := json.Unmarshal(raw, &ids); err == nil {
+		if len(ids) == 0 {
+			return 0, badRequest("prompt", "prompt must not be empty")
+		}
+		return len(ids), nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		if len(strs) != 1 {
+			return 0, badRequest("prompt", "the simulator accepts exactly one prompt per request, got %d", len(strs))
+		}
+		return EstimatePromptTokens(false, strs[0]), nil
+	}
+	var idLists [][]int64
+	if err := json.Unmarshal(raw, &idLists); err == nil {
+		if len(idLists) != 1 {
+			return 0, badRequest("prompt", "the simulator accepts exactly one prompt per request, got %d", len(idLists))
+		}
+		if len(idLists[0]) == 0 {
+			return 0, badRequest("prompt", "prompt must not be empty")
+		}
+		return len(idLists[0]), nil
+	}
+	return 0, badRequest("prompt", "prompt must be a string, an array of strings or an array of token ids")
+}
+
+// validate applies the checks that depend on the server: the model name
+// (empty means the served model, as in vLLM) and the context length. It
+// fills in the default max_tokens, maxModelLen − promptTokens, like vLLM.
+func (p *parsedRequest) validate(model string, maxModelLen int) *apiError {
+	if p.model != "" && p.model != model {
+		name := p.model
+		if len(name) > maxEchoedModel {
+			name = name[:maxEchoedModel] + "…"
+		}
+		return &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
+			message: "The model `" + name + "` does not exist."}
+	}
+	promptParam := "prompt"
+	if p.chat {
+		promptParam = "messages"
+	}
+	if p.promptTokens >= maxModelLen {
+		return badRequest(promptParam, "This model's maximum context length is %d tokens. However, your prompt has %d tokens. Please reduce the length of the prompt.", maxModelLen, p.promptTokens)
+	}
+	if p.maxTokens == 0 {
+		p.maxTokens = maxModelLen - p.promptTokens
+	}
+	if p.promptTokens+p.maxTokens > maxModelLen {
+		param := "max_tokens"
+		return badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
+			maxModelLen, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package workload describes what surge sends: workload profiles (prompt and
+// output length distributions with a max_tokens cap) and a Generator that
+// turns each scheduled arrival into a Request with a synthetic prompt
+// (METHOD.md §10).
+//
+// # Lengths
+//
+// All lengths are in tokens. A Dist is one of
+//
+//	lognormal: L = clamp(round(m·e^(σZ)), min, max), Z ~ N(0, 1);
+//	           median m, σ the standard deviation of ln L,
+//	           unclamped mean m·e^(σ²/2) (Dist.Mean gives the clamped mean)
+//	uniform:   L uniform over the integers min..max, mean (min + max)/2
+//	fixed:     L = value
+//
+// A Profile pairs a prompt-length Dist with an output-length Dist and a cap:
+// max_tokens = min(output draw, cap). The defaults (DefaultProfiles) are
+// chat (median 500 prompt / 150 output), rag (3000–4000 / median 200) and
+// longgen (median 300 / 1000). Replayed arrivals that carry token counts
+// override the draws.
+//
+// # Determinism
+//
+// Request k is a function of (Seed, Salt, profile, arrival k) only: the
+// Generator reseeds a PCG from splitmix64(Seed) and splitmix64(Seq) for
+// every request, so the order of calls and the number of generators do not
+// matter.
+//
+// # Prompts
+//
+// surge's token estimate is 1 token ≈ 4 bytes: EstimateTokens(s) =
+// ⌈len(s)/4⌉. A prompt for T tokens is exactly 4·T bytes:
+//
+//	"[req <seq>-<8 hex>] " + body
+//
+// The nonce at the very start makes every prompt unique, so a prefix cache
+// (which matches from the first token) cannot flatter the results; its hex
+// part mixes Seed and Salt, so runs with different salts differ too. The
+// body is cut from a fixed, deterministic English-like text (sentences of
+// words from a 260-word list, the same for every seed), starting at a
+// pseudo-random word within its first 64 KiB. With Config.NoNonce there is no
+// nonce and every body starts at the text's beginning, so all prompts share
+// their prefixes — for testing prefix caching.
+//
+// How close is the estimate? Measured with tiktoken-go v0.10.0 on 400 KB of
+// this text: cl100k_base 4.03 bytes/token, o200k_base 4.22 bytes/token
+// (2 KB windows: 3.7–4.3 and 3.9–4.6). A prompt of T estimated tokens is
+// therefore about T (cl100k, Llama 3) or 0.95·T (o200k) real tokens.
+// Servers' usage is the truth; records carry it.
+//
+// Building a prompt copies the nonce and the body once, straight into the
+// prompt string's memory: one allocation and one copy per request (see
+// BenchmarkGenerate).
+//
+// A Request's prompt lives only in memory; it is never written to a record,
+// a log or a report.
+package workload
