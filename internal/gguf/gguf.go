@@ -39,10 +39,11 @@
 //     the final RMS norm it is x₀/rms(x) > 0.
 //  3. Dimension 0 of output.weight is SuppressWeight (default −1000) for the
 //     control, byte-fallback and unknown tokens, so their logits are shifted by
-//     SuppressWeight × x₀/rms(x) (about −250 with the defaults, against
-//     ordinary logits of standard deviation ≈ 1): the engine never samples
-//     end-of-sequence, a chat marker or a raw byte, and the text stays valid
-//     UTF-8 made of word-like pieces.
+//     SuppressWeight × x₀/rms(x) after the final norm: far below the ordinary
+//     logits, whose standard deviation is ≈ 1 (a row of d weights of standard
+//     deviation 1/√d against a unit-RMS vector). The engine never samples
+//     end-of-sequence, a chat marker or a raw byte, so every request runs to
+//     max_tokens and the text is valid UTF-8 made of word-like pieces.
 //
 // The tokenizer is SentencePiece-style ("llama"): <unk>, <s>, </s>, the 256
 // byte-fallback tokens <0x00>…<0xFF>, <|im_start|> and <|im_end|>, then
