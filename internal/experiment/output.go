@@ -239,6 +239,9 @@ func generatorNotes(a *analyze.Result) []string {
 func Row(res *Result, o *Options, phase string) report.Row {
 	a := res.Analysis
 	r := report.Row{Model: o.Model, Workload: o.Profile, Deployment: o.Deployment, Samples: a.Overall.Offered, Partial: res.Partial}
+	if r.Deployment == "" && res.Simulated {
+		r.Deployment = "simulator"
+	}
 	if res.Partial {
 		r.PartialReason = "interrupted before the plan completed"
 	}

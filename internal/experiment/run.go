@@ -150,6 +150,7 @@ type Result struct {
 	Records   int64
 	Partial   bool
 	StoppedAt time.Duration // when StopWhen ended the schedule; 0 if it did not
+	Simulated bool          // the target was surge's simulator
 	Plan      schedule.Plan // the plan as executed (the last phase cut at StoppedAt)
 	Started   time.Time
 	Elapsed   time.Duration
@@ -188,7 +189,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	started := time.Now()
-	res := &Result{Spec: spec, Started: started}
+	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated}
 	man := e.manifest(spec, started)
 	if err := record.WriteManifest(filepath.Join(spec.Dir, "manifest.json"), man); err != nil {
 		w.Close()
