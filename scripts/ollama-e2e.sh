@@ -16,9 +16,13 @@
 # COMMAND runs with these variables exported (they are also printed):
 #   OLLAMA_BASE_URL  http://127.0.0.1:PORT/v1 (OpenAI-compatible API)
 #   OLLAMA_MODEL     model name to put in requests
-#   OLLAMA_LOG       Ollama's log file; one GIN access line per request, e.g.
-#                    [GIN] 2026/01/02 - 15:04:05 | 200 |  1.234567891s |  127.0.0.1 | POST "/v1/chat/completions"
-#   OLLAMA_NUM_PARALLEL, OLLAMA_NUM_CTX, OLLAMA_NUM_PREDICT  as configured
+#   OLLAMA_LOG       Ollama's log file (INFO level: no prompt text). Each
+#                    request adds one GIN access line when its handler
+#                    returns, time in UTC to the second, duration from the
+#                    request's arrival (so including queue wait) to its end:
+#   [GIN] 2026/01/02 - 15:04:05 | 200 |  1.234567891s |       127.0.0.1 | POST     "/v1/chat/completions"
+#   OLLAMA_NUM_PARALLEL, OLLAMA_NUM_CTX, OLLAMA_NUM_PREDICT, OLLAMA_NUM_THREAD
+#                    as configured
 # The script exits with COMMAND's status.
 #
 # Environment (all optional):
@@ -28,8 +32,12 @@
 #   OLLAMA_NUM_CTX            context tokens per slot (default 2048)
 #   OLLAMA_NUM_PREDICT        tokens generated when a request sets no
 #                             max_tokens (default 256)
-#   OLLAMA_NUM_THREAD         CPU threads per decode step (default: Ollama's
-#                             own, the number of physical cores)
+#   OLLAMA_NUM_THREAD         CPU threads per decode step (default 1; 0 means
+#                             Ollama's own default, one per physical core).
+#                             On a 2-core machine one thread decodes one
+#                             stream faster (~280 vs ~200 tokens/s) and stays
+#                             steady when other processes (surge itself) take
+#                             CPU, where two threads stall for up to a second.
 #   SURGE_OLLAMA_MODEL        model name (default surge-tiny)
 #   SURGE_OLLAMA_SEED         weight seed for the generated model (default 1)
 #   SURGE_OLLAMA_LOG          log file to write and keep (default: inside the
@@ -39,9 +47,11 @@
 # Facts this relies on (checked with Ollama v0.17.4, see issue 6): the module
 # zip drops llama.cpp's vendor/ directory, so nlohmann/json and stb come from
 # Debian and miniaudio from a stub written here (only multimodal audio input
-# uses it); -march=x86-64-v3 gives the CPU backend AVX2/FMA (about 3x faster
-# decoding); versions from 0.30 on fetch llama.cpp at build time and cannot be
-# built offline. The script never pulls models and never uses cloud models.
+# uses it); -march=x86-64-v3 gives the CPU backend AVX2/FMA (measured 6-7x
+# faster decoding: ~30 tokens/s without it), so the binary needs an x86-64-v3
+# CPU; versions from 0.30 on (per issue 6) fetch llama.cpp at build time and
+# cannot be built offline. The script never pulls models and never uses cloud
+# models.
 set -euo pipefail
 
 OLLAMA_VERSION=0.17.4
@@ -52,7 +62,7 @@ OLLAMA=$PREFIX/bin/ollama
 NUM_PARALLEL=${OLLAMA_NUM_PARALLEL:-2}
 NUM_CTX=${OLLAMA_NUM_CTX:-2048}
 NUM_PREDICT=${OLLAMA_NUM_PREDICT:-256}
-NUM_THREAD=${OLLAMA_NUM_THREAD:-}
+NUM_THREAD=${OLLAMA_NUM_THREAD:-1}
 MODEL=${SURGE_OLLAMA_MODEL:-surge-tiny}
 SEED=${SURGE_OLLAMA_SEED:-1}
 READY_SECS=${SURGE_OLLAMA_READY_SECS:-180}
@@ -72,6 +82,15 @@ usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
 	exit 2
 }
+
+uint() { [[ $2 =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, got '$2'"; }
+uint OLLAMA_NUM_PARALLEL "$NUM_PARALLEL"
+uint OLLAMA_NUM_CTX "$NUM_CTX"
+uint OLLAMA_NUM_PREDICT "$NUM_PREDICT"
+uint OLLAMA_NUM_THREAD "$NUM_THREAD"
+uint SURGE_OLLAMA_SEED "$SEED"
+uint SURGE_OLLAMA_READY_SECS "$READY_SECS"
+[[ $MODEL =~ ^[a-z0-9][a-z0-9._-]*$ ]] || die "SURGE_OLLAMA_MODEL '$MODEL' is not a plain local model name"
 
 mode=
 case ${1:-} in
@@ -262,7 +281,7 @@ TEMPLATE """{{- if .Messages }}{{ range .Messages }}<|im_start|>{{ .Role }}
 PARAMETER num_ctx $NUM_CTX
 PARAMETER num_predict $NUM_PREDICT
 EOF
-	[ -z "$NUM_THREAD" ] || echo "PARAMETER num_thread $NUM_THREAD" >>"$TMP/Modelfile"
+	[ "$NUM_THREAD" = 0 ] || echo "PARAMETER num_thread $NUM_THREAD" >>"$TMP/Modelfile"
 	if ! HOME="$TMP/home" OLLAMA_HOST="127.0.0.1:$PORT" "$OLLAMA" create "$MODEL" -f "$TMP/Modelfile" >"$TMP/create.log" 2>&1; then
 		tail -n 5 "$TMP/create.log" >&2
 		die "ollama create failed"

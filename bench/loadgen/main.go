@@ -71,6 +71,8 @@ type Options struct {
 	Records      string        // keep the records file here ("" = temporary, removed)
 	ServerPID    int           // measure this process's CPU too
 	Label        string        // first column of the markdown row
+	GenCPU       int           // the CPU the generator is pinned to (-1 = unknown)
+	ServerCPU    int           // the CPU the server is pinned to (-1 = unknown)
 }
 
 // Stats is what one run measured.
@@ -87,6 +89,8 @@ type Stats struct {
 	RSSMiB              float64
 	ServerCPU           float64 // -1 when unknown
 	Load0, Load1        string
+	OthersGen           float64 // CPU-seconds others used on the generator's CPU; -1 unknown
+	OthersServer        float64 // CPU-seconds others used on the server's CPU; -1 unknown
 }
 
 func main() {
@@ -102,6 +106,8 @@ func main() {
 	flag.StringVar(&o.Records, "records", "", "keep the records (JSONL) in this file instead of a removed temporary one")
 	flag.IntVar(&o.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time over the run")
 	flag.StringVar(&o.Label, "label", "", "first column of the --md row (default: the rate)")
+	flag.IntVar(&o.GenCPU, "gen-cpu", -1, "the CPU this process is pinned to, to report what else ran there")
+	flag.IntVar(&o.ServerCPU, "server-cpu", -1, "the CPU the server is pinned to, to report what else ran there")
 	md := flag.Bool("md", false, "print a markdown table row on stdout")
 	mdHeader := flag.Bool("md-header", false, "print the markdown table header and exit")
 	flag.Parse()
@@ -166,15 +172,9 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 	}
 	defer w.Close()
 
-	origin := time.Now()
 	ccfg := openai.DefaultConfig()
 	ccfg.BaseURL, ccfg.Model = o.URL, "bench"
 	ccfg.MaxConns = min(o.MaxInFlight, 4096) // as experiment.executeLive
-	client, err := openai.New(ccfg, origin)
-	if err != nil {
-		return nil, err
-	}
-	defer client.CloseIdle()
 
 	// The sink of experiment.Execute: write the record, keep it in memory.
 	var mu sync.Mutex
@@ -205,17 +205,17 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	st := &Stats{Asked: o.Rate, Scheduled: int64(len(arrivals)), Outcomes: map[record.Outcome]int64{}, ServerCPU: -1}
+	st := &Stats{Asked: o.Rate, Scheduled: int64(len(arrivals)), Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
 	st.Load0 = loadavg()
+	busy0 := cpuBusy()
 	srv0 := procCPU(o.ServerPID)
 	cpu0 := cpuSeconds()
-	// The origin is a little in the past by now; move it to the present so
-	// that the first arrival is not already late. Client and driver share it.
-	origin = time.Now()
-	client, err = openai.New(ccfg, origin)
+	origin := time.Now() // shared by the client and the driver
+	client, err := openai.New(ccfg, origin)
 	if err != nil {
 		return nil, err
 	}
+	defer client.CloseIdle()
 	gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
 	runErr := gen.Run(ctx, arrivals)
 	if err := w.Close(); err != nil && writeErr == nil {
@@ -226,12 +226,17 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 	if srv1 := procCPU(o.ServerPID); srv0 >= 0 && srv1 >= 0 {
 		st.ServerCPU = srv1 - srv0
 	}
+	if busy1 := cpuBusy(); busy0 != nil && busy1 != nil {
+		if o.GenCPU >= 0 && o.GenCPU < len(busy1) {
+			st.OthersGen = max(0, busy1[o.GenCPU]-busy0[o.GenCPU]-st.CPU)
+		}
+		if o.ServerCPU >= 0 && o.ServerCPU < len(busy1) && st.ServerCPU >= 0 {
+			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
+		}
+	}
 	st.RSSMiB = maxRSSMiB()
 	st.Load1 = loadavg()
-	if o.CPUProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	client.CloseIdle()
+	pprof.StopCPUProfile() // no-op without a profile; the deferred call then does nothing
 	if runErr != nil {
 		return nil, fmt.Errorf("loadgen bench: interrupted: %w", runErr)
 	}
@@ -305,24 +310,36 @@ func (st *Stats) serverShare() string {
 	return fmt.Sprintf("%.0f %%", 100*st.ServerCPU/st.Wall.Seconds())
 }
 
+// others is what other processes used on the two pinned CPUs, as shares
+// of the run's wall time.
+func (st *Stats) others() string {
+	f := func(v float64) string {
+		if v < 0 {
+			return "?"
+		}
+		return fmt.Sprintf("%.0f %%", 100*v/st.Wall.Seconds())
+	}
+	return f(st.OthersGen) + " / " + f(st.OthersServer)
+}
+
 func (st *Stats) summary(w io.Writer) {
 	fmt.Fprintf(w, "asked %.0f/s  achieved %.1f/s (%.2f %%)  scheduled %d  sent %d  completed %d  good %d\n",
 		st.Asked, st.Achieved, 100*st.Achieved/st.Asked, st.Scheduled, st.Sent, st.Completed, st.Good)
 	fmt.Fprintf(w, "outcomes: %s\n", st.outcomes())
 	fmt.Fprintf(w, "schedule lag p50 %v  p99 %v  max %v\n", ms(st.LagP50), ms(st.LagP99), ms(st.Max))
 	fmt.Fprintf(w, "ttft (send) p50 %v  p99 %v\n", ms(st.TTFTP50), ms(st.TTFTP99))
-	fmt.Fprintf(w, "cpu %.2f s over %.1f s wall = %.3f CPU-s per 1,000 requests; peak RSS %.0f MiB; server cpu %s; load %s → %s\n",
-		st.CPU, st.Wall.Seconds(), st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.Load0, st.Load1)
+	fmt.Fprintf(w, "GOMAXPROCS %d; cpu %.2f s over %.1f s wall = %.3f CPU-s per 1,000 requests; peak RSS %.0f MiB; server cpu %s; others on gen/server CPU %s; load %s → %s\n",
+		runtime.GOMAXPROCS(0), st.CPU, st.Wall.Seconds(), st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
 }
 
-const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | TTFT p50 / p99 | CPU-s per 1k | peak RSS | server CPU | load 1m |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | TTFT p50 / p99 | CPU-s per 1k | peak RSS | server CPU | others on gen / server CPU | load 1m |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 func (st *Stats) row(w io.Writer, label string) {
-	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s / %s | %.3f | %.0f MiB | %s | %s→%s |\n",
+	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s / %s | %.3f | %.0f MiB | %s | %s | %s→%s |\n",
 		label, st.Achieved, 100*st.Achieved/st.Asked, st.Sent, st.Completed, st.outcomes(),
 		ms(st.LagP50), ms(st.LagP99), ms(st.Max), ms(st.TTFTP50), ms(st.TTFTP99),
-		st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.Load0, st.Load1)
+		st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
 }
 
 // ms formats d in milliseconds with two decimals.
@@ -374,6 +391,41 @@ func procCPU(pid int) float64 {
 	return float64(ut+stt) / 100
 }
 
+// cpuBusy returns each CPU's busy time so far in seconds (/proc/stat:
+// everything but idle and iowait, in ticks of 1/100 s), or nil.
+func cpuBusy() []float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	var out []float64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil || n != len(out) {
+			return nil
+		}
+		var busy int64
+		for i, v := range f[1:] {
+			if i >= 8 { // guest time is already in user
+				break
+			}
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil
+			}
+			if i != 3 && i != 4 { // idle, iowait
+				busy += x
+			}
+		}
+		out = append(out, float64(busy)/100)
+	}
+	return out
+}
+
 // loadavg is the 1-minute load average.
 func loadavg() string {
 	f, err := os.Open("/proc/loadavg")
@@ -389,5 +441,3 @@ func loadavg() string {
 	}
 	return "?"
 }
-
-var _ = runtime.GOMAXPROCS

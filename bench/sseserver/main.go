@@ -265,11 +265,13 @@ func (s *Server) serveConn(c net.Conn) {
 		if err != nil {
 			if errors.Is(err, errBadRequest) {
 				_ = plain(c, "400 Bad Request", "bad request\n", true)
+				lingerClose(c)
 			}
 			return
 		}
 		if h.chunked {
 			_ = plain(c, "501 Not Implemented", "chunked request bodies are not supported\n", true)
+			lingerClose(c)
 			return
 		}
 		if _, err := br.Discard(int(h.contentLength)); err != nil {
@@ -287,6 +289,17 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 	}
+}
+
+// lingerClose shuts down the writing side and reads what the client still
+// sends for a moment, so that closing a connection with unread input does
+// not reset it before the client has read the error response.
+func lingerClose(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, c, 256<<10)
 }
 
 // stream writes one SSE response on the timeline of the package doc.

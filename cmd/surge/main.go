@@ -83,6 +83,6 @@ inference engine, so you can try everything on a laptop.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd())
 	return root
 }

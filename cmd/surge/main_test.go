@@ -100,3 +100,39 @@ func TestBurstSimulate(t *testing.T) {
 		}
 	}
 }
+
+// surge report re-renders a burst experiment from its files alone.
+func TestReportRerendersBurst(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "5", "--multipliers", "3", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("burst: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	before, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// summary.json stays: it holds the prediction made before the run.
+	for _, f := range []string{"results.csv", "results.md", "report.html", "burst-3x/timeseries.csv"} {
+		os.Remove(filepath.Join(out, f))
+	}
+	code, stdout, stderr = surge(t, "report", out)
+	if code != exitOK {
+		t.Fatalf("report: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	after, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatalf("re-rendered results differ:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, f := range []string{"results.md", "report.html", "burst-3x/timeseries.csv"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not re-rendered: %v", f, err)
+		}
+	}
+	if code, _, stderr := surge(t, "report", t.TempDir()); code != exitUsage || !strings.Contains(stderr, "holds neither requests.jsonl") {
+		t.Fatalf("empty folder: exit %d %q", code, stderr)
+	}
+}

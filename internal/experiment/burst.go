@@ -197,6 +197,20 @@ func (c *BurstConfig) plan(k float64) schedule.Plan {
 	return p
 }
 
+// BurstInfo is what summary.json records about a burst run beyond the
+// analysis, so that `surge report` can re-render it.
+type BurstInfo struct {
+	K                 float64             `json:"multiplier"`
+	BaselineRPS       float64             `json:"baseline_rps"`
+	Mu                float64             `json:"mu_rps"` // 0 = unknown
+	MuSource          string              `json:"mu_source"`
+	Prediction        *predict.Prediction `json:"prediction,omitempty"`
+	BurstEndNs        int64               `json:"burst_end_ns"`
+	PlannedRecoveryNs int64               `json:"planned_recovery_ns"`
+	SettleNs          int64               `json:"settle_ns"`
+	SettleNote        string              `json:"settle_note"`
+}
+
 // BurstRun is one multiplier's run and its verdicts.
 type BurstRun struct {
 	K          float64
@@ -304,9 +318,7 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 			// histogram delta from the burst start to the end of the run.
 			last := res.Engine[len(res.Engine)-1].TNs
 			res.EngineQ[schedule.PhaseBurst] = scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(burstStart), last)
-			if err := writeRunFiles(spec.Dir, res); err != nil {
-				return runs, err
-			}
+			res.setQueueWait()
 		}
 		run.Result = res
 		run.Recovery = measuredRecovery(res.Analysis.Recovery, c.Recovery)
@@ -319,6 +331,11 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 					run.Prediction, run.MuSource = &p, muSource+" (after the fact)"
 				}
 			}
+		}
+		res.Burst = &BurstInfo{K: k, BaselineRPS: c.BaselineRPS, Mu: mu, MuSource: run.MuSource, Prediction: run.Prediction,
+			BurstEndNs: int64(run.BurstEnd), PlannedRecoveryNs: int64(c.Recovery), SettleNs: int64(run.Settle), SettleNote: run.SettleNote}
+		if err := writeRunFiles(spec.Dir, res); err != nil {
+			return runs, err
 		}
 		runs = append(runs, run)
 		printBurstRun(w, &run, c)

@@ -28,7 +28,7 @@ type Summary struct {
 	Engine     scrape.Status        `json:"engine_metrics"`
 	EngineWait map[string]QueueWait `json:"engine_queue_wait"` // per phase
 	SimEvents  []sim.Event          `json:"sim_events,omitempty"`
-	Extra      map[string]any       `json:"extra,omitempty"`
+	Burst      *BurstInfo           `json:"burst,omitempty"`
 }
 
 // QueueWait is the engine-measured queue wait of one phase, in ms.
@@ -62,10 +62,7 @@ func queueWait(st scrape.Stats, ok bool) QueueWait {
 
 func writeRunFiles(dir string, res *Result) error {
 	s := Summary{Run: res.Spec.Name, Partial: res.Partial, Records: res.Records, Analysis: res.Analysis,
-		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: map[string]QueueWait{}, SimEvents: res.SimEvents}
-	for name, st := range res.EngineQ {
-		s.EngineWait[name] = queueWait(st, true)
-	}
+		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, SimEvents: res.SimEvents, Burst: res.Burst}
 	if err := writeJSON(filepath.Join(dir, "summary.json"), s); err != nil {
 		return err
 	}
@@ -255,7 +252,7 @@ func Row(res *Result, o *Options, phase string) report.Row {
 	r.Completion = percentiles(s.Latency.E2ESchedule)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
 	r.Samples = s.Offered
-	qw := queueWait(res.EngineQ[phase], res.EngineQ != nil)
+	qw := res.QueueWait[phase]
 	if qw.Available {
 		r.QueueWait = report.Percentiles{P50: report.Val(qw.P50Ms), P95: report.Val(qw.P95Ms), P99: report.Val(qw.P99Ms)}
 		if qw.P99Above {

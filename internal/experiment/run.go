@@ -138,6 +138,16 @@ type Spec struct {
 	// and the last phase ends at the moment of the stop.
 	StopWhen      func(recs []record.Record, horizon time.Duration) bool
 	StopCheckFrom time.Duration
+	// StopInVirtualTime also applies StopWhen in virtual time: the run is
+	// simulated, StopWhen is asked once per virtual second as it would be
+	// live, and on a stop the arrivals from the stop on are removed and the
+	// run simulated again (see virtualstop.go).
+	StopInVirtualTime bool
+
+	// Closed, when set, runs closed-loop users instead of the open-loop
+	// schedule (concurrency sweeps only; see closed.go). Plan must then be
+	// closedPlan(*Closed): it only names the phases for the analysis.
+	Closed *ClosedLoop
 }
 
 // Result is what a run produced.
@@ -147,6 +157,8 @@ type Result struct {
 	Scrape    scrape.Status
 	Engine    []scrape.Sample
 	EngineQ   map[string]scrape.Stats // engine queue-time stats per phase
+	QueueWait map[string]QueueWait    // the same in ms, as reported (from EngineQ, or read back from summary.json)
+	Burst     *BurstInfo              // the burst experiment's view of this run, when it is one
 	Records   int64
 	Partial   bool
 	StoppedAt time.Duration // when StopWhen ended the schedule; 0 if it did not
@@ -165,9 +177,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
-	arrivals, err := schedule.Build(spec.Plan, o.Seed)
-	if err != nil {
-		return nil, &ConfigError{err}
+	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
+	if spec.Closed == nil {
+		var err error
+		if arrivals, err = schedule.Build(spec.Plan, o.Seed); err != nil {
+			return nil, &ConfigError{err}
+		}
 	}
 	prof, err := workload.Lookup(o.Profile)
 	if err != nil {
@@ -211,7 +226,11 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 
 	var runErr error
 	if e.Virtual {
-		runErr = e.executeVirtual(ctx, spec, arrivals, wcfg, sink, res)
+		if spec.Closed != nil {
+			runErr = e.executeClosedVirtual(ctx, spec, wcfg, sink, res)
+		} else {
+			runErr = e.executeVirtual(ctx, spec, arrivals, wcfg, sink, res)
+		}
 		res.Scrape = scrape.Status{State: scrape.StateOK, Preset: "sim", Samples: len(res.Engine)}
 		if err := writeEngineCSV(filepath.Join(spec.Dir, "engine.csv"), res.Engine); err != nil && runErr == nil {
 			runErr = err
@@ -248,8 +267,10 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			res.EngineQ[b.Name] = scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(b.Start), int64(b.End))
 		}
 	}
+	res.setQueueWait()
 	man.Finished = time.Now()
 	man.Partial = res.Partial
+	man.Config.(map[string]any)["plan"] = res.Plan // as executed: a recovery phase may have ended early
 	if res.Partial {
 		man.PartialWhy = "interrupted (Ctrl-C) before the plan completed"
 	}
@@ -323,6 +344,14 @@ func redactedOptions(o *Options) Options {
 	c.Target = redactURL(c.Target)
 	c.MetricsURL = redactURL(c.MetricsURL)
 	return c
+}
+
+// setQueueWait derives the reported queue waits from the engine stats.
+func (r *Result) setQueueWait() {
+	r.QueueWait = map[string]QueueWait{}
+	for name, st := range r.EngineQ {
+		r.QueueWait[name] = queueWait(st, true)
+	}
 }
 
 // redactedExtra removes the options (recorded separately, redacted) from
@@ -412,10 +441,22 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	d := o.deadlines()
 	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile,
 		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
-	gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
+	// The driver: the open-loop schedule, or closed-loop users (sweeps).
+	var counters *loadgen.Counters
+	var drive func() error
+	stopGen := func() {}
+	if spec.Closed != nil {
+		cl := loadgen.NewClosed(lcfg, origin, client, build, closedSink(spec.Closed, sink))
+		counters = &cl.Counters
+		drive = func() error { return runClosed(ctx, cl, spec.Closed) }
+	} else {
+		gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
+		counters, stopGen = &gen.Counters, gen.Stop
+		drive = func() error { return gen.Run(ctx, arrivals) }
+	}
 
 	// Live view and exporter.
-	lv := newLiveState(spec, &gen.Counters, origin, scr)
+	lv := newLiveState(spec, counters, origin, scr)
 	viewCtx, stopView := context.WithCancel(context.Background())
 	var viewDone sync.WaitGroup
 	if !o.Quiet {
@@ -455,13 +496,13 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 				recs, horizon := col.complete()
 				if spec.StopWhen(recs, horizon) {
 					stopped.Store(int64(now))
-					gen.Stop()
+					stopGen()
 					return
 				}
 			}
 		}()
 	}
-	runErr := gen.Run(ctx, arrivals)
+	runErr := drive()
 	stopWatch()
 	stopDone.Wait()
 	stoppedAt = time.Duration(stopped.Load())

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
@@ -115,22 +114,7 @@ func Run(ctx context.Context, env *Env, c *RunConfig, dir string) (Outcome, erro
 	}
 	PrintPhases(env.Stdout, res)
 
-	t := report.Table{Title: "surge run: " + env.TargetName(), Meta: HTMLMeta(env)}
-	var charts []report.RunCharts
-	for _, ph := range res.Analysis.Phases {
-		if ph.Excluded {
-			continue
-		}
-		row := Row(res, &env.Opts, ph.Name)
-		row.Recovery = report.RecoveryNA(report.ReasonNoBurst)
-		row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst)
-		row.Workload = env.Opts.Profile + " / " + ph.Name
-		t.Rows = append(t.Rows, row)
-		t.Verdicts = append(t.Verdicts, sloVerdicts(ph.Name, ph.SLO)...)
-	}
-	t.Verdicts = append(t.Verdicts, sloVerdicts("overall", res.Analysis.Verdict)...)
-	charts = append(charts, Charts(res, &env.Opts, res.Spec.Name))
-	if err := writeReports(dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{t}, Runs: charts}); err != nil {
+	if err := writeRunReports(env, res, dir); err != nil {
 		return Outcome{}, err
 	}
 	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: dir, Unusable: unusable(res)}

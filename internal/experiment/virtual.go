@@ -44,16 +44,37 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 		samples = append(samples, simSample(t, s))
 	}
 	outs := sim.Simulate(cl, in, o.Timeout, o.ScrapeInterval, onSample)
+	d := o.deadlines()
+	recs := make([]record.Record, len(outs))
+	for i := range outs {
+		recs[i] = virtualRecord(spec.Name, o.Profile, &arrivals[i], &outs[i], maxTok[i], o.Timeout)
+		recs[i].Good = analyze.Judge(&recs[i], d)
+	}
+	if spec.StopWhen != nil && spec.StopInVirtualTime {
+		if at, ok := virtualStopAt(spec, arrivals, outs, recs); ok {
+			// Arrivals from the stop on are never sent: simulate the run again
+			// without them (the engine then has less work after the stop).
+			n := sort.Search(len(arrivals), func(i int) bool { return arrivals[i].At >= at })
+			if cl, err = sim.NewCluster(o.Sim); err != nil {
+				return &ConfigError{err}
+			}
+			arrivals, in, samples = arrivals[:n], in[:n], nil
+			outs = sim.Simulate(cl, in, o.Timeout, o.ScrapeInterval, onSample)
+			recs = recs[:n]
+			for i := range outs {
+				recs[i] = virtualRecord(spec.Name, o.Profile, &arrivals[i], &outs[i], maxTok[i], o.Timeout)
+				recs[i].Good = analyze.Judge(&recs[i], d)
+			}
+			res.StoppedAt = at
+		}
+	}
 	res.Engine, res.SimEvents = samples, cl.Events()
 	res.EngineQ = virtualQueueStats(spec.Plan.Bounds(), arrivals, outs)
-	d := o.deadlines()
-	for i := range outs {
+	for i := range recs {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		rec := virtualRecord(spec.Name, o.Profile, &arrivals[i], &outs[i], maxTok[i], o.Timeout)
-		rec.Good = analyze.Judge(&rec, d)
-		sink(&rec)
+		sink(&recs[i])
 	}
 	return nil
 }

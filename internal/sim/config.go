@@ -108,6 +108,12 @@ type Config struct {
 	FaultSlowHeaders float64 `yaml:"fault_slow_headers"`
 	// FaultSlowHeadersDelay is the delay of slow response headers.
 	FaultSlowHeadersDelay time.Duration `yaml:"fault_slow_headers_delay"`
+
+	// SlowdownPerHour makes the engine slow down over time, as a leak or
+	// fragmentation would: a step starting at t lasts (1 + SlowdownPerHour
+	// × t/1h) times its normal duration (0 = never; 0.5 = 50% slower after
+	// an hour). It is what a soak test should flag as drift.
+	SlowdownPerHour float64 `yaml:"slowdown_per_hour"`
 }
 
 // DefaultConfig returns the calibrated defaults: one replica of an 8B-class
@@ -191,6 +197,7 @@ func (c *Config) Validate() error {
 		geDur("fault_stall_delay", c.FaultStallDelay),
 		frac("fault_slow_headers", c.FaultSlowHeaders),
 		geDur("fault_slow_headers_delay", c.FaultSlowHeadersDelay),
+		{!(c.SlowdownPerHour >= 0 && c.SlowdownPerHour <= 1000), "slowdown_per_hour", fmt.Sprintf("must be in [0, 1000], got %v", c.SlowdownPerHour)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
 	}
@@ -283,4 +290,5 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	durf(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
 	f64(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
 	durf(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
+	f64(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -66,6 +66,9 @@ func TestValidate(t *testing.T) {
 		{"fault_slow_headers over 1", func(c *Config) { c.FaultSlowHeaders = 1.1 }, "fault_slow_headers"},
 		{"fault_slow_headers_delay negative", func(c *Config) { c.FaultSlowHeadersDelay = -1 }, "fault_slow_headers_delay"},
 		{"fault sum over 1", func(c *Config) { c.Fault500, c.Fault503 = 0.6, 0.6 }, "fault_500+fault_503"},
+		{"slowdown_per_hour negative", func(c *Config) { c.SlowdownPerHour = -0.1 }, "slowdown_per_hour"},
+		{"slowdown_per_hour NaN", func(c *Config) { c.SlowdownPerHour = math.NaN() }, "slowdown_per_hour"},
+		{"slowdown_per_hour huge", func(c *Config) { c.SlowdownPerHour = 1e6 }, "slowdown_per_hour"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,9 @@
 //	step = step_base + step_per_decode_seq × d + step_per_prefill_token × p
 //
 // where d is the number of decoding sequences in the step and p the prompt
-// tokens prefilled in it (all durations; d and p are counts). At the end of
+// tokens prefilled in it (all durations; d and p are counts), multiplied by
+// (1 + slowdown_per_hour × t/1h) for a step starting at t when
+// slowdown_per_hour > 0 (an engine that degrades over time). At the end of
 // the step each decoding sequence gains one output token, and a sequence
 // whose prefill completed in the step emits its first token. A sequence
 // that reached its output length finishes at that instant and frees its

@@ -165,9 +165,13 @@ func (c *Cluster) startStep(r *replica, t time.Duration) {
 		r.firstBusy = t
 	}
 	r.stepDecode, r.stepPrefill = decodes, prefill
-	r.stepEnd = t + c.cfg.StepBase +
+	step := c.cfg.StepBase +
 		c.cfg.StepPerDecodeSeq*time.Duration(decodes) +
 		c.cfg.StepPerPrefillToken*time.Duration(prefill)
+	if c.cfg.SlowdownPerHour > 0 && t > 0 {
+		step = time.Duration(float64(step) * (1 + c.cfg.SlowdownPerHour*t.Hours()))
+	}
+	r.stepEnd = t + step
 	if c.stepHook != nil {
 		c.stepHook(r)
 	}

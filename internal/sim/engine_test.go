@@ -601,3 +601,53 @@ func TestSubmitFromCallbackPanics(t *testing.T) {
 	}()
 	c.Submit(0, Request{PromptTokens: 1, MaxTokens: 1}, &submitter{c})
 }
+
+// With slowdown_per_hour s, a step starting at t lasts (1 + s·t/1h) times
+// as long: the same request an hour in takes twice as long at s = 1, and
+// exactly as long at s = 0 or at the start.
+func TestSlowdownPerHour(t *testing.T) {
+	gaps := func(slowdown float64, at time.Duration) []time.Duration {
+		cfg := smallConfig()
+		cfg.SlowdownPerHour = slowdown
+		c, err := NewCluster(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := newTrace()
+		if _, err := c.Submit(at, Request{PromptTokens: 10, MaxTokens: 4, IgnoreEOS: true}, tr); err != nil {
+			t.Fatal(err)
+		}
+		drain(c)
+		if tr.bad != "" || len(tr.toks) != 4 {
+			t.Fatalf("trace: %s, %d tokens", tr.bad, len(tr.toks))
+		}
+		out := []time.Duration{tr.toks[0] - at}
+		for i := 1; i < len(tr.toks); i++ {
+			out = append(out, tr.toks[i]-tr.toks[i-1])
+		}
+		return out
+	}
+	base := gaps(0, time.Hour)
+	cases := []struct {
+		name     string
+		slowdown float64
+		at       time.Duration
+		factor   float64
+	}{
+		{"off", 0, time.Hour, 1},
+		{"at start", 1, 0, 1},
+		{"one hour at 1/h", 1, time.Hour, 2},
+		{"two hours at 0.25/h", 0.25, 2 * time.Hour, 1.5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := gaps(tc.slowdown, tc.at)
+			for i := range got {
+				ratio := float64(got[i]) / float64(base[i])
+				if ratio < tc.factor-0.001 || ratio > tc.factor+0.001 {
+					t.Fatalf("step %d lasted %v vs %v unslowed: ratio %.4f, want %.2f", i, got[i], base[i], ratio, tc.factor)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/surge-bench/surge/internal/experiment"
+)
+
+func newReportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Re-render the reports of a run folder (or a burst experiment's folder)",
+		Long: `Re-analyse a run folder from the files it keeps — manifest.json,
+requests.jsonl, engine.csv and summary.json — and write summary.json,
+timeseries.csv, results.md/.csv/.json and report.html again. Given the folder
+of a burst experiment, it does so for every burst-<k>x run and the top-level
+results table. Nothing is sent to any target.`,
+		Example: `  surge report out/burst-20261129-104500
+  surge report out/burst-20261129-104500/burst-5x`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := experiment.Rerender(args[0], cmd.OutOrStdout()); err != nil {
+				return classify(err)
+			}
+			return nil
+		},
+	}
+}
