@@ -13,8 +13,11 @@
 #   ADDR        server address                        [127.0.0.1:18080]
 #   TOKENS TTFT GAP  server response shape            [64 50ms 5ms]
 #   SERVER_CPU GEN_CPU  CPUs to pin to                [1 0]
-#   NICE        nice value for server and generator   [unset: inherit]; e.g. NICE=-10
-#               (root only) keeps other work on the machine from preempting them
+#   QUIET       before each run, wait up to this many seconds for a second in
+#               which both CPUs are under QUIET_PCT % busy (other work on the
+#               machine distorts lag and CPU figures; the table's "others"
+#               column shows what else ran during each run)  [120; 0 = do not wait]
+#   QUIET_PCT                                         [10]
 #   LOG         the generators' human summaries       [a temporary file, printed at the end]
 # Extra arguments are passed to every loadgen run, e.g. `bench/run.sh --spin 1ms`
 # or `bench/run.sh --cpuprofile /tmp/gen.pprof` (the last run's profile wins).
@@ -29,10 +32,8 @@ TTFT=${TTFT:-50ms}
 GAP=${GAP:-5ms}
 SERVER_CPU=${SERVER_CPU:-1}
 GEN_CPU=${GEN_CPU:-0}
-nice_cmd=()
-if [[ -n "${NICE:-}" ]]; then
-	nice_cmd=(nice -n "$NICE")
-fi
+QUIET=${QUIET:-120}
+QUIET_PCT=${QUIET_PCT:-10}
 
 case "$ADDR" in
 127.0.0.1:* | localhost:* | "[::1]:"*) ;;
@@ -51,11 +52,35 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+# busy prints the busy ticks of CPUs $SERVER_CPU and $GEN_CPU (all but idle and iowait).
+busy() {
+	awk -v a="cpu$SERVER_CPU" -v b="cpu$GEN_CPU" '$1 == a || $1 == b { s = 0; for (i = 2; i <= 9; i++) if (i != 5 && i != 6) s += $i; printf "%d ", s }' /proc/stat
+}
+
+# wait_quiet waits up to $QUIET seconds for a second in which both CPUs
+# were under $QUIET_PCT % busy; it notes in the log when it gave up.
+wait_quiet() {
+	local deadline=$((SECONDS + QUIET)) b0 b1 i
+	while ((SECONDS < deadline)); do
+		read -ra b0 <<<"$(busy)"
+		sleep 1
+		read -ra b1 <<<"$(busy)"
+		for i in 0 1; do
+			# /proc/stat counts 1/100 s ticks: over 1 s, ticks = percent.
+			if (((b1[i] - b0[i]) >= QUIET_PCT)); then
+				continue 2
+			fi
+		done
+		return 0
+	done
+	((QUIET == 0)) || echo "   (machine not quiet after ${QUIET}s; measuring anyway)" >>"$LOG"
+}
 trap 'exit 130' INT TERM
 
 (cd "$root" && go build -o "$tmp/" ./bench/sseserver ./bench/loadgen)
 
-"${nice_cmd[@]}" taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens "$TOKENS" --ttft "$TTFT" --gap "$GAP" 2>"$tmp/server.log" &
+taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens "$TOKENS" --ttft "$TTFT" --gap "$GAP" 2>"$tmp/server.log" &
 server_pid=$!
 for _ in $(seq 100); do
 	curl -sf "http://$ADDR/health" >/dev/null 2>&1 && break
@@ -64,7 +89,7 @@ done
 curl -sf "http://$ADDR/health" >/dev/null || { cat "$tmp/server.log" >&2; exit 1; }
 
 echo "surge client benchmark: $(go version | cut -d' ' -f3), $(nproc) CPUs, server on CPU $SERVER_CPU, generator on CPU $GEN_CPU"
-echo "response: role chunk + $TOKENS content chunks, TTFT $TTFT, gap $GAP; constant arrivals for $DURATION per run; nice ${NICE:-unchanged}; extra flags: ${*:-none}"
+echo "response: role chunk + $TOKENS content chunks, TTFT $TTFT, gap $GAP; constant arrivals for $DURATION per run; extra flags: ${*:-none}"
 echo "uptime before: $(uptime)"
 echo
 "$tmp/loadgen" --md-header
@@ -72,7 +97,8 @@ for rate in $RATES; do
 	for r in $(seq "$REPEAT"); do
 		sleep 2 # let the previous run's connections close
 		echo "== rate $rate run $r" >>"$LOG"
-		"${nice_cmd[@]}" taskset -c "$GEN_CPU" "$tmp/loadgen" --url "http://$ADDR/v1" --rate "$rate" --duration "$DURATION" \
+		wait_quiet
+		taskset -c "$GEN_CPU" "$tmp/loadgen" --url "http://$ADDR/v1" --rate "$rate" --duration "$DURATION" \
 			--server-pid "$server_pid" --gen-cpu "$GEN_CPU" --server-cpu "$SERVER_CPU" --md --label "$rate" "$@" 2>>"$LOG"
 	done
 done

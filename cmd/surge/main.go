@@ -84,5 +84,6 @@ inference engine, so you can try everything on a laptop.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd())
+	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd())
 	return root
 }

@@ -35,23 +35,37 @@ func TestUsageErrorsExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		"sim flag out of range":     {[]string{"sim", "--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
-		"sim negative waiting":      {[]string{"sim", "--max-waiting", "-1"}, "--max-waiting"},
-		"sim bad yaml value":        {[]string{"sim", "-f", badSim}, badSim + ":2: "},
-		"unknown flag":              {[]string{"run", "--rat", "5"}, "unknown flag: --rat"},
-		"unknown yaml field":        {[]string{"run", "-f", bad}, bad + `:2: unknown field "duraton"`},
-		"missing yaml":              {[]string{"run", "-f", filepath.Join(dir, "none.yaml")}, "none.yaml"},
-		"negative rate":             {[]string{"run", "--rate", "-1", "-q"}, "rate"},
-		"zero duration":             {[]string{"run", "--duration", "0s", "-q"}, "duration"},
-		"bad api":                   {[]string{"run", "--api", "embeddings", "-q"}, `--api: must be chat or completions, got "embeddings"`},
-		"bad target":                {[]string{"run", "--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
-		"unknown profile":           {[]string{"run", "--profile", "poetry"}, `--profile: unknown profile "poetry"`},
-		"burst zero multiplier":     {[]string{"burst", "--multipliers", "0"}, "--multipliers: each must be > 0, got 0"},
-		"burst negative multiplier": {[]string{"burst", "--multipliers", "2,-5"}, "--multipliers: each must be > 0, got -5"},
-		"burst zero phase":          {[]string{"burst", "--burst", "0s"}, "--burst: must be > 0, got 0s"},
-		"burst target no baseline":  {[]string{"burst", "--target", "http://127.0.0.1:1/v1"}, "--baseline-rps: required with --target"},
-		"simulate with target":      {[]string{"burst", "--simulate", "--target", "http://127.0.0.1:1/v1", "--baseline-rps", "3"}, "--simulate runs against the engine model"},
-		"header without colon":      {[]string{"run", "--header", "X-Secret-Token abc"}, `--header: must be "Name: value"`},
+		"sim flag out of range":       {[]string{"sim", "--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
+		"sim negative waiting":        {[]string{"sim", "--max-waiting", "-1"}, "--max-waiting"},
+		"sim bad yaml value":          {[]string{"sim", "-f", badSim}, badSim + ":2: "},
+		"unknown flag":                {[]string{"run", "--rat", "5"}, "unknown flag: --rat"},
+		"unknown yaml field":          {[]string{"run", "-f", bad}, bad + `:2: unknown field "duraton"`},
+		"missing yaml":                {[]string{"run", "-f", filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		"negative rate":               {[]string{"run", "--rate", "-1", "-q"}, "rate"},
+		"zero duration":               {[]string{"run", "--duration", "0s", "-q"}, "duration"},
+		"bad api":                     {[]string{"run", "--api", "embeddings", "-q"}, `--api: must be chat or completions, got "embeddings"`},
+		"bad target":                  {[]string{"run", "--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
+		"unknown profile":             {[]string{"run", "--profile", "poetry"}, `--profile: unknown profile "poetry"`},
+		"burst zero multiplier":       {[]string{"burst", "--multipliers", "0"}, "--multipliers: each must be > 0, got 0"},
+		"burst negative multiplier":   {[]string{"burst", "--multipliers", "2,-5"}, "--multipliers: each must be > 0, got -5"},
+		"burst zero phase":            {[]string{"burst", "--burst", "0s"}, "--burst: must be > 0, got 0s"},
+		"burst target no baseline":    {[]string{"burst", "--target", "http://127.0.0.1:1/v1"}, "--baseline-rps: required with --target"},
+		"simulate with target":        {[]string{"burst", "--simulate", "--target", "http://127.0.0.1:1/v1", "--baseline-rps", "3"}, "--simulate runs against the engine model"},
+		"header without colon":        {[]string{"run", "--header", "X-Secret-Token abc"}, `--header: must be "Name: value"`},
+		"sweep levels not increasing": {[]string{"sweep", "--concurrency", "1,16,4"}, "--concurrency: levels must increase, got 4 after 16"},
+		"sweep rates not increasing":  {[]string{"sweep", "--rates", "2,2"}, "--rates: levels must increase, got 2 after 2"},
+		"sweep both loops":            {[]string{"sweep", "--concurrency", "1,2", "--rates", "1,2"}, "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
+		"sweep zero ttft budget":      {[]string{"sweep", "--ttft-budget", "0s"}, "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
+		"sweep zero tpot budget":      {[]string{"sweep", "--tpot-budget", "0s"}, "--tpot-budget: must be > 0"},
+		"sweep unreachable rate":      {[]string{"sweep", "--rates", "1,5000000"}, "--rates: 5e+06 requests/s is more than the load generator can schedule"},
+		"capacity unreachable rate":   {[]string{"capacity", "--start-rps", "2000000"}, "--start-rps: 2e+06 requests/s is more than the load generator can schedule"},
+		"capacity growth not growing": {[]string{"capacity", "--growth", "1"}, "--growth: must be > 1 so that the steps increase"},
+		"capacity no SLO":             {[]string{"capacity", "--slo-ttft-p95", "0", "--slo-e2e-p99", "0", "--slo-goodput", "0"}, "a capacity search needs at least one SLO clause"},
+		"capacity max below start":    {[]string{"capacity", "--start-rps", "5", "--max-rps", "2"}, "--max-rps: must be ≥ --start-rps (5), got 2"},
+		"soak target without rate":    {[]string{"soak", "--target", "http://127.0.0.1:1/v1"}, "--rate: required with --target"},
+		"soak too short for a trend":  {[]string{"soak", "--duration", "2m"}, "--duration: must hold at least 6 windows"},
+		"burst baseline neither":      {[]string{"burst", "--baseline-rps", "fast"}, `want requests/s or auto, got "fast"`},
+		"slowdown negative":           {[]string{"soak", "--slowdown-per-hour", "-1"}, "--slowdown-per-hour (sim: slowdown_per_hour): must be in [0, 1000]"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,5 +148,43 @@ func TestReportRerendersBurst(t *testing.T) {
 	}
 	if code, _, stderr := surge(t, "report", t.TempDir()); code != exitUsage || !strings.Contains(stderr, "holds neither requests.jsonl") {
 		t.Fatalf("empty folder: exit %d %q", code, stderr)
+	}
+}
+
+// The three level experiments run end to end in virtual time, and burst
+// --baseline-rps auto takes its baseline and μ from a capacity search.
+func TestLevelCommandsSimulate(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"capacity", []string{"capacity", "--simulate", "--slo-e2e-p99", "0", "--e2e-deadline", "10m", "--timeout", "10m"}, exitOK,
+			[]string{"step  1:", "Sustainable capacity: 9", "Suggested baseline: 6"}},
+		{"sweep", []string{"sweep", "--simulate", "--max-num-seqs", "16", "--concurrency", "4,16,64", "--duration", "1m"}, exitOK,
+			[]string{"throughput knee:       c16", "usable level:          c16"}},
+		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"verdict: STABLE"}},
+		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"verdict: DRIFTING"}},
+		{"burst auto", []string{"burst", "--simulate", "--baseline-rps", "auto", "--multipliers", "2", "--warmup", "30s", "--baseline", "1m", "--burst", "30s", "--recovery", "1m", "--recovery-limit", "2m"}, -1,
+			[]string{"--baseline-rps auto: searching", "burst baseline: ", "μ = ", "(capacity search: sustainable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			code, stdout, stderr := surge(t, append(tc.args, "-q", "-o", out)...)
+			if tc.code >= 0 && code != tc.code || code == exitUsage || code == exitInternal {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q\n%s", w, stdout)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -94,5 +94,8 @@ func classify(err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
+	if errors.Is(err, experiment.ErrNoSustainableRate) {
+		return &exitError{exitSLO, err} // burst --baseline-rps auto found no rate that meets the SLO
+	}
 	return &exitError{exitInternal, err}
 }

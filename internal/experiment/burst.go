@@ -70,6 +70,11 @@ type BurstConfig struct {
 
 	// Demo is set when the demo defaults were applied.
 	Demo bool `yaml:"-"`
+
+	// BaselineAuto is --baseline-rps auto: a capacity search runs first and
+	// its suggestion becomes the baseline (see autoBaseline).
+	BaselineAuto   bool   `yaml:"-"`
+	capacitySource string // where CapacityRPS came from, when not the flag
 }
 
 // DefaultBurstConfig has METHOD §3's defaults.
@@ -91,7 +96,7 @@ func DefaultBurstConfig() BurstConfig {
 
 // RegisterFlags binds the flags of `surge burst`.
 func (c *BurstConfig) RegisterFlags(fs *pflag.FlagSet) {
-	fs.Float64Var(&c.BaselineRPS, "baseline-rps", c.BaselineRPS, "the named baseline in requests/s (must be sustainable; required with --target)")
+	fs.Var(baselineFlag{c}, "baseline-rps", "the named baseline in requests/s (must be sustainable; required with --target), or auto: run a capacity search first and use its suggestion")
 	fs.Float64SliceVar(&c.Multipliers, "multipliers", c.Multipliers, "burst multipliers; each is a separate run at baseline × k")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "warmup phase at the baseline rate (excluded from results)")
 	fs.DurationVar(&c.Baseline, "baseline", c.Baseline, "baseline phase: reference latency and goodput")
@@ -131,7 +136,8 @@ func (c *BurstConfig) ApplyDemo(changed func(name string) bool) {
 func (c *BurstConfig) Validate() error {
 	var errs []string
 	bad := func(flag, format string, a ...any) { errs = append(errs, "--"+flag+": "+fmt.Sprintf(format, a...)) }
-	if c.BaselineRPS <= 0 || math.IsNaN(c.BaselineRPS) || math.IsInf(c.BaselineRPS, 0) {
+	// With --baseline-rps auto the capacity search sets it before the runs.
+	if !c.BaselineAuto && (c.BaselineRPS <= 0 || math.IsNaN(c.BaselineRPS) || math.IsInf(c.BaselineRPS, 0)) {
 		if c.Target != "" {
 			bad("baseline-rps", "required with --target: the sustainable request rate the bursts multiply (find it with a short surge run, or pass --capacity-rps to be warned when it is too high)")
 		} else {
@@ -255,7 +261,15 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 		fmt.Fprintf(w, "surge burst --simulate — virtual time against the engine model; no requests leave this process.\n\n")
 	}
 
+	if c.BaselineAuto && c.BaselineRPS == 0 {
+		if err := autoBaseline(ctx, env, c, dir); err != nil {
+			return nil, err
+		}
+	}
 	mu, muSource := c.CapacityRPS, "--capacity-rps"
+	if c.capacitySource != "" {
+		muSource = c.capacitySource
+	}
 	if mu == 0 && env.Simulated {
 		mu, muSource = estimateSimCapacity(env.Opts, c), "simulated engine, saturated run in virtual time"
 	}
@@ -479,7 +493,7 @@ func abandonmentNote(run *BurstRun) string {
 // configured workload: a saturated run in virtual time, completions per
 // second after the batch has filled.
 func estimateSimCapacity(o Options, c *BurstConfig) float64 {
-	prof, err := workload.Lookup(o.Profile)
+	prof, err := o.profile()
 	if err != nil {
 		return 0
 	}

@@ -60,10 +60,12 @@ type Options struct {
 	MaxInFlight int           `yaml:"max_in_flight"` // in-flight cap; beyond it arrivals are generator_drop
 	Spin        time.Duration `yaml:"spin"`          // sleep-then-spin window for sub-ms send precision (0 = off)
 
-	Profile   string `yaml:"profile"`    // workload profile: chat, rag, longgen
-	IgnoreEOS bool   `yaml:"ignore_eos"` // ask the server to generate exactly max_tokens
-	NoNonce   bool   `yaml:"no_nonce"`   // let prompts share prefixes (to test prefix caching)
-	Seed      int64  `yaml:"seed"`       // seed of schedules, workload and simulator
+	Profile      string `yaml:"profile"`       // workload profile: chat, rag, longgen
+	PromptTokens int    `yaml:"prompt_tokens"` // fixed prompt length instead of the profile's distribution (0 = profile)
+	OutputTokens int    `yaml:"output_tokens"` // fixed output length (max_tokens) instead of the profile's (0 = profile)
+	IgnoreEOS    bool   `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
+	NoNonce      bool   `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	Seed         int64  `yaml:"seed"`          // seed of schedules, workload and simulator
 
 	Out string `yaml:"out"` // output folder
 
@@ -127,6 +129,8 @@ func (o *Options) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "in-flight cap; an arrival beyond it is recorded as generator_drop, never delayed")
 	fs.DurationVar(&o.Spin, "spin", o.Spin, "spin this long before each arrival for sub-millisecond send precision (costs a core; 0 = off)")
 	fs.StringVar(&o.Profile, "profile", o.Profile, "workload profile: "+strings.Join(workload.Names(), ", "))
+	fs.IntVar(&o.PromptTokens, "prompt-tokens", o.PromptTokens, "fixed prompt length in tokens, replacing the profile's distribution (0 = the profile's)")
+	fs.IntVar(&o.OutputTokens, "output-tokens", o.OutputTokens, "fixed output length (max_tokens), replacing the profile's distribution (0 = the profile's)")
 	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", o.IgnoreEOS, "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
 	fs.BoolVar(&o.NoNonce, "no-nonce", o.NoNonce, "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
@@ -176,6 +180,12 @@ func (o *Options) Validate() error {
 	if _, err := workload.Lookup(o.Profile); err != nil {
 		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
 	}
+	if o.PromptTokens < 0 || o.PromptTokens > 1_000_000 {
+		bad("prompt-tokens", "must be 0..1000000, got %d", o.PromptTokens)
+	}
+	if o.OutputTokens < 0 || o.OutputTokens > 1_000_000 {
+		bad("output-tokens", "must be 0..1000000, got %d", o.OutputTokens)
+	}
 	if o.ScrapeInterval < 100*time.Millisecond {
 		bad("scrape-interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
 	}
@@ -222,6 +232,22 @@ func SimFlagError(err error) string {
 		return "--" + strings.ReplaceAll(name, "_", "-") + " (sim: " + name + "): " + rest
 	}
 	return err.Error()
+}
+
+// profile is the workload profile with the fixed lengths applied.
+func (o *Options) profile() (workload.Profile, error) {
+	p, err := workload.Lookup(o.Profile)
+	if err != nil {
+		return p, err
+	}
+	if o.PromptTokens > 0 {
+		p.Prompt = workload.Fixed(o.PromptTokens)
+	}
+	if o.OutputTokens > 0 {
+		p.Output = workload.Fixed(o.OutputTokens)
+		p.MaxTokens = o.OutputTokens
+	}
+	return p, p.Validate()
 }
 
 func (o *Options) deadlines() analyze.Deadlines {

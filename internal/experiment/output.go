@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
@@ -192,6 +194,9 @@ func PrintPhases(w io.Writer, res *Result) {
 		}
 	}
 	tw.Flush()
+	if line := outcomeLine(&a.Overall); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for _, line := range generatorNotes(a) {
 		fmt.Fprintln(w, line)
 	}
@@ -201,6 +206,24 @@ func PrintPhases(w io.Writer, res *Result) {
 	for _, m := range res.Scrape.Messages {
 		fmt.Fprintln(w, "engine metrics:", m)
 	}
+}
+
+// outcomeLine lists the failure classes of a group, e.g. "failures:
+// conn_error 16, timeout 2 (of 40 offered)"; empty when nothing failed.
+func outcomeLine(s *analyze.Stats) string {
+	var parts []string
+	for _, o := range record.Outcomes {
+		if o == record.OK {
+			continue
+		}
+		if n := s.Outcomes[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("failures: %s (of %d offered; details per request in requests.jsonl)", strings.Join(parts, ", "), s.Offered)
 }
 
 func partialNote(res *Result) string {
@@ -225,9 +248,13 @@ func generatorNotes(a *analyze.Result) []string {
 		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were dropped by the in-flight cap (generator_drop): the target stopped keeping up; they count as failures.", d))
 	}
 	lag := o.Latency.ScheduleLag
-	if lag.Count > 0 && lag.P99Ms > 10 {
-		notes = append(notes, fmt.Sprintf("WARNING: the generator fell behind its schedule: schedule lag p99 %s, max %s. Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.",
-			lag.Text(analyze.Q99), analyze.FormatMs(lag.MaxMs)))
+	switch {
+	case lag.Count > 0 && lag.P95Ms > 10:
+		notes = append(notes, fmt.Sprintf("WARNING: the generator fell behind its schedule: schedule lag p95 %s, p99 %s, max %s. Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.",
+			lag.Text(analyze.Q95), lag.Text(analyze.Q99), analyze.FormatMs(lag.MaxMs)))
+	case lag.Count > 0 && lag.P99Ms > 10:
+		notes = append(notes, fmt.Sprintf("note: occasional schedule lag spikes (p99 %s, max %s) though the generator mostly kept its schedule (p95 %s); is the machine busy?",
+			lag.Text(analyze.Q99), analyze.FormatMs(lag.MaxMs), lag.Text(analyze.Q95)))
 	}
 	return notes
 }

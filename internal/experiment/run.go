@@ -184,7 +184,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			return nil, &ConfigError{err}
 		}
 	}
-	prof, err := workload.Lookup(o.Profile)
+	prof, err := o.profile()
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -314,7 +314,7 @@ func (e *Env) manifest(spec Spec, started time.Time) *record.Manifest {
 		Started: started, Target: e.TargetName(), Simulated: e.Simulated, VirtualTime: e.Virtual,
 		Model: o.Model, API: o.API, KeySource: e.KeySource,
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
-		Workload: o.Profile, PromptSet: "synthetic (surge workload profile " + o.Profile + ")",
+		Workload: o.Profile, PromptSet: promptSet(o),
 		Seed: o.Seed, MetricsURL: redactURL(e.MetricsURL),
 		Config: map[string]any{"plan": spec.Plan, "options": redactedOptions(o), "extra": redactedExtra(spec.Extra)},
 	}
@@ -330,6 +330,17 @@ func (e *Env) manifest(spec Spec, started time.Time) *record.Manifest {
 		m.Serving = "surge simulator " + string(b)
 	}
 	return m
+}
+
+func promptSet(o *Options) string {
+	s := "synthetic (surge workload profile " + o.Profile
+	if o.PromptTokens > 0 {
+		s += fmt.Sprintf(", prompts fixed at %d tokens", o.PromptTokens)
+	}
+	if o.OutputTokens > 0 {
+		s += fmt.Sprintf(", outputs fixed at %d tokens", o.OutputTokens)
+	}
+	return s + ")"
 }
 
 // redactedOptions is the options as recorded: header values and key file

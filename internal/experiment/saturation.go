@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -94,17 +95,23 @@ func overSaturated(recs []record.Record, from, horizon time.Duration, limitMs fl
 		return "", false
 	}
 	// Requests waiting for their first token, sampled over [from, horizon).
+	// waiting(t) = #{scheduled ≤ t} − #{wait end ≤ t}, as every wait ends
+	// at or after its start.
+	starts, ends := make([]int64, len(recs)), make([]int64, len(recs))
+	for i := range recs {
+		starts[i], ends[i] = recs[i].ScheduledNs, max(waitEnd(&recs[i]), recs[i].ScheduledNs)
+	}
+	slices.Sort(starts)
+	slices.Sort(ends)
+	upTo := func(v []int64, t int64) int {
+		n, _ := slices.BinarySearch(v, t+1)
+		return n
+	}
 	span := horizon - from
 	step := max(span/saturationMaxSamples, 100*time.Millisecond)
 	var bx, by []float64
 	for t := from; t < horizon; t += step {
-		n := 0
-		for i := range recs {
-			r := &recs[i]
-			if r.ScheduledNs <= int64(t) && waitEnd(r) > int64(t) {
-				n++
-			}
-		}
+		n := upTo(starts, int64(t)) - upTo(ends, int64(t))
 		bx, by = append(bx, t.Seconds()), append(by, float64(n))
 	}
 	if len(bx) < saturationMinPoints {

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"math"
+	"sync"
 )
 
 // Trend is an ordinary least-squares line y = Intercept + Slope·x through n
@@ -23,7 +24,7 @@ type Trend struct {
 	SlopeSE    float64 `json:"slope_se"`  // standard error of the slope
 	CILow      float64 `json:"ci_low"`    // confidence interval of the slope
 	CIHigh     float64 `json:"ci_high"`
-	T          float64 `json:"t"`          // slope / SE (±Inf for a perfect fit)
+	T          float64 `json:"-"`          // slope / SE (±Inf for a perfect fit)
 	P          float64 `json:"p"`          // two-sided p-value of slope = 0
 	Confidence float64 `json:"confidence"` // of the interval
 	MeanY      float64 `json:"mean_y"`
@@ -107,11 +108,25 @@ func tCDF(t, df float64) float64 {
 	return p
 }
 
+// tQuantiles caches tQuantile: trend tests ask for the same few.
+var tQuantiles sync.Map // tKey → float64
+
+type tKey struct{ p, df float64 }
+
 // tQuantile inverts tCDF by bisection: the t with tCDF(t, df) = p.
 func tQuantile(p, df float64) float64 {
 	if p == 0.5 {
 		return 0
 	}
+	if v, ok := tQuantiles.Load(tKey{p, df}); ok {
+		return v.(float64)
+	}
+	q := tBisect(p, df)
+	tQuantiles.Store(tKey{p, df}, q)
+	return q
+}
+
+func tBisect(p, df float64) float64 {
 	lo, hi := -1e6, 1e6
 	for range 200 {
 		mid := (lo + hi) / 2

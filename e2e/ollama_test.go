@@ -1,0 +1,260 @@
+// Package e2e runs surge against a real inference engine: Ollama built from
+// the Go module proxy, serving a tiny generated model (scripts/ollama-e2e.sh
+// starts it and sets OLLAMA_BASE_URL, OLLAMA_MODEL and OLLAMA_LOG). Without
+// those variables every test here skips.
+//
+//	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/record"
+)
+
+var surgeBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("OLLAMA_BASE_URL") == "" {
+		fmt.Println("e2e: OLLAMA_BASE_URL not set; run through scripts/ollama-e2e.sh to test against a real engine")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "surge-e2e")
+	if err != nil {
+		panic(err)
+	}
+	surgeBin = filepath.Join(dir, "surge")
+	if out, err := exec.Command("go", "build", "-o", surgeBin, "../cmd/surge").CombinedOutput(); err != nil {
+		fmt.Printf("build surge: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func engine(t *testing.T) (base, model string) {
+	t.Helper()
+	base, model = os.Getenv("OLLAMA_BASE_URL"), os.Getenv("OLLAMA_MODEL")
+	if base == "" || model == "" {
+		t.Skip("no real engine: run through scripts/ollama-e2e.sh")
+	}
+	return base, model
+}
+
+// surge runs the binary against Ollama with a small fixed workload.
+func surge(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	base, model := engine(t)
+	all := append([]string{}, args...)
+	all = append(all, "--target", base, "--model", model, "--prompt-tokens", "64", "--output-tokens", "32", "-q")
+	cmd := exec.Command(surgeBin, all...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("surge %s → exit %d\n%s", strings.Join(args, " "), code, out)
+	return string(out), code
+}
+
+func readRecords(t *testing.T, path string) []record.Record {
+	t.Helper()
+	var recs []record.Record
+	if err := record.ReadFile(path, func(r *record.Record) error { recs = append(recs, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	return recs
+}
+
+func readSummary(t *testing.T, path string) experiment.Summary {
+	t.Helper()
+	var s experiment.Summary
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkRecords: every scheduled arrival has exactly one record, token counts
+// are Ollama's usage, and TTFT is the first content chunk.
+func checkRecords(t *testing.T, recs []record.Record, wantTokens int) {
+	t.Helper()
+	if len(recs) == 0 {
+		t.Fatal("no records")
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i) {
+			t.Fatalf("record %d has seq %d: an arrival has no record or two", i, r.Seq)
+		}
+		if r.Outcome != record.OK {
+			continue
+		}
+		if !r.UsageFromServer || r.OutputTokens != wantTokens || r.PromptTokens == 0 {
+			t.Errorf("seq %d: usage from server %v, output %d (want %d), prompt %d", r.Seq, r.UsageFromServer, r.OutputTokens, wantTokens, r.PromptTokens)
+		}
+		// The tiny model emits one token per chunk; Ollama's first chunk
+		// already carries content, and the last content chunk is followed
+		// by an empty one with the finish reason.
+		if r.Chunks != r.OutputTokens {
+			t.Errorf("seq %d: %d content chunks for %d tokens", r.Seq, r.Chunks, r.OutputTokens)
+		}
+		if r.FirstTokenNs < r.HeadersNs || r.FirstTokenNs < r.FirstChunkNs || r.DoneNs < r.FirstTokenNs {
+			t.Errorf("seq %d: boundaries out of order: headers %d first chunk %d first token %d done %d", r.Seq, r.HeadersNs, r.FirstChunkNs, r.FirstTokenNs, r.DoneNs)
+		}
+	}
+}
+
+func TestRunAgainstOllama(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	out, code := surge(t, "run", "--rate", "2", "--duration", "15s", "--ttft-deadline", "5s", "-o", dir)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
+	checkRecords(t, recs, 32)
+	ok := 0
+	for _, r := range recs {
+		if r.Outcome == record.OK {
+			ok++
+		}
+	}
+	if ok < len(recs)*9/10 {
+		t.Fatalf("only %d of %d ok at 2 req/s", ok, len(recs))
+	}
+	sum := readSummary(t, filepath.Join(dir, "summary.json"))
+	if sum.Engine.State != "disabled" || sum.EngineWait["main"].Available {
+		t.Errorf("no engine metrics were given, yet: state %q, queue wait %+v", sum.Engine.State, sum.EngineWait["main"])
+	}
+	if !strings.Contains(out, "extra observed latency, not queue time") {
+		t.Error("the output must call load-induced latency extra observed latency without engine metrics")
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil || !strings.Contains(string(res), "extra observed latency") {
+		t.Errorf("results.json must mark queue wait n/a as extra observed latency: %v", err)
+	}
+}
+
+func TestBurstAgainstOllama(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "burst")
+	_, code := surge(t, "burst", "--baseline-rps", "2", "--multipliers", "5",
+		"--warmup", "3s", "--baseline", "15s", "--burst", "5s", "--recovery", "15s", "--recovery-limit", "60s",
+		"--window", "3s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "-o", dir)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	run := filepath.Join(dir, "burst-5x")
+	recs := readRecords(t, filepath.Join(run, "requests.jsonl"))
+	checkRecords(t, recs, 32)
+	sum := readSummary(t, filepath.Join(run, "summary.json"))
+	base, _ := sum.Analysis.Phase("baseline")
+	burst, _ := sum.Analysis.Phase("burst")
+	t.Logf("TTFT from schedule p95: baseline %.0f ms, burst %.0f ms", base.Latency.TTFTSchedule.P95Ms, burst.Latency.TTFTSchedule.P95Ms)
+	if burst.Latency.TTFTSchedule.P95Ms < 2*base.Latency.TTFTSchedule.P95Ms {
+		t.Errorf("a 5× burst over Ollama's capacity must queue: burst TTFT p95 %.0f ms vs baseline %.0f ms", burst.Latency.TTFTSchedule.P95Ms, base.Latency.TTFTSchedule.P95Ms)
+	}
+	rec := sum.Analysis.Recovery
+	if !rec.Judged {
+		t.Fatalf("recovery not judged: %s", rec.Reason)
+	}
+	t.Logf("recovery: %s", rec.Message)
+	if rec.Recovered && (rec.RecoveryTimeMs < 0 || rec.RecoveryTimeMs > 60_000) {
+		t.Errorf("implausible recovery %.0f ms", rec.RecoveryTimeMs)
+	}
+	if sum.EngineWait["burst"].Available {
+		t.Error("Ollama has no /metrics: queue wait must be unavailable")
+	}
+	if sum.Burst == nil || sum.Burst.Prediction == nil {
+		t.Log("no prediction (capacity unknown before the burst) — expected without --capacity-rps")
+	}
+}
+
+var ginLine = regexp.MustCompile(`\[GIN\] (\d{4}/\d\d/\d\d - \d\d:\d\d:\d\d) \| (\d+) \|\s+([0-9.]+[µnm]?s) \|.*POST\s+"/v1/chat/completions"`)
+
+// TestTimingCrossCheck compares, request by request, surge's completion
+// time (done − sent) with the duration Ollama logs for the same request. The
+// requests are sequential (1 req/s, each well under a second), so the n-th
+// log line after the run started is the n-th request.
+func TestTimingCrossCheck(t *testing.T) {
+	logPath := os.Getenv("OLLAMA_LOG")
+	if logPath == "" {
+		t.Skip("OLLAMA_LOG not set")
+	}
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offset := st.Size()
+	dir := filepath.Join(t.TempDir(), "xcheck")
+	surge(t, "run", "--arrival", "constant", "--rate", "1", "--duration", "30s", "-o", dir)
+	recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
+	sort.Slice(recs, func(i, j int) bool { return recs[i].DoneNs < recs[j].DoneNs })
+
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Seek(offset, 0)
+	var durs []time.Duration
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := ginLine.FindStringSubmatch(sc.Text())
+		if m == nil || m[2] != "200" {
+			continue
+		}
+		d, err := time.ParseDuration(m[3])
+		if err != nil {
+			t.Fatalf("duration %q: %v", m[3], err)
+		}
+		durs = append(durs, d)
+	}
+	if len(durs) != len(recs) {
+		t.Fatalf("%d log lines for %d requests", len(durs), len(recs))
+	}
+	var diffs []float64
+	for i, r := range recs {
+		diffs = append(diffs, float64(r.E2ESend()-int64(durs[i]))/1e6)
+	}
+	sort.Float64s(diffs)
+	q := func(p float64) float64 { return diffs[int(math.Ceil(p*float64(len(diffs))))-1] }
+	line := fmt.Sprintf("surge completion (done − sent) minus Ollama's logged duration, ms, n=%d: min %.2f, p50 %.2f, p95 %.2f, max %.2f",
+		len(diffs), diffs[0], q(0.5), q(0.95), diffs[len(diffs)-1])
+	t.Log(line)
+	if a := os.Getenv("SURGE_ARTIFACTS"); a != "" {
+		os.WriteFile(filepath.Join(a, "timing-crosscheck.txt"), []byte(line+"\n"+strconv.Quote(strings.Join(fmtAll(diffs), " "))+"\n"), 0o644)
+	}
+	// The client sees a little more than the server's handler: connection,
+	// request write, the last bytes in flight. Generous bounds: real-time.
+	if q(0.5) < -5 || q(0.5) > 50 || q(0.95) > 200 {
+		t.Errorf("timing disagrees with the engine's own: %s", line)
+	}
+}
+
+func fmtAll(v []float64) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return out
+}

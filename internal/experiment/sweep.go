@@ -1,0 +1,611 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// The sweep's defaults (METHOD §4).
+const (
+	DefaultSweepDuration      = 5 * time.Minute
+	DefaultSweepWarmup        = 10 * time.Second
+	DefaultKneeThreshold      = 0.10
+	DefaultTTFTBudget         = 2 * time.Second
+	DefaultTPOTBudget         = 100 * time.Millisecond
+	levelPhase                = "level"
+	sweepRecommendedSamples   = 1000
+	sweepLogAxisMinLevelRatio = 8.0 // levels spanning more than this are charted on a log axis
+)
+
+// DefaultSweepConcurrency are the closed-loop levels when none are given.
+var DefaultSweepConcurrency = []int{1, 4, 16, 64}
+
+// SweepConfig is a concurrency sweep (closed loop) or a rate sweep (open
+// loop): `surge sweep`. Every level is a separate run of Warmup (excluded)
+// then Duration, with the same seed, so every level sends the same
+// sequence of requests.
+//
+// Per level: throughput by completion time (see Measure), TTFT, TPOT, ITL
+// and completion percentiles, errors. Then:
+//
+//   - throughput knee: the last level k whose next level raises output
+//     tokens/s by less than KneeThreshold (x_{k+1} < x_k · (1 + threshold)):
+//     from level k+1 on, more load buys no more throughput;
+//   - latency-budget break: the first level whose p95 TTFT (from the
+//     scheduled arrival) exceeds TTFTBudget or whose p95 TPOT exceeds
+//     TPOTBudget (a percentile that is unknown or has no samples fails);
+//   - usable level: the level before the first of (level k+1, the break);
+//   - headroom: the distance between the knee and the break.
+type SweepConfig struct {
+	Options       `yaml:",inline"`
+	Concurrency   []int         `yaml:"concurrency"`    // closed-loop users per level
+	Rates         []float64     `yaml:"rates"`          // open-loop arrivals/s per level
+	Duration      time.Duration `yaml:"duration"`       // measured time per level
+	Warmup        time.Duration `yaml:"warmup"`         // excluded time before each level
+	Arrival       string        `yaml:"arrival"`        // open loop: poisson or constant
+	KneeThreshold float64       `yaml:"knee_threshold"` // relative throughput gain below which the knee is reached
+	TTFTBudget    time.Duration `yaml:"ttft_budget"`    // p95 TTFT budget
+	TPOTBudget    time.Duration `yaml:"tpot_budget"`    // p95 TPOT budget
+	SettleTimeout time.Duration `yaml:"settle_timeout"` // longest wait for the target to settle between levels (0 = none)
+	Simulate      bool          `yaml:"simulate"`       // virtual time against the engine model
+}
+
+// DefaultSweepConfig returns the defaults (levels unset: see Levels).
+func DefaultSweepConfig() SweepConfig {
+	return SweepConfig{
+		Options:       DefaultOptions(),
+		Duration:      DefaultSweepDuration,
+		Warmup:        DefaultSweepWarmup,
+		Arrival:       schedule.ArrivalPoisson,
+		KneeThreshold: DefaultKneeThreshold,
+		TTFTBudget:    DefaultTTFTBudget,
+		TPOTBudget:    DefaultTPOTBudget,
+		SettleTimeout: DefaultLevelSettleTimeout,
+	}
+}
+
+// RegisterFlags binds the flags of `surge sweep`.
+func (c *SweepConfig) RegisterFlags(fs *pflag.FlagSet) {
+	fs.IntSliceVar(&c.Concurrency, "concurrency", c.Concurrency, "closed-loop levels: concurrent users, increasing (default 1,4,16,64)")
+	fs.Float64SliceVar(&c.Rates, "rates", c.Rates, "open-loop levels: arrivals/s, increasing (instead of --concurrency)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time per level (METHOD: ≥ ~1000 requests or 5–10 min)")
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "warmup before each level, at the level's load (excluded)")
+	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "open-loop arrival process: poisson or constant")
+	fs.Float64Var(&c.KneeThreshold, "knee-threshold", c.KneeThreshold, "throughput knee: the next level adds less than this fraction of output tokens/s")
+	fs.DurationVar(&c.TTFTBudget, "ttft-budget", c.TTFTBudget, "latency budget: p95 TTFT (from the scheduled arrival) at most this")
+	fs.DurationVar(&c.TPOTBudget, "tpot-budget", c.TPOTBudget, "latency budget: p95 TPOT at most this")
+	fs.DurationVar(&c.SettleTimeout, "settle-timeout", c.SettleTimeout, "longest wait for the target to return to idle between levels (0 = do not wait)")
+	fs.BoolVar(&c.Simulate, "simulate", c.Simulate, "run the sweep in virtual time against the engine model")
+	c.Options.RegisterFlags(fs)
+}
+
+// closed reports whether the sweep is a concurrency (closed-loop) sweep.
+func (c *SweepConfig) closed() bool { return len(c.Rates) == 0 }
+
+// Levels returns the levels as numbers: users, or arrivals/s.
+func (c *SweepConfig) Levels() []float64 {
+	if !c.closed() {
+		return append([]float64(nil), c.Rates...)
+	}
+	users := c.Concurrency
+	if len(users) == 0 {
+		users = DefaultSweepConcurrency
+	}
+	out := make([]float64, len(users))
+	for i, u := range users {
+		out[i] = float64(u)
+	}
+	return out
+}
+
+// Validate checks the sweep settings; errors name the flag.
+func (c *SweepConfig) Validate() error {
+	var errs []string
+	bad := func(flag, format string, a ...any) { errs = append(errs, "--"+flag+": "+fmt.Sprintf(format, a...)) }
+	if len(c.Concurrency) > 0 && len(c.Rates) > 0 {
+		bad("concurrency", "give either --concurrency (closed loop) or --rates (open loop), not both")
+	}
+	flag := "concurrency"
+	if !c.closed() {
+		flag = "rates"
+	}
+	lv := c.Levels()
+	for i, v := range lv {
+		switch {
+		case !c.closed() && (math.IsNaN(v) || math.IsInf(v, 0) || v <= 0):
+			bad(flag, "each rate must be > 0 requests/s, got %g", v)
+		case !c.closed() && v > schedule.MaxRate:
+			bad(flag, "%g requests/s is more than the load generator can schedule (at most %g/s; run shards for more)", v, float64(schedule.MaxRate))
+		case c.closed() && v < 1:
+			bad(flag, "each level must be ≥ 1 user, got %g", v)
+		case c.closed() && v > 100_000:
+			bad(flag, "%g users is more than one generator should hold (at most 100000)", v)
+		case i > 0 && v <= lv[i-1]:
+			bad(flag, "levels must increase, got %s after %s", strconv.FormatFloat(v, 'g', -1, 64), strconv.FormatFloat(lv[i-1], 'g', -1, 64))
+		}
+	}
+	if c.Duration <= 0 {
+		bad("duration", "must be > 0, got %s", c.Duration)
+	}
+	if c.Warmup < 0 {
+		bad("warmup", "must be ≥ 0, got %s", c.Warmup)
+	}
+	if !c.closed() && c.Arrival != schedule.ArrivalPoisson && c.Arrival != schedule.ArrivalConstant {
+		bad("arrival", "must be poisson or constant, got %q", c.Arrival)
+	}
+	if !(c.KneeThreshold > 0) || math.IsInf(c.KneeThreshold, 0) {
+		bad("knee-threshold", "must be > 0 (a fraction, e.g. 0.1 for 10%%), got %g", c.KneeThreshold)
+	}
+	if c.TTFTBudget <= 0 {
+		bad("ttft-budget", "must be > 0, got %s (a budget of zero can never hold)", c.TTFTBudget)
+	}
+	if c.TPOTBudget <= 0 {
+		bad("tpot-budget", "must be > 0, got %s (a budget of zero can never hold)", c.TPOTBudget)
+	}
+	if c.SettleTimeout < 0 {
+		bad("settle-timeout", "must be ≥ 0, got %s", c.SettleTimeout)
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+func (c *SweepConfig) recorded() SweepConfig {
+	x := *c
+	x.Options = Options{}
+	return x
+}
+
+// levelName is "c16" for 16 users, "8rps" for 8 arrivals/s.
+func (c *SweepConfig) levelName(v float64) string {
+	if c.closed() {
+		return "c" + strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return fmtRate(v) + "rps"
+}
+
+// SweepLevel is one level's run.
+type SweepLevel struct {
+	Index            int     `json:"index"`
+	Name             string  `json:"name"`
+	Level            float64 `json:"level"` // users or arrivals/s
+	Measure          Measure `json:"measure"`
+	BudgetOK         bool    `json:"budget_ok"`
+	BudgetWhy        string  `json:"budget,omitempty"` // the budget clauses, as measured
+	GeneratorLimited bool    `json:"generator_limited"`
+	Result           *Result `json:"-"`
+}
+
+// SweepFindings are what a sweep concludes. Indexes refer to the levels;
+// -1 means not reached within the levels tested.
+type SweepFindings struct {
+	Knee          int     `json:"knee"`
+	Break         int     `json:"break"`
+	Usable        int     `json:"usable"`
+	HeadroomRatio float64 `json:"headroom_ratio"` // load at the break / load at the knee; 0 when unknown
+	Headroom      string  `json:"headroom"`
+}
+
+// sweepFindings finds the knee, the break, the usable level and the
+// headroom from each level's load, throughput and budget verdict.
+func sweepFindings(levels, tput []float64, budgetOK []bool, threshold float64, name func(float64) string) SweepFindings {
+	n := len(levels)
+	f := SweepFindings{Knee: -1, Break: -1, Usable: -1}
+	for i := 0; i+1 < n; i++ {
+		if tput[i+1] < tput[i]*(1+threshold) {
+			f.Knee = i
+			break
+		}
+	}
+	for i := range n {
+		if !budgetOK[i] {
+			f.Break = i
+			break
+		}
+	}
+	first := n // the first level not worth using
+	if f.Knee >= 0 {
+		first = f.Knee + 1
+	}
+	if f.Break >= 0 {
+		first = min(first, f.Break)
+	}
+	f.Usable = first - 1
+	switch {
+	case n == 0:
+		f.Headroom = "no levels"
+	case f.Knee >= 0 && f.Break >= 0 && f.Break > f.Knee:
+		f.HeadroomRatio = levels[f.Break] / levels[f.Knee]
+		f.Headroom = fmt.Sprintf("throughput stops growing after %s, while the latency budget holds until %s breaks it: %.3g× the knee's load of headroom, none of it buying throughput",
+			name(levels[f.Knee]), name(levels[f.Break]), f.HeadroomRatio)
+	case f.Knee >= 0 && f.Break >= 0:
+		f.Headroom = fmt.Sprintf("none: the latency budget breaks at %s, at or before the throughput knee (%s) — latency, not throughput, limits this service",
+			name(levels[f.Break]), name(levels[f.Knee]))
+	case f.Knee >= 0:
+		f.HeadroomRatio = levels[n-1] / levels[f.Knee]
+		f.Headroom = fmt.Sprintf("throughput stops growing after %s; the latency budget held at every level tested, up to %s (at least %.3g× the knee's load)",
+			name(levels[f.Knee]), name(levels[n-1]), f.HeadroomRatio)
+	case f.Break >= 0:
+		f.Headroom = fmt.Sprintf("none: throughput still grew at every level, and the latency budget breaks at %s", name(levels[f.Break]))
+	default:
+		f.Headroom = fmt.Sprintf("unknown: neither the throughput knee nor the budget break was reached up to %s; test higher levels", name(levels[n-1]))
+	}
+	return f
+}
+
+// SweepResult is a sweep's levels and findings.
+type SweepResult struct {
+	Closed   bool          `json:"closed_loop"`
+	Levels   []SweepLevel  `json:"levels"`
+	Findings SweepFindings `json:"findings"`
+	Note     string        `json:"note,omitempty"`
+	Partial  bool          `json:"partial"`
+}
+
+// Sweep executes `surge sweep` into dir: one run per level
+// (dir/level-NN-<level>/), then the level table, sweep.json and report.html.
+func Sweep(ctx context.Context, env *Env, c *SweepConfig, dir string) (Outcome, error) {
+	if err := c.Validate(); err != nil {
+		return Outcome{}, &ConfigError{err}
+	}
+	w := env.Stdout
+	if env.Simulated && !env.Virtual {
+		fmt.Fprintf(w, "No --target: running against surge's built-in simulated engine at %s.\n", env.BaseURL)
+	}
+	if c.Simulate {
+		fmt.Fprintf(w, "surge sweep --simulate — virtual time against the engine model; no requests leave this process.\n")
+	}
+	kind := "closed loop (concurrent users; labelled as such: a slow target slows its own load)"
+	if !c.closed() {
+		kind = "open loop (" + c.Arrival + " arrivals)"
+	}
+	fmt.Fprintf(w, "sweep: %s, levels %s, %s warmup + %s per level; budget p95 TTFT ≤ %s, p95 TPOT ≤ %s; knee at < %g%% more throughput\n",
+		kind, levelList(c), c.Warmup, c.Duration, c.TTFTBudget, c.TPOTBudget, 100*c.KneeThreshold)
+	sr := &SweepResult{Closed: c.closed()}
+	var ref time.Duration
+	for i, v := range c.Levels() {
+		if ctx.Err() != nil {
+			sr.Partial = true
+			break
+		}
+		if !env.Virtual && c.SettleTimeout > 0 {
+			d, note, r, err := env.settle(ctx, &BurstConfig{SettleTimeout: c.SettleTimeout}, ref, i == 0)
+			if err != nil {
+				return Outcome{}, err
+			}
+			ref = r
+			fmt.Fprintf(w, "settle before level %d: %s (%s)\n", i+1, d.Round(100*time.Millisecond), note)
+		}
+		lv, err := runSweepLevel(ctx, env, c, dir, i+1, v)
+		if err != nil {
+			return Outcome{}, err
+		}
+		sr.Levels = append(sr.Levels, *lv)
+		printSweepLevel(w, lv)
+		if lv.Result.Partial {
+			sr.Partial = true
+			break
+		}
+		if lv.GeneratorLimited {
+			sr.Note = fmt.Sprintf("the sweep stopped at %s: %s; higher rates are out of this generator's reach and the levels above were not run", lv.Name, lv.Measure.GeneratorNote)
+			break
+		}
+	}
+	// Findings over the levels measured on the target (not a
+	// generator-limited one).
+	var levels, tput []float64
+	var ok []bool
+	for _, lv := range sr.Levels {
+		if lv.GeneratorLimited || lv.Result.Partial {
+			break
+		}
+		levels, tput, ok = append(levels, lv.Level), append(tput, lv.Measure.OutputTPS), append(ok, lv.BudgetOK)
+	}
+	sr.Findings = sweepFindings(levels, tput, ok, c.KneeThreshold, c.levelName)
+	if err := writeSweepReports(env, c, dir, sr); err != nil {
+		return Outcome{}, err
+	}
+	printSweepSummary(w, c, sr, dir)
+	out := Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: dir}
+	anyOK := false
+	for _, lv := range sr.Levels {
+		anyOK = anyOK || lv.Result.Analysis.Overall.Succeeded > 0
+	}
+	out.Unusable = len(sr.Levels) > 0 && !anyOK && !sr.Partial
+	return out, nil
+}
+
+func levelList(c *SweepConfig) string {
+	var s []string
+	for _, v := range c.Levels() {
+		s = append(s, c.levelName(v))
+	}
+	return strings.Join(s, ", ")
+}
+
+// runSweepLevel runs level i (1-based) at v users or arrivals/s.
+func runSweepLevel(ctx context.Context, env *Env, c *SweepConfig, dir string, i int, v float64) (*SweepLevel, error) {
+	name := fmt.Sprintf("level-%02d-%s", i, c.levelName(v))
+	lv := &SweepLevel{Index: i, Name: c.levelName(v), Level: v}
+	spec := Spec{Name: name, Dir: filepath.Join(dir, name), Command: "sweep", Exclude: []string{schedule.PhaseWarmup},
+		Extra: map[string]any{"level": v, "sweep": c.recorded()}}
+	if c.closed() {
+		spec.Closed = &ClosedLoop{Users: int(v), Warmup: c.Warmup, Duration: c.Duration, Phase: levelPhase}
+		spec.Plan = closedPlan(*spec.Closed)
+	} else {
+		if c.Warmup > 0 {
+			spec.Plan.Phases = append(spec.Plan.Phases, schedule.Phase{Name: schedule.PhaseWarmup, Duration: c.Warmup, Rate: v, Arrival: c.Arrival})
+		}
+		spec.Plan.Phases = append(spec.Plan.Phases, schedule.Phase{Name: levelPhase, Duration: c.Duration, Rate: v, Arrival: c.Arrival})
+	}
+	res, err := env.Execute(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	lv.Result = res
+	if lv.Measure, err = measure(res, levelPhase, c.closed()); err != nil {
+		return nil, err
+	}
+	lv.GeneratorLimited = lv.Measure.GeneratorLimited && !env.Virtual
+	lv.BudgetOK, lv.BudgetWhy = budget(&lv.Measure.Phase.Latency, c.TTFTBudget, c.TPOTBudget)
+	return lv, nil
+}
+
+// budget checks p95 TTFT (from the schedule) and p95 TPOT against their
+// budgets; an unknown percentile or one without samples fails.
+func budget(l *analyze.Latency, ttft, tpot time.Duration) (bool, string) {
+	ok := true
+	var parts []string
+	check := func(label string, d analyze.Dist, limit time.Duration) {
+		v, cens := d.Value(analyze.Q95)
+		lim := float64(limit) / 1e6
+		switch {
+		case cens:
+			ok = false
+			parts = append(parts, fmt.Sprintf("%s %s (unknown: too many timeouts) > %s", label, d.Text(analyze.Q95), analyze.FormatMs(lim)))
+		case d.Count == 0:
+			ok = false
+			parts = append(parts, fmt.Sprintf("%s n/a (no samples), budget %s", label, analyze.FormatMs(lim)))
+		case v > lim:
+			ok = false
+			parts = append(parts, fmt.Sprintf("%s %s > %s", label, analyze.FormatMs(v), analyze.FormatMs(lim)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %s ≤ %s", label, analyze.FormatMs(v), analyze.FormatMs(lim)))
+		}
+	}
+	check("p95 TTFT", l.TTFTSchedule, ttft)
+	check("p95 TPOT", l.TPOT, tpot)
+	return ok, strings.Join(parts, ", ")
+}
+
+func printSweepLevel(w fileWriter, lv *SweepLevel) {
+	m := &lv.Measure
+	p := &m.Phase
+	verdict := "within budget"
+	if !lv.BudgetOK {
+		verdict = "BUDGET BROKEN"
+	}
+	fmt.Fprintf(w, "level %2d %-8s %8.1f output tok/s %7.2f req/s  TTFT p95 %-7s TPOT p95 %-7s errors %.1f%%  %d requests  %s (%s)\n",
+		lv.Index, lv.Name, m.OutputTPS, m.RequestRPS, p.Latency.TTFTSchedule.Text(analyze.Q95), p.Latency.TPOT.Text(analyze.Q95),
+		100*p.FailureRate, p.Offered, verdict, lv.BudgetWhy)
+	if m.GeneratorNote != "" {
+		fmt.Fprintf(w, "         WARNING: %s\n", m.GeneratorNote)
+	}
+}
+
+func printSweepSummary(w fileWriter, c *SweepConfig, sr *SweepResult, dir string) {
+	f := &sr.Findings
+	at := func(i int, none string) string {
+		if i < 0 {
+			return none
+		}
+		return sr.Levels[i].Name
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "throughput knee:       %s\n", at(f.Knee, "not reached (throughput still grew ≥ "+strconv.FormatFloat(100*c.KneeThreshold, 'g', -1, 64)+"% at every level)"))
+	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
+	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
+	fmt.Fprintf(w, "headroom:              %s\n", f.Headroom)
+	if sr.Note != "" {
+		fmt.Fprintln(w, "Note:", sr.Note)
+	}
+	if sr.Partial {
+		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
+	}
+	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+var sweepColumns = []report.LevelColumn{
+	{Key: "level", Head: "level", Kind: report.LevelText, Desc: "cN = N concurrent users (closed loop); Nrps = N arrivals/s (open loop)"},
+	{Key: "load", Head: "load", Kind: report.LevelNumber, Desc: "users, or arrivals/s"},
+	{Key: "request_rps", Head: "req/s", Kind: report.LevelRPS, Desc: "successful requests completed in the measured phase / its length"},
+	{Key: "output_tokens_per_s", Head: "out tok/s", Kind: report.LevelRPS, Desc: "output tokens of those requests / length (the knee is on this)"},
+	{Key: "total_tokens_per_s", Head: "total tok/s", Kind: report.LevelRPS, Desc: "prompt + output tokens / length"},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "TTFT from the scheduled arrival (closed loop: from the send), ms"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
+	{Key: "tpot_p50_ms", Head: "TPOT p50", Kind: report.LevelMs, Desc: "(done − first token) / (output tokens − 1), ms"},
+	{Key: "tpot_p95_ms", Head: "TPOT p95", Kind: report.LevelMs},
+	{Key: "tpot_p99_ms", Head: "TPOT p99", Kind: report.LevelMs},
+	{Key: "itl_mean_ms", Head: "ITL mean", Kind: report.LevelMs, Desc: "mean gap between content chunks, pooled over requests, ms"},
+	{Key: "itl_max_p50_ms", Head: "ITL max p50", Kind: report.LevelMs, Desc: "distribution of each request's longest inter-token gap, ms"},
+	{Key: "itl_max_p95_ms", Head: "ITL max p95", Kind: report.LevelMs},
+	{Key: "itl_max_p99_ms", Head: "ITL max p99", Kind: report.LevelMs},
+	{Key: "itl_max_max_ms", Head: "ITL max", Kind: report.LevelMs, Desc: "the longest inter-token gap of the level, ms"},
+	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.LevelMs},
+	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
+	{Key: "error_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
+	{Key: "samples", Head: "samples", Kind: report.LevelCount},
+	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets"},
+	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},
+}
+
+func sweepRow(lv *SweepLevel, f *SweepFindings, i int) []report.LevelCell {
+	m := &lv.Measure
+	p := &m.Phase
+	l := &p.Latency
+	ttft, tpot, itl, e2e := distOpts(l.TTFTSchedule), distOpts(l.TPOT), distOpts(l.ITLMax), distOpts(l.E2ESchedule)
+	itlMax, itlMean := report.Unavailable(report.ReasonNoSamples), report.Unavailable(report.ReasonNoSamples)
+	if l.ITLMax.Count > 0 {
+		itlMax = report.Val(l.ITLMax.MaxMs)
+	}
+	if p.ITLMeanPooledMs > 0 {
+		itlMean = report.Val(p.ITLMeanPooledMs)
+	}
+	b := "PASS"
+	switch {
+	case lv.GeneratorLimited:
+		b = "GENERATOR-LIMITED"
+	case !lv.BudgetOK:
+		b = "FAIL"
+	}
+	var marks []string
+	if i == f.Knee {
+		marks = append(marks, "knee")
+	}
+	if i == f.Break {
+		marks = append(marks, "budget breaks")
+	}
+	if i == f.Usable {
+		marks = append(marks, "usable")
+	}
+	return []report.LevelCell{
+		report.TextCell(lv.Name), num(lv.Level), num(m.RequestRPS), num(m.OutputTPS), num(m.TotalTPS),
+		report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
+		report.NumCell(tpot[0]), report.NumCell(tpot[1]), report.NumCell(tpot[2]),
+		report.NumCell(itlMean), report.NumCell(itl[0]), report.NumCell(itl[1]), report.NumCell(itl[2]), report.NumCell(itlMax),
+		report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
+		num(p.FailureRate), num(float64(p.Offered)), report.TextCell(b), report.TextCell(orDash(strings.Join(marks, ", "))),
+	}
+}
+
+func writeSweepReports(env *Env, c *SweepConfig, dir string, sr *SweepResult) error {
+	o := &env.Opts
+	title := "surge sweep: " + env.TargetName()
+	loop := "closed loop: concurrent users, each sending when its previous request ended"
+	if !c.closed() {
+		loop = "open loop: " + c.Arrival + " arrivals at each rate"
+	}
+	meta := append(HTMLMeta(env),
+		report.KV{Key: "levels", Value: loop},
+		report.KV{Key: "per level", Value: fmt.Sprintf("%s warmup (excluded) + %s measured; the same request sequence (seed %d) at every level", c.Warmup, c.Duration, o.Seed)},
+		report.KV{Key: "latency budget", Value: fmt.Sprintf("p95 TTFT ≤ %s, p95 TPOT ≤ %s", c.TTFTBudget, c.TPOTBudget)},
+		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
+	)
+	lt := report.LevelTable{Title: title, Meta: meta, Columns: sweepColumns}
+	results := report.Table{Title: "Results table (METHOD §13), one row per level", Meta: HTMLMeta(env)}
+	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
+	f := &sr.Findings
+	for i := range sr.Levels {
+		lv := &sr.Levels[i]
+		lt.Rows = append(lt.Rows, sweepRow(lv, f, i))
+		st := report.VerdictPass
+		if !lv.BudgetOK {
+			st = report.VerdictFail
+		}
+		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
+		row := Row(lv.Result, o, levelPhase)
+		row.Workload = o.Profile + " / " + lv.Name
+		row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
+		results.Rows = append(results.Rows, row)
+		h.Runs = append(h.Runs, Charts(lv.Result, o, "level "+lv.Name))
+		if n := lv.Measure.Phase.Offered; n < sweepRecommendedSamples && !lv.Result.Partial {
+			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests (METHOD §4 asks for ~%d or 5–10 minutes per level): its P99 rests on few values; lengthen --duration.", lv.Name, n, sweepRecommendedSamples))
+		}
+	}
+	name := func(i int, none string) string {
+		if i < 0 {
+			return none
+		}
+		return sr.Levels[i].Name
+	}
+	lt.Notes = append([]string{
+		"throughput knee: " + name(f.Knee, "not reached"),
+		"latency budget breaks: " + name(f.Break, "not reached"),
+		"usable level: " + name(f.Usable, "none"),
+		"headroom: " + f.Headroom,
+	}, lt.Notes...)
+	if sr.Closed {
+		lt.Notes = append(lt.Notes, "Closed loop: each user waits for its answer before sending again, so a slow target slows its own load; use it for the knee, and an open-loop capacity search for the sustainable rate.")
+	}
+	if sr.Note != "" {
+		lt.Notes = append(lt.Notes, sr.Note)
+	}
+	if sr.Partial {
+		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted; the last level is cut short.")
+	}
+	results.Notes = lt.Notes
+	h.Tables = []report.Table{results}
+	h.Levels = []report.LevelTable{lt}
+	h.Charts = sweepCharts(c, sr)
+	if err := writeJSON(filepath.Join(dir, "sweep.json"), sr); err != nil {
+		return err
+	}
+	return writeLevelReports(dir, lt, nil, &results, h)
+}
+
+// sweepCharts plot throughput and latency against the level, and
+// throughput against latency.
+func sweepCharts(c *SweepConfig, sr *SweepResult) []report.XYChart {
+	var x, out, total, ttft, tpot, e2e []float64
+	var labels []string
+	for i := range sr.Levels {
+		lv := &sr.Levels[i]
+		l := &lv.Measure.Phase.Latency
+		x = append(x, lv.Level)
+		labels = append(labels, lv.Name)
+		out, total = append(out, lv.Measure.OutputTPS), append(total, lv.Measure.TotalTPS)
+		ttft = append(ttft, distValue(l.TTFTSchedule, analyze.Q95))
+		tpot = append(tpot, distValue(l.TPOT, analyze.Q95))
+		e2e = append(e2e, distValue(l.E2ESchedule, analyze.Q95))
+	}
+	xl := "concurrent users (closed loop)"
+	if !c.closed() {
+		xl = "offered arrivals/s (open loop)"
+	}
+	logX := len(x) > 1 && x[0] > 0 && x[len(x)-1]/x[0] >= sweepLogAxisMinLevelRatio
+	f := &sr.Findings
+	var marks []report.XYRule
+	if f.Knee >= 0 {
+		marks = append(marks, report.XYRule{Label: "knee " + sr.Levels[f.Knee].Name, Value: x[f.Knee]})
+	}
+	if f.Break >= 0 {
+		marks = append(marks, report.XYRule{Label: "budget breaks " + sr.Levels[f.Break].Name, Value: x[f.Break]})
+	}
+	tputChart := report.XYChart{Title: "Throughput against load", Note: "by completion time within each level's measured phase",
+		XLabel: xl, YLabel: "tokens/s", LogX: logX,
+		Series: []report.XYSeries{{Label: "output tok/s", X: x, Y: out, Labels: labels}, {Label: "total tok/s", X: x, Y: total}}, VRules: marks}
+	latChart := report.XYChart{Title: "Latency against load", Note: "p95; lower bounds where too many requests timed out",
+		XLabel: xl, YLabel: "ms (log scale)", LogX: logX, LogY: true,
+		Series: []report.XYSeries{{Label: "TTFT p95", X: x, Y: ttft}, {Label: "TPOT p95", X: x, Y: tpot}, {Label: "completion p95", X: x, Y: e2e}},
+		HRules: []report.XYRule{
+			{Label: "TTFT budget " + c.TTFTBudget.String(), Value: float64(c.TTFTBudget) / 1e6},
+			{Label: "TPOT budget " + c.TPOTBudget.String(), Value: float64(c.TPOTBudget) / 1e6},
+		}, VRules: marks}
+	tradeoff := report.XYChart{Title: "Throughput against latency", Note: "one point per level, in order of load",
+		XLabel: "output tokens/s", YLabel: "p95 ms (log scale)", LogY: true,
+		Series: []report.XYSeries{{Label: "TTFT p95", X: out, Y: ttft, Labels: labels}, {Label: "TPOT p95", X: out, Y: tpot}},
+		HRules: latChart.HRules}
+	return []report.XYChart{tputChart, latChart, tradeoff}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

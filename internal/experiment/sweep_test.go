@@ -1,0 +1,249 @@
+package experiment
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+func TestSweepFindings(t *testing.T) {
+	name := func(v float64) string { return fmt.Sprintf("c%g", v) }
+	levels := []float64{1, 2, 4, 8, 16, 32}
+	cases := []struct {
+		name                 string
+		tput                 []float64
+		ok                   []bool
+		knee, brk, usable    int
+		headroom             string
+		headroomRatioAtLeast float64
+	}{
+		{"knee then break", []float64{10, 20, 40, 80, 85, 86}, []bool{true, true, true, true, true, false}, 3, 5, 3, "headroom", 4},
+		{"break before knee", []float64{10, 20, 40, 80, 85, 86}, []bool{true, true, false, false, false, false}, 3, 2, 1, "none: the latency budget breaks at c4", 0},
+		{"break at the knee's successor", []float64{10, 20, 40, 80, 85, 86}, []bool{true, true, true, true, false, false}, 3, 4, 3, "headroom", 2},
+		{"knee only", []float64{10, 20, 40, 42, 43, 43}, []bool{true, true, true, true, true, true}, 2, -1, 2, "held at every level", 8},
+		{"break only", []float64{10, 20, 40, 80, 160, 320}, []bool{true, true, true, true, true, false}, -1, 5, 4, "still grew", 0},
+		{"neither", []float64{10, 20, 40, 80, 160, 320}, []bool{true, true, true, true, true, true}, -1, -1, 5, "test higher levels", 0},
+		{"budget broken at once", []float64{10, 20, 40, 80, 160, 320}, []bool{false, false, false, false, false, false}, -1, 0, -1, "still grew", 0},
+		{"throughput falls", []float64{10, 20, 15, 30, 60, 90}, []bool{true, true, true, true, true, true}, 1, -1, 1, "held", 0},
+		{"just under the threshold", []float64{10, 10.99, 20, 40, 80, 160}, []bool{true, true, true, true, true, true}, 0, -1, 0, "", 0},
+		{"just over the threshold", []float64{10, 11.01, 22, 44, 88, 176}, []bool{true, true, true, true, true, true}, -1, -1, 5, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := sweepFindings(levels, tc.tput, tc.ok, 0.10, name)
+			if f.Knee != tc.knee || f.Break != tc.brk || f.Usable != tc.usable {
+				t.Fatalf("knee %d break %d usable %d, want %d %d %d", f.Knee, f.Break, f.Usable, tc.knee, tc.brk, tc.usable)
+			}
+			if !strings.Contains(f.Headroom, tc.headroom) || f.HeadroomRatio < tc.headroomRatioAtLeast {
+				t.Fatalf("headroom %q (%.3g)", f.Headroom, f.HeadroomRatio)
+			}
+		})
+	}
+}
+
+func sweepEnv(t *testing.T, c *SweepConfig) (*Env, *strings.Builder) {
+	t.Helper()
+	var out strings.Builder
+	env, err := Prepare(context.Background(), c.Options, c.Simulate, &out, quietLogger(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env, &out
+}
+
+// The knee lands where the simulator's batch saturates: with max_num_seqs
+// 16, 16 users fill the batch and 32 or 64 add no throughput (they only
+// wait, so the TTFT budget breaks right after).
+func TestSweepKneeAtBatchSaturation(t *testing.T) {
+	for _, seqs := range []int{8, 16} {
+		t.Run(fmt.Sprintf("max_num_seqs %d", seqs), func(t *testing.T) {
+			c := DefaultSweepConfig()
+			c.Simulate, c.Quiet = true, true
+			c.Sim.MaxNumSeqs = seqs
+			c.Concurrency = []int{1, 2, 4, 8, 16, 32, 64}
+			c.Duration, c.Warmup = 2*time.Minute, 20*time.Second
+			env, out := sweepEnv(t, &c)
+			dir := t.TempDir()
+			res, err := Sweep(context.Background(), env, &c, dir)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var sr SweepResult
+			b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+			if err != nil || json.Unmarshal(b, &sr) != nil {
+				t.Fatalf("sweep.json: %v", err)
+			}
+			f := sr.Findings
+			if f.Knee < 0 || sr.Levels[f.Knee].Level != float64(seqs) {
+				t.Fatalf("knee at %d, want c%d\n%s", f.Knee, seqs, out)
+			}
+			if f.Usable != f.Knee || !res.SLOPass {
+				t.Errorf("usable %d, want the knee %d (outcome %+v)", f.Usable, f.Knee, res)
+			}
+			if f.Break < 0 || f.Break <= f.Knee {
+				t.Errorf("the budget should break beyond the knee, got break %d\n%s", f.Break, out)
+			}
+			// Throughput doubles with users below the batch size.
+			for i := 1; i <= f.Knee; i++ {
+				if g := sr.Levels[i].Measure.OutputTPS / sr.Levels[i-1].Measure.OutputTPS; g < 1.6 {
+					t.Errorf("%s → %s: throughput ×%.2f, want ~×2", sr.Levels[i-1].Name, sr.Levels[i].Name, g)
+				}
+			}
+			rows, err := csv.NewReader(mustOpen(t, filepath.Join(dir, "results.csv"))).ReadAll()
+			if err != nil || len(rows) != 1+len(c.Concurrency) {
+				t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+			}
+			for _, col := range []string{"ttft_p95_ms", "tpot_p95_ms", "itl_max_p99_ms", "itl_max_max_ms", "output_tokens_per_s", "total_tokens_per_s", "request_rps", "completion_p99_ms", "error_rate"} {
+				if !strings.Contains(strings.Join(rows[0], ","), col) {
+					t.Errorf("results.csv lacks %s", col)
+				}
+			}
+			html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+			if n := strings.Count(string(html), `class="xychart"`); n != 3 {
+				t.Errorf("%d XY charts, want 3", n)
+			}
+			for _, want := range []string{"throughput knee:", "latency budget breaks:", "usable level:", "headroom:"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Every level sends the same requests: the same lengths in the same order.
+func TestSweepSameRequestsAtEveryLevel(t *testing.T) {
+	c := DefaultSweepConfig()
+	c.Simulate, c.Quiet = true, true
+	c.Rates = []float64{2, 4}
+	c.Duration, c.Warmup = time.Minute, 0
+	env, out := sweepEnv(t, &c)
+	dir := t.TempDir()
+	if _, err := Sweep(context.Background(), env, &c, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var lengths [2][]int
+	for i, name := range []string{"level-01-2rps", "level-02-4rps"} {
+		err := record.ReadFile(filepath.Join(dir, name, "requests.jsonl"), func(r *record.Record) error {
+			lengths[i] = append(lengths[i], r.MaxTokens)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := min(len(lengths[0]), len(lengths[1]))
+	if n < 60 || fmt.Sprint(lengths[0][:n]) != fmt.Sprint(lengths[1][:n]) {
+		t.Fatalf("levels sent different requests (%d, %d records)", len(lengths[0]), len(lengths[1]))
+	}
+}
+
+// The virtual closed loop keeps exactly N users busy: never more than N
+// requests in flight, each user's next request sent when its last ended,
+// and records labelled by the phase of their send time.
+func TestClosedLoopVirtual(t *testing.T) {
+	const users = 5
+	c := DefaultSweepConfig()
+	c.Simulate, c.Quiet = true, true
+	env, _ := sweepEnv(t, &c)
+	cl := ClosedLoop{Users: users, Warmup: 10 * time.Second, Duration: 40 * time.Second, Phase: levelPhase}
+	res, err := env.Execute(context.Background(), Spec{Name: "c5", Dir: t.TempDir(), Command: "test", Plan: closedPlan(cl), Closed: &cl, Exclude: []string{"warmup"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		t     int64
+		delta int
+	}
+	var evs []ev
+	var recs []record.Record
+	err = record.ReadFile(filepath.Join(res.Spec.Dir, "requests.jsonl"), func(r *record.Record) error {
+		recs = append(recs, *r)
+		evs = append(evs, ev{r.SentNs, +1}, ev{r.DoneNs, -1})
+		want := levelPhase
+		if time.Duration(r.ScheduledNs) < cl.Warmup {
+			want = "warmup"
+		}
+		if r.Phase != want || r.ScheduledNs != r.SentNs || r.Outcome != record.OK {
+			t.Errorf("seq %d: phase %q at %s, sent %d, outcome %s", r.Seq, r.Phase, time.Duration(r.ScheduledNs), r.SentNs, r.Outcome)
+		}
+		if time.Duration(r.ScheduledNs) >= cl.Warmup+cl.Duration {
+			t.Errorf("seq %d sent at %s, after the level ended", r.Seq, time.Duration(r.ScheduledNs))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t || evs[i].t == evs[j].t && evs[i].delta < evs[j].delta })
+	inflight, peak := 0, 0
+	for _, e := range evs {
+		inflight += e.delta
+		peak = max(peak, inflight)
+	}
+	if peak != users {
+		t.Errorf("peak in flight %d, want exactly %d users", peak, users)
+	}
+	// Each send after the first round coincides with an earlier completion.
+	done := map[int64]int{}
+	for _, r := range recs {
+		done[r.DoneNs]++
+	}
+	for _, r := range recs[users:] {
+		if done[r.SentNs] == 0 {
+			t.Fatalf("seq %d sent at %s, when no request ended", r.Seq, time.Duration(r.SentNs))
+		}
+	}
+	if len(recs) < 20 {
+		t.Fatalf("only %d requests", len(recs))
+	}
+}
+
+func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*SweepConfig)
+		want   string
+	}{
+		"both loops":          {func(c *SweepConfig) { c.Concurrency, c.Rates = []int{1}, []float64{1} }, "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
+		"decreasing users":    {func(c *SweepConfig) { c.Concurrency = []int{1, 16, 4} }, "--concurrency: levels must increase, got 4 after 16"},
+		"repeated users":      {func(c *SweepConfig) { c.Concurrency = []int{4, 4} }, "--concurrency: levels must increase, got 4 after 4"},
+		"zero users":          {func(c *SweepConfig) { c.Concurrency = []int{0, 4} }, "--concurrency: each level must be ≥ 1 user, got 0"},
+		"decreasing rates":    {func(c *SweepConfig) { c.Rates = []float64{2, 1.5} }, "--rates: levels must increase, got 1.5 after 2"},
+		"zero rate":           {func(c *SweepConfig) { c.Rates = []float64{0, 1} }, "--rates: each rate must be > 0 requests/s, got 0"},
+		"unreachable rate":    {func(c *SweepConfig) { c.Rates = []float64{1, 5e6} }, "--rates: 5e+06 requests/s is more than the load generator can schedule"},
+		"zero ttft budget":    {func(c *SweepConfig) { c.TTFTBudget = 0 }, "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
+		"zero tpot budget":    {func(c *SweepConfig) { c.TPOTBudget = 0 }, "--tpot-budget: must be > 0"},
+		"zero knee threshold": {func(c *SweepConfig) { c.KneeThreshold = 0 }, "--knee-threshold: must be > 0"},
+		"zero duration":       {func(c *SweepConfig) { c.Duration = 0 }, "--duration: must be > 0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultSweepConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
