@@ -21,22 +21,27 @@ func applyConfigFile(fs *pflag.FlagSet, path string, dst any) error {
 	if path == "" {
 		return nil
 	}
+	// Remember what the user set on the command line, item by item for
+	// slice flags (their String() form would split values at commas).
 	set := map[string]string{}
-	fs.Visit(func(f *pflag.Flag) { set[f.Name] = f.Value.String() })
+	items := map[string][]string{}
+	fs.Visit(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			items[f.Name] = sv.GetSlice()
+			return
+		}
+		set[f.Name] = f.Value.String()
+	})
 	if err := decodeYAMLFile(path, dst); err != nil {
 		return err
 	}
-	for name, v := range set {
-		f := fs.Lookup(name)
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			// String() of a slice flag is "[a,b]"; Replace takes the items.
-			items := strings.Split(strings.Trim(v, "[]"), ",")
-			if err := sv.Replace(items); err != nil {
-				return usageErr("--%s: %v", name, err)
-			}
-			continue
+	for name, v := range items {
+		if err := fs.Lookup(name).Value.(pflag.SliceValue).Replace(v); err != nil {
+			return usageErr("--%s: %v", name, err)
 		}
-		if err := f.Value.Set(v); err != nil {
+	}
+	for name, v := range set {
+		if err := fs.Lookup(name).Value.Set(v); err != nil {
 			return usageErr("--%s: %v", name, err)
 		}
 	}

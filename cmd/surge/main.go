@@ -83,7 +83,7 @@ inference engine, so you can try everything on a laptop.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd())
+	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
 	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd())
 	return root
 }

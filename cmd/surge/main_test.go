@@ -188,3 +188,44 @@ func TestLevelCommandsSimulate(t *testing.T) {
 		})
 	}
 }
+
+// A repeated flag whose value holds a comma survives being re-applied over
+// a YAML file.
+func TestSliceFlagWithCommaOverFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(f, []byte("rate: 2\nduration: 1s\n"), 0o644)
+	code, _, stderr := surge(t, "run", "-f", f, "--header", "X-A: 1,2", "--target", "http://127.0.0.1:1/v1", "-q", "-o", filepath.Join(dir, "o"))
+	if code == exitUsage {
+		t.Fatalf("exit 2: %s", stderr)
+	}
+}
+
+// surge predict reproduces the seed's worked example (METHOD §8).
+func TestPredictSeedExample(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s"}, []string{"peak backlog:   600.0 requests", "recovery time:  5m0s after the burst ends"}},
+		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s", "--boost-mu", "16"}, []string{"recovery time:  1m15s after the burst ends"}},
+		{[]string{"predict", "--mu", "10", "--lambda", "10", "--burst-rps", "20", "--burst", "60s"}, []string{"recovery:       never"}},
+	}
+	for _, tc := range cases {
+		code, out, stderr := surge(t, tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+	if code, _, stderr := surge(t, "predict", "--mu", "0"); code != exitUsage || !strings.Contains(stderr, "--mu: must be > 0") {
+		t.Fatalf("exit %d %q", code, stderr)
+	}
+	if code, _, stderr := surge(t, "predict", "--mu", "10", "--burst", "0s"); code != exitUsage || !strings.Contains(stderr, "--burst: must be > 0") {
+		t.Fatalf("exit %d %q", code, stderr)
+	}
+}

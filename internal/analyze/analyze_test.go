@@ -187,6 +187,28 @@ func TestGoodputDenominator(t *testing.T) {
 	}
 }
 
+// Timeouts stay in the denominator: with 1% timeouts (not censored) the
+// p99 is the slowest successful request, not the p99 of the successes.
+func TestTimeoutsRankAboveSuccesses(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 1000 * s}}, Timeout: 60 * s})
+	for i := 0; i < 985; i++ {
+		a.Add(okRec(time.Duration(i)*ms, 0, 100*ms, 100*ms))
+	}
+	for i := 0; i < 5; i++ {
+		a.Add(okRec(time.Duration(985+i)*ms, 0, 9*s, 9*s))
+	}
+	for i := 0; i < 10; i++ {
+		r := record.New("t", int64(990+i), "steady", int64(time.Duration(990+i)*ms))
+		r.SentNs, r.DoneNs, r.Outcome = r.ScheduledNs, r.ScheduledNs+int64(60*s), record.Timeout
+		a.Add(&r)
+	}
+	d := a.Result().Overall.Latency.E2ESend
+	if d.P99Censored || d.P99Ms < 8990 || d.P99Ms > 9010 {
+		t.Fatalf("p99 = %.0f ms (censored %v); want 9 s: 1%% timeouts rank above the 5 slow successes", d.P99Ms, d.P99Censored)
+	}
+}
+
 func TestCensoring(t *testing.T) {
 	tests := []struct {
 		name              string
@@ -197,13 +219,13 @@ func TestCensoring(t *testing.T) {
 		wantP99LowerBound float64
 	}{
 		{"no timeouts", 100, 0, false, false, false, "99ms", 60 * s, 0},
-		{"under 1%", 100, 1, false, false, false, "99ms", 60 * s, 0},
+		{"under 1%: the timeout ranks above all, p99 moves up one rank", 100, 1, false, false, false, "100ms", 60 * s, 0},
 		{"exactly 1% is not more than 1%", 99, 1, false, false, false, "99ms", 60 * s, 0},
 		{"over 1%", 100, 2, false, false, true, "> 60s", 60 * s, 60000},
 		{"over 5%", 100, 6, false, true, true, "> 60s", 60 * s, 60000},
 		{"over 50%", 1, 2, true, true, true, "> 60s", 60 * s, 60000},
 		{"all timed out", 0, 3, true, true, true, "> 60s", 60 * s, 60000},
-		{"timeout unknown: the observed value is the bound", 100, 2, false, false, true, "> 99ms", 0, 99},
+		{"timeout unknown: the largest observed value is the bound", 100, 2, false, false, true, "> 100ms", 0, 100},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

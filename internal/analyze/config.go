@@ -96,9 +96,17 @@ const (
 	mConnToHeaders
 )
 
-// censorable reports whether timeouts cut off metric i's distribution (the
-// latency distributions over ok requests).
-func censorable(i int) bool { return i <= mE2ESchedule }
+// censorable reports whether timeouts count in metric i's distribution:
+// the time-to-first-token and completion latencies, where a timed-out
+// request would have ranked above every value. Per-token metrics (TPOT,
+// longest gap) say nothing about requests that timed out.
+func censorable(i int) bool {
+	switch i {
+	case mTTFTSchedule, mTTFTSend, mE2ESend, mE2ESchedule:
+		return true
+	}
+	return false
+}
 
 func metricIndex(m Metric) int {
 	return slices.Index(Metrics, m)

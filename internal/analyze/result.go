@@ -328,23 +328,39 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 // quantiles are the reported percentiles as fractions num/100.
 var quantiles = [3]int64{50, 95, 99}
 
-// dist summarises m. timeouts of a set of n requests (ok + timeouts) censor
-// quantile q when timeouts > (1 − q)·n.
+// dist summarises m. Timeouts stay in the denominator (METHOD §7): the
+// q-quantile of a group of cnt recorded values and T timeouts is the value
+// of nearest rank r = ceil(q·(cnt+T)), the timeouts ranking above every
+// recorded value; when r > cnt the quantile lies among the timeouts and is
+// censored (unknown, above the timeout). n is unused beyond timeouts'
+// context and kept for the callers' readability.
 func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
+	_ = n
 	var d Dist
 	var vals [3]float64
-	if m.h != nil && m.h.TotalCount() > 0 {
-		cnt := m.h.TotalCount()
+	cens := [3]bool{}
+	var cnt int64
+	if m.h != nil {
+		cnt = m.h.TotalCount()
+	}
+	total := cnt + timeouts
+	var ranks [3]int64
+	for i, q := range quantiles {
+		ranks[i] = max(1, (q*total+99)/100)
+		cens[i] = timeouts > 0 && ranks[i] > cnt
+	}
+	if cnt > 0 {
 		d.Count = cnt
 		d.MeanMs = float64(m.sum) / float64(cnt) / 1e3
 		d.MaxMs = float64(m.max) / 1e3
 		d.StdMs = m.std() / 1e3
-		// Nearest rank r = ceil(q·N). The library ranks a percentile p as
-		// int(p/100·N + 0.5); asking for p = (r − 0.25)/N·100 selects rank r
-		// exactly (the ±0.25 margin dwarfs any floating-point error).
+		// Nearest rank r among the recorded values. The library ranks a
+		// percentile p as int(p/100·N + 0.5); asking for p = (r − 0.25)/N·100
+		// selects rank r exactly (the ±0.25 margin dwarfs any floating-point
+		// error).
 		ps := make([]float64, len(quantiles))
-		for i, q := range quantiles {
-			r := max(1, (q*cnt+99)/100)
+		for i := range quantiles {
+			r := min(ranks[i], cnt)
 			ps[i] = (float64(r) - 0.25) / float64(cnt) * 100
 		}
 		for i, v := range m.h.ValueAtPercentilesSlice(ps) {
@@ -353,9 +369,7 @@ func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
 			vals[i] = float64(min(v, m.max)) / 1e3
 		}
 	}
-	cens := [3]bool{}
-	for i, q := range quantiles {
-		cens[i] = timeouts > 0 && timeouts*100 > (100-q)*n
+	for i := range quantiles {
 		if cens[i] {
 			vals[i] = max(vals[i], timeoutMs)
 			d.CensorMs = timeoutMs

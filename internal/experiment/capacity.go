@@ -552,14 +552,17 @@ func writeCapacityReports(env *Env, c *CapacityConfig, dir string, cr *CapacityR
 		lt.Notes = append(lt.Notes, "PARTIAL: the search was interrupted; the last step is cut short.")
 	}
 	for i := range cr.Steps {
-		if n := cr.Steps[i].Measure.Phase.Offered; n < int64(c.MinRequests) && cr.Steps[i].StoppedEarly == "" && !cr.Steps[i].Result.Partial {
-			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests, fewer than --min-requests %d (--max-step-duration %s binds): its P99 rests on few values.",
-				cr.Steps[i].Name, n, c.MinRequests, c.MaxStepDuration))
+		st := &cr.Steps[i]
+		if float64(c.MinRequests)/st.Rate > c.MaxStepDuration.Seconds() && st.StoppedEarly == "" {
+			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests, fewer than --min-requests %d because --max-step-duration %s binds: its P99 rests on fewer values.",
+				st.Name, st.Measure.Phase.Offered, c.MinRequests, c.MaxStepDuration))
 		}
 	}
 	results.Notes = lt.Notes
-	h.Tables = []report.Table{results}
-	h.Levels = []report.LevelTable{lt}
+	ht := results
+	ht.Meta = nil // the page shows the same facts once, above the tables
+	h.Tables = []report.Table{ht}
+	h.Levels = []report.LevelTable{withoutMeta(lt)}
 	h.Charts = capacityCharts(o, cr)
 	if err := writeJSON(filepath.Join(dir, "capacity.json"), cr); err != nil {
 		return err

@@ -219,6 +219,13 @@ func writeFile(dir, name string, fn func(w fileWriter) error) error {
 	return f.Close()
 }
 
+// withoutMeta is t without its metadata, for report.html, whose header
+// already shows it.
+func withoutMeta(t report.LevelTable) report.LevelTable {
+	t.Meta = nil
+	return t
+}
+
 // sortedBy returns the indexes of xs in ascending order of key.
 func sortedBy(n int, key func(i int) float64) []int {
 	idx := make([]int, n)

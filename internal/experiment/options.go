@@ -15,6 +15,18 @@
 // virtual time against the engine model (sim.Simulate), which produces the
 // same records in a fraction of a second. Everything after the records is
 // shared between the two.
+//
+// Capacity, Sweep and Soak run several load levels (or one long run) with
+// the same Env.Execute, each level a run folder of its own, and add a level
+// table (report.LevelTable) and XY charts to the top folder:
+//
+//   - Capacity: open-loop steps × growth, then bisection, judged by the SLO;
+//     hopeless steps stop early (saturation.go); see CapacityConfig.
+//   - Sweep: closed-loop users (ClosedLoop, concurrency sweeps only) or
+//     open-loop rates; throughput by completion time (Measure), knee,
+//     budget break, usable level and headroom; see SweepConfig.
+//   - Soak: one long run in windows and a least-squares drift test per
+//     window series (Trend); see SoakConfig.
 package experiment
 
 import (

@@ -100,7 +100,7 @@ func (e *Env) Close() error {
 func (e *Env) TargetName() string {
 	switch {
 	case e.Virtual:
-		return "engine model in virtual time (surge burst --simulate)"
+		return "engine model in virtual time (--simulate)"
 	case e.Simulated:
 		return "in-process simulator at " + e.BaseURL
 	}

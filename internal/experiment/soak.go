@@ -467,14 +467,14 @@ func writeSoakReports(env *Env, c *SoakConfig, dir string, sr *SoakResult) error
 	if res.Partial {
 		tt.Notes = append(tt.Notes, "PARTIAL: the soak was interrupted; the trends cover what ran.")
 	}
-	results := report.Table{Title: "Results table (METHOD §13)", Meta: HTMLMeta(env)}
+	results := report.Table{Title: "Results table (METHOD §13)"}
 	row := Row(res, o, soakPhase)
 	row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
 	results.Rows = []report.Row{row}
 	results.Verdicts = sloVerdicts("soak", res.Analysis.Verdict)
 	h := report.LevelReport{
 		HTMLReport: report.HTMLReport{Title: title, Meta: meta, Tables: []report.Table{results}, Runs: []report.RunCharts{Charts(res, o, "the soak over time")}},
-		Levels:     []report.LevelTable{tt, wt},
+		Levels:     []report.LevelTable{tt, withoutMeta(wt)},
 		Charts:     soakCharts(sr, soakStart),
 	}
 	if err := writeJSON(filepath.Join(dir, "soak.json"), sr); err != nil {

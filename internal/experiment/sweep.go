@@ -549,8 +549,10 @@ func writeSweepReports(env *Env, c *SweepConfig, dir string, sr *SweepResult) er
 		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted; the last level is cut short.")
 	}
 	results.Notes = lt.Notes
-	h.Tables = []report.Table{results}
-	h.Levels = []report.LevelTable{lt}
+	ht := results
+	ht.Meta = nil // the page shows the same facts once, above the tables
+	h.Tables = []report.Table{ht}
+	h.Levels = []report.LevelTable{withoutMeta(lt)}
 	h.Charts = sweepCharts(c, sr)
 	if err := writeJSON(filepath.Join(dir, "sweep.json"), sr); err != nil {
 		return err

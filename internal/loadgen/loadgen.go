@@ -126,10 +126,16 @@ func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
 	for i := 0; i < len(arrivals); {
 		due := o.origin.Add(arrivals[i].At)
 		if o.sleepUntil(ctx, due) != nil {
+			// Interrupted or stopped while the generator may be behind:
+			// arrivals whose time has already come still get their record
+			// (sent with a cancelled context after Ctrl-C, they end as
+			// cancelled at once).
+			o.dispatchDue(ctx, &wg, arrivals, &i)
 			break
 		}
 		select {
 		case <-o.stop:
+			o.dispatchDue(ctx, &wg, arrivals, &i)
 			wg.Wait()
 			return ctx.Err()
 		default:
@@ -141,6 +147,13 @@ func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+func (o *Open) dispatchDue(ctx context.Context, wg *sync.WaitGroup, arrivals []schedule.Arrival, i *int) {
+	now := time.Since(o.origin)
+	for ; *i < len(arrivals) && arrivals[*i].At <= now; *i++ {
+		o.dispatch(ctx, wg, &arrivals[*i])
+	}
 }
 
 func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arrival) {

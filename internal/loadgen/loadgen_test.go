@@ -232,3 +232,28 @@ func TestOpenStopFinishesInFlight(t *testing.T) {
 		}
 	})
 }
+
+// A generator that has fallen behind and is then interrupted still records
+// every arrival whose time had come.
+func TestInterruptWhileBehindRecordsOverdueArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		origin := time.Now().Add(-time.Second) // the run "started" a second ago: 100 arrivals are overdue
+		var c collector
+		o := NewOpen(Config{}, origin, &fakeTarget{origin, time.Second}, build, c.sink)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // interrupted before the dispatcher ever ran
+		err := o.Run(ctx, constant(1000, 10*time.Millisecond))
+		if err != context.Canceled {
+			t.Fatalf("err = %v", err)
+		}
+		// arrivals at 0 … 1.0 s were due: 101 records, all cancelled, none twice
+		if len(c.recs) != 101 || c.dups != 0 {
+			t.Fatalf("records %d dups %d; every overdue arrival needs exactly one", len(c.recs), c.dups)
+		}
+		for _, r := range c.recs {
+			if r.Outcome != record.Cancelled {
+				t.Fatalf("seq %d: %s", r.Seq, r.Outcome)
+			}
+		}
+	})
+}

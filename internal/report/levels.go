@@ -430,7 +430,7 @@ func newXYScale(vals []float64, log bool, p0, p1 float64, fromZero bool) xyScale
 		}
 		step := niceStep((hi - lo) / 5)
 		s.lo, s.hi = math.Floor(lo/step)*step, math.Ceil(hi/step)*step
-		if s.hi == hi && !fromZero {
+		if hi > s.hi-0.04*(s.hi-s.lo) { // room for the top point and its label
 			s.hi += step
 		}
 	}

@@ -185,7 +185,8 @@ func TestXYScaleTicks(t *testing.T) {
 		{"log decades", []float64{1, 64}, true, 1, 100},
 		{"log ignores zero", []float64{0, 5, 700}, true, 1, 1000},
 		{"empty linear", nil, false, 0, 1},
-		{"constant", []float64{5, 5}, false, 0, 5},
+		{"constant", []float64{5, 5}, false, 0, 6},
+		{"top point gets room", []float64{0, 495}, false, 0, 600},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
