@@ -42,9 +42,6 @@ the engine model in seconds: a what-if tool for capacity planning.`,
 			if file == "" {
 				cfg.ApplyDemo(cmd.Flags().Changed)
 			}
-			if cfg.Simulate && !cmd.Flags().Changed("baseline-rps") && file == "" {
-				cfg.BaselineRPS = experiment.DemoBaselineRPS
-			}
 			if err := cfg.Validate(); err != nil {
 				return usageErr("%v", err)
 			}

@@ -34,10 +34,10 @@ const (
 // whole 2×/5×/10× experiment takes about three minutes and the 5× and 10×
 // bursts build a real backlog in the simulator (≈10 req/s of capacity).
 const (
-	DemoBaselineRPS   = 5.0
+	DemoBaselineRPS   = 4.0
 	DemoWarmup        = 5 * time.Second
 	DemoBaseline      = 20 * time.Second
-	DemoBurst         = 5 * time.Second
+	DemoBurst         = 6 * time.Second
 	DemoRecovery      = 20 * time.Second
 	DemoRecoveryLimit = 75 * time.Second
 	DemoWindow        = 5 * time.Second
@@ -114,22 +114,33 @@ func (c *BurstConfig) RegisterFlags(fs *pflag.FlagSet) {
 	c.Options.RegisterFlags(fs)
 }
 
-// ApplyDemo switches to the short demo phases when the user gave no target
-// and set none of the phase lengths or the baseline (changed reports
-// whether a flag or file set a field).
+// ApplyDemo fills in the demo's settings when there is no target: the
+// built-in simulator with short phases (every field the user did not set,
+// as changed reports). With --simulate only the baseline gets a default.
 func (c *BurstConfig) ApplyDemo(changed func(name string) bool) {
-	if c.Target != "" || c.Simulate {
+	if c.Target != "" {
 		return
 	}
-	for _, f := range []string{"baseline-rps", "warmup", "baseline", "burst", "recovery", "recovery-limit", "window", "settle-timeout", "recovery-metric"} {
-		if changed(f) {
-			return
-		}
+	if !changed("baseline-rps") && !c.BaselineAuto && c.BaselineRPS == 0 {
+		c.BaselineRPS = DemoBaselineRPS
+	}
+	if c.Simulate {
+		return
 	}
 	c.Demo = true
-	c.BaselineRPS, c.Warmup, c.Baseline, c.Burst, c.Recovery = DemoBaselineRPS, DemoWarmup, DemoBaseline, DemoBurst, DemoRecovery
-	c.RecoveryLimit, c.Window, c.SettleTimeout = DemoRecoveryLimit, DemoWindow, DemoSettleTimeout
-	c.RecoveryMetric = DemoRecoveryMetric
+	set := func(flag string, apply func()) {
+		if !changed(flag) {
+			apply()
+		}
+	}
+	set("warmup", func() { c.Warmup = DemoWarmup })
+	set("baseline", func() { c.Baseline = DemoBaseline })
+	set("burst", func() { c.Burst = DemoBurst })
+	set("recovery", func() { c.Recovery = DemoRecovery })
+	set("recovery-limit", func() { c.RecoveryLimit = max(DemoRecoveryLimit, c.Recovery) })
+	set("window", func() { c.Window = DemoWindow })
+	set("settle-timeout", func() { c.SettleTimeout = DemoSettleTimeout })
+	set("recovery-metric", func() { c.RecoveryMetric = DemoRecoveryMetric })
 }
 
 // Validate checks the burst settings; errors name the flag.
@@ -313,7 +324,12 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 		rule := env.recoveryRule(c)
 		plannedEnd := run.BurstEnd + c.Recovery
 		spec.StopCheckFrom = plannedEnd
+		win := env.Opts.Window
 		spec.StopWhen = func(recs []record.Record, horizon time.Duration) bool {
+			// Judge whole windows only: cut the horizon back to the last
+			// window boundary (windows are aligned to the burst end), so a
+			// recovery is never declared on a window partly observed.
+			horizon = run.BurstEnd + (horizon-run.BurstEnd)/win*win
 			if horizon <= plannedEnd {
 				return false
 			}
@@ -338,7 +354,7 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 		run.Recovery = measuredRecovery(res.Analysis.Recovery, c.Recovery)
 		if mu == 0 || c.CapacityRPS == 0 && !env.Simulated {
 			// μ measured: the burst's completion rate, when a backlog built.
-			if m, ok := measuredMu(res); ok {
+			if m, ok := measuredMu(res, burstStart, run.BurstEnd); ok {
 				mu, muSource = m, "measured: completions/s during the "+fmtK(k)+"× burst"
 				p, err := predict.Predict(predictParams(c, k, mu))
 				if err == nil {
@@ -380,37 +396,59 @@ func predictParams(c *BurstConfig, k, mu float64) predict.Params {
 	return predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter}
 }
 
-// measuredMu is the completion rate during the burst phase when the burst
-// was above capacity (the backlog grew), which is then the capacity μ.
-func measuredMu(res *Result) (float64, bool) {
-	p, ok := res.Analysis.Phase(schedule.PhaseBurst)
-	if !ok || p.Offered == 0 {
+// measuredMu estimates the capacity μ from a run whose burst built a
+// backlog: while requests were waiting, the service completed them as fast
+// as it could, so its completion rate then is μ. The interval starts one
+// typical baseline completion time after the burst began (earlier
+// completions are still baseline requests) and ends when the client-side
+// backlog (requests scheduled and still without a first token) fell back
+// to its baseline level. It reports false when no real backlog built (at
+// its peak fewer than a tenth of the burst's arrivals waited) or it lasted
+// less than five seconds: that says nothing about μ.
+func measuredMu(res *Result, burstStart, burstEnd time.Duration) (float64, bool) {
+	a := res.Analysis
+	base, ok := a.Phase(schedule.PhaseBaseline)
+	if !ok || len(a.Timeline) == 0 {
 		return 0, false
 	}
-	// Above capacity the successful completions of burst arrivals lag the
-	// offered rate clearly; below it, they match and say nothing about μ.
-	if p.SuccessRPS > 0.9*p.OfferedRPS {
-		return 0, false
-	}
-	return completionsPerSecond(res), true
-}
-
-// completionsPerSecond counts successful completions per second of wall
-// time while the backlog was being worked off (from the burst start to the
-// end of the run), which is the service rate when a queue exists.
-func completionsPerSecond(res *Result) float64 {
-	var ok int64
-	var span float64
-	for _, p := range res.Analysis.Phases {
-		if p.Name == schedule.PhaseBurst || p.Name == schedule.PhaseRecovery {
-			ok += p.Succeeded
-			span += p.DurationMs / 1000
+	var sum, n float64
+	for _, smp := range a.Timeline {
+		if smp.TMs >= base.StartMs && smp.TMs < base.EndMs {
+			sum += float64(smp.Waiting)
+			n++
 		}
 	}
-	if span == 0 {
-		return 0
+	if n == 0 {
+		return 0, false
 	}
-	return float64(ok) / span
+	threshold := max(2*sum/n, sum/n+3)
+	t1 := burstStart + time.Duration(base.Latency.E2ESend.P50Ms*1e6)
+	t2 := time.Duration(-1)
+	peak := 0.0
+	for _, smp := range a.Timeline {
+		t := time.Duration(smp.TMs * 1e6)
+		if t < burstStart {
+			continue
+		}
+		peak = max(peak, float64(smp.Waiting))
+		if t > burstEnd && float64(smp.Waiting) <= threshold {
+			t2 = t
+			break
+		}
+	}
+	// A real backlog: at its peak a tenth of the burst's arrivals were
+	// still waiting (below capacity only the few in prefill ever wait).
+	burst, _ := a.Phase(schedule.PhaseBurst)
+	if t2 < 0 || peak <= threshold || peak < 0.1*float64(burst.Offered) || t2-t1 < 5*time.Second {
+		return 0, false
+	}
+	done := 0
+	for _, d := range res.DoneOK {
+		if time.Duration(d) >= t1 && time.Duration(d) < t2 {
+			done++
+		}
+	}
+	return float64(done) / (t2 - t1).Seconds(), done > 0
 }
 
 func measuredRecovery(r analyze.Recovery, planned time.Duration) report.Recovery {

@@ -204,3 +204,33 @@ func TestBaselineAboveCapacityWarns(t *testing.T) {
 		t.Fatalf("no warning:\n%s", out)
 	}
 }
+
+// Against a target of unknown capacity, μ is measured from the completion
+// rate while the burst's backlog was being served: it must match the
+// simulator's saturated throughput.
+func TestMeasuredMuMatchesCapacity(t *testing.T) {
+	runs, _, _ := virtualBurst(t, func(c *BurstConfig) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 2*time.Minute, time.Minute, 3*time.Minute, 5*time.Minute
+	})
+	r := runs[0]
+	burstStart := 30*time.Second + 2*time.Minute
+	mu, ok := measuredMu(r.Result, burstStart, r.BurstEnd)
+	if !ok {
+		t.Fatal("no μ measured from a 3× burst over a half-loaded simulator")
+	}
+	c := DefaultBurstConfig()
+	want := estimateSimCapacity(c.Options, &c)
+	t.Logf("measured μ %.2f req/s, saturated capacity %.2f req/s", mu, want)
+	if math.Abs(mu-want) > 0.1*want {
+		t.Fatalf("measured μ %.2f, want %.2f ± 10%%", mu, want)
+	}
+	// A burst below capacity builds no backlog and says nothing about μ.
+	runs, _, _ = virtualBurst(t, func(c *BurstConfig) {
+		c.Multipliers = []float64{1.2}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 2*time.Minute, time.Minute, time.Minute, time.Minute
+	})
+	if mu, ok := measuredMu(runs[0].Result, burstStart, runs[0].BurstEnd); ok {
+		t.Fatalf("μ %.2f measured from a burst below capacity", mu)
+	}
+}

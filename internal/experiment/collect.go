@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -57,6 +58,25 @@ func (c *collector) complete() ([]record.Record, time.Duration) {
 		}
 	}
 	return out, horizon
+}
+
+// recentP99 is the P99 completion time from the scheduled arrival of the
+// successful requests that finished at or after sinceNs (0 if none). The
+// records are kept in completion order, so only the recent tail is read.
+func (c *collector) recentP99(sinceNs int64) time.Duration {
+	c.mu.Lock()
+	var v []int64
+	for i := len(c.recs) - 1; i >= 0 && c.recs[i].DoneNs >= sinceNs; i-- {
+		if c.recs[i].Outcome == record.OK {
+			v = append(v, c.recs[i].E2ESchedule())
+		}
+	}
+	c.mu.Unlock()
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return time.Duration(v[(99*len(v)+99)/100-1])
 }
 
 // records returns every record, in schedule order.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,6 +125,24 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // Ctrl-C in the middle of a burst run: records flushed, partial results
 // written and marked partial.
 func TestBurstInterruptWritesPartialResults(t *testing.T) {
@@ -132,7 +151,7 @@ func TestBurstInterruptWritesPartialResults(t *testing.T) {
 	}
 	c := liveBurstConfig()
 	dir := t.TempDir()
-	var out bytes.Buffer
+	var out syncBuffer // read by the interrupting goroutine while Burst writes
 	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
 	if err != nil {
 		t.Fatal(err)

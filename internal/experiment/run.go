@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,7 @@ type Result struct {
 	Records   int64
 	Partial   bool
 	StoppedAt time.Duration // when StopWhen ended the schedule; 0 if it did not
+	DoneOK    []int64       // completion times of the successful requests, ns, ascending
 	Simulated bool          // the target was surge's simulator
 	Plan      schedule.Plan // the plan as executed (the last phase cut at StoppedAt)
 	Started   time.Time
@@ -257,7 +259,14 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if res.StoppedAt > 0 {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
 	}
-	res.Analysis, err = analyzeRecords(e.analyzeConfig(res.Plan, spec.Exclude), col.records(), 0)
+	recs := col.records()
+	res.Analysis, err = analyzeRecords(e.analyzeConfig(res.Plan, spec.Exclude), recs, 0)
+	for i := range recs {
+		if recs[i].Outcome == record.OK {
+			res.DoneOK = append(res.DoneOK, recs[i].DoneNs)
+		}
+	}
+	slices.Sort(res.DoneOK)
 	if err != nil {
 		return nil, err
 	}
@@ -387,23 +396,30 @@ func redactedExtra(v any) any {
 	return v
 }
 
+// clientConfig is the client configuration every request to the target
+// uses — the run's and the settle gate's probes alike.
+func (e *Env) clientConfig(maxConns int) openai.Config {
+	o := &e.Opts
+	c := openai.DefaultConfig()
+	c.BaseURL, c.Model, c.API, c.Stream = e.BaseURL, o.Model, o.API, o.Stream
+	c.APIKey = e.key
+	c.Timeout, c.Retries = o.Timeout, o.Retries
+	c.CACertFile, c.InsecureSkipVerify = o.CACert, o.Insecure
+	c.MaxConns = maxConns
+	if len(o.Headers) > 0 {
+		c.Headers = map[string]string{}
+		for _, h := range o.Headers {
+			name, val, _ := strings.Cut(h, ":")
+			c.Headers[strings.TrimSpace(name)] = strings.TrimSpace(val)
+		}
+	}
+	return c
+}
+
 // executeLive runs the open-loop generator against the HTTP target.
 func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, origin time.Time, sink loadgen.Sink, col *collector) (samples []scrape.Sample, st scrape.Status, stoppedAt time.Duration, err error) {
 	o := &e.Opts
-	ccfg := openai.DefaultConfig()
-	ccfg.BaseURL, ccfg.Model, ccfg.API, ccfg.Stream = e.BaseURL, o.Model, o.API, o.Stream
-	ccfg.APIKey = e.key
-	ccfg.Timeout, ccfg.Retries = o.Timeout, o.Retries
-	ccfg.CACertFile, ccfg.InsecureSkipVerify = o.CACert, o.Insecure
-	ccfg.MaxConns = min(o.MaxInFlight, 4096)
-	if len(o.Headers) > 0 {
-		ccfg.Headers = map[string]string{}
-		for _, h := range o.Headers {
-			name, val, _ := strings.Cut(h, ":")
-			ccfg.Headers[strings.TrimSpace(name)] = strings.TrimSpace(val)
-		}
-	}
-	client, err := openai.New(ccfg, origin)
+	client, err := openai.New(e.clientConfig(min(o.MaxInFlight, 4096)), origin)
 	if err != nil {
 		return nil, scrape.Status{}, 0, &ConfigError{err}
 	}
@@ -467,7 +483,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	}
 
 	// Live view and exporter.
-	lv := newLiveState(spec, counters, origin, scr)
+	lv := newLiveState(spec, counters, origin, scr, col)
 	viewCtx, stopView := context.WithCancel(context.Background())
 	var viewDone sync.WaitGroup
 	if !o.Quiet {
@@ -513,10 +529,17 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 			}
 		}()
 	}
+	var interrupted atomic.Int64
+	stopAfter := context.AfterFunc(ctx, func() { interrupted.Store(int64(time.Since(origin))) })
 	runErr := drive()
+	stopAfter()
 	stopWatch()
 	stopDone.Wait()
 	stoppedAt = time.Duration(stopped.Load())
+	if v := interrupted.Load(); v > 0 && (stoppedAt == 0 || time.Duration(v) < stoppedAt) {
+		// Ctrl-C: the phases end here, so rates are over the time that ran.
+		stoppedAt = time.Duration(v)
+	}
 	stopView()
 	viewDone.Wait()
 	stopScrape()
@@ -542,13 +565,16 @@ type liveState struct {
 	origin   time.Time
 	scr      *scrape.Scraper
 	last     time.Time
+	ratesAt  time.Duration // middle of the interval the rates describe
+	bounds   []schedule.PhaseBounds
+	col      *collector
 	prev     [5]int64 // offered, sent, ok, good, lagmax
 	rates    [4]float64
 	prevDrop int64
 }
 
-func newLiveState(spec Spec, c *loadgen.Counters, origin time.Time, scr *scrape.Scraper) *liveState {
-	return &liveState{spec: spec, total: spec.Plan.Duration(), c: c, origin: origin, last: origin, scr: scr}
+func newLiveState(spec Spec, c *loadgen.Counters, origin time.Time, scr *scrape.Scraper, col *collector) *liveState {
+	return &liveState{spec: spec, bounds: spec.Plan.Bounds(), total: spec.Plan.Duration(), c: c, origin: origin, last: origin, scr: scr, col: col}
 }
 
 func (l *liveState) status() live.Status {
@@ -561,42 +587,35 @@ func (l *liveState) status() live.Status {
 			l.rates[i] = float64(cur[i]-l.prev[i]) / dt
 			l.prev[i] = cur[i]
 		}
+		// The rates describe the interval just ended: label them with the
+		// phase of its middle, not of this instant.
+		l.ratesAt = l.last.Add(now.Sub(l.last) / 2).Sub(l.origin)
 		l.last = now
 	}
-	el := now.Sub(l.origin)
 	phase := ""
-	for _, b := range l.spec.Plan.Bounds() {
-		if el >= b.Start {
+	for _, b := range l.bounds {
+		if l.ratesAt >= b.Start {
 			phase = b.Name
 		}
 	}
 	waiting := math.NaN()
 	if l.scr != nil {
-		if s := l.scr.Samples(); len(s) > 0 {
-			if v, ok := s[len(s)-1].Value(scrape.Waiting); ok {
-				waiting = v
-			}
+		if v, ok := l.scr.LastValue(scrape.Waiting); ok {
+			waiting = v
 		}
 	}
+	el := now.Sub(l.origin)
 	return live.Status{
 		Run: l.spec.Name, Phase: phase, Elapsed: el, Total: l.total,
 		Offered: l.rates[0], Sent: l.rates[1], OK: l.rates[2], Goodput: l.rates[3],
 		InFlight: l.c.InFlight.Load(), Waiting: waiting, Drops: l.c.Dropped.Load(),
-		LagP99: time.Duration(l.c.LagMaxNs.Load()),
+		P99:    l.col.recentP99(int64(el - liveWindow)),
+		LagMax: time.Duration(l.c.LagMaxNs.Load()),
 		Errors: l.c.Completed.Load() - l.c.OK.Load(),
 	}
 }
 
-func redactURL(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		if at := strings.LastIndex(s[i+3:], "@"); at >= 0 {
-			if slash := strings.Index(s[i+3:], "/"); slash < 0 || at < slash {
-				return s[:i+3] + "<redacted>@" + s[i+3+at+1:]
-			}
-		}
-	}
-	if q := strings.Index(s, "?"); q >= 0 {
-		return s[:q] + "?<redacted>"
-	}
-	return s
-}
+// liveWindow is the span of finished requests the live P99 describes.
+const liveWindow = 10 * time.Second
+
+func redactURL(s string) string { return record.RedactURL(s) }

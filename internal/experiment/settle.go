@@ -35,7 +35,7 @@ func (e *Env) settle(ctx context.Context, c *BurstConfig, ref time.Duration, fir
 		return 0, "", ref, err
 	}
 	defer client.CloseIdle()
-	if first || ref == 0 {
+	if first {
 		lat, err := e.probe(ctx, client)
 		if err != nil {
 			return time.Since(start), "reference probes failed: " + err.Error(), 0, nil
@@ -64,7 +64,7 @@ func (e *Env) settle(ctx context.Context, c *BurstConfig, ref time.Duration, fir
 			switch {
 			case err != nil:
 				why = append(why, "probe failed: "+err.Error())
-			case lat > time.Duration(float64(ref)*settleTolerance)+settleSlack:
+			case ref > 0 && lat > time.Duration(float64(ref)*settleTolerance)+settleSlack:
 				why = append(why, fmt.Sprintf("probe latency %s vs reference %s", lat.Round(time.Millisecond), ref.Round(time.Millisecond)))
 			default:
 				return time.Since(start), fmt.Sprintf("queue empty, probe latency %s (reference %s)", lat.Round(time.Millisecond), ref.Round(time.Millisecond)), ref, nil
@@ -86,12 +86,8 @@ func (e *Env) settle(ctx context.Context, c *BurstConfig, ref time.Duration, fir
 }
 
 func (e *Env) probeClient() (*openai.Client, error) {
-	o := &e.Opts
-	cfg := openai.DefaultConfig()
-	cfg.BaseURL, cfg.Model, cfg.API, cfg.Stream = e.BaseURL, o.Model, o.API, o.Stream
-	cfg.APIKey, cfg.Timeout = e.key, o.Timeout
-	cfg.CACertFile, cfg.InsecureSkipVerify = o.CACert, o.Insecure
-	cfg.MaxConns = 2
+	cfg := e.clientConfig(2)
+	cfg.Retries = 0
 	c, err := openai.New(cfg, time.Now())
 	if err != nil {
 		return nil, &ConfigError{err}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
@@ -132,16 +133,22 @@ func verdictWord(pass bool) string {
 	return "FAIL"
 }
 
-// unusable reports a run in which requests were sent and none succeeded.
+// unusable reports a run in which requests were sent and every one that
+// finished failed (requests cancelled by Ctrl-C do not count either way).
 func unusable(res *Result) bool {
-	o := &res.Analysis.Overall
-	if o.Sent == 0 {
-		for _, p := range res.Analysis.Phases {
-			if p.Sent > 0 && p.Succeeded > 0 {
-				return false
+	if res.Analysis.Overall.Succeeded > 0 {
+		return false
+	}
+	failed := int64(0)
+	for _, p := range res.Analysis.Phases {
+		if p.Succeeded > 0 {
+			return false // e.g. only the (excluded) warmup succeeded
+		}
+		for out, n := range p.Outcomes {
+			if out != record.OK && out != record.Cancelled && out != record.GeneratorDrop {
+				failed += n
 			}
 		}
-		return res.Records > 0 && !res.Partial
 	}
-	return o.Succeeded == 0
+	return failed > 0
 }

@@ -32,10 +32,10 @@ type Status struct {
 	OK       float64       // successful completions/s in the last window
 	Goodput  float64       // completions within the deadline/s in the last window
 	InFlight int64
-	Waiting  float64 // engine waiting queue (NaN when unknown)
-	P99      time.Duration
+	Waiting  float64       // engine waiting queue (NaN when unknown)
+	P99      time.Duration // P99 completion (from schedule) of requests finished in the last window
 	Drops    int64
-	LagP99   time.Duration // schedule lag (max in the last window)
+	LagMax   time.Duration // largest schedule lag so far
 	Errors   int64         // failed requests so far
 }
 
@@ -106,7 +106,7 @@ func (v *View) Draw(s Status) {
 // Line is the one-line form of s, for logs and pipes.
 func Line(s Status) string {
 	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s ok %.1f/s goodput %.1f/s in-flight %d waiting %s p99 %s drops %d lag %s errors %d",
-		s.Run, fmtDur(s.Elapsed), s.Phase, s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99), s.Drops, fmtDur(s.LagP99), s.Errors)
+		s.Run, fmtDur(s.Elapsed), s.Phase, s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors)
 }
 
 // Block is the multi-line form of s, for a terminal.
@@ -119,7 +119,7 @@ func Block(s Status) []string {
 		fmt.Sprintf("── %s ── phase %-9s elapsed %s  ETA %s", s.Run, s.Phase, fmtDur(s.Elapsed), eta),
 		fmt.Sprintf("   offered %7.1f/s  sent %7.1f/s  ok %7.1f/s  goodput %7.1f/s", s.Offered, s.Sent, s.OK, s.Goodput),
 		fmt.Sprintf("   in-flight %6d  engine waiting %6s  p99 (window) %8s", s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99)),
-		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s", s.Drops, s.Errors, fmtDur(s.LagP99)),
+		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s", s.Drops, s.Errors, fmtDur(s.LagMax)),
 	}
 }
 
@@ -164,9 +164,9 @@ func Serve(addr string, src Source) (*Exporter, error) {
 	gauge("goodput_rps", "Completions within the per-request deadline per second in the last window.", func(s Status) float64 { return s.Goodput })
 	gauge("in_flight", "Requests in flight.", func(s Status) float64 { return float64(s.InFlight) })
 	gauge("engine_waiting", "Engine waiting queue as last scraped (NaN when unknown).", func(s Status) float64 { return s.Waiting })
-	gauge("p99_seconds", "P99 completion latency of the current window.", func(s Status) float64 { return s.P99.Seconds() })
+	gauge("p99_seconds", "P99 completion latency (from schedule) of requests finished in the last window.", func(s Status) float64 { return s.P99.Seconds() })
 	gauge("generator_drops", "Arrivals dropped by the in-flight cap so far.", func(s Status) float64 { return float64(s.Drops) })
-	gauge("schedule_lag_seconds", "Largest schedule lag in the last window.", func(s Status) float64 { return s.LagP99.Seconds() })
+	gauge("schedule_lag_max_seconds", "Largest schedule lag so far.", func(s Status) float64 { return s.LagMax.Seconds() })
 	gauge("elapsed_seconds", "Seconds since the run origin.", func(s Status) float64 { return s.Elapsed.Seconds() })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

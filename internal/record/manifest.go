@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 )
@@ -68,4 +69,25 @@ func ReadManifest(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("record: manifest: %s: %w", path, err)
 	}
 	return &m, nil
+}
+
+// RedactURL returns raw without anything that may carry a secret: user
+// information, query string and fragment. An unparsable URL becomes
+// "(invalid URL)", never the raw text.
+func RedactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "redacted", false
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
 }

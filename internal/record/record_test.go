@@ -171,3 +171,18 @@ func BenchmarkAppendJSON(b *testing.B) {
 		buf = r.AppendJSON(buf[:0])
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"https://u:p@h.example/v1?api_key=SECRET#frag": "https://redacted@h.example/v1?redacted",
+		"http://127.0.0.1:8000/v1":                     "http://127.0.0.1:8000/v1",
+		"https://h/metrics?token=abc":                  "https://h/metrics?redacted",
+		"":                                             "",
+		"http://[::1":                                  "(invalid URL)",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

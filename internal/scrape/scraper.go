@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/surge-bench/surge/internal/record"
 	"io"
 	"log/slog"
 	"mime"
@@ -457,6 +458,22 @@ func (s *Scraper) Samples() []Sample {
 	return slices.Clone(s.samples)
 }
 
+// LastValue is metric m in the latest sample that has it, without copying
+// the samples (the live view asks every second).
+func (s *Scraper) LastValue(m Metric) (float64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.samples) - 1; i >= 0 && i >= len(s.samples)-3; i-- {
+		if v, ok := s.samples[i].Value(m); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
 // Status reports the state of scraping.
 func (s *Scraper) Status() Status {
 	if s == nil {
@@ -483,14 +500,7 @@ func (s *Scraper) Status() Status {
 	return st
 }
 
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.RawQuery = "" // query strings may carry tokens
-	return u.Redacted()
-}
+func redact(raw string) string { return record.RedactURL(raw) }
 
 func truncate(s string) string {
 	if len(s) <= maxReason {
