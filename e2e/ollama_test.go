@@ -258,3 +258,59 @@ func fmtAll(v []float64) []string {
 	}
 	return out
 }
+
+func TestSweepAndCapacityAgainstOllama(t *testing.T) {
+	dir := t.TempDir()
+	sw := filepath.Join(dir, "sweep")
+	if _, code := surge(t, "sweep", "--concurrency", "1,2,4,8", "--duration", "10s", "--warmup", "2s", "-o", sw); code != 0 && code != 1 {
+		t.Fatalf("sweep exit %d", code)
+	}
+	var sweep struct {
+		Levels []struct {
+			Name    string `json:"name"`
+			Measure struct {
+				RequestRPS float64 `json:"request_rps"`
+				OutputTPS  float64 `json:"output_tokens_per_s"`
+			} `json:"measure"`
+		} `json:"levels"`
+		Findings struct {
+			Knee int `json:"knee"`
+		} `json:"findings"`
+	}
+	b, err := os.ReadFile(filepath.Join(sw, "sweep.json"))
+	if err != nil || json.Unmarshal(b, &sweep) != nil || len(sweep.Levels) != 4 {
+		t.Fatalf("sweep.json: %v, %d levels", err, len(sweep.Levels))
+	}
+	maxRPS := 0.0
+	for i, l := range sweep.Levels {
+		recs := readRecords(t, filepath.Join(sw, fmt.Sprintf("level-%02d-%s", i+1, l.Name), "requests.jsonl"))
+		checkRecords(t, recs, 32)
+		if l.Measure.RequestRPS <= 0 || math.Abs(l.Measure.OutputTPS-32*l.Measure.RequestRPS) > 0.05*l.Measure.OutputTPS+1 {
+			t.Errorf("level %s: %.2f req/s, %.1f output tok/s: tokens/s must be 32 × req/s", l.Name, l.Measure.RequestRPS, l.Measure.OutputTPS)
+		}
+		maxRPS = max(maxRPS, l.Measure.RequestRPS)
+	}
+	if sweep.Findings.Knee < 0 {
+		t.Error("no throughput knee found: Ollama's throughput must flatten by 8 users")
+	}
+
+	cp := filepath.Join(dir, "capacity")
+	if _, code := surge(t, "capacity", "--start-rps", "1", "--min-requests", "40", "--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp); code != 0 {
+		t.Fatalf("capacity exit %d", code)
+	}
+	var capj struct {
+		Sustainable float64 `json:"sustainable_rps"`
+		Suggested   float64 `json:"suggested_baseline_rps"`
+		Bounded     bool    `json:"bounded"`
+	}
+	b, err = os.ReadFile(filepath.Join(cp, "capacity.json"))
+	if err != nil || json.Unmarshal(b, &capj) != nil {
+		t.Fatalf("capacity.json: %v", err)
+	}
+	t.Logf("sweep: max %.2f req/s (closed loop); capacity search: sustainable %.2f req/s, suggested baseline %.2f", maxRPS, capj.Sustainable, capj.Suggested)
+	// The open-loop sustainable rate (under a TTFT SLO) cannot exceed the
+	// engine's saturated throughput by more than the measurement noise.
+	if !capj.Bounded || capj.Sustainable <= 0 || capj.Sustainable > 1.2*maxRPS {
+		t.Errorf("sustainable %.2f req/s vs saturated %.2f req/s (bounded %v)", capj.Sustainable, maxRPS, capj.Bounded)
+	}
+}
