@@ -104,7 +104,7 @@ for rate in $RATES; do
 done
 echo
 echo "uptime after: $(uptime)"
-if [[ -z "${LOG_KEEP:-}" && "$LOG" == "$tmp/"* ]]; then
+if [[ "$LOG" == "$tmp/"* ]]; then
 	echo
 	echo "generator summaries:"
 	cat "$LOG"

@@ -259,7 +259,7 @@ func (s *Server) serveConn(c net.Conn) {
 		br.Reset(nil)
 		s.readers.Put(br)
 	}()
-	var usage []byte // this connection's usage chunk buffer
+	var buf scratch
 	for {
 		h, err := readHead(br)
 		if err != nil {
@@ -279,7 +279,7 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		switch {
 		case h.method == "POST" && h.path == "/v1/chat/completions":
-			usage, err = s.stream(c, h.contentLength, usage)
+			err = s.stream(c, h.contentLength, &buf)
 		case h.method == "GET" && h.path == "/health":
 			err = plain(c, "200 OK", "ok\n", h.close)
 		default:
@@ -302,40 +302,44 @@ func lingerClose(c net.Conn) {
 	_, _ = io.CopyN(io.Discard, c, 256<<10)
 }
 
+// scratch is a connection's reusable buffers for the one part of a response
+// that varies: the usage event and the closing write that carries it.
+type scratch struct{ event, tail []byte }
+
 // stream writes one SSE response on the timeline of the package doc.
-func (s *Server) stream(w io.Writer, bodyBytes int64, usage []byte) ([]byte, error) {
+func (s *Server) stream(w io.Writer, bodyBytes int64, b *scratch) error {
 	start := time.Now()
 	if _, err := io.WriteString(w, streamHead); err != nil {
-		return usage, err
+		return err
 	}
 	sleepUntil(start.Add(s.cfg.TTFT))
 	if _, err := w.Write(s.role); err != nil {
-		return usage, err
+		return err
 	}
 	for k := range s.cfg.Tokens {
 		sleepUntil(start.Add(s.cfg.TTFT + time.Duration(k)*s.cfg.Gap))
 		if _, err := w.Write(s.content); err != nil {
-			return usage, err
+			return err
 		}
 	}
-	js := append(usage[:0], usagePrefix...)
-	js = strconv.AppendInt(js, bodyBytes/4, 10)
-	js = append(js, `,"completion_tokens":`...)
-	js = strconv.AppendInt(js, int64(s.cfg.Tokens), 10)
-	js = append(js, `,"total_tokens":`...)
-	js = strconv.AppendInt(js, bodyBytes/4+int64(s.cfg.Tokens), 10)
-	js = append(js, "}}"...)
-	n := len(js)
-	// tail = finish chunk, usage chunk (built from js[:n]), [DONE], last chunk.
-	tail := append(js, s.finish...)
-	tail = strconv.AppendInt(tail, int64(len("data: ")+n+len("\n\n")), 16)
-	tail = append(tail, "\r\ndata: "...)
-	tail = append(tail, js[:n]...)
-	tail = append(tail, "\n\n\r\n"...)
+	prompt, completion := bodyBytes/4, int64(s.cfg.Tokens)
+	ev := append(b.event[:0], "data: "+usagePrefix...)
+	ev = strconv.AppendInt(ev, prompt, 10)
+	ev = append(ev, `,"completion_tokens":`...)
+	ev = strconv.AppendInt(ev, completion, 10)
+	ev = append(ev, `,"total_tokens":`...)
+	ev = strconv.AppendInt(ev, prompt+completion, 10)
+	ev = append(ev, "}}\n\n"...)
+	tail := append(b.tail[:0], s.finish...)
+	tail = strconv.AppendInt(tail, int64(len(ev)), 16)
+	tail = append(tail, "\r\n"...)
+	tail = append(tail, ev...)
+	tail = append(tail, "\r\n"...)
 	tail = append(tail, s.done...)
+	b.event, b.tail = ev, tail
 	s.Requests.Add(1)
-	_, err := w.Write(tail[n:])
-	return tail[:0], err
+	_, err := w.Write(tail)
+	return err
 }
 
 // sleepUntil sleeps until t (the goroutine's own timer; no allocation).

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -232,6 +233,9 @@ func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			// Let the request goroutines run: on one core a bare spin
+			// starves them (measured: lag p99 22–30 ms instead of ~3 ms).
+			runtime.Gosched()
 		}
 	}
 	return ctx.Err()
