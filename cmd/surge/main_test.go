@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -41,8 +43,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"unknown flag":                {[]string{"run", "--rat", "5"}, "unknown flag: --rat"},
 		"unknown yaml field":          {[]string{"run", "-f", bad}, bad + `:2: unknown field "duraton"`},
 		"missing yaml":                {[]string{"run", "-f", filepath.Join(dir, "none.yaml")}, "none.yaml"},
-		"negative rate":               {[]string{"run", "--rate", "-1", "-q"}, "rate"},
-		"zero duration":               {[]string{"run", "--duration", "0s", "-q"}, "duration"},
+		"negative rate":               {[]string{"run", "--rate", "-1", "-q"}, "--rate: must be >= 0, got -1"},
+		"zero burstiness":             {[]string{"run", "--arrival", "gamma", "--burstiness", "0", "-q"}, "--burstiness: must be > 0"},
+		"zero duration":               {[]string{"run", "--duration", "0s", "-q"}, "--duration: must be > 0, got 0s"},
 		"bad api":                     {[]string{"run", "--api", "embeddings", "-q"}, `--api: must be chat or completions, got "embeddings"`},
 		"bad target":                  {[]string{"run", "--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
 		"unknown profile":             {[]string{"run", "--profile", "poetry"}, `--profile: unknown profile "poetry"`},
@@ -227,5 +230,69 @@ func TestPredictSeedExample(t *testing.T) {
 	}
 	if code, _, stderr := surge(t, "predict", "--mu", "10", "--burst", "0s"); code != exitUsage || !strings.Contains(stderr, "--burst: must be > 0") {
 		t.Fatalf("exit %d %q", code, stderr)
+	}
+}
+
+// An unreachable target: every request is classified conn_error, the run
+// completes, says the target was unusable, and exits 3.
+func TestUnreachableTargetExits3(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	code, stdout, stderr := surge(t, "run", "--target", "http://127.0.0.1:1/v1", "--rate", "10", "--duration", "1s", "-q", "-o", out)
+	if code != exitTarget {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"failures: conn_error", "The target was unusable"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.md")); err != nil {
+		t.Fatalf("reports not written: %v", err)
+	}
+}
+
+// Ctrl-C during `surge run`: the summary is still printed, the results are
+// marked partial, rates are over the time that ran, and the exit code is 1.
+func TestRunInterruptPrintsSummary(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for i := 0; i < 100; i++ { // the run starts within a few hundred ms
+			if _, err := os.Stat(filepath.Join(out, "requests.jsonl")); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(3 * time.Second)
+		cancel()
+	}()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"run", "--rate", "10", "--duration", "60s", "-q", "-o", out}, &stdout, &stderr)
+	if code != exitSLO {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"PARTIAL", "phase  offered/s", "Interrupted"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	// Offered RPS over the ~3 s that ran, not over the planned 60 s.
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Partial  bool `json:"partial"`
+		Analysis struct {
+			Overall struct {
+				OfferedRPS float64 `json:"offered_rps"`
+			} `json:"overall"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Partial || sum.Analysis.Overall.OfferedRPS < 5 || sum.Analysis.Overall.OfferedRPS > 20 {
+		t.Fatalf("partial %v, offered %.2f/s; want partial and ≈10/s", sum.Partial, sum.Analysis.Overall.OfferedRPS)
 	}
 }

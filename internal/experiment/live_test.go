@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -250,14 +251,18 @@ func TestSecretsAndContentNeverWritten(t *testing.T) {
 	c.Headers = []string{"X-Custom: header-canary-99"}
 	c.MetricsURL = srv.URL + "/metrics"
 	dir := t.TempDir()
-	var out bytes.Buffer
-	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
+	var out, logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env, err := Prepare(context.Background(), c.Options, false, &out, logger, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
 	if _, err := Run(context.Background(), env, &c, dir); err != nil {
 		t.Fatal(err)
+	}
+	if logs.Len() == 0 {
+		t.Fatal("expected log lines (the metrics endpoint 404s), got none: the log check would be vacuous")
 	}
 	if calls.Load() < 20 {
 		t.Fatalf("only %d calls", calls.Load())
@@ -271,6 +276,7 @@ func TestSecretsAndContentNeverWritten(t *testing.T) {
 		}
 	}
 	check("stdout", out.String())
+	check("log", logs.String())
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

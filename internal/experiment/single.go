@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -85,9 +86,31 @@ func (c *RunConfig) Plan() (schedule.Plan, []string, error) {
 		return p, nil, err
 	}
 	if err := p.Validate(); err != nil {
+		if len(c.Phases) == 0 {
+			return p, nil, flagPhaseError(err)
+		}
 		return p, nil, err
 	}
 	return p, exclude, nil
+}
+
+// flagPhaseError names the flag behind an error in the phases that the
+// single-phase flags built: `schedule: phase "main": rate: …` → `--rate: …`.
+func flagPhaseError(err error) error {
+	msg := err.Error()
+	for _, field := range []string{"rate", "duration", "arrival", "burstiness", "trace", "speed"} {
+		for _, phase := range []string{"main", schedule.PhaseWarmup} {
+			prefix := `schedule: phase "` + phase + `": ` + field + ": "
+			if strings.HasPrefix(msg, prefix) {
+				flag := field
+				if phase == schedule.PhaseWarmup && field == "duration" {
+					flag = "warmup"
+				}
+				return fmt.Errorf("--%s: %s", flag, strings.TrimPrefix(msg, prefix))
+			}
+		}
+	}
+	return err
 }
 
 // Outcome summarises an experiment for the exit code.
