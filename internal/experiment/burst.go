@@ -356,6 +356,10 @@ func burstRuns(ctx context.Context, env *Env, c *BurstConfig, dir string) ([]Bur
 			// μ measured: the burst's completion rate, when a backlog built.
 			if m, ok := measuredMu(res, burstStart, run.BurstEnd); ok {
 				mu, muSource = m, "measured: completions/s during the "+fmtK(k)+"× burst"
+				if c.BaselineRPS >= mu {
+					fmt.Fprintf(w, "WARNING: the baseline %.2f req/s is at or above the capacity measured during this burst (μ ≈ %.2f req/s).\n"+
+						"         The baseline is not sustainable: the backlog cannot drain. Lower --baseline-rps.\n", c.BaselineRPS, mu)
+				}
 				p, err := predict.Predict(predictParams(c, k, mu))
 				if err == nil {
 					run.Prediction, run.MuSource = &p, muSource+" (after the fact)"
