@@ -530,9 +530,15 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		}()
 	}
 	var interrupted atomic.Int64
-	stopAfter := context.AfterFunc(ctx, func() { interrupted.Store(int64(time.Since(origin))) })
+	noted := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		interrupted.Store(int64(time.Since(origin)))
+		close(noted)
+	})
 	runErr := drive()
-	stopAfter()
+	if !stopAfter() {
+		<-noted // ctx was cancelled: wait until the moment is noted
+	}
 	stopWatch()
 	stopDone.Wait()
 	stoppedAt = time.Duration(stopped.Load())
