@@ -28,7 +28,7 @@ func liveBurstConfig() BurstConfig {
 	c.Quiet = true
 	c.BaselineRPS = 5
 	c.Multipliers = []float64{4}
-	c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Second, 4*time.Second, 2*time.Second, 3*time.Second, 12*time.Second
+	c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Second, 4*time.Second, 2*time.Second, 3*time.Second, 20*time.Second
 	c.Window = time.Second
 	c.SettleTimeout = 10 * time.Second
 	return c
