@@ -564,19 +564,18 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 
 // liveState turns the generator's counters into per-second rates.
 type liveState struct {
-	mu       sync.Mutex
-	spec     Spec
-	total    time.Duration
-	c        *loadgen.Counters
-	origin   time.Time
-	scr      *scrape.Scraper
-	last     time.Time
-	ratesAt  time.Duration // middle of the interval the rates describe
-	bounds   []schedule.PhaseBounds
-	col      *collector
-	prev     [5]int64 // offered, sent, ok, good, lagmax
-	rates    [4]float64
-	prevDrop int64
+	mu      sync.Mutex
+	spec    Spec
+	total   time.Duration
+	c       *loadgen.Counters
+	origin  time.Time
+	scr     *scrape.Scraper
+	last    time.Time
+	ratesAt time.Duration // middle of the interval the rates describe
+	bounds  []schedule.PhaseBounds
+	col     *collector
+	prev    [4]int64 // offered, sent, ok, good at the last tick
+	rates   [4]float64
 }
 
 func newLiveState(spec Spec, c *loadgen.Counters, origin time.Time, scr *scrape.Scraper, col *collector) *liveState {

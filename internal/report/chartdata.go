@@ -67,8 +67,6 @@ type chartMarker struct {
 // NoteEngineUnavailable is shown for a run without engine metrics.
 const NoteEngineUnavailable = "engine metrics unavailable: engine waiting and running are not drawn; waiting shown is client-side"
 
-const xLabel = "seconds since run start"
-
 var phaseColors = map[string]string{
 	"warmup":   "rgba(120,120,120,0.10)",
 	"baseline": "rgba(31,119,180,0.07)",
