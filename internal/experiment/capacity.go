@@ -170,14 +170,6 @@ func (c *CapacityConfig) Validate() error {
 	return nil
 }
 
-// recorded is c for the manifest: the options are recorded separately,
-// redacted.
-func (c *CapacityConfig) recorded() CapacityConfig {
-	x := *c
-	x.Options = Options{}
-	return x
-}
-
 // stepDuration is the measured phase of a step at rate.
 func (c *CapacityConfig) stepDuration(rate float64) time.Duration {
 	d := time.Duration(float64(c.MinRequests) / rate * float64(time.Second))
@@ -334,7 +326,7 @@ func runCapacityStep(ctx context.Context, env *Env, c *CapacityConfig, dir strin
 	name := fmt.Sprintf("step-%02d-%srps", i, fmtRate(rate))
 	st := &CapacityStep{Index: i, Name: name, Rate: rate, Duration: plan.Phases[len(plan.Phases)-1].Duration}
 	spec := Spec{Name: name, Dir: filepath.Join(dir, name), Command: "capacity", Plan: plan, Exclude: []string{schedule.PhaseWarmup},
-		Extra: map[string]any{"step": i, "rate_rps": rate, "capacity": c.recorded()}}
+		Extra: map[string]any{"step": i, "rate_rps": rate, "capacity": c}}
 	var mu sync.Mutex
 	var why string
 	if c.EarlyStop {
@@ -558,16 +550,7 @@ func writeCapacityReports(env *Env, c *CapacityConfig, dir string, cr *CapacityR
 				st.Name, st.Measure.Phase.Offered, c.MinRequests, c.MaxStepDuration))
 		}
 	}
-	results.Notes = lt.Notes
-	ht := results
-	ht.Meta = nil // the page shows the same facts once, above the tables
-	h.Tables = []report.Table{ht}
-	h.Levels = []report.LevelTable{withoutMeta(lt)}
-	h.Charts = capacityCharts(o, cr)
-	if err := writeJSON(filepath.Join(dir, "capacity.json"), cr); err != nil {
-		return err
-	}
-	return writeLevelReports(dir, lt, nil, &results, h)
+	return writeLevelExperiment(dir, "capacity.json", cr, lt, results, h, capacityCharts(o, cr))
 }
 
 // capacityCharts plot goodput and latency against the offered rate.

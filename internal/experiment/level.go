@@ -173,6 +173,22 @@ func distValue(d analyze.Dist, q analyze.Quantile) float64 {
 
 func num(v float64) report.LevelCell { return report.NumCell(report.Val(v)) }
 
+// writeLevelExperiment writes the top of a capacity search or a sweep: its
+// result as name (JSON), then the level table, the METHOD §13 results table
+// (both sharing lt's notes) and report.html with charts.
+func writeLevelExperiment(dir, name string, v any, lt report.LevelTable, results report.Table, h report.LevelReport, charts []report.XYChart) error {
+	results.Notes = lt.Notes
+	ht := results
+	ht.Meta = nil // the page shows the same facts once, above the tables
+	h.Tables = []report.Table{ht}
+	h.Levels = []report.LevelTable{withoutMeta(lt)}
+	h.Charts = charts
+	if err := writeJSON(filepath.Join(dir, name), v); err != nil {
+		return err
+	}
+	return writeLevelReports(dir, lt, nil, &results, h)
+}
+
 // writeLevelReports writes results.md (the level table, then any extra
 // tables), results.csv and results.json (the level table) and report.html.
 func writeLevelReports(dir string, lt report.LevelTable, extra []report.LevelTable, results *report.Table, h report.LevelReport) error {

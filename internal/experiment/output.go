@@ -362,27 +362,16 @@ func HTMLMeta(env *Env) []report.KV {
 
 // writeReports writes results.md/.csv/.json and report.html into dir.
 func writeReports(dir string, t report.Table, h report.HTMLReport) error {
-	write := func(name string, fn func(io.Writer) error) error {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return fmt.Errorf("experiment: %s: %w", name, err)
-		}
-		return f.Close()
-	}
-	if err := write("results.md", func(w io.Writer) error { return report.WriteMarkdown(w, t) }); err != nil {
+	if err := writeFile(dir, "results.md", func(w io.Writer) error { return report.WriteMarkdown(w, t) }); err != nil {
 		return err
 	}
-	if err := write("results.csv", func(w io.Writer) error { return report.WriteCSV(w, t) }); err != nil {
+	if err := writeFile(dir, "results.csv", func(w io.Writer) error { return report.WriteCSV(w, t) }); err != nil {
 		return err
 	}
-	if err := write("results.json", func(w io.Writer) error { return report.WriteJSON(w, t) }); err != nil {
+	if err := writeFile(dir, "results.json", func(w io.Writer) error { return report.WriteJSON(w, t) }); err != nil {
 		return err
 	}
-	return write("report.html", func(w io.Writer) error { return report.WriteHTML(w, h) })
+	return writeFile(dir, "report.html", func(w io.Writer) error { return report.WriteHTML(w, h) })
 }
 
 // sloVerdicts turns an analysis verdict into report verdict lines.

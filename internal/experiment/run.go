@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -374,26 +375,30 @@ func (r *Result) setQueueWait() {
 	}
 }
 
-// redactedExtra removes the options (recorded separately, redacted) from
-// an experiment's configuration.
+// redactedExtra is an experiment's configuration as the manifest records
+// it: without its embedded Options, which are recorded separately and
+// redacted (header values, URL credentials). Maps are handled recursively;
+// any *XConfig that embeds Options is stripped the same way.
 func redactedExtra(v any) any {
-	switch c := v.(type) {
-	case *RunConfig:
-		x := *c
-		x.Options = Options{}
-		return x
-	case *BurstConfig:
-		x := *c
-		x.Options = Options{}
-		return x
-	case map[string]any:
-		out := map[string]any{}
-		for k, v := range c {
-			out[k] = redactedExtra(v)
+	if m, ok := v.(map[string]any); ok {
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[k] = redactedExtra(x)
 		}
 		return out
 	}
-	return v
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return v
+	}
+	f, ok := rv.Elem().Type().FieldByName("Options")
+	if !ok || !f.Anonymous || f.Type != reflect.TypeFor[Options]() {
+		return v
+	}
+	x := reflect.New(rv.Elem().Type()).Elem()
+	x.Set(rv.Elem())
+	x.FieldByIndex(f.Index).SetZero()
+	return x.Interface()
 }
 
 // clientConfig is the client configuration every request to the target

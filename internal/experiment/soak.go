@@ -140,12 +140,6 @@ func (c *SoakConfig) Validate() error {
 	return nil
 }
 
-func (c *SoakConfig) recorded() SoakConfig {
-	x := *c
-	x.Options = Options{}
-	return x
-}
-
 // SoakTrend is the drift test of one window series.
 type SoakTrend struct {
 	Metric    string  `json:"metric"` // e.g. "p95 completion"
@@ -364,7 +358,7 @@ func Soak(ctx context.Context, env *Env, c *SoakConfig, dir string) (Outcome, er
 		plan.Phases = append(plan.Phases, schedule.Phase{Name: schedule.PhaseWarmup, Duration: c.Warmup, Rate: c.Rate, Arrival: c.Arrival})
 	}
 	plan.Phases = append(plan.Phases, schedule.Phase{Name: soakPhase, Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival})
-	res, err := env.Execute(ctx, Spec{Name: filepath.Base(dir), Dir: dir, Command: "soak", Plan: plan, Exclude: []string{schedule.PhaseWarmup}, Extra: c.recorded()})
+	res, err := env.Execute(ctx, Spec{Name: filepath.Base(dir), Dir: dir, Command: "soak", Plan: plan, Exclude: []string{schedule.PhaseWarmup}, Extra: c})
 	if err != nil {
 		return Outcome{}, err
 	}

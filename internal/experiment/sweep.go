@@ -163,12 +163,6 @@ func (c *SweepConfig) Validate() error {
 	return nil
 }
 
-func (c *SweepConfig) recorded() SweepConfig {
-	x := *c
-	x.Options = Options{}
-	return x
-}
-
 // levelName is "c16" for 16 users, "8rps" for 8 arrivals/s.
 func (c *SweepConfig) levelName(v float64) string {
 	if c.closed() {
@@ -341,7 +335,7 @@ func runSweepLevel(ctx context.Context, env *Env, c *SweepConfig, dir string, i 
 	name := fmt.Sprintf("level-%02d-%s", i, c.levelName(v))
 	lv := &SweepLevel{Index: i, Name: c.levelName(v), Level: v}
 	spec := Spec{Name: name, Dir: filepath.Join(dir, name), Command: "sweep", Exclude: []string{schedule.PhaseWarmup},
-		Extra: map[string]any{"level": v, "sweep": c.recorded()}}
+		Extra: map[string]any{"level": v, "sweep": c}}
 	if c.closed() {
 		spec.Closed = &ClosedLoop{Users: int(v), Warmup: c.Warmup, Duration: c.Duration, Phase: levelPhase}
 		spec.Plan = closedPlan(*spec.Closed)
@@ -548,16 +542,7 @@ func writeSweepReports(env *Env, c *SweepConfig, dir string, sr *SweepResult) er
 	if sr.Partial {
 		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted; the last level is cut short.")
 	}
-	results.Notes = lt.Notes
-	ht := results
-	ht.Meta = nil // the page shows the same facts once, above the tables
-	h.Tables = []report.Table{ht}
-	h.Levels = []report.LevelTable{withoutMeta(lt)}
-	h.Charts = sweepCharts(c, sr)
-	if err := writeJSON(filepath.Join(dir, "sweep.json"), sr); err != nil {
-		return err
-	}
-	return writeLevelReports(dir, lt, nil, &results, h)
+	return writeLevelExperiment(dir, "sweep.json", sr, lt, results, h, sweepCharts(c, sr))
 }
 
 // sweepCharts plot throughput and latency against the level, and
