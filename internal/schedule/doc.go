@@ -73,4 +73,12 @@
 // sorted by offset (stable), since logs are often written in completion
 // order. CSV lines starting with '#' are comments. Errors name the file,
 // line and field, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
+//
+// # Closed loops
+//
+// A ClosedLoop (concurrency sweeps only) is the one exception to open-loop
+// arrivals: Users users each send their next request when the previous one
+// ended, so nothing is scheduled in advance. Its Plan only names the phases
+// (warmup, then the level) for the analysis; their process is
+// ArrivalClosed, which Build and Arrivals reject.
 package schedule
