@@ -1,0 +1,116 @@
+package virtual
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// Open runs an open-loop schedule through the engine model in virtual time:
+// each arrival is sent at its scheduled time whatever happened before, and
+// its outcome converted into the Record the HTTP client would have written.
+// arrivals must be sorted by At (schedule.Build's order); gen turns each
+// into its request. planEnd is the plan's duration, the end of the stop
+// checks. With a Stopper (stop may be nil) the run may end early: arrivals
+// from the stop moment on are never sent (see the package doc).
+//
+// Open returns a *ConfigError for an unusable configuration and ctx's
+// error, with no Output, when ctx is done before it returns.
+func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []schedule.Arrival, planEnd time.Duration, stop Stopper) (*Output, error) {
+	if err := cfg.validate(gen); err != nil {
+		return nil, err
+	}
+	cl, err := cfg.cluster()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b := &batch{arrivals: arrivals, maxTok: make([]int, len(arrivals))}
+	in := make([]sim.Arrival, len(arrivals))
+	for i := range arrivals {
+		r := gen.Generate(arrivals[i])
+		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
+		b.maxTok[i] = r.MaxTokens
+	}
+	var samples []scrape.Sample
+	onSample := func(t time.Duration, s sim.Snapshot) { samples = append(samples, sample(t, s)) }
+	b.outs = sim.Simulate(cl, in, cfg.Timeout, cfg.ScrapeInterval, onSample)
+	var at time.Duration
+	var why string
+	if stop != nil {
+		at, why = stopAt(stop, b, cfg.records(b), planEnd)
+	}
+	if why != "" {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Arrivals from the stop on are never sent: simulate the run again
+		// without them (the engine then has less work after the stop).
+		n := sort.Search(len(arrivals), func(i int) bool { return arrivals[i].At >= at })
+		if cl, err = cfg.cluster(); err != nil {
+			return nil, err
+		}
+		b = &batch{arrivals: arrivals[:n], maxTok: b.maxTok[:n]}
+		samples = nil
+		b.outs = sim.Simulate(cl, in[:n], cfg.Timeout, cfg.ScrapeInterval, onSample)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := cfg.output(b, samples, cl)
+	out.StoppedAt, out.StopWhy = at, why
+	return out, nil
+}
+
+// stopAt asks stop what a live run would have asked it: at each virtual
+// second t from stop.CheckFrom() (at least 1 s) to planEnd (excluded), the
+// records of every arrival scheduled before the horizon — the scheduled
+// time of the first arrival not finished by t — all of which had finished
+// by t. It returns the first t at which stop gave a reason, and the reason;
+// "" when it never did.
+//
+// The records come from a simulation of the whole plan. That is exact for
+// the ones stop sees: a request that finished by t cannot have been
+// affected by arrivals after t.
+func stopAt(stop Stopper, b *batch, recs []record.Record, planEnd time.Duration) (time.Duration, string) {
+	if len(b.arrivals) == 0 {
+		return 0, ""
+	}
+	// doneBy[i] = the latest end among arrivals[0..i]: arrival i is past
+	// the horizon at t exactly when doneBy[i] > t.
+	doneBy := make([]time.Duration, len(b.outs))
+	var m time.Duration
+	for i := range b.outs {
+		end := b.outs[i].DoneAt
+		if end == sim.Never {
+			end = time.Duration(1<<63 - 1)
+		}
+		m = max(m, end, b.arrivals[i].At)
+		doneBy[i] = m
+	}
+	// A live run checks on whole seconds of its ticker.
+	from := stop.CheckFrom()
+	first := max(from.Truncate(time.Second), time.Second)
+	if first < from {
+		first += time.Second
+	}
+	for t := first; t < planEnd; t += time.Second {
+		n := sort.Search(len(doneBy), func(i int) bool { return doneBy[i] > t })
+		horizon := time.Duration(1<<63 - 1)
+		if n < len(b.arrivals) {
+			horizon = b.arrivals[n].At
+		}
+		if why := stop.Stop(recs[:n], horizon); why != "" {
+			return t, why
+		}
+	}
+	return 0, ""
+}

@@ -1,0 +1,192 @@
+package virtual
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// Config is what a virtual run needs besides its load.
+type Config struct {
+	Sim            sim.Config        // the engine model; validated by sim.NewCluster
+	Timeout        time.Duration     // per-request timeout from the scheduled time; 0 = none
+	ScrapeInterval time.Duration     // engine sample period; 0 = no samples
+	Deadlines      analyze.Deadlines // records are judged (Good) with analyze.Judge; a zero field disables its clause
+	Run            string            // run name: record IDs are Run-<seq>
+	Profile        string            // every record's Profile
+}
+
+// validate checks the fields that sim.NewCluster does not.
+func (c *Config) validate(gen *workload.Generator) error {
+	switch {
+	case gen == nil:
+		return &ConfigError{errors.New("virtual: no workload generator")}
+	case c.Timeout < 0:
+		return &ConfigError{fmt.Errorf("virtual: timeout: must be ≥ 0 (0 = none), got %v", c.Timeout)}
+	case c.ScrapeInterval < 0:
+		return &ConfigError{fmt.Errorf("virtual: scrape interval: must be ≥ 0 (0 = no samples), got %v", c.ScrapeInterval)}
+	}
+	return nil
+}
+
+// cluster returns a fresh engine model for one simulation.
+func (c *Config) cluster() (*sim.Cluster, error) {
+	cl, err := sim.NewCluster(c.Sim)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return cl, nil
+}
+
+// ConfigError is a configuration that a virtual run cannot execute (an
+// invalid engine model, a closed loop with mid-stream faults, no users…).
+// Its message names the flag or field at fault. Open and Closed return no
+// other errors than a ConfigError and the context's error.
+type ConfigError struct{ Err error }
+
+// Error returns the message of the underlying error.
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Stopper lets the caller end an open-loop run early, asked as a live run
+// would ask it: once per whole second from CheckFrom on, seeing the records
+// of every arrival scheduled before the horizon (see the package doc).
+type Stopper interface {
+	// CheckFrom is the first moment (since the run's start) at which Stop
+	// may be asked; the first question comes at the first whole second
+	// ≥ max(CheckFrom, 1 s).
+	CheckFrom() time.Duration
+	// Stop reports why the schedule should end now, or "" to go on. recs
+	// are the judged records, in schedule order, of every arrival scheduled
+	// before horizon, all of them complete; it must not keep or change them.
+	Stop(recs []record.Record, horizon time.Duration) (why string)
+}
+
+// Output is what a virtual run produced.
+type Output struct {
+	Records []record.Record // one per arrival, in schedule (Seq) order
+	Engine  []scrape.Sample // engine samples every ScrapeInterval from 0, and one after the last event
+	Events  []sim.Event     // the cluster's scaling milestones, in time order
+	// QueueWaits holds the engine queue wait (admission − scheduled time,
+	// in seconds) of every admitted request, by the phase of its arrival,
+	// in schedule order. A phase none of whose requests was admitted is
+	// absent.
+	QueueWaits map[string][]float64
+	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 = it did not
+	StopWhy    string        // the Stopper's reason; "" = it did not stop
+}
+
+// batch is one simulated run, before conversion: the arrivals as sent, what
+// the client observed of each, and the max_tokens each asked for.
+type batch struct {
+	arrivals []schedule.Arrival
+	outs     []sim.Outcome
+	maxTok   []int
+}
+
+// records converts every outcome into the Record the HTTP client would have
+// written, judged against the deadlines.
+func (c *Config) records(b *batch) []record.Record {
+	recs := make([]record.Record, len(b.outs))
+	for i := range b.outs {
+		recs[i] = c.record(&b.arrivals[i], &b.outs[i], b.maxTok[i])
+		recs[i].Good = analyze.Judge(&recs[i], c.Deadlines)
+	}
+	return recs
+}
+
+// record converts one outcome. The client is ideal: it sends and connects at
+// the scheduled time, so every lag is zero and every time is the engine's.
+func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) record.Record {
+	rec := record.New(c.Run+"-"+strconv.FormatInt(a.Seq, 10), a.Seq, a.Phase, int64(a.At))
+	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, maxTokens, 1
+	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
+	rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
+	at := func(d time.Duration) int64 {
+		if d == sim.Never {
+			return record.None
+		}
+		return int64(d)
+	}
+	rec.DoneNs = at(out.DoneAt)
+	switch {
+	case out.Rejected:
+		rec.Status, rec.Outcome, rec.Error = 429, record.RateLimited, "status 429"
+		rec.HeadersNs = rec.DoneNs
+		rec.RetryAfterNs = int64(out.RetryAfter)
+		return rec
+	case out.Failed:
+		rec.Status, rec.Outcome, rec.Error = out.Status, record.HTTPError, "status "+strconv.Itoa(out.Status)
+		rec.HeadersNs = rec.DoneNs
+		return rec
+	}
+	rec.Status = out.Status
+	if out.Status != 0 {
+		rec.HeadersNs = int64(a.At)
+	}
+	rec.FirstTokenNs = at(out.FirstTokenAt)
+	rec.FirstChunkNs = rec.FirstTokenNs
+	rec.OutputTokens, rec.PromptTokens, rec.Chunks = out.OutputTokens, out.PromptTokens, out.OutputTokens
+	switch {
+	case out.TimedOut:
+		rec.Outcome, rec.Error = record.Timeout, "timeout after "+c.Timeout.String()
+		rec.DoneNs = int64(a.At + c.Timeout)
+		return rec
+	case out.StreamFailed:
+		rec.Outcome, rec.Error = record.StreamError, "stream broken (injected fault)"
+		return rec
+	}
+	rec.Outcome, rec.UsageFromServer = record.OK, true
+	if out.OutputTokens >= 2 {
+		rec.ITLMaxNs = int64(out.MaxGap)
+		rec.TPOTNs = (rec.DoneNs - rec.FirstTokenNs) / int64(out.OutputTokens-1)
+	}
+	return rec
+}
+
+// queueWaits returns the engine queue wait of every admitted request, in
+// seconds, by the phase of its arrival. The model knows the admission times
+// exactly, so no histogram buckets are involved.
+func queueWaits(b *batch) map[string][]float64 {
+	m := map[string][]float64{}
+	for i := range b.outs {
+		if b.outs[i].AdmittedAt == sim.Never {
+			continue
+		}
+		ph := b.arrivals[i].Phase
+		m[ph] = append(m[ph], (b.outs[i].AdmittedAt - b.outs[i].ScheduledAt).Seconds())
+	}
+	return m
+}
+
+// output assembles the Output of a finished simulation.
+func (c *Config) output(b *batch, samples []scrape.Sample, cl *sim.Cluster) *Output {
+	return &Output{Records: c.records(b), Engine: samples, Events: cl.Events(), QueueWaits: queueWaits(b)}
+}
+
+// sampleMetrics are the metrics a simulator snapshot provides.
+var sampleMetrics = []scrape.Metric{scrape.Waiting, scrape.Running, scrape.KVUsage, scrape.Replicas, scrape.PromptTokens, scrape.GenerationTokens, scrape.Success}
+
+// sample turns a simulator snapshot taken for time t into an engine
+// sample, as if scraped at t.
+func sample(t time.Duration, s sim.Snapshot) scrape.Sample {
+	x := scrape.EmptySample(int64(t))
+	x.Has = 0
+	for _, m := range sampleMetrics {
+		x.Has = x.Has.With(m)
+	}
+	x.Waiting, x.Running, x.KVUsage = float64(s.Waiting), float64(s.Running), s.KVUsage
+	x.Replicas = float64(s.ReadyReplicas)
+	x.PromptTokens, x.GenerationTokens, x.Success = float64(s.PromptTokens), float64(s.GenerationTokens), float64(s.Finished)
+	return x
+}
