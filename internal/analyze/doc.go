@@ -2,8 +2,12 @@
 // surge reports: per phase, per arrival-time window and overall, the offered,
 // sent, successful and good request rates, failure rates by class, honest
 // latency percentiles, SLO verdicts, recovery time after a burst and the
-// client-side waiting/in-flight timeline. It reads records only; it knows
-// nothing about HTTP or load generation.
+// client-side waiting/in-flight timeline; and the statistics experiments
+// judge runs with: trends and drift over window series, the early stop of a
+// hopeless capacity step, the capacity measured during a burst, exact
+// engine queue waits of a virtual run and whether the load generator kept
+// its schedule. It reads records only; it knows nothing about HTTP or load
+// generation.
 //
 // # Streaming
 //
@@ -128,4 +132,52 @@
 // clipped and counted in Anomalies. It keeps four int64 per sample step
 // (32 B per second at the default step, 115 KB per hour) and Add costs
 // O(1 + wait/step) for it.
+//
+// # Trends and drift (Trend, TestDrift)
+//
+// FitTrend fits y = a + b·x by least squares over the finite points and
+// gives the slope's Student-t interval:
+//
+//	b = Σ(x − x̄)(y − ȳ) / Σ(x − x̄)²,  a = ȳ − b·x̄
+//	SE(b) = √( Σ(y − a − b·x)² / (n − 2) / Σ(x − x̄)² )
+//	CI = b ± t_{(1+c)/2, n−2} · SE(b),  p = P(|T_{n−2}| ≥ |b / SE(b)|)
+//
+// A soak's window series (x = window mid-time in hours, y = e.g. p95
+// completion in ms) drifts when the interval excludes 0 and the fitted
+// change over the run, b·(x_last − x_first), is at least the series'
+// threshold: a fraction of ȳ for latencies, an absolute amount for rates
+// and usage. A series needs MinDriftWindows (6) windows with values.
+//
+// # Early stop of a capacity step (Hopeless, OverSaturated)
+//
+// A step with N planned arrivals and an SLO of goodput ≥ g is hopeless once
+// more than (1 − g)·N of its requests missed their deadline, or once it is
+// over-saturated: the TTFT from the scheduled arrival (ms, one point per
+// request) and the requests waiting for a first token (sampled at up to 40
+// instants) both grow — each slope's 95 % interval lies above 0 — and the
+// fitted TTFT at the horizon already exceeds the TTFT limit.
+//
+// # Capacity measured during a burst (MeasuredCapacity)
+//
+// While a burst's backlog drains the service completes requests as fast as
+// it can: μ = ok completions in [t₁, t₂) / (t₂ − t₁) requests/s, from one
+// typical baseline completion time after the burst began (t₁) to the first
+// timeline sample after the burst with no more waiting than
+// max(2·w̄, w̄ + 3), w̄ the baseline's mean waiting (t₂). It is only
+// reported for a real backlog: a peak above that threshold and of at least
+// a tenth of the burst's arrivals, lasting at least 5 s.
+//
+// # Exact engine queue wait (ExactQueueWait)
+//
+// The engine model knows every admission time, so a virtual run's queue
+// waits need no histogram: percentiles are nearest rank on the sorted
+// waits, v_k with k = ⌈p·n⌉ − 1, reported in ms.
+//
+// # Did the generator keep its schedule (GeneratorCheck)
+//
+// Over a phase's n ≥ 20 sent requests, scheduled rate = (n − 1) / (last −
+// first scheduled time) and achieved rate = (n − 1) / (last − first sent
+// time), in requests/s. The generator fell behind — the run measures surge
+// on this machine, not the target — when the achieved rate is below 95 % of
+// the scheduled rate or the schedule lag's p99 exceeds 100 ms.
 package analyze
