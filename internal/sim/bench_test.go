@@ -70,3 +70,25 @@ func BenchmarkSimulateBurst(b *testing.B) {
 		Simulate(c, arr, 30*time.Second, time.Second, func(time.Duration, Snapshot) {})
 	}
 }
+
+// BenchmarkCapacity runs one whole Capacity estimate: the default replica
+// on the chat workload (6 trials, ≈ 7,500 requests), and the 10× faster
+// engine of the capacity tests (9 trials, ≈ 61,000 requests).
+func BenchmarkCapacity(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"default", DefaultConfig()}, {"fast", fastConfig()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res CapacityResult
+			for b.Loop() {
+				var err error
+				if res, err = Capacity(tc.cfg, always(chat)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.RPS, "μ-req/s")
+		})
+	}
+}

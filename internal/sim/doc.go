@@ -119,6 +119,19 @@
 // slow headers hold every token until At + Delay. It samples Snapshots at
 // a fixed period for time series.
 //
+// # Capacity
+//
+// Capacity finds μ, the sustained completion rate, for a caller's workload
+// by raising a constant load until the engine has a waiting queue. A trial
+// offers λ requests/s for T seconds of virtual time (at first 120 s) and
+// judges its second half [T/2, T] on snapshots T/120 apart: saturated when
+// every replica had a waiting request at every snapshot and the queue grew;
+// then μ = completions in [T/2, T] / (T/2). λ doubles while the engine
+// keeps up (from 1 request/s per replica); T doubles while the half spans
+// fewer than 10 turnovers of the batch (completions / mean running, by
+// Little's law); a trial barely saturated (λ < 1.25 μ) is run again at
+// 1.5 μ. Capacity's doc comment gives the exact rules and bounds.
+//
 // # Calibration
 //
 // The defaults model an 8B-class model on one GPU: max_num_seqs 128,
@@ -130,7 +143,8 @@
 // TestCalibration and TestBacklogGrowsAndDrains (go test -run
 // 'Calibration|Backlog' -v ./internal/sim):
 //
-//	μ (saturated throughput)            9.91 requests/s (10.0 over shorter windows)
+//	μ (saturated throughput)            9.91 requests/s (10.0 over shorter windows;
+//	                                    Capacity finds 9.87)
 //	TTFT at 5 req/s (Poisson)           p50 100 ms, p95 216 ms, p99 275 ms
 //	ITL at 5 req/s                      p50 22 ms, p95 82 ms, p99 142 ms
 //	waiting at 5 / 8 req/s (Poisson)    mean 0.12 / 0.35, max 3 / 6
@@ -145,5 +159,6 @@
 // over 2,000 decoding sequences takes ≈ 10 µs (≈ 13 µs with an Observer per
 // sequence: 6.5 ns per token) and allocates nothing (BenchmarkStep); a
 // 13-minute burst experiment (≈ 6,500 requests, 30 s timeout, 1 s samples)
-// runs in ≈ 11 ms (BenchmarkSimulateBurst).
+// runs in ≈ 11 ms (BenchmarkSimulateBurst); a Capacity estimate for the
+// default replica takes ≈ 8 ms (BenchmarkCapacity).
 package sim
