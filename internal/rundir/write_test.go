@@ -194,4 +194,3 @@ func TestOpenErrorsNameFile(t *testing.T) {
 		})
 	}
 }
-
