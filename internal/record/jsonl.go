@@ -8,31 +8,60 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
 )
 
-// Writer streams records as JSON lines. It is safe for concurrent use and
-// flushes to the underlying file after every FlushEvery records and on Flush
-// and Close, so an interrupted run loses at most the records still buffered
-// in memory at the moment of a crash — never on Ctrl-C, where the caller
-// closes the writer.
+// Writer streams records as JSON lines. It is safe for concurrent use.
+//
+// What reaches the file is always whole lines: records are encoded into the
+// Writer's own buffer, and the buffer goes to the file in one Write only at a
+// line boundary — when it holds BufferSize bytes or more, after every
+// FlushEvery records, and on Flush and Close. An interrupted run loses at
+// most the records still buffered at the moment of a crash, never on Ctrl-C,
+// where the caller closes the writer.
+//
+// A failed write (a short write, ENOSPC, EIO) is sticky: that call and every
+// later Write and Flush return the same error, and Err reports it. If the
+// file can be truncated (an *os.File can) and is not gzipped, it is cut back
+// to the end of its last whole line, so a full disk never leaves half a
+// record behind; the records of the failed batch are lost, and Count drops
+// back to the records the file holds.
 type Writer struct {
 	mu     sync.Mutex
 	f      io.WriteCloser
 	gz     *gzip.Writer
-	bw     *bufio.Writer
-	buf    []byte
-	n      int64
-	unsync int
-	err    error
+	out    io.Writer // f, or gz writing to f
+	name   string    // the file's name in errors; "" when unknown
+	trunc  truncater // f, when a failed write can be cut back; nil otherwise
+	buf    []byte    // whole lines not yet written
+	off    int64     // offset in f of the end of the last successful write
+	n      int64     // records accepted (in the file or in buf)
+	nFile  int64     // records in the file
+	unsync int       // records accepted since the last flush
+	err    error     // sticky write error
+	closed bool
+}
+
+// truncater is a file that can be cut back to a size, as *os.File can.
+type truncater interface {
+	Truncate(size int64) error
 }
 
 // FlushEvery is how many records a Writer buffers before it writes them out.
 const FlushEvery = 256
 
+// BufferSize is how many bytes of whole lines a Writer buffers before it
+// writes them out, even if fewer than FlushEvery records.
+const BufferSize = 64 << 10
+
+// errClosed is returned by Write and Flush after Close.
+var errClosed = errors.New("record: writer closed")
+
 // Create opens path for writing records; a name ending in ".gz" is gzipped.
+// Errors name path.
 func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -42,85 +71,180 @@ func Create(path string) (*Writer, error) {
 }
 
 // NewWriter streams records to w (closed by Close), gzipped when gz is true.
+// Errors name the file when w has a Name method (as *os.File has). A failed
+// write is cut back (see Writer) when w is not gzipped, has a Truncate method
+// and, if it has Seek and Stat methods, is positioned at its end, so that
+// the Writer knows where its lines start.
 func NewWriter(w io.WriteCloser, gz bool) *Writer {
-	rw := &Writer{f: w, buf: make([]byte, 0, 1024)}
-	var out io.Writer = w
+	rw := &Writer{f: w, out: w, buf: make([]byte, 0, BufferSize+4<<10)}
+	if n, ok := w.(interface{ Name() string }); ok {
+		rw.name = n.Name()
+	}
 	if gz {
 		rw.gz = gzip.NewWriter(w)
-		out = rw.gz
+		rw.out = rw.gz
+		return rw
 	}
-	rw.bw = bufio.NewWriterSize(out, 64<<10)
+	if t, ok := w.(truncater); ok {
+		rw.trunc = t
+		if s, ok := w.(io.Seeker); ok {
+			off, err := s.Seek(0, io.SeekCurrent)
+			if err != nil {
+				rw.trunc = nil
+			}
+			rw.off = off
+		}
+		if st, ok := w.(interface{ Stat() (os.FileInfo, error) }); ok && rw.trunc != nil {
+			// Only a regular file can be cut back, and only if the Writer
+			// starts at its end: with content beyond the position (a file
+			// opened to append to, or to overwrite) where writes land is
+			// unknown.
+			if fi, err := st.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != rw.off {
+				rw.trunc = nil
+			}
+		}
+	}
 	return rw
 }
 
-// Write appends one record.
+// Write appends one record. The error, if any, is the Writer's sticky error
+// (see Writer); the record is then not in the file.
 func (w *Writer) Write(r *Record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	w.buf = r.AppendJSON(w.buf[:0])
-	w.buf = append(w.buf, '\n')
-	if _, err := w.bw.Write(w.buf); err != nil {
-		w.err = fmt.Errorf("record: write: %w", err)
-		return w.err
+	if w.closed {
+		return errClosed
 	}
+	w.buf = r.AppendJSON(w.buf)
+	w.buf = append(w.buf, '\n')
 	w.n++
 	w.unsync++
 	if w.unsync >= FlushEvery {
 		return w.flushLocked()
 	}
+	if len(w.buf) >= BufferSize {
+		return w.writeLocked()
+	}
 	return nil
 }
 
-// Count is the number of records written so far.
+// Count is the number of records written so far, buffered ones included.
+// After Close, or after a failed write, it is exactly the number of lines
+// in the file.
 func (w *Writer) Count() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n
 }
 
+// Err returns the sticky write error, or nil if every write so far
+// succeeded. A clean Close is not an error.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Flush writes buffered records through to the file.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.err == nil && w.closed {
+		return errClosed
+	}
 	return w.flushLocked()
 }
 
+// flushLocked writes the buffer out and flushes gzip's own buffer.
 func (w *Writer) flushLocked() error {
-	if w.err != nil {
-		return w.err
-	}
 	w.unsync = 0
-	if err := w.bw.Flush(); err != nil {
-		w.err = fmt.Errorf("record: flush: %w", err)
-		return w.err
+	if err := w.writeLocked(); err != nil {
+		return err
 	}
 	if w.gz != nil {
 		if err := w.gz.Flush(); err != nil {
-			w.err = fmt.Errorf("record: flush: %w", err)
-			return w.err
+			return w.fail(err, 0)
 		}
 	}
 	return nil
 }
 
-// Close flushes and closes the file.
+// writeLocked writes the buffered whole lines to the file in one Write.
+func (w *Writer) writeLocked() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.out.Write(w.buf)
+	if err == nil && n < len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return w.fail(err, n)
+	}
+	w.off += int64(n)
+	w.nFile = w.n
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// fail makes err sticky after a write that put n bytes of a batch in the
+// file, cutting the file back to its last whole line when it can.
+func (w *Writer) fail(err error, n int) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && w.name != "" {
+		err = pe.Err // the name is said once, by us
+	}
+	what := "write"
+	if w.name != "" {
+		what += " " + w.name
+	}
+	w.buf = w.buf[:0]
+	w.n = w.nFile
+	w.unsync = 0
+	if w.trunc != nil && n > 0 {
+		if terr := w.trunc.Truncate(w.off); terr != nil {
+			w.err = fmt.Errorf("record: %s: %w (cutting it back to its last whole line failed too: %v)", what, err, terr)
+			return w.err
+		}
+	}
+	w.err = fmt.Errorf("record: %s: %w", what, err)
+	return w.err
+}
+
+// Close flushes and closes the file. It returns the sticky write error, if
+// any; a second Close only returns that error again.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
 	err := w.flushLocked()
-	if w.gz != nil {
-		if cerr := w.gz.Close(); err == nil && cerr != nil {
+	if w.gz != nil && err == nil {
+		if cerr := w.gz.Close(); cerr != nil {
+			err = w.fail(cerr, 0)
+		}
+	}
+	if cerr := w.f.Close(); cerr != nil && err == nil {
+		var pe *fs.PathError
+		if errors.As(cerr, &pe) && w.name != "" {
+			cerr = pe.Err
+		}
+		if w.name != "" {
+			err = fmt.Errorf("record: close %s: %w", w.name, cerr)
+		} else {
 			err = fmt.Errorf("record: close: %w", cerr)
 		}
 	}
-	if cerr := w.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("record: close: %w", cerr)
-	}
 	if w.err == nil {
-		w.err = errors.New("record: writer closed")
+		w.err = err // the last writes may not have reached the disk
 	}
 	return err
 }

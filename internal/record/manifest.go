@@ -1,8 +1,10 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"time"
@@ -43,6 +45,19 @@ type Manifest struct {
 // WriteManifest writes m as indented JSON to path, replacing empty
 // descriptive fields with NA.
 func WriteManifest(path string, m *Manifest) error {
+	var b bytes.Buffer
+	if err := EncodeManifest(&b, m); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("record: manifest: %w", err)
+	}
+	return nil
+}
+
+// EncodeManifest writes m to w as indented JSON and a newline, replacing
+// empty descriptive fields with NA (in m too), as WriteManifest does.
+func EncodeManifest(w io.Writer, m *Manifest) error {
 	for _, s := range []*string{&m.Model, &m.Deployment, &m.Hardware, &m.Serving, &m.Workload, &m.PromptSet, &m.CacheState, &m.MetricsURL, &m.KeySource} {
 		if *s == "" {
 			*s = NA
@@ -52,7 +67,7 @@ func WriteManifest(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("record: manifest: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if _, err := w.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("record: manifest: %w", err)
 	}
 	return nil

@@ -1,0 +1,157 @@
+package rundir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+func TestLoadRoundTrip(t *testing.T) {
+	d := create(t)
+	writeRun(t, d, 300)
+	run, err := Load(d.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Path != d.Path() {
+		t.Errorf("Path %s", run.Path)
+	}
+	m := run.Manifest
+	if m.Command != "burst" || m.Model != "m" || m.Hardware != record.NA || m.Finished.IsZero() {
+		t.Errorf("manifest %+v", m)
+	}
+	if len(run.Records) != 300 {
+		t.Fatalf("%d records", len(run.Records))
+	}
+	for i, r := range run.Records {
+		if want := rec(int64(i)); r != want {
+			t.Fatalf("record %d: %+v, want %+v", i, r, want)
+		}
+	}
+	if len(run.Engine) != 2 || run.Engine[1].TNs != 1e9 {
+		t.Errorf("engine %+v", run.Engine)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(run.Summary, &sum); err != nil || sum["records"] != 300.0 {
+		t.Errorf("summary %s: %v", run.Summary, err)
+	}
+	got := slices.DeleteFunc(list(t, d.Path()), func(s string) bool { return s == LockFile })
+	if want := []string{"engine.csv", "manifest.json", "requests.jsonl", "summary.json"}; !slices.Equal(got, want) {
+		t.Errorf("folder holds %v, want %v (no temporary files)", got, want)
+	}
+}
+
+func TestLoadOptionalFiles(t *testing.T) {
+	d := create(t)
+	if err := d.WriteManifest(&record.Manifest{Tool: "surge"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	run, err := Load(d.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Records != nil || run.Engine != nil || run.Summary != nil {
+		t.Fatalf("a run without records, engine.csv or summary.json: %+v", run)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	good := rec(0)
+	line := string(good.AppendJSON(nil)) + "\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  string // the message, with %s for the folder
+	}{
+		{"no manifest", map[string]string{"requests.jsonl": line},
+			"rundir: %s/manifest.json: open: no such file or directory"},
+		{"bad manifest", map[string]string{"manifest.json": "{", "requests.jsonl": line},
+			"rundir: %s/manifest.json: unexpected end of JSON input"},
+		{"no records", map[string]string{"manifest.json": "{}"},
+			"rundir: %s/requests.jsonl: file does not exist"},
+		{"truncated last line", map[string]string{"manifest.json": "{}", "requests.jsonl": line + line + line[:len(line)/2]},
+			"rundir: record: %s/requests.jsonl:3: unexpected end of JSON input"},
+		{"bad engine.csv", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "engine.csv": "waiting\n1\n"},
+			"rundir: %s/engine.csv: scrape: engine.csv: no t_s column"},
+		{"bad summary.json", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "summary.json": "{\"a\":"},
+			"rundir: %s/summary.json: not valid JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range c.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run, err := Load(dir)
+			if want := fmt.Sprintf(c.want, dir); err == nil || err.Error() != want {
+				t.Fatalf("got %v (run %v)\nwant %s", err, run, want)
+			}
+		})
+	}
+}
+
+func TestRuns(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir,
+		"burst-10x/requests.jsonl", "burst-2x/requests.jsonl", "burst-5x/requests.jsonl.gz", "burst-02x/requests.jsonl",
+		"burst-3x/summary.json", // not a run: no records
+		"burst-4x",              // a file, not a folder
+		"level-1/requests.jsonl")
+	got, err := Runs(dir, "burst-*x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		if filepath.Dir(p) != dir {
+			t.Fatalf("%s is not in %s", p, dir)
+		}
+		names = append(names, filepath.Base(p))
+	}
+	if want := []string{"burst-2x", "burst-02x", "burst-5x", "burst-10x"}; !slices.Equal(names, want) {
+		t.Fatalf("got %v, want %v", names, want)
+	}
+	if !IsRun(filepath.Join(dir, "burst-5x")) || IsRun(filepath.Join(dir, "burst-3x")) || IsRun(filepath.Join(dir, "nope")) {
+		t.Error("IsRun")
+	}
+
+	if _, err := Runs(dir, "["); err == nil || err.Error() != `rundir: pattern "[": syntax error in pattern` {
+		t.Errorf("bad pattern: %v", err)
+	}
+	if _, err := Runs(filepath.Join(dir, "nope"), "*"); err == nil || err.Error() != "rundir: "+filepath.Join(dir, "nope")+": open: no such file or directory" {
+		t.Errorf("missing folder: %v", err)
+	}
+}
+
+func TestNatural(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"burst-2x", "burst-10x", -1},
+		{"burst-10x", "burst-2x", 1},
+		{"burst-5x", "burst-5x", 0},
+		{"burst-5x", "burst-05x", -1},
+		{"a", "b", -1},
+		{"a", "a1", -1},
+		{"level-9", "level-10", -1},
+		{"x99999999999999999999", "x100000000000000000000", -1}, // beyond int64
+	}
+	for _, c := range cases {
+		if got := natural(c.a, c.b); got != c.want {
+			t.Errorf("natural(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
