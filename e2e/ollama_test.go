@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 var surgeBin string
@@ -83,9 +83,9 @@ func readRecords(t *testing.T, path string) []record.Record {
 	return recs
 }
 
-func readSummary(t *testing.T, path string) experiment.Summary {
+func readSummary(t *testing.T, path string) rundir.Summary {
 	t.Helper()
-	var s experiment.Summary
+	var s rundir.Summary
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,22 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/burst"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 func newBurstCmd() *cobra.Command {
-	cfg := experiment.DefaultBurstConfig()
+	cfg := burst.DefaultConfig()
 	var file string
 	cmd := &cobra.Command{
 		Use:   "burst",
@@ -24,7 +33,7 @@ model predicted.
 
 With no --target, surge runs a ~3-minute demo against its built-in simulated
 engine. With --simulate, the whole experiment runs in virtual time against
-the engine model in seconds: a what-if tool for capacity planning.`,
+the engine model in seconds: a what-if tool for capacity planning.` + exitCodesHelp,
 		Example: `  # the demo: the built-in simulator, short phases, about 3 minutes
   surge burst
 
@@ -35,22 +44,66 @@ the engine model in seconds: a what-if tool for capacity planning.`,
   # what if: two replicas and a 429 limit of 50 waiting requests, in virtual time
   surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
-				return err
-			}
-			if file == "" {
-				cfg.ApplyDemo(cmd.Flags().Changed)
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageErr("%v", err)
-			}
-			return runExperiment(cmd, "burst", &cfg.Options, cfg.Simulate, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
-				return experiment.Burst(cmd.Context(), env, &cfg, dir)
-			})
-		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML experiment file (strict: unknown fields are errors)")
-	cfg.RegisterFlags(cmd.Flags())
+	f := newFlags(cmd.Flags())
+	f.fileFlag(&file)
+	f.value(baselineFlag{&cfg}, "baseline_rps", "baseline-rps", "the named baseline in requests/s (must be sustainable; required with --target), or auto: run a capacity search first and use its suggestion")
+	f.floats(&cfg.Multipliers, "multipliers", "multipliers", "burst multipliers; each is a separate run at baseline × k")
+	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup phase at the baseline rate (excluded from results)")
+	f.dur(&cfg.Baseline, "baseline", "baseline", "baseline phase: reference latency and goodput")
+	f.dur(&cfg.Burst, "burst", "burst", "burst phase at baseline × k")
+	f.dur(&cfg.Recovery, "recovery", "recovery", "planned recovery phase at the baseline rate")
+	f.dur(&cfg.RecoveryLimit, "recovery_limit", "recovery-limit", "keep watching recovery up to this long if not recovered in the planned window")
+	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process: constant, poisson, gamma")
+	f.f64(&cfg.Burstiness, "burstiness", "burstiness", "gamma shape (with --arrival gamma)")
+	f.str(&cfg.RecoveryMetric, "recovery_metric", "recovery-metric", "latency judged for recovery: e2e (completion) or ttft")
+	f.f64(&cfg.CapacityRPS, "capacity_rps", "capacity-rps", "the target's capacity μ in requests/s for the prediction (default: estimate)")
+	f.f64(&cfg.BoostRPS, "boost_rps", "boost-rps", "prediction: capacity in requests/s once a scale-up lands (0 = none)")
+	f.dur(&cfg.BoostAfter, "boost_after", "boost-after", "prediction: when the scale-up lands, after the burst starts")
+	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to baseline before each run")
+	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the whole experiment in virtual time against the engine model (seconds, not minutes)")
+	f.options(&cfg.Options)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+			return err
+		}
+		if file == "" {
+			cfg.ApplyDemo(f.set)
+		}
+		if err := cfg.Validate(); err != nil {
+			return f.explain(err)
+		}
+		return runExperiment(cmd, f, "burst", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+			return burst.Burst(ctx, env, &cfg, d, w)
+		})
+	}
 	return cmd
 }
+
+// baselineFlag is --baseline-rps: a rate in requests/s, or "auto".
+type baselineFlag struct{ c *burst.Config }
+
+// String returns the rate, or "auto".
+func (f baselineFlag) String() string {
+	if f.c.BaselineAuto {
+		return "auto"
+	}
+	return strconv.FormatFloat(f.c.BaselineRPS, 'g', -1, 64)
+}
+
+// Set parses a rate or "auto".
+func (f baselineFlag) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		f.c.BaselineAuto, f.c.BaselineRPS = true, 0
+		return nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return fmt.Errorf("want requests/s or auto, got %q", s)
+	}
+	f.c.BaselineAuto, f.c.BaselineRPS = false, v
+	return nil
+}
+
+// Type names the value in --help.
+func (f baselineFlag) Type() string { return "rps|auto" }

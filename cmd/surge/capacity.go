@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/capacity"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 func newCapacityCmd() *cobra.Command {
-	cfg := experiment.DefaultCapacityConfig()
+	cfg := capacity.DefaultConfig()
 	var file string
 	cmd := &cobra.Command{
 		Use:   "capacity",
@@ -27,7 +33,7 @@ table (results.md/.csv/.json), capacity.json and report.html.
 
 If the load generator itself cannot keep a step's schedule (it sends below
 95% of the rate, or its schedule lag p99 exceeds 100 ms), surge says so and
-stops: that is surge's limit on this machine, not the target's.`,
+stops: that is surge's limit on this machine, not the target's.` + exitCodesHelp,
 		Example: `  # in virtual time against the engine model: seconds
   surge capacity --simulate
 
@@ -35,19 +41,34 @@ stops: that is surge's limit on this machine, not the target's.`,
   surge capacity --target https://llm.example.com/v1 --model my-model \
     --start-rps 2 --min-requests 600 --step-duration 1m --slo-ttft-p95 1s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageErr("%v", err)
-			}
-			return runExperiment(cmd, "capacity", &cfg.Options, cfg.Simulate, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
-				return experiment.Capacity(cmd.Context(), env, &cfg, dir)
-			})
-		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML experiment file (strict: unknown fields are errors)")
-	cfg.RegisterFlags(cmd.Flags())
+	f := newFlags(cmd.Flags())
+	f.fileFlag(&file)
+	f.f64(&cfg.StartRPS, "start_rps", "start-rps", "offered rate of the first step, requests/s")
+	f.f64(&cfg.Growth, "growth", "growth", "rate factor between steps until one fails (then bisection)")
+	f.f64(&cfg.Tolerance, "tolerance", "tolerance", "stop bisecting when the lowest failing rate is within this fraction above the highest passing one")
+	f.f64(&cfg.MaxRPS, "max_rps", "max-rps", "highest rate to try (0 = no limit)")
+	f.integer(&cfg.MaxSteps, "max_steps", "max-steps", "most steps in the search")
+	f.dur(&cfg.StepDuration, "step_duration", "step-duration", "shortest measured phase of a step (a step lasts --min-requests / rate, within --step-duration and --max-step-duration)")
+	f.dur(&cfg.MaxStepDuration, "max_step_duration", "max-step-duration", "longest measured phase of a step")
+	f.integer(&cfg.MinRequests, "min_requests", "min-requests", "requests a step's measured phase aims for (docs/method.md §4: ~1000)")
+	f.integer(&cfg.WarmupRequests, "warmup_requests", "warmup-requests", "requests at the step's rate before it is measured (excluded)")
+	f.f64(&cfg.BaselineFraction, "baseline_fraction", "baseline-fraction", "suggested baseline = this fraction of the sustainable rate")
+	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process of every step: poisson or constant")
+	f.boolean(&cfg.EarlyStop, "early_stop", "early-stop", "stop a hopeless step early (goodput out of reach, or backlog and TTFT growing)")
+	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the search in virtual time against the engine model (seconds, not minutes)")
+	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between steps (0 = do not wait)")
+	f.options(&cfg.Options)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+			return err
+		}
+		if err := cfg.Validate(); err != nil {
+			return f.explain(err)
+		}
+		return runExperiment(cmd, f, "capacity", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+			return capacity.Capacity(ctx, env, &cfg, d, w)
+		})
+	}
 	return cmd
 }

@@ -40,11 +40,11 @@ func usageErr(format string, a ...any) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes one surge command line and returns its exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// cli executes one surge command line and returns its exit code.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

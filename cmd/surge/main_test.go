@@ -14,7 +14,7 @@ import (
 func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
+	code = cli(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -204,14 +204,14 @@ func TestSliceFlagWithCommaOverFile(t *testing.T) {
 	}
 }
 
-// surge predict reproduces the seed's worked example (METHOD §8).
+// surge predict reproduces the seed's worked example (docs/method.md §8).
 func TestPredictSeedExample(t *testing.T) {
 	cases := []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s"}, []string{"peak backlog:   600.0 requests", "recovery time:  5m0s after the burst ends"}},
-		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s", "--boost-mu", "16"}, []string{"recovery time:  1m15s after the burst ends"}},
+		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s", "--boost-rps", "16"}, []string{"recovery time:  1m15s after the burst ends"}},
 		{[]string{"predict", "--mu", "10", "--lambda", "10", "--burst-rps", "20", "--burst", "60s"}, []string{"recovery:       never"}},
 	}
 	for _, tc := range cases {
@@ -267,7 +267,7 @@ func TestRunInterruptPrintsSummary(t *testing.T) {
 		cancel()
 	}()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"run", "--rate", "10", "--duration", "60s", "-q", "-o", out}, &stdout, &stderr)
+	code := cli(ctx, []string{"run", "--rate", "10", "--duration", "60s", "-q", "-o", out}, &stdout, &stderr)
 	if code != exitSLO {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
 	}

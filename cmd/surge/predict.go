@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ func newPredictCmd() *cobra.Command {
 	var p predict.Params
 	var step time.Duration
 	var asJSON bool
+	var f *flags
 	cmd := &cobra.Command{
 		Use:   "predict",
 		Short: "Predict a burst's backlog and recovery time with the fluid model (no load is sent)",
@@ -30,15 +30,15 @@ and leave, a real backlog drains faster.`,
   surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s
 
   # the same with capacity rising to 16 req/s when the burst ends → 75 s
-  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --boost-mu 16`,
+  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --boost-rps 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := p.Validate(); err != nil {
-				return usageErr("%s", predictFlagError(err))
+				return f.explain(err)
 			}
 			pr, err := predict.Predict(p)
 			if err != nil {
-				return usageErr("%s", predictFlagError(err))
+				return f.explain(err)
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
@@ -70,25 +70,15 @@ and leave, a real backlog drains faster.`,
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.Float64Var(&p.Mu, "mu", 0, "capacity μ in requests/s (required)")
-	f.Float64Var(&p.Lambda, "lambda", 0, "normal arrival rate λ in requests/s")
-	f.Float64Var(&p.BurstRate, "burst-rps", 0, "arrival rate during the burst, requests/s")
-	f.DurationVar(&p.BurstLen, "burst", time.Minute, "burst length")
-	f.Float64Var(&p.BoostMu, "boost-mu", 0, "capacity after a scale-up, requests/s (0 = none)")
-	f.DurationVar(&p.BoostAt, "boost-at", 0, "when the scale-up lands, after the burst starts (0 = at the burst end)")
-	f.DurationVar(&step, "step", 0, "also print the backlog timeline as CSV at this step (e.g. 10s)")
-	f.BoolVar(&asJSON, "json", false, "print the prediction as JSON")
+	p.BurstLen = time.Minute
+	f = newFlags(cmd.Flags())
+	f.f64(&p.Mu, "mu", "mu", "capacity μ in requests/s (required)")
+	f.f64(&p.Lambda, "lambda", "lambda", "normal arrival rate λ in requests/s")
+	f.f64(&p.BurstRate, "burst_rate", "burst-rps", "arrival rate during the burst, requests/s")
+	f.dur(&p.BurstLen, "burst_len", "burst", "burst length")
+	f.f64(&p.BoostMu, "boost_mu", "boost-rps", "capacity in requests/s once a scale-up lands (0 = none; the same name as surge burst's)")
+	f.dur(&p.BoostAt, "boost_at", "boost-after", "when the scale-up lands, after the burst starts (0 = at the burst end; the same name as surge burst's)")
+	cmd.Flags().DurationVar(&step, "step", 0, "also print the backlog timeline as CSV at this step (e.g. 10s)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prediction as JSON")
 	return cmd
-}
-
-// predictFlagError names the flag of a predict.Params field error.
-func predictFlagError(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "predict: ")
-	for field, flag := range map[string]string{"mu": "mu", "lambda": "lambda", "burst_rate": "burst-rps", "burst_len": "burst", "boost_mu": "boost-mu", "boost_at": "boost-at"} {
-		if strings.HasPrefix(msg, field+": ") {
-			return "--" + flag + ": " + strings.TrimPrefix(msg, field+": ")
-		}
-	}
-	return msg
 }

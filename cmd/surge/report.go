@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/burst"
 )
 
 func newReportCmd() *cobra.Command {
@@ -19,8 +19,8 @@ results table. Nothing is sent to any target.`,
   surge report out/burst-20261129-104500/burst-5x`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := experiment.Rerender(args[0], cmd.OutOrStdout()); err != nil {
-				return classify(err)
+			if err := burst.Rerender(args[0], cmd.OutOrStdout()); err != nil {
+				return classify(nil, err)
 			}
 			return nil
 		},

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/capacity"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 func newRunCmd() *cobra.Command {
@@ -26,7 +30,7 @@ the send, completion time, error/429/timeout rates, drops and schedule lag,
 and writes the run folder (requests.jsonl, summary.json, results.md,
 report.html, ...).
 
-With no --target it runs against the built-in simulated engine.`,
+With no --target it runs against the built-in simulated engine.` + exitCodesHelp,
 		Example: `  # 30 s of Poisson arrivals at 5 req/s against the built-in simulator
   surge run
 
@@ -37,41 +41,103 @@ With no --target it runs against the built-in simulated engine.`,
   # phases from a YAML file (flags win over the file)
   surge run -f experiment.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
-				return err
-			}
-			cfg.ConfigFile = file
-			return runExperiment(cmd, "run", &cfg.Options, false, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
-				return experiment.Run(cmd.Context(), env, &cfg, dir)
-			})
-		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML experiment file (strict: unknown fields are errors)")
-	cfg.RegisterFlags(cmd.Flags())
+	f := newFlags(cmd.Flags())
+	f.fileFlag(&file)
+	f.f64(&cfg.Rate, "rate", "rate", "arrivals per second (single phase)")
+	f.dur(&cfg.Duration, "duration", "duration", "length of the measured phase")
+	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process: constant, poisson, gamma, replay")
+	f.f64(&cfg.Burstiness, "burstiness", "burstiness", "gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother")
+	f.str(&cfg.Trace, "trace", "trace", "replay arrivals from this trace (CSV or JSONL with offset_s/offset_ms/timestamp)")
+	f.f64(&cfg.Speed, "speed", "speed", "replay speed factor (2 = twice as fast)")
+	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
+	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
+	f.options(&cfg.Options)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		keys, err := applyConfigFile(cmd.Flags(), file, &cfg)
+		if err != nil {
+			return err
+		}
+		if err := phasesGiven(file, keys); err != nil {
+			return err
+		}
+		cfg.ConfigFile = file
+		if err := cfg.Validate(); err != nil {
+			return f.explain(err)
+		}
+		return runExperiment(cmd, f, "run", &cfg.Options, false, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+			return experiment.Run(ctx, env, &cfg, d, w)
+		})
+	}
 	return cmd
 }
 
-// runExperiment prepares the target, runs fn and maps the outcome to an exit code.
-func runExperiment(cmd *cobra.Command, command string, o *experiment.Options, virtual bool, fn func(*experiment.Env, string) (experiment.Outcome, error)) error {
+// singlePhaseKeys are the keys of `surge run` that describe one phase
+// without a phases list.
+var singlePhaseKeys = []string{"rate", "duration", "arrival", "burstiness", "trace", "speed", "warmup"}
+
+// phasesGiven refuses an experiment file for `surge run` that describes no
+// load: no phases list, an empty one, or none of the single-phase keys.
+// Without this it would silently run the default 30 s at 5 req/s against
+// the user's target.
+func phasesGiven(file string, keys map[string]*yaml.Node) error {
+	if file == "" {
+		return nil
+	}
+	if n, ok := keys["phases"]; ok {
+		if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+			return usageErr("%s:%d: phases: the list is empty; give at least one phase (name, duration, rate or multiplier)", file, n.Line)
+		}
+		return nil
+	}
+	for _, k := range singlePhaseKeys {
+		if _, ok := keys[k]; ok {
+			return nil
+		}
+	}
+	return usageErr("%s: no phases: list them under phases:, or set rate and duration for a single phase", file)
+}
+
+// exitCodesHelp ends every experiment's --help.
+const exitCodesHelp = `
+
+Exit codes: 0 ran and every SLO held; 1 ran and an SLO failed (or the run
+was interrupted: its files are marked partial); 2 usage or configuration
+error, or the output folder is in use or not empty; 3 the target was
+unusable (no request succeeded); 4 anything else, e.g. the run folder could
+not be written (disk full) — the run stops within a second and keeps every
+record written so far.`
+
+// experimentFunc runs one experiment into d, printing on w.
+type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error)
+
+// runExperiment prepares the target, claims the run folder, runs fn and
+// maps the outcome to an exit code. Every configuration error is found
+// before the folder is created.
+func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options, virtual bool, fn experimentFunc) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dir := o.Out
-	if dir == "" {
-		dir = filepath.Join("out", command+"-"+time.Now().Format("20060102-150405"))
-	}
 	// Ctrl-C ends the run, but the run folder and reports are still written:
 	// the experiment sees the cancellation, while preparing and reporting use
 	// a context that outlives it.
-	env, err := experiment.Prepare(context.WithoutCancel(ctx), *o, virtual, stdout, logger, toolVersion())
+	env, err := run.Prepare(context.WithoutCancel(ctx), *o, virtual, stdout, logger, toolVersion())
 	if err != nil {
-		return classify(err)
+		return classify(f, err)
 	}
 	defer env.Close()
-	out, err := fn(env, dir)
+	path := o.Out
+	if path == "" {
+		path = rundir.DefaultPath("out", command, time.Now())
+	}
+	d, err := rundir.Create(path, rundir.Options{Force: o.Force, Owner: "surge " + command})
 	if err != nil {
-		return classify(err)
+		return classify(f, err)
+	}
+	defer d.Close()
+	out, err := fn(ctx, env, d, stdout)
+	if err != nil {
+		return classify(f, err)
 	}
 	switch {
 	case out.Partial:
@@ -85,16 +151,21 @@ func runExperiment(cmd *cobra.Command, command string, o *experiment.Options, vi
 	return nil
 }
 
-func classify(err error) error {
-	var ce *experiment.ConfigError
-	if errors.As(err, &ce) {
-		return &exitError{exitUsage, err}
-	}
+// classify maps an error to its exit code.
+func classify(f *flags, err error) error {
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var ce *run.ConfigError
+	switch {
+	case errors.As(err, &ee):
 		return err
-	}
-	if errors.Is(err, experiment.ErrNoSustainableRate) {
+	case errors.As(err, &ce):
+		if f != nil {
+			return f.explain(err)
+		}
+		return &exitError{exitUsage, err}
+	case errors.Is(err, rundir.ErrFolder):
+		return &exitError{exitUsage, err}
+	case errors.Is(err, capacity.ErrNoSustainableRate):
 		return &exitError{exitSLO, err} // burst --baseline-rps auto found no rate that meets the SLO
 	}
 	return &exitError{exitInternal, err}

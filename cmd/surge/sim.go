@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
 )
@@ -16,6 +15,7 @@ func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	var addr, file, model string
 	var verbose bool
+	var f *flags
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Serve the simulated inference engine (OpenAI-compatible, with vLLM metrics)",
@@ -38,11 +38,11 @@ chat workload per replica — roughly an 8B model on one GPU.`,
   surge sim --replicas 2 --max-waiting 50 --fault-reset 0.01`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+			if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return usageErr("%s", experiment.SimFlagError(err))
+				return f.explain(err)
 			}
 			level := slog.LevelWarn
 			if verbose {
@@ -63,10 +63,11 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 			return nil
 		},
 	}
+	f = newFlags(cmd.Flags())
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&model, "model", "surge-sim", "the one model name the simulator serves (others get 404)")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML file of simulator settings (same names as the flags, with _)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request (never its content)")
-	cfg.RegisterFlags(cmd.Flags())
+	f.simulator("", &cfg)
 	return cmd
 }

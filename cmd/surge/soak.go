@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/soak"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 func newSoakCmd() *cobra.Command {
-	cfg := experiment.DefaultSoakConfig()
+	cfg := soak.DefaultConfig()
 	var file string
 	cmd := &cobra.Command{
 		Use:   "soak",
@@ -21,7 +27,7 @@ the engine's KV-cache usage: a least-squares slope whose confidence interval
 enough (--drift-latency of the mean; --drift-error-rate, --drift-kv
 absolute). The verdict is "stable" or "drifting", with the numbers.
 
-Exit code 1 when it drifts or the SLO fails.`,
+Exit code 1 when it drifts or the SLO fails.` + exitCodesHelp,
 		Example: `  # an hour against a real endpoint with vLLM metrics
   surge soak --target https://llm.example.com/v1 --model my-model --rate 6 \
     --metrics-url https://llm.example.com/metrics
@@ -29,22 +35,30 @@ Exit code 1 when it drifts or the SLO fails.`,
   # what if the engine slowed down by half every hour? (virtual time)
   surge soak --simulate --rate 6 --slowdown-per-hour 0.5`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
-				return err
-			}
-			if cfg.Target == "" && cfg.Rate == 0 {
-				cfg.Rate = experiment.DefaultSoakSimRate
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageErr("%v", err)
-			}
-			return runExperiment(cmd, "soak", &cfg.Options, cfg.Simulate, func(env *experiment.Env, dir string) (experiment.Outcome, error) {
-				return experiment.Soak(cmd.Context(), env, &cfg, dir)
-			})
-		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML experiment file (strict: unknown fields are errors)")
-	cfg.RegisterFlags(cmd.Flags())
+	f := newFlags(cmd.Flags())
+	f.fileFlag(&file)
+	f.f64(&cfg.Rate, "rate", "rate", "constant load in arrivals/s (required with --target; 5 against the built-in simulator)")
+	f.dur(&cfg.Duration, "duration", "duration", "length of the soak (after the warmup)")
+	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate (excluded)")
+	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process: poisson or constant")
+	f.f64(&cfg.Confidence, "confidence", "confidence", "confidence of a trend's slope interval")
+	f.f64(&cfg.DriftLatency, "drift_latency", "drift-latency", "a p95 latency drifts when its fitted change over the soak is at least this fraction of its mean")
+	f.f64(&cfg.DriftErrorRate, "drift_error_rate", "drift-error-rate", "the failure rate drifts when its fitted change over the soak is at least this (absolute fraction)")
+	f.f64(&cfg.DriftKV, "drift_kv", "drift-kv", "KV-cache usage drifts when its fitted change over the soak is at least this (absolute, 0..1)")
+	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the soak in virtual time against the engine model")
+	f.options(&cfg.Options)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+			return err
+		}
+		cfg.SimDefaults()
+		if err := cfg.Validate(); err != nil {
+			return f.explain(err)
+		}
+		return runExperiment(cmd, f, "soak", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+			return soak.Soak(ctx, env, &cfg, d, w)
+		})
+	}
 	return cmd
 }

@@ -21,11 +21,11 @@ const (
 	DefaultRecoveryMetric = MetricE2ESchedule
 )
 
-// DefaultDeadlines are METHOD §1's per-request deadlines: first content token
+// DefaultDeadlines are docs/method.md §1's per-request deadlines: first content token
 // within 2 s and completion within 12 s of the scheduled arrival.
 var DefaultDeadlines = Deadlines{TTFT: 2 * time.Second, E2E: 12 * time.Second}
 
-// DefaultSLO is METHOD §1's example SLO: p95 TTFT ≤ 2 s, p99 E2E ≤ 12 s,
+// DefaultSLO is docs/method.md §1's example SLO: p95 TTFT ≤ 2 s, p99 E2E ≤ 12 s,
 // goodput ≥ 99 % of offered. Config.SLO's zero value has no clauses; pass
 // DefaultSLO explicitly to use it.
 var DefaultSLO = SLO{TTFTP95: 2 * time.Second, E2EP99: 12 * time.Second, GoodputRatio: 0.99}
@@ -113,7 +113,7 @@ func metricIndex(m Metric) int {
 }
 
 // RecoveryRule decides when the system is back to baseline after a burst
-// (METHOD §3). Zero fields take the defaults.
+// (docs/method.md §3). Zero fields take the defaults.
 type RecoveryRule struct {
 	Window           time.Duration // window length; 0 = Config.Window
 	Tolerance        float64       // P99 may be at most baseline P99 × (1 + Tolerance); 0 = 0.10

@@ -62,7 +62,7 @@
 //	conn_wait       connection acquired − sent: the client pool queue (every request with both)
 //	conn_to_headers response headers − connection acquired    (every request with both)
 //
-// The first six are over successful (ok) requests only, as METHOD §7 asks.
+// The first six are over successful (ok) requests only, as docs/method.md §7 asks.
 // The pooled mean inter-token latency, the mean gap between content chunks
 // over all ok requests, is Σ(done − first token) / Σ(chunks − 1).
 //
@@ -82,7 +82,7 @@
 // most 0.1 % above it. (vLLM's benchmark
 // interpolates linearly between ranks; on small samples the two differ.)
 //
-// Censoring (METHOD §7): a timed-out request would, had it been allowed to
+// Censoring (docs/method.md §7): a timed-out request would, had it been allowed to
 // finish, rank above every completed one. With T timeouts and S ok requests in
 // a group, the q-quantile of the latency distributions (the first six above)
 // is unknown when T > (1 − q)·(S + T): P99 when more than 1 % timed out, P95
@@ -99,7 +99,7 @@
 // censored (unknown values cannot demonstrate a pass). The overall verdict is
 // the SLO applied to the overall aggregate (non-excluded phases together).
 //
-// # Recovery (METHOD §3)
+// # Recovery (docs/method.md §3)
 //
 // Given the baseline phase's P99 of a metric (default e2e_schedule) and its
 // failure rate f_b, a window qualifies when it has samples, its P99 is known
@@ -126,7 +126,7 @@
 // one, the time it ended (done): a request that failed or timed out is no
 // longer waiting after it ended. A generator drop never waits; a request with
 // neither first token nor done waits until the end of the timeline. This is
-// the client-side view of queueing (METHOD §5), not the engine's queue. The
+// the client-side view of queueing (docs/method.md §5), not the engine's queue. The
 // timeline runs from the origin to the last phase end plus the per-request
 // timeout or 10 minutes, whichever is longer; records reaching beyond are
 // clipped and counted in Anomalies. It keeps four int64 per sample step

@@ -3,7 +3,7 @@ package analyze
 import "github.com/surge-bench/surge/internal/record"
 
 // Judge reports whether rec met the per-request deadline, i.e. counts toward
-// goodput (METHOD §1): outcome ok, HTTP status 200, first content token within
+// goodput (docs/method.md §1): outcome ok, HTTP status 200, first content token within
 // d.TTFT of the scheduled arrival and completion within d.E2E of it. A zero
 // deadline field disables that clause. The load generator calls Judge to set
 // rec.Good before writing the record.

@@ -15,7 +15,7 @@ type RecoveryWindow struct {
 	Qualifies   bool    `json:"qualifies"`
 }
 
-// Recovery is the verdict of the recovery rule (METHOD §3) on a burst.
+// Recovery is the verdict of the recovery rule (docs/method.md §3) on a burst.
 type Recovery struct {
 	Judged              bool             `json:"judged"`           // false when the rule could not be applied (see Reason)
 	Reason              string           `json:"reason,omitempty"` // why it was not judged

@@ -328,7 +328,7 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 // quantiles are the reported percentiles as fractions num/100.
 var quantiles = [3]int64{50, 95, 99}
 
-// dist summarises m. Timeouts stay in the denominator (METHOD §7): the
+// dist summarises m. Timeouts stay in the denominator (docs/method.md §7): the
 // q-quantile of a group of cnt recorded values and T timeouts is the value
 // of nearest rank r = ceil(q·(cnt+T)), the timeouts ranking above every
 // recorded value; when r > cnt the quantile lies among the timeouts and is

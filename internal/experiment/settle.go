@@ -3,13 +3,16 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -22,61 +25,84 @@ const (
 	settlePoll      = time.Second
 )
 
-// settle waits until the target is back at baseline before a run: the
-// engine's waiting queue is empty (when it can be seen), the replica count
-// is back to its starting value (simulator), and a few probe requests are
-// as fast as the reference probes measured before the first run. It gives
-// up after c.SettleTimeout and says what was still off. It returns how long
-// it waited, a note, and the reference probe latency.
-func (e *Env) settle(ctx context.Context, c *BurstConfig, ref time.Duration, first bool) (time.Duration, string, time.Duration, error) {
+// Gate waits, before each run of an experiment, until the target is back
+// at the state it was in before the first run. The first call measures
+// that reference: the engine's queues as scraped (waiting, running,
+// replicas — whichever the engine exposes) and the median latency of a
+// few sequential probe requests. Each later call waits until the engine
+// has no request waiting, no more running and as many replicas as in the
+// reference, and the probes are within 1.5× the reference latency (+100
+// ms); it gives up after Timeout and says what was still off. The engine
+// is read through the same scrape path for every target, the built-in
+// simulator included.
+type Gate struct {
+	Env     *run.Env
+	Timeout time.Duration // longest wait; the run starts anyway after it, with a warning
+	Out     io.Writer     // where a warning goes
+
+	ref     time.Duration // reference probe latency (0 = unknown)
+	engine  engineState   // the engine's state at the reference
+	checked bool          // the reference was taken
+}
+
+// engineState is the engine's queues as last scraped; NaN = not exposed.
+type engineState struct{ waiting, running, replicas float64 }
+
+// Wait runs the gate. It returns how long it waited and a note saying
+// what it found.
+func (g *Gate) Wait(ctx context.Context) (time.Duration, string, error) {
 	start := time.Now()
-	client, err := e.probeClient()
+	client, err := openai.New(g.probeConfig(), start)
 	if err != nil {
-		return 0, "", ref, err
+		return 0, "", err
 	}
 	defer client.CloseIdle()
-	if first {
-		lat, err := e.probe(ctx, client)
-		if err != nil {
-			return time.Since(start), "reference probes failed: " + err.Error(), 0, nil
-		}
-		return time.Since(start), "reference probe latency " + lat.Round(time.Millisecond).String(), lat, nil
-	}
-	deadline := start.Add(c.SettleTimeout)
-	watch := e.watchEngine(ctx)
+	watch := watchEngine(ctx, g.Env)
 	defer watch.close()
+	if !g.checked {
+		g.checked = true
+		g.engine = watch.state(ctx)
+		lat, err := probe(ctx, client)
+		if err != nil {
+			return time.Since(start), "reference probes failed: " + err.Error(), nil
+		}
+		g.ref = lat
+		return time.Since(start), "reference probe latency " + lat.Round(time.Millisecond).String(), nil
+	}
+	deadline := start.Add(g.Timeout)
 	var why []string
 	for {
 		why = why[:0]
-		if w, ok := watch.waiting(); ok && w > 0 {
-			why = append(why, fmt.Sprintf("engine waiting %.0f", w))
+		now := watch.state(ctx)
+		if now.waiting > 0 {
+			why = append(why, fmt.Sprintf("engine waiting %.0f", now.waiting))
 		}
-		if snap, ok := e.SimSnapshot(); ok {
-			if snap.Running > 0 {
-				why = append(why, fmt.Sprintf("engine running %d", snap.Running))
-			}
-			if snap.ReadyReplicas != e.Opts.Sim.Replicas || snap.StartingReplicas > 0 {
-				why = append(why, fmt.Sprintf("replicas %d ready + %d starting, baseline %d", snap.ReadyReplicas, snap.StartingReplicas, e.Opts.Sim.Replicas))
-			}
+		if now.running > max(g.engine.running, 0) {
+			why = append(why, fmt.Sprintf("engine running %.0f (reference %.0f)", now.running, max(g.engine.running, 0)))
+		}
+		if !math.IsNaN(now.replicas) && !math.IsNaN(g.engine.replicas) && now.replicas != g.engine.replicas {
+			why = append(why, fmt.Sprintf("replicas %.0f, reference %.0f", now.replicas, g.engine.replicas))
 		}
 		if len(why) == 0 {
-			lat, err := e.probe(ctx, client)
+			lat, err := probe(ctx, client)
 			switch {
 			case err != nil:
 				why = append(why, "probe failed: "+err.Error())
-			case ref > 0 && lat > time.Duration(float64(ref)*settleTolerance)+settleSlack:
-				why = append(why, fmt.Sprintf("probe latency %s vs reference %s", lat.Round(time.Millisecond), ref.Round(time.Millisecond)))
+			case g.ref > 0 && lat > time.Duration(float64(g.ref)*settleTolerance)+settleSlack:
+				why = append(why, fmt.Sprintf("probe latency %s vs reference %s", lat.Round(time.Millisecond), g.ref.Round(time.Millisecond)))
 			default:
-				return time.Since(start), fmt.Sprintf("queue empty, probe latency %s (reference %s)", lat.Round(time.Millisecond), ref.Round(time.Millisecond)), ref, nil
+				return time.Since(start), fmt.Sprintf("queue empty, probe latency %s (reference %s)", lat.Round(time.Millisecond), g.ref.Round(time.Millisecond)), nil
 			}
 		}
 		if ctx.Err() != nil {
-			return time.Since(start), "interrupted", ref, nil
+			return time.Since(start), "interrupted", nil
 		}
 		if time.Now().After(deadline) {
-			note := "NOT settled within --settle-timeout " + c.SettleTimeout.String() + ": " + strings.Join(why, ", ") + "; the run starts anyway and its baseline may be disturbed"
-			fmt.Fprintln(e.Stdout, "WARNING:", note)
-			return time.Since(start), note, ref, nil
+			note := "NOT settled within --settle-timeout " + g.Timeout.String() + ": " + strings.Join(why, ", ") + "; the run starts anyway and its baseline may be disturbed"
+			if g.Out != nil {
+				fmt.Fprintln(g.Out, "WARNING:", note)
+			}
+			return time.Since(start), note, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -85,19 +111,15 @@ func (e *Env) settle(ctx context.Context, c *BurstConfig, ref time.Duration, fir
 	}
 }
 
-func (e *Env) probeClient() (*openai.Client, error) {
-	cfg := e.clientConfig(2)
+func (g *Gate) probeConfig() openai.Config {
+	cfg := g.Env.ClientConfig(2)
 	cfg.Retries = 0
-	c, err := openai.New(cfg, time.Now())
-	if err != nil {
-		return nil, &ConfigError{err}
-	}
-	return c, nil
+	return cfg
 }
 
 // probe sends settleProbes small requests one after another and returns
 // their median completion time.
-func (e *Env) probe(ctx context.Context, c *openai.Client) (time.Duration, error) {
+func probe(ctx context.Context, c *openai.Client) (time.Duration, error) {
 	var lats []time.Duration
 	for i := 0; i < settleProbes; i++ {
 		req := workload.Request{Seq: int64(i), Profile: "probe", Prompt: fmt.Sprintf("[probe %d %d] Say hello.", time.Now().UnixNano(), i), PromptTokens: 8, MaxTokens: 16}
@@ -112,21 +134,22 @@ func (e *Env) probe(ctx context.Context, c *openai.Client) (time.Duration, error
 	return lats[len(lats)/2], nil
 }
 
-// engineWatcher scrapes the engine's waiting queue while a settle gate waits.
+// engineWatcher scrapes the engine's queues while a gate waits.
 type engineWatcher struct {
-	e    *Env
+	hc   *http.Client // nil: scrape's own
 	scr  *scrape.Scraper
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-func (e *Env) watchEngine(ctx context.Context) *engineWatcher {
-	w := &engineWatcher{e: e}
-	if _, ok := e.SimSnapshot(); ok || e.MetricsURL == "" {
+func watchEngine(ctx context.Context, env *run.Env) *engineWatcher {
+	w := &engineWatcher{}
+	if env.MetricsURL == "" {
 		return w
 	}
-	overrides, _ := scrape.ParseOverrides(e.Opts.MetricOverride)
-	scr, err := scrape.New(scrape.Config{URL: e.MetricsURL, Preset: e.Preset, Overrides: overrides, Interval: settlePoll}, time.Now(), e.Logger)
+	overrides, _ := scrape.ParseOverrides(env.Opts.MetricOverride) // validated by Options.Validate
+	w.hc = env.ScrapeClient()
+	scr, err := scrape.New(scrape.Config{URL: env.MetricsURL, Preset: env.Preset, Overrides: overrides, Interval: settlePoll, Client: w.hc}, time.Now(), env.Logger)
 	if err != nil {
 		return w
 	}
@@ -141,20 +164,37 @@ func (w *engineWatcher) close() {
 		w.stop()
 		<-w.done
 	}
+	if w.hc != nil {
+		w.hc.CloseIdleConnections()
+	}
 }
 
-// waiting is the engine's waiting queue as last seen, if it can be seen.
-func (w *engineWatcher) waiting() (float64, bool) {
-	if snap, ok := w.e.SimSnapshot(); ok {
-		return float64(snap.Waiting), true
-	}
+// state is the engine's queues as scraped: it waits (up to two scrape
+// periods) for a sample taken after the call began, so that a gate never
+// judges a stale one. NaN marks what the engine does not expose.
+func (w *engineWatcher) state(ctx context.Context) engineState {
+	st := engineState{math.NaN(), math.NaN(), math.NaN()}
 	if w.scr == nil {
-		return 0, false
+		return st
+	}
+	n := len(w.scr.Samples())
+	until := time.Now().Add(2 * settlePoll)
+	for len(w.scr.Samples()) == n && time.Now().Before(until) && ctx.Err() == nil && w.scr.Status().State != scrape.StateUnavailable {
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	s := w.scr.Samples()
 	if len(s) == 0 {
-		return 0, false
+		return st
 	}
-	v, ok := s[len(s)-1].Value(scrape.Waiting)
-	return v, ok && !math.IsNaN(v)
+	last := s[len(s)-1]
+	get := func(m scrape.Metric) float64 {
+		if v, ok := last.Value(m); ok {
+			return v
+		}
+		return math.NaN()
+	}
+	return engineState{get(scrape.Waiting), get(scrape.Running), get(scrape.Replicas)}
 }

@@ -3,13 +3,16 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
@@ -17,7 +20,7 @@ import (
 // Phases (usually from a YAML file) or the single-phase flags describe the
 // load.
 type RunConfig struct {
-	Options     `yaml:",inline"`
+	Options     run.Options      `yaml:",inline" json:"-"`
 	BaselineRPS float64          `yaml:"baseline_rps"` // the named baseline that phase multipliers refer to
 	Phases      []schedule.Phase `yaml:"phases"`
 
@@ -36,20 +39,7 @@ type RunConfig struct {
 
 // DefaultRunConfig is a 30 s Poisson run at 5 requests/s.
 func DefaultRunConfig() RunConfig {
-	return RunConfig{Options: DefaultOptions(), Rate: 5, Duration: 30 * time.Second, Arrival: schedule.ArrivalPoisson, Burstiness: 1}
-}
-
-// RegisterFlags binds the flags of `surge run`.
-func (c *RunConfig) RegisterFlags(fs *pflag.FlagSet) {
-	fs.Float64Var(&c.Rate, "rate", c.Rate, "arrivals per second (single phase)")
-	fs.DurationVar(&c.Duration, "duration", c.Duration, "length of the measured phase")
-	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "arrival process: constant, poisson, gamma, replay")
-	fs.Float64Var(&c.Burstiness, "burstiness", c.Burstiness, "gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother")
-	fs.StringVar(&c.Trace, "trace", c.Trace, "replay arrivals from this trace (CSV or JSONL with offset_s/offset_ms/timestamp)")
-	fs.Float64Var(&c.Speed, "speed", c.Speed, "replay speed factor (2 = twice as fast)")
-	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "warmup at the same rate before the measured phase (excluded from results)")
-	fs.Float64Var(&c.BaselineRPS, "baseline-rps", c.BaselineRPS, "named baseline for phases given as multipliers (YAML)")
-	c.Options.RegisterFlags(fs)
+	return RunConfig{Options: run.DefaultOptions(), Rate: 5, Duration: 30 * time.Second, Arrival: schedule.ArrivalPoisson, Burstiness: 1}
 }
 
 // Plan turns the configuration into a schedule plan.
@@ -87,91 +77,132 @@ func (c *RunConfig) Plan() (schedule.Plan, []string, error) {
 	}
 	if err := p.Validate(); err != nil {
 		if len(c.Phases) == 0 {
-			return p, nil, flagPhaseError(err)
+			return p, nil, flagPhaseError(err, c.Warmup > 0)
 		}
 		return p, nil, err
 	}
 	return p, exclude, nil
 }
 
-// flagPhaseError names the flag behind an error in the phases that the
-// single-phase flags built: `schedule: phase "main": rate: …` → `--rate: …`.
-func flagPhaseError(err error) error {
-	msg := err.Error()
-	for _, field := range []string{"rate", "duration", "arrival", "burstiness", "trace", "speed"} {
-		for _, phase := range []string{"main", schedule.PhaseWarmup} {
-			prefix := `schedule: phase "` + phase + `": ` + field + ": "
-			if strings.HasPrefix(msg, prefix) {
-				flag := field
-				if phase == schedule.PhaseWarmup && field == "duration" {
-					flag = "warmup"
-				}
-				return fmt.Errorf("--%s: %s", flag, strings.TrimPrefix(msg, prefix))
-			}
-		}
+// flagPhaseError renames the field of an error in the phases that the
+// single-phase keys built — phases[i].rate of the main phase is the key
+// rate, the warmup's duration is warmup — so that the command line names
+// the flag the user set.
+func flagPhaseError(err error, warmup bool) error {
+	fe, ok := field.As(err)
+	if !ok || len(fe) != 1 {
+		return err
 	}
-	return err
+	main := "phases[0]"
+	if warmup {
+		main = "phases[1]"
+	}
+	f := *fe[0]
+	switch {
+	case strings.HasPrefix(f.Field, main+"."):
+		f.Field = strings.TrimPrefix(f.Field, main+".")
+	case warmup && f.Field == "phases[0].duration":
+		f.Field = "warmup"
+	case warmup && strings.HasPrefix(f.Field, "phases[0]."):
+		f.Field = strings.TrimPrefix(f.Field, "phases[0].")
+	default:
+		return err
+	}
+	return field.WithText(err.Error(), &f)
 }
 
-// Outcome summarises an experiment for the exit code.
-type Outcome struct {
-	SLOPass  bool // every SLO held
-	Unusable bool // the target answered nothing usable
-	Partial  bool // interrupted
-	Dir      string
+// Validate checks the configuration: the options and the plan it makes.
+func (c *RunConfig) Validate() error {
+	var errs field.Errors
+	errs.Merge("", c.Options.Validate())
+	if _, _, err := c.Plan(); err != nil {
+		errs.Merge("", err)
+	}
+	return errs.Err()
 }
 
-// Run executes `surge run`: one run of the configured phases, then the
-// per-phase summary on stdout and the reports in the run folder.
-func Run(ctx context.Context, env *Env, c *RunConfig, dir string) (Outcome, error) {
+// Run executes `surge run`: one run of the configured phases into d, then
+// the per-phase summary on w and the reports in the run folder.
+func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Writer) (Outcome, error) {
 	plan, exclude, err := c.Plan()
 	if err != nil {
-		return Outcome{}, &ConfigError{err}
+		return Outcome{}, &run.ConfigError{Err: err}
 	}
-	if env.Simulated && !env.Virtual {
-		fmt.Fprintf(env.Stdout, "No --target: running against surge's built-in simulated engine at %s.\n", env.BaseURL)
+	Announce(w, env, "run")
+	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(plan.Phases), plan.Duration(), d.Path())
+	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "run", Plan: plan, Exclude: exclude, Experiment: c})
+	if res == nil {
+		return Outcome{}, err
 	}
-	fmt.Fprintf(env.Stdout, "surge run: %d phase(s), %s in all; writing %s\n", len(plan.Phases), plan.Duration(), dir)
-	res, err := env.Execute(ctx, Spec{Name: filepath.Base(dir), Dir: dir, Command: "run", Plan: plan, Exclude: exclude, Extra: c})
+	PrintPhases(w, res)
 	if err != nil {
 		return Outcome{}, err
 	}
-	PrintPhases(env.Stdout, res)
-
-	if err := writeRunReports(env, res, dir); err != nil {
+	if err := WriteRunReports(env, res); err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: dir, Unusable: unusable(res)}
-	fmt.Fprintf(env.Stdout, "\nSLO (overall): %s\nreports: %s\n", verdictWord(res.Analysis.Verdict.Pass), filepath.Join(dir, "results.md"))
+	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: d.Path(), Unusable: Unusable(res)}
+	fmt.Fprintf(w, "\nSLO (overall): %s\nreports: %s\n", VerdictWord(res.Analysis.Verdict.Pass), filepath.Join(d.Path(), "results.md"))
 	if out.Unusable {
-		fmt.Fprintln(env.Stdout, "The target was unusable: no request succeeded. See the error classes above and requests.jsonl.")
+		fmt.Fprintln(w, "The target was unusable: no request succeeded. See the error classes above and requests.jsonl.")
 	}
 	return out, nil
 }
 
-func verdictWord(pass bool) string {
-	if pass {
-		return "PASS"
+// WriteRunReports writes results.* and report.html of a single run, one
+// row per measured phase: the run layout (no burst columns).
+func WriteRunReports(env *run.Env, res *run.Result) error {
+	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env)}
+	for _, ph := range res.Analysis.Phases {
+		if ph.Excluded {
+			continue
+		}
+		row := Row(res, &env.Opts, ph.Name)
+		row.Recovery = report.RecoveryNA(report.ReasonNoBurst)
+		row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst)
+		row.Workload = env.Opts.Profile + " / " + ph.Name
+		t.Rows = append(t.Rows, row)
+		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
-	return "FAIL"
+	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
+	if res.Partial {
+		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
+	}
+	ht := t
+	ht.Meta = nil
+	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
+		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}})
 }
 
-// unusable reports a run in which requests were sent and every one that
-// finished failed (requests cancelled by Ctrl-C do not count either way).
-func unusable(res *Result) bool {
-	if res.Analysis.Overall.Succeeded > 0 {
-		return false
+// RerenderRun re-analyses one run folder from its files and writes every
+// derived file again: summary.json, timeseries.csv, results.* and
+// report.html. Nothing is sent to any target. rule gives the recovery rule
+// of the experiment the run belonged to (nil: none).
+func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.RecoveryRule) error {
+	r, err := run.Reload(path)
+	if err != nil {
+		return err
 	}
-	failed := int64(0)
-	for _, p := range res.Analysis.Phases {
-		if p.Succeeded > 0 {
-			return false // e.g. only the (excluded) warmup succeeded
-		}
-		for out, n := range p.Outcomes {
-			if out != record.OK && out != record.Cancelled && out != record.GeneratorDrop {
-				failed += n
-			}
-		}
+	d, err := rundir.Reopen(path, "surge report")
+	if err != nil {
+		return err
 	}
-	return failed > 0
+	defer d.Close()
+	var rr analyze.RecoveryRule
+	if rule != nil {
+		rr = rule(r)
+	}
+	res, err := r.Result(d, rr)
+	if err != nil {
+		return err
+	}
+	if err := run.Save(d, res); err != nil {
+		return err
+	}
+	if err := WriteRunReports(r.Env, res); err != nil {
+		return err
+	}
+	PrintPhases(w, res)
+	fmt.Fprintf(w, "\nre-rendered %s\n", path)
+	return nil
 }

@@ -46,7 +46,7 @@ type Client struct {
 // New returns a Client for cfg (validated, zero fields defaulted). Record
 // times are nanoseconds since origin, read from the monotonic clock.
 func New(cfg Config, origin time.Time) (*Client, error) {
-	return newClient(cfg, origin, nil)
+	return newClient(cfg, origin, cfg.Dial)
 }
 
 // newClient is New with an optional dial function (tests dial in-memory pipes).

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -52,6 +54,9 @@ type Config struct {
 	Retries            int               // retries after a retryable failure; 0 = off
 	RetryMaxWait       time.Duration     // longest wait before a retry; a longer Retry-After ends retrying
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
+	// Dial, when set, replaces the network dialer: tests dial in-memory
+	// pipes so that a whole run executes under testing/synctest.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-" yaml:"-"`
 }
 
 // DefaultConfig returns the defaults: chat API, streaming with usage,

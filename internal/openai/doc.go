@@ -25,7 +25,7 @@
 // keep-alive comments and usage-only chunks do not count. Reasoning counts:
 // it is generated output, and vLLM's benchmark counts it too.
 //
-// # Formulas (surge uses vLLM's meanings; METHOD.md §6)
+// # Formulas (surge uses vLLM's meanings; docs/method.md §6)
 //
 //	TTFT (send)      = FirstTokenNs − SentNs                    (vLLM TTFT, but vLLM counts a role-only chunk)
 //	TTFT (schedule)  = FirstTokenNs − ScheduledNs

@@ -1,5 +1,5 @@
 // Package predict forecasts the backlog a burst leaves behind and how long it
-// takes to drain, before a run, with the fluid model of METHOD §8.
+// takes to drain, before a run, with the fluid model of docs/method.md §8.
 //
 // # Model
 //
@@ -21,7 +21,7 @@
 // max(0, BurstRate − Mu) req/s; after it, it drains at m − Lambda req/s, and
 // the recovery time from the burst end is the time until B is 0 again.
 //
-// Example (METHOD §8): Mu = 10, Lambda = 8, a 60 s burst at 20 req/s. The
+// Example (docs/method.md §8): Mu = 10, Lambda = 8, a 60 s burst at 20 req/s. The
 // backlog grows at 20 − 10 = 10 req/s to 600 requests, then drains at
 // 10 − 8 = 2 req/s: 300 s. If capacity rises to 16 req/s at the burst end,
 // it drains at 16 − 8 = 8 req/s: 75 s.
@@ -36,13 +36,14 @@ package predict
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/surge-bench/surge/internal/field"
 )
 
 // Params describes the system and the burst. Rates are requests per second.
@@ -55,17 +56,18 @@ type Params struct {
 	BoostAt   time.Duration // when the boost takes effect, after the burst start; 0 = at the burst end
 }
 
-// Validate reports every invalid field, by name.
+// Validate reports every invalid field, as a field.Errors named by the
+// fields' keys (mu, lambda, burst_rate, burst_len, boost_mu, boost_at).
 func (p Params) Validate() error {
-	var errs []error
+	var errs field.Errors
 	rate := func(name string, v float64, positive bool) {
 		switch {
 		case math.IsNaN(v) || math.IsInf(v, 0):
-			errs = append(errs, fmt.Errorf("predict: %s: %v is not a finite rate", name, v))
+			errs.Add(name, "%v is not a finite rate", v)
 		case positive && v <= 0:
-			errs = append(errs, fmt.Errorf("predict: %s: must be > 0 req/s, got %v", name, v))
+			errs.Add(name, "must be > 0 req/s, got %v", v)
 		case v < 0:
-			errs = append(errs, fmt.Errorf("predict: %s: must be ≥ 0 req/s, got %v", name, v))
+			errs.Add(name, "must be ≥ 0 req/s, got %v", v)
 		}
 	}
 	rate("mu", p.Mu, true)
@@ -73,12 +75,15 @@ func (p Params) Validate() error {
 	rate("burst_rate", p.BurstRate, false)
 	rate("boost_mu", p.BoostMu, false)
 	if p.BurstLen <= 0 {
-		errs = append(errs, fmt.Errorf("predict: burst_len: must be > 0, got %v", p.BurstLen))
+		errs.Add("burst_len", "must be > 0, got %v", p.BurstLen)
 	}
 	if p.BoostAt < 0 {
-		errs = append(errs, fmt.Errorf("predict: boost_at: must be ≥ 0, got %v", p.BoostAt))
+		errs.Add("boost_at", "must be ≥ 0, got %v", p.BoostAt)
 	}
-	return errors.Join(errs...)
+	if err := errs.Err(); err != nil {
+		return fmt.Errorf("predict: %w", err)
+	}
+	return nil
 }
 
 // Prediction is the model's forecast.

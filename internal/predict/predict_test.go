@@ -22,7 +22,7 @@ func TestPredict(t *testing.T) {
 		never    bool
 		explain  []string
 	}{
-		{"METHOD §8 example", seed, 600, 60 * s, 300 * s, 2, false,
+		{"docs/method.md §8 example", seed, 600, 60 * s, 300 * s, 2, false,
 			[]string{"Peak backlog 600 requests, 1m0s after the burst start.", "Recovered 5m0s after the burst end.",
 				"0s–1m0s (burst): 20 req/s in, 10 req/s out: the backlog grows at 10 req/s to 600.",
 				"From 1m0s on (after the burst): 8 req/s in, 10 req/s out: the backlog drains at 2 req/s and is empty after 5m0s more."}},

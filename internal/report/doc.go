@@ -13,7 +13,7 @@
 // it as `n/a` (Markdown, CSV, HTML) or as `{"value": null, "reason": "…"}`
 // (JSON), and Markdown and HTML list the reason beside the table. A censored
 // value — a P99 when more than 1% of requests timed out, so that only a lower
-// bound is known (METHOD §7) — is made with [Above] and prints as `> 60s`
+// bound is known (docs/method.md §7) — is made with [Above] and prints as `> 60s`
 // (Markdown, HTML), `>60000` (CSV, in the column's unit) or
 // `{"value": null, "lower_bound": 60000, …}` (JSON).
 //
@@ -23,21 +23,21 @@
 //   - baseline, burst, offered, sent, successful and goodput rates: requests
 //     per second. Offered is what the schedule intended, sent what left the
 //     generator, successful the complete valid responses, goodput the
-//     responses that also met the per-request deadline (METHOD §1).
+//     responses that also met the per-request deadline (docs/method.md §1).
 //   - goodput % = 100 × goodput RPS / offered RPS (percent).
 //   - TTFT, completion and engine queue wait P50/P95/P99: milliseconds. The
 //     caller decides what they are measured from (surge measures TTFT and
 //     completion from the scheduled arrival). Queue wait is the engine's own
 //     measurement; without engine telemetry it is `n/a` and load-induced
-//     latency is "extra observed latency", never queue time (METHOD §5).
+//     latency is "extra observed latency", never queue time (docs/method.md §5).
 //   - rejection (HTTP 429), timeout, error and drop (generator_drop) rates:
 //     fractions of all scheduled arrivals in the row, in [0, 1]; Markdown and
 //     HTML show them as percent, CSV and JSON as raw fractions.
 //   - recovery: seconds from the end of the burst until P99 latency was back
 //     within 10% of the pre-burst P99 for three consecutive windows
-//     (METHOD §3), or "did not recover within Xs" when the watched window
+//     (docs/method.md §3), or "did not recover within Xs" when the watched window
 //     ended first; predicted recovery: seconds from the backlog model
-//     (backlog / (μ − λ), METHOD §8), or "never" when λ ≥ μ.
+//     (backlog / (μ − λ), docs/method.md §8), or "never" when λ ≥ μ.
 //   - samples: requests counted in the row; partial: the run was cut short.
 //
 // # report.html

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Table is a results table (METHOD §13) with the context needed to read it.
+// Table is a results table (docs/method.md §13) with the context needed to read it.
 type Table struct {
 	Title    string    // heading, e.g. "surge burst: llama-3-8b on vllm"
 	Meta     []KV      // shown above the rows: named baseline, deadlines, SLOs, tool version…

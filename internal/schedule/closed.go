@@ -13,7 +13,7 @@ import (
 const ArrivalClosed = "closed"
 
 // ClosedLoop is one closed-loop level. Closed loops exist only for
-// concurrency sweeps (METHOD §2) and are labelled as such: Users concurrent
+// concurrency sweeps (docs/method.md §2) and are labelled as such: Users concurrent
 // users each send their next request as soon as the previous one ended,
 // from the run's start until Warmup + Duration; requests in flight then run
 // to completion. A request belongs to the phase of the moment its user

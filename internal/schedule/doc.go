@@ -1,5 +1,5 @@
 // Package schedule computes open-loop arrival schedules: when each request
-// is due, fixed in advance and independent of completions (METHOD.md §2).
+// is due, fixed in advance and independent of completions (docs/method.md §2).
 //
 // The package is pure: no goroutines, no clock, no I/O except the trace
 // readers. The same Plan and seed always give the same arrivals.
@@ -19,7 +19,7 @@
 //
 // A phase's rate λ (arrivals per second) is either absolute (Rate) or a
 // multiple of the plan's named baseline: λ = Multiplier × BaselineRPS. Bursts
-// are therefore reported both as absolute RPS and as a multiple (METHOD.md §3).
+// are therefore reported both as absolute RPS and as a multiple (docs/method.md §3).
 //
 // # Arrival processes
 //

@@ -5,9 +5,11 @@ import (
 	"math"
 	"path/filepath"
 	"time"
+
+	"github.com/surge-bench/surge/internal/field"
 )
 
-// The phase names of the burst experiment (METHOD.md §3).
+// The phase names of the burst experiment (docs/method.md §3).
 const (
 	PhaseWarmup   = "warmup"
 	PhaseBaseline = "baseline"
@@ -15,7 +17,7 @@ const (
 	PhaseRecovery = "recovery"
 )
 
-// The default phase lengths of the burst experiment (METHOD.md §3).
+// The default phase lengths of the burst experiment (docs/method.md §3).
 const (
 	DefaultWarmup   = 2 * time.Minute
 	DefaultBaseline = 5 * time.Minute
@@ -78,12 +80,14 @@ func (ph *Phase) rate(baseline float64) float64 {
 // by Plan.Validate). Errors name the phase and the field, e.g.
 // `schedule: phase "burst": duration: must be > 0`.
 func (ph *Phase) Validate() error {
-	return ph.validate(fmt.Sprintf("phase %q", ph.Name))
+	return ph.validate(fmt.Sprintf("phase %q", ph.Name), "")
 }
 
-func (ph *Phase) validate(label string) error {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("schedule: %s: %s: %s", label, field, fmt.Sprintf(format, args...))
+// validate checks the phase; label names it in messages, path is its field
+// path in the plan ("phases[2]"; "" for a phase on its own).
+func (ph *Phase) validate(label, path string) error {
+	bad := func(name, format string, args ...any) error {
+		return phaseErr(label, path, name, format, args...)
 	}
 	if ph.Name == "" {
 		return bad("name", "required")
@@ -151,6 +155,24 @@ func (ph *Phase) validate(label string) error {
 	return nil
 }
 
+// phaseErr is a problem with one setting of a phase: it reads
+// `schedule: phase "burst": duration: …` and unwraps to a *field.Error named
+// by the setting's path in the plan (phases[1].duration).
+func phaseErr(label, path, name, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	key := name
+	if path != "" {
+		key = path + "." + name
+	}
+	return field.WithText(fmt.Sprintf("schedule: %s: %s: %s", label, name, msg), &field.Error{Field: key, Message: msg})
+}
+
+// planErr is a problem with a plan-level setting (baseline_rps, phases).
+func planErr(name, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return field.WithText(fmt.Sprintf("schedule: %s: %s", name, msg), &field.Error{Field: name, Message: msg})
+}
+
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // Validate checks the plan and every phase: names present and unique,
@@ -159,13 +181,13 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // replay, and a total duration that fits a time.Duration.
 func (p *Plan) Validate() error {
 	if !finite(p.BaselineRPS) || p.BaselineRPS < 0 {
-		return fmt.Errorf("schedule: baseline_rps: must be >= 0, got %g", p.BaselineRPS)
+		return planErr("baseline_rps", "must be >= 0, got %g", p.BaselineRPS)
 	}
 	if p.BaselineRPS > MaxRate {
-		return fmt.Errorf("schedule: baseline_rps: must be <= %g, got %g", float64(MaxRate), p.BaselineRPS)
+		return planErr("baseline_rps", "must be <= %g, got %g", float64(MaxRate), p.BaselineRPS)
 	}
 	if len(p.Phases) == 0 {
-		return fmt.Errorf("schedule: phases: none")
+		return planErr("phases", "none")
 	}
 	seen := make(map[string]bool, len(p.Phases))
 	var total time.Duration
@@ -175,23 +197,24 @@ func (p *Plan) Validate() error {
 		if ph.Name == "" {
 			label = fmt.Sprintf("phases[%d]", i)
 		}
-		if err := ph.validate(label); err != nil {
+		path := fmt.Sprintf("phases[%d]", i)
+		if err := ph.validate(label, path); err != nil {
 			return err
 		}
 		if seen[ph.Name] {
-			return fmt.Errorf("schedule: %s: name: duplicate", label)
+			return phaseErr(label, path, "name", "duplicate")
 		}
 		seen[ph.Name] = true
 		if ph.kind() != ArrivalReplay && ph.Rate == 0 {
 			if p.BaselineRPS == 0 {
-				return fmt.Errorf("schedule: %s: multiplier: needs baseline_rps > 0", label)
+				return phaseErr(label, path, "multiplier", "needs baseline_rps > 0")
 			}
 			if r := ph.rate(p.BaselineRPS); r > MaxRate {
-				return fmt.Errorf("schedule: %s: multiplier: rate %g × %g = %g exceeds %g", label, ph.Multiplier, p.BaselineRPS, r, float64(MaxRate))
+				return phaseErr(label, path, "multiplier", "rate %g × %g = %g exceeds %g", ph.Multiplier, p.BaselineRPS, r, float64(MaxRate))
 			}
 		}
 		if total > math.MaxInt64-ph.Duration {
-			return fmt.Errorf("schedule: %s: duration: plan longer than %v", label, time.Duration(math.MaxInt64))
+			return phaseErr(label, path, "duration", "plan longer than %v", time.Duration(math.MaxInt64))
 		}
 		total += ph.Duration
 	}
@@ -291,7 +314,7 @@ func (p *Plan) LoadTraces(dir string) error {
 	return nil
 }
 
-// Burst describes the four-phase burst experiment of METHOD.md §3: warmup,
+// Burst describes the four-phase burst experiment of docs/method.md §3: warmup,
 // baseline and recovery at BaselineRPS, the burst at Multiplier ×
 // BaselineRPS. Zero durations take the Default* values.
 type Burst struct {

@@ -1,6 +1,6 @@
 // Package scrape reads an inference engine's Prometheus metrics during a run
 // (--metrics-url), to see where requests wait inside the engine
-// (METHOD.md §5), and turns them into per-phase figures.
+// (docs/method.md §5), and turns them into per-phase figures.
 //
 // # Logical metrics and presets
 //
@@ -53,7 +53,7 @@
 // metric that is absent is reported once: "engine metrics: missing
 // queue_time (looked for vllm:request_queue_time_seconds); renamed? use
 // --metric queue_time=NAME". Without engine metrics, load-induced latency is
-// "extra observed latency", never "queue time" (METHOD.md §5).
+// "extra observed latency", never "queue time" (docs/method.md §5).
 //
 // # Per-phase histograms
 //

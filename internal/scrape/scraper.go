@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/surge-bench/surge/internal/record"
 	"io"
 	"log/slog"
 	"mime"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // Defaults of Config's zero fields.

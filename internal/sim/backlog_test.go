@@ -42,7 +42,7 @@ func count(arr []Arrival, from, to time.Duration) float64 {
 
 func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*math.Abs(want) }
 
-// TestBacklogGrowsAndDrains is METHOD §8's worked example on the model:
+// TestBacklogGrowsAndDrains is docs/method.md §8's worked example on the model:
 // baseline λ = 8/s, a 60 s burst at 20/s, then λ = 8/s until drained.
 func TestBacklogGrowsAndDrains(t *testing.T) {
 	cfg := DefaultConfig()

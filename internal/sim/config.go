@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/surge-bench/surge/internal/field"
 )
 
 // Defaults of Config; see the package doc for the calibration they give.
@@ -147,7 +146,8 @@ func DefaultConfig() Config {
 }
 
 // Validate checks every field and returns the first problem, naming the
-// field by its YAML name, e.g. "sim: max_num_seqs: must be ≥ 1, got 0".
+// field by its YAML name, e.g. "sim: max_num_seqs: must be ≥ 1, got 0"; the
+// error unwraps to a *field.Error.
 func (c *Config) Validate() error {
 	type check struct {
 		bad   bool
@@ -203,7 +203,7 @@ func (c *Config) Validate() error {
 	}
 	for _, k := range checks {
 		if k.bad {
-			return fmt.Errorf("sim: %s: %s", k.field, k.msg)
+			return fmt.Errorf("sim: %w", &field.Error{Field: k.field, Message: k.msg})
 		}
 	}
 	return nil
@@ -230,65 +230,4 @@ func (c Config) CheckRequest(r Request) error {
 			ErrInvalidRequest, r.PromptTokens, r.MaxTokens, r.PromptTokens+r.MaxTokens, c.MaxModelLen)
 	}
 	return nil
-}
-
-// flagName turns a YAML name into its flag name: max_num_seqs → max-num-seqs.
-func flagName(yamlName string) string { return strings.ReplaceAll(yamlName, "_", "-") }
-
-// RegisterFlags binds one flag per field to c, named as the kebab-case of the
-// YAML name (--max-num-seqs, --step-base, ...), with c's current values as
-// the defaults (call it on DefaultConfig()). A flag name already defined on
-// fs is left alone (typically a command's own --seed); the caller then
-// copies that value into Seed itself.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	intf := func(p *int, name, usage string) {
-		if fs.Lookup(flagName(name)) == nil {
-			fs.IntVar(p, flagName(name), *p, usage)
-		}
-	}
-	durf := func(p *time.Duration, name, usage string) {
-		if fs.Lookup(flagName(name)) == nil {
-			fs.DurationVar(p, flagName(name), *p, usage)
-		}
-	}
-	f64 := func(p *float64, name, usage string) {
-		if fs.Lookup(flagName(name)) == nil {
-			fs.Float64Var(p, flagName(name), *p, usage)
-		}
-	}
-	if fs.Lookup("seed") == nil {
-		fs.Int64Var(&c.Seed, "seed", c.Seed, "sim: seed of natural output lengths and fault decisions")
-	}
-	intf(&c.MaxNumSeqs, "max_num_seqs", "sim: most sequences in a replica's running batch")
-	intf(&c.MaxNumBatchedTokens, "max_num_batched_tokens", "sim: token budget per engine step, tokens (decodes + prefill chunks; ≥ max-num-seqs)")
-	intf(&c.KVCacheTokens, "kv_cache_tokens", "sim: KV-cache capacity per replica, tokens")
-	intf(&c.MaxModelLen, "max_model_len", "sim: limit of prompt + max_tokens per request, tokens (longer requests get 400)")
-	durf(&c.StepBase, "step_base", "sim: fixed duration of one engine step")
-	durf(&c.StepPerDecodeSeq, "step_per_decode_seq", "sim: step duration added per decoding sequence")
-	durf(&c.StepPerPrefillToken, "step_per_prefill_token", "sim: step duration added per prompt token prefilled")
-	f64(&c.OutputMean, "output_mean", "sim: mean natural output length without ignore_eos, tokens (lognormal)")
-	f64(&c.OutputSigma, "output_sigma", "sim: lognormal shape σ of the natural output length (0 = fixed)")
-	intf(&c.MaxWaiting, "max_waiting", "sim: waiting-queue limit per replica, requests; beyond it 429 with Retry-After (0 = unbounded)")
-	intf(&c.Replicas, "replicas", "sim: replicas ready at start")
-	if fs.Lookup("autoscale") == nil {
-		fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "sim: enable the autoscaler")
-	}
-	intf(&c.MinReplicas, "min_replicas", "sim: autoscaler floor, replicas")
-	intf(&c.MaxReplicas, "max_replicas", "sim: autoscaler ceiling, replicas (ready + starting)")
-	f64(&c.ScaleUpWaiting, "scale_up_waiting", "sim: scale-up threshold, waiting requests per ready replica")
-	durf(&c.ScaleUpHold, "scale_up_hold", "sim: how long the scale-up threshold must hold continuously")
-	durf(&c.ScaleRequestDelay, "scale_request_delay", "sim: delay from scale trigger to capacity requested")
-	durf(&c.NodeReadyDelay, "node_ready_delay", "sim: delay from capacity requested to node ready")
-	durf(&c.ContainerReadyDelay, "container_ready_delay", "sim: delay from node ready to container ready")
-	durf(&c.ModelReadyDelay, "model_ready_delay", "sim: delay from container ready to model loaded (serving)")
-	durf(&c.ScaleDownIdle, "scale_down_idle", "sim: idle time before one replica is removed")
-	f64(&c.Fault500, "fault_500", "sim: fraction of requests answered with HTTP 500 (0..1)")
-	f64(&c.Fault503, "fault_503", "sim: fraction of requests answered with HTTP 503 (0..1)")
-	f64(&c.FaultReset, "fault_reset", "sim: fraction of streams reset mid-stream (0..1)")
-	f64(&c.FaultMalformed, "fault_malformed", "sim: fraction of streams with a malformed SSE chunk (0..1)")
-	f64(&c.FaultStall, "fault_stall", "sim: fraction of streams that stall mid-stream (0..1)")
-	durf(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
-	f64(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
-	durf(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
-	f64(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -150,48 +149,6 @@ func yamlNames(t *testing.T) []string {
 		names = append(names, tag)
 	}
 	return names
-}
-
-func TestRegisterFlags(t *testing.T) {
-	c := DefaultConfig()
-	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	for _, name := range yamlNames(t) {
-		f := fs.Lookup(strings.ReplaceAll(name, "_", "-"))
-		if f == nil {
-			t.Errorf("no flag for yaml field %s", name)
-			continue
-		}
-		if f.Usage == "" {
-			t.Errorf("flag --%s has no help", f.Name)
-		}
-	}
-	if f := fs.Lookup("step-base"); f.DefValue != "20ms" {
-		t.Errorf("--step-base default %q, want 20ms", f.DefValue)
-	}
-	err := fs.Parse([]string{"--max-num-seqs", "8", "--step-base", "5ms", "--scale-up-hold", "30s",
-		"--autoscale", "--fault-500", "0.25", "--seed", "42"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.MaxNumSeqs != 8 || c.StepBase != 5*time.Millisecond || c.ScaleUpHold != 30*time.Second ||
-		!c.Autoscale || c.Fault500 != 0.25 || c.Seed != 42 {
-		t.Fatalf("flags not applied: %+v", c)
-	}
-}
-
-func TestRegisterFlagsLeavesExistingFlags(t *testing.T) {
-	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
-	var seed int64
-	fs.Int64Var(&seed, "seed", 7, "the command's own seed")
-	c := DefaultConfig()
-	c.RegisterFlags(fs) // must not panic on the duplicate
-	if err := fs.Parse([]string{"--seed", "9"}); err != nil {
-		t.Fatal(err)
-	}
-	if seed != 9 || c.Seed != DefaultConfig().Seed {
-		t.Fatalf("seed=%d c.Seed=%d: the existing flag should win", seed, c.Seed)
-	}
 }
 
 func TestYAML(t *testing.T) {

@@ -148,7 +148,7 @@
 //	TTFT at 5 req/s (Poisson)           p50 100 ms, p95 216 ms, p99 275 ms
 //	ITL at 5 req/s                      p50 22 ms, p95 82 ms, p99 142 ms
 //	waiting at 5 / 8 req/s (Poisson)    mean 0.12 / 0.35, max 3 / 6
-//	METHOD §8 (8/s, 60 s at 20/s, 8/s)  waiting grows 10.1/s (λ−μ = 10.1);
+//	docs/method.md §8 (8/s, 60 s at 20/s, 8/s)  waiting grows 10.1/s (λ−μ = 10.1);
 //	                                    609 waiting after the burst, drained
 //	                                    in 330 s (W0/(μ−λ) = 320 s)
 //

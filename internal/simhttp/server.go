@@ -189,15 +189,22 @@ func (s *Server) Events() []sim.Event {
 // server for cfg and starts it. It returns the base URL of the API,
 // including /v1. The server is closed when ctx is done or by Close.
 func Listen(ctx context.Context, addr string, cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, string, error) {
-	s, err := New(cfg, logger, opts...)
-	if err != nil {
-		return nil, "", err
-	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		_ = s.Close()
 		return nil, "", fmt.Errorf("simhttp: listen: %w", err)
+	}
+	return Serve(ctx, ln, cfg, logger, opts...)
+}
+
+// Serve builds a server for cfg and starts it on ln (closed with the
+// server). It returns the base URL of the API, including /v1. The server
+// is closed when ctx is done or by Close.
+func Serve(ctx context.Context, ln net.Listener, cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, string, error) {
+	s, err := New(cfg, logger, opts...)
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
 	}
 	if err := s.Start(ln); err != nil {
 		_ = ln.Close()

@@ -1,7 +1,7 @@
 // Package workload describes what surge sends: workload profiles (prompt and
 // output length distributions with a max_tokens cap) and a Generator that
 // turns each scheduled arrival into a Request with a synthetic prompt
-// (METHOD.md §10).
+// (docs/method.md §10).
 //
 // # Lengths
 //

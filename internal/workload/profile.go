@@ -154,7 +154,7 @@ func (d *Dist) Upper() int {
 func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 // Profile is a workload: the distributions of prompt and output lengths and
-// the max_tokens cap (set it to the production cap, METHOD.md §10).
+// the max_tokens cap (set it to the production cap, docs/method.md §10).
 type Profile struct {
 	Name      string `yaml:"name"`
 	Prompt    Dist   `yaml:"prompt"`     // prompt length, tokens

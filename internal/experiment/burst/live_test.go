@@ -1,35 +1,29 @@
-package experiment
+package burst
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"io/fs"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 // These tests run in real time against surge's simulator over loopback
 // HTTP, with short phases and generous bounds.
 
-func liveBurstConfig() BurstConfig {
-	c := DefaultBurstConfig()
-	c.Quiet = true
+func liveBurstConfig() Config {
+	c := DefaultConfig()
+	c.Options.Quiet = true
 	c.BaselineRPS = 5
 	c.Multipliers = []float64{4}
 	c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Second, 4*time.Second, 2*time.Second, 3*time.Second, 20*time.Second
-	c.Window = time.Second
+	c.Options.Window = time.Second
 	c.SettleTimeout = 10 * time.Second
 	return c
 }
@@ -39,14 +33,10 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 		t.Skip("real-time test")
 	}
 	c := liveBurstConfig()
-	dir := t.TempDir()
-	var out bytes.Buffer
-	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	res, err := Burst(context.Background(), env, &c, dir)
+	env, out := exptest.Env(t, c.Options, false)
+	d := exptest.Dir(t)
+	dir := d.Path()
+	res, err := Burst(context.Background(), env, &c, d, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -83,7 +73,7 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 		}
 	}
 	// The engine queue wait comes from the simulator's metrics.
-	var sum Summary
+	var sum rundir.Summary
 	sb, _ := os.ReadFile(filepath.Join(run, "summary.json"))
 	if err := json.Unmarshal(sb, &sum); err != nil {
 		t.Fatal(err)
@@ -126,24 +116,6 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Ctrl-C in the middle of a burst run: records flushed, partial results
 // written and marked partial.
 func TestBurstInterruptWritesPartialResults(t *testing.T) {
@@ -151,13 +123,9 @@ func TestBurstInterruptWritesPartialResults(t *testing.T) {
 		t.Skip("real-time test")
 	}
 	c := liveBurstConfig()
-	dir := t.TempDir()
-	var out syncBuffer // read by the interrupting goroutine while Burst writes
-	env, err := Prepare(context.Background(), c.Options, false, &out, quietLogger(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env, out := exptest.Env(t, c.Options, false) // read by the interrupting goroutine while Burst writes
+	d := exptest.Dir(t)
+	dir := d.Path()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// reference probes, then 1 s warmup + 4 s baseline + 1 s of burst
@@ -167,7 +135,7 @@ func TestBurstInterruptWritesPartialResults(t *testing.T) {
 		time.Sleep(6 * time.Second)
 		cancel()
 	}()
-	res, err := Burst(ctx, env, &c, dir)
+	res, err := Burst(ctx, env, &c, d, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -207,82 +175,4 @@ func TestBurstInterruptWritesPartialResults(t *testing.T) {
 	if !strings.Contains(string(md), "PARTIAL") {
 		t.Fatalf("results.md not marked partial:\n%s", md)
 	}
-}
-
-// No API key, prompt text or response text appears in any file written or
-// in the output, even when the server echoes the prompt in its errors.
-func TestSecretsAndContentNeverWritten(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-time test")
-	}
-	const key = "sk-canary-5f1e2d3c4b5a"
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/v1/") {
-			http.NotFound(w, r) // e.g. /metrics: no engine metrics here
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		if r.Header.Get("Authorization") != "Bearer "+key {
-			t.Errorf("authorization header not sent")
-		}
-		w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization"))
-		switch calls.Add(1) % 4 {
-		case 0:
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write([]byte(`{"error":{"message":"bad prompt: ` + strings.ReplaceAll(string(body), `"`, `'`) + `","type":"invalid_request_error"}}`))
-		case 1:
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write(body)
-		case 2:
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"RESPONSE-CANARY " + key + "\"}}]}\n\n"))
-			w.Write([]byte("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
-		default:
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"RESPONSE-CANARY\"}}]}\n\ndata: {broken " + key))
-		}
-	}))
-	defer srv.Close()
-	t.Setenv("SURGE_TEST_KEY", key)
-	c := DefaultRunConfig()
-	c.Target, c.APIKeyEnv, c.Quiet = srv.URL+"/v1", "SURGE_TEST_KEY", true
-	c.Rate, c.Duration = 20, 2*time.Second
-	c.Headers = []string{"X-Custom: header-canary-99"}
-	c.MetricsURL = srv.URL + "/metrics"
-	dir := t.TempDir()
-	var out, logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	env, err := Prepare(context.Background(), c.Options, false, &out, logger, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	if _, err := Run(context.Background(), env, &c, dir); err != nil {
-		t.Fatal(err)
-	}
-	if logs.Len() == 0 {
-		t.Fatal("expected log lines (the metrics endpoint 404s), got none: the log check would be vacuous")
-	}
-	if calls.Load() < 20 {
-		t.Fatalf("only %d calls", calls.Load())
-	}
-	canaries := []string{key, "header-canary-99", "RESPONSE-CANARY", "[req "}
-	check := func(name, text string) {
-		for _, c := range canaries {
-			if strings.Contains(text, c) {
-				t.Errorf("%s contains %q", name, c)
-			}
-		}
-	}
-	check("stdout", out.String())
-	check("log", logs.String())
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, _ := os.ReadFile(path)
-		check(path, string(b))
-		return nil
-	})
 }

@@ -1,4 +1,4 @@
-package experiment
+package run
 
 import (
 	"slices"
@@ -6,9 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 )
 
 // collector keeps a run's records in memory (a few hundred bytes each) and
@@ -88,33 +89,6 @@ func (c *collector) records() []record.Record {
 	return out
 }
 
-// analyzeRecords analyses recs with cfg. When horizon > 0, phases are cut at
-// the horizon and later records ignored.
-func analyzeRecords(cfg analyze.Config, recs []record.Record, horizon time.Duration) (*analyze.Result, error) {
-	if horizon > 0 {
-		var ps []analyze.Phase
-		for _, p := range cfg.Phases {
-			if p.Start >= horizon {
-				break
-			}
-			p.End = min(p.End, horizon)
-			ps = append(ps, p)
-		}
-		cfg.Phases = ps
-	}
-	an, err := analyze.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	for i := range recs {
-		if horizon > 0 && time.Duration(recs[i].ScheduledNs) >= horizon {
-			continue
-		}
-		an.Add(&recs[i])
-	}
-	return an.Result(), nil
-}
-
 // cutPlan returns p with its phases ending at t: the phase containing t is
 // shortened and later phases dropped.
 func cutPlan(p schedule.Plan, t time.Duration) schedule.Plan {
@@ -132,4 +106,20 @@ func cutPlan(p schedule.Plan, t time.Duration) schedule.Plan {
 		start += ph.Duration
 	}
 	return out
+}
+
+// writeEngineCSV writes the engine samples of a virtual run as engine.csv.
+func writeEngineCSV(d *rundir.Dir, samples []scrape.Sample) error {
+	f, err := d.EngineCSV()
+	if err != nil {
+		return err
+	}
+	w := scrape.NewCSVWriter(f)
+	for _, s := range samples {
+		if err := w.Write(s); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }

@@ -1,43 +1,51 @@
-package experiment
+// Package sweep is `surge sweep`: a concurrency sweep (closed-loop users,
+// labelled as such) or a rate sweep (open loop), one run per level, with
+// throughput measured by completion time, the throughput knee, the
+// latency-budget break, the usable level and the headroom between them
+// (docs/method.md §4).
+package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
-// The sweep's defaults (METHOD §4).
+// The sweep's defaults (docs/method.md §4).
 const (
-	DefaultSweepDuration      = 5 * time.Minute
-	DefaultSweepWarmup        = 10 * time.Second
+	DefaultDuration           = 5 * time.Minute
+	DefaultWarmup             = 10 * time.Second
 	DefaultKneeThreshold      = 0.10
 	DefaultTTFTBudget         = 2 * time.Second
 	DefaultTPOTBudget         = 100 * time.Millisecond
+	DefaultSettleTimeout      = 2 * time.Minute // longest wait for the target to settle between levels
 	levelPhase                = "level"
 	sweepRecommendedSamples   = 1000
 	sweepLogAxisMinLevelRatio = 8.0 // levels spanning more than this are charted on a log axis
 )
 
-// DefaultSweepConcurrency are the closed-loop levels when none are given.
-var DefaultSweepConcurrency = []int{1, 4, 16, 64}
+// DefaultConcurrency are the closed-loop levels when none are given.
+var DefaultConcurrency = []int{1, 4, 16, 64}
 
-// SweepConfig is a concurrency sweep (closed loop) or a rate sweep (open
+// Config is a concurrency sweep (closed loop) or a rate sweep (open
 // loop): `surge sweep`. Every level is a separate run of Warmup (excluded)
 // then Duration, with the same seed, so every level sends the same
 // sequence of requests.
 //
-// Per level: throughput by completion time (see Measure), TTFT, TPOT, ITL
+// Per level: throughput by completion time (see experiment.Measure), TTFT, TPOT, ITL
 // and completion percentiles, errors. Then:
 //
 //   - throughput knee: the last level k whose next level raises output
@@ -48,8 +56,8 @@ var DefaultSweepConcurrency = []int{1, 4, 16, 64}
 //     TPOTBudget (a percentile that is unknown or has no samples fails);
 //   - usable level: the level before the first of (level k+1, the break);
 //   - headroom: the distance between the knee and the break.
-type SweepConfig struct {
-	Options       `yaml:",inline"`
+type Config struct {
+	Options       run.Options   `yaml:",inline" json:"-"`
 	Concurrency   []int         `yaml:"concurrency"`    // closed-loop users per level
 	Rates         []float64     `yaml:"rates"`          // open-loop arrivals/s per level
 	Duration      time.Duration `yaml:"duration"`       // measured time per level
@@ -62,46 +70,31 @@ type SweepConfig struct {
 	Simulate      bool          `yaml:"simulate"`       // virtual time against the engine model
 }
 
-// DefaultSweepConfig returns the defaults (levels unset: see Levels).
-func DefaultSweepConfig() SweepConfig {
-	return SweepConfig{
-		Options:       DefaultOptions(),
-		Duration:      DefaultSweepDuration,
-		Warmup:        DefaultSweepWarmup,
+// DefaultConfig returns the defaults (levels unset: see Levels).
+func DefaultConfig() Config {
+	return Config{
+		Options:       run.DefaultOptions(),
+		Duration:      DefaultDuration,
+		Warmup:        DefaultWarmup,
 		Arrival:       schedule.ArrivalPoisson,
 		KneeThreshold: DefaultKneeThreshold,
 		TTFTBudget:    DefaultTTFTBudget,
 		TPOTBudget:    DefaultTPOTBudget,
-		SettleTimeout: DefaultLevelSettleTimeout,
+		SettleTimeout: DefaultSettleTimeout,
 	}
 }
 
-// RegisterFlags binds the flags of `surge sweep`.
-func (c *SweepConfig) RegisterFlags(fs *pflag.FlagSet) {
-	fs.IntSliceVar(&c.Concurrency, "concurrency", c.Concurrency, "closed-loop levels: concurrent users, increasing (default 1,4,16,64)")
-	fs.Float64SliceVar(&c.Rates, "rates", c.Rates, "open-loop levels: arrivals/s, increasing (instead of --concurrency)")
-	fs.DurationVar(&c.Duration, "duration", c.Duration, "measured time per level (METHOD: ≥ ~1000 requests or 5–10 min)")
-	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "warmup before each level, at the level's load (excluded)")
-	fs.StringVar(&c.Arrival, "arrival", c.Arrival, "open-loop arrival process: poisson or constant")
-	fs.Float64Var(&c.KneeThreshold, "knee-threshold", c.KneeThreshold, "throughput knee: the next level adds less than this fraction of output tokens/s")
-	fs.DurationVar(&c.TTFTBudget, "ttft-budget", c.TTFTBudget, "latency budget: p95 TTFT (from the scheduled arrival) at most this")
-	fs.DurationVar(&c.TPOTBudget, "tpot-budget", c.TPOTBudget, "latency budget: p95 TPOT at most this")
-	fs.DurationVar(&c.SettleTimeout, "settle-timeout", c.SettleTimeout, "longest wait for the target to return to idle between levels (0 = do not wait)")
-	fs.BoolVar(&c.Simulate, "simulate", c.Simulate, "run the sweep in virtual time against the engine model")
-	c.Options.RegisterFlags(fs)
-}
-
 // closed reports whether the sweep is a concurrency (closed-loop) sweep.
-func (c *SweepConfig) closed() bool { return len(c.Rates) == 0 }
+func (c *Config) closed() bool { return len(c.Rates) == 0 }
 
 // Levels returns the levels as numbers: users, or arrivals/s.
-func (c *SweepConfig) Levels() []float64 {
+func (c *Config) Levels() []float64 {
 	if !c.closed() {
 		return append([]float64(nil), c.Rates...)
 	}
 	users := c.Concurrency
 	if len(users) == 0 {
-		users = DefaultSweepConcurrency
+		users = DefaultConcurrency
 	}
 	out := make([]float64, len(users))
 	for i, u := range users {
@@ -110,10 +103,11 @@ func (c *SweepConfig) Levels() []float64 {
 	return out
 }
 
-// Validate checks the sweep settings; errors name the flag.
-func (c *SweepConfig) Validate() error {
-	var errs []string
-	bad := func(flag, format string, a ...any) { errs = append(errs, "--"+flag+": "+fmt.Sprintf(format, a...)) }
+// Validate checks the sweep settings; each problem is a field.Error
+// named by its YAML key.
+func (c *Config) Validate() error {
+	var errs field.Errors
+	bad := errs.Add
 	if len(c.Concurrency) > 0 && len(c.Rates) > 0 {
 		bad("concurrency", "give either --concurrency (closed loop) or --rates (open loop), not both")
 	}
@@ -127,7 +121,7 @@ func (c *SweepConfig) Validate() error {
 		case !c.closed() && (math.IsNaN(v) || math.IsInf(v, 0) || v <= 0):
 			bad(flag, "each rate must be > 0 requests/s, got %g", v)
 		case !c.closed() && v > schedule.MaxRate:
-			bad(flag, "%g requests/s is more than the load generator can schedule (at most %g/s; run shards for more)", v, float64(schedule.MaxRate))
+			bad(flag, "%g requests/s is more than the load generator can schedule (at most %g/s)", v, float64(schedule.MaxRate))
 		case c.closed() && v < 1:
 			bad(flag, "each level must be ≥ 1 user, got %g", v)
 		case c.closed() && v > 100_000:
@@ -146,46 +140,43 @@ func (c *SweepConfig) Validate() error {
 		bad("arrival", "must be poisson or constant, got %q", c.Arrival)
 	}
 	if !(c.KneeThreshold > 0) || math.IsInf(c.KneeThreshold, 0) {
-		bad("knee-threshold", "must be > 0 (a fraction, e.g. 0.1 for 10%%), got %g", c.KneeThreshold)
+		bad("knee_threshold", "must be > 0 (a fraction, e.g. 0.1 for 10%%), got %g", c.KneeThreshold)
 	}
 	if c.TTFTBudget <= 0 {
-		bad("ttft-budget", "must be > 0, got %s (a budget of zero can never hold)", c.TTFTBudget)
+		bad("ttft_budget", "must be > 0, got %s (a budget of zero can never hold)", c.TTFTBudget)
 	}
 	if c.TPOTBudget <= 0 {
-		bad("tpot-budget", "must be > 0, got %s (a budget of zero can never hold)", c.TPOTBudget)
+		bad("tpot_budget", "must be > 0, got %s (a budget of zero can never hold)", c.TPOTBudget)
 	}
 	if c.SettleTimeout < 0 {
-		bad("settle-timeout", "must be ≥ 0, got %s", c.SettleTimeout)
+		bad("settle_timeout", "must be ≥ 0, got %s", c.SettleTimeout)
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "\n"))
-	}
-	return nil
+	return errs.Err()
 }
 
 // levelName is "c16" for 16 users, "8rps" for 8 arrivals/s.
-func (c *SweepConfig) levelName(v float64) string {
+func (c *Config) levelName(v float64) string {
 	if c.closed() {
 		return "c" + strconv.FormatFloat(v, 'f', 0, 64)
 	}
-	return fmtRate(v) + "rps"
+	return experiment.FmtRate(v) + "rps"
 }
 
-// SweepLevel is one level's run.
-type SweepLevel struct {
-	Index            int     `json:"index"`
-	Name             string  `json:"name"`
-	Level            float64 `json:"level"` // users or arrivals/s
-	Measure          Measure `json:"measure"`
-	BudgetOK         bool    `json:"budget_ok"`
-	BudgetWhy        string  `json:"budget,omitempty"` // the budget clauses, as measured
-	GeneratorLimited bool    `json:"generator_limited"`
-	Result           *Result `json:"-"`
+// Level is one level's run.
+type Level struct {
+	Index            int                `json:"index"`
+	Name             string             `json:"name"`
+	Level            float64            `json:"level"` // users or arrivals/s
+	Measure          experiment.Measure `json:"measure"`
+	BudgetOK         bool               `json:"budget_ok"`
+	BudgetWhy        string             `json:"budget,omitempty"` // the budget clauses, as measured
+	GeneratorLimited bool               `json:"generator_limited"`
+	Result           *run.Result        `json:"-"`
 }
 
-// SweepFindings are what a sweep concludes. Indexes refer to the levels;
+// Findings are what a sweep concludes. Indexes refer to the levels;
 // -1 means not reached within the levels tested.
-type SweepFindings struct {
+type Findings struct {
 	Knee          int     `json:"knee"`
 	Break         int     `json:"break"`
 	Usable        int     `json:"usable"`
@@ -193,11 +184,11 @@ type SweepFindings struct {
 	Headroom      string  `json:"headroom"`
 }
 
-// sweepFindings finds the knee, the break, the usable level and the
+// findings finds the knee, the break, the usable level and the
 // headroom from each level's load, throughput and budget verdict.
-func sweepFindings(levels, tput []float64, budgetOK []bool, threshold float64, name func(float64) string) SweepFindings {
+func findings(levels, tput []float64, budgetOK []bool, threshold float64, name func(float64) string) Findings {
 	n := len(levels)
-	f := SweepFindings{Knee: -1, Break: -1, Usable: -1}
+	f := Findings{Knee: -1, Break: -1, Usable: -1}
 	for i := 0; i+1 < n; i++ {
 		if tput[i+1] < tput[i]*(1+threshold) {
 			f.Knee = i
@@ -240,89 +231,76 @@ func sweepFindings(levels, tput []float64, budgetOK []bool, threshold float64, n
 	return f
 }
 
-// SweepResult is a sweep's levels and findings.
-type SweepResult struct {
-	Closed   bool          `json:"closed_loop"`
-	Levels   []SweepLevel  `json:"levels"`
-	Findings SweepFindings `json:"findings"`
-	Note     string        `json:"note,omitempty"`
-	Partial  bool          `json:"partial"`
+// Result is a sweep's levels and findings.
+type Result struct {
+	Closed   bool     `json:"closed_loop"`
+	Levels   []Level  `json:"levels"`
+	Findings Findings `json:"findings"`
+	Note     string   `json:"note,omitempty"`
+	Partial  bool     `json:"partial"`
 }
 
-// Sweep executes `surge sweep` into dir: one run per level
-// (dir/level-NN-<level>/), then the level table, sweep.json and report.html.
-func Sweep(ctx context.Context, env *Env, c *SweepConfig, dir string) (Outcome, error) {
+// Sweep executes `surge sweep` into d: one run per level
+// (level-NN-<level>/), then the level table, sweep.json and report.html,
+// with a summary on w.
+func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 	if err := c.Validate(); err != nil {
-		return Outcome{}, &ConfigError{err}
+		return experiment.Outcome{}, &run.ConfigError{Err: err}
 	}
-	w := env.Stdout
-	if env.Simulated && !env.Virtual {
-		fmt.Fprintf(w, "No --target: running against surge's built-in simulated engine at %s.\n", env.BaseURL)
-	}
-	if c.Simulate {
-		fmt.Fprintf(w, "surge sweep --simulate — virtual time against the engine model; no requests leave this process.\n")
-	}
+	experiment.Announce(w, env, "sweep")
 	kind := "closed loop (concurrent users; labelled as such: a slow target slows its own load)"
 	if !c.closed() {
 		kind = "open loop (" + c.Arrival + " arrivals)"
 	}
 	fmt.Fprintf(w, "sweep: %s, levels %s, %s warmup + %s per level; budget p95 TTFT ≤ %s, p95 TPOT ≤ %s; knee at < %g%% more throughput\n",
 		kind, levelList(c), c.Warmup, c.Duration, c.TTFTBudget, c.TPOTBudget, 100*c.KneeThreshold)
-	sr := &SweepResult{Closed: c.closed()}
-	var ref time.Duration
-	for i, v := range c.Levels() {
-		if ctx.Err() != nil {
-			sr.Partial = true
-			break
-		}
-		if !env.Virtual && c.SettleTimeout > 0 {
-			d, note, r, err := env.settle(ctx, &BurstConfig{SettleTimeout: c.SettleTimeout}, ref, i == 0)
-			if err != nil {
-				return Outcome{}, err
-			}
-			ref = r
-			fmt.Fprintf(w, "settle before level %d: %s (%s)\n", i+1, d.Round(100*time.Millisecond), note)
-		}
-		lv, err := runSweepLevel(ctx, env, c, dir, i+1, v)
+	sr := &Result{Closed: c.closed()}
+	levels := c.Levels()
+	partial, err := experiment.Loop(ctx, env, w, c.SettleTimeout, "level", func(i int) (bool, bool, error) {
+		lv, err := runLevel(ctx, env, c, d, i, levels[i-1])
 		if err != nil {
-			return Outcome{}, err
+			return false, false, err
 		}
 		sr.Levels = append(sr.Levels, *lv)
-		printSweepLevel(w, lv)
+		printLevel(w, lv)
 		if lv.Result.Partial {
-			sr.Partial = true
-			break
+			return true, false, nil
 		}
 		if lv.GeneratorLimited {
 			sr.Note = fmt.Sprintf("the sweep stopped at %s: %s; higher rates are out of this generator's reach and the levels above were not run", lv.Name, lv.Measure.GeneratorNote)
-			break
+			return false, false, nil
 		}
+		return false, i < len(levels), nil
+	})
+	sr.Partial = partial
+	if err != nil {
+		return experiment.Outcome{}, err
 	}
 	// Findings over the levels measured on the target (not a
 	// generator-limited one).
-	var levels, tput []float64
+	var lv, tput []float64
 	var ok []bool
-	for _, lv := range sr.Levels {
-		if lv.GeneratorLimited || lv.Result.Partial {
+	for _, l := range sr.Levels {
+		if l.GeneratorLimited || l.Result.Partial {
 			break
 		}
-		levels, tput, ok = append(levels, lv.Level), append(tput, lv.Measure.OutputTPS), append(ok, lv.BudgetOK)
+		lv, tput, ok = append(lv, l.Level), append(tput, l.Measure.OutputTPS), append(ok, l.BudgetOK)
 	}
-	sr.Findings = sweepFindings(levels, tput, ok, c.KneeThreshold, c.levelName)
-	if err := writeSweepReports(env, c, dir, sr); err != nil {
-		return Outcome{}, err
+	sr.Findings = findings(lv, tput, ok, c.KneeThreshold, c.levelName)
+	if err := writeReports(env, c, d, sr); err != nil {
+		return experiment.Outcome{}, err
 	}
-	printSweepSummary(w, c, sr, dir)
-	out := Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: dir}
-	anyOK := false
-	for _, lv := range sr.Levels {
-		anyOK = anyOK || lv.Result.Analysis.Overall.Succeeded > 0
+	printSummary(w, c, sr, d.Path())
+	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path()}
+	var results []*run.Result
+	for _, l := range sr.Levels {
+		results = append(results, l.Result)
 	}
-	out.Unusable = len(sr.Levels) > 0 && !anyOK && !sr.Partial
+	out.Unusable = len(sr.Levels) > 0 && !experiment.AnyOK(results...) && !sr.Partial
 	return out, nil
 }
 
-func levelList(c *SweepConfig) string {
+func levelList(c *Config) string {
 	var s []string
 	for _, v := range c.Levels() {
 		s = append(s, c.levelName(v))
@@ -330,15 +308,19 @@ func levelList(c *SweepConfig) string {
 	return strings.Join(s, ", ")
 }
 
-// runSweepLevel runs level i (1-based) at v users or arrivals/s.
-func runSweepLevel(ctx context.Context, env *Env, c *SweepConfig, dir string, i int, v float64) (*SweepLevel, error) {
+// runLevel runs level i (1-based) at v users or arrivals/s.
+func runLevel(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int, v float64) (*Level, error) {
 	name := fmt.Sprintf("level-%02d-%s", i, c.levelName(v))
-	lv := &SweepLevel{Index: i, Name: c.levelName(v), Level: v}
-	spec := Spec{Name: name, Dir: filepath.Join(dir, name), Command: "sweep", Exclude: []string{schedule.PhaseWarmup},
-		Extra: map[string]any{"level": v, "sweep": c}}
+	lv := &Level{Index: i, Name: c.levelName(v), Level: v}
+	sub, err := d.Sub(name)
+	if err != nil {
+		return nil, err
+	}
+	spec := run.Spec{Name: name, Dir: sub, Command: "sweep", Exclude: []string{schedule.PhaseWarmup},
+		Experiment: levelRecord{Level: v, Sweep: c}}
 	if c.closed() {
-		spec.Closed = &ClosedLoop{Users: int(v), Warmup: c.Warmup, Duration: c.Duration, Phase: levelPhase}
-		spec.Plan = closedPlan(*spec.Closed)
+		spec.Closed = &schedule.ClosedLoop{Users: int(v), Warmup: c.Warmup, Duration: c.Duration, Phase: levelPhase}
+		spec.Plan = spec.Closed.Plan()
 	} else {
 		if c.Warmup > 0 {
 			spec.Plan.Phases = append(spec.Plan.Phases, schedule.Phase{Name: schedule.PhaseWarmup, Duration: c.Warmup, Rate: v, Arrival: c.Arrival})
@@ -346,14 +328,17 @@ func runSweepLevel(ctx context.Context, env *Env, c *SweepConfig, dir string, i 
 		spec.Plan.Phases = append(spec.Plan.Phases, schedule.Phase{Name: levelPhase, Duration: c.Duration, Rate: v, Arrival: c.Arrival})
 	}
 	res, err := env.Execute(ctx, spec)
-	if err != nil {
+	if res == nil {
 		return nil, err
 	}
 	lv.Result = res
-	if lv.Measure, err = measure(res, levelPhase, c.closed()); err != nil {
+	if err != nil {
+		return lv, err
+	}
+	if lv.Measure, err = experiment.MeasureRun(res, levelPhase, c.closed()); err != nil {
 		return nil, err
 	}
-	lv.GeneratorLimited = lv.Measure.GeneratorLimited && !env.Virtual
+	lv.GeneratorLimited = lv.Measure.GeneratorLimited
 	lv.BudgetOK, lv.BudgetWhy = budget(&lv.Measure.Phase.Latency, c.TTFTBudget, c.TPOTBudget)
 	return lv, nil
 }
@@ -385,7 +370,7 @@ func budget(l *analyze.Latency, ttft, tpot time.Duration) (bool, string) {
 	return ok, strings.Join(parts, ", ")
 }
 
-func printSweepLevel(w fileWriter, lv *SweepLevel) {
+func printLevel(w io.Writer, lv *Level) {
 	m := &lv.Measure
 	p := &m.Phase
 	verdict := "within budget"
@@ -400,7 +385,7 @@ func printSweepLevel(w fileWriter, lv *SweepLevel) {
 	}
 }
 
-func printSweepSummary(w fileWriter, c *SweepConfig, sr *SweepResult, dir string) {
+func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	f := &sr.Findings
 	at := func(i int, none string) string {
 		if i < 0 {
@@ -422,7 +407,7 @@ func printSweepSummary(w fileWriter, c *SweepConfig, sr *SweepResult, dir string
 	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
-var sweepColumns = []report.LevelColumn{
+var columns = []report.LevelColumn{
 	{Key: "level", Head: "level", Kind: report.LevelText, Desc: "cN = N concurrent users (closed loop); Nrps = N arrivals/s (open loop)"},
 	{Key: "load", Head: "load", Kind: report.LevelNumber, Desc: "users, or arrivals/s"},
 	{Key: "request_rps", Head: "req/s", Kind: report.LevelRPS, Desc: "successful requests completed in the measured phase / its length"},
@@ -448,11 +433,11 @@ var sweepColumns = []report.LevelColumn{
 	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},
 }
 
-func sweepRow(lv *SweepLevel, f *SweepFindings, i int) []report.LevelCell {
+func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
 	m := &lv.Measure
 	p := &m.Phase
 	l := &p.Latency
-	ttft, tpot, itl, e2e := distOpts(l.TTFTSchedule), distOpts(l.TPOT), distOpts(l.ITLMax), distOpts(l.E2ESchedule)
+	ttft, tpot, itl, e2e := experiment.DistOpts(l.TTFTSchedule), experiment.DistOpts(l.TPOT), experiment.DistOpts(l.ITLMax), experiment.DistOpts(l.E2ESchedule)
 	itlMax, itlMean := report.Unavailable(report.ReasonNoSamples), report.Unavailable(report.ReasonNoSamples)
 	if l.ITLMax.Count > 0 {
 		itlMax = report.Val(l.ITLMax.MaxMs)
@@ -478,47 +463,49 @@ func sweepRow(lv *SweepLevel, f *SweepFindings, i int) []report.LevelCell {
 		marks = append(marks, "usable")
 	}
 	return []report.LevelCell{
-		report.TextCell(lv.Name), num(lv.Level), num(m.RequestRPS), num(m.OutputTPS), num(m.TotalTPS),
+		report.TextCell(lv.Name), experiment.Num(lv.Level), experiment.Num(m.RequestRPS), experiment.Num(m.OutputTPS), experiment.Num(m.TotalTPS),
 		report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(tpot[0]), report.NumCell(tpot[1]), report.NumCell(tpot[2]),
 		report.NumCell(itlMean), report.NumCell(itl[0]), report.NumCell(itl[1]), report.NumCell(itl[2]), report.NumCell(itlMax),
 		report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
-		num(p.FailureRate), num(float64(p.Offered)), report.TextCell(b), report.TextCell(orDash(strings.Join(marks, ", "))),
+		experiment.Num(p.FailureRate), experiment.Num(float64(p.Offered)), report.TextCell(b), report.TextCell(experiment.OrDash(strings.Join(marks, ", "))),
 	}
 }
 
-func writeSweepReports(env *Env, c *SweepConfig, dir string, sr *SweepResult) error {
+// writeReports writes the level table, sweep.json and report.html: the
+// sweep layout.
+func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	o := &env.Opts
 	title := "surge sweep: " + env.TargetName()
 	loop := "closed loop: concurrent users, each sending when its previous request ended"
 	if !c.closed() {
 		loop = "open loop: " + c.Arrival + " arrivals at each rate"
 	}
-	meta := append(HTMLMeta(env),
+	meta := append(experiment.HTMLMeta(env),
 		report.KV{Key: "levels", Value: loop},
 		report.KV{Key: "per level", Value: fmt.Sprintf("%s warmup (excluded) + %s measured; the same request sequence (seed %d) at every level", c.Warmup, c.Duration, o.Seed)},
 		report.KV{Key: "latency budget", Value: fmt.Sprintf("p95 TTFT ≤ %s, p95 TPOT ≤ %s", c.TTFTBudget, c.TPOTBudget)},
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
-	lt := report.LevelTable{Title: title, Meta: meta, Columns: sweepColumns}
-	results := report.Table{Title: "Results table (METHOD §13), one row per level", Meta: HTMLMeta(env)}
+	lt := report.LevelTable{Title: title, Meta: meta, Columns: columns}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Meta: experiment.HTMLMeta(env)}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings
 	for i := range sr.Levels {
 		lv := &sr.Levels[i]
-		lt.Rows = append(lt.Rows, sweepRow(lv, f, i))
+		lt.Rows = append(lt.Rows, levelRow(lv, f, i))
 		st := report.VerdictPass
 		if !lv.BudgetOK {
 			st = report.VerdictFail
 		}
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
-		row := Row(lv.Result, o, levelPhase)
+		row := experiment.Row(lv.Result, o, levelPhase)
 		row.Workload = o.Profile + " / " + lv.Name
 		row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
 		results.Rows = append(results.Rows, row)
-		h.Runs = append(h.Runs, Charts(lv.Result, o, "level "+lv.Name))
+		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
 		if n := lv.Measure.Phase.Offered; n < sweepRecommendedSamples && !lv.Result.Partial {
-			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests (METHOD §4 asks for ~%d or 5–10 minutes per level): its P99 rests on few values; lengthen --duration.", lv.Name, n, sweepRecommendedSamples))
+			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests (docs/method.md §4 asks for ~%d or 5–10 minutes per level): its P99 rests on few values; lengthen --duration.", lv.Name, n, sweepRecommendedSamples))
 		}
 	}
 	name := func(i int, none string) string {
@@ -542,12 +529,12 @@ func writeSweepReports(env *Env, c *SweepConfig, dir string, sr *SweepResult) er
 	if sr.Partial {
 		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted; the last level is cut short.")
 	}
-	return writeLevelExperiment(dir, "sweep.json", sr, lt, results, h, sweepCharts(c, sr))
+	return experiment.WriteLevelExperiment(d, "sweep.json", sr, lt, results, h, charts(c, sr))
 }
 
 // sweepCharts plot throughput and latency against the level, and
 // throughput against latency.
-func sweepCharts(c *SweepConfig, sr *SweepResult) []report.XYChart {
+func charts(c *Config, sr *Result) []report.XYChart {
 	var x, out, total, ttft, tpot, e2e []float64
 	var labels []string
 	for i := range sr.Levels {
@@ -556,9 +543,9 @@ func sweepCharts(c *SweepConfig, sr *SweepResult) []report.XYChart {
 		x = append(x, lv.Level)
 		labels = append(labels, lv.Name)
 		out, total = append(out, lv.Measure.OutputTPS), append(total, lv.Measure.TotalTPS)
-		ttft = append(ttft, distValue(l.TTFTSchedule, analyze.Q95))
-		tpot = append(tpot, distValue(l.TPOT, analyze.Q95))
-		e2e = append(e2e, distValue(l.E2ESchedule, analyze.Q95))
+		ttft = append(ttft, experiment.DistValue(l.TTFTSchedule, analyze.Q95))
+		tpot = append(tpot, experiment.DistValue(l.TPOT, analyze.Q95))
+		e2e = append(e2e, experiment.DistValue(l.E2ESchedule, analyze.Q95))
 	}
 	xl := "concurrent users (closed loop)"
 	if !c.closed() {
@@ -590,9 +577,8 @@ func sweepCharts(c *SweepConfig, sr *SweepResult) []report.XYChart {
 	return []report.XYChart{tputChart, latChart, tradeoff}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+// levelRecord is what a level's manifest records of the experiment.
+type levelRecord struct {
+	Level float64 `json:"level"`
+	Sweep *Config `json:"sweep"`
 }

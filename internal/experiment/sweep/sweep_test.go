@@ -1,4 +1,4 @@
-package experiment
+package sweep
 
 import (
 	"context"
@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
 )
 
 func TestSweepFindings(t *testing.T) {
@@ -34,12 +37,12 @@ func TestSweepFindings(t *testing.T) {
 		{"neither", []float64{10, 20, 40, 80, 160, 320}, []bool{true, true, true, true, true, true}, -1, -1, 5, "test higher levels", 0},
 		{"budget broken at once", []float64{10, 20, 40, 80, 160, 320}, []bool{false, false, false, false, false, false}, -1, 0, -1, "still grew", 0},
 		{"throughput falls", []float64{10, 20, 15, 30, 60, 90}, []bool{true, true, true, true, true, true}, 1, -1, 1, "held", 0},
-		{"just under the threshold", []float64{10, 10.99, 20, 40, 80, 160}, []bool{true, true, true, true, true, true}, 0, -1, 0, "", 0},
-		{"just over the threshold", []float64{10, 11.01, 22, 44, 88, 176}, []bool{true, true, true, true, true, true}, -1, -1, 5, "", 0},
+		{"just under the threshold", []float64{10, 10.99, 20, 40, 80, 160}, []bool{true, true, true, true, true, true}, 0, -1, 0, "throughput stops growing after c1; the latency budget held at every level tested, up to c32", 32},
+		{"just over the threshold", []float64{10, 11.01, 22, 44, 88, 176}, []bool{true, true, true, true, true, true}, -1, -1, 5, "unknown: neither the throughput knee nor the budget break was reached up to c32", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := sweepFindings(levels, tc.tput, tc.ok, 0.10, name)
+			f := findings(levels, tc.tput, tc.ok, 0.10, name)
 			if f.Knee != tc.knee || f.Break != tc.brk || f.Usable != tc.usable {
 				t.Fatalf("knee %d break %d usable %d, want %d %d %d", f.Knee, f.Break, f.Usable, tc.knee, tc.brk, tc.usable)
 			}
@@ -50,15 +53,9 @@ func TestSweepFindings(t *testing.T) {
 	}
 }
 
-func sweepEnv(t *testing.T, c *SweepConfig) (*Env, *strings.Builder) {
+func sweepEnv(t *testing.T, c *Config) (*run.Env, *exptest.SyncBuilder) {
 	t.Helper()
-	var out strings.Builder
-	env, err := Prepare(context.Background(), c.Options, c.Simulate, &out, quietLogger(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.Close() })
-	return env, &out
+	return exptest.Env(t, c.Options, c.Simulate)
 }
 
 // The knee lands where the simulator's batch saturates: with max_num_seqs
@@ -67,18 +64,19 @@ func sweepEnv(t *testing.T, c *SweepConfig) (*Env, *strings.Builder) {
 func TestSweepKneeAtBatchSaturation(t *testing.T) {
 	for _, seqs := range []int{8, 16} {
 		t.Run(fmt.Sprintf("max_num_seqs %d", seqs), func(t *testing.T) {
-			c := DefaultSweepConfig()
-			c.Simulate, c.Quiet = true, true
-			c.Sim.MaxNumSeqs = seqs
+			c := DefaultConfig()
+			c.Simulate, c.Options.Quiet = true, true
+			c.Options.Sim.MaxNumSeqs = seqs
 			c.Concurrency = []int{1, 2, 4, 8, 16, 32, 64}
 			c.Duration, c.Warmup = 2*time.Minute, 20*time.Second
 			env, out := sweepEnv(t, &c)
-			dir := t.TempDir()
-			res, err := Sweep(context.Background(), env, &c, dir)
+			d := exptest.Dir(t)
+			dir := d.Path()
+			res, err := Sweep(context.Background(), env, &c, d, out)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			var sr SweepResult
+			var sr Result
 			b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 			if err != nil || json.Unmarshal(b, &sr) != nil {
 				t.Fatalf("sweep.json: %v", err)
@@ -99,7 +97,7 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 					t.Errorf("%s → %s: throughput ×%.2f, want ~×2", sr.Levels[i-1].Name, sr.Levels[i].Name, g)
 				}
 			}
-			rows, err := csv.NewReader(mustOpen(t, filepath.Join(dir, "results.csv"))).ReadAll()
+			rows, err := csv.NewReader(exptest.Open(t, filepath.Join(dir, "results.csv"))).ReadAll()
 			if err != nil || len(rows) != 1+len(c.Concurrency) {
 				t.Fatalf("results.csv: %v, %d lines", err, len(rows))
 			}
@@ -121,25 +119,16 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
 // Every level sends the same requests: the same lengths in the same order.
 func TestSweepSameRequestsAtEveryLevel(t *testing.T) {
-	c := DefaultSweepConfig()
-	c.Simulate, c.Quiet = true, true
+	c := DefaultConfig()
+	c.Simulate, c.Options.Quiet = true, true
 	c.Rates = []float64{2, 4}
 	c.Duration, c.Warmup = time.Minute, 0
 	env, out := sweepEnv(t, &c)
-	dir := t.TempDir()
-	if _, err := Sweep(context.Background(), env, &c, dir); err != nil {
+	d := exptest.Dir(t)
+	dir := d.Path()
+	if _, err := Sweep(context.Background(), env, &c, d, out); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	var lengths [2][]int
@@ -163,11 +152,11 @@ func TestSweepSameRequestsAtEveryLevel(t *testing.T) {
 // and records labelled by the phase of their send time.
 func TestClosedLoopVirtual(t *testing.T) {
 	const users = 5
-	c := DefaultSweepConfig()
-	c.Simulate, c.Quiet = true, true
+	c := DefaultConfig()
+	c.Simulate, c.Options.Quiet = true, true
 	env, _ := sweepEnv(t, &c)
-	cl := ClosedLoop{Users: users, Warmup: 10 * time.Second, Duration: 40 * time.Second, Phase: levelPhase}
-	res, err := env.Execute(context.Background(), Spec{Name: "c5", Dir: t.TempDir(), Command: "test", Plan: closedPlan(cl), Closed: &cl, Exclude: []string{"warmup"}})
+	cl := schedule.ClosedLoop{Users: users, Warmup: 10 * time.Second, Duration: 40 * time.Second, Phase: levelPhase}
+	res, err := env.Execute(context.Background(), run.Spec{Name: "c5", Dir: exptest.Dir(t), Command: "test", Plan: cl.Plan(), Closed: &cl, Exclude: []string{"warmup"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +166,7 @@ func TestClosedLoopVirtual(t *testing.T) {
 	}
 	var evs []ev
 	var recs []record.Record
-	err = record.ReadFile(filepath.Join(res.Spec.Dir, "requests.jsonl"), func(r *record.Record) error {
+	err = record.ReadFile(filepath.Join(res.Spec.Dir.Path(), "requests.jsonl"), func(r *record.Record) error {
 		recs = append(recs, *r)
 		evs = append(evs, ev{r.SentNs, +1}, ev{r.DoneNs, -1})
 		want := levelPhase
@@ -221,29 +210,70 @@ func TestClosedLoopVirtual(t *testing.T) {
 
 func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
 	cases := map[string]struct {
-		mutate func(*SweepConfig)
+		mutate func(*Config)
 		want   string
 	}{
-		"both loops":          {func(c *SweepConfig) { c.Concurrency, c.Rates = []int{1}, []float64{1} }, "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
-		"decreasing users":    {func(c *SweepConfig) { c.Concurrency = []int{1, 16, 4} }, "--concurrency: levels must increase, got 4 after 16"},
-		"repeated users":      {func(c *SweepConfig) { c.Concurrency = []int{4, 4} }, "--concurrency: levels must increase, got 4 after 4"},
-		"zero users":          {func(c *SweepConfig) { c.Concurrency = []int{0, 4} }, "--concurrency: each level must be ≥ 1 user, got 0"},
-		"decreasing rates":    {func(c *SweepConfig) { c.Rates = []float64{2, 1.5} }, "--rates: levels must increase, got 1.5 after 2"},
-		"zero rate":           {func(c *SweepConfig) { c.Rates = []float64{0, 1} }, "--rates: each rate must be > 0 requests/s, got 0"},
-		"unreachable rate":    {func(c *SweepConfig) { c.Rates = []float64{1, 5e6} }, "--rates: 5e+06 requests/s is more than the load generator can schedule"},
-		"zero ttft budget":    {func(c *SweepConfig) { c.TTFTBudget = 0 }, "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
-		"zero tpot budget":    {func(c *SweepConfig) { c.TPOTBudget = 0 }, "--tpot-budget: must be > 0"},
-		"zero knee threshold": {func(c *SweepConfig) { c.KneeThreshold = 0 }, "--knee-threshold: must be > 0"},
-		"zero duration":       {func(c *SweepConfig) { c.Duration = 0 }, "--duration: must be > 0"},
+		"both loops":          {func(c *Config) { c.Concurrency, c.Rates = []int{1}, []float64{1} }, "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
+		"decreasing users":    {func(c *Config) { c.Concurrency = []int{1, 16, 4} }, "--concurrency: levels must increase, got 4 after 16"},
+		"repeated users":      {func(c *Config) { c.Concurrency = []int{4, 4} }, "--concurrency: levels must increase, got 4 after 4"},
+		"zero users":          {func(c *Config) { c.Concurrency = []int{0, 4} }, "--concurrency: each level must be ≥ 1 user, got 0"},
+		"decreasing rates":    {func(c *Config) { c.Rates = []float64{2, 1.5} }, "--rates: levels must increase, got 1.5 after 2"},
+		"zero rate":           {func(c *Config) { c.Rates = []float64{0, 1} }, "--rates: each rate must be > 0 requests/s, got 0"},
+		"unreachable rate":    {func(c *Config) { c.Rates = []float64{1, 5e6} }, "--rates: 5e+06 requests/s is more than the load generator can schedule"},
+		"zero ttft budget":    {func(c *Config) { c.TTFTBudget = 0 }, "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
+		"zero tpot budget":    {func(c *Config) { c.TPOTBudget = 0 }, "--tpot-budget: must be > 0"},
+		"zero knee threshold": {func(c *Config) { c.KneeThreshold = 0 }, "--knee-threshold: must be > 0"},
+		"zero duration":       {func(c *Config) { c.Duration = 0 }, "--duration: must be > 0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := DefaultSweepConfig()
+			c := DefaultConfig()
 			tc.mutate(&c)
 			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want %q", err, tc.want)
+			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	t.Parallel()
+	c := DefaultConfig()
+	c.Options = exptest.LiveOptions()
+	c.Concurrency = []int{1, 2, 4}
+	c.Duration, c.Warmup, c.SettleTimeout = 1500*time.Millisecond, 500*time.Millisecond, 0
+	env, out := exptest.Env(t, c.Options, false)
+	d := exptest.Dir(t)
+	dir := d.Path()
+	res, err := Sweep(context.Background(), env, &c, d, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	if res.Partial || res.Unusable {
+		t.Fatalf("outcome %+v", res)
+	}
+	exptest.Files(t, dir, "results.md", "results.csv", "results.json", "report.html", "sweep.json")
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(dir, "results.csv"))).ReadAll()
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+	}
+	var sr Result
+	b, _ := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if err := json.Unmarshal(b, &sr); err != nil || len(sr.Levels) != 3 {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	for _, lv := range sr.Levels {
+		if lv.Measure.OutputTPS <= 0 || lv.Measure.CompletedOK == 0 {
+			t.Errorf("%s: no throughput measured: %+v", lv.Name, lv.Measure)
+		}
+		exptest.Files(t, filepath.Join(dir, "level-0"+string(rune('0'+lv.Index))+"-"+lv.Name), "requests.jsonl", "summary.json")
+	}
+	if g := sr.Levels[2].Measure.OutputTPS / sr.Levels[0].Measure.OutputTPS; g < 1.3 {
+		t.Errorf("4 users give only ×%.2f the throughput of 1 on a batch of 4", g)
 	}
 }

@@ -1,11 +1,8 @@
-package experiment
+package burst
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,43 +11,39 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment/capacity"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // virtualBurst runs the burst experiment in virtual time and returns its runs.
-func virtualBurst(t *testing.T, mutate func(*BurstConfig)) ([]BurstRun, string, *bytes.Buffer) {
+func virtualBurst(t *testing.T, mutate func(*Config)) ([]Run, string, *exptest.SyncBuilder) {
 	t.Helper()
-	c := DefaultBurstConfig()
+	c := DefaultConfig()
 	c.Simulate = true
 	c.BaselineRPS = 5
-	c.Quiet = true
-	c.Timeout = 30 * time.Minute // no abandonment: the fluid model assumes every request waits
-	c.E2EDeadline = 30 * time.Second
+	c.Options.Quiet = true
+	c.Options.Timeout = 30 * time.Minute // no abandonment: the fluid model assumes every request waits
+	c.Options.E2EDeadline = 30 * time.Second
 	mutate(&c)
-	dir := t.TempDir()
-	var out bytes.Buffer
-	env, err := Prepare(context.Background(), c.Options, true, &out, quietLogger(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	runs, err := burstRuns(context.Background(), env, &c, dir)
+	env, out := exptest.Env(t, c.Options, true)
+	d := exptest.Dir(t)
+	runs, err := burstRuns(context.Background(), env, &c, d, out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if _, err := writeBurstReports(env, &c, dir, runs, false); err != nil {
+	if _, err := writeReports(env, &c, d, runs, false, out); err != nil {
 		t.Fatal(err)
 	}
-	return runs, dir, &out
+	return runs, d.Path(), out
 }
 
 // A burst above capacity builds a backlog that drains at μ − λ: the
 // measured recovery agrees with the fluid model's prediction within 15%.
 func TestBurstAboveCapacityMatchesPrediction(t *testing.T) {
-	runs, _, out := virtualBurst(t, func(c *BurstConfig) {
+	runs, _, out := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{3}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = time.Minute, 3*time.Minute, time.Minute, 5*time.Minute, 10*time.Minute
 	})
@@ -76,7 +69,7 @@ func TestBurstAboveCapacityMatchesPrediction(t *testing.T) {
 
 // A burst below capacity builds no backlog and recovers at once.
 func TestBurstBelowCapacityRecoversImmediately(t *testing.T) {
-	runs, _, _ := virtualBurst(t, func(c *BurstConfig) {
+	runs, _, _ := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{1.2}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 3*time.Minute, time.Minute, 2*time.Minute, 2*time.Minute
 	})
@@ -95,7 +88,7 @@ func TestBurstBelowCapacityRecoversImmediately(t *testing.T) {
 // The seed's worked example (METHOD §8), through the same predict call the
 // experiment makes.
 func TestSeedExamplePrediction(t *testing.T) {
-	c := DefaultBurstConfig()
+	c := DefaultConfig()
 	c.BaselineRPS = 8
 	c.Burst = time.Minute
 	p, err := predict.Predict(predictParams(&c, 2.5, 10))
@@ -118,7 +111,7 @@ func TestSeedExamplePrediction(t *testing.T) {
 
 // The run folders and the results table carry every METHOD §13 column.
 func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
-	_, dir, _ := virtualBurst(t, func(c *BurstConfig) {
+	_, dir, _ := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{2, 4}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
 	})
@@ -158,7 +151,7 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 	if err != nil || n == 0 {
 		t.Fatalf("records %d: %v", n, err)
 	}
-	var sum Summary
+	var sum rundir.Summary
 	b, _ := os.ReadFile(filepath.Join(dir, "burst-2x", "summary.json"))
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
@@ -170,25 +163,25 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 
 func TestBurstConfigErrorsNameTheFlag(t *testing.T) {
 	cases := map[string]struct {
-		mutate func(*BurstConfig)
+		mutate func(*Config)
 		want   string
 	}{
-		"zero multiplier":     {func(c *BurstConfig) { c.Multipliers = []float64{2, 0} }, "--multipliers: each must be > 0, got 0"},
-		"negative multiplier": {func(c *BurstConfig) { c.Multipliers = []float64{-1} }, "--multipliers: each must be > 0, got -1"},
-		"zero burst":          {func(c *BurstConfig) { c.Burst = 0 }, "--burst: must be > 0, got 0s"},
-		"zero baseline phase": {func(c *BurstConfig) { c.Baseline = 0 }, "--baseline: must be > 0, got 0s"},
-		"no baseline rps":     {func(c *BurstConfig) { c.BaselineRPS = 0; c.Target = "http://127.0.0.1:1/v1" }, "--baseline-rps: required with --target"},
-		"short limit":         {func(c *BurstConfig) { c.RecoveryLimit = time.Second }, "--recovery-limit: must be ≥ --recovery"},
-		"bad metric":          {func(c *BurstConfig) { c.RecoveryMetric = "p99" }, `--recovery-metric: must be e2e or ttft, got "p99"`},
+		"zero multiplier":     {func(c *Config) { c.Multipliers = []float64{2, 0} }, "--multipliers: each must be > 0, got 0"},
+		"negative multiplier": {func(c *Config) { c.Multipliers = []float64{-1} }, "--multipliers: each must be > 0, got -1"},
+		"zero burst":          {func(c *Config) { c.Burst = 0 }, "--burst: must be > 0, got 0s"},
+		"zero baseline phase": {func(c *Config) { c.Baseline = 0 }, "--baseline: must be > 0, got 0s"},
+		"no baseline rps":     {func(c *Config) { c.BaselineRPS = 0; c.Options.Target = "http://127.0.0.1:1/v1" }, "--baseline-rps: required with --target"},
+		"short limit":         {func(c *Config) { c.RecoveryLimit = time.Second }, "--recovery-limit: must be ≥ --recovery"},
+		"bad metric":          {func(c *Config) { c.RecoveryMetric = "p99" }, `--recovery-metric: must be e2e or ttft, got "p99"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := DefaultBurstConfig()
+			c := DefaultConfig()
 			c.BaselineRPS = 5
 			tc.mutate(&c)
 			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want %q", err, tc.want)
+			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -196,7 +189,7 @@ func TestBurstConfigErrorsNameTheFlag(t *testing.T) {
 
 // Above the simulator's capacity the experiment warns loudly.
 func TestBaselineAboveCapacityWarns(t *testing.T) {
-	_, _, out := virtualBurst(t, func(c *BurstConfig) {
+	_, _, out := virtualBurst(t, func(c *Config) {
 		c.BaselineRPS = 30
 		c.Multipliers = []float64{1.1}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 0, 20*time.Second, 5*time.Second, 10*time.Second, 10*time.Second
@@ -210,28 +203,31 @@ func TestBaselineAboveCapacityWarns(t *testing.T) {
 // rate while the burst's backlog was being served: it must match the
 // simulator's saturated throughput.
 func TestMeasuredMuMatchesCapacity(t *testing.T) {
-	runs, _, _ := virtualBurst(t, func(c *BurstConfig) {
+	runs, _, _ := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{3}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 2*time.Minute, time.Minute, 3*time.Minute, 5*time.Minute
 	})
 	r := runs[0]
 	burstStart := 30*time.Second + 2*time.Minute
-	mu, ok := measuredMu(r.Result, burstStart, r.BurstEnd)
+	mu, ok := analyze.MeasuredCapacity(r.Result.Analysis, r.Result.DoneOK, burstStart, r.BurstEnd)
 	if !ok {
 		t.Fatal("no μ measured from a 3× burst over a half-loaded simulator")
 	}
-	c := DefaultBurstConfig()
-	want := estimateSimCapacity(c.Options, &c)
+	c := DefaultConfig()
+	want, err := simCapacity(c.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("measured μ %.2f req/s, saturated capacity %.2f req/s", mu, want)
 	if math.Abs(mu-want) > 0.1*want {
 		t.Fatalf("measured μ %.2f, want %.2f ± 10%%", mu, want)
 	}
 	// A burst below capacity builds no backlog and says nothing about μ.
-	runs, _, _ = virtualBurst(t, func(c *BurstConfig) {
+	runs, _, _ = virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{1.2}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 2*time.Minute, time.Minute, time.Minute, time.Minute
 	})
-	if mu, ok := measuredMu(runs[0].Result, burstStart, runs[0].BurstEnd); ok {
+	if mu, ok := analyze.MeasuredCapacity(runs[0].Result.Analysis, runs[0].Result.DoneOK, burstStart, runs[0].BurstEnd); ok {
 		t.Fatalf("μ %.2f measured from a burst below capacity", mu)
 	}
 }
@@ -260,5 +256,31 @@ func TestBaselineProblems(t *testing.T) {
 		if got := baselineProblems(tc.p); len(got) != tc.want {
 			t.Errorf("%s: %v, want %d problem(s)", name, got, tc.want)
 		}
+	}
+}
+
+// --baseline-rps auto runs the search first; the burst uses its suggestion
+// as the baseline and its sustainable rate as μ for the prediction.
+func TestBurstBaselineAuto(t *testing.T) {
+	runs, dir, out := virtualBurst(t, func(c *Config) {
+		c.BaselineAuto, c.BaselineRPS = true, 0
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, time.Minute, 30*time.Second, 2*time.Minute, 4*time.Minute
+	})
+	var cr capacity.Result
+	b, err := os.ReadFile(filepath.Join(dir, "capacity", "capacity.json"))
+	if err != nil || json.Unmarshal(b, &cr) != nil || cr.SustainableRPS == 0 {
+		t.Fatalf("capacity.json: %v %+v\n%s", err, cr, out)
+	}
+	r := runs[0]
+	if r.Prediction == nil || !strings.Contains(r.MuSource, "capacity search") {
+		t.Fatalf("μ source %q, prediction %+v", r.MuSource, r.Prediction)
+	}
+	if got := r.Prediction.DrainRate + cr.BaselineRPS; math.Abs(got-cr.SustainableRPS) > 1e-9 {
+		t.Errorf("prediction used μ = %g, want the sustainable %g", got, cr.SustainableRPS)
+	}
+	p, _ := r.Result.Analysis.Phase("baseline")
+	if math.Abs(p.Rate-cr.BaselineRPS) > 1e-9 {
+		t.Errorf("baseline phase at %g req/s, want the suggestion %g", p.Rate, cr.BaselineRPS)
 	}
 }

@@ -1,13 +1,10 @@
 package experiment
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,143 +12,16 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/scrape"
-	"github.com/surge-bench/surge/internal/sim"
 )
-
-// Summary is summary.json: the whole analysis of one run plus what the
-// engine said about itself.
-type Summary struct {
-	Run        string               `json:"run"`
-	Partial    bool                 `json:"partial"`
-	Records    int64                `json:"records"`
-	Analysis   *analyze.Result      `json:"analysis"`
-	VLLM       analyze.VLLMBench    `json:"vllm_bench"` // vLLM bench field names, for cross-checks
-	Engine     scrape.Status        `json:"engine_metrics"`
-	EngineWait map[string]QueueWait `json:"engine_queue_wait"` // per phase
-	SimEvents  []sim.Event          `json:"sim_events,omitempty"`
-	Burst      *BurstInfo           `json:"burst,omitempty"`
-}
-
-// QueueWait is the engine-measured queue wait of one phase, in ms.
-type QueueWait struct {
-	Available bool    `json:"available"`
-	Reason    string  `json:"reason,omitempty"`
-	Count     float64 `json:"count"`
-	MeanMs    float64 `json:"mean_ms"`
-	P50Ms     float64 `json:"p50_ms"`
-	P95Ms     float64 `json:"p95_ms"`
-	P99Ms     float64 `json:"p99_ms"`
-	P99Above  bool    `json:"p99_above,omitempty"` // P99 is beyond the last finite bucket
-}
-
-func queueWait(st scrape.Stats, ok bool) QueueWait {
-	if !ok || !st.Known() {
-		reason := st.Reason
-		if reason == "" {
-			reason = "n/a"
-		}
-		return QueueWait{Reason: reason}
-	}
-	ms := func(v float64) float64 {
-		if math.IsNaN(v) {
-			return 0
-		}
-		return v * 1000
-	}
-	return QueueWait{Available: true, Count: st.Count, MeanMs: ms(st.Mean), P50Ms: ms(st.P50.Value), P95Ms: ms(st.P95.Value), P99Ms: ms(st.P99.Value), P99Above: st.P99.Above}
-}
-
-func writeRunFiles(dir string, res *Result) error {
-	s := Summary{Run: res.Spec.Name, Partial: res.Partial, Records: res.Records, Analysis: res.Analysis,
-		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, SimEvents: res.SimEvents, Burst: res.Burst}
-	if err := writeJSON(filepath.Join(dir, "summary.json"), s); err != nil {
-		return err
-	}
-	return writeTimeseries(filepath.Join(dir, "timeseries.csv"), res)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("experiment: %s: %w", filepath.Base(path), err)
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// writeTimeseries writes one row per arrival window: rates, percentiles,
-// and the client and engine queue views at the window's start.
-func writeTimeseries(path string, res *Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "window_start_s,window_end_s,phase,offered_rps,sent_rps,success_rps,goodput_rps,samples,error_rate,rate_limit_rate,timeout_rate,drop_rate,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,e2e_p50_ms,e2e_p95_ms,e2e_p99_ms,lag_p99_ms,in_flight,client_waiting,oldest_waiting_age_s,engine_waiting,engine_running")
-	for _, win := range res.Analysis.Windows {
-		l := &win.Latency
-		tl := timelineAt(res.Analysis.Timeline, win.StartMs)
-		ew, er := engineAt(res.Engine, win.StartMs)
-		fmt.Fprintf(w, "%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s\n",
-			f3(win.StartMs/1000), f3(win.EndMs/1000), win.Phase,
-			f3(win.OfferedRPS), f3(win.SentRPS), f3(win.SuccessRPS), f3(win.GoodputRPS), win.Offered,
-			f4(win.ErrorRate), f4(win.RateLimitRate), f4(win.TimeoutRate), f4(win.DropRate),
-			pct(l.TTFTSchedule, analyze.Q50), pct(l.TTFTSchedule, analyze.Q95), pct(l.TTFTSchedule, analyze.Q99),
-			pct(l.E2ESchedule, analyze.Q50), pct(l.E2ESchedule, analyze.Q95), pct(l.E2ESchedule, analyze.Q99),
-			pct(l.ScheduleLag, analyze.Q99), tl.InFlight, tl.Waiting, f3(tl.OldestWaitingAgeMs/1000), ew, er)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-func f4(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
-
-// pct prints a percentile for CSV: empty when unknown, ">x" when censored.
-func pct(d analyze.Dist, q analyze.Quantile) string {
-	if d.Count == 0 && !d.P99Censored {
-		return ""
-	}
-	v, cens := d.Value(q)
-	if cens {
-		return ">" + f3(v)
-	}
-	return f3(v)
-}
-
-func timelineAt(tl []analyze.Sample, ms float64) analyze.Sample {
-	var best analyze.Sample
-	for _, s := range tl {
-		if s.TMs > ms {
-			break
-		}
-		best = s
-	}
-	return best
-}
-
-func engineAt(samples []scrape.Sample, ms float64) (waiting, running string) {
-	i := scrape.Nearest(samples, int64(ms*1e6))
-	if i < 0 {
-		return "", ""
-	}
-	if v, ok := samples[i].Value(scrape.Waiting); ok {
-		waiting = strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	if v, ok := samples[i].Value(scrape.Running); ok {
-		running = strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return waiting, running
-}
 
 // PrintPhases writes the per-phase summary of a run, the way `surge run`
 // shows it at the end.
-func PrintPhases(w io.Writer, res *Result) {
+func PrintPhases(w io.Writer, res *run.Result) {
 	a := res.Analysis
-	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Records, res.Spec.Dir, partialNote(res))
+	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Count(), res.Spec.Dir.Path(), partialNote(res))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\toffered/s\tsent/s\tok/s\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t")
 	row := func(name string, s *analyze.Stats) {
@@ -197,7 +67,7 @@ func PrintPhases(w io.Writer, res *Result) {
 	if line := outcomeLine(&a.Overall); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	for _, line := range generatorNotes(a) {
+	for _, line := range generatorNotes(res) {
 		fmt.Fprintln(w, line)
 	}
 	if res.Scrape.State != scrape.StateOK && res.Scrape.State != scrape.StatePartial {
@@ -226,8 +96,11 @@ func outcomeLine(s *analyze.Stats) string {
 	return fmt.Sprintf("failures: %s (of %d offered; details per request in requests.jsonl)", strings.Join(parts, ", "), s.Offered)
 }
 
-func partialNote(res *Result) string {
-	if res.Partial {
+func partialNote(res *run.Result) string {
+	switch {
+	case res.Partial && res.PartialWhy != "":
+		return " (PARTIAL: " + res.PartialWhy + ")"
+	case res.Partial:
 		return " (PARTIAL: interrupted)"
 	}
 	return ""
@@ -240,27 +113,45 @@ func scrapeReason(st scrape.Status) string {
 	return string(st.State)
 }
 
-// generatorNotes says plainly when the generator could not keep the schedule.
-func generatorNotes(a *analyze.Result) []string {
+// generatorNotes says plainly when the generator could not keep the
+// schedule (the one verdict of analyze.GeneratorCheck), or had lag spikes.
+func generatorNotes(res *run.Result) []string {
 	var notes []string
-	o := &a.Overall
+	o := &res.Analysis.Overall
 	if d := o.Outcomes["generator_drop"]; d > 0 {
 		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were dropped by the in-flight cap (generator_drop): the target stopped keeping up; they count as failures.", d))
 	}
-	lag := o.Latency.ScheduleLag
+	if res.Virtual || res.Spec.Closed != nil {
+		return notes
+	}
+	g := GeneratorOf(res.Records, 0, math.MaxInt64, o.Latency.ScheduleLag.P99Ms)
 	switch {
-	case lag.Count > 0 && lag.P95Ms > 10:
-		notes = append(notes, fmt.Sprintf("WARNING: the generator fell behind its schedule: schedule lag p95 %s, p99 %s, max %s. Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.",
-			lag.Text(analyze.Q95), lag.Text(analyze.Q99), analyze.FormatMs(lag.MaxMs)))
-	case lag.Count > 0 && lag.P99Ms > 10:
-		notes = append(notes, fmt.Sprintf("note: occasional schedule lag spikes (p99 %s, max %s) though the generator mostly kept its schedule (p95 %s); is the machine busy?",
-			lag.Text(analyze.Q99), analyze.FormatMs(lag.MaxMs), lag.Text(analyze.Q95)))
+	case g.Behind:
+		notes = append(notes, "WARNING: "+g.Note+". Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.")
+	default:
+		if n := analyze.LagNote(o.Latency.ScheduleLag); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	return notes
 }
 
-// Row builds a results-table row (METHOD §13) from the phase named phase.
-func Row(res *Result, o *Options, phase string) report.Row {
+// GeneratorOf applies analyze.GeneratorCheck to the records scheduled in
+// [fromNs, toNs) that were sent.
+func GeneratorOf(recs []record.Record, fromNs, toNs int64, lagP99Ms float64) analyze.Generator {
+	var sched, sent []int64
+	for i := range recs {
+		r := &recs[i]
+		if r.ScheduledNs >= fromNs && r.ScheduledNs < toNs && r.SentNs != record.None {
+			sched = append(sched, r.ScheduledNs)
+			sent = append(sent, r.SentNs)
+		}
+	}
+	return analyze.GeneratorCheck(sched, sent, lagP99Ms)
+}
+
+// Row builds a results-table row (docs/method.md §13) from the phase named phase.
+func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	a := res.Analysis
 	r := report.Row{Model: o.Model, Workload: o.Profile, Deployment: o.Deployment, Samples: a.Overall.Offered, Partial: res.Partial}
 	if r.Deployment == "" && res.Simulated {
@@ -306,7 +197,7 @@ func percentiles(d analyze.Dist) report.Percentiles {
 }
 
 // Charts builds the HTML charts of one run.
-func Charts(res *Result, o *Options, title string) report.RunCharts {
+func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	a := res.Analysis
 	c := report.RunCharts{Name: title, TTFTDeadlineMs: float64(o.TTFTDeadline.Milliseconds()), CompletionDeadlineMs: float64(o.E2EDeadline.Milliseconds())}
 	hasEngine := len(res.Engine) > 0
@@ -330,7 +221,7 @@ func Charts(res *Result, o *Options, title string) report.RunCharts {
 		}
 		add(&c.TTFT, win.Latency.TTFTSchedule)
 		add(&c.Completion, win.Latency.E2ESchedule)
-		tl := timelineAt(a.Timeline, win.StartMs)
+		tl := a.SampleAt(win.StartMs)
 		c.InFlight = append(c.InFlight, float64(tl.InFlight))
 		c.OldestWaitingAge = append(c.OldestWaitingAge, tl.OldestWaitingAgeMs/1000)
 		if hasEngine {
@@ -348,7 +239,7 @@ func Charts(res *Result, o *Options, title string) report.RunCharts {
 }
 
 // HTMLMeta describes the target and run for the report header.
-func HTMLMeta(env *Env) []report.KV {
+func HTMLMeta(env *run.Env) []report.KV {
 	o := &env.Opts
 	return []report.KV{
 		{Key: "target", Value: env.TargetName()},
@@ -360,22 +251,22 @@ func HTMLMeta(env *Env) []report.KV {
 	}
 }
 
-// writeReports writes results.md/.csv/.json and report.html into dir.
-func writeReports(dir string, t report.Table, h report.HTMLReport) error {
-	if err := writeFile(dir, "results.md", func(w io.Writer) error { return report.WriteMarkdown(w, t) }); err != nil {
+// WriteReports writes results.md/.csv/.json and report.html into d.
+func WriteReports(d *rundir.Dir, t report.Table, h report.HTMLReport) error {
+	if err := d.WriteFile("results.md", func(w io.Writer) error { return report.WriteMarkdown(w, t) }); err != nil {
 		return err
 	}
-	if err := writeFile(dir, "results.csv", func(w io.Writer) error { return report.WriteCSV(w, t) }); err != nil {
+	if err := d.WriteFile("results.csv", func(w io.Writer) error { return report.WriteCSV(w, t) }); err != nil {
 		return err
 	}
-	if err := writeFile(dir, "results.json", func(w io.Writer) error { return report.WriteJSON(w, t) }); err != nil {
+	if err := d.WriteFile("results.json", func(w io.Writer) error { return report.WriteJSON(w, t) }); err != nil {
 		return err
 	}
-	return writeFile(dir, "report.html", func(w io.Writer) error { return report.WriteHTML(w, h) })
+	return d.WriteFile("report.html", func(w io.Writer) error { return report.WriteHTML(w, h) })
 }
 
-// sloVerdicts turns an analysis verdict into report verdict lines.
-func sloVerdicts(scope string, v analyze.Verdict) []report.Verdict {
+// SLOVerdicts turns an analysis verdict into report verdict lines.
+func SLOVerdicts(scope string, v analyze.Verdict) []report.Verdict {
 	var out []report.Verdict
 	for _, c := range v.Clauses {
 		st := report.VerdictPass
@@ -395,4 +286,127 @@ func clauseName(c analyze.Clause) string {
 		return "p99 completion ≤ " + analyze.FormatMs(c.Limit)
 	}
 	return "goodput ≥ " + strconv.FormatFloat(100*c.Limit, 'f', -1, 64) + "% of offered"
+}
+
+// FmtRate prints a rate in req/s with up to three significant digits.
+func FmtRate(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	case v >= 10:
+		return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}
+
+// RoundRate rounds a rate to three significant digits.
+func RoundRate(v float64) float64 {
+	if !(v > 0) {
+		return v
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v))-2)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Round(v/p)*p, 'g', 3, 64), 64)
+	return r
+}
+
+// DistOpts turns a distribution into P50/P95/P99 cells, censored values as
+// lower bounds.
+func DistOpts(d analyze.Dist) [3]report.Opt {
+	p := percentiles(d)
+	return [3]report.Opt{p.P50, p.P95, p.P99}
+}
+
+// DistValue is a percentile for a chart: NaN when unknown, the lower bound
+// when censored.
+func DistValue(d analyze.Dist, q analyze.Quantile) float64 {
+	if d.Count == 0 && !d.P99Censored {
+		return math.NaN()
+	}
+	v, _ := d.Value(q)
+	return v
+}
+
+// Num is a numeric level-table cell.
+func Num(v float64) report.LevelCell { return report.NumCell(report.Val(v)) }
+
+// WriteLevelExperiment writes the top of a capacity search or a sweep: its
+// result as name (JSON), then the level table, the docs/method.md §13 results table
+// (both sharing lt's notes) and report.html with charts.
+func WriteLevelExperiment(d *rundir.Dir, name string, v any, lt report.LevelTable, results report.Table, h report.LevelReport, charts []report.XYChart) error {
+	results.Notes = lt.Notes
+	ht := results
+	ht.Meta = nil // the page shows the same facts once, above the tables
+	h.Tables = []report.Table{ht}
+	h.Levels = []report.LevelTable{WithoutMeta(lt)}
+	h.Charts = charts
+	if err := d.WriteJSON(name, v); err != nil {
+		return err
+	}
+	return WriteLevelReports(d, lt, nil, &results, h)
+}
+
+// WriteLevelReports writes results.md (the level table, then any extra
+// tables), results.csv and results.json (the level table) and report.html.
+func WriteLevelReports(d *rundir.Dir, lt report.LevelTable, extra []report.LevelTable, results *report.Table, h report.LevelReport) error {
+	if err := d.WriteFile("results.md", func(w io.Writer) error {
+		for _, t := range append([]report.LevelTable{lt}, extra...) {
+			if err := report.WriteLevelMarkdown(w, t); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		if results != nil {
+			return report.WriteMarkdown(w, *results)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := d.WriteFile("results.csv", func(w io.Writer) error { return report.WriteLevelCSV(w, lt) }); err != nil {
+		return err
+	}
+	if err := d.WriteFile("results.json", func(w io.Writer) error { return report.WriteLevelJSON(w, lt) }); err != nil {
+		return err
+	}
+	return d.WriteFile("report.html", func(w io.Writer) error { return report.WriteLevelHTML(w, h) })
+}
+
+// WithoutMeta is t without its metadata, for report.html, whose header
+// already shows it.
+func WithoutMeta(t report.LevelTable) report.LevelTable {
+	t.Meta = nil
+	return t
+}
+
+// SortedBy returns the indexes of xs in ascending order of key.
+func SortedBy(n int, key func(i int) float64) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return key(idx[a]) < key(idx[b]) })
+	return idx
+}
+
+// OrDash is s, or "-" when s is empty.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// SLOText describes the SLO clauses that are checked.
+func SLOText(o *run.Options) string {
+	var parts []string
+	if o.SLOTTFTP95 > 0 {
+		parts = append(parts, "p95 TTFT ≤ "+o.SLOTTFTP95.String())
+	}
+	if o.SLOE2EP99 > 0 {
+		parts = append(parts, "p99 completion ≤ "+o.SLOE2EP99.String())
+	}
+	if o.SLOGoodput > 0 {
+		parts = append(parts, fmt.Sprintf("goodput ≥ %g%% of offered", 100*o.SLOGoodput))
+	}
+	return strings.Join(parts, ", ")
 }

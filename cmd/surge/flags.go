@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// flags binds command-line flags to config fields and remembers which
+// field (by YAML key) each flag sets, so that a field error names the flag
+// the user typed — without parsing error text.
+type flags struct {
+	fs    *pflag.FlagSet
+	byKey map[string]string // field path → flag name
+	sim   map[string]bool   // field paths of simulator settings ("(sim: key)")
+	file  *string           // the -f experiment file, when the command has one
+}
+
+func newFlags(fs *pflag.FlagSet) *flags {
+	return &flags{fs: fs, byKey: map[string]string{}, sim: map[string]bool{}}
+}
+
+func (f *flags) bind(key, name string) {
+	if _, ok := f.byKey[key]; !ok {
+		f.byKey[key] = name
+	}
+}
+
+func (f *flags) str(p *string, key, name, usage string) {
+	f.fs.StringVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) boolean(p *bool, key, name, usage string) {
+	f.fs.BoolVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) dur(p *time.Duration, key, name, usage string) {
+	f.fs.DurationVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) f64(p *float64, key, name, usage string) {
+	f.fs.Float64Var(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) integer(p *int, key, name, usage string) {
+	f.fs.IntVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) strings(p *[]string, key, name, usage string) {
+	f.fs.StringArrayVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) floats(p *[]float64, key, name, usage string) {
+	f.fs.Float64SliceVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) ints(p *[]int, key, name, usage string) {
+	f.fs.IntSliceVar(p, name, *p, usage)
+	f.bind(key, name)
+}
+
+func (f *flags) value(v pflag.Value, key, name, usage string) {
+	f.fs.Var(v, name, usage)
+	f.bind(key, name)
+}
+
+// fileFlag adds -f, the YAML experiment file.
+func (f *flags) fileFlag(p *string) {
+	f.fs.StringVarP(p, "file", "f", "", "YAML experiment file (strict: unknown fields are errors; flags win over it)")
+	f.file = p
+}
+
+// set reports whether the user set the flag of the field key.
+func (f *flags) set(key string) bool {
+	name, ok := f.byKey[key]
+	return ok && f.fs.Changed(name)
+}
+
+// explain turns a configuration error into a usage error (exit 2) that
+// names, for each field error, the flag that sets it — "--rate: must be
+// > 0" — or, for a setting only a YAML file has, the file and key.
+func (f *flags) explain(err error) error {
+	var ce *run.ConfigError
+	if errors.As(err, &ce) {
+		err = ce.Err
+	}
+	es, ok := field.As(err)
+	if !ok {
+		return &exitError{exitUsage, err}
+	}
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, f.line(e))
+	}
+	return &exitError{exitUsage, errors.New(strings.Join(lines, "\n"))}
+}
+
+func (f *flags) line(e *field.Error) string {
+	name, ok := f.byKey[e.Field]
+	switch {
+	case ok && f.sim[e.Field]:
+		return fmt.Sprintf("--%s (sim: %s): %s", name, strings.TrimPrefix(e.Field, "sim."), e.Message)
+	case ok:
+		return fmt.Sprintf("--%s: %s", name, e.Message)
+	case e.Field == "":
+		return e.Message
+	case f.file != nil && *f.file != "":
+		return fmt.Sprintf("%s: %s: %s", *f.file, e.Field, e.Message)
+	}
+	return e.Field + ": " + e.Message
+}
+
+// options binds the flags every experiment shares.
+func (f *flags) options(o *run.Options) {
+	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
+	f.str(&o.Model, "model", "model", "model name to request")
+	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
+	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
+	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
+	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
+	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
+	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
+	f.boolean(&o.Stream, "stream", "stream", "stream responses (needed for TTFT and ITL)")
+	f.dur(&o.Timeout, "timeout", "timeout", "per-request timeout (a timed-out request is a failure)")
+	f.integer(&o.Retries, "retries", "retries", "retries after 429/5xx/connection errors, honouring Retry-After (0 = off; every attempt is counted)")
+	f.integer(&o.MaxInFlight, "max_in_flight", "max-in-flight", "in-flight cap; an arrival beyond it is recorded as generator_drop, never delayed")
+	f.dur(&o.Spin, "spin", "spin", "spin this long before each arrival for sub-millisecond send precision (costs a core; 0 = off)")
+	f.str(&o.Profile, "profile", "profile", "workload profile: "+strings.Join(workload.Names(), ", "))
+	f.integer(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "fixed prompt length in tokens, replacing the profile's distribution (0 = the profile's)")
+	f.integer(&o.OutputTokens, "output_tokens", "output-tokens", "fixed output length (max_tokens), replacing the profile's distribution (0 = the profile's)")
+	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
+	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
+	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
+	f.bind("seed", "seed")
+	f.fs.StringVarP(&o.Out, "out", "o", o.Out, "output folder (default out/<command>-<date>-<time>-<id>; an existing non-empty one is refused without --force)")
+	f.bind("out", "out")
+	f.boolean(&o.Force, "force", "force", "reuse a non-empty --out folder: surge's files and run folders in it are replaced")
+	f.str(&o.MetricsURL, "metrics_url", "metrics-url", "engine Prometheus endpoint to scrape (e.g. http://host:8000/metrics)")
+	f.str(&o.MetricsPreset, "metrics_preset", "metrics-preset", "engine metric names: vllm, sglang, tgi, llamacpp, sim (default: detect)")
+	f.strings(&o.MetricOverride, "metric", "metric", "override one engine metric name, logical=name (e.g. waiting=my_queue_len; repeatable)")
+	f.dur(&o.ScrapeInterval, "scrape_interval", "scrape-interval", "engine metrics scrape period")
+	f.dur(&o.Window, "window", "window", "analysis window by arrival time")
+	f.dur(&o.TTFTDeadline, "ttft_deadline", "ttft-deadline", "per-request deadline: first content token within this of the scheduled arrival")
+	f.dur(&o.E2EDeadline, "e2e_deadline", "e2e-deadline", "per-request deadline: completion within this of the scheduled arrival")
+	f.dur(&o.SLOTTFTP95, "slo_ttft_p95", "slo-ttft-p95", "SLO: p95 TTFT from schedule at most this (0 = not checked)")
+	f.dur(&o.SLOE2EP99, "slo_e2e_p99", "slo-e2e-p99", "SLO: p99 completion from schedule at most this (0 = not checked)")
+	f.f64(&o.SLOGoodput, "slo_goodput", "slo-goodput", "SLO: goodput at least this fraction of offered (0 = not checked)")
+	f.str(&o.PrometheusAddr, "prometheus_addr", "prometheus-addr", "serve live run values as Prometheus metrics on this address (e.g. 127.0.0.1:9099)")
+	f.fs.BoolVarP(&o.Quiet, "quiet", "q", o.Quiet, "no live view")
+	f.bind("quiet", "quiet")
+	f.str(&o.Deployment, "deployment", "deployment", "recorded in the manifest: serverless, dedicated, self-managed, …")
+	f.str(&o.Hardware, "hardware", "hardware", "recorded in the manifest: accelerator type and count, if known")
+	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")
+	f.simulator("sim.", &o.Sim)
+}
+
+// simulator binds one flag per simulator setting, named as the kebab-case
+// of its YAML key (--max-num-seqs, --step-base, ...); prefix is the
+// settings' path in the config ("sim." inside the options, "" for surge
+// sim). A flag already defined (the experiments' --seed) is left alone.
+func (f *flags) simulator(prefix string, c *sim.Config) {
+	add := func(key string, bind func(name string)) {
+		name := strings.ReplaceAll(key, "_", "-")
+		if f.fs.Lookup(name) != nil {
+			return
+		}
+		bind(name)
+		f.byKey[prefix+key] = name
+		f.sim[prefix+key] = true
+	}
+	in := func(p *int, key, usage string) {
+		add(key, func(n string) { f.fs.IntVar(p, n, *p, usage) })
+	}
+	du := func(p *time.Duration, key, usage string) {
+		add(key, func(n string) { f.fs.DurationVar(p, n, *p, usage) })
+	}
+	fl := func(p *float64, key, usage string) {
+		add(key, func(n string) { f.fs.Float64Var(p, n, *p, usage) })
+	}
+	add("seed", func(n string) {
+		f.fs.Int64Var(&c.Seed, n, c.Seed, "sim: seed of natural output lengths and fault decisions")
+	})
+	in(&c.MaxNumSeqs, "max_num_seqs", "sim: most sequences in a replica's running batch")
+	in(&c.MaxNumBatchedTokens, "max_num_batched_tokens", "sim: token budget per engine step, tokens (decodes + prefill chunks; ≥ max-num-seqs)")
+	in(&c.KVCacheTokens, "kv_cache_tokens", "sim: KV-cache capacity per replica, tokens")
+	in(&c.MaxModelLen, "max_model_len", "sim: limit of prompt + max_tokens per request, tokens (longer requests get 400)")
+	du(&c.StepBase, "step_base", "sim: fixed duration of one engine step")
+	du(&c.StepPerDecodeSeq, "step_per_decode_seq", "sim: step duration added per decoding sequence")
+	du(&c.StepPerPrefillToken, "step_per_prefill_token", "sim: step duration added per prompt token prefilled")
+	fl(&c.OutputMean, "output_mean", "sim: mean natural output length without ignore_eos, tokens (lognormal)")
+	fl(&c.OutputSigma, "output_sigma", "sim: lognormal shape σ of the natural output length (0 = fixed)")
+	in(&c.MaxWaiting, "max_waiting", "sim: waiting-queue limit per replica, requests; beyond it 429 with Retry-After (0 = unbounded)")
+	in(&c.Replicas, "replicas", "sim: replicas ready at start")
+	add("autoscale", func(n string) { f.fs.BoolVar(&c.Autoscale, n, c.Autoscale, "sim: enable the autoscaler") })
+	in(&c.MinReplicas, "min_replicas", "sim: autoscaler floor, replicas")
+	in(&c.MaxReplicas, "max_replicas", "sim: autoscaler ceiling, replicas (ready + starting)")
+	fl(&c.ScaleUpWaiting, "scale_up_waiting", "sim: scale-up threshold, waiting requests per ready replica")
+	du(&c.ScaleUpHold, "scale_up_hold", "sim: how long the scale-up threshold must hold continuously")
+	du(&c.ScaleRequestDelay, "scale_request_delay", "sim: delay from scale trigger to capacity requested")
+	du(&c.NodeReadyDelay, "node_ready_delay", "sim: delay from capacity requested to node ready")
+	du(&c.ContainerReadyDelay, "container_ready_delay", "sim: delay from node ready to container ready")
+	du(&c.ModelReadyDelay, "model_ready_delay", "sim: delay from container ready to model loaded (serving)")
+	du(&c.ScaleDownIdle, "scale_down_idle", "sim: idle time before one replica is removed")
+	fl(&c.Fault500, "fault_500", "sim: fraction of requests answered with HTTP 500 (0..1)")
+	fl(&c.Fault503, "fault_503", "sim: fraction of requests answered with HTTP 503 (0..1)")
+	fl(&c.FaultReset, "fault_reset", "sim: fraction of streams reset mid-stream (0..1)")
+	fl(&c.FaultMalformed, "fault_malformed", "sim: fraction of streams with a malformed SSE chunk (0..1)")
+	fl(&c.FaultStall, "fault_stall", "sim: fraction of streams that stall mid-stream (0..1)")
+	du(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
+	fl(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
+	du(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
+	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
+}

@@ -1,0 +1,432 @@
+// Package burst is the burst experiment (`surge burst`): for each
+// multiplier k, one run of four phases — warmup (excluded), baseline,
+// burst at k × baseline, recovery at baseline — after the target has
+// settled; the prediction of the backlog model printed before each burst;
+// recovery judged on arrival windows aligned to the burst's end and
+// extended up to the recovery limit; and a results table with one row per
+// multiplier (docs/method.md §3, §8).
+package burst
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// The burst experiment's defaults beyond docs/method.md §3's phase lengths.
+const (
+	DefaultRecoveryLimit = 10 * time.Minute // longest recovery watched, extension included
+	DefaultSettleTimeout = 5 * time.Minute  // longest wait for the target to settle before a run
+)
+
+// The demo: `surge burst` with no target and no phase settings. Chosen so
+// the whole 2×/5×/10× experiment takes about three minutes and the 5× and
+// 10× bursts build a real backlog in the simulator (≈10 req/s of capacity).
+const (
+	DemoBaselineRPS   = 4.0
+	DemoWarmup        = 5 * time.Second
+	DemoBaseline      = 20 * time.Second
+	DemoBurst         = 6 * time.Second
+	DemoRecovery      = 20 * time.Second
+	DemoRecoveryLimit = 75 * time.Second
+	DemoWindow        = 5 * time.Second
+	DemoSettleTimeout = 30 * time.Second
+	// DemoRecoveryMetric judges the demo's recovery on TTFT: in the
+	// simulator, as in most chat workloads, completion time is dominated
+	// by the answer's length, which hides a few seconds of queueing in
+	// 5-second windows of ~25 requests.
+	DemoRecoveryMetric = "ttft"
+)
+
+// Config is the burst experiment. Its YAML keys are the options' and its
+// own; the options are recorded apart from it in the manifest.
+type Config struct {
+	Options        run.Options   `yaml:",inline" json:"-"`
+	BaselineRPS    float64       `yaml:"baseline_rps" json:"baseline_rps"`       // the named baseline, requests/s
+	Multipliers    []float64     `yaml:"multipliers" json:"multipliers"`         // burst = baseline × k, one run per k
+	Warmup         time.Duration `yaml:"warmup" json:"warmup"`                   // excluded from results
+	Baseline       time.Duration `yaml:"baseline" json:"baseline"`               // reference latency and goodput
+	Burst          time.Duration `yaml:"burst" json:"burst"`                     // the spike
+	Recovery       time.Duration `yaml:"recovery" json:"recovery"`               // planned recovery watch
+	RecoveryLimit  time.Duration `yaml:"recovery_limit" json:"recovery_limit"`   // longest recovery watch, extension included
+	Arrival        string        `yaml:"arrival" json:"arrival"`                 // arrival process of every phase
+	Burstiness     float64       `yaml:"burstiness" json:"burstiness"`           // gamma shape
+	RecoveryMetric string        `yaml:"recovery_metric" json:"recovery_metric"` // e2e (completion) or ttft
+	CapacityRPS    float64       `yaml:"capacity_rps" json:"capacity_rps"`       // μ for the prediction (0 = estimate)
+	BoostRPS       float64       `yaml:"boost_rps" json:"boost_rps"`             // prediction: capacity after a scale-up (0 = none)
+	BoostAfter     time.Duration `yaml:"boost_after" json:"boost_after"`         // prediction: when the boost arrives, after the burst starts
+	SettleTimeout  time.Duration `yaml:"settle_timeout" json:"settle_timeout"`   // longest wait for the target to settle before each run
+	Simulate       bool          `yaml:"simulate" json:"simulate"`               // run in virtual time against the engine model
+
+	// Demo is set when the demo defaults were applied.
+	Demo bool `yaml:"-" json:"demo,omitempty"`
+	// BaselineAuto is --baseline-rps auto: a capacity search runs first and
+	// its suggestion becomes the baseline.
+	BaselineAuto bool `yaml:"-" json:"baseline_auto,omitempty"`
+}
+
+// DefaultConfig has docs/method.md §3's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Options:        run.DefaultOptions(),
+		Multipliers:    []float64{2, 5, 10},
+		Warmup:         schedule.DefaultWarmup,
+		Baseline:       schedule.DefaultBaseline,
+		Burst:          schedule.DefaultBurst,
+		Recovery:       schedule.DefaultRecovery,
+		RecoveryLimit:  DefaultRecoveryLimit,
+		Arrival:        schedule.ArrivalPoisson,
+		Burstiness:     1,
+		RecoveryMetric: "e2e",
+		SettleTimeout:  DefaultSettleTimeout,
+	}
+}
+
+// ApplyDemo fills in the demo's settings when there is no target: the
+// built-in simulator with short phases, for every key the user did not set
+// (as set reports). With Simulate only the baseline gets a default.
+func (c *Config) ApplyDemo(set func(key string) bool) {
+	if c.Options.Target != "" {
+		return
+	}
+	if !set("baseline_rps") && !c.BaselineAuto && c.BaselineRPS == 0 {
+		c.BaselineRPS = DemoBaselineRPS
+	}
+	if c.Simulate {
+		return
+	}
+	c.Demo = true
+	def := func(key string, apply func()) {
+		if !set(key) {
+			apply()
+		}
+	}
+	def("warmup", func() { c.Warmup = DemoWarmup })
+	def("baseline", func() { c.Baseline = DemoBaseline })
+	def("burst", func() { c.Burst = DemoBurst })
+	def("recovery", func() { c.Recovery = DemoRecovery })
+	def("recovery_limit", func() { c.RecoveryLimit = max(DemoRecoveryLimit, c.Recovery) })
+	def("window", func() { c.Options.Window = DemoWindow })
+	def("settle_timeout", func() { c.SettleTimeout = DemoSettleTimeout })
+	def("recovery_metric", func() { c.RecoveryMetric = DemoRecoveryMetric })
+}
+
+// Validate checks the burst settings (not the options); each problem is a
+// field.Error named by its YAML key.
+func (c *Config) Validate() error {
+	var errs field.Errors
+	bad := errs.Add
+	// With --baseline-rps auto the capacity search sets it before the runs.
+	if !c.BaselineAuto && (c.BaselineRPS <= 0 || math.IsNaN(c.BaselineRPS) || math.IsInf(c.BaselineRPS, 0)) {
+		if c.Options.Target != "" {
+			bad("baseline_rps", "required with --target: the sustainable request rate the bursts multiply (find it with surge capacity, or pass --baseline-rps auto)")
+		} else {
+			bad("baseline_rps", "must be > 0, got %g", c.BaselineRPS)
+		}
+	}
+	if len(c.Multipliers) == 0 {
+		bad("multipliers", "give at least one, e.g. 2,5,10")
+	}
+	for _, k := range c.Multipliers {
+		if !(k > 0) || math.IsInf(k, 0) {
+			bad("multipliers", "each must be > 0, got %g", k)
+		}
+	}
+	for _, d := range []struct {
+		key  string
+		v    time.Duration
+		zero bool
+	}{{"warmup", c.Warmup, true}, {"baseline", c.Baseline, false}, {"burst", c.Burst, false}, {"recovery", c.Recovery, false}} {
+		if d.v < 0 || (!d.zero && d.v == 0) {
+			bad(d.key, "must be > 0, got %s", d.v)
+		}
+	}
+	if c.RecoveryLimit < c.Recovery {
+		bad("recovery_limit", "must be ≥ --recovery (%s), got %s", c.Recovery, c.RecoveryLimit)
+	}
+	if c.Arrival != schedule.ArrivalConstant && c.Arrival != schedule.ArrivalPoisson && c.Arrival != schedule.ArrivalGamma {
+		bad("arrival", "must be constant, poisson or gamma, got %q", c.Arrival)
+	}
+	if c.RecoveryMetric != "e2e" && c.RecoveryMetric != "ttft" {
+		bad("recovery_metric", "must be e2e or ttft, got %q", c.RecoveryMetric)
+	}
+	if c.CapacityRPS < 0 {
+		bad("capacity_rps", "must be ≥ 0, got %g", c.CapacityRPS)
+	}
+	if c.BoostRPS < 0 {
+		bad("boost_rps", "must be ≥ 0, got %g", c.BoostRPS)
+	}
+	if c.SettleTimeout < 0 {
+		bad("settle_timeout", "must be ≥ 0, got %s", c.SettleTimeout)
+	}
+	return errs.Err()
+}
+
+// plan is the four phases of one run at multiplier k; the recovery phase
+// is as long as the recovery limit, and ends early once recovered.
+func (c *Config) plan(k float64) schedule.Plan {
+	ph := func(name string, d time.Duration, mult float64) schedule.Phase {
+		p := schedule.Phase{Name: name, Duration: d, Multiplier: mult, Arrival: c.Arrival}
+		if c.Arrival == schedule.ArrivalGamma {
+			p.Burstiness = c.Burstiness
+		}
+		return p
+	}
+	p := schedule.Plan{BaselineRPS: c.BaselineRPS}
+	if c.Warmup > 0 {
+		p.Phases = append(p.Phases, ph(schedule.PhaseWarmup, c.Warmup, 1))
+	}
+	p.Phases = append(p.Phases, ph(schedule.PhaseBaseline, c.Baseline, 1), ph(schedule.PhaseBurst, c.Burst, k), ph(schedule.PhaseRecovery, c.RecoveryLimit, 1))
+	return p
+}
+
+// RecoveryRule is the rule recovery is judged by: P99 of the chosen
+// latency within 10% of the baseline's for three consecutive windows.
+func (c *Config) RecoveryRule() analyze.RecoveryRule {
+	r := analyze.RecoveryRule{Window: c.Options.Window}
+	if c.RecoveryMetric == "ttft" {
+		r.Metric = analyze.MetricTTFTSchedule
+	} else {
+		r.Metric = analyze.MetricE2ESchedule
+	}
+	return r
+}
+
+// Run is one multiplier's run and its verdicts.
+type Run struct {
+	K          float64
+	Result     *run.Result
+	Prediction *predict.Prediction // nil when μ is unknown
+	MuSource   string
+	Settle     time.Duration
+	SettleNote string
+	Recovery   recovery
+	BurstEnd   time.Duration
+}
+
+// Burst executes the burst experiment into d: one run folder per
+// multiplier (burst-<k>x/), then the results table and report.html at the
+// top, with a summary on w.
+func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	runs, err := burstRuns(ctx, env, c, d, w)
+	if err != nil {
+		return experiment.Outcome{}, err
+	}
+	interrupted := ctx.Err() != nil
+	for _, r := range runs {
+		interrupted = interrupted || r.Result.Partial
+	}
+	return writeReports(env, c, d, runs, interrupted, w)
+}
+
+// capacityInfo is μ and where it came from.
+type capacityInfo struct {
+	mu     float64 // 0 = unknown
+	source string
+}
+
+// burstRuns executes one run per multiplier and writes the run folders.
+func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) ([]Run, error) {
+	if err := c.Validate(); err != nil {
+		return nil, &run.ConfigError{Err: err}
+	}
+	switch {
+	case c.Demo:
+		fmt.Fprintf(w, "surge burst — DEMO against the built-in simulated engine (%s).\n", env.BaseURL)
+		fmt.Fprintf(w, "Short demo phases: warmup %s, baseline %s at %.0f req/s, burst %s, recovery %s (watched up to %s), windows of %s;\n"+
+			"recovery judged on TTFT P99 (in the simulator completion time mostly reflects answer length).\n",
+			c.Warmup, c.Baseline, c.BaselineRPS, c.Burst, c.Recovery, c.RecoveryLimit, c.Options.Window)
+		fmt.Fprintf(w, "Point it at your endpoint with: surge burst --target https://HOST/v1 --model NAME --baseline-rps R [--metrics-url URL]\n\n")
+	case env.Virtual:
+		experiment.Announce(w, env, "burst")
+		fmt.Fprintln(w)
+	}
+	mu := capacityInfo{c.CapacityRPS, "--capacity-rps"}
+	if c.BaselineAuto && c.BaselineRPS == 0 {
+		var err error
+		if mu, err = autoBaseline(ctx, env, c, d, w); err != nil {
+			return nil, err
+		}
+	}
+	if mu.mu == 0 && env.Simulated {
+		m, err := simCapacity(env.Opts)
+		if err != nil {
+			return nil, err
+		}
+		mu = capacityInfo{m, "simulated engine, raised to saturation in virtual time"}
+	}
+	if mu.mu > 0 && c.BaselineRPS >= mu.mu {
+		fmt.Fprintf(w, "WARNING: the baseline %.2f req/s is at or above the estimated capacity μ = %.2f req/s (%s).\n"+
+			"         A burst experiment needs a sustainable baseline: the backlog will never drain. Lower --baseline-rps.\n\n", c.BaselineRPS, mu.mu, mu.source)
+	}
+
+	var runs []Run
+	gate := &experiment.Gate{Env: env, Timeout: c.SettleTimeout, Out: w}
+	for _, k := range c.Multipliers {
+		if ctx.Err() != nil {
+			break
+		}
+		r, err := burstRun(ctx, env, c, d, w, gate, k, &mu)
+		if r != nil {
+			runs = append(runs, *r)
+			printRun(w, r)
+		}
+		if err != nil {
+			return runs, err
+		}
+		if r.Result.Partial {
+			break
+		}
+	}
+	return runs, nil
+}
+
+// burstRun settles the target, predicts and runs multiplier k. When μ was
+// unknown and the burst built a backlog, μ is measured from it (and kept
+// for the later multipliers).
+func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer, gate *experiment.Gate, k float64, mu *capacityInfo) (*Run, error) {
+	name := "burst-" + fmtK(k) + "x"
+	r := &Run{K: k, MuSource: mu.source}
+	if !env.Virtual {
+		var err error
+		if r.Settle, r.SettleNote, err = gate.Wait(ctx); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "settle before %s: %s (%s)\n", name, r.Settle.Round(100*time.Millisecond), r.SettleNote)
+	}
+	burstStart := c.Warmup + c.Baseline
+	r.BurstEnd = burstStart + c.Burst
+	if mu.mu > 0 {
+		if p, err := predict.Predict(predictParams(c, k, mu.mu)); err == nil {
+			r.Prediction = &p
+			fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; prediction with μ = %.2f req/s (%s): %s\n",
+				name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst, mu.mu, mu.source, p.Explanation)
+		}
+	} else {
+		fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; no prediction yet (capacity unknown: pass --capacity-rps)\n",
+			name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst)
+	}
+	sub, err := d.Sub(name)
+	if err != nil {
+		return nil, err
+	}
+	rule := c.RecoveryRule()
+	stop := &recovered{env: env, burstEnd: r.BurstEnd, plannedEnd: r.BurstEnd + c.Recovery, window: env.Opts.Window, rule: rule, exclude: []string{schedule.PhaseWarmup}}
+	spec := run.Spec{Name: name, Dir: sub, Command: "burst", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup},
+		Experiment: experimentRecord{Multiplier: k, Burst: c}, Recovery: rule, Stop: stop}
+	stop.plan = spec.Plan
+	measuredMuWarning := ""
+	spec.Finish = func(res *run.Result) {
+		if !env.Virtual && len(res.Engine) > 0 {
+			// The engine observes queue time when a request finishes, so the
+			// burst's queueing shows up as the backlog drains: take the
+			// histogram delta from the burst start to the end of the run.
+			last := res.Engine[len(res.Engine)-1].TNs
+			res.QueueWait[schedule.PhaseBurst] = run.QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(burstStart), last))
+		}
+		if mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated {
+			// μ measured: the burst's completion rate, when a backlog built.
+			if m, ok := analyze.MeasuredCapacity(res.Analysis, res.DoneOK, burstStart, r.BurstEnd); ok {
+				*mu = capacityInfo{m, "measured: completions/s during the " + fmtK(k) + "× burst"}
+				if c.BaselineRPS >= m {
+					measuredMuWarning = fmt.Sprintf("WARNING: the baseline %.2f req/s is at or above the capacity measured during this burst (μ ≈ %.2f req/s).\n"+
+						"         The baseline is not sustainable: the backlog cannot drain. Lower --baseline-rps.\n", c.BaselineRPS, m)
+				}
+				if p, err := predict.Predict(predictParams(c, k, m)); err == nil {
+					r.Prediction, r.MuSource = &p, mu.source+" (after the fact)"
+				}
+			}
+		}
+		res.Burst = &rundir.BurstInfo{K: k, BaselineRPS: c.BaselineRPS, Mu: mu.mu, MuSource: r.MuSource, Prediction: r.Prediction,
+			BurstEndNs: int64(r.BurstEnd), PlannedRecoveryNs: int64(c.Recovery), SettleNs: int64(r.Settle), SettleNote: r.SettleNote}
+	}
+	res, err := env.Execute(ctx, spec)
+	if res == nil {
+		return nil, err
+	}
+	fmt.Fprint(w, measuredMuWarning)
+	r.Result = res
+	r.Recovery = measuredRecovery(res.Analysis.Recovery, c.Recovery)
+	return r, err
+}
+
+// experimentRecord is what a burst run's manifest records of the
+// experiment: the multiplier and the burst settings.
+type experimentRecord struct {
+	Multiplier float64 `json:"multiplier"`
+	Burst      *Config `json:"burst"`
+}
+
+// recovered ends a run's recovery phase once the analysis says it has
+// recovered, judging whole windows only.
+type recovered struct {
+	env                  *run.Env
+	plan                 schedule.Plan
+	exclude              []string
+	rule                 analyze.RecoveryRule
+	burstEnd, plannedEnd time.Duration
+	window               time.Duration
+}
+
+// CheckFrom is the end of the planned recovery window.
+func (s *recovered) CheckFrom() time.Duration { return s.plannedEnd }
+
+// Stop says "recovered" once the recovery rule holds on the windows seen.
+func (s *recovered) Stop(recs []record.Record, horizon time.Duration) string {
+	// Judge whole windows only: cut the horizon back to the last window
+	// boundary (windows are aligned to the burst end), so a recovery is
+	// never declared on a window partly observed.
+	horizon = s.burstEnd + (horizon-s.burstEnd)/s.window*s.window
+	if horizon <= s.plannedEnd {
+		return ""
+	}
+	r, err := analyze.Records(s.env.AnalyzeConfig(s.plan, s.exclude, s.rule), recs, horizon)
+	if err == nil && r.Recovery.Judged && r.Recovery.Recovered {
+		return "recovered"
+	}
+	return ""
+}
+
+func predictParams(c *Config, k, mu float64) predict.Params {
+	return predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter}
+}
+
+// simCapacity measures the simulated engine's capacity μ for the
+// configured workload: the load is raised in virtual time until the
+// engine holds a waiting queue, and μ is its completion rate then
+// (sim.Capacity).
+func simCapacity(o run.Options) (float64, error) {
+	prof, err := o.WorkloadProfile()
+	if err != nil {
+		return 0, &run.ConfigError{Err: err}
+	}
+	gen, err := workload.New(workload.Config{Profile: prof, Seed: o.Seed, IgnoreEOS: o.IgnoreEOS})
+	if err != nil {
+		return 0, &run.ConfigError{Err: err}
+	}
+	res, err := sim.Capacity(o.Sim, func(i int) sim.Request {
+		r := gen.Generate(schedule.Arrival{Seq: int64(i)})
+		return sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("burst: the simulator's capacity: %w", err)
+	}
+	return res.RPS, nil
+}
+
+func fmtK(k float64) string { return strconv.FormatFloat(k, 'f', -1, 64) }

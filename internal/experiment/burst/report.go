@@ -1,0 +1,273 @@
+package burst
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// recovery is a recovery time as the results table shows it.
+type recovery = report.Recovery
+
+// measuredRecovery is the measured recovery as the results table shows it.
+func measuredRecovery(r analyze.Recovery, planned time.Duration) recovery {
+	switch {
+	case !r.Judged:
+		return report.RecoveryNA(r.Reason)
+	case r.Recovered:
+		rec := report.RecoveredAfter(r.RecoveryTimeMs / 1000)
+		if time.Duration(r.RecoveryTimeMs*1e6) > planned {
+			rec.Reason = fmt.Sprintf("beyond the planned window of %s (recovery was extended)", planned)
+		}
+		return rec
+	}
+	return report.NotRecoveredWithin(r.ObservedMs / 1000)
+}
+
+// predictedRecovery is the predicted recovery as the results table shows it.
+func predictedRecovery(p *predict.Prediction) recovery {
+	switch {
+	case p == nil:
+		return report.RecoveryNA("capacity unknown: pass --capacity-rps")
+	case p.Never:
+		return report.NeverRecovers("baseline at or above capacity")
+	}
+	return report.RecoveredAfter(p.RecoveryTime.Seconds())
+}
+
+func recoveryText(r recovery) string {
+	switch r.State {
+	case report.Recovered:
+		s := "recovered " + fmtSeconds(r.Seconds) + " after the burst ended"
+		if r.Reason != "" {
+			s += ", " + r.Reason
+		}
+		return s
+	case report.NotRecovered:
+		return "did not recover within the planned window (watched " + fmtSeconds(r.Seconds) + " after the burst)"
+	case report.NeverDrains:
+		return "never recovers (" + r.Reason + ")"
+	}
+	return "n/a (" + r.Reason + ")"
+}
+
+func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) + " s" }
+
+func printRun(w io.Writer, run *Run) {
+	res := run.Result
+	experiment.PrintPhases(w, res)
+	fmt.Fprintf(w, "recovery (%s): %s", res.Analysis.Recovery.Metric, recoveryText(run.Recovery))
+	if run.Prediction != nil {
+		fmt.Fprintf(w, "; predicted %s (μ from %s)", recoveryText(predictedRecovery(run.Prediction)), run.MuSource)
+	}
+	fmt.Fprintln(w)
+	if note := abandonmentNote(run); note != "" {
+		fmt.Fprintln(w, note)
+	}
+	fmt.Fprintln(w)
+}
+
+// abandonmentNote explains a measured recovery faster than predicted: the
+// fluid model assumes every request waits, but timed-out requests leave.
+func abandonmentNote(run *Run) string {
+	if run.Prediction == nil || run.Prediction.Never {
+		return ""
+	}
+	var timedOut, offered int64
+	for _, p := range run.Result.Analysis.Phases {
+		if p.Name == schedule.PhaseBurst || p.Name == schedule.PhaseRecovery {
+			timedOut += p.Outcomes[record.Timeout]
+			offered += p.Offered
+		}
+	}
+	if offered == 0 || float64(timedOut) <= 0.01*float64(offered) {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction assumes every request waits, so it overstates the recovery time when requests give up.",
+		timedOut, offered, 100*float64(timedOut)/float64(offered))
+}
+
+// baselineProblems lists the baseline phase's SLO clauses that say the
+// service was not keeping up: TTFT, or goodput short by more than a couple
+// of requests (one late answer in a short baseline of 80 requests already
+// misses a 99% goodput clause, and says nothing about sustainability). A
+// completion-time clause can fail at any load when answers are long, and
+// says nothing about queueing.
+func baselineProblems(p analyze.PhaseResult) []string {
+	var out []string
+	for _, c := range p.SLO.Clauses {
+		switch {
+		case c.Pass:
+		case c.Name == analyze.ClauseTTFTP95:
+			out = append(out, c.Text)
+		case c.Name == analyze.ClauseGoodputRatio:
+			missing := (c.Limit - c.Measured) * float64(p.Offered)
+			if missing > max(2, 0.01*float64(p.Offered)) {
+				out = append(out, c.Text)
+			}
+		}
+	}
+	return out
+}
+
+// writeReports writes the top-level results table and report.html: the
+// burst layout, one row per multiplier.
+func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupted bool, w io.Writer) (experiment.Outcome, error) {
+	out := experiment.Outcome{SLOPass: true, Dir: d.Path(), Partial: interrupted}
+	t := report.Table{Title: "surge burst: " + env.TargetName(), Meta: append(experiment.HTMLMeta(env),
+		report.KV{Key: "named baseline", Value: fmt.Sprintf("%.2f req/s", c.BaselineRPS)},
+		report.KV{Key: "phases", Value: fmt.Sprintf("warmup %s (excluded), baseline %s, burst %s, recovery %s (watched up to %s)", c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit)},
+		report.KV{Key: "recovery rule", Value: fmt.Sprintf("P99 %s within 10%% of the baseline's for 3 consecutive %s windows, failures no higher", c.RecoveryMetric, env.Opts.Window)},
+	)}
+	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
+	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
+	anyOK := false
+	for i := range runs {
+		r := &runs[i]
+		res := r.Result
+		row := experiment.Row(res, &env.Opts, schedule.PhaseBurst)
+		row.Multiplier = report.Val(r.K)
+		row.BaselineRPS = report.Val(c.BaselineRPS)
+		row.BurstRPS = report.Val(r.K * c.BaselineRPS)
+		row.Recovery = r.Recovery
+		row.PredictedRecovery = predictedRecovery(r.Prediction)
+		t.Rows = append(t.Rows, row)
+		scope := fmtK(r.K) + "×"
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
+		if b, ok := res.Analysis.Phase(schedule.PhaseBaseline); ok {
+			if probs := baselineProblems(b); len(probs) > 0 {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: the baseline phase already missed the SLO (%s; %d requests) — the baseline may not be sustainable, so the burst results overstate the burst's effect.",
+					scope, strings.Join(probs, "; "), b.Offered))
+			}
+		}
+		if !res.Analysis.Verdict.Pass {
+			out.SLOPass = false
+		}
+		if res.Analysis.Overall.Succeeded > 0 {
+			anyOK = true
+		}
+		if res.Scrape.State != "" && len(res.Engine) == 0 {
+			t.Notes = append(t.Notes, scope+": no engine metrics — latency growth is extra observed latency, not measured queue time")
+		}
+		if note := abandonmentNote(r); note != "" {
+			t.Notes = append(t.Notes, scope+": "+note)
+		}
+		if r.Settle > 0 || r.SettleNote != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
+		}
+		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s× (%.1f req/s over a %.1f req/s baseline)", fmtK(r.K), r.K*c.BaselineRPS, c.BaselineRPS))
+		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
+		if ar := res.Analysis.Recovery; ar.Recovered {
+			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
+		}
+		if r.Prediction != nil && !r.Prediction.Never {
+			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
+		}
+		h.Runs = append(h.Runs, charts)
+	}
+	if interrupted {
+		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
+	}
+	ht := t
+	ht.Meta = nil // the page shows the same facts once, above the table
+	h.Tables = []report.Table{ht}
+	if err := experiment.WriteReports(d, t, h); err != nil {
+		return out, err
+	}
+	out.Unusable = len(runs) > 0 && !anyOK
+	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
+	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
+	return out, nil
+}
+
+// Rerender re-analyses a burst experiment's folder — or one run folder —
+// from the files it holds (manifest.json, requests.jsonl, engine.csv,
+// summary.json) and writes every derived file again: summary.json,
+// timeseries.csv, results.md/.csv/.json and report.html. Nothing is sent.
+func Rerender(path string, w io.Writer) error {
+	if rundir.IsRun(path) {
+		return experiment.RerenderRun(path, w, func(r *run.Reloaded) analyze.RecoveryRule {
+			if c, ok := decodeConfig(r); ok {
+				return c.RecoveryRule()
+			}
+			return analyze.RecoveryRule{}
+		})
+	}
+	paths, err := rundir.Runs(path, "burst-*x")
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return &run.ConfigError{Err: fmt.Errorf("report: %s holds neither requests.jsonl nor burst-<k>x run folders", path)}
+	}
+	d, err := rundir.Reopen(path, "surge report")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var runs []Run
+	var env *run.Env
+	var cfg *Config
+	partial := false
+	for _, rd := range paths {
+		r, err := run.Reload(rd)
+		if err != nil {
+			return err
+		}
+		c, ok := decodeConfig(r)
+		if !ok || r.Summary.Burst == nil {
+			return &run.ConfigError{Err: fmt.Errorf("report: %s: not a burst run (summary.json has no burst section)", rd)}
+		}
+		sub, err := d.Existing(filepath.Base(rd))
+		if err != nil {
+			return err
+		}
+		res, err := r.Result(sub, c.RecoveryRule())
+		if err != nil {
+			return err
+		}
+		if err := run.Save(sub, res); err != nil {
+			return err
+		}
+		env, cfg = r.Env, c
+		b := res.Burst
+		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, MuSource: b.MuSource,
+			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
+			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs))})
+		partial = partial || res.Partial
+	}
+	_, err = writeReports(env, cfg, d, runs, partial, w)
+	return err
+}
+
+// decodeConfig reads the burst settings a run's manifest recorded.
+func decodeConfig(r *run.Reloaded) (*Config, bool) {
+	var rec struct {
+		Burst *Config `json:"burst"`
+	}
+	if len(r.Experiment) == 0 || json.Unmarshal(r.Experiment, &rec) != nil || rec.Burst == nil {
+		return nil, false
+	}
+	rec.Burst.Options = r.Env.Opts
+	return rec.Burst, true
+}
+
+var _ = strconv.Itoa
+var _ = strings.Join
+var _ = record.OK

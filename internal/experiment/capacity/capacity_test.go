@@ -1,0 +1,253 @@
+package capacity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// capacityEnv prepares a virtual-time environment for o.
+func capacityEnv(t *testing.T, o run.Options) (*run.Env, *exptest.SyncBuilder) {
+	t.Helper()
+	return exptest.Env(t, o, true)
+}
+
+// simMu is the simulator's capacity μ for the options' workload, measured
+// by raising the load until the engine queues (sim.Capacity).
+func simMu(t *testing.T, o run.Options) float64 {
+	t.Helper()
+	prof, err := o.WorkloadProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := workload.New(workload.Config{Profile: prof, Seed: o.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Capacity(o.Sim, func(i int) sim.Request {
+		r := gen.Generate(schedule.Arrival{Seq: int64(i)})
+		return sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.RPS
+}
+
+// queueingSLO judges steps on queueing only: p95 TTFT ≤ 2 s and 99% of
+// requests with their first token within 2 s, no completion clause. The
+// chat profile's longest answers take over 12 s even on an idle simulator
+// step time, so the default completion SLO measures answer length, not
+// capacity.
+func queueingSLO(o *run.Options) {
+	o.Quiet = true
+	o.SLOE2EP99 = 0
+	o.E2EDeadline = 10 * time.Minute
+	o.Timeout = 10 * time.Minute
+}
+
+// On the simulator in virtual time the search finds the engine's capacity
+// μ — measured the way the burst prediction measures it, from a saturated
+// run — within 10%, from below and from above.
+func TestCapacityFindsSimulatorCapacity(t *testing.T) {
+	cases := []struct {
+		name  string
+		start float64
+	}{
+		{"growing from 1 req/s", 1},
+		{"shrinking from 40 req/s", 40},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Simulate = true
+			c.StartRPS = tc.start
+			queueingSLO(&c.Options)
+			env, out := capacityEnv(t, c.Options)
+			mu := simMu(t, env.Opts)
+			d := exptest.Dir(t)
+			dir := d.Path()
+			res, err := Capacity(context.Background(), env, &c, d, out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var cr Result
+			b, err := os.ReadFile(filepath.Join(dir, "capacity.json"))
+			if err != nil || json.Unmarshal(b, &cr) != nil {
+				t.Fatalf("capacity.json: %v\n%s", err, b)
+			}
+			t.Logf("μ = %.2f req/s; sustainable %.2f, lowest failing %.2f, %d steps", mu, cr.SustainableRPS, cr.LowestFailingRPS, len(cr.Steps))
+			if mu < 8 || mu > 11 {
+				t.Fatalf("the simulator's μ is %.2f; the test assumes ≈ 9.3", mu)
+			}
+			if !res.SLOPass || !cr.Bounded || !cr.Converged {
+				t.Fatalf("outcome %+v, result %+v\n%s", res, cr, out)
+			}
+			if d := math.Abs(cr.SustainableRPS-mu) / mu; d > 0.10 {
+				t.Fatalf("sustainable %.2f req/s is %.0f%% from μ %.2f\n%s", cr.SustainableRPS, 100*d, mu, out)
+			}
+			if want := experiment.RoundRate(0.7 * cr.SustainableRPS); cr.BaselineRPS != want {
+				t.Errorf("suggested baseline %.3f, want %.3f", cr.BaselineRPS, want)
+			}
+			if cr.LowestFailingRPS-cr.SustainableRPS > c.Tolerance*cr.SustainableRPS {
+				t.Errorf("bracket [%g, %g] wider than the tolerance", cr.SustainableRPS, cr.LowestFailingRPS)
+			}
+			// Steps far above capacity are stopped early.
+			stopped := 0
+			for _, s := range cr.Steps {
+				if s.Rate > 1.3*mu && s.StoppedEarly == "" {
+					t.Errorf("step %s at %.3g req/s ran to its end", s.Name, s.Rate)
+				}
+				if s.StoppedEarly != "" {
+					stopped++
+				}
+				if _, err := os.Stat(filepath.Join(dir, s.Name, "requests.jsonl")); err != nil {
+					t.Errorf("step folder: %v", err)
+				}
+			}
+			if stopped == 0 {
+				t.Error("no step was stopped early")
+			}
+			for _, f := range []string{"results.md", "results.csv", "results.json", "report.html"} {
+				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+			html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+			if n := bytes.Count(html, []byte(`class="xychart"`)); n != 2 {
+				t.Errorf("report.html has %d XY charts, want 2", n)
+			}
+			if !strings.Contains(out.String(), "Sustainable capacity: ") || !strings.Contains(out.String(), "Suggested baseline: ") {
+				t.Errorf("summary missing:\n%s", out)
+			}
+		})
+	}
+}
+
+// A step stopped early in virtual time ends like a live one: no arrival
+// at or after the stop is sent, and the plan is cut there.
+func TestHopelessStepStopsInVirtualTime(t *testing.T) {
+	c := DefaultConfig()
+	c.Simulate = true
+	queueingSLO(&c.Options)
+	env, out := capacityEnv(t, c.Options)
+	st, err := runStep(context.Background(), env, &c, exptest.Dir(t), 1, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := st.Result
+	if st.StoppedEarly == "" || res.StoppedAt == 0 || st.Pass {
+		t.Fatalf("a step at 3× capacity was not stopped: %+v\n%s", st, out)
+	}
+	if got := res.Plan.Duration(); got != res.StoppedAt {
+		t.Errorf("plan cut at %s, stopped at %s", got, res.StoppedAt)
+	}
+	n := 0
+	err = record.ReadFile(filepath.Join(res.Spec.Dir.Path(), "requests.jsonl"), func(r *record.Record) error {
+		n++
+		if time.Duration(r.ScheduledNs) >= res.StoppedAt {
+			t.Errorf("seq %d scheduled at %s, after the stop at %s", r.Seq, time.Duration(r.ScheduledNs), res.StoppedAt)
+		}
+		return nil
+	})
+	if err != nil || int64(n) != res.Count() {
+		t.Fatalf("%d records (%d written): %v", n, res.Count(), err)
+	}
+}
+
+func TestCapacityConfigErrorsNameTheFlag(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*Config)
+		want   string
+	}{
+		"zero start":         {func(c *Config) { c.StartRPS = 0 }, "--start-rps: must be > 0"},
+		"unreachable start":  {func(c *Config) { c.StartRPS = 2e6 }, "--start-rps: 2e+06 requests/s is more than the load generator can schedule"},
+		"max below start":    {func(c *Config) { c.StartRPS, c.MaxRPS = 5, 2 }, "--max-rps: must be ≥ --start-rps (5), got 2"},
+		"growth not growing": {func(c *Config) { c.Growth = 1 }, "--growth: must be > 1"},
+		"zero tolerance":     {func(c *Config) { c.Tolerance = 0 }, "--tolerance: must be within (0, 1)"},
+		"one step":           {func(c *Config) { c.MaxSteps = 1 }, "--max-steps: must be ≥ 2"},
+		"zero step":          {func(c *Config) { c.StepDuration = 0 }, "--step-duration: must be > 0"},
+		"max step too short": {func(c *Config) { c.MaxStepDuration = time.Second }, "--max-step-duration: must be ≥ --step-duration"},
+		"no requests":        {func(c *Config) { c.MinRequests = 0 }, "--min-requests: must be ≥ 1"},
+		"fraction above 1":   {func(c *Config) { c.BaselineFraction = 1.5 }, "--baseline-fraction: must be within (0, 1]"},
+		"gamma arrivals":     {func(c *Config) { c.Arrival = "gamma" }, `--arrival: must be poisson or constant, got "gamma"`},
+		"no SLO": {func(c *Config) { c.Options.SLOTTFTP95, c.Options.SLOE2EP99, c.Options.SLOGoodput = 0, 0, 0 },
+			"a capacity search needs at least one SLO clause"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
+func TestCapacityEndToEndAgainstHTTPSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	t.Parallel()
+	c := DefaultConfig()
+	c.Options = exptest.LiveOptions()
+	c.StartRPS, c.Growth, c.MaxSteps = 4, 2, 3
+	c.StepDuration, c.MaxStepDuration, c.MinRequests, c.WarmupRequests = time.Second, 1500*time.Millisecond, 1, 2
+	c.SettleTimeout = 0
+	o := &c.Options
+	o.SLOTTFTP95, o.SLOE2EP99, o.SLOGoodput, o.TTFTDeadline = time.Second, 0, 0.9, time.Second
+	o.Timeout = 2 * time.Second // an overloaded step drains within 2 s
+	env, out := exptest.Env(t, c.Options, false)
+	d := exptest.Dir(t)
+	dir := d.Path()
+	start := time.Now()
+	res, err := Capacity(context.Background(), env, &c, d, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("capacity search in %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+	if res.Partial || res.Unusable {
+		t.Fatalf("outcome %+v", res)
+	}
+	exptest.Files(t, dir, "results.md", "results.csv", "results.json", "report.html", "capacity.json")
+	var cr Result
+	b, _ := os.ReadFile(filepath.Join(dir, "capacity.json"))
+	if err := json.Unmarshal(b, &cr); err != nil || len(cr.Steps) < 2 {
+		t.Fatalf("capacity.json: %v, %d steps", err, len(cr.Steps))
+	}
+	if cr.SustainableRPS < 4 || cr.LowestFailingRPS == 0 {
+		t.Errorf("sustainable %.2f req/s, lowest failing %.2f: the simulator holds 4 req/s easily and fails at 16", cr.SustainableRPS, cr.LowestFailingRPS)
+	}
+	for _, s := range cr.Steps {
+		exptest.Files(t, filepath.Join(dir, s.Name), "manifest.json", "requests.jsonl", "summary.json", "engine.csv")
+		if s.Rate <= 4 && s.GeneratorLimited {
+			t.Errorf("%s: the generator could not send %g req/s: %s", s.Name, s.Rate, s.Measure.GeneratorNote)
+		}
+		if n := s.Measure.CompletedOK; n == 0 {
+			t.Errorf("%s: nothing completed", s.Name)
+		}
+	}
+	if !strings.Contains(out.String(), "Sustainable capacity") {
+		t.Errorf("no summary:\n%s", out)
+	}
+}

@@ -1,0 +1,159 @@
+package soak
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
+)
+
+func virtualSoak(t *testing.T, mutate func(*Config)) (*Result, experiment.Outcome, string) {
+	t.Helper()
+	c := DefaultConfig()
+	c.Simulate, c.Options.Quiet = true, true
+	c.Rate, c.Duration, c.Warmup = 5, 30*time.Minute, time.Minute
+	mutate(&c)
+	env, out := exptest.Env(t, c.Options, true)
+	d := exptest.Dir(t)
+	dir := d.Path()
+	res, err := Soak(context.Background(), env, &c, d, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var sr Result
+	b, err := os.ReadFile(filepath.Join(dir, "soak.json"))
+	if err != nil || json.Unmarshal(b, &sr) != nil {
+		t.Fatalf("soak.json: %v\n%s", err, b)
+	}
+	for _, f := range []string{"results.md", "results.csv", "results.json", "report.html", "requests.jsonl", "summary.json", "timeseries.csv", "engine.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	return &sr, res, out.String()
+}
+
+func trendOf(sr *Result, metric string) analyze.Drift {
+	for _, t := range sr.Trends {
+		if t.Metric == metric {
+			return t
+		}
+	}
+	return analyze.Drift{}
+}
+
+// At a constant load the simulator is stationary: the soak says stable.
+// When its engine slows by half per hour it says drifting, upward, on the
+// latencies and the KV-cache usage, with a significant slope.
+func TestSoakDrift(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprintf("stable seed %d", seed), func(t *testing.T) {
+			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed = seed })
+			if sr.Verdict != analyze.DriftStable || !res.SLOPass {
+				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
+			}
+			for _, tr := range sr.Trends {
+				if !tr.Tested || tr.Windows != 30 {
+					t.Errorf("%s: tested %v over %d windows, want 30", tr.Metric, tr.Tested, tr.Windows)
+				}
+			}
+		})
+		t.Run(fmt.Sprintf("slowing down seed %d", seed), func(t *testing.T) {
+			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed, c.Options.Sim.SlowdownPerHour = seed, 0.5 })
+			if sr.Verdict != analyze.DriftDrifting || res.SLOPass {
+				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
+			}
+			if tr := trendOf(sr, "p95 completion"); !tr.Drifting || tr.Trend.CILow <= 0 || tr.Change <= 0 {
+				t.Errorf("not drifting up: %s", tr.Text)
+			}
+			// The engine holds more sequences as each takes longer.
+			if tr := trendOf(sr, "engine KV-cache usage"); tr.Trend.CILow <= 0 {
+				t.Errorf("no significant rise: %s", tr.Text)
+			}
+			if !strings.Contains(out, "verdict: DRIFTING") || !strings.Contains(out, "DRIFTING up") {
+				t.Errorf("output does not say so:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestSoakConfigErrorsNameTheFlag(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*Config)
+		want   string
+	}{
+		"no rate with target": {func(c *Config) { c.Rate, c.Options.Target = 0, "http://127.0.0.1:1/v1" }, "--rate: required with --target"},
+		"negative rate":       {func(c *Config) { c.Rate = -1 }, "--rate: must be > 0"},
+		"unreachable rate":    {func(c *Config) { c.Rate = 3e6 }, "--rate: 3e+06 requests/s is more than the load generator can schedule"},
+		"too short":           {func(c *Config) { c.Duration = 3 * time.Minute }, "--duration: must hold at least 6 windows of --window 1m0s"},
+		"bad confidence":      {func(c *Config) { c.Confidence = 1 }, "--confidence: must be within (0.5, 1)"},
+		"zero drift":          {func(c *Config) { c.DriftLatency = 0 }, "--drift-latency: must be > 0"},
+		"kv drift over 1":     {func(c *Config) { c.DriftKV = 2 }, "--drift-kv: must be within (0, 1]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Rate = 5
+			tc.mutate(&c)
+			err := c.Validate()
+			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	t.Parallel()
+	c := DefaultConfig()
+	c.Options = exptest.LiveOptions()
+	c.Options.Window = 500 * time.Millisecond
+	c.Rate, c.Duration, c.Warmup = 5, 3*time.Second, 500*time.Millisecond
+	env, out := exptest.Env(t, c.Options, false)
+	d := exptest.Dir(t)
+	dir := d.Path()
+	res, err := Soak(context.Background(), env, &c, d, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	if res.Partial || res.Unusable {
+		t.Fatalf("outcome %+v", res)
+	}
+	exptest.Files(t, dir, "results.md", "results.csv", "results.json", "report.html", "soak.json", "requests.jsonl", "engine.csv")
+	var sr Result
+	b, _ := os.ReadFile(filepath.Join(dir, "soak.json"))
+	if err := json.Unmarshal(b, &sr); err != nil {
+		t.Fatal(err)
+	}
+	if sr.Verdict != analyze.DriftStable && sr.Verdict != analyze.DriftDrifting {
+		t.Errorf("verdict %q", sr.Verdict)
+	}
+	if len(sr.Trends) != 4 {
+		t.Fatalf("%d trends", len(sr.Trends))
+	}
+	for _, tr := range sr.Trends {
+		if !tr.Tested || tr.Windows < analyze.MinDriftWindows {
+			t.Errorf("%s not tested: %s", tr.Metric, tr.Text)
+		}
+	}
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(dir, "results.csv"))).ReadAll()
+	if err != nil || len(rows) < 1+analyze.MinDriftWindows {
+		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+	}
+	if !strings.Contains(out.String(), "verdict: ") {
+		t.Errorf("no verdict printed:\n%s", out)
+	}
+}

@@ -1,0 +1,249 @@
+package run
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/live"
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/simhttp"
+)
+
+// Env is a prepared target: where requests go, where engine metrics come
+// from, and the live view's plumbing. Build it with Prepare (every
+// configuration error is found there, before any file is written) and
+// Close it when done.
+type Env struct {
+	Opts       Options
+	BaseURL    string // "" in virtual time
+	MetricsURL string
+	Preset     string
+	Simulated  bool // the target is surge's simulator
+	Virtual    bool // runs execute in virtual time
+	KeySource  string
+	Version    string
+	Live       io.Writer // where the live view draws (nil = none)
+	Logger     *slog.Logger
+
+	key      string
+	name     string  // the target as recorded, for a reloaded run
+	network  Network // nil: the real network
+	server   *simhttp.Server
+	exporter *live.Exporter
+	current  atomic.Pointer[live.Source] // the run under way, for the exporter
+}
+
+// ConfigError marks an error in the user's configuration (exit code 2).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// configErr wraps err as a ConfigError (nil stays nil).
+func configErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ConfigError{err}
+}
+
+// Setup is what Prepare needs besides the options.
+type Setup struct {
+	View    io.Writer    // where the live view draws (nil or Options.Quiet: none)
+	Logger  *slog.Logger // warnings (never content); nil: none
+	Version string       // surge's version, for the manifest
+	// Network, when set, replaces the real network: the in-process
+	// simulator listens on it and every client dials it. Tests pass an
+	// in-memory one (memnet) to run under testing/synctest.
+	Network Network
+}
+
+// Network is a place to listen and dial, like the real network.
+type Network interface {
+	Listen(ctx context.Context, addr string) (net.Listener, error)
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Prepare validates o and resolves the target. With no target it starts
+// the simulated engine in-process on a loopback port — or, when virtual is
+// true, prepares to run in virtual time against the engine model.
+func Prepare(ctx context.Context, o Options, virtual bool, view io.Writer, logger *slog.Logger, version string) (*Env, error) {
+	return PrepareWith(ctx, o, virtual, Setup{View: view, Logger: logger, Version: version})
+}
+
+// PrepareWith is Prepare with every setting of the setup.
+func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, error) {
+	view, logger, version := su.View, su.Logger, su.Version
+	if err := o.Validate(); err != nil {
+		return nil, configErr(err)
+	}
+	if virtual && o.Target != "" {
+		return nil, configErr(&field.Error{Field: "simulate", Message: "--simulate runs against the engine model in virtual time; it cannot be combined with --target"})
+	}
+	if err := checkCACert(o.CACert); err != nil {
+		return nil, configErr(err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network}
+	if !o.Quiet {
+		e.Live = view
+	}
+	switch {
+	case virtual:
+		e.Simulated, e.Virtual = true, true
+	case o.Target == "":
+		e.Simulated = true
+	default:
+		e.BaseURL = strings.TrimRight(o.Target, "/")
+		envName := o.APIKeyEnv
+		if envName == DefaultAPIKeyEnv {
+			envName = "" // the default variable may be unset: endpoints without auth
+		}
+		key, src, err := openai.LoadAPIKey(envName, o.APIKeyFile)
+		if err != nil {
+			return nil, configErr(err)
+		}
+		e.key = key
+		if src != "" {
+			e.KeySource = src
+		}
+		// The client configuration is checked once here, not when the
+		// first run starts.
+		c, err := openai.New(e.ClientConfig(1), time.Now())
+		if err != nil {
+			return nil, configErr(err)
+		}
+		c.CloseIdle()
+	}
+	if o.PrometheusAddr != "" {
+		exp, err := live.Serve(o.PrometheusAddr, e.liveStatus)
+		if err != nil {
+			return nil, configErr(&field.Error{Field: "prometheus_addr", Message: err.Error()})
+		}
+		e.exporter = exp
+	}
+	if e.Simulated && !e.Virtual {
+		var srv *simhttp.Server
+		var base string
+		var err error
+		if e.network != nil {
+			var ln net.Listener
+			if ln, err = e.network.Listen(ctx, "127.0.0.1:0"); err == nil {
+				srv, base, err = simhttp.Serve(ctx, ln, o.Sim, logger, simhttp.WithModel(o.Model))
+			}
+		} else {
+			srv, base, err = simhttp.Listen(ctx, "127.0.0.1:0", o.Sim, logger, simhttp.WithModel(o.Model))
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("run: start the simulator: %w", err)
+		}
+		e.server, e.BaseURL = srv, base
+		e.MetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
+		e.Preset = "sim"
+	}
+	return e, nil
+}
+
+// checkCACert reads a PEM CA file, so that a wrong path or a file without
+// a certificate is a configuration error before anything runs.
+func checkCACert(path string) error {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return &field.Error{Field: "ca_cert", Message: fmt.Sprintf("cannot read %s: %v", path, errors.Unwrap(err))}
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return &field.Error{Field: "ca_cert", Message: fmt.Sprintf("%s holds no PEM certificate", path)}
+	}
+	return nil
+}
+
+// Close stops the in-process simulator and the exporter, if any.
+func (e *Env) Close() error {
+	if e.exporter != nil {
+		e.exporter.Close()
+	}
+	if e.server != nil {
+		return e.server.Close()
+	}
+	return nil
+}
+
+// TargetName describes the target for reports (never with credentials).
+func (e *Env) TargetName() string {
+	switch {
+	case e.name != "":
+		return e.name
+	case e.Virtual:
+		return "engine model in virtual time (--simulate)"
+	case e.Simulated:
+		return "in-process simulator at " + e.BaseURL
+	}
+	return record.RedactURL(e.BaseURL)
+}
+
+// SimEvents returns the in-process simulator's scaling milestones so far.
+func (e *Env) SimEvents() []sim.Event {
+	if e.server == nil {
+		return nil
+	}
+	return e.server.Events()
+}
+
+// ClientConfig is the client configuration every request to the target
+// uses — a run's and the settle gate's probes alike.
+func (e *Env) ClientConfig(maxConns int) openai.Config {
+	o := &e.Opts
+	c := openai.DefaultConfig()
+	c.BaseURL, c.Model, c.API, c.Stream = e.BaseURL, o.Model, o.API, o.Stream
+	c.APIKey = e.key
+	c.Timeout, c.Retries = o.Timeout, o.Retries
+	c.CACertFile, c.InsecureSkipVerify = o.CACert, o.Insecure
+	c.MaxConns = maxConns
+	if e.network != nil {
+		c.Dial = e.network.DialContext
+	}
+	if len(o.Headers) > 0 {
+		c.Headers = map[string]string{}
+		for _, h := range o.Headers {
+			name, val, _ := strings.Cut(h, ":")
+			c.Headers[strings.TrimSpace(name)] = strings.TrimSpace(val)
+		}
+	}
+	return c
+}
+
+// ScrapeClient is the HTTP client engine metrics are scraped with: nil
+// (scrape's own) on the real network.
+func (e *Env) ScrapeClient() *http.Client {
+	if e.network == nil {
+		return nil
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: e.network.DialContext, MaxIdleConnsPerHost: 1}}
+}
+
+// liveStatus is what the exporter serves: the run under way, if any.
+func (e *Env) liveStatus() live.Status {
+	if src := e.current.Load(); src != nil {
+		return (*src)()
+	}
+	return live.Status{}
+}

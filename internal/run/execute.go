@@ -1,0 +1,270 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// WriteError is a failure to write the run folder (a full disk, a removed
+// folder). The run stops within a second of it; every record written
+// before it is a whole line of requests.jsonl, and the run is marked
+// partial.
+type WriteError struct {
+	Dir string
+	Err error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("run folder %s: %v (the run stopped; every record written so far is kept whole and the run is marked partial)", e.Dir, e.Err)
+}
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// errWrite is the cause with which a write failure cancels a run.
+var errWrite = errors.New("run: write failed")
+
+// flushEvery is how often a live run pushes its buffered records to disk,
+// so that a write error is seen within a second.
+const flushEvery = 500 * time.Millisecond
+
+// Execute performs one run into spec.Dir and analyses it. When ctx is
+// cancelled (Ctrl-C) the run stops, every record is flushed, the analysis
+// of what ran is written and the Result is marked Partial. Configuration
+// errors are found before any file is created.
+func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
+	o := &e.Opts
+	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
+	if spec.Closed == nil {
+		var err error
+		if arrivals, err = schedule.Build(spec.Plan, o.Seed); err != nil {
+			return nil, configErr(err)
+		}
+	}
+	prof, err := o.WorkloadProfile()
+	if err != nil {
+		return nil, configErr(err)
+	}
+	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	if e.Virtual {
+		wcfg.Salt = 0
+	}
+	if err := wcfg.Validate(); err != nil {
+		return nil, configErr(err)
+	}
+	if _, err := analyze.New(e.AnalyzeConfig(spec.Plan, spec.Exclude, spec.Recovery)); err != nil {
+		return nil, configErr(err)
+	}
+
+	w, err := spec.Dir.Records()
+	if err != nil {
+		return nil, &WriteError{spec.Dir.Path(), err}
+	}
+	started := time.Now()
+	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	col := newCollector(arrivals)
+	sink := func(r *record.Record) {
+		if err := w.Write(r); err != nil {
+			cancel(errWrite)
+		}
+		col.add(r)
+	}
+	var runErr error
+	if e.Virtual {
+		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sink, res)
+	} else {
+		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, started, sink, col, w, cancel, res)
+		res.SimEvents = e.SimEvents()
+	}
+	res.Elapsed = time.Since(started)
+	closeErr := w.Close()
+	writeErr := w.Err()
+	if writeErr == nil && closeErr != nil {
+		writeErr = closeErr
+	}
+	if writeErr == nil && errors.Is(context.Cause(runCtx), errWrite) {
+		writeErr = errors.New("requests.jsonl: write failed")
+	}
+	res.Partial = writeErr != nil || ctx.Err() != nil || errors.Is(runErr, context.Canceled)
+	if runErr != nil && !res.Partial {
+		return nil, runErr
+	}
+	switch {
+	case writeErr != nil:
+		res.PartialWhy = "stopped by a write error: " + writeErr.Error()
+	case res.Partial:
+		res.PartialWhy = "interrupted (Ctrl-C) before the plan completed"
+	}
+	if res.StoppedAt > 0 {
+		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
+	}
+	res.Records = col.records()
+	res.Analysis, err = analyze.Records(e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery), res.Records, 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Records {
+		if res.Records[i].Outcome == record.OK {
+			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)
+		}
+	}
+	slices.Sort(res.DoneOK)
+	if res.QueueWait == nil {
+		res.QueueWait = map[string]analyze.QueueWait{}
+		for _, b := range spec.Plan.Bounds() {
+			res.QueueWait[b.Name] = QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(b.Start), int64(b.End)))
+		}
+	}
+	if spec.Finish != nil {
+		spec.Finish(res)
+	}
+	res.Manifest = e.manifest(spec, res)
+	if err := Save(spec.Dir, res); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if writeErr != nil {
+		return res, &WriteError{spec.Dir.Path(), writeErr}
+	}
+	return res, nil
+}
+
+// Save writes a run's manifest.json, summary.json and timeseries.csv —
+// each once — from its result. `surge report` calls it again to re-render.
+func Save(d *rundir.Dir, res *Result) error {
+	if err := d.WriteManifest(res.Manifest); err != nil {
+		return err
+	}
+	s := rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
+		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, SimEvents: res.SimEvents, Burst: res.Burst}
+	if err := d.WriteJSON("summary.json", s); err != nil {
+		return err
+	}
+	return d.WriteFile("timeseries.csv", func(w io.Writer) error { return rundir.WriteTimeseries(w, res.Analysis, res.Engine) })
+}
+
+// QueueWaitOf turns the engine's queue-time histogram statistics of one
+// phase into the reported queue wait, in ms.
+func QueueWaitOf(st scrape.Stats) analyze.QueueWait {
+	if !st.Known() {
+		reason := st.Reason
+		if reason == "" {
+			reason = "n/a"
+		}
+		return analyze.QueueWait{Reason: reason}
+	}
+	ms := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v * 1000
+	}
+	return analyze.QueueWait{Available: true, Count: st.Count, MeanMs: ms(st.Mean), P50Ms: ms(st.P50.Value), P95Ms: ms(st.P95.Value), P99Ms: ms(st.P99.Value), P99Above: st.P99.Above}
+}
+
+// AnalyzeConfig is the analysis of a plan under these options.
+func (e *Env) AnalyzeConfig(plan schedule.Plan, exclude []string, rule analyze.RecoveryRule) analyze.Config {
+	o := &e.Opts
+	var phases []analyze.Phase
+	for _, b := range plan.Bounds() {
+		phases = append(phases, analyze.Phase{Name: b.Name, Start: b.Start, End: b.End, Rate: b.Rate, Excluded: slices.Contains(exclude, b.Name)})
+	}
+	return analyze.Config{
+		Phases:    phases,
+		Window:    o.Window,
+		Deadlines: o.Deadlines(),
+		Timeout:   o.Timeout,
+		SLO:       o.SLO(),
+		Recovery:  rule,
+	}
+}
+
+// ManifestConfig is the configuration a manifest records: the plan as
+// executed, the options (redacted) and the experiment's own settings.
+type ManifestConfig struct {
+	Plan       schedule.Plan `json:"plan"`
+	Options    Options       `json:"options"`
+	Experiment any           `json:"extra"`
+}
+
+// LoadManifestConfig reads back a manifest's ManifestConfig, with the
+// experiment's settings left as raw JSON for the experiment to decode.
+func LoadManifestConfig(m *record.Manifest) (plan schedule.Plan, o Options, experiment json.RawMessage, err error) {
+	var c struct {
+		Plan       schedule.Plan   `json:"plan"`
+		Options    Options         `json:"options"`
+		Experiment json.RawMessage `json:"extra"`
+	}
+	b, err := json.Marshal(m.Config)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		return plan, o, nil, fmt.Errorf("run: manifest config: %w", err)
+	}
+	return c.Plan, c.Options, c.Experiment, nil
+}
+
+func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
+	o := &e.Opts
+	m := &record.Manifest{
+		Tool: "surge", Version: e.Version, Command: spec.Command, RunID: spec.Name,
+		Started: res.Started, Finished: res.Started.Add(res.Elapsed), Partial: res.Partial, PartialWhy: res.PartialWhy,
+		Target: e.TargetName(), Simulated: e.Simulated, VirtualTime: e.Virtual,
+		Model: o.Model, API: o.API, KeySource: e.KeySource,
+		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
+		Workload: o.Profile, PromptSet: promptSet(o),
+		Seed: o.Seed, MetricsURL: record.RedactURL(e.MetricsURL),
+		Config: ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
+	}
+	if o.NoNonce {
+		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
+	} else {
+		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
+	}
+	if e.Simulated {
+		m.Deployment = "simulator"
+		m.Hardware = "none (simulated engine)"
+		b, _ := json.Marshal(o.Sim)
+		m.Serving = "surge simulator " + string(b)
+	}
+	return m
+}
+
+func promptSet(o *Options) string {
+	s := "synthetic (surge workload profile " + o.Profile
+	if o.PromptTokens > 0 {
+		s += fmt.Sprintf(", prompts fixed at %d tokens", o.PromptTokens)
+	}
+	if o.OutputTokens > 0 {
+		s += fmt.Sprintf(", outputs fixed at %d tokens", o.OutputTokens)
+	}
+	return s + ")"
+}
+
+// redactedOptions is the options as recorded: header values and URL
+// credentials are dropped, as they may be secrets.
+func redactedOptions(o *Options) Options {
+	c := *o
+	c.Headers = nil
+	for _, h := range o.Headers {
+		name, _, _ := strings.Cut(h, ":")
+		c.Headers = append(c.Headers, strings.TrimSpace(name)+": <redacted>")
+	}
+	c.Target = record.RedactURL(c.Target)
+	c.MetricsURL = record.RedactURL(c.MetricsURL)
+	return c
+}

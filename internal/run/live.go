@@ -1,0 +1,238 @@
+package run
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/live"
+	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// executeLive runs the open-loop generator (or closed-loop users) against
+// the HTTP target, scrapes the engine, drives the live view, asks the
+// Stopper, and flushes records regularly so that a write error stops the
+// run within a second (cancel is called with errWrite).
+func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, origin time.Time,
+	sink loadgen.Sink, col *collector, w *record.Writer, cancel context.CancelCauseFunc, res *Result) error {
+	o := &e.Opts
+	client, err := openai.New(e.ClientConfig(min(o.MaxInFlight, 4096)), origin)
+	if err != nil {
+		return configErr(err)
+	}
+	defer client.CloseIdle()
+
+	// Engine metrics, streamed into engine.csv as they are scraped.
+	var scr *scrape.Scraper
+	scrapeCtx, stopScrape := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopScrape()
+	var scrapeDone sync.WaitGroup
+	if e.MetricsURL != "" {
+		csv, err := spec.Dir.EngineCSV()
+		if err != nil {
+			cancel(errWrite)
+			return err
+		}
+		defer csv.Close()
+		overrides, _ := scrape.ParseOverrides(o.MetricOverride) // validated by Options.Validate
+		hc := e.ScrapeClient()
+		if hc != nil {
+			defer hc.CloseIdleConnections()
+		}
+		scr, err = scrape.New(scrape.Config{URL: e.MetricsURL, Preset: e.Preset, Overrides: overrides, Interval: o.ScrapeInterval, CSV: csv, Client: hc}, origin, e.Logger)
+		if err != nil {
+			return configErr(err)
+		}
+		scrapeDone.Add(1)
+		go func() {
+			defer scrapeDone.Done()
+			scr.Run(scrapeCtx)
+		}()
+	}
+
+	pool := sync.Pool{New: func() any {
+		g, _ := workload.New(wcfg) // validated by Execute
+		return g
+	}}
+	build := func(a *schedule.Arrival) workload.Request {
+		g := pool.Get().(*workload.Generator)
+		r := g.Generate(*a)
+		pool.Put(g)
+		return r
+	}
+	d := o.Deadlines()
+	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile,
+		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
+	// The driver: the open-loop schedule, or closed-loop users (sweeps).
+	var counters *loadgen.Counters
+	var drive func() error
+	stopGen := func() {}
+	if cl := spec.Closed; cl != nil {
+		labelled := func(r *record.Record) {
+			r.Phase = cl.PhaseAt(time.Duration(r.ScheduledNs))
+			sink(r)
+		}
+		gen := loadgen.NewClosed(lcfg, origin, client, build, labelled)
+		counters = &gen.Counters
+		drive = func() error {
+			_, err := gen.Run(ctx, cl.Phase, cl.Users, 0, cl.Warmup+cl.Duration, 0)
+			return err
+		}
+	} else {
+		gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
+		counters, stopGen = &gen.Counters, gen.Stop
+		drive = func() error { return gen.Run(ctx, arrivals) }
+	}
+
+	// The live view and the exporter.
+	ls := newLiveState(spec, counters, origin, scr, col)
+	src := live.Source(ls.status)
+	e.current.Store(&src)
+	defer e.current.Store(nil)
+	viewCtx, stopView := context.WithCancel(context.Background())
+	var viewDone sync.WaitGroup
+	if e.Live != nil {
+		view := live.New(e.Live, time.Second, 5*time.Second)
+		viewDone.Add(1)
+		go func() { defer viewDone.Done(); view.Run(viewCtx, ls.status) }()
+	}
+
+	// Once a second: the Stopper; twice a second: flush the records.
+	var watchDone sync.WaitGroup
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var stopped atomic.Int64
+	var stopWhy atomic.Value
+	watchDone.Add(1)
+	go func() {
+		defer watchDone.Done()
+		flush := time.NewTicker(flushEvery)
+		defer flush.Stop()
+		check := time.NewTicker(time.Second)
+		defer check.Stop()
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-flush.C:
+				if w.Flush() != nil {
+					cancel(errWrite)
+					return
+				}
+			case <-check.C:
+				now := time.Since(origin)
+				if spec.Stop == nil || now < spec.Stop.CheckFrom() || stopped.Load() != 0 {
+					continue
+				}
+				recs, horizon := col.complete()
+				if why := spec.Stop.Stop(recs, horizon); why != "" {
+					stopWhy.Store(why)
+					stopped.Store(int64(now))
+					stopGen()
+				}
+			}
+		}
+	}()
+	var interrupted atomic.Int64
+	noted := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		interrupted.Store(int64(time.Since(origin)))
+		close(noted)
+	})
+	runErr := drive()
+	if !stopAfter() {
+		<-noted // ctx was cancelled: wait until the moment is noted
+	}
+	stopWatch()
+	watchDone.Wait()
+	res.StoppedAt = time.Duration(stopped.Load())
+	if why, ok := stopWhy.Load().(string); ok {
+		res.StopWhy = why
+	}
+	if v := interrupted.Load(); v > 0 && (res.StoppedAt == 0 || time.Duration(v) < res.StoppedAt) {
+		// Ctrl-C or a write error: the phases end here, so rates are over
+		// the time that ran.
+		res.StoppedAt = time.Duration(v)
+	}
+	stopView()
+	viewDone.Wait()
+	stopScrape()
+	scrapeDone.Wait()
+	if scr == nil {
+		res.Scrape = scrape.Status{State: scrape.StateDisabled, Reason: "no --metrics-url given"}
+		return runErr
+	}
+	if !scr.Available() {
+		spec.Dir.RemoveEngineCSV()
+	}
+	res.Engine, res.Scrape = scr.Samples(), scr.Status()
+	return runErr
+}
+
+// liveState turns the generator's counters into per-second rates.
+type liveState struct {
+	mu      sync.Mutex
+	spec    Spec
+	total   time.Duration
+	c       *loadgen.Counters
+	origin  time.Time
+	scr     *scrape.Scraper
+	last    time.Time
+	ratesAt time.Duration // middle of the interval the rates describe
+	bounds  []schedule.PhaseBounds
+	col     *collector
+	prev    [4]int64 // offered, sent, ok, good at the last tick
+	rates   [4]float64
+}
+
+func newLiveState(spec Spec, c *loadgen.Counters, origin time.Time, scr *scrape.Scraper, col *collector) *liveState {
+	return &liveState{spec: spec, bounds: spec.Plan.Bounds(), total: spec.Plan.Duration(), c: c, origin: origin, last: origin, scr: scr, col: col}
+}
+
+func (l *liveState) status() live.Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	cur := [4]int64{l.c.Offered.Load(), l.c.Sent.Load(), l.c.OK.Load(), l.c.Good.Load()}
+	if dt := now.Sub(l.last).Seconds(); dt >= 0.5 {
+		for i := range cur {
+			l.rates[i] = float64(cur[i]-l.prev[i]) / dt
+			l.prev[i] = cur[i]
+		}
+		// The rates describe the interval just ended: label them with the
+		// phase of its middle, not of this instant.
+		l.ratesAt = l.last.Add(now.Sub(l.last) / 2).Sub(l.origin)
+		l.last = now
+	}
+	phase := ""
+	for _, b := range l.bounds {
+		if l.ratesAt >= b.Start {
+			phase = b.Name
+		}
+	}
+	waiting := math.NaN()
+	if l.scr != nil {
+		if v, ok := l.scr.LastValue(scrape.Waiting); ok {
+			waiting = v
+		}
+	}
+	el := now.Sub(l.origin)
+	return live.Status{
+		Run: l.spec.Name, Phase: phase, Elapsed: el, Total: l.total,
+		Offered: l.rates[0], Sent: l.rates[1], OK: l.rates[2], Goodput: l.rates[3],
+		InFlight: l.c.InFlight.Load(), Waiting: waiting, Drops: l.c.Dropped.Load(),
+		P99:    l.col.recentP99(int64(el - liveWindow)),
+		LagMax: time.Duration(l.c.LagMaxNs.Load()),
+		Errors: l.c.Completed.Load() - l.c.OK.Load(),
+	}
+}
+
+// liveWindow is the span of finished requests the live P99 describes.
+const liveWindow = 10 * time.Second

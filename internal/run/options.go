@@ -1,0 +1,216 @@
+// Package run executes one run: it prepares a target (a real endpoint, the
+// in-process simulator on a loopback port, or the engine model in virtual
+// time), then executes one Spec — plan → load generator → client →
+// collector → run folder — and returns the records' analysis. It holds no
+// statistics beyond the analysis, prints nothing but the live view, and
+// knows no flags: everything a run needs travels in Options and the Spec.
+package run
+
+import (
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/scrape"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// Defaults of the options common to every experiment.
+const (
+	DefaultModel          = "surge-sim"
+	DefaultAPI            = "chat"
+	DefaultAPIKeyEnv      = "OPENAI_API_KEY"
+	DefaultTimeout        = 60 * time.Second
+	DefaultProfile        = "chat"
+	DefaultScrapeInterval = time.Second
+	DefaultWindow         = analyze.DefaultWindow
+)
+
+// Options are the settings every experiment shares: what to test, how to
+// reach it, what load to send and how to judge it. Each field is a YAML
+// key (the command line binds one flag to each).
+type Options struct {
+	Target     string   `yaml:"target"`       // base URL including /v1; "" = in-process simulator
+	Model      string   `yaml:"model"`        // model name sent in requests
+	API        string   `yaml:"api"`          // chat or completions
+	APIKeyEnv  string   `yaml:"api_key_env"`  // environment variable holding the API key
+	APIKeyFile string   `yaml:"api_key_file"` // file holding the API key (wins over the variable)
+	CACert     string   `yaml:"ca_cert"`      // PEM file of an extra root CA
+	Insecure   bool     `yaml:"insecure"`     // skip TLS verification
+	Headers    []string `yaml:"headers"`      // extra request headers, "Name: value"
+	Stream     bool     `yaml:"stream"`       // stream responses (SSE)
+
+	Timeout     time.Duration `yaml:"timeout"`       // per-request timeout
+	Retries     int           `yaml:"retries"`       // bounded retries (0 = off)
+	MaxInFlight int           `yaml:"max_in_flight"` // in-flight cap; beyond it arrivals are generator_drop
+	Spin        time.Duration `yaml:"spin"`          // sleep-then-spin window for sub-ms send precision (0 = off)
+
+	Profile      string `yaml:"profile"`       // workload profile: chat, rag, longgen
+	PromptTokens int    `yaml:"prompt_tokens"` // fixed prompt length instead of the profile's distribution (0 = profile)
+	OutputTokens int    `yaml:"output_tokens"` // fixed output length (max_tokens) instead of the profile's (0 = profile)
+	IgnoreEOS    bool   `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
+	NoNonce      bool   `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	Seed         int64  `yaml:"seed"`          // seed of schedules, workload and simulator
+
+	Out   string `yaml:"out"`   // output folder
+	Force bool   `yaml:"force"` // reuse a non-empty output folder
+
+	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
+	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, sim ("" = auto)
+	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
+	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
+
+	Window       time.Duration `yaml:"window"`        // analysis window by arrival time
+	TTFTDeadline time.Duration `yaml:"ttft_deadline"` // per-request deadline on TTFT from the scheduled arrival
+	E2EDeadline  time.Duration `yaml:"e2e_deadline"`  // per-request deadline on completion from the scheduled arrival
+	SLOTTFTP95   time.Duration `yaml:"slo_ttft_p95"`  // SLO clause: p95 TTFT from schedule (0 = not checked)
+	SLOE2EP99    time.Duration `yaml:"slo_e2e_p99"`   // SLO clause: p99 completion from schedule (0 = not checked)
+	SLOGoodput   float64       `yaml:"slo_goodput"`   // SLO clause: goodput ratio (0 = not checked)
+
+	PrometheusAddr string `yaml:"prometheus_addr"` // expose live values for Prometheus here
+	Quiet          bool   `yaml:"quiet"`           // no live view
+
+	Deployment    string `yaml:"deployment"`     // manifest: serverless, dedicated, self-managed, …
+	Hardware      string `yaml:"hardware"`       // manifest: GPU/accelerator, if known
+	ServingConfig string `yaml:"serving_config"` // manifest: engine and its settings, if known
+
+	Sim sim.Config `yaml:"sim"` // the in-process simulated engine (no --target)
+}
+
+// DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
+func DefaultOptions() Options {
+	return Options{
+		Model:          DefaultModel,
+		API:            DefaultAPI,
+		APIKeyEnv:      DefaultAPIKeyEnv,
+		Stream:         true,
+		Timeout:        DefaultTimeout,
+		MaxInFlight:    loadgen.DefaultMaxInFlight,
+		Profile:        DefaultProfile,
+		Seed:           1,
+		ScrapeInterval: DefaultScrapeInterval,
+		Window:         DefaultWindow,
+		TTFTDeadline:   analyze.DefaultDeadlines.TTFT,
+		E2EDeadline:    analyze.DefaultDeadlines.E2E,
+		SLOTTFTP95:     analyze.DefaultSLO.TTFTP95,
+		SLOE2EP99:      analyze.DefaultSLO.E2EP99,
+		SLOGoodput:     analyze.DefaultSLO.GoodputRatio,
+		Sim:            sim.DefaultConfig(),
+	}
+}
+
+// Validate checks the options; each problem is a field.Error named by its
+// YAML key (simulator settings as sim.<key>).
+func (o *Options) Validate() error {
+	var errs field.Errors
+	bad := errs.Add
+	if o.Target != "" && !strings.HasPrefix(o.Target, "http://") && !strings.HasPrefix(o.Target, "https://") {
+		bad("target", "must be an http:// or https:// URL, got %q", o.Target)
+	}
+	if o.API != "chat" && o.API != "completions" {
+		bad("api", "must be chat or completions, got %q", o.API)
+	}
+	if o.Timeout <= 0 {
+		bad("timeout", "must be > 0, got %s", o.Timeout)
+	}
+	if o.Retries < 0 || o.Retries > 10 {
+		bad("retries", "must be 0..10, got %d", o.Retries)
+	}
+	if o.MaxInFlight < 1 {
+		bad("max_in_flight", "must be ≥ 1, got %d", o.MaxInFlight)
+	}
+	if o.Spin < 0 || o.Spin > 10*time.Millisecond {
+		bad("spin", "must be 0..10ms, got %s", o.Spin)
+	}
+	if _, err := workload.Lookup(o.Profile); err != nil {
+		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
+	}
+	if o.PromptTokens < 0 || o.PromptTokens > 1_000_000 {
+		bad("prompt_tokens", "must be 0..1000000, got %d", o.PromptTokens)
+	}
+	if o.OutputTokens < 0 || o.OutputTokens > 1_000_000 {
+		bad("output_tokens", "must be 0..1000000, got %d", o.OutputTokens)
+	}
+	if o.ScrapeInterval < 100*time.Millisecond {
+		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
+	}
+	if o.Window < 100*time.Millisecond {
+		bad("window", "must be ≥ 100ms, got %s", o.Window)
+	}
+	if o.TTFTDeadline <= 0 {
+		bad("ttft_deadline", "must be > 0, got %s", o.TTFTDeadline)
+	}
+	if o.E2EDeadline <= 0 {
+		bad("e2e_deadline", "must be > 0, got %s", o.E2EDeadline)
+	}
+	if o.SLOTTFTP95 < 0 {
+		bad("slo_ttft_p95", "must be ≥ 0, got %s", o.SLOTTFTP95)
+	}
+	if o.SLOE2EP99 < 0 {
+		bad("slo_e2e_p99", "must be ≥ 0, got %s", o.SLOE2EP99)
+	}
+	if o.SLOGoodput < 0 || o.SLOGoodput > 1 {
+		bad("slo_goodput", "must be within 0..1, got %g", o.SLOGoodput)
+	}
+	for _, h := range o.Headers {
+		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
+			bad("headers", "must be \"Name: value\" (value not shown)")
+		}
+	}
+	if o.MetricsURL != "" {
+		if u, err := url.Parse(o.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("metrics_url", "must be an http:// or https:// URL, got %q", record.RedactURL(o.MetricsURL))
+		}
+	}
+	if p := o.MetricsPreset; p != "" && p != scrape.PresetAuto {
+		if _, ok := scrape.LookupPreset(p); !ok {
+			bad("metrics_preset", "unknown preset %q (want one of %s)", p, strings.Join(scrape.PresetNames(), ", "))
+		}
+	}
+	if _, err := scrape.ParseOverrides(o.MetricOverride); err != nil {
+		bad("metric", "%v", strings.TrimPrefix(err.Error(), "scrape: "))
+	}
+	if o.PrometheusAddr != "" {
+		if _, _, err := net.SplitHostPort(o.PrometheusAddr); err != nil {
+			bad("prometheus_addr", "must be host:port, got %q", o.PrometheusAddr)
+		}
+	}
+	if o.Target == "" {
+		o.Sim.Seed = o.Seed
+		errs.Merge("sim", o.Sim.Validate())
+	}
+	return errs.Err()
+}
+
+// WorkloadProfile is the workload profile with the fixed lengths applied.
+func (o *Options) WorkloadProfile() (workload.Profile, error) {
+	p, err := workload.Lookup(o.Profile)
+	if err != nil {
+		return p, err
+	}
+	if o.PromptTokens > 0 {
+		p.Prompt = workload.Fixed(o.PromptTokens)
+	}
+	if o.OutputTokens > 0 {
+		p.Output = workload.Fixed(o.OutputTokens)
+		p.MaxTokens = o.OutputTokens
+	}
+	return p, p.Validate()
+}
+
+// Deadlines are the per-request deadlines that decide goodput.
+func (o *Options) Deadlines() analyze.Deadlines {
+	return analyze.Deadlines{TTFT: o.TTFTDeadline, E2E: o.E2EDeadline}
+}
+
+// SLO is the service-level objective runs are judged by.
+func (o *Options) SLO() analyze.SLO {
+	return analyze.SLO{TTFTP95: o.SLOTTFTP95, E2EP99: o.SLOE2EP99, GoodputRatio: o.SLOGoodput}
+}

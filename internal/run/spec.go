@@ -1,0 +1,82 @@
+package run
+
+import (
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
+)
+
+// Spec describes one run. Everything a run needs travels in it; nothing is
+// carried on the Env between runs.
+type Spec struct {
+	Name    string        // run name, e.g. "burst-5x"
+	Dir     *rundir.Dir   // the run folder (created by the caller)
+	Command string        // the surge command, for the manifest
+	Plan    schedule.Plan // phases
+	Exclude []string      // phases left out of the overall aggregate (warmup)
+	// Experiment is the experiment's own configuration, recorded in the
+	// manifest next to the options (it must not embed secrets).
+	Experiment any
+	// Recovery is the recovery rule of the analysis (a burst's); zero for
+	// none.
+	Recovery analyze.RecoveryRule
+
+	// Stop, when set, may end the schedule early (see Stopper).
+	Stop Stopper
+	// StopInVirtualTime also applies Stop in virtual time.
+	StopInVirtualTime bool
+
+	// Closed, when set, runs closed-loop users instead of an open-loop
+	// schedule (concurrency sweeps only). Plan must then be Closed.Plan().
+	Closed *schedule.ClosedLoop
+
+	// Finish, when set, is called with the analysed result before its
+	// files are written, so that an experiment can add what it knows of
+	// the run (a burst's prediction, a queue-wait interval of its own) to
+	// summary.json, which is written once.
+	Finish func(*Result)
+}
+
+// Stopper lets an experiment end a run's schedule before its plan ends: a
+// recovery phase once recovered, a hopeless capacity step.
+//
+// It is asked about once a second, from CheckFrom on, and sees the records
+// of every arrival scheduled before horizon — all of them finished, so that
+// no slow request still in flight is missing from what it judges. When it
+// returns a reason, no further arrival is sent; requests in flight finish,
+// and the last phase ends at the moment of the stop.
+type Stopper interface {
+	CheckFrom() time.Duration
+	Stop(recs []record.Record, horizon time.Duration) (why string)
+}
+
+// Result is what a run produced.
+type Result struct {
+	Spec       Spec
+	Analysis   *analyze.Result
+	Scrape     scrape.Status
+	Engine     []scrape.Sample
+	QueueWait  map[string]analyze.QueueWait // engine-measured queue wait per phase
+	Records    []record.Record              // every record, in schedule order
+	Partial    bool
+	PartialWhy string
+	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
+	StopWhy    string
+	DoneOK     []int64 // completion times of the successful requests, ns, ascending
+	Simulated  bool    // the target was surge's simulator
+	Virtual    bool    // the run was in virtual time
+	Plan       schedule.Plan
+	Started    time.Time
+	Elapsed    time.Duration
+	SimEvents  []sim.Event       // scaling milestones (simulator only)
+	Burst      *rundir.BurstInfo // the burst experiment's view of this run
+	Manifest   *record.Manifest  // what was tested
+}
+
+// Count is the number of records.
+func (r *Result) Count() int64 { return int64(len(r.Records)) }

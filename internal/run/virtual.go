@@ -1,0 +1,58 @@
+package run
+
+import (
+	"context"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/virtual"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// executeVirtual runs the plan (or the closed loop) through the engine
+// model in virtual time and hands every record to sink, as a live run
+// would. The client side is ideal there: everything measured is the
+// engine's doing.
+func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sink loadgen.Sink, res *Result) error {
+	o := &e.Opts
+	gen, err := workload.New(wcfg)
+	if err != nil {
+		return configErr(err)
+	}
+	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile}
+	var out *virtual.Output
+	if spec.Closed != nil {
+		out, err = virtual.Closed(ctx, cfg, gen, *spec.Closed)
+	} else {
+		var stop virtual.Stopper
+		if spec.Stop != nil && spec.StopInVirtualTime {
+			stop = spec.Stop
+		}
+		out, err = virtual.Open(ctx, cfg, gen, arrivals, spec.Plan.Duration(), stop)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return configErr(err)
+	}
+	res.Engine, res.SimEvents = out.Engine, out.Events
+	res.StoppedAt, res.StopWhy = out.StoppedAt, out.StopWhy
+	res.Scrape = scrape.Status{State: scrape.StateOK, Preset: "sim", Samples: len(out.Engine)}
+	res.QueueWait = map[string]analyze.QueueWait{}
+	for _, b := range spec.Plan.Bounds() {
+		res.QueueWait[b.Name] = analyze.ExactQueueWait(out.QueueWaits[b.Name])
+	}
+	if err := writeEngineCSV(spec.Dir, out.Engine); err != nil {
+		return err
+	}
+	for i := range out.Records {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sink(&out.Records[i])
+	}
+	return nil
+}

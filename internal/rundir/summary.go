@@ -1,0 +1,37 @@
+package rundir
+
+import (
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
+)
+
+// Summary is summary.json: the whole analysis of one run plus what the
+// engine said about itself. It is written once, when the run has ended.
+type Summary struct {
+	Run        string                       `json:"run"`
+	Partial    bool                         `json:"partial"`
+	PartialWhy string                       `json:"partial_why,omitempty"`
+	Records    int64                        `json:"records"`
+	Analysis   *analyze.Result              `json:"analysis"`
+	VLLM       analyze.VLLMBench            `json:"vllm_bench"` // vLLM bench field names, for cross-checks
+	Engine     scrape.Status                `json:"engine_metrics"`
+	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase
+	SimEvents  []sim.Event                  `json:"sim_events,omitempty"`
+	Burst      *BurstInfo                   `json:"burst,omitempty"`
+}
+
+// BurstInfo is what summary.json records about a burst run beyond the
+// analysis, so that `surge report` can re-render it.
+type BurstInfo struct {
+	K                 float64             `json:"multiplier"`
+	BaselineRPS       float64             `json:"baseline_rps"`
+	Mu                float64             `json:"mu_rps"` // 0 = unknown
+	MuSource          string              `json:"mu_source"`
+	Prediction        *predict.Prediction `json:"prediction,omitempty"`
+	BurstEndNs        int64               `json:"burst_end_ns"`
+	PlannedRecoveryNs int64               `json:"planned_recovery_ns"`
+	SettleNs          int64               `json:"settle_ns"`
+	SettleNote        string              `json:"settle_note"`
+}

@@ -1,0 +1,64 @@
+package rundir
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/scrape"
+)
+
+// WriteTimeseries writes timeseries.csv: one row per arrival window with
+// its rates and percentiles, and the client and engine queue views at the
+// window's start.
+func WriteTimeseries(w io.Writer, a *analyze.Result, engine []scrape.Sample) error {
+	if _, err := fmt.Fprintln(w, "window_start_s,window_end_s,phase,offered_rps,sent_rps,success_rps,goodput_rps,samples,error_rate,rate_limit_rate,timeout_rate,drop_rate,ttft_p50_ms,ttft_p95_ms,ttft_p99_ms,e2e_p50_ms,e2e_p95_ms,e2e_p99_ms,lag_p99_ms,in_flight,client_waiting,oldest_waiting_age_s,engine_waiting,engine_running"); err != nil {
+		return err
+	}
+	for _, win := range a.Windows {
+		l := &win.Latency
+		tl := a.SampleAt(win.StartMs)
+		ew, er := engineAt(engine, win.StartMs)
+		if _, err := fmt.Fprintf(w, "%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%d,%s,%s,%s\n",
+			f3(win.StartMs/1000), f3(win.EndMs/1000), win.Phase,
+			f3(win.OfferedRPS), f3(win.SentRPS), f3(win.SuccessRPS), f3(win.GoodputRPS), win.Offered,
+			f4(win.ErrorRate), f4(win.RateLimitRate), f4(win.TimeoutRate), f4(win.DropRate),
+			pct(l.TTFTSchedule, analyze.Q50), pct(l.TTFTSchedule, analyze.Q95), pct(l.TTFTSchedule, analyze.Q99),
+			pct(l.E2ESchedule, analyze.Q50), pct(l.E2ESchedule, analyze.Q95), pct(l.E2ESchedule, analyze.Q99),
+			pct(l.ScheduleLag, analyze.Q99), tl.InFlight, tl.Waiting, f3(tl.OldestWaitingAgeMs/1000), ew, er); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+func f4(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// pct prints a percentile for CSV: empty when unknown, ">x" when censored.
+func pct(d analyze.Dist, q analyze.Quantile) string {
+	if d.Count == 0 && !d.P99Censored {
+		return ""
+	}
+	v, cens := d.Value(q)
+	if cens {
+		return ">" + f3(v)
+	}
+	return f3(v)
+}
+
+// engineAt is the engine's waiting and running queue nearest ms, as text.
+func engineAt(samples []scrape.Sample, ms float64) (waiting, running string) {
+	i := scrape.Nearest(samples, int64(ms*1e6))
+	if i < 0 {
+		return "", ""
+	}
+	if v, ok := samples[i].Value(scrape.Waiting); ok {
+		waiting = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if v, ok := samples[i].Value(scrape.Running); ok {
+		running = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return waiting, running
+}
