@@ -33,6 +33,20 @@ func TestUsageErrorsExit2(t *testing.T) {
 	os.WriteFile(bad, []byte("rate: 5\nduraton: 10s\n"), 0o644)
 	badSim := filepath.Join(dir, "sim.yaml")
 	os.WriteFile(badSim, []byte("max_num_seqs: 8\nreplicas: two\n"), 0o644)
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		return p
+	}
+	empty := file("empty.yaml", "")
+	comments := file("comments.yaml", "# nothing here yet\n")
+	noPhases := file("nophases.yaml", "target: http://127.0.0.1:1/v1\nmodel: m\n")
+	emptyPhases := file("emptyphases.yaml", "phases: []\n")
+	badDuration := file("badduration.yaml", "phases:\n  - name: a\n    duration: 10s\n    rate: 1\n  - name: b\n    duration: five seconds\n    rate: 2\n")
+	badRate := file("badrate.yaml", "rate: fast\nduration: 10s\n")
+	badList := file("badlist.yaml", "multipliers: 5\n")
+	badPhase := file("badphase.yaml", "phases:\n  - name: a\n    duration: 0s\n    rate: 1\n")
+	notMap := file("list.yaml", "- rate: 5\n")
 	cases := map[string]struct {
 		args []string
 		want string
@@ -69,6 +83,15 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"soak too short for a trend":  {[]string{"soak", "--duration", "2m"}, "--duration: must hold at least 6 windows"},
 		"burst baseline neither":      {[]string{"burst", "--baseline-rps", "fast"}, `want requests/s or auto, got "fast"`},
 		"slowdown negative":           {[]string{"soak", "--slowdown-per-hour", "-1"}, "--slowdown-per-hour (sim: slowdown_per_hour): must be in [0, 1000]"},
+		"empty file":                  {[]string{"run", "-f", empty}, empty + ": the file is empty"},
+		"only comments":               {[]string{"burst", "-f", comments}, comments + ": the file is empty"},
+		"no phases":                   {[]string{"run", "-f", noPhases}, noPhases + ": no phases"},
+		"empty phases":                {[]string{"run", "-f", emptyPhases}, emptyPhases + ":1: phases: the list is empty"},
+		"duration in words":           {[]string{"run", "-f", badDuration}, badDuration + `:6: phases[1].duration: want a duration like 30s, got "five seconds"`},
+		"rate in words":               {[]string{"run", "-f", badRate}, badRate + `:1: rate: want a number, got "fast"`},
+		"list wanted":                 {[]string{"burst", "-f", badList}, badList + `:1: multipliers: want a list of numbers like [2, 5, 10], got "5"`},
+		"phase field from a file":     {[]string{"run", "-f", badPhase}, badPhase + ": phases[0].duration: must be > 0, got 0s"},
+		"not a mapping":               {[]string{"run", "-f", notMap}, notMap + ":1: want a mapping of keys"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -17,17 +17,17 @@ const NA = "n/a"
 // reproduced. It holds no secrets: the target is a URL without credentials,
 // and the API key is named only by where it came from.
 type Manifest struct {
-	Tool        string    `json:"tool"`         // "surge"
-	Version     string    `json:"version"`      // surge version
-	Command     string    `json:"command"`      // burst, run, capacity, ...
-	RunID       string    `json:"run_id"`       // run folder name
-	Started     time.Time `json:"started"`      // wall clock at the run origin
-	Finished    time.Time `json:"finished"`     // wall clock at the end (zero if not reached)
-	Partial     bool      `json:"partial"`      // interrupted before the plan completed
-	PartialWhy  string    `json:"partial_why"`  // why, when Partial
-	Target      string    `json:"target"`       // base URL, or "in-process simulator"
-	Simulated   bool      `json:"simulated"`    // target is surge's simulated engine
-	VirtualTime bool      `json:"virtual_time"` // run in virtual time (--simulate)
+	Tool        string    `json:"tool"`              // "surge"
+	Version     string    `json:"version"`           // surge version
+	Command     string    `json:"command"`           // burst, run, capacity, ...
+	RunID       string    `json:"run_id"`            // run folder name
+	Started     time.Time `json:"started"`           // wall clock at the run origin
+	Finished    time.Time `json:"finished,omitzero"` // wall clock at the end (absent until the run has ended)
+	Partial     bool      `json:"partial"`           // interrupted before the plan completed
+	PartialWhy  string    `json:"partial_why"`       // why, when Partial
+	Target      string    `json:"target"`            // base URL, or "in-process simulator"
+	Simulated   bool      `json:"simulated"`         // target is surge's simulated engine
+	VirtualTime bool      `json:"virtual_time"`      // run in virtual time (--simulate)
 	Model       string    `json:"model"`
 	API         string    `json:"api"`        // chat or completions
 	KeySource   string    `json:"key_source"` // e.g. "env OPENAI_API_KEY", "none"; never the key

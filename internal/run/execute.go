@@ -74,6 +74,17 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	started := time.Now()
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
+	// A manifest first that says the run has not finished: if the end of
+	// the run cannot be written (a full disk), the folder still says what
+	// was tested and that its records are partial.
+	res.Partial, res.PartialWhy = true, "not finished: the run is under way, or ended before it could write its results"
+	pending := e.manifest(spec, res)
+	pending.Finished = time.Time{}
+	if err := spec.Dir.WriteManifest(pending); err != nil {
+		w.Close()
+		return nil, &WriteError{spec.Dir.Path(), err}
+	}
+	res.Partial, res.PartialWhy = false, ""
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	col := newCollector(arrivals)
