@@ -61,6 +61,19 @@ func (c *collector) complete() ([]record.Record, time.Duration) {
 	return out, horizon
 }
 
+// firstUnsent is the scheduled time of the first arrival without a record
+// (one the schedule never sent, because it was cut), if any.
+func (c *collector) firstUnsent() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := c.next; i < len(c.done); i++ {
+		if !c.done[i] {
+			return c.arrivals[i].At, true
+		}
+	}
+	return 0, false
+}
+
 // recentP99 is the P99 completion time from the scheduled arrival of the
 // successful requests that finished at or after sinceNs (0 if none). The
 // records are kept in completion order, so only the recent tail is read.

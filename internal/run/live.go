@@ -161,6 +161,13 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		// the time that ran.
 		res.StoppedAt = time.Duration(v)
 	}
+	if res.StoppedAt > 0 {
+		// An arrival due at the very moment of the stop may have been sent:
+		// the schedule ended just before the first arrival that was not.
+		if at, ok := col.firstUnsent(); ok && at > res.StoppedAt {
+			res.StoppedAt = at
+		}
+	}
 	stopView()
 	viewDone.Wait()
 	stopScrape()

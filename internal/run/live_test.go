@@ -1,0 +1,85 @@
+package run
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// The live view of a run in virtual time: a plain line every 5 s, its
+// rates over the interval just ended and labelled with the phase of that
+// interval's middle, and the P99 of what finished in the last 10 s.
+func TestLiveStatusLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := DefaultOptions()
+		o.OutputTokens = 16
+		var view strings.Builder
+		env := bubbleEnv(t, o, &view)
+		// 7/3 arrivals/s: none falls on a multiple of 5 s, where the view
+		// draws, so the counts at each line are exact.
+		plan := schedule.Plan{Phases: []schedule.Phase{
+			{Name: "warmup", Duration: 6 * time.Second, Rate: 7.0 / 3, Arrival: schedule.ArrivalConstant},
+			{Name: "main", Duration: 6 * time.Second, Rate: 14.0 / 3, Arrival: schedule.ArrivalConstant},
+		}}
+		res, err := env.Execute(context.Background(), Spec{Name: "live", Dir: testDir(t), Command: "test", Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(view.String()), "\n")
+		if len(lines) < 2 {
+			t.Fatalf("%d lines:\n%s", len(lines), view.String())
+		}
+		// At 5 s: 12 arrivals (k·3/7 s for k = 0..11) over 5 s, in the
+		// warmup (the interval's middle, 2.5 s).
+		if want := "live 5.0s warmup: offered 2.4/s sent 2.4/s"; !strings.HasPrefix(lines[0], want) {
+			t.Errorf("first line %q, want it to start %q", lines[0], want)
+		}
+		// At 10 s: 14 warmup arrivals (up to 5.57 s) and 19 main ones
+		// (6 s + k·3/14 for k = 0..18), minus the first 12, over 5 s; the
+		// interval's middle (7.5 s) is in the main phase.
+		if want := "live 10.0s main: offered 4.2/s sent 4.2/s"; !strings.HasPrefix(lines[1], want) {
+			t.Errorf("second line %q, want it to start %q", lines[1], want)
+		}
+		if !strings.Contains(lines[1], " p99 ") || strings.Contains(lines[1], " p99 0s ") {
+			t.Errorf("no window P99 in %q", lines[1])
+		}
+		if res.Count() != 14+28 {
+			t.Errorf("%d records", res.Count())
+		}
+	})
+}
+
+// The window P99: nearest rank over the successful requests that finished
+// at or after the window's start, computed by hand.
+func TestRecentP99(t *testing.T) {
+	c := newCollector(nil)
+	add := func(seq int64, sched, done time.Duration, out record.Outcome) {
+		r := record.New("x", seq, "p", int64(sched))
+		r.DoneNs, r.Outcome = int64(done), out
+		c.add(&r)
+	}
+	// Completion order, as the sink sees it.
+	add(0, 0, 1*time.Second, record.OK)                 // 1 s, before the window
+	add(1, 1*time.Second, 12*time.Second, record.OK)    // 11 s
+	add(2, 5*time.Second, 13*time.Second, record.HTTPError)
+	for i := range 98 { // 98 requests of 2 s each, done at 14 s…
+		add(int64(3+i), 12*time.Second, 14*time.Second, record.OK)
+	}
+	// Since 10 s: 99 successes (one of 11 s, 98 of 2 s); the error does not
+	// count. Nearest rank: ⌈0.99·99⌉ = 99th of the sorted values = 11 s.
+	if got := c.recentP99(int64(10 * time.Second)); got != 11*time.Second {
+		t.Errorf("P99 %s, want 11s", got)
+	}
+	// Since 13 s: the 98 of 2 s only.
+	if got := c.recentP99(int64(13 * time.Second)); got != 2*time.Second {
+		t.Errorf("P99 %s, want 2s", got)
+	}
+	if got := c.recentP99(int64(20 * time.Second)); got != 0 {
+		t.Errorf("P99 of an empty window %s, want 0", got)
+	}
+}
