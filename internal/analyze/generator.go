@@ -7,7 +7,7 @@ import (
 )
 
 // What the load generator must achieve for a run to be judged on the
-// target (METHOD §2); below these it is the generator that could not keep
+// target (docs/method.md §2); below these it is the generator that could not keep
 // up. See GeneratorCheck.
 const (
 	GeneratorMinSendRatio = 0.95                   // achieved send rate ≥ 95% of the scheduled rate

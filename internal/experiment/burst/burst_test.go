@@ -85,7 +85,7 @@ func TestBurstBelowCapacityRecoversImmediately(t *testing.T) {
 	}
 }
 
-// The seed's worked example (METHOD §8), through the same predict call the
+// The seed's worked example (docs/method.md §8), through the same predict call the
 // experiment makes.
 func TestSeedExamplePrediction(t *testing.T) {
 	c := DefaultConfig()
@@ -109,7 +109,7 @@ func TestSeedExamplePrediction(t *testing.T) {
 	}
 }
 
-// The run folders and the results table carry every METHOD §13 column.
+// The run folders and the results table carry every docs/method.md §13 column.
 func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 	_, dir, _ := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{2, 4}

@@ -60,7 +60,7 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 		t.Fatalf("results.json: %v, %d rows\n%s", err, len(tbl.Rows), b)
 	}
 	row := tbl.Rows[0]
-	// Every METHOD §13 column is present, and measured where it can be.
+	// Every docs/method.md §13 column is present, and measured where it can be.
 	for _, col := range []string{"offered_rps", "sent_rps", "success_rps", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
 		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
 		v, ok := row[col]

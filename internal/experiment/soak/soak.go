@@ -23,7 +23,7 @@ import (
 	"github.com/surge-bench/surge/internal/scrape"
 )
 
-// The soak's defaults (METHOD §4: about an hour, reporting drift).
+// The soak's defaults (docs/method.md §4: about an hour, reporting drift).
 const (
 	DefaultSoakDuration   = time.Hour
 	DefaultSoakWarmup     = 2 * time.Minute
