@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/surge-bench/surge/internal/memnet"
 )
 
 func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -276,19 +279,18 @@ func TestUnreachableTargetExits3(t *testing.T) {
 
 // Ctrl-C during `surge run`: the summary is still printed, the results are
 // marked partial, rates are over the time that ran, and the exit code is 1.
+// The whole command runs in virtual time over an in-memory network, so the
+// interruption comes exactly 3 s into the run.
 func TestRunInterruptPrintsSummary(t *testing.T) {
+	synctest.Test(t, testRunInterrupt)
+}
+
+func testRunInterrupt(t *testing.T) {
+	network = &memnet.Network{}
+	defer func() { network = nil }()
 	out := filepath.Join(t.TempDir(), "o")
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for i := 0; i < 100; i++ { // the run starts within a few hundred ms
-			if _, err := os.Stat(filepath.Join(out, "requests.jsonl")); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		time.Sleep(3 * time.Second)
-		cancel()
-	}()
+	time.AfterFunc(3*time.Second, cancel)
 	var stdout, stderr bytes.Buffer
 	code := cli(ctx, []string{"run", "--rate", "10", "--duration", "60s", "-q", "-o", out}, &stdout, &stderr)
 	if code != exitSLO {

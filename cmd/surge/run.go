@@ -108,6 +108,10 @@ unusable (no request succeeded); 4 anything else, e.g. the run folder could
 not be written (disk full) — the run stops within a second and keeps every
 record written so far.`
 
+// network replaces the real network when set: the command-line tests run
+// whole commands in virtual time (testing/synctest) over an in-memory one.
+var network run.Network
+
 // experimentFunc runs one experiment into d, printing on w.
 type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error)
 
@@ -121,7 +125,7 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	// Ctrl-C ends the run, but the run folder and reports are still written:
 	// the experiment sees the cancellation, while preparing and reporting use
 	// a context that outlives it.
-	env, err := run.Prepare(context.WithoutCancel(ctx), *o, virtual, stdout, logger, toolVersion())
+	env, err := run.PrepareWith(context.WithoutCancel(ctx), *o, virtual, run.Setup{View: stdout, Logger: logger, Version: toolVersion(), Network: network})
 	if err != nil {
 		return classify(f, err)
 	}

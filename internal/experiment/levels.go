@@ -71,9 +71,6 @@ func MeasureRun(res *run.Result, phase string, closed bool) (Measure, error) {
 		g := GeneratorOf(res.Records, start, end, m.LagP99Ms)
 		m.ScheduledRPS, m.AchievedRPS = g.ScheduledRPS, g.AchievedRPS
 		m.GeneratorLimited, m.GeneratorNote = g.Behind, g.Note
-		if g.Behind {
-			m.GeneratorNote += ". This is surge's limit on this machine, not the target's"
-		}
 	}
 	return m, nil
 }

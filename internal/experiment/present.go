@@ -333,7 +333,6 @@ func Num(v float64) report.LevelCell { return report.NumCell(report.Val(v)) }
 // result as name (JSON), then the level table, the docs/method.md §13 results table
 // (both sharing lt's notes) and report.html with charts.
 func WriteLevelExperiment(d *rundir.Dir, name string, v any, lt report.LevelTable, results report.Table, h report.LevelReport, charts []report.XYChart) error {
-	results.Notes = lt.Notes
 	ht := results
 	ht.Meta = nil // the page shows the same facts once, above the tables
 	h.Tables = []report.Table{ht}

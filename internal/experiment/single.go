@@ -152,14 +152,12 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 // WriteRunReports writes results.* and report.html of a single run, one
 // row per measured phase: the run layout (no burst columns).
 func WriteRunReports(env *run.Env, res *run.Result) error {
-	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env)}
+	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
 	for _, ph := range res.Analysis.Phases {
 		if ph.Excluded {
 			continue
 		}
 		row := Row(res, &env.Opts, ph.Name)
-		row.Recovery = report.RecoveryNA(report.ReasonNoBurst)
-		row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst)
 		row.Workload = env.Opts.Profile + " / " + ph.Name
 		t.Rows = append(t.Rows, row)
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)

@@ -14,6 +14,7 @@ import (
 // spreadsheet never mistakes them for measurements.
 func WriteCSV(w io.Writer, t Table) error {
 	cw := csv.NewWriter(w)
+	columns := t.cols()
 	rec := make([]string, len(columns))
 	for i := range columns {
 		rec[i] = columns[i].key

@@ -201,6 +201,7 @@ type htmlCell struct {
 
 func newHTMLTable(t Table) htmlTable {
 	v := newTableView(t)
+	columns := v.cols
 	h := htmlTable{Title: t.Title, Meta: append(v.common, t.Meta...), Verdicts: t.Verdicts}
 	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
 		if len(v.rows) == 0 {

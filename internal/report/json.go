@@ -19,8 +19,9 @@ import (
 // Unknown model, workload or deployment names are null.
 func WriteJSON(w io.Writer, t Table) error {
 	rows := make([]json.RawMessage, 0, len(t.Rows))
+	cols := t.cols()
 	for _, r := range sortedRows(t.Rows) {
-		b, err := rowJSON(&r)
+		b, err := rowJSON(cols, &r)
 		if err != nil {
 			return err
 		}
@@ -45,7 +46,7 @@ func WriteJSON(w io.Writer, t Table) error {
 }
 
 // rowJSON encodes one row as an object whose fields follow columns' order.
-func rowJSON(r *Row) (json.RawMessage, error) {
+func rowJSON(columns []column, r *Row) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i := range columns {

@@ -128,7 +128,10 @@ type levelView struct {
 
 func (t *LevelTable) view() levelView {
 	var v levelView
-	seen := map[string]bool{}
+	type reason struct{ row, col, why string }
+	var all []reason
+	count := map[[2]string]int{}
+	seen := map[reason]bool{}
 	for _, r := range t.Rows {
 		var tx, rw []string
 		var js []any
@@ -141,14 +144,28 @@ func (t *LevelTable) view() levelView {
 				if label == "" {
 					label = col.Key
 				}
-				n := fmt.Sprintf("%s: %s: %s", rowLabel(t, r), label, why)
+				n := reason{rowLabel(t, r), label, why}
 				if !seen[n] {
 					seen[n] = true
-					v.reasons = append(v.reasons, n)
+					all = append(all, n)
+					count[[2]string{label, why}]++
 				}
 			}
 		}
 		v.text, v.raw, v.js = append(v.text, tx), append(v.raw, rw), append(v.js, js)
+	}
+	// A reason every row shares is said once.
+	once := map[[2]string]bool{}
+	for _, n := range all {
+		k := [2]string{n.col, n.why}
+		if len(t.Rows) > 1 && count[k] == len(t.Rows) {
+			if !once[k] {
+				once[k] = true
+				v.reasons = append(v.reasons, fmt.Sprintf("every row: %s: %s", n.col, n.why))
+			}
+			continue
+		}
+		v.reasons = append(v.reasons, fmt.Sprintf("%s: %s: %s", n.row, n.col, n.why))
 	}
 	return v
 }

@@ -74,8 +74,8 @@ func WriteMarkdown(w io.Writer, t Table) error {
 	}
 
 	fmt.Fprint(bw, "## Legend\n\n")
-	for i := range columns {
-		c := &columns[i]
+	for i := range v.cols {
+		c := &v.cols[i]
 		if c.desc != "" && !c.csvOnly() {
 			fmt.Fprintf(bw, "- %s: %s\n", c.legendHead(), c.desc)
 		}
@@ -90,6 +90,7 @@ func WriteMarkdown(w io.Writer, t Table) error {
 // tableView is a table prepared for people: rows sorted, constant identity
 // columns lifted out, every cell formatted once.
 type tableView struct {
+	cols   []column // the table's columns
 	rows   []Row
 	cells  [][]cell // [row][column index in columns]
 	idCols []int    // indexes into columns
@@ -98,7 +99,8 @@ type tableView struct {
 }
 
 func newTableView(t Table) *tableView {
-	v := &tableView{rows: sortedRows(t.Rows)}
+	v := &tableView{rows: sortedRows(t.Rows), cols: t.cols()}
+	columns := v.cols
 	for _, r := range v.rows {
 		cs := make([]cell, len(columns))
 		for i := range columns {
@@ -155,9 +157,9 @@ func (v *tableView) notes() []note {
 	for ri, cs := range v.cells {
 		byReason := map[string]int{}
 		var rowNotes []note
-		for i := range columns {
+		for i := range v.cols {
 			c := cs[i]
-			if c.reason == "" || columns[i].csvOnly() {
+			if c.reason == "" || v.cols[i].csvOnly() {
 				continue
 			}
 			j, ok := byReason[c.reason]
@@ -166,9 +168,36 @@ func (v *tableView) notes() []note {
 				byReason[c.reason] = j
 				rowNotes = append(rowNotes, note{row: v.labels[ri], reason: c.reason})
 			}
-			rowNotes[j].cols = append(rowNotes[j].cols, columns[i].head)
+			rowNotes[j].cols = append(rowNotes[j].cols, v.cols[i].head)
 		}
 		out = append(out, rowNotes...)
+	}
+	return collapseNotes(out, len(v.cells))
+}
+
+// collapseNotes prints once, for "every row", a note that every one of
+// the rows has (the same columns for the same reason).
+func collapseNotes(in []note, rows int) []note {
+	if rows < 2 {
+		return in
+	}
+	key := func(n note) string { return strings.Join(n.cols, "\x00") + "\x00" + n.reason }
+	count := map[string]int{}
+	for _, n := range in {
+		count[key(n)]++
+	}
+	var out []note
+	done := map[string]bool{}
+	for _, n := range in {
+		k := key(n)
+		switch {
+		case count[k] < rows:
+			out = append(out, n)
+		case !done[k]:
+			done[k] = true
+			n.row = "every row"
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -177,8 +206,8 @@ func (v *tableView) notes() []note {
 // group's columns, as indexes into columns.
 func (v *tableView) groupCols(group string) []int {
 	cols := append([]int(nil), v.idCols...)
-	for i := range columns {
-		if columns[i].group == group && !columns[i].csvOnly() {
+	for i := range v.cols {
+		if v.cols[i].group == group && !v.cols[i].csvOnly() {
 			cols = append(cols, i)
 		}
 	}
@@ -187,6 +216,7 @@ func (v *tableView) groupCols(group string) []int {
 
 // writeMarkdown writes one aligned Markdown table of the given columns.
 func (v *tableView) writeMarkdown(w io.Writer, cols []int) {
+	columns := v.cols
 	width := make([]int, len(cols))
 	for j, ci := range cols {
 		width[j] = max(3, utf8.RuneCountInString(columns[ci].head))

@@ -15,6 +15,28 @@ type Table struct {
 	Rows     []Row     // one per model × workload × deployment × multiplier; rendered sorted
 	Verdicts []Verdict // SLO verdicts, shown below the rows in the given order
 	Notes    []string  // free-form notes shown below the verdicts
+	// Omit lists column keys a layout leaves out in every format — a run or
+	// a capacity step has no burst, so BurstColumns are not its columns.
+	Omit []string
+}
+
+// BurstColumns are the columns only a burst experiment fills: the
+// multiplier, the baseline and burst rates, the recovery measured and
+// predicted.
+var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s"}
+
+// cols is the table's columns: every column but those it omits.
+func (t *Table) cols() []column {
+	if len(t.Omit) == 0 {
+		return columns
+	}
+	var out []column
+	for _, c := range columns {
+		if !slices.Contains(t.Omit, c.key) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // KV is one labelled value of metadata. An empty Value prints as n/a in

@@ -64,8 +64,8 @@ func TestRecentP99(t *testing.T) {
 		c.add(&r)
 	}
 	// Completion order, as the sink sees it.
-	add(0, 0, 1*time.Second, record.OK)                 // 1 s, before the window
-	add(1, 1*time.Second, 12*time.Second, record.OK)    // 11 s
+	add(0, 0, 1*time.Second, record.OK)              // 1 s, before the window
+	add(1, 1*time.Second, 12*time.Second, record.OK) // 11 s
 	add(2, 5*time.Second, 13*time.Second, record.HTTPError)
 	for i := range 98 { // 98 requests of 2 s each, done at 14 s…
 		add(int64(3+i), 12*time.Second, 14*time.Second, record.OK)

@@ -416,7 +416,12 @@ func TestOpenDeterministic(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Sim.Fault500, cfg.Sim.FaultReset, cfg.Sim.FaultStall, cfg.Sim.MaxWaiting = 0.05, 0.05, 0.05, 20
 	cfg.Timeout = 5 * time.Second
-	plan := schedule.Burst{BaselineRPS: 6, Multiplier: 3, Warmup: 10 * time.Second, Baseline: 30 * time.Second, Burst: 20 * time.Second, Recovery: 30 * time.Second}.Plan()
+	plan := schedule.Plan{BaselineRPS: 6, Phases: []schedule.Phase{
+		{Name: schedule.PhaseWarmup, Duration: 10 * time.Second, Multiplier: 1},
+		{Name: schedule.PhaseBaseline, Duration: 30 * time.Second, Multiplier: 1},
+		{Name: schedule.PhaseBurst, Duration: 20 * time.Second, Multiplier: 3},
+		{Name: schedule.PhaseRecovery, Duration: 30 * time.Second, Multiplier: 1},
+	}}
 	run := func(scheduleSeed, genSeed, simSeed int64) *Output {
 		t.Helper()
 		arr, err := schedule.Build(plan, scheduleSeed)

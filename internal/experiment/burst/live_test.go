@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/surge-bench/surge/internal/experiment/exptest"
@@ -117,20 +118,23 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 }
 
 // Ctrl-C in the middle of a burst run: records flushed, partial results
-// written and marked partial.
+// written and marked partial. The whole experiment runs in a
+// testing/synctest bubble over an in-memory network: the interruption
+// comes at an exact moment of virtual time.
 func TestBurstInterruptWritesPartialResults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-time test")
-	}
+	synctest.Test(t, testBurstInterrupt)
+}
+
+func testBurstInterrupt(t *testing.T) {
 	c := liveBurstConfig()
-	env, out := exptest.Env(t, c.Options, false) // read by the interrupting goroutine while Burst writes
+	env, out := exptest.BubbleEnv(t, c.Options) // read by the interrupting goroutine while Burst writes
 	d := exptest.Dir(t)
 	dir := d.Path()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// reference probes, then 1 s warmup + 4 s baseline + 1 s of burst
 		for !strings.Contains(out.String(), "burst-4x: burst") {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // virtual time
 		}
 		time.Sleep(6 * time.Second)
 		cancel()
@@ -175,4 +179,51 @@ func TestBurstInterruptWritesPartialResults(t *testing.T) {
 	if !strings.Contains(string(md), "PARTIAL") {
 		t.Fatalf("results.md not marked partial:\n%s", md)
 	}
+}
+
+// The settle gate between chained bursts, in virtual time: the first
+// burst makes the simulator's autoscaler add a replica; before the second
+// run the gate waits — reading the replicas through /metrics like any
+// engine's — until the extra replica is gone again, then probes.
+func TestSettleBetweenChainedBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := liveBurstConfig()
+		c.Multipliers = []float64{3, 4}
+		c.SettleTimeout = 5 * time.Minute
+		s := &c.Options.Sim
+		s.Autoscale, s.MinReplicas, s.MaxReplicas = true, 1, 2
+		s.ScaleUpWaiting, s.ScaleUpHold = 2, time.Second
+		s.ScaleRequestDelay, s.NodeReadyDelay, s.ContainerReadyDelay, s.ModelReadyDelay = time.Second, time.Second, time.Second, time.Second
+		s.ScaleDownIdle = 30 * time.Second
+		env, out := exptest.BubbleEnv(t, c.Options)
+		runs, err := burstRuns(context.Background(), env, &c, exptest.Dir(t), out)
+		if err != nil || len(runs) != 2 {
+			t.Fatalf("%d runs: %v\n%s", len(runs), err, out)
+		}
+		first, second := runs[0], runs[1]
+		if !strings.HasPrefix(first.SettleNote, "reference probe latency") {
+			t.Errorf("first gate: %q, want the reference", first.SettleNote)
+		}
+		scaled := false
+		for _, e := range first.Result.SimEvents {
+			scaled = scaled || strings.Contains(string(e.Kind), "ready")
+		}
+		if !scaled {
+			t.Fatalf("the first burst did not scale the simulator up: %+v\n%s", first.Result.SimEvents, out)
+		}
+		// The extra replica leaves after 30 s idle: the second gate waited
+		// for it, then found the queue empty and the probes fast.
+		if second.Settle < 20*time.Second || !strings.HasPrefix(second.SettleNote, "queue empty") {
+			t.Fatalf("second gate waited %s: %q\n%s", second.Settle, second.SettleNote, out)
+		}
+		if !strings.Contains(out.String(), "settle before burst-4x: ") {
+			t.Errorf("the wait is not shown:\n%s", out)
+		}
+		// The second run's baseline is as undisturbed as the first's.
+		b1, _ := first.Result.Analysis.Phase("baseline")
+		b2, _ := second.Result.Analysis.Phase("baseline")
+		if p1, p2 := b1.Latency.TTFTSchedule.P95Ms, b2.Latency.TTFTSchedule.P95Ms; p2 > 2*p1+100 {
+			t.Errorf("second baseline TTFT p95 %.0f ms vs first %.0f ms: the gate let a disturbed run start", p2, p1)
+		}
+	})
 }

@@ -437,6 +437,9 @@ func stepRow(st *Step) []report.LevelCell {
 	ttft := experiment.DistOpts(p.Latency.TTFTSchedule)
 	e2e := experiment.DistOpts(p.Latency.E2ESchedule)
 	achieved := report.Unavailable("too few sends to measure")
+	if st.Result.Virtual {
+		achieved = report.Unavailable("virtual time: no load generator")
+	}
 	if st.Measure.AchievedRPS > 0 {
 		achieved = report.Val(st.Measure.AchievedRPS)
 	}
@@ -463,7 +466,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)
 	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: columns}
-	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Meta: experiment.HTMLMeta(env)}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	for i := range cr.Steps {
 		st := &cr.Steps[i]
@@ -475,7 +478,6 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		}
 		row := experiment.Row(st.Result, o, stepPhase)
 		row.Workload = o.Profile + " / " + st.Name
-		row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(st.Result, o, fmt.Sprintf("%s: %s req/s, %s", st.Name, experiment.FmtRate(st.Rate), st.verdictText())))
 	}

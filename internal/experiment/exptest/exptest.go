@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 )
@@ -87,4 +88,18 @@ func Open(t testing.TB, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// BubbleEnv prepares the in-process simulator on an in-memory network, for
+// a test running inside a testing/synctest bubble (real sockets are not
+// allowed there); it is closed at cleanup.
+func BubbleEnv(t testing.TB, o run.Options) (*run.Env, *SyncBuilder) {
+	t.Helper()
+	out := &SyncBuilder{}
+	env, err := run.PrepareWith(context.Background(), o, false, run.Setup{View: out, Version: "test", Network: &memnet.Network{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env, out
 }

@@ -325,9 +325,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	if res.Partial {
 		tt.Notes = append(tt.Notes, "PARTIAL: the soak was interrupted; the trends cover what ran.")
 	}
-	results := report.Table{Title: "Results table (docs/method.md §13)"}
+	results := report.Table{Title: "Results table (docs/method.md §13)", Omit: report.BurstColumns}
 	row := experiment.Row(res, o, soakPhase)
-	row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
 	results.Rows = []report.Row{row}
 	results.Verdicts = experiment.SLOVerdicts("soak", res.Analysis.Verdict)
 	h := report.LevelReport{

@@ -488,7 +488,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
 	lt := report.LevelTable{Title: title, Meta: meta, Columns: columns}
-	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Meta: experiment.HTMLMeta(env)}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings
 	for i := range sr.Levels {
@@ -501,7 +501,6 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
 		row := experiment.Row(lv.Result, o, levelPhase)
 		row.Workload = o.Profile + " / " + lv.Name
-		row.Recovery, row.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
 		if n := lv.Measure.Phase.Offered; n < sweepRecommendedSamples && !lv.Result.Partial {
