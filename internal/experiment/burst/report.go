@@ -267,7 +267,3 @@ func decodeConfig(r *run.Reloaded) (*Config, bool) {
 	rec.Burst.Options = r.Env.Opts
 	return rec.Burst, true
 }
-
-var _ = strconv.Itoa
-var _ = strings.Join
-var _ = record.OK
