@@ -15,9 +15,8 @@ import (
 // Network is one in-memory network with one listener, created on the
 // first Listen. Its zero value is ready to use.
 type Network struct {
-	mu     sync.Mutex
-	ln     *listener
-	closed bool
+	mu sync.Mutex
+	ln *listener
 }
 
 // ErrClosed is returned by Dial and Accept once the listener is closed.

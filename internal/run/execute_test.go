@@ -88,10 +88,10 @@ func TestExecuteLiveInBubble(t *testing.T) {
 	})
 }
 
-// stopAt stops the schedule at the first check at or after at.
+// stopAt stops the schedule at its third check.
 type stopAt struct {
-	from, at time.Duration
-	asked    []time.Duration // the horizons it was asked with
+	from  time.Duration
+	asked []time.Duration // the horizons it was asked with
 }
 
 func (s *stopAt) CheckFrom() time.Duration { return s.from }

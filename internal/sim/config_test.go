@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -135,20 +134,6 @@ func TestCheckRequest(t *testing.T) {
 	if s := cl.Snapshot(0); s.Submitted != 0 || s.Waiting+s.Running != 0 {
 		t.Fatalf("an invalid request entered the cluster: %+v", s)
 	}
-}
-
-func yamlNames(t *testing.T) []string {
-	t.Helper()
-	var names []string
-	ty := reflect.TypeFor[Config]()
-	for i := range ty.NumField() {
-		tag := ty.Field(i).Tag.Get("yaml")
-		if tag == "" {
-			t.Fatalf("field %s has no yaml tag", ty.Field(i).Name)
-		}
-		names = append(names, tag)
-	}
-	return names
 }
 
 func TestYAML(t *testing.T) {
