@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/memnet"
+	"github.com/surge-bench/surge/internal/record"
 )
 
 func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -219,14 +220,36 @@ func TestLevelCommandsSimulate(t *testing.T) {
 }
 
 // A repeated flag whose value holds a comma survives being re-applied over
-// a YAML file.
+// a YAML file: the run sees one header, not "X-A: 1" and a stray "2", and
+// the file's rate and duration still apply.
 func TestSliceFlagWithCommaOverFile(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(f, []byte("rate: 2\nduration: 1s\n"), 0o644)
-	code, _, stderr := surge(t, "run", "-f", f, "--header", "X-A: 1,2", "--target", "http://127.0.0.1:1/v1", "-q", "-o", filepath.Join(dir, "o"))
-	if code == exitUsage {
-		t.Fatalf("exit 2: %s", stderr)
+	out := filepath.Join(dir, "o")
+	code, _, stderr := surge(t, "run", "-f", f, "--header", "X-A: 1,2", "--target", "http://127.0.0.1:1/v1", "-q", "-o", out)
+	if code != exitTarget { // nothing listens on port 1: unusable, but it ran
+		t.Fatalf("exit %d, want 3: %s", code, stderr)
+	}
+	m, err := record.ReadManifest(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(m.Config)
+	var cfg struct {
+		Plan struct {
+			Phases []struct{ Duration, Rate float64 }
+		} `json:"plan"`
+		Options struct{ Headers []string } `json:"options"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if h := cfg.Options.Headers; len(h) != 1 || h[0] != "X-A: <redacted>" {
+		t.Errorf("headers recorded as %q, want one, redacted", h)
+	}
+	if p := cfg.Plan.Phases; len(p) != 1 || p[0].Rate != 2 || time.Duration(p[0].Duration) != time.Second {
+		t.Errorf("phases %+v, want the file's 1 s at 2/s", p)
 	}
 }
 
