@@ -3,6 +3,7 @@ package rundir
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,7 +65,7 @@ func DefaultPath(base, command string, now time.Time) string {
 // folder and records no owner.
 type Options struct {
 	// Force reuses a folder that already holds files: surge's own files
-	// (Files) and run folders in it (subfolders holding a manifest.json) are
+	// (Files) and run folders in it (subfolders whose manifest.json surge wrote) are
 	// removed first; anything else is left alone.
 	Force bool
 	// Owner says who holds the folder, e.g. "surge burst". It is recorded in
@@ -175,13 +176,32 @@ func prepare(path string, force bool) error {
 }
 
 // isOurs reports whether entry e of folder path is surge's: one of Files, or
-// a run folder.
+// a run folder — a folder whose manifest.json says surge wrote it. Any
+// other folder, even one holding a manifest.json of its own (a web app's,
+// a browser extension's), is someone else's and never removed.
 func isOurs(path string, e fs.DirEntry) bool {
 	if e.IsDir() {
-		fi, err := os.Stat(filepath.Join(path, e.Name(), "manifest.json"))
-		return err == nil && fi.Mode().IsRegular()
+		return isRunFolder(filepath.Join(path, e.Name()))
 	}
 	return e.Type().IsRegular() && isFile(e.Name())
+}
+
+// isRunFolder reports whether the folder p holds a manifest.json written
+// by surge ("tool": "surge"), finished or not.
+func isRunFolder(p string) bool {
+	mp := filepath.Join(p, manifestFile)
+	fi, err := os.Stat(mp)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Tool string `json:"tool"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Tool == "surge"
 }
 
 // removeRun removes the run folder p, unless a run holds it.

@@ -216,13 +216,22 @@ func TestCloseReleases(t *testing.T) {
 	}
 }
 
-// tree writes files (a name ending in "/" is a folder) under dir.
+// tree writes files (a name ending in "/" is a folder) under dir. A file
+// holds "x\n", a manifest.json surge's own (a run folder), and a name given
+// as "name=content" the content.
 func tree(t *testing.T, dir string, files ...string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
+		content := "x\n"
+		if filepath.Base(f) == manifestFile {
+			content = `{"tool":"surge"}` + "\n"
+		}
+		if name, c, ok := strings.Cut(f, "="); ok {
+			f, content = name, c
+		}
 		p := filepath.Join(dir, f)
 		if strings.HasSuffix(f, "/") {
 			if err := os.MkdirAll(p, 0o755); err != nil {
@@ -233,7 +242,7 @@ func tree(t *testing.T, dir string, files ...string) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,6 +291,11 @@ func TestCreateFolderContents(t *testing.T) {
 				"burst-5x/report.html", "keep/data.csv", "empty/", "requests.jsonl.bak"),
 			force: true,
 			left:  []string{"empty/", "keep/", "keep/data.csv", "notes.txt", "requests.jsonl.bak"}},
+
+		{name: "force keeps a folder whose manifest.json is not surge's",
+			files: []string{`webapp/manifest.json={"name":"my app"}`, "webapp/src/main.js", "burst-5x/manifest.json"},
+			force: true,
+			left:  []string{"webapp/", "webapp/manifest.json", "webapp/src/", "webapp/src/main.js"}},
 
 		// Refused.
 		{name: "a run", files: []string{"manifest.json", "requests.jsonl", "summary.json", "report.html"},
