@@ -14,7 +14,8 @@ import (
 
 // autoBaseline runs the capacity search for `surge burst --baseline-rps
 // auto` into d/capacity and sets the burst's baseline to its suggestion.
-// It returns μ: the sustainable rate, unless --capacity-rps was given.
+// It returns μ: the sustainable rate, unless --capacity-rps was given; the
+// sustainable rate also becomes c.CapacityRPS.
 func autoBaseline(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (mu capacityInfo, err error) {
 	cc := capacity.DefaultConfig()
 	cc.Options, cc.Simulate = c.Options, c.Simulate
@@ -44,6 +45,10 @@ func autoBaseline(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w
 	c.BaselineRPS = cr.BaselineRPS
 	mu = capacityInfo{c.CapacityRPS, "--capacity-rps"}
 	if c.CapacityRPS == 0 {
+		// The search's rate is μ as if given with --capacity-rps: it is
+		// recorded in the manifest, and a burst's backlog does not replace
+		// it with a measured μ.
+		c.CapacityRPS = cr.SustainableRPS
 		mu = capacityInfo{cr.SustainableRPS, fmt.Sprintf("capacity search: sustainable %s req/s", experiment.FmtRate(cr.SustainableRPS))}
 	}
 	fmt.Fprintf(w, "burst baseline: %s req/s (%g × the sustainable %s req/s)\n\n", experiment.FmtRate(c.BaselineRPS), cc.BaselineFraction, experiment.FmtRate(cr.SustainableRPS))

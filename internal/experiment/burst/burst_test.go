@@ -283,4 +283,23 @@ func TestBurstBaselineAuto(t *testing.T) {
 	if math.Abs(p.Rate-cr.BaselineRPS) > 1e-9 {
 		t.Errorf("baseline phase at %g req/s, want the suggestion %g", p.Rate, cr.BaselineRPS)
 	}
+	// The search's rate stands as --capacity-rps would: recorded as such in
+	// the manifest, and never replaced by a μ measured during a burst.
+	m, err := record.ReadManifest(filepath.Join(dir, "burst-3x", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Extra struct {
+			Burst struct {
+				CapacityRPS float64 `json:"capacity_rps"`
+			} `json:"burst"`
+		} `json:"extra"`
+	}
+	if b, err := json.Marshal(m.Config); err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("manifest config: %v", err)
+	}
+	if rec.Extra.Burst.CapacityRPS != cr.SustainableRPS {
+		t.Errorf("manifest capacity_rps %g, want the sustainable %g", rec.Extra.Burst.CapacityRPS, cr.SustainableRPS)
+	}
 }
