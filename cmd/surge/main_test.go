@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/record"
 )
@@ -342,5 +344,24 @@ func testRunInterrupt(t *testing.T) {
 	}
 	if !sum.Partial || sum.Analysis.Overall.OfferedRPS < 5 || sum.Analysis.Overall.OfferedRPS > 20 {
 		t.Fatalf("partial %v, offered %.2f/s; want partial and ≈10/s", sum.Partial, sum.Analysis.Overall.OfferedRPS)
+	}
+}
+
+// A `surge run` file without phases is refused, unless the command line
+// gives the load: a file of connection settings plus --rate and
+// --duration describes a run.
+func TestPhasesGivenByFlags(t *testing.T) {
+	keys := map[string]*yaml.Node{"model": {Kind: yaml.ScalarNode, Value: "m"}}
+	none := func(string) bool { return false }
+	if err := phasesGiven("f.yaml", keys, none); err == nil || !strings.Contains(err.Error(), "f.yaml: no phases") {
+		t.Fatalf("no phases anywhere: %v", err)
+	}
+	rate := func(k string) bool { return k == "rate" }
+	if err := phasesGiven("f.yaml", keys, rate); err != nil {
+		t.Fatalf("--rate on the command line: %v", err)
+	}
+	keys["phases"] = &yaml.Node{Kind: yaml.SequenceNode, Line: 3}
+	if err := phasesGiven("f.yaml", keys, rate); err == nil || !strings.Contains(err.Error(), "f.yaml:3: phases: the list is empty") {
+		t.Fatalf("an empty phases list, whatever the flags: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 		if err != nil {
 			return err
 		}
-		if err := phasesGiven(file, keys); err != nil {
+		if err := phasesGiven(file, keys, f.set); err != nil {
 			return err
 		}
 		cfg.ConfigFile = file
@@ -77,10 +77,12 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 var singlePhaseKeys = []string{"rate", "duration", "arrival", "burstiness", "trace", "speed", "warmup"}
 
 // phasesGiven refuses an experiment file for `surge run` that describes no
-// load: no phases list, an empty one, or none of the single-phase keys.
-// Without this it would silently run the default 30 s at 5 req/s against
-// the user's target.
-func phasesGiven(file string, keys map[string]*yaml.Node) error {
+// load: no phases list, an empty one, or none of the single-phase keys —
+// unless the command line sets one of those (a file of connection
+// settings with --rate and --duration describes the load). Without this it
+// would silently run the default 30 s at 5 req/s against the user's
+// target. set reports whether the user set the flag of a key.
+func phasesGiven(file string, keys map[string]*yaml.Node, set func(key string) bool) error {
 	if file == "" {
 		return nil
 	}
@@ -91,7 +93,7 @@ func phasesGiven(file string, keys map[string]*yaml.Node) error {
 		return nil
 	}
 	for _, k := range singlePhaseKeys {
-		if _, ok := keys[k]; ok {
+		if _, ok := keys[k]; ok || set(k) {
 			return nil
 		}
 	}
