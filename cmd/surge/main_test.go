@@ -73,7 +73,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"burst negative multiplier":   {[]string{"burst", "--multipliers", "2,-5"}, "--multipliers: each must be > 0, got -5"},
 		"burst zero phase":            {[]string{"burst", "--burst", "0s"}, "--burst: must be > 0, got 0s"},
 		"burst target no baseline":    {[]string{"burst", "--target", "http://127.0.0.1:1/v1"}, "--baseline-rps: required with --target"},
-		"simulate with target":        {[]string{"burst", "--simulate", "--target", "http://127.0.0.1:1/v1", "--baseline-rps", "3"}, "--simulate runs against the engine model"},
+		"simulate with target":        {[]string{"burst", "--simulate", "--target", "http://127.0.0.1:1/v1", "--baseline-rps", "3"}, "surge: --simulate: runs against the engine model in virtual time; it cannot be combined with --target\n"},
 		"header without colon":        {[]string{"run", "--header", "X-Secret-Token abc"}, `--header: must be "Name: value"`},
 		"sweep levels not increasing": {[]string{"sweep", "--concurrency", "1,16,4"}, "--concurrency: levels must increase, got 4 after 16"},
 		"sweep rates not increasing":  {[]string{"sweep", "--rates", "2,2"}, "--rates: levels must increase, got 2 after 2"},

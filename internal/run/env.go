@@ -91,7 +91,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		return nil, configErr(err)
 	}
 	if virtual && o.Target != "" {
-		return nil, configErr(&field.Error{Field: "simulate", Message: "--simulate runs against the engine model in virtual time; it cannot be combined with --target"})
+		return nil, configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
 	}
 	if err := checkCACert(o.CACert); err != nil {
 		return nil, configErr(err)
