@@ -108,7 +108,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		writeErr = closeErr
 	}
 	if writeErr == nil && errors.Is(context.Cause(runCtx), errWrite) {
-		writeErr = errors.New("requests.jsonl: write failed")
+		// requests.jsonl is fine: the failure was engine.csv's, which
+		// executeLive returned.
+		writeErr = runErr
+		if writeErr == nil {
+			writeErr = errors.New("requests.jsonl: write failed")
+		}
 	}
 	res.Partial = writeErr != nil || ctx.Err() != nil || errors.Is(runErr, context.Canceled)
 	if runErr != nil && !res.Partial {

@@ -195,3 +195,27 @@ func TestExecuteConfigErrorWritesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A run whose engine.csv cannot be created stops as a write error that
+// names engine.csv, not requests.jsonl, in the error and in the manifest.
+func TestExecuteEngineCSVFailureNamesTheFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := bubbleEnv(t, quietOptions(), nil)
+		d := testDir(t)
+		if err := os.Mkdir(filepath.Join(d.Path(), "engine.csv"), 0o755); err != nil { // not a file: cannot be created
+			t.Fatal(err)
+		}
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: d, Command: "test", Plan: onePhase(4, 10*time.Second)})
+		var we *WriteError
+		if !errors.As(err, &we) || !strings.Contains(err.Error(), "engine.csv") || strings.Contains(err.Error(), "requests.jsonl") {
+			t.Fatalf("err %v, want a *WriteError naming engine.csv", err)
+		}
+		if res == nil || !res.Partial || !strings.Contains(res.PartialWhy, "engine.csv") {
+			t.Fatalf("result %+v, want partial because of engine.csv", res)
+		}
+		m, err := record.ReadManifest(filepath.Join(d.Path(), "manifest.json"))
+		if err != nil || !m.Partial || !strings.Contains(m.PartialWhy, "engine.csv") {
+			t.Fatalf("manifest %+v (%v), want partial naming engine.csv", m, err)
+		}
+	})
+}
