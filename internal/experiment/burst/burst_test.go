@@ -15,6 +15,7 @@ import (
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 )
 
@@ -301,5 +302,34 @@ func TestBurstBaselineAuto(t *testing.T) {
 	}
 	if rec.Extra.Burst.CapacityRPS != cr.SustainableRPS {
 		t.Errorf("manifest capacity_rps %g, want the sustainable %g", rec.Extra.Burst.CapacityRPS, cr.SustainableRPS)
+	}
+}
+
+// surge report reads the burst settings of a run folder written before
+// the split (Go field names in the manifest) as well as of a new one.
+func TestDecodeConfigOldAndNewManifests(t *testing.T) {
+	want := DefaultConfig()
+	want.BaselineRPS, want.Multipliers, want.RecoveryMetric, want.RecoveryLimit = 4, []float64{2, 5}, "ttft", 75*time.Second
+	want.Warmup, want.Burst, want.CapacityRPS = 5*time.Second, 6*time.Second, 9.5
+	newJSON, err := json.Marshal(experimentRecord{Multiplier: 2, Burst: &want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJSON := `{"multiplier": 2, "burst": {"Target": "", "Model": "", "Seed": 0, "BaselineRPS": 4, "Multipliers": [2, 5],
+		"Warmup": 5000000000, "Baseline": 300000000000, "Burst": 6000000000, "Recovery": 300000000000, "RecoveryLimit": 75000000000,
+		"Arrival": "poisson", "Burstiness": 1, "RecoveryMetric": "ttft", "CapacityRPS": 9.5, "BoostRPS": 0, "BoostAfter": 0,
+		"SettleTimeout": 300000000000, "Simulate": false, "Demo": false, "BaselineAuto": false}}`
+	for name, raw := range map[string]string{"new": string(newJSON), "before the split": oldJSON} {
+		c, ok := decodeConfig(&run.Reloaded{Env: &run.Env{}, Experiment: json.RawMessage(raw)})
+		if !ok {
+			t.Fatalf("%s: not decoded", name)
+		}
+		if c.BaselineRPS != 4 || c.RecoveryMetric != "ttft" || c.RecoveryLimit != 75*time.Second || c.Warmup != 5*time.Second ||
+			c.Burst != 6*time.Second || c.CapacityRPS != 9.5 || len(c.Multipliers) != 2 {
+			t.Errorf("%s: decoded %+v", name, c)
+		}
+	}
+	if _, ok := decodeConfig(&run.Reloaded{Env: &run.Env{}, Experiment: json.RawMessage(`{"step": 1}`)}); ok {
+		t.Error("a manifest without a burst section decoded as a burst")
 	}
 }

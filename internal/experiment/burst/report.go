@@ -256,14 +256,54 @@ func Rerender(path string, w io.Writer) error {
 	return err
 }
 
-// decodeConfig reads the burst settings a run's manifest recorded.
+// decodeConfig reads the burst settings a run's manifest recorded: under
+// the JSON names of Config, or — in a run folder written before the
+// experiments had packages of their own — under Go field names
+// ("BaselineRPS", "RecoveryMetric", ...), which would otherwise decode as
+// zero: a named baseline of 0 req/s and recovery judged on e2e.
 func decodeConfig(r *run.Reloaded) (*Config, bool) {
 	var rec struct {
-		Burst *Config `json:"burst"`
+		Burst json.RawMessage `json:"burst"`
 	}
-	if len(r.Experiment) == 0 || json.Unmarshal(r.Experiment, &rec) != nil || rec.Burst == nil {
+	if len(r.Experiment) == 0 || json.Unmarshal(r.Experiment, &rec) != nil {
 		return nil, false
 	}
-	rec.Burst.Options = r.Env.Opts
-	return rec.Burst, true
+	var c *Config
+	if json.Unmarshal(rec.Burst, &c) != nil || c == nil {
+		return nil, false
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(rec.Burst, &keys) == nil {
+		if _, ok := keys["baseline_rps"]; !ok {
+			if _, ok := keys["BaselineRPS"]; ok {
+				var old legacyConfig
+				if json.Unmarshal(rec.Burst, &old) != nil {
+					return nil, false
+				}
+				old.apply(c)
+			}
+		}
+	}
+	c.Options = r.Env.Opts
+	return c, true
+}
+
+// legacyConfig is what a manifest written before the split recorded under
+// Go field names, for the fields whose JSON names differ by more than case
+// (encoding/json matches "Warmup" to "warmup" on its own).
+type legacyConfig struct {
+	BaselineRPS    float64       `json:"BaselineRPS"`
+	RecoveryLimit  time.Duration `json:"RecoveryLimit"`
+	RecoveryMetric string        `json:"RecoveryMetric"`
+	CapacityRPS    float64       `json:"CapacityRPS"`
+	BoostRPS       float64       `json:"BoostRPS"`
+	BoostAfter     time.Duration `json:"BoostAfter"`
+	SettleTimeout  time.Duration `json:"SettleTimeout"`
+	BaselineAuto   bool          `json:"BaselineAuto"`
+}
+
+func (o legacyConfig) apply(c *Config) {
+	c.BaselineRPS, c.RecoveryLimit, c.RecoveryMetric = o.BaselineRPS, o.RecoveryLimit, o.RecoveryMetric
+	c.CapacityRPS, c.BoostRPS, c.BoostAfter = o.CapacityRPS, o.BoostRPS, o.BoostAfter
+	c.SettleTimeout, c.BaselineAuto = o.SettleTimeout, o.BaselineAuto
 }
