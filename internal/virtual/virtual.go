@@ -3,6 +3,7 @@ package virtual
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -125,7 +126,7 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) re
 		rec.HeadersNs = rec.DoneNs
 		rec.RetryAfterNs = int64(out.RetryAfter)
 		return rec
-	case out.Failed:
+	case out.Failed, out.Status == http.StatusBadRequest: // a fault's 500/503, or a request the engine refuses (too long)
 		rec.Status, rec.Outcome, rec.Error = out.Status, record.HTTPError, "status "+strconv.Itoa(out.Status)
 		rec.HeadersNs = rec.DoneNs
 		return rec

@@ -129,3 +129,40 @@ func TestConfigErrorUnwraps(t *testing.T) {
 		t.Errorf("%v does not wrap its cause", err)
 	}
 }
+
+// A request the engine refuses as too long for max_model_len is an
+// http_error with status 400, as a live run records it — never ok.
+func TestTooLongRequestIsHTTPError(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Sim.MaxModelLen = 256
+	out, err := Open(context.Background(), cfg, fixedGen(t, 300, 20), constant(t, "p", 2, 5*time.Second), 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Records) == 0 {
+		t.Fatal("no records")
+	}
+	for _, r := range out.Records {
+		if r.Status != 400 || r.Outcome != record.HTTPError || r.Good {
+			t.Fatalf("record %d: status %d outcome %s good %v; want 400 http_error, not good", r.Seq, r.Status, r.Outcome, r.Good)
+		}
+	}
+}
+
+// The closed loop records a refused request the same way.
+func TestTooLongRequestIsHTTPErrorClosed(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Sim.MaxModelLen = 256
+	out, err := Closed(context.Background(), cfg, fixedGen(t, 300, 20), schedule.ClosedLoop{Users: 2, Duration: 5 * time.Second, Phase: "level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Records) == 0 {
+		t.Fatal("no records")
+	}
+	for _, r := range out.Records {
+		if r.Status != 400 || r.Outcome != record.HTTPError {
+			t.Fatalf("record %d: status %d outcome %s; want 400 http_error", r.Seq, r.Status, r.Outcome)
+		}
+	}
+}
