@@ -9,6 +9,7 @@ package burst
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -265,10 +266,17 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 	}
 	if mu.mu == 0 && env.Simulated {
 		m, err := simCapacity(env.Opts)
-		if err != nil {
+		var ce *run.ConfigError
+		switch {
+		case errors.As(err, &ce):
 			return nil, err
+		case err != nil:
+			// As for a real target of unknown capacity: the bursts run, with
+			// no prediction until one of them measures μ.
+			fmt.Fprintf(w, "note: μ unknown: %v.\n\n", err)
+		default:
+			mu = capacityInfo{m, "simulated engine, raised to saturation in virtual time"}
 		}
-		mu = capacityInfo{m, "simulated engine, raised to saturation in virtual time"}
 	}
 	if mu.mu > 0 && c.BaselineRPS >= mu.mu {
 		fmt.Fprintf(w, "WARNING: the baseline %.2f req/s is at or above the estimated capacity μ = %.2f req/s (%s).\n"+

@@ -333,3 +333,22 @@ func TestDecodeConfigOldAndNewManifests(t *testing.T) {
 		t.Error("a manifest without a burst section decoded as a burst")
 	}
 }
+
+// When the simulator's μ cannot be measured (every request is longer than
+// max_model_len) the bursts still run, without a prediction, as before.
+func TestBurstRunsWhenSimCapacityFails(t *testing.T) {
+	runs, _, out := virtualBurst(t, func(c *Config) {
+		c.Options.PromptTokens = 9000 // > max_model_len 8192: the engine refuses every request
+		c.Multipliers = []float64{2}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 0, 20*time.Second, 5*time.Second, 10*time.Second, 10*time.Second
+	})
+	if !strings.Contains(out.String(), "note: μ unknown: burst: the simulator's capacity: ") {
+		t.Errorf("no note on μ:\n%s", out)
+	}
+	if len(runs) != 1 || runs[0].Prediction != nil {
+		t.Fatalf("runs %d, want 1 without a prediction", len(runs))
+	}
+	if ok := runs[0].Result.Analysis.Overall.Succeeded; ok != 0 {
+		t.Errorf("%d requests succeeded, want none (all refused)", ok)
+	}
+}
