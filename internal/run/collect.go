@@ -80,9 +80,16 @@ func (c *collector) firstUnsent() (time.Duration, bool) {
 func (c *collector) recentP99(sinceNs int64) time.Duration {
 	c.mu.Lock()
 	var v []int64
-	for i := len(c.recs) - 1; i >= 0 && c.recs[i].DoneNs >= sinceNs; i-- {
-		if c.recs[i].Outcome == record.OK {
-			v = append(v, c.recs[i].E2ESchedule())
+	for i := len(c.recs) - 1; i >= 0; i-- {
+		r := &c.recs[i]
+		if r.DoneNs == record.None {
+			continue // a generator_drop: recorded at its arrival, never done
+		}
+		if r.DoneNs < sinceNs {
+			break
+		}
+		if r.Outcome == record.OK {
+			v = append(v, r.E2ESchedule())
 		}
 	}
 	c.mu.Unlock()

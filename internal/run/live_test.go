@@ -79,6 +79,14 @@ func TestRecentP99(t *testing.T) {
 	if got := c.recentP99(int64(13 * time.Second)); got != 2*time.Second {
 		t.Errorf("P99 %s, want 2s", got)
 	}
+	// A generator_drop (no done time) recorded after them does not hide
+	// the window: its record comes last, at its arrival.
+	drop := record.New("x", 101, "p", int64(14*time.Second))
+	drop.Outcome = record.GeneratorDrop
+	c.add(&drop)
+	if got := c.recentP99(int64(13 * time.Second)); got != 2*time.Second {
+		t.Errorf("P99 after a drop %s, want 2s", got)
+	}
 	if got := c.recentP99(int64(20 * time.Second)); got != 0 {
 		t.Errorf("P99 of an empty window %s, want 0", got)
 	}
