@@ -138,6 +138,7 @@ func TestConfigErrorCreatesNoFolder(t *testing.T) {
 		"sweep levels":     {[]string{"sweep", "--rates", "3,1"}, "--rates: levels must increase"},
 		"capacity no slo":  {[]string{"capacity", "--slo-ttft-p95", "0", "--slo-e2e-p99", "0", "--slo-goodput", "0"}, "needs at least one SLO clause"},
 		"soak with target": {[]string{"soak", "--target", "http://127.0.0.1:1/v1"}, "--rate: required with --target"},
+		"burst too fast":   {[]string{"burst", "--simulate", "--baseline-rps", "200000", "--multipliers", "10"}, "--multipliers: 10 × the baseline 200000"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -143,9 +143,20 @@ func (c *Config) Validate() error {
 	if len(c.Multipliers) == 0 {
 		bad("multipliers", "give at least one, e.g. 2,5,10")
 	}
+	baselineOK := c.BaselineRPS > 0 && !math.IsInf(c.BaselineRPS, 0)
+	if baselineOK && c.BaselineRPS > schedule.MaxRate {
+		bad("baseline_rps", "%g requests/s is more than the load generator can schedule (at most %g/s)", c.BaselineRPS, float64(schedule.MaxRate))
+		baselineOK = false
+	}
 	for _, k := range c.Multipliers {
-		if !(k > 0) || math.IsInf(k, 0) {
+		switch {
+		case !(k > 0) || math.IsInf(k, 0):
 			bad("multipliers", "each must be > 0, got %g", k)
+		case baselineOK && k*c.BaselineRPS > schedule.MaxRate:
+			// Found here, before the run folder is created, rather than when
+			// the burst's schedule is built.
+			bad("multipliers", "%g × the baseline %g = %g requests/s is more than the load generator can schedule (at most %g/s)",
+				k, c.BaselineRPS, k*c.BaselineRPS, float64(schedule.MaxRate))
 		}
 	}
 	for _, d := range []struct {

@@ -174,6 +174,9 @@ func TestBurstConfigErrorsNameTheFlag(t *testing.T) {
 		"no baseline rps":     {func(c *Config) { c.BaselineRPS = 0; c.Options.Target = "http://127.0.0.1:1/v1" }, "--baseline-rps: required with --target"},
 		"short limit":         {func(c *Config) { c.RecoveryLimit = time.Second }, "--recovery-limit: must be ≥ --recovery"},
 		"bad metric":          {func(c *Config) { c.RecoveryMetric = "p99" }, `--recovery-metric: must be e2e or ttft, got "p99"`},
+		"burst out of reach": {func(c *Config) { c.BaselineRPS, c.Multipliers = 200_000, []float64{2, 10} },
+			"--multipliers: 10 × the baseline 200000 = 2e+06 requests/s is more than the load generator can schedule"},
+		"baseline out of reach": {func(c *Config) { c.BaselineRPS = 2e6 }, "--baseline-rps: 2e+06 requests/s is more than the load generator can schedule"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
