@@ -64,7 +64,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the whole experiment in virtual time against the engine model (seconds, not minutes)")
 	f.options(&cfg.Options)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+		if _, err := f.apply(file, &cfg); err != nil {
 			return err
 		}
 		if file == "" {

@@ -60,7 +60,7 @@ stops: that is surge's limit on this machine, not the target's.` + exitCodesHelp
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between steps (0 = do not wait)")
 	f.options(&cfg.Options)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+		if _, err := f.apply(file, &cfg); err != nil {
 			return err
 		}
 		if err := cfg.Validate(); err != nil {

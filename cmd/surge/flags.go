@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/run"
@@ -22,6 +23,9 @@ type flags struct {
 	byKey map[string]string // field path → flag name
 	sim   map[string]bool   // field paths of simulator settings ("(sim: key)")
 	file  *string           // the -f experiment file, when the command has one
+
+	path string                // the file applied (apply), "" for none
+	keys map[string]*yaml.Node // its top-level keys
 }
 
 func newFlags(fs *pflag.FlagSet) *flags {
@@ -85,6 +89,38 @@ func (f *flags) fileFlag(p *string) {
 	f.file = p
 }
 
+// apply reads the YAML file at path into dst (applyConfigFile: strict,
+// flags win) and remembers its keys, so that a field error about a value
+// the file set names the file, line and key rather than a flag the user
+// did not type.
+func (f *flags) apply(path string, dst any) (map[string]*yaml.Node, error) {
+	keys, err := applyConfigFile(f.fs, path, dst)
+	if err == nil && path != "" {
+		f.path, f.keys = path, keys
+	}
+	return keys, err
+}
+
+// fromFile returns the node of the value the file gives the field path
+// key ("rate", "sim.max_num_seqs"), if it gives one.
+func (f *flags) fromFile(key string) (*yaml.Node, bool) {
+	parts := strings.Split(key, ".")
+	n, ok := f.keys[parts[0]]
+	for _, p := range parts[1:] {
+		if !ok || n.Kind != yaml.MappingNode {
+			return nil, false
+		}
+		ok = false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == p {
+				n, ok = n.Content[i+1], true
+				break
+			}
+		}
+	}
+	return n, ok
+}
+
 // set reports whether the user set the flag of the field key.
 func (f *flags) set(key string) bool {
 	name, ok := f.byKey[key]
@@ -93,7 +129,9 @@ func (f *flags) set(key string) bool {
 
 // explain turns a configuration error into a usage error (exit 2) that
 // names, for each field error, the flag that sets it — "--rate: must be
-// > 0" — or, for a setting only a YAML file has, the file and key.
+// > 0" — or, when the value came from the YAML file (the flag not given),
+// the file, line and key — "exp.yaml:3: rate: must be > 0" — and for a
+// setting only a YAML file has, the file and key.
 func (f *flags) explain(err error) error {
 	var ce *run.ConfigError
 	if errors.As(err, &ce) {
@@ -112,6 +150,11 @@ func (f *flags) explain(err error) error {
 
 func (f *flags) line(e *field.Error) string {
 	name, ok := f.byKey[e.Field]
+	if ok && !f.fs.Changed(name) {
+		if n, in := f.fromFile(e.Field); in {
+			return fmt.Sprintf("%s:%d: %s: %s", f.path, n.Line, e.Field, e.Message)
+		}
+	}
 	switch {
 	case ok && f.sim[e.Field]:
 		return fmt.Sprintf("--%s (sim: %s): %s", name, strings.TrimPrefix(e.Field, "sim."), e.Message)
@@ -119,6 +162,8 @@ func (f *flags) line(e *field.Error) string {
 		return fmt.Sprintf("--%s: %s", name, e.Message)
 	case e.Field == "":
 		return e.Message
+	case f.path != "":
+		return fmt.Sprintf("%s: %s: %s", f.path, e.Field, e.Message)
 	case f.file != nil && *f.file != "":
 		return fmt.Sprintf("%s: %s: %s", *f.file, e.Field, e.Message)
 	}

@@ -53,6 +53,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 	badList := file("badlist.yaml", "multipliers: 5\n")
 	badPhase := file("badphase.yaml", "phases:\n  - name: a\n    duration: 0s\n    rate: 1\n")
 	notMap := file("list.yaml", "- rate: 5\n")
+	zeroBurst := file("zeroburst.yaml", "baseline_rps: 5\nburst: 0s\n")
+	zeroSeqs := file("zeroseqs.yaml", "rate: 5\nsim:\n  max_num_seqs: 0\n")
 	cases := map[string]struct {
 		args []string
 		want string
@@ -98,6 +100,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"list wanted":                 {[]string{"burst", "-f", badList}, badList + `:1: multipliers: want a list of numbers like [2, 5, 10], got "5"`},
 		"phase field from a file":     {[]string{"run", "-f", badPhase}, badPhase + ": phases[0].duration: must be > 0, got 0s"},
 		"not a mapping":               {[]string{"run", "-f", notMap}, notMap + ":1: want a mapping of keys"},
+		// A value the file set is named by file, line and key, not by a flag
+		// the user did not type; the flag wins when it is given.
+		"value from the file":     {[]string{"burst", "-f", zeroBurst}, "surge: " + zeroBurst + ":2: burst: must be > 0, got 0s\n"},
+		"flag over the file":      {[]string{"burst", "-f", zeroBurst, "--burst", "-1s"}, "surge: --burst: must be > 0, got -1s\n"},
+		"sim value from the file": {[]string{"run", "-f", zeroSeqs}, "surge: " + zeroSeqs + ":3: sim.max_num_seqs: must be ≥ 1, got 0\n"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

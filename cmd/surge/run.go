@@ -54,7 +54,7 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
 	f.options(&cfg.Options)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		keys, err := applyConfigFile(cmd.Flags(), file, &cfg)
+		keys, err := f.apply(file, &cfg)
 		if err != nil {
 			return err
 		}

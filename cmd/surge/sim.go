@@ -38,7 +38,7 @@ chat workload per replica — roughly an 8B model on one GPU.`,
   surge sim --replicas 2 --max-waiting 50 --fault-reset 0.01`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+			if _, err := f.apply(file, &cfg); err != nil {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {

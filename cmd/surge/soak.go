@@ -49,7 +49,7 @@ Exit code 1 when it drifts or the SLO fails.` + exitCodesHelp,
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the soak in virtual time against the engine model")
 	f.options(&cfg.Options)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+		if _, err := f.apply(file, &cfg); err != nil {
 			return err
 		}
 		cfg.SimDefaults()

@@ -53,7 +53,7 @@ Writes one run folder per level (DIR/level-NN-<level>/), the level table
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the sweep in virtual time against the engine model")
 	f.options(&cfg.Options)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := applyConfigFile(cmd.Flags(), file, &cfg); err != nil {
+		if _, err := f.apply(file, &cfg); err != nil {
 			return err
 		}
 		if err := cfg.Validate(); err != nil {
