@@ -168,6 +168,17 @@ func prepare(path string, force bool) error {
 			}
 			continue
 		}
+		if !isRunFolder(p) {
+			// An experiment folder nested in this one (burst --baseline-rps
+			// auto's capacity/), which holds only surge's files and runs.
+			if err := prepare(p, true); err != nil {
+				return err
+			}
+			if err := os.Remove(p); err != nil {
+				return fileError(p, err)
+			}
+			continue
+		}
 		if err := removeRun(p); err != nil {
 			return err
 		}
@@ -175,15 +186,41 @@ func prepare(path string, force bool) error {
 	return nil
 }
 
-// isOurs reports whether entry e of folder path is surge's: one of Files, or
-// a run folder — a folder whose manifest.json says surge wrote it. Any
+// isOurs reports whether entry e of folder path is surge's: one of Files, a
+// run folder — a folder whose manifest.json says surge wrote it — or an
+// experiment folder holding run folders. Any
 // other folder, even one holding a manifest.json of its own (a web app's,
 // a browser extension's), is someone else's and never removed.
 func isOurs(path string, e fs.DirEntry) bool {
 	if e.IsDir() {
-		return isRunFolder(filepath.Join(path, e.Name()))
+		p := filepath.Join(path, e.Name())
+		return isRunFolder(p) || isExperimentFolder(p)
 	}
 	return e.Type().IsRegular() && isFile(e.Name())
+}
+
+// isExperimentFolder reports whether the folder p is an experiment's
+// without being a run folder itself — the capacity/ search that burst
+// --baseline-rps auto runs first: it holds run folders and nothing but
+// surge's files and run folders. A folder holding anything else is left
+// alone, whatever it also holds.
+func isExperimentFolder(p string) bool {
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return false
+	}
+	runs := 0
+	for _, e := range entries {
+		switch {
+		case e.Name() == LockFile:
+		case e.IsDir() && isRunFolder(filepath.Join(p, e.Name())):
+			runs++
+		case e.Type().IsRegular() && isFile(e.Name()):
+		default:
+			return false
+		}
+	}
+	return runs > 0
 }
 
 // isRunFolder reports whether the folder p holds a manifest.json written

@@ -297,6 +297,15 @@ func TestCreateFolderContents(t *testing.T) {
 			force: true,
 			left:  []string{"webapp/", "webapp/manifest.json", "webapp/src/", "webapp/src/main.js"}},
 
+		{name: "force clears a nested experiment folder (burst's capacity/)",
+			files: []string{"burst-2x/manifest.json", "capacity/capacity.json", "capacity/results.md",
+				"capacity/step-01-1rps/manifest.json", "capacity/step-01-1rps/requests.jsonl"},
+			force: true},
+		{name: "force keeps a folder holding someone else's files beside run folders",
+			files: []string{"capacity/capacity.json", "capacity/step-01-1rps/manifest.json", "capacity/notes.txt"},
+			force: true,
+			left:  []string{"capacity/", "capacity/capacity.json", "capacity/notes.txt", "capacity/step-01-1rps/", "capacity/step-01-1rps/manifest.json"}},
+
 		// Refused.
 		{name: "a run", files: []string{"manifest.json", "requests.jsonl", "summary.json", "report.html"},
 			err: "rundir: %s already holds a run (manifest.json, report.html, requests.jsonl, …); give another --out, or --force to replace it"},
