@@ -182,6 +182,14 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	return r
 }
 
+// NoBurst marks the burst-only cells of a row of an experiment without a
+// burst as n/a for that reason (CSV and JSON keep those columns).
+func NoBurst(r *report.Row) {
+	na := report.Unavailable(report.ReasonNoBurst)
+	r.Multiplier, r.BaselineRPS, r.BurstRPS = na, na, na
+	r.Recovery, r.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
+}
+
 func percentiles(d analyze.Dist) report.Percentiles {
 	if d.Count == 0 && !d.P99Censored {
 		return report.PercentilesNA("no samples")

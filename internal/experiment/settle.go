@@ -30,9 +30,9 @@ const (
 // that reference: the engine's queues as scraped (waiting, running,
 // replicas — whichever the engine exposes) and the median latency of a
 // few sequential probe requests. Each later call waits until the engine
-// has no request waiting, no more running and as many replicas as in the
-// reference, and the probes are within 1.5× the reference latency (+100
-// ms); it gives up after Timeout and says what was still off. The engine
+// has no request waiting, no more running, as many replicas as in the
+// reference and none starting, and the probes are within 1.5× the
+// reference latency (+100 ms); it gives up after Timeout and says what was still off. The engine
 // is read through the same scrape path for every target, the built-in
 // simulator included.
 type Gate struct {
@@ -46,7 +46,7 @@ type Gate struct {
 }
 
 // engineState is the engine's queues as last scraped; NaN = not exposed.
-type engineState struct{ waiting, running, replicas float64 }
+type engineState struct{ waiting, running, replicas, starting float64 }
 
 // Wait runs the gate. It returns how long it waited and a note saying
 // what it found.
@@ -77,11 +77,18 @@ func (g *Gate) Wait(ctx context.Context) (time.Duration, string, error) {
 		if now.waiting > 0 {
 			why = append(why, fmt.Sprintf("engine waiting %.0f", now.waiting))
 		}
-		if now.running > max(g.engine.running, 0) {
-			why = append(why, fmt.Sprintf("engine running %.0f (reference %.0f)", now.running, max(g.engine.running, 0)))
+		refRunning := g.engine.running
+		if math.IsNaN(refRunning) {
+			refRunning = 0 // no reference sample: an idle engine runs nothing
+		}
+		if now.running > refRunning {
+			why = append(why, fmt.Sprintf("engine running %.0f (reference %.0f)", now.running, refRunning))
 		}
 		if !math.IsNaN(now.replicas) && !math.IsNaN(g.engine.replicas) && now.replicas != g.engine.replicas {
 			why = append(why, fmt.Sprintf("replicas %.0f, reference %.0f", now.replicas, g.engine.replicas))
+		}
+		if now.starting > 0 {
+			why = append(why, fmt.Sprintf("%.0f replicas starting", now.starting))
 		}
 		if len(why) == 0 {
 			lat, err := probe(ctx, client)
@@ -173,7 +180,7 @@ func (w *engineWatcher) close() {
 // periods) for a sample taken after the call began, so that a gate never
 // judges a stale one. NaN marks what the engine does not expose.
 func (w *engineWatcher) state(ctx context.Context) engineState {
-	st := engineState{math.NaN(), math.NaN(), math.NaN()}
+	st := engineState{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 	if w.scr == nil {
 		return st
 	}
@@ -196,5 +203,5 @@ func (w *engineWatcher) state(ctx context.Context) engineState {
 		}
 		return math.NaN()
 	}
-	return engineState{get(scrape.Waiting), get(scrape.Running), get(scrape.Replicas)}
+	return engineState{get(scrape.Waiting), get(scrape.Running), get(scrape.Replicas), get(scrape.ReplicasStarting)}
 }

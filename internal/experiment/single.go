@@ -158,6 +158,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 			continue
 		}
 		row := Row(res, &env.Opts, ph.Name)
+		NoBurst(&row)
 		row.Workload = env.Opts.Profile + " / " + ph.Name
 		t.Rows = append(t.Rows, row)
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)

@@ -11,10 +11,11 @@ import (
 // order. Numbers are raw (rates as fractions, latencies in ms, recovery in
 // seconds); unavailable values are n/a and lower bounds are written
 // ">bound" (a censored P99 or a run that did not recover), so that a
-// spreadsheet never mistakes them for measurements.
+// spreadsheet never mistakes them for measurements. Every column is
+// written, whatever the table omits for people (Table.Omit): the file's
+// schema does not depend on the experiment.
 func WriteCSV(w io.Writer, t Table) error {
 	cw := csv.NewWriter(w)
-	columns := t.cols()
 	rec := make([]string, len(columns))
 	for i := range columns {
 		rec[i] = columns[i].key

@@ -9,7 +9,9 @@
 // # Values that can be unavailable
 //
 // A metric that could not be measured is never printed as 0 and never left
-// out: it is an [Opt] whose zero value means "unavailable". Renderers print
+// out: it is an [Opt] whose zero value means "unavailable". (Columns that do
+// not apply to an experiment — the burst columns of a capacity step — are a
+// layout's choice, [Table.Omit], and only in Markdown and HTML.) Renderers print
 // it as `n/a` (Markdown, CSV, HTML) or as `{"value": null, "reason": "…"}`
 // (JSON), and Markdown and HTML list the reason beside the table. A censored
 // value — a P99 when more than 1% of requests timed out, so that only a lower

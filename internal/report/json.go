@@ -19,9 +19,8 @@ import (
 // Unknown model, workload or deployment names are null.
 func WriteJSON(w io.Writer, t Table) error {
 	rows := make([]json.RawMessage, 0, len(t.Rows))
-	cols := t.cols()
 	for _, r := range sortedRows(t.Rows) {
-		b, err := rowJSON(cols, &r)
+		b, err := rowJSON(columns, &r) // every column: the schema does not depend on the experiment
 		if err != nil {
 			return err
 		}

@@ -15,8 +15,11 @@ type Table struct {
 	Rows     []Row     // one per model × workload × deployment × multiplier; rendered sorted
 	Verdicts []Verdict // SLO verdicts, shown below the rows in the given order
 	Notes    []string  // free-form notes shown below the verdicts
-	// Omit lists column keys a layout leaves out in every format — a run or
-	// a capacity step has no burst, so BurstColumns are not its columns.
+	// Omit lists column keys the Markdown and HTML layouts leave out
+	// because they do not apply — a run or a capacity step has no burst, so
+	// BurstColumns are not its columns. CSV and JSON keep every column (as
+	// n/a with its reason), so that their schema never depends on the
+	// experiment.
 	Omit []string
 }
 

@@ -342,3 +342,55 @@ func TestWriteErrors(t *testing.T) {
 		})
 	}
 }
+
+// A layout that omits the burst columns leaves them out of Markdown and
+// HTML, and says nothing about them; CSV and JSON keep every column, n/a
+// with its reason.
+func TestOmitBurstColumns(t *testing.T) {
+	r := naRow()
+	tbl := Table{Title: "run", Rows: []Row{r, r}, Omit: BurstColumns}
+	var md, csvOut, js, html bytes.Buffer
+	if err := WriteMarkdown(&md, tbl); err != nil {
+		t.Fatal(err)
+	}
+	WriteCSV(&csvOut, tbl)
+	WriteJSON(&js, tbl)
+	WriteHTML(&html, HTMLReport{Title: "run", Tables: []Table{tbl}})
+	for _, head := range []string{"| k×", "| base", "| burst ", "| recovery", "| predicted", "recovery, predicted:"} {
+		if strings.Contains(md.String(), head) {
+			t.Errorf("markdown has %q:\n%s", head, md.String())
+		}
+	}
+	if strings.Contains(html.String(), ">predicted<") {
+		t.Error("HTML has the predicted-recovery column")
+	}
+	header := strings.SplitN(csvOut.String(), "\n", 2)[0]
+	for _, key := range BurstColumns {
+		if !strings.Contains(header, key) {
+			t.Errorf("CSV lacks %s: %s", key, header)
+		}
+		if !strings.Contains(js.String(), `"`+key+`"`) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+	if !strings.Contains(md.String(), "| offered") || !strings.Contains(md.String(), "| TTFT p50") {
+		t.Errorf("markdown lost the other columns:\n%s", md.String())
+	}
+}
+
+// A reason every row shares is said once, for every row.
+func TestNoteSharedByEveryRowOnce(t *testing.T) {
+	r := naRow()
+	r2 := naRow()
+	r2.Workload = "rag"
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, Table{Rows: []Row{r, r2}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(md.String(), "every row: "); n == 0 {
+		t.Errorf("no shared note:\n%s", md.String())
+	}
+	if strings.Contains(md.String(), "chat: queue p50") || strings.Contains(md.String(), "rag: queue p50") {
+		t.Errorf("a shared note is repeated per row:\n%s", md.String())
+	}
+}

@@ -22,6 +22,7 @@ var CSVHeader = []string{
 	"prompt_tokens", "generation_tokens", "success",
 	"ttft_count", "ttft_sum", "e2e_count", "e2e_sum",
 	"queue_time_buckets", "ttft_buckets", "e2e_buckets",
+	"replicas_starting",
 }
 
 // CSVWriter streams samples to engine.csv, flushing after each one so the
@@ -63,6 +64,7 @@ func (c *CSVWriter) Write(s Sample) error {
 	for _, m := range []Metric{QueueTime, TTFT, E2E} {
 		r = append(r, buckets(s.Hist(m)))
 	}
+	r = append(r, cell(s.Value(ReplicasStarting)))
 	c.row = r
 	if err := c.w.Write(r); err != nil {
 		return fmt.Errorf("scrape: engine.csv: %w", err)
@@ -184,7 +186,7 @@ func parseRow(rec []string, col map[string]int) (Sample, error) {
 		return Sample{}, fmt.Errorf("column t_s: empty")
 	}
 	s := EmptySample(int64(math.Round(t * 1e9)))
-	for _, m := range []Metric{Waiting, Running, KVUsage, Replicas, PromptTokens, GenerationTokens, Success} {
+	for _, m := range []Metric{Waiting, Running, KVUsage, Replicas, ReplicasStarting, PromptTokens, GenerationTokens, Success} {
 		v, ok, err := get(m.String())
 		if err != nil {
 			return Sample{}, err

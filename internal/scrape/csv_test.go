@@ -152,8 +152,8 @@ func TestReadCSVErrors(t *testing.T) {
 		{"no t_s", "waiting\n1\n", "scrape: engine.csv: no t_s column"},
 		{"bad number", "t_s,waiting\n1.000,x\n", `scrape: engine.csv line 2: column waiting: invalid number "x"`},
 		{"empty time", "t_s,waiting\n,1\n", "scrape: engine.csv line 2: column t_s: empty"},
-		{"bad bucket", head + "1.000,,,,,2,1,,,,,,,,0.3-2 +Inf:2,,\n", `scrape: engine.csv line 2: column queue_time_buckets: bucket "0.3-2": want le:count`},
-		{"descending buckets", head + "1.000,,,,,2,1,,,,,,,,0.5:1 0.3:2,,\n", `scrape: engine.csv line 2: column queue_time_buckets: bucket "0.3:2": bounds not ascending`},
+		{"bad bucket", head + "1.000,,,,,2,1,,,,,,,,0.3-2 +Inf:2,,,\n", `scrape: engine.csv line 2: column queue_time_buckets: bucket "0.3-2": want le:count`},
+		{"descending buckets", head + "1.000,,,,,2,1,,,,,,,,0.5:1 0.3:2,,,\n", `scrape: engine.csv line 2: column queue_time_buckets: bucket "0.3:2": bounds not ascending`},
 		{"ragged row", "t_s,waiting\n1.000\n", "scrape: engine.csv: record on line 2: wrong number of fields"},
 	}
 	for _, tt := range tests {
@@ -171,5 +171,20 @@ func TestReadCSVErrors(t *testing.T) {
 	s, err := ReadCSV(strings.NewReader("t_s,extra,waiting\n0.5,zzz,3\n"))
 	if err != nil || len(s) != 1 || s[0].TNs != 5e8 || s[0].Waiting != 3 || s[0].Has.Has(Running) || !math.IsNaN(s[0].Running) {
 		t.Errorf("tolerant read = %+v, %v", s, err)
+	}
+}
+
+// An engine.csv written before replicas_starting existed still reads.
+func TestReadCSVWithoutReplicasStarting(t *testing.T) {
+	head := strings.Join(CSVHeader[:len(CSVHeader)-1], ",") + "\n"
+	s, err := ReadCSV(strings.NewReader(head + "1.000,3,4,,2,,,,,,,,,,,,\n"))
+	if err != nil || len(s) != 1 {
+		t.Fatalf("%v, %d samples", err, len(s))
+	}
+	if v, ok := s[0].Value(Replicas); !ok || v != 2 {
+		t.Errorf("replicas %v %v", v, ok)
+	}
+	if _, ok := s[0].Value(ReplicasStarting); ok {
+		t.Error("replicas_starting available from a file without the column")
 	}
 }

@@ -21,8 +21,9 @@ const (
 	Success                        // counter: successfully finished requests, summed over labels
 	TTFT                           // histogram, seconds: time to first token as the engine sees it
 	E2E                            // histogram, seconds: end-to-end request latency as the engine sees it
+	ReplicasStarting               // gauge: replicas requested but not yet serving (optional; simulator)
 
-	numMetrics = int(E2E) + 1
+	numMetrics = int(ReplicasStarting) + 1
 )
 
 // Kind says how a logical metric behaves over time.
@@ -46,10 +47,11 @@ var metricNames = [numMetrics]string{
 	Success:          "success",
 	TTFT:             "ttft",
 	E2E:              "e2e",
+	ReplicasStarting: "replicas_starting",
 }
 
 var metricKinds = [numMetrics]Kind{
-	Waiting: KindGauge, Running: KindGauge, KVUsage: KindGauge, Replicas: KindGauge,
+	Waiting: KindGauge, Running: KindGauge, KVUsage: KindGauge, Replicas: KindGauge, ReplicasStarting: KindGauge,
 	QueueTime: KindHistogram, TTFT: KindHistogram, E2E: KindHistogram,
 	PromptTokens: KindCounter, GenerationTokens: KindCounter, Success: KindCounter,
 }
@@ -118,6 +120,7 @@ type Sample struct {
 	Running          float64 // requests running, summed over label sets
 	KVUsage          float64 // KV-cache usage 0..1, mean over label sets (percent exporters normalised)
 	Replicas         float64 // replicas, summed over label sets
+	ReplicasStarting float64 // replicas starting, summed over label sets
 	PromptTokens     float64 // cumulative prompt tokens
 	GenerationTokens float64 // cumulative generated tokens
 	Success          float64 // cumulative successful requests
@@ -130,7 +133,7 @@ type Sample struct {
 // EmptySample returns a Sample at tNs with no metrics available.
 func EmptySample(tNs int64) Sample {
 	nan := math.NaN()
-	return Sample{TNs: tNs, Waiting: nan, Running: nan, KVUsage: nan, Replicas: nan,
+	return Sample{TNs: tNs, Waiting: nan, Running: nan, KVUsage: nan, Replicas: nan, ReplicasStarting: nan,
 		PromptTokens: nan, GenerationTokens: nan, Success: nan}
 }
 
@@ -149,6 +152,8 @@ func (s *Sample) Value(m Metric) (float64, bool) {
 		return s.KVUsage, true
 	case Replicas:
 		return s.Replicas, true
+	case ReplicasStarting:
+		return s.ReplicasStarting, true
 	case PromptTokens:
 		return s.PromptTokens, true
 	case GenerationTokens:
@@ -188,6 +193,8 @@ func (s *Sample) set(m Metric, v float64) {
 		s.KVUsage = v
 	case Replicas:
 		s.Replicas = v
+	case ReplicasStarting:
+		s.ReplicasStarting = v
 	case PromptTokens:
 		s.PromptTokens = v
 	case GenerationTokens:

@@ -65,6 +65,7 @@ var presets = []Preset{
 	{Name: "sim", Specs: func() map[Metric]Spec {
 		s := vllmSpecs()
 		s[Replicas] = Spec{Names: []string{"surge_sim_replicas"}}
+		s[ReplicasStarting] = Spec{Names: []string{"surge_sim_replicas_starting"}}
 		return s
 	}()},
 	{Name: "sglang", Specs: map[Metric]Spec{

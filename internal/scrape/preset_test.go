@@ -25,7 +25,7 @@ func TestParseOverrides(t *testing.T) {
 		{name: "no equals", items: []string{"waiting"},
 			wantErr: `scrape: metric override "waiting": want LOGICAL=NAME, e.g. waiting=my_queue_len`},
 		{name: "unknown logical", items: []string{"queue=x"},
-			wantErr: `scrape: metric override "queue=x": unknown logical metric "queue" (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e)`},
+			wantErr: `scrape: metric override "queue=x": unknown logical metric "queue" (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e, replicas_starting)`},
 		{name: "empty name", items: []string{"waiting="},
 			wantErr: `scrape: metric override "waiting=": empty metric name`},
 		{name: "space in name", items: []string{"waiting=a b"},
@@ -79,7 +79,7 @@ func TestWithOverrides(t *testing.T) {
 		in   map[string]string
 		want string
 	}{
-		{map[string]string{"nope": "x"}, `scrape: metric override "nope": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e)`},
+		{map[string]string{"nope": "x"}, `scrape: metric override "nope": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e, replicas_starting)`},
 		{map[string]string{"waiting": ""}, `scrape: metric override "waiting=": empty metric name`},
 		{map[string]string{"running": "r%"}, `scrape: metric override "running=r%": a % suffix only applies to kv_usage`},
 	} {

@@ -437,7 +437,7 @@ func TestNotExported(t *testing.T) {
 	s, _ := newScraper(t, Config{URL: e.url(), Preset: "tgi", Client: e.srv.Client()}, nil)
 	s.scrapeOnce(context.Background())
 	st := s.Status()
-	if !slices.Equal(st.NotExported, []string{"kv_usage", "replicas", "ttft"}) || st.State != StateOK {
+	if !slices.Equal(st.NotExported, []string{"kv_usage", "replicas", "ttft", "replicas_starting"}) || st.State != StateOK {
 		t.Errorf("status = %+v", st)
 	}
 	if got := st.String(); got != "engine metrics: ok (preset tgi, 1 samples, 0 failed scrapes)" {
@@ -489,7 +489,7 @@ func TestConfigValidate(t *testing.T) {
 		{"ftp", Config{URL: "ftp://h/metrics"}, `scrape: metrics URL "ftp://h/metrics": want http(s)://host[:port]/path`},
 		{"password redacted", Config{URL: "ftp://u:secret@h/metrics"}, `scrape: metrics URL "ftp://u:xxxxx@h/metrics": want http(s)://host[:port]/path`},
 		{"unknown preset", Config{URL: "http://h/metrics", Preset: "triton"}, `scrape: unknown preset "triton" (want one of auto, vllm, sim, sglang, tgi, llamacpp)`},
-		{"bad override", Config{URL: "http://h/metrics", Overrides: map[string]string{"queue": "x"}}, `scrape: metric override "queue": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e)`},
+		{"bad override", Config{URL: "http://h/metrics", Overrides: map[string]string{"queue": "x"}}, `scrape: metric override "queue": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e, replicas_starting)`},
 		{"negative interval", Config{URL: "http://h/metrics", Interval: -time.Second}, "scrape: interval, timeout and attempts must not be negative"},
 	}
 	for _, tt := range tests {

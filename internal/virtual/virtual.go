@@ -176,7 +176,7 @@ func (c *Config) output(b *batch, samples []scrape.Sample, cl *sim.Cluster) *Out
 }
 
 // sampleMetrics are the metrics a simulator snapshot provides.
-var sampleMetrics = []scrape.Metric{scrape.Waiting, scrape.Running, scrape.KVUsage, scrape.Replicas, scrape.PromptTokens, scrape.GenerationTokens, scrape.Success}
+var sampleMetrics = []scrape.Metric{scrape.Waiting, scrape.Running, scrape.KVUsage, scrape.Replicas, scrape.ReplicasStarting, scrape.PromptTokens, scrape.GenerationTokens, scrape.Success}
 
 // sample turns a simulator snapshot taken for time t into an engine
 // sample, as if scraped at t.
@@ -187,7 +187,7 @@ func sample(t time.Duration, s sim.Snapshot) scrape.Sample {
 		x.Has = x.Has.With(m)
 	}
 	x.Waiting, x.Running, x.KVUsage = float64(s.Waiting), float64(s.Running), s.KVUsage
-	x.Replicas = float64(s.ReadyReplicas)
+	x.Replicas, x.ReplicasStarting = float64(s.ReadyReplicas), float64(s.StartingReplicas)
 	x.PromptTokens, x.GenerationTokens, x.Success = float64(s.PromptTokens), float64(s.GenerationTokens), float64(s.Finished)
 	return x
 }

@@ -184,46 +184,56 @@ func testBurstInterrupt(t *testing.T) {
 // The settle gate between chained bursts, in virtual time: the first
 // burst makes the simulator's autoscaler add a replica; before the second
 // run the gate waits — reading the replicas through /metrics like any
-// engine's — until the extra replica is gone again, then probes.
+// engine's — until the extra replica is gone again (or, when it is still
+// starting, until it has started and gone), then probes.
 func TestSettleBetweenChainedBursts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := liveBurstConfig()
-		c.Multipliers = []float64{3, 4}
-		c.SettleTimeout = 5 * time.Minute
-		s := &c.Options.Sim
-		s.Autoscale, s.MinReplicas, s.MaxReplicas = true, 1, 2
-		s.ScaleUpWaiting, s.ScaleUpHold = 2, time.Second
-		s.ScaleRequestDelay, s.NodeReadyDelay, s.ContainerReadyDelay, s.ModelReadyDelay = time.Second, time.Second, time.Second, time.Second
-		s.ScaleDownIdle = 30 * time.Second
-		env, out := exptest.BubbleEnv(t, c.Options)
-		runs, err := burstRuns(context.Background(), env, &c, exptest.Dir(t), out)
-		if err != nil || len(runs) != 2 {
-			t.Fatalf("%d runs: %v\n%s", len(runs), err, out)
-		}
-		first, second := runs[0], runs[1]
-		if !strings.HasPrefix(first.SettleNote, "reference probe latency") {
-			t.Errorf("first gate: %q, want the reference", first.SettleNote)
-		}
-		scaled := false
-		for _, e := range first.Result.SimEvents {
-			scaled = scaled || strings.Contains(string(e.Kind), "ready")
-		}
-		if !scaled {
-			t.Fatalf("the first burst did not scale the simulator up: %+v\n%s", first.Result.SimEvents, out)
-		}
-		// The extra replica leaves after 30 s idle: the second gate waited
-		// for it, then found the queue empty and the probes fast.
-		if second.Settle < 20*time.Second || !strings.HasPrefix(second.SettleNote, "queue empty") {
-			t.Fatalf("second gate waited %s: %q\n%s", second.Settle, second.SettleNote, out)
-		}
-		if !strings.Contains(out.String(), "settle before burst-4x: ") {
-			t.Errorf("the wait is not shown:\n%s", out)
-		}
-		// The second run's baseline is as undisturbed as the first's.
-		b1, _ := first.Result.Analysis.Phase("baseline")
-		b2, _ := second.Result.Analysis.Phase("baseline")
-		if p1, p2 := b1.Latency.TTFTSchedule.P95Ms, b2.Latency.TTFTSchedule.P95Ms; p2 > 2*p1+100 {
-			t.Errorf("second baseline TTFT p95 %.0f ms vs first %.0f ms: the gate let a disturbed run start", p2, p1)
-		}
-	})
+	for _, tc := range []struct {
+		name       string
+		modelReady time.Duration
+		minWait    time.Duration
+	}{
+		{"replica ready, then idle", time.Second, 20 * time.Second},
+		{"replica still starting", time.Minute, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testChainedSettle(t, tc.modelReady, tc.minWait) })
+		})
+	}
+}
+
+func testChainedSettle(t *testing.T, modelReady, minWait time.Duration) {
+	c := liveBurstConfig()
+	c.Multipliers = []float64{3, 4}
+	c.SettleTimeout = 5 * time.Minute
+	s := &c.Options.Sim
+	s.Autoscale, s.MinReplicas, s.MaxReplicas = true, 1, 2
+	s.ScaleUpWaiting, s.ScaleUpHold = 2, time.Second
+	s.ScaleRequestDelay, s.NodeReadyDelay, s.ContainerReadyDelay, s.ModelReadyDelay = time.Second, time.Second, time.Second, modelReady
+	s.ScaleDownIdle = 30 * time.Second
+	env, out := exptest.BubbleEnv(t, c.Options)
+	runs, err := burstRuns(context.Background(), env, &c, exptest.Dir(t), out)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("%d runs: %v\n%s", len(runs), err, out)
+	}
+	first, second := runs[0], runs[1]
+	if !strings.HasPrefix(first.SettleNote, "reference probe latency") {
+		t.Errorf("first gate: %q, want the reference", first.SettleNote)
+	}
+	if len(first.Result.SimEvents) == 0 {
+		t.Fatalf("the first burst did not scale the simulator up\n%s", out)
+	}
+	// The extra replica leaves after 30 s idle: the second gate waited
+	// for it, then found the queue empty and the probes fast.
+	if second.Settle < minWait || !strings.HasPrefix(second.SettleNote, "queue empty") {
+		t.Fatalf("second gate waited %s (want ≥ %s): %q\n%s", second.Settle, minWait, second.SettleNote, out)
+	}
+	if !strings.Contains(out.String(), "settle before burst-4x: ") {
+		t.Errorf("the wait is not shown:\n%s", out)
+	}
+	// The second run's baseline is as undisturbed as the first's.
+	b1, _ := first.Result.Analysis.Phase("baseline")
+	b2, _ := second.Result.Analysis.Phase("baseline")
+	if p1, p2 := b1.Latency.TTFTSchedule.P95Ms, b2.Latency.TTFTSchedule.P95Ms; p2 > 2*p1+100 {
+		t.Errorf("second baseline TTFT p95 %.0f ms vs first %.0f ms: the gate let a disturbed run start", p2, p1)
+	}
 }

@@ -477,6 +477,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: scope, Check: "not hopeless", Status: report.VerdictFail, Detail: st.StoppedEarly})
 		}
 		row := experiment.Row(st.Result, o, stepPhase)
+		experiment.NoBurst(&row)
 		row.Workload = o.Profile + " / " + st.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(st.Result, o, fmt.Sprintf("%s: %s req/s, %s", st.Name, experiment.FmtRate(st.Rate), st.verdictText())))

@@ -327,6 +327,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	}
 	results := report.Table{Title: "Results table (docs/method.md §13)", Omit: report.BurstColumns}
 	row := experiment.Row(res, o, soakPhase)
+	experiment.NoBurst(&row)
 	results.Rows = []report.Row{row}
 	results.Verdicts = experiment.SLOVerdicts("soak", res.Analysis.Verdict)
 	h := report.LevelReport{

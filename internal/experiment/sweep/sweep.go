@@ -500,6 +500,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		}
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
 		row := experiment.Row(lv.Result, o, levelPhase)
+		experiment.NoBurst(&row)
 		row.Workload = o.Profile + " / " + lv.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
