@@ -158,7 +158,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		r.Deployment = "simulator"
 	}
 	if res.Partial {
-		r.PartialReason = "interrupted before the plan completed"
+		r.PartialReason = res.PartialWhy
 	}
 	p, ok := a.Phase(phase)
 	if !ok {
