@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/burst"
@@ -63,20 +64,16 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to baseline before each run")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the whole experiment in virtual time against the engine model (seconds, not minutes)")
 	f.options(&cfg.Options)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := f.apply(file, &cfg); err != nil {
-			return err
-		}
-		if file == "" {
-			cfg.ApplyDemo(f.set)
-		}
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
-		return runExperiment(cmd, f, "burst", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		prepare: func(map[string]*yaml.Node) error {
+			if file == "" {
+				cfg.ApplyDemo(f.set)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return burst.Burst(ctx, env, &cfg, d, w)
-		})
-	}
+		}}.runE
 	return cmd
 }
 

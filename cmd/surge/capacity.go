@@ -59,16 +59,9 @@ stops: that is surge's limit on this machine, not the target's.` + exitCodesHelp
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the search in virtual time against the engine model (seconds, not minutes)")
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between steps (0 = do not wait)")
 	f.options(&cfg.Options)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := f.apply(file, &cfg); err != nil {
-			return err
-		}
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
-		return runExperiment(cmd, f, "capacity", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	cmd.RunE = experimentCmd{command: "capacity", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return capacity.Capacity(ctx, env, &cfg, d, w)
-		})
-	}
+		}}.runE
 	return cmd
 }

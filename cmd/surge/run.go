@@ -53,22 +53,14 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
 	f.options(&cfg.Options)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		keys, err := f.apply(file, &cfg)
-		if err != nil {
-			return err
-		}
-		if err := phasesGiven(file, keys, f.set); err != nil {
-			return err
-		}
-		cfg.ConfigFile = file
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
-		return runExperiment(cmd, f, "run", &cfg.Options, false, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options,
+		prepare: func(keys map[string]*yaml.Node) error {
+			cfg.ConfigFile = file
+			return phasesGiven(file, keys, f.set)
+		},
+		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return experiment.Run(ctx, env, &cfg, d, w)
-		})
-	}
+		}}.runE
 	return cmd
 }
 
@@ -113,6 +105,38 @@ record written so far.`
 // network replaces the real network when set: the command-line tests run
 // whole commands in virtual time (testing/synctest) over an in-memory one.
 var network run.Network
+
+// experimentCmd is what an experiment command needs to run: its config, flags and function.
+type experimentCmd struct {
+	command  string
+	flags    *flags
+	file     *string                                // the -f file
+	config   any                                    // the struct the flags and the file fill
+	validate func() error                           // the config's Validate
+	options  *run.Options                           // the config's options
+	simulate *bool                                  // the config's --simulate (nil: none)
+	prepare  func(keys map[string]*yaml.Node) error // after the file, before Validate (nil: none)
+	run      experimentFunc
+}
+
+// runE is the RunE of an experiment command: apply the -f file (flags
+// win), let the command fill its defaults, validate, and run.
+func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
+	keys, err := x.flags.apply(*x.file, x.config)
+	if err != nil {
+		return err
+	}
+	if x.prepare != nil {
+		if err := x.prepare(keys); err != nil {
+			return err
+		}
+	}
+	if err := x.validate(); err != nil {
+		return x.flags.explain(err)
+	}
+	virtual := x.simulate != nil && *x.simulate
+	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run)
+}
 
 // experimentFunc runs one experiment into d, printing on w.
 type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/soak"
@@ -48,17 +49,10 @@ Exit code 1 when it drifts or the SLO fails.` + exitCodesHelp,
 	f.f64(&cfg.DriftKV, "drift_kv", "drift-kv", "KV-cache usage drifts when its fitted change over the soak is at least this (absolute, 0..1)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the soak in virtual time against the engine model")
 	f.options(&cfg.Options)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := f.apply(file, &cfg); err != nil {
-			return err
-		}
-		cfg.SimDefaults()
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
-		return runExperiment(cmd, f, "soak", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	cmd.RunE = experimentCmd{command: "soak", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		prepare: func(map[string]*yaml.Node) error { cfg.SimDefaults(); return nil },
+		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return soak.Soak(ctx, env, &cfg, d, w)
-		})
-	}
+		}}.runE
 	return cmd
 }

@@ -52,16 +52,9 @@ Writes one run folder per level (DIR/level-NN-<level>/), the level table
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between levels (0 = do not wait)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the sweep in virtual time against the engine model")
 	f.options(&cfg.Options)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if _, err := f.apply(file, &cfg); err != nil {
-			return err
-		}
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
-		return runExperiment(cmd, f, "sweep", &cfg.Options, cfg.Simulate, func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	cmd.RunE = experimentCmd{command: "sweep", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return sweep.Sweep(ctx, env, &cfg, d, w)
-		})
-	}
+		}}.runE
 	return cmd
 }
