@@ -33,21 +33,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -75,25 +69,6 @@ type Options struct {
 	Label        string        // first column of the markdown row
 	GenCPU       int           // the CPU the generator is pinned to (-1 = unknown)
 	ServerCPU    int           // the CPU the server is pinned to (-1 = unknown)
-}
-
-// Stats is what one run measured.
-type Stats struct {
-	Asked, Achieved        float64 // arrivals/s (see the package doc)
-	Scheduled, Sent        int64
-	Completed              int64
-	Outcomes               map[record.Outcome]int64
-	Good                   int64
-	LagP50, LagP99, LagMax time.Duration
-	SteadyLagP99           time.Duration // lag P99 of arrivals scheduled after SteadyAfter
-	TTFTP50, TTFTP99       time.Duration
-	CPU                    float64 // CPU-seconds of the run
-	Wall                   time.Duration
-	RSSMiB                 float64
-	ServerCPU              float64 // -1 when unknown
-	Load0, Load1           string
-	OthersGen              float64 // CPU-seconds others used on the generator's CPU; -1 unknown
-	OthersServer           float64 // CPU-seconds others used on the server's CPU; -1 unknown
 }
 
 func main() {
@@ -248,209 +223,4 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 	}
 	st.analyze(recs)
 	return st, nil
-}
-
-// SteadyAfter is where the steady-state lag percentile starts: by then the
-// pool has opened its connections (TTFT + stream length ≈ 0.4 s of arrivals)
-// and the heap has grown to its working size.
-const SteadyAfter = 2 * time.Second
-
-// analyze fills the schedule and latency statistics from the records.
-func (st *Stats) analyze(recs []record.Record) {
-	var lags, steady, ttfts []int64
-	var lastSent int64
-	for i := range recs {
-		r := &recs[i]
-		st.Outcomes[r.Outcome]++
-		if r.Outcome != record.GeneratorDrop {
-			st.Completed++
-		}
-		if r.Good {
-			st.Good++
-		}
-		if r.Sent() {
-			st.Sent++
-			lags = append(lags, r.Lag())
-			if r.ScheduledNs >= int64(SteadyAfter) {
-				steady = append(steady, r.Lag())
-			}
-			lastSent = max(lastSent, r.SentNs)
-		}
-		if v := r.TTFTSend(); v != record.None {
-			ttfts = append(ttfts, v)
-		}
-	}
-	if st.Sent > 0 {
-		span := float64(lastSent)/1e9 + 1/st.Asked
-		st.Achieved = float64(st.Sent) / span
-	}
-	slices.Sort(lags)
-	slices.Sort(ttfts)
-	slices.Sort(steady)
-	st.SteadyLagP99 = rank(steady, 0.99)
-	st.LagP50, st.LagP99 = rank(lags, 0.50), rank(lags, 0.99)
-	if len(lags) > 0 {
-		st.LagMax = time.Duration(lags[len(lags)-1])
-	}
-	st.TTFTP50, st.TTFTP99 = rank(ttfts, 0.50), rank(ttfts, 0.99)
-}
-
-// rank is the nearest-rank percentile of sorted v: v[⌈q·n⌉−1].
-func rank(v []int64, q float64) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	i := int(float64(len(v))*q+0.999999999) - 1
-	return time.Duration(v[max(0, min(i, len(v)-1))])
-}
-
-func (st *Stats) outcomes() string {
-	var parts []string
-	for _, o := range record.Outcomes {
-		if n := st.Outcomes[o]; n > 0 {
-			parts = append(parts, string(o)+" "+strconv.FormatInt(n, 10))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (st *Stats) cpuPer1k() float64 { return st.CPU / float64(st.Scheduled) * 1000 }
-
-func (st *Stats) serverShare() string {
-	if st.ServerCPU < 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.0f %%", 100*st.ServerCPU/st.Wall.Seconds())
-}
-
-// others is what other processes used on the two pinned CPUs, as shares
-// of the run's wall time.
-func (st *Stats) others() string {
-	f := func(v float64) string {
-		if v < 0 {
-			return "?"
-		}
-		return fmt.Sprintf("%.0f %%", 100*v/st.Wall.Seconds())
-	}
-	return f(st.OthersGen) + " / " + f(st.OthersServer)
-}
-
-func (st *Stats) summary(w io.Writer) {
-	fmt.Fprintf(w, "asked %.0f/s  achieved %.1f/s (%.2f %%)  scheduled %d  sent %d  completed %d  good %d\n",
-		st.Asked, st.Achieved, 100*st.Achieved/st.Asked, st.Scheduled, st.Sent, st.Completed, st.Good)
-	fmt.Fprintf(w, "outcomes: %s\n", st.outcomes())
-	fmt.Fprintf(w, "schedule lag p50 %v  p99 %v  max %v; p99 after the first %v: %v\n", ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), SteadyAfter, ms(st.SteadyLagP99))
-	fmt.Fprintf(w, "ttft (send) p50 %v  p99 %v\n", ms(st.TTFTP50), ms(st.TTFTP99))
-	fmt.Fprintf(w, "GOMAXPROCS %d; cpu %.2f s over %.1f s wall = %.3f CPU-s per 1,000 requests; peak RSS %.0f MiB; server cpu %s; others on gen/server CPU %s; load %s → %s\n",
-		runtime.GOMAXPROCS(0), st.CPU, st.Wall.Seconds(), st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
-}
-
-const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | lag p99 (t ≥ 2 s) | TTFT p50 / p99 | CPU-s per 1k | peak RSS | server CPU | others on gen / server CPU | load 1m |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-
-func (st *Stats) row(w io.Writer, label string) {
-	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s | %s / %s | %.3f | %.0f MiB | %s | %s | %s→%s |\n",
-		label, st.Achieved, 100*st.Achieved/st.Asked, st.Sent, st.Completed, st.outcomes(),
-		ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), ms(st.SteadyLagP99), ms(st.TTFTP50), ms(st.TTFTP99),
-		st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
-}
-
-// ms formats d in milliseconds with two decimals.
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
-}
-
-// cpuSeconds is this process's user + system CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// maxRSSMiB is this process's peak resident set (Linux reports KiB).
-func maxRSSMiB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Maxrss) / 1024
-}
-
-// procCPU is the user + system CPU-seconds of process pid from
-// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s), or -1.
-func procCPU(pid int) float64 {
-	if pid <= 0 {
-		return -1
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
-	}
-	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return -1
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	stt, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return float64(ut+stt) / 100
-}
-
-// cpuBusy returns each CPU's busy time so far in seconds (/proc/stat:
-// everything but idle and iowait, in ticks of 1/100 s), or nil.
-func cpuBusy() []float64 {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return nil
-	}
-	var out []float64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 8 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-			continue
-		}
-		n, err := strconv.Atoi(f[0][3:])
-		if err != nil || n != len(out) {
-			return nil
-		}
-		var busy int64
-		for i, v := range f[1:] {
-			if i >= 8 { // guest time is already in user
-				break
-			}
-			x, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil
-			}
-			if i != 3 && i != 4 { // idle, iowait
-				busy += x
-			}
-		}
-		out = append(out, float64(busy)/100)
-	}
-	return out
-}
-
-// loadavg is the 1-minute load average.
-func loadavg() string {
-	f, err := os.Open("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	if s.Scan() {
-		if v, _, ok := strings.Cut(s.Text(), " "); ok {
-			return v
-		}
-	}
-	return "?"
 }
