@@ -1,12 +1,26 @@
-// Command loadgen benchmarks surge's client side: it drives the real
-// pipeline of a live run — schedule.Build (constant arrivals), a
-// workload.Generator per goroutine, loadgen.Open, the openai.Client, every
-// record judged by analyze.Judge, written by record.Writer to a temporary
-// file and kept in memory as `surge run` does — against an SSE server
-// (bench/sseserver), at one rate for one duration, and reports how well the
-// generator kept its schedule and what it cost.
+// Command loadgen benchmarks surge's client side by running what `surge run`
+// runs, against an SSE server (bench/sseserver), at one rate for one
+// duration, and reports how well the generator kept its schedule and what it
+// cost.
+//
+// It prepares a run.Env for the server (run.Prepare: model "bench", fixed
+// prompt and output lengths, the default deadlines and timeout, quiet, no
+// engine metrics), claims a run folder with rundir.Create — a temporary one,
+// removed afterwards, unless --out — and calls env.Execute with one
+// constant-rate phase, as `surge run` (experiment.Run) does. So the measured
+// span holds the whole live pipeline: schedule.Build, a workload.Generator per
+// goroutine, loadgen.Open, the openai.Client, analyze.Judge, the collector
+// that keeps every record in memory, record.Writer flushed twice a second,
+// the watcher and live-state plumbing (with no view drawn), and after the
+// load the analysis (analyze.Records) and the writing of manifest.json,
+// summary.json and timeseries.csv. It leaves out what `surge run` does after
+// Execute returns: printing the phase table and rendering results.md/.csv/
+// .json and report.html (experiment.WriteRunReports).
 //
 // # What it reports
+//
+// The schedule and latency figures are computed from Result.Records, the
+// records Execute returns:
 //
 //	asked      the constant arrival rate λ, arrivals/s
 //	achieved   sent ÷ (last SentNs + 1/λ) in arrivals/s: the rate at which sends
@@ -20,13 +34,38 @@
 //	           connections have been opened and the heap has grown
 //	ttft       FirstTokenNs − SentNs, P50 and P99: the server's 50 ms plus what
 //	           the client adds; it grows when either side saturates
+//
+// and the costs from the process's own accounting:
+//
 //	cpu        user + system CPU-seconds of this process (getrusage) from just
-//	           before the run to the records file closed, per 1,000 scheduled
-//	           arrivals; the analysis afterwards is not counted
-//	rss        peak resident set (ru_maxrss) at the end of the run, MiB
-//	server     with --server-pid: the server's CPU-seconds over the same span
-//	           (from /proc/PID/stat) and as a share of the run's wall time
+//	           before env.Execute to its return, per 1,000 scheduled arrivals:
+//	           the run and everything Execute does after it
+//	after      the part of cpu spent after the run phase, per 1,000 scheduled
+//	           arrivals: from the end of the run (Result.Started +
+//	           Result.Elapsed: the generator has stopped and the last response
+//	           has ended) to Execute's return — closing requests.jsonl,
+//	           sorting the records, the analysis and the files. The human
+//	           summary splits it at Spec.Finish, which Execute calls after the
+//	           analysis and before it writes the files. The CPU time at the
+//	           end of the run is interpolated linearly between getrusage
+//	           samples taken every millisecond from the end of the schedule
+//	           on (none during the schedule, so as not to disturb it) and one
+//	           taken at Spec.Finish; a busy process lets the sampler in at
+//	           least every 10 ms (Go's preemption period), so the split is
+//	           good to the CPU of one such interval, a few ms at most
+//	rss        peak resident set (ru_maxrss) when Execute has returned, MiB:
+//	           the run, the records kept in memory and the analysis
+//	server     with --server-pid: the server's CPU-seconds (from
+//	           /proc/PID/stat) over the same span as cpu, as a share of the run
+//	           phase's wall time (Result.Elapsed; the server has nothing to do
+//	           after the last response)
+//	others     what other processes used on the two pinned CPUs over the same
+//	           span (/proc/stat busy time minus this process's and the
+//	           server's), as a share of the span's wall time
 //	load       /proc/loadavg 1-minute average at the start and at the end
+//
+// A CPU profile (--cpuprofile) covers env.Execute, analysis and files
+// included.
 //
 // Output: a human summary on stderr; with --md a markdown table row on
 // stdout (--md-header prints the header), which bench/run.sh collects.
@@ -42,16 +81,14 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/loadgen"
-	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
-	"github.com/surge-bench/surge/internal/workload"
 )
 
 // Options are the command's flags.
@@ -59,12 +96,13 @@ type Options struct {
 	URL          string        // base URL including /v1
 	Rate         float64       // arrivals/s
 	Duration     time.Duration // schedule length
-	Spin         time.Duration // loadgen.Config.Spin
+	Spin         time.Duration // run.Options.Spin
 	PromptTokens int           // fixed prompt length, tokens (4 bytes each)
 	OutputTokens int           // max_tokens requested (the server sends its own count)
-	MaxInFlight  int           // loadgen in-flight cap
-	CPUProfile   string        // write a CPU profile of the run here
-	Records      string        // keep the records file here ("" = temporary, removed)
+	MaxInFlight  int           // run.Options.MaxInFlight, the in-flight cap
+	CPUProfile   string        // write a CPU profile of env.Execute here
+	Out          string        // keep the run folder here ("" = temporary, removed)
+	Records      string        // keep requests.jsonl as this file ("" = not kept)
 	ServerPID    int           // measure this process's CPU too
 	Label        string        // first column of the markdown row
 	GenCPU       int           // the CPU the generator is pinned to (-1 = unknown)
@@ -80,8 +118,9 @@ func main() {
 	flag.IntVar(&o.PromptTokens, "prompt-tokens", 128, "prompt length in tokens (4 bytes each)")
 	flag.IntVar(&o.OutputTokens, "max-tokens", 64, "max_tokens sent in each request")
 	flag.IntVar(&o.MaxInFlight, "max-inflight", loadgen.DefaultMaxInFlight, "in-flight cap")
-	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	flag.StringVar(&o.Records, "records", "", "keep the records (JSONL) in this file instead of a removed temporary one")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run (env.Execute) to this file")
+	flag.StringVar(&o.Out, "out", "", "keep the run folder (as surge run writes it) in this folder, which must be empty or absent")
+	flag.StringVar(&o.Records, "records", "", "keep the records (requests.jsonl) in this file")
 	flag.IntVar(&o.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time over the run")
 	flag.StringVar(&o.Label, "label", "", "first column of the --md row (default: the rate)")
 	flag.IntVar(&o.GenCPU, "gen-cpu", -1, "the CPU this process is pinned to, to report what else ran there")
@@ -95,7 +134,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := run(ctx, o)
+	st, err := measure(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -110,66 +149,59 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, o Options) (*Stats, error) {
-	if o.Rate <= 0 || o.Duration <= 0 {
-		return nil, errors.New("loadgen bench: rate and duration must be > 0")
-	}
-	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "bench", Duration: o.Duration, Rate: o.Rate, Arrival: schedule.ArrivalConstant}}}
-	arrivals, err := schedule.Build(plan, 1)
-	if err != nil {
-		return nil, err
-	}
-	prof := workload.Profile{Name: "bench", Prompt: workload.Fixed(o.PromptTokens), Output: workload.Fixed(o.OutputTokens), MaxTokens: o.OutputTokens}
-	wcfg := workload.Config{Profile: prof, Seed: 1, Salt: uint64(time.Now().UnixNano())}
-	if _, err := workload.New(wcfg); err != nil {
-		return nil, err
-	}
-	pool := sync.Pool{New: func() any {
-		g, _ := workload.New(wcfg) // validated above
-		return g
-	}}
-	build := func(a *schedule.Arrival) workload.Request {
-		g := pool.Get().(*workload.Generator)
-		r := g.Generate(*a)
-		pool.Put(g)
-		return r
-	}
+// runOptions are the options of `surge run --target URL` that the
+// benchmark runs with.
+func (o *Options) runOptions() run.Options {
+	ro := run.DefaultOptions()
+	ro.Target, ro.Model = o.URL, "bench"
+	ro.PromptTokens, ro.OutputTokens = o.PromptTokens, o.OutputTokens
+	ro.MaxInFlight, ro.Spin = o.MaxInFlight, o.Spin
+	ro.Quiet = true
+	ro.Out = o.Out
+	return ro
+}
 
-	path := o.Records
+// measure runs the benchmark: one env.Execute of a constant-rate phase.
+func measure(ctx context.Context, o Options) (*Stats, error) {
+	switch {
+	case o.Rate <= 0 || o.Duration <= 0:
+		return nil, errors.New("loadgen bench: rate and duration must be > 0")
+	case o.PromptTokens <= 0 || o.OutputTokens <= 0:
+		return nil, errors.New("loadgen bench: prompt-tokens and max-tokens must be > 0")
+	case o.Out != "" && o.Records != "":
+		return nil, errors.New("loadgen bench: give --out (the run folder, requests.jsonl included) or --records, not both")
+	}
+	// As cmd/surge: preparing outlives an interrupt; the run itself does not.
+	env, err := run.Prepare(context.WithoutCancel(ctx), o.runOptions(), false, nil, nil, "bench/loadgen")
+	if err != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", err)
+	}
+	defer env.Close()
+
+	path := o.Out
 	if path == "" {
-		dir, err := os.MkdirTemp("", "surge-bench-")
+		// Beside the --records file, so that keeping it is a rename.
+		parent := ""
+		if o.Records != "" {
+			parent = filepath.Dir(o.Records)
+		}
+		tmp, err := os.MkdirTemp(parent, "surge-bench-")
 		if err != nil {
 			return nil, fmt.Errorf("loadgen bench: %w", err)
 		}
-		defer os.RemoveAll(dir)
-		path = filepath.Join(dir, "requests.jsonl")
+		defer os.RemoveAll(tmp)
+		path = tmp
 	}
-	w, err := record.Create(path)
+	d, err := rundir.Create(path, rundir.Options{Owner: "bench/loadgen"})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loadgen bench: %w", err)
 	}
-	defer w.Close()
+	defer d.Close()
 
-	ccfg := openai.DefaultConfig()
-	ccfg.BaseURL, ccfg.Model = o.URL, "bench"
-	ccfg.MaxConns = min(o.MaxInFlight, 4096) // as experiment.executeLive
-
-	// The sink of experiment.Execute: write the record, keep it in memory.
-	var mu sync.Mutex
-	var writeErr error
-	recs := make([]record.Record, 0, len(arrivals))
-	sink := func(r *record.Record) {
-		err := w.Write(r)
-		mu.Lock()
-		if err != nil && writeErr == nil {
-			writeErr = err
-		}
-		recs = append(recs, *r)
-		mu.Unlock()
-	}
-	d := analyze.DefaultDeadlines
-	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: "bench", Profile: prof.Name,
-		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
+	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "bench", Duration: o.Duration, Rate: o.Rate, Arrival: schedule.ArrivalConstant}}}
+	var analysed cpuSample // when Execute has analysed the records, before it writes the files
+	spec := run.Spec{Name: "bench", Dir: d, Command: "bench", Plan: plan,
+		Finish: func(*run.Result) { analysed = cpuSample{time.Now(), cpuSeconds()} }}
 
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)
@@ -183,28 +215,40 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	st := &Stats{Asked: o.Rate, Scheduled: int64(len(arrivals)), Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
+	st := &Stats{Asked: o.Rate, Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
 	st.Load0 = loadavg()
 	busy0 := cpuBusy()
 	srv0 := procCPU(o.ServerPID)
-	cpu0 := cpuSeconds()
-	origin := time.Now() // shared by the client and the driver
-	client, err := openai.New(ccfg, origin)
-	if err != nil {
-		return nil, err
+	start := cpuSample{time.Now(), cpuSeconds()}
+	trace := startCPUTrace(start, start.At.Add(o.Duration), time.Millisecond)
+	res, runErr := env.Execute(ctx, spec)
+	end := cpuSample{time.Now(), cpuSeconds()}
+	samples := trace.stop(end, analysed)
+	pprof.StopCPUProfile() // the profile covers Execute only (no-op without one)
+	srv1 := procCPU(o.ServerPID)
+	busy1 := cpuBusy()
+	st.RSSMiB = maxRSSMiB()
+	st.Load1 = loadavg()
+	if runErr != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", runErr)
 	}
-	defer client.CloseIdle()
-	gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
-	runErr := gen.Run(ctx, arrivals)
-	if err := w.Close(); err != nil && writeErr == nil {
-		writeErr = err
+	if res.Partial {
+		return nil, fmt.Errorf("loadgen bench: %s", res.PartialWhy)
 	}
-	st.Wall = time.Since(origin)
-	st.CPU = cpuSeconds() - cpu0
-	if srv1 := procCPU(o.ServerPID); srv0 >= 0 && srv1 >= 0 {
+
+	st.Wall, st.RunWall = end.At.Sub(start.At), res.Elapsed
+	st.CPU = end.CPU - start.CPU
+	if analysed.At.IsZero() {
+		return nil, errors.New("loadgen bench: Execute returned without calling Spec.Finish")
+	}
+	// Finish is a sample too, so the interpolation never reaches past it.
+	st.CPURun = samples.at(res.Started.Add(res.Elapsed)) - start.CPU
+	st.CPUAnalysis = analysed.CPU - start.CPU - st.CPURun
+	st.CPUFiles = end.CPU - analysed.CPU
+	if srv0 >= 0 && srv1 >= 0 {
 		st.ServerCPU = srv1 - srv0
 	}
-	if busy1 := cpuBusy(); busy0 != nil && busy1 != nil {
+	if busy0 != nil && busy1 != nil {
 		if o.GenCPU >= 0 && o.GenCPU < len(busy1) {
 			st.OthersGen = max(0, busy1[o.GenCPU]-busy0[o.GenCPU]-st.CPU)
 		}
@@ -212,15 +256,13 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
 		}
 	}
-	st.RSSMiB = maxRSSMiB()
-	st.Load1 = loadavg()
-	pprof.StopCPUProfile() // the profile covers the run only (no-op without one)
-	if runErr != nil {
-		return nil, fmt.Errorf("loadgen bench: interrupted: %w", runErr)
+	st.Scheduled = int64(len(res.Records)) // one record per scheduled arrival
+	st.analyze(res.Records)
+
+	if o.Records != "" {
+		if err := os.Rename(filepath.Join(d.Path(), "requests.jsonl"), o.Records); err != nil {
+			return nil, fmt.Errorf("loadgen bench: keep the records: %w", err)
+		}
 	}
-	if writeErr != nil {
-		return nil, writeErr
-	}
-	st.analyze(recs)
 	return st, nil
 }

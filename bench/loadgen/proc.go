@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,4 +105,81 @@ func loadavg() string {
 		}
 	}
 	return "?"
+}
+
+// cpuSample is this process's CPU time (cpuSeconds) at one instant.
+type cpuSample struct {
+	At  time.Time
+	CPU float64 // CPU-seconds
+}
+
+// cpuSamples are samples in time order.
+type cpuSamples []cpuSample
+
+// at is the CPU time at t, linearly interpolated between the samples around
+// it; before the first sample it is the first, after the last the last.
+func (s cpuSamples) at(t time.Time) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	i := sort.Search(len(s), func(i int) bool { return s[i].At.After(t) }) // first sample after t
+	switch {
+	case i == 0:
+		return s[0].CPU
+	case i == len(s):
+		return s[len(s)-1].CPU
+	}
+	a, b := s[i-1], s[i]
+	f := float64(t.Sub(a.At)) / float64(b.At.Sub(a.At))
+	return a.CPU + f*(b.CPU-a.CPU)
+}
+
+// cpuTrace samples the CPU time in a goroutine, so that the CPU time at an
+// instant known only afterwards (the end of a run phase) can be read back.
+type cpuTrace struct {
+	samples cpuSamples // owned by the goroutine until done is closed
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+// startCPUTrace starts a trace holding first; from the instant from on it
+// adds a sample every period.
+func startCPUTrace(first cpuSample, from time.Time, period time.Duration) *cpuTrace {
+	t := &cpuTrace{samples: append(make(cpuSamples, 0, 4096), first), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		wait := time.NewTimer(time.Until(from))
+		defer wait.Stop()
+		select {
+		case <-t.quit:
+			return
+		case <-wait.C:
+		}
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.quit:
+				return
+			case <-tick.C:
+				t.samples = append(t.samples, cpuSample{time.Now(), cpuSeconds()})
+			}
+		}
+	}()
+	return t
+}
+
+// stop ends the sampling and returns the samples with the extra ones
+// (taken elsewhere meanwhile; zero ones are left out), in time order.
+func (t *cpuTrace) stop(extra ...cpuSample) cpuSamples {
+	close(t.quit)
+	<-t.done
+	s := t.samples
+	for _, x := range extra {
+		if !x.At.IsZero() {
+			s = append(s, x)
+		}
+	}
+	slices.SortStableFunc(s, func(a, b cpuSample) int { return a.At.Compare(b.At) })
+	return s
 }

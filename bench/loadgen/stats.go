@@ -22,8 +22,12 @@ type Stats struct {
 	LagP50, LagP99, LagMax time.Duration
 	SteadyLagP99           time.Duration // lag P99 of arrivals scheduled after SteadyAfter
 	TTFTP50, TTFTP99       time.Duration
-	CPU                    float64 // CPU-seconds of the run
-	Wall                   time.Duration
+	CPU                    float64       // CPU-seconds of env.Execute: CPURun + CPUAnalysis + CPUFiles
+	CPURun                 float64       // CPU-seconds until the end of the run phase
+	CPUAnalysis            float64       // CPU-seconds from the end of the run to Spec.Finish (records closed, sorted, analysed)
+	CPUFiles               float64       // CPU-seconds from Spec.Finish to Execute's return (manifest, summary, timeseries)
+	Wall                   time.Duration // wall time of env.Execute
+	RunWall                time.Duration // wall time of the run phase (Result.Elapsed)
 	RSSMiB                 float64
 	ServerCPU              float64 // -1 when unknown
 	Load0, Load1           string
@@ -95,17 +99,21 @@ func (st *Stats) outcomes() string {
 	return strings.Join(parts, ", ")
 }
 
-func (st *Stats) cpuPer1k() float64 { return st.CPU / float64(st.Scheduled) * 1000 }
+// per1k scales CPU-seconds to CPU-seconds per 1,000 scheduled arrivals.
+func (st *Stats) per1k(cpu float64) float64 { return cpu / float64(st.Scheduled) * 1000 }
+
+// cpuAfter is the CPU-seconds spent after the run phase.
+func (st *Stats) cpuAfter() float64 { return st.CPUAnalysis + st.CPUFiles }
 
 func (st *Stats) serverShare() string {
 	if st.ServerCPU < 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.0f %%", 100*st.ServerCPU/st.Wall.Seconds())
+	return fmt.Sprintf("%.0f %%", 100*st.ServerCPU/st.RunWall.Seconds())
 }
 
 // others is what other processes used on the two pinned CPUs, as shares
-// of the run's wall time.
+// of env.Execute's wall time.
 func (st *Stats) others() string {
 	f := func(v float64) string {
 		if v < 0 {
@@ -123,17 +131,19 @@ func (st *Stats) summary(w io.Writer) {
 	fmt.Fprintf(w, "schedule lag p50 %v  p99 %v  max %v; p99 after the first %v: %v\n", ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), SteadyAfter, ms(st.SteadyLagP99))
 	fmt.Fprintf(w, "ttft (send) p50 %v  p99 %v\n", ms(st.TTFTP50), ms(st.TTFTP99))
 	fmt.Fprintf(w, "GOMAXPROCS %d; cpu %.2f s over %.1f s wall = %.3f CPU-s per 1,000 requests; peak RSS %.0f MiB; server cpu %s; others on gen/server CPU %s; load %s → %s\n",
-		runtime.GOMAXPROCS(0), st.CPU, st.Wall.Seconds(), st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
+		runtime.GOMAXPROCS(0), st.CPU, st.Wall.Seconds(), st.per1k(st.CPU), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
+	fmt.Fprintf(w, "of which: run %.2f s over %.1f s; after the run %.3f s over %.0f ms (%.3f CPU-s per 1,000): analysis %.3f s, files %.3f s\n",
+		st.CPURun, st.RunWall.Seconds(), st.cpuAfter(), float64(st.Wall-st.RunWall)/1e6, st.per1k(st.cpuAfter()), st.CPUAnalysis, st.CPUFiles)
 }
 
-const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | lag p99 (t ≥ 2 s) | TTFT p50 / p99 | CPU-s per 1k | peak RSS | server CPU | others on gen / server CPU | load 1m |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | lag p99 (t ≥ 2 s) | TTFT p50 / p99 | CPU-s per 1k | of which after the run | peak RSS | server CPU | others on gen / server CPU | load 1m |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
 func (st *Stats) row(w io.Writer, label string) {
-	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s | %s / %s | %.3f | %.0f MiB | %s | %s | %s→%s |\n",
+	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s | %s / %s | %.3f | %.3f | %.0f MiB | %s | %s | %s→%s |\n",
 		label, st.Achieved, 100*st.Achieved/st.Asked, st.Sent, st.Completed, st.outcomes(),
 		ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), ms(st.SteadyLagP99), ms(st.TTFTP50), ms(st.TTFTP99),
-		st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
+		st.per1k(st.CPU), st.per1k(st.cpuAfter()), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
 }
 
 // ms formats d in milliseconds with two decimals.
