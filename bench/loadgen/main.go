@@ -1,12 +1,26 @@
-// Command loadgen benchmarks surge's client side: it drives the real
-// pipeline of a live run — schedule.Build (constant arrivals), a
-// workload.Generator per goroutine, loadgen.Open, the openai.Client, every
-// record judged by analyze.Judge, written by record.Writer to a temporary
-// file and kept in memory as `surge run` does — against an SSE server
-// (bench/sseserver), at one rate for one duration, and reports how well the
-// generator kept its schedule and what it cost.
+// Command loadgen benchmarks surge's client side by running what `surge run`
+// runs, against an SSE server (bench/sseserver), at one rate for one
+// duration, and reports how well the generator kept its schedule and what it
+// cost.
+//
+// It prepares a run.Env for the server (run.Prepare: model "bench", fixed
+// prompt and output lengths, the default deadlines and timeout, quiet, no
+// engine metrics), claims a run folder with rundir.Create — a temporary one,
+// removed afterwards, unless --out — and calls env.Execute with one
+// constant-rate phase, as `surge run` (experiment.Run) does. So the measured
+// span holds the whole live pipeline: schedule.Build, a workload.Generator per
+// goroutine, loadgen.Open, the openai.Client, analyze.Judge, the collector
+// that keeps every record in memory, record.Writer flushed twice a second,
+// the watcher and live-state plumbing (with no view drawn), and after the
+// load the analysis (analyze.Records) and the writing of manifest.json,
+// summary.json and timeseries.csv. It leaves out what `surge run` does after
+// Execute returns: printing the phase table and rendering results.md/.csv/
+// .json and report.html (experiment.WriteRunReports).
 //
 // # What it reports
+//
+// The schedule and latency figures are computed from Result.Records, the
+// records Execute returns:
 //
 //	asked      the constant arrival rate λ, arrivals/s
 //	achieved   sent ÷ (last SentNs + 1/λ) in arrivals/s: the rate at which sends
@@ -20,44 +34,61 @@
 //	           connections have been opened and the heap has grown
 //	ttft       FirstTokenNs − SentNs, P50 and P99: the server's 50 ms plus what
 //	           the client adds; it grows when either side saturates
+//
+// and the costs from the process's own accounting:
+//
 //	cpu        user + system CPU-seconds of this process (getrusage) from just
-//	           before the run to the records file closed, per 1,000 scheduled
-//	           arrivals; the analysis afterwards is not counted
-//	rss        peak resident set (ru_maxrss) at the end of the run, MiB
-//	server     with --server-pid: the server's CPU-seconds over the same span
-//	           (from /proc/PID/stat) and as a share of the run's wall time
+//	           before env.Execute to its return, per 1,000 scheduled arrivals:
+//	           the run and everything Execute does after it
+//	after      the part of cpu spent after the run phase, per 1,000 scheduled
+//	           arrivals: from the end of the run (Result.Started +
+//	           Result.Elapsed: the generator has stopped and the last response
+//	           has ended) to Execute's return — closing requests.jsonl,
+//	           sorting the records, the analysis and the files. The human
+//	           summary splits it at Spec.Finish, which Execute calls after the
+//	           analysis and before it writes the files. The CPU time at the
+//	           end of the run is interpolated linearly between getrusage
+//	           samples taken every millisecond from the end of the schedule
+//	           on (none during the schedule, so as not to disturb it) and one
+//	           taken at Spec.Finish; a busy process lets the sampler in at
+//	           least every 10 ms (Go's preemption period), so the split is
+//	           good to the CPU of one such interval, a few ms at most
+//	rss        peak resident set (ru_maxrss) when Execute has returned, MiB:
+//	           the run, the records kept in memory and the analysis
+//	server     with --server-pid: the server's CPU-seconds (from
+//	           /proc/PID/stat) over the same span as cpu, as a share of the run
+//	           phase's wall time (Result.Elapsed; the server has nothing to do
+//	           after the last response)
+//	others     what other processes used on the two pinned CPUs over the same
+//	           span (/proc/stat busy time minus this process's and the
+//	           server's), as a share of the span's wall time
 //	load       /proc/loadavg 1-minute average at the start and at the end
+//
+// A CPU profile (--cpuprofile) covers env.Execute, analysis and files
+// included.
 //
 // Output: a human summary on stderr; with --md a markdown table row on
 // stdout (--md-header prints the header), which bench/run.sh collects.
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/loadgen"
-	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
-	"github.com/surge-bench/surge/internal/workload"
 )
 
 // Options are the command's flags.
@@ -65,35 +96,17 @@ type Options struct {
 	URL          string        // base URL including /v1
 	Rate         float64       // arrivals/s
 	Duration     time.Duration // schedule length
-	Spin         time.Duration // loadgen.Config.Spin
+	Spin         time.Duration // run.Options.Spin
 	PromptTokens int           // fixed prompt length, tokens (4 bytes each)
 	OutputTokens int           // max_tokens requested (the server sends its own count)
-	MaxInFlight  int           // loadgen in-flight cap
-	CPUProfile   string        // write a CPU profile of the run here
-	Records      string        // keep the records file here ("" = temporary, removed)
+	MaxInFlight  int           // run.Options.MaxInFlight, the in-flight cap
+	CPUProfile   string        // write a CPU profile of env.Execute here
+	Out          string        // keep the run folder here ("" = temporary, removed)
+	Records      string        // keep requests.jsonl as this file ("" = not kept)
 	ServerPID    int           // measure this process's CPU too
 	Label        string        // first column of the markdown row
 	GenCPU       int           // the CPU the generator is pinned to (-1 = unknown)
 	ServerCPU    int           // the CPU the server is pinned to (-1 = unknown)
-}
-
-// Stats is what one run measured.
-type Stats struct {
-	Asked, Achieved        float64 // arrivals/s (see the package doc)
-	Scheduled, Sent        int64
-	Completed              int64
-	Outcomes               map[record.Outcome]int64
-	Good                   int64
-	LagP50, LagP99, LagMax time.Duration
-	SteadyLagP99           time.Duration // lag P99 of arrivals scheduled after SteadyAfter
-	TTFTP50, TTFTP99       time.Duration
-	CPU                    float64 // CPU-seconds of the run
-	Wall                   time.Duration
-	RSSMiB                 float64
-	ServerCPU              float64 // -1 when unknown
-	Load0, Load1           string
-	OthersGen              float64 // CPU-seconds others used on the generator's CPU; -1 unknown
-	OthersServer           float64 // CPU-seconds others used on the server's CPU; -1 unknown
 }
 
 func main() {
@@ -105,8 +118,9 @@ func main() {
 	flag.IntVar(&o.PromptTokens, "prompt-tokens", 128, "prompt length in tokens (4 bytes each)")
 	flag.IntVar(&o.OutputTokens, "max-tokens", 64, "max_tokens sent in each request")
 	flag.IntVar(&o.MaxInFlight, "max-inflight", loadgen.DefaultMaxInFlight, "in-flight cap")
-	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	flag.StringVar(&o.Records, "records", "", "keep the records (JSONL) in this file instead of a removed temporary one")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run (env.Execute) to this file")
+	flag.StringVar(&o.Out, "out", "", "keep the run folder (as surge run writes it) in this folder, which must be empty or absent")
+	flag.StringVar(&o.Records, "records", "", "keep the records (requests.jsonl) in this file")
 	flag.IntVar(&o.ServerPID, "server-pid", 0, "process id of the server, to report its CPU time over the run")
 	flag.StringVar(&o.Label, "label", "", "first column of the --md row (default: the rate)")
 	flag.IntVar(&o.GenCPU, "gen-cpu", -1, "the CPU this process is pinned to, to report what else ran there")
@@ -120,7 +134,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := run(ctx, o)
+	st, err := measure(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -135,66 +149,59 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, o Options) (*Stats, error) {
-	if o.Rate <= 0 || o.Duration <= 0 {
-		return nil, errors.New("loadgen bench: rate and duration must be > 0")
-	}
-	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "bench", Duration: o.Duration, Rate: o.Rate, Arrival: schedule.ArrivalConstant}}}
-	arrivals, err := schedule.Build(plan, 1)
-	if err != nil {
-		return nil, err
-	}
-	prof := workload.Profile{Name: "bench", Prompt: workload.Fixed(o.PromptTokens), Output: workload.Fixed(o.OutputTokens), MaxTokens: o.OutputTokens}
-	wcfg := workload.Config{Profile: prof, Seed: 1, Salt: uint64(time.Now().UnixNano())}
-	if _, err := workload.New(wcfg); err != nil {
-		return nil, err
-	}
-	pool := sync.Pool{New: func() any {
-		g, _ := workload.New(wcfg) // validated above
-		return g
-	}}
-	build := func(a *schedule.Arrival) workload.Request {
-		g := pool.Get().(*workload.Generator)
-		r := g.Generate(*a)
-		pool.Put(g)
-		return r
-	}
+// runOptions are the options of `surge run --target URL` that the
+// benchmark runs with.
+func (o *Options) runOptions() run.Options {
+	ro := run.DefaultOptions()
+	ro.Target, ro.Model = o.URL, "bench"
+	ro.PromptTokens, ro.OutputTokens = o.PromptTokens, o.OutputTokens
+	ro.MaxInFlight, ro.Spin = o.MaxInFlight, o.Spin
+	ro.Quiet = true
+	ro.Out = o.Out
+	return ro
+}
 
-	path := o.Records
+// measure runs the benchmark: one env.Execute of a constant-rate phase.
+func measure(ctx context.Context, o Options) (*Stats, error) {
+	switch {
+	case o.Rate <= 0 || o.Duration <= 0:
+		return nil, errors.New("loadgen bench: rate and duration must be > 0")
+	case o.PromptTokens <= 0 || o.OutputTokens <= 0:
+		return nil, errors.New("loadgen bench: prompt-tokens and max-tokens must be > 0")
+	case o.Out != "" && o.Records != "":
+		return nil, errors.New("loadgen bench: give --out (the run folder, requests.jsonl included) or --records, not both")
+	}
+	// As cmd/surge: preparing outlives an interrupt; the run itself does not.
+	env, err := run.Prepare(context.WithoutCancel(ctx), o.runOptions(), false, nil, nil, "bench/loadgen")
+	if err != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", err)
+	}
+	defer env.Close()
+
+	path := o.Out
 	if path == "" {
-		dir, err := os.MkdirTemp("", "surge-bench-")
+		// Beside the --records file, so that keeping it is a rename.
+		parent := ""
+		if o.Records != "" {
+			parent = filepath.Dir(o.Records)
+		}
+		tmp, err := os.MkdirTemp(parent, "surge-bench-")
 		if err != nil {
 			return nil, fmt.Errorf("loadgen bench: %w", err)
 		}
-		defer os.RemoveAll(dir)
-		path = filepath.Join(dir, "requests.jsonl")
+		defer os.RemoveAll(tmp)
+		path = tmp
 	}
-	w, err := record.Create(path)
+	d, err := rundir.Create(path, rundir.Options{Owner: "bench/loadgen"})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loadgen bench: %w", err)
 	}
-	defer w.Close()
+	defer d.Close()
 
-	ccfg := openai.DefaultConfig()
-	ccfg.BaseURL, ccfg.Model = o.URL, "bench"
-	ccfg.MaxConns = min(o.MaxInFlight, 4096) // as experiment.executeLive
-
-	// The sink of experiment.Execute: write the record, keep it in memory.
-	var mu sync.Mutex
-	var writeErr error
-	recs := make([]record.Record, 0, len(arrivals))
-	sink := func(r *record.Record) {
-		err := w.Write(r)
-		mu.Lock()
-		if err != nil && writeErr == nil {
-			writeErr = err
-		}
-		recs = append(recs, *r)
-		mu.Unlock()
-	}
-	d := analyze.DefaultDeadlines
-	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: "bench", Profile: prof.Name,
-		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
+	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "bench", Duration: o.Duration, Rate: o.Rate, Arrival: schedule.ArrivalConstant}}}
+	var analysed cpuSample // when Execute has analysed the records, before it writes the files
+	spec := run.Spec{Name: "bench", Dir: d, Command: "bench", Plan: plan,
+		Finish: func(*run.Result) { analysed = cpuSample{time.Now(), cpuSeconds()} }}
 
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)
@@ -208,28 +215,40 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 		defer pprof.StopCPUProfile()
 	}
 
-	st := &Stats{Asked: o.Rate, Scheduled: int64(len(arrivals)), Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
+	st := &Stats{Asked: o.Rate, Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
 	st.Load0 = loadavg()
 	busy0 := cpuBusy()
 	srv0 := procCPU(o.ServerPID)
-	cpu0 := cpuSeconds()
-	origin := time.Now() // shared by the client and the driver
-	client, err := openai.New(ccfg, origin)
-	if err != nil {
-		return nil, err
+	start := cpuSample{time.Now(), cpuSeconds()}
+	trace := startCPUTrace(start, start.At.Add(o.Duration), time.Millisecond)
+	res, runErr := env.Execute(ctx, spec)
+	end := cpuSample{time.Now(), cpuSeconds()}
+	samples := trace.stop(end, analysed)
+	pprof.StopCPUProfile() // the profile covers Execute only (no-op without one)
+	srv1 := procCPU(o.ServerPID)
+	busy1 := cpuBusy()
+	st.RSSMiB = maxRSSMiB()
+	st.Load1 = loadavg()
+	if runErr != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", runErr)
 	}
-	defer client.CloseIdle()
-	gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
-	runErr := gen.Run(ctx, arrivals)
-	if err := w.Close(); err != nil && writeErr == nil {
-		writeErr = err
+	if res.Partial {
+		return nil, fmt.Errorf("loadgen bench: %s", res.PartialWhy)
 	}
-	st.Wall = time.Since(origin)
-	st.CPU = cpuSeconds() - cpu0
-	if srv1 := procCPU(o.ServerPID); srv0 >= 0 && srv1 >= 0 {
+
+	st.Wall, st.RunWall = end.At.Sub(start.At), res.Elapsed
+	st.CPU = end.CPU - start.CPU
+	if analysed.At.IsZero() {
+		return nil, errors.New("loadgen bench: Execute returned without calling Spec.Finish")
+	}
+	// Finish is a sample too, so the interpolation never reaches past it.
+	st.CPURun = samples.at(res.Started.Add(res.Elapsed)) - start.CPU
+	st.CPUAnalysis = analysed.CPU - start.CPU - st.CPURun
+	st.CPUFiles = end.CPU - analysed.CPU
+	if srv0 >= 0 && srv1 >= 0 {
 		st.ServerCPU = srv1 - srv0
 	}
-	if busy1 := cpuBusy(); busy0 != nil && busy1 != nil {
+	if busy0 != nil && busy1 != nil {
 		if o.GenCPU >= 0 && o.GenCPU < len(busy1) {
 			st.OthersGen = max(0, busy1[o.GenCPU]-busy0[o.GenCPU]-st.CPU)
 		}
@@ -237,220 +256,13 @@ func run(ctx context.Context, o Options) (*Stats, error) {
 			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
 		}
 	}
-	st.RSSMiB = maxRSSMiB()
-	st.Load1 = loadavg()
-	pprof.StopCPUProfile() // the profile covers the run only (no-op without one)
-	if runErr != nil {
-		return nil, fmt.Errorf("loadgen bench: interrupted: %w", runErr)
+	st.Scheduled = int64(len(res.Records)) // one record per scheduled arrival
+	st.analyze(res.Records)
+
+	if o.Records != "" {
+		if err := os.Rename(filepath.Join(d.Path(), "requests.jsonl"), o.Records); err != nil {
+			return nil, fmt.Errorf("loadgen bench: keep the records: %w", err)
+		}
 	}
-	if writeErr != nil {
-		return nil, writeErr
-	}
-	st.analyze(recs)
 	return st, nil
-}
-
-// SteadyAfter is where the steady-state lag percentile starts: by then the
-// pool has opened its connections (TTFT + stream length ≈ 0.4 s of arrivals)
-// and the heap has grown to its working size.
-const SteadyAfter = 2 * time.Second
-
-// analyze fills the schedule and latency statistics from the records.
-func (st *Stats) analyze(recs []record.Record) {
-	var lags, steady, ttfts []int64
-	var lastSent int64
-	for i := range recs {
-		r := &recs[i]
-		st.Outcomes[r.Outcome]++
-		if r.Outcome != record.GeneratorDrop {
-			st.Completed++
-		}
-		if r.Good {
-			st.Good++
-		}
-		if r.Sent() {
-			st.Sent++
-			lags = append(lags, r.Lag())
-			if r.ScheduledNs >= int64(SteadyAfter) {
-				steady = append(steady, r.Lag())
-			}
-			lastSent = max(lastSent, r.SentNs)
-		}
-		if v := r.TTFTSend(); v != record.None {
-			ttfts = append(ttfts, v)
-		}
-	}
-	if st.Sent > 0 {
-		span := float64(lastSent)/1e9 + 1/st.Asked
-		st.Achieved = float64(st.Sent) / span
-	}
-	slices.Sort(lags)
-	slices.Sort(ttfts)
-	slices.Sort(steady)
-	st.SteadyLagP99 = rank(steady, 0.99)
-	st.LagP50, st.LagP99 = rank(lags, 0.50), rank(lags, 0.99)
-	if len(lags) > 0 {
-		st.LagMax = time.Duration(lags[len(lags)-1])
-	}
-	st.TTFTP50, st.TTFTP99 = rank(ttfts, 0.50), rank(ttfts, 0.99)
-}
-
-// rank is the nearest-rank percentile of sorted v: v[⌈q·n⌉−1].
-func rank(v []int64, q float64) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	i := int(float64(len(v))*q+0.999999999) - 1
-	return time.Duration(v[max(0, min(i, len(v)-1))])
-}
-
-func (st *Stats) outcomes() string {
-	var parts []string
-	for _, o := range record.Outcomes {
-		if n := st.Outcomes[o]; n > 0 {
-			parts = append(parts, string(o)+" "+strconv.FormatInt(n, 10))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (st *Stats) cpuPer1k() float64 { return st.CPU / float64(st.Scheduled) * 1000 }
-
-func (st *Stats) serverShare() string {
-	if st.ServerCPU < 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.0f %%", 100*st.ServerCPU/st.Wall.Seconds())
-}
-
-// others is what other processes used on the two pinned CPUs, as shares
-// of the run's wall time.
-func (st *Stats) others() string {
-	f := func(v float64) string {
-		if v < 0 {
-			return "?"
-		}
-		return fmt.Sprintf("%.0f %%", 100*v/st.Wall.Seconds())
-	}
-	return f(st.OthersGen) + " / " + f(st.OthersServer)
-}
-
-func (st *Stats) summary(w io.Writer) {
-	fmt.Fprintf(w, "asked %.0f/s  achieved %.1f/s (%.2f %%)  scheduled %d  sent %d  completed %d  good %d\n",
-		st.Asked, st.Achieved, 100*st.Achieved/st.Asked, st.Scheduled, st.Sent, st.Completed, st.Good)
-	fmt.Fprintf(w, "outcomes: %s\n", st.outcomes())
-	fmt.Fprintf(w, "schedule lag p50 %v  p99 %v  max %v; p99 after the first %v: %v\n", ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), SteadyAfter, ms(st.SteadyLagP99))
-	fmt.Fprintf(w, "ttft (send) p50 %v  p99 %v\n", ms(st.TTFTP50), ms(st.TTFTP99))
-	fmt.Fprintf(w, "GOMAXPROCS %d; cpu %.2f s over %.1f s wall = %.3f CPU-s per 1,000 requests; peak RSS %.0f MiB; server cpu %s; others on gen/server CPU %s; load %s → %s\n",
-		runtime.GOMAXPROCS(0), st.CPU, st.Wall.Seconds(), st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
-}
-
-const mdHead = "| rate | achieved/s | sent | completed | outcomes | lag p50 | lag p99 | lag max | lag p99 (t ≥ 2 s) | TTFT p50 / p99 | CPU-s per 1k | peak RSS | server CPU | others on gen / server CPU | load 1m |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-
-func (st *Stats) row(w io.Writer, label string) {
-	fmt.Fprintf(w, "| %s | %.1f (%.2f %%) | %d | %d | %s | %s | %s | %s | %s | %s / %s | %.3f | %.0f MiB | %s | %s | %s→%s |\n",
-		label, st.Achieved, 100*st.Achieved/st.Asked, st.Sent, st.Completed, st.outcomes(),
-		ms(st.LagP50), ms(st.LagP99), ms(st.LagMax), ms(st.SteadyLagP99), ms(st.TTFTP50), ms(st.TTFTP99),
-		st.cpuPer1k(), st.RSSMiB, st.serverShare(), st.others(), st.Load0, st.Load1)
-}
-
-// ms formats d in milliseconds with two decimals.
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
-}
-
-// cpuSeconds is this process's user + system CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// maxRSSMiB is this process's peak resident set (Linux reports KiB).
-func maxRSSMiB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Maxrss) / 1024
-}
-
-// procCPU is the user + system CPU-seconds of process pid from
-// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s), or -1.
-func procCPU(pid int) float64 {
-	if pid <= 0 {
-		return -1
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
-	}
-	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return -1
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	stt, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return float64(ut+stt) / 100
-}
-
-// cpuBusy returns each CPU's busy time so far in seconds (/proc/stat:
-// everything but idle and iowait, in ticks of 1/100 s), or nil.
-func cpuBusy() []float64 {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return nil
-	}
-	var out []float64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 8 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-			continue
-		}
-		n, err := strconv.Atoi(f[0][3:])
-		if err != nil || n != len(out) {
-			return nil
-		}
-		var busy int64
-		for i, v := range f[1:] {
-			if i >= 8 { // guest time is already in user
-				break
-			}
-			x, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil
-			}
-			if i != 3 && i != 4 { // idle, iowait
-				busy += x
-			}
-		}
-		out = append(out, float64(busy)/100)
-	}
-	return out
-}
-
-// loadavg is the 1-minute load average.
-func loadavg() string {
-	f, err := os.Open("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	if s.Scan() {
-		if v, _, ok := strings.Cut(s.Text(), " "); ok {
-			return v
-		}
-	}
-	return "?"
 }
