@@ -24,7 +24,10 @@ type collector struct {
 }
 
 func newCollector(arrivals []schedule.Arrival) *collector {
-	c := &collector{arrivals: arrivals, done: make([]bool, len(arrivals)), index: make(map[int64]int, len(arrivals))}
+	// Sized to the schedule: one record per arrival, so the slice never
+	// grows (and copies) while the run goes.
+	c := &collector{arrivals: arrivals, done: make([]bool, len(arrivals)), index: make(map[int64]int, len(arrivals)),
+		recs: make([]record.Record, 0, len(arrivals))}
 	for i := range arrivals {
 		c.index[arrivals[i].Seq] = i
 	}
