@@ -163,32 +163,19 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 }
 
 func TestBurstConfigErrorsNameTheFlag(t *testing.T) {
-	cases := map[string]struct {
-		mutate func(*Config)
-		want   string
-	}{
-		"zero multiplier":     {func(c *Config) { c.Multipliers = []float64{2, 0} }, "--multipliers: each must be > 0, got 0"},
-		"negative multiplier": {func(c *Config) { c.Multipliers = []float64{-1} }, "--multipliers: each must be > 0, got -1"},
-		"zero burst":          {func(c *Config) { c.Burst = 0 }, "--burst: must be > 0, got 0s"},
-		"zero baseline phase": {func(c *Config) { c.Baseline = 0 }, "--baseline: must be > 0, got 0s"},
-		"no baseline rps":     {func(c *Config) { c.BaselineRPS = 0; c.Options.Target = "http://127.0.0.1:1/v1" }, "--baseline-rps: required with --target"},
-		"short limit":         {func(c *Config) { c.RecoveryLimit = time.Second }, "--recovery-limit: must be ≥ --recovery"},
-		"bad metric":          {func(c *Config) { c.RecoveryMetric = "p99" }, `--recovery-metric: must be e2e or ttft, got "p99"`},
-		"burst out of reach": {func(c *Config) { c.BaselineRPS, c.Multipliers = 200_000, []float64{2, 10} },
-			"--multipliers: 10 × the baseline 200000 = 2e+06 requests/s is more than the load generator can schedule"},
-		"baseline out of reach": {func(c *Config) { c.BaselineRPS = 2e6 }, "--baseline-rps: 2e+06 requests/s is more than the load generator can schedule"},
+	cases := map[string]exptest.ConfigCase[Config]{
+		"zero multiplier":     {Mutate: func(c *Config) { c.Multipliers = []float64{2, 0} }, Want: "--multipliers: each must be > 0, got 0"},
+		"negative multiplier": {Mutate: func(c *Config) { c.Multipliers = []float64{-1} }, Want: "--multipliers: each must be > 0, got -1"},
+		"zero burst":          {Mutate: func(c *Config) { c.Burst = 0 }, Want: "--burst: must be > 0, got 0s"},
+		"zero baseline phase": {Mutate: func(c *Config) { c.Baseline = 0 }, Want: "--baseline: must be > 0, got 0s"},
+		"no baseline rps":     {Mutate: func(c *Config) { c.BaselineRPS = 0; c.Options.Target = "http://127.0.0.1:1/v1" }, Want: "--baseline-rps: required with --target"},
+		"short limit":         {Mutate: func(c *Config) { c.RecoveryLimit = time.Second }, Want: "--recovery-limit: must be ≥ --recovery"},
+		"bad metric":          {Mutate: func(c *Config) { c.RecoveryMetric = "p99" }, Want: `--recovery-metric: must be e2e or ttft, got "p99"`},
+		"burst out of reach": {Mutate: func(c *Config) { c.BaselineRPS, c.Multipliers = 200_000, []float64{2, 10} },
+			Want: "--multipliers: 10 × the baseline 200000 = 2e+06 requests/s is more than the load generator can schedule"},
+		"baseline out of reach": {Mutate: func(c *Config) { c.BaselineRPS = 2e6 }, Want: "--baseline-rps: 2e+06 requests/s is more than the load generator can schedule"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := DefaultConfig()
-			c.BaselineRPS = 5
-			tc.mutate(&c)
-			err := c.Validate()
-			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
+	exptest.ConfigErrors(t, func() Config { c := DefaultConfig(); c.BaselineRPS = 5; return c }, (*Config).Validate, cases)
 }
 
 // Above the simulator's capacity the experiment warns loudly.

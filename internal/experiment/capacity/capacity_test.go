@@ -170,34 +170,22 @@ func TestHopelessStepStopsInVirtualTime(t *testing.T) {
 }
 
 func TestCapacityConfigErrorsNameTheFlag(t *testing.T) {
-	cases := map[string]struct {
-		mutate func(*Config)
-		want   string
-	}{
-		"zero start":         {func(c *Config) { c.StartRPS = 0 }, "--start-rps: must be > 0"},
-		"unreachable start":  {func(c *Config) { c.StartRPS = 2e6 }, "--start-rps: 2e+06 requests/s is more than the load generator can schedule"},
-		"max below start":    {func(c *Config) { c.StartRPS, c.MaxRPS = 5, 2 }, "--max-rps: must be ≥ --start-rps (5), got 2"},
-		"growth not growing": {func(c *Config) { c.Growth = 1 }, "--growth: must be > 1"},
-		"zero tolerance":     {func(c *Config) { c.Tolerance = 0 }, "--tolerance: must be within (0, 1)"},
-		"one step":           {func(c *Config) { c.MaxSteps = 1 }, "--max-steps: must be ≥ 2"},
-		"zero step":          {func(c *Config) { c.StepDuration = 0 }, "--step-duration: must be > 0"},
-		"max step too short": {func(c *Config) { c.MaxStepDuration = time.Second }, "--max-step-duration: must be ≥ --step-duration"},
-		"no requests":        {func(c *Config) { c.MinRequests = 0 }, "--min-requests: must be ≥ 1"},
-		"fraction above 1":   {func(c *Config) { c.BaselineFraction = 1.5 }, "--baseline-fraction: must be within (0, 1]"},
-		"gamma arrivals":     {func(c *Config) { c.Arrival = "gamma" }, `--arrival: must be poisson or constant, got "gamma"`},
-		"no SLO": {func(c *Config) { c.Options.SLOTTFTP95, c.Options.SLOE2EP99, c.Options.SLOGoodput = 0, 0, 0 },
-			"a capacity search needs at least one SLO clause"},
+	cases := map[string]exptest.ConfigCase[Config]{
+		"zero start":         {Mutate: func(c *Config) { c.StartRPS = 0 }, Want: "--start-rps: must be > 0"},
+		"unreachable start":  {Mutate: func(c *Config) { c.StartRPS = 2e6 }, Want: "--start-rps: 2e+06 requests/s is more than the load generator can schedule"},
+		"max below start":    {Mutate: func(c *Config) { c.StartRPS, c.MaxRPS = 5, 2 }, Want: "--max-rps: must be ≥ --start-rps (5), got 2"},
+		"growth not growing": {Mutate: func(c *Config) { c.Growth = 1 }, Want: "--growth: must be > 1"},
+		"zero tolerance":     {Mutate: func(c *Config) { c.Tolerance = 0 }, Want: "--tolerance: must be within (0, 1)"},
+		"one step":           {Mutate: func(c *Config) { c.MaxSteps = 1 }, Want: "--max-steps: must be ≥ 2"},
+		"zero step":          {Mutate: func(c *Config) { c.StepDuration = 0 }, Want: "--step-duration: must be > 0"},
+		"max step too short": {Mutate: func(c *Config) { c.MaxStepDuration = time.Second }, Want: "--max-step-duration: must be ≥ --step-duration"},
+		"no requests":        {Mutate: func(c *Config) { c.MinRequests = 0 }, Want: "--min-requests: must be ≥ 1"},
+		"fraction above 1":   {Mutate: func(c *Config) { c.BaselineFraction = 1.5 }, Want: "--baseline-fraction: must be within (0, 1]"},
+		"gamma arrivals":     {Mutate: func(c *Config) { c.Arrival = "gamma" }, Want: `--arrival: must be poisson or constant, got "gamma"`},
+		"no SLO": {Mutate: func(c *Config) { c.Options.SLOTTFTP95, c.Options.SLOE2EP99, c.Options.SLOGoodput = 0, 0, 0 },
+			Want: "a capacity search needs at least one SLO clause"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.mutate(&c)
-			err := c.Validate()
-			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
+	exptest.ConfigErrors(t, DefaultConfig, (*Config).Validate, cases)
 	c := DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)

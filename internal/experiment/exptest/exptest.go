@@ -103,3 +103,25 @@ func BubbleEnv(t testing.TB, o run.Options) (*run.Env, *SyncBuilder) {
 	t.Cleanup(func() { env.Close() })
 	return env, out
 }
+
+// ConfigCase is one bad configuration: a change to the defaults and a
+// text the error must contain, with its field named as a flag.
+type ConfigCase[C any] struct {
+	Mutate func(*C)
+	Want   string
+}
+
+// ConfigErrors checks each case: fresh() gives the defaults, the case
+// changes them, and validate must fail with its text (see FlagText).
+func ConfigErrors[C any](t *testing.T, fresh func() C, validate func(*C) error, cases map[string]ConfigCase[C]) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fresh()
+			tc.Mutate(&c)
+			if got := FlagText(validate(&c)); !strings.Contains(got, tc.Want) {
+				t.Fatalf("got %q, want %q", got, tc.Want)
+			}
+		})
+	}
+}

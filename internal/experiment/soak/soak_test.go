@@ -87,29 +87,16 @@ func TestSoakDrift(t *testing.T) {
 }
 
 func TestSoakConfigErrorsNameTheFlag(t *testing.T) {
-	cases := map[string]struct {
-		mutate func(*Config)
-		want   string
-	}{
-		"no rate with target": {func(c *Config) { c.Rate, c.Options.Target = 0, "http://127.0.0.1:1/v1" }, "--rate: required with --target"},
-		"negative rate":       {func(c *Config) { c.Rate = -1 }, "--rate: must be > 0"},
-		"unreachable rate":    {func(c *Config) { c.Rate = 3e6 }, "--rate: 3e+06 requests/s is more than the load generator can schedule"},
-		"too short":           {func(c *Config) { c.Duration = 3 * time.Minute }, "--duration: must hold at least 6 windows of --window 1m0s"},
-		"bad confidence":      {func(c *Config) { c.Confidence = 1 }, "--confidence: must be within (0.5, 1)"},
-		"zero drift":          {func(c *Config) { c.DriftLatency = 0 }, "--drift-latency: must be > 0"},
-		"kv drift over 1":     {func(c *Config) { c.DriftKV = 2 }, "--drift-kv: must be within (0, 1]"},
+	cases := map[string]exptest.ConfigCase[Config]{
+		"no rate with target": {Mutate: func(c *Config) { c.Rate, c.Options.Target = 0, "http://127.0.0.1:1/v1" }, Want: "--rate: required with --target"},
+		"negative rate":       {Mutate: func(c *Config) { c.Rate = -1 }, Want: "--rate: must be > 0"},
+		"unreachable rate":    {Mutate: func(c *Config) { c.Rate = 3e6 }, Want: "--rate: 3e+06 requests/s is more than the load generator can schedule"},
+		"too short":           {Mutate: func(c *Config) { c.Duration = 3 * time.Minute }, Want: "--duration: must hold at least 6 windows of --window 1m0s"},
+		"bad confidence":      {Mutate: func(c *Config) { c.Confidence = 1 }, Want: "--confidence: must be within (0.5, 1)"},
+		"zero drift":          {Mutate: func(c *Config) { c.DriftLatency = 0 }, Want: "--drift-latency: must be > 0"},
+		"kv drift over 1":     {Mutate: func(c *Config) { c.DriftKV = 2 }, Want: "--drift-kv: must be within (0, 1]"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := DefaultConfig()
-			c.Rate = 5
-			tc.mutate(&c)
-			err := c.Validate()
-			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
+	exptest.ConfigErrors(t, func() Config { c := DefaultConfig(); c.Rate = 5; return c }, (*Config).Validate, cases)
 }
 
 func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {

@@ -209,32 +209,20 @@ func TestClosedLoopVirtual(t *testing.T) {
 }
 
 func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
-	cases := map[string]struct {
-		mutate func(*Config)
-		want   string
-	}{
-		"both loops":          {func(c *Config) { c.Concurrency, c.Rates = []int{1}, []float64{1} }, "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
-		"decreasing users":    {func(c *Config) { c.Concurrency = []int{1, 16, 4} }, "--concurrency: levels must increase, got 4 after 16"},
-		"repeated users":      {func(c *Config) { c.Concurrency = []int{4, 4} }, "--concurrency: levels must increase, got 4 after 4"},
-		"zero users":          {func(c *Config) { c.Concurrency = []int{0, 4} }, "--concurrency: each level must be ≥ 1 user, got 0"},
-		"decreasing rates":    {func(c *Config) { c.Rates = []float64{2, 1.5} }, "--rates: levels must increase, got 1.5 after 2"},
-		"zero rate":           {func(c *Config) { c.Rates = []float64{0, 1} }, "--rates: each rate must be > 0 requests/s, got 0"},
-		"unreachable rate":    {func(c *Config) { c.Rates = []float64{1, 5e6} }, "--rates: 5e+06 requests/s is more than the load generator can schedule"},
-		"zero ttft budget":    {func(c *Config) { c.TTFTBudget = 0 }, "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
-		"zero tpot budget":    {func(c *Config) { c.TPOTBudget = 0 }, "--tpot-budget: must be > 0"},
-		"zero knee threshold": {func(c *Config) { c.KneeThreshold = 0 }, "--knee-threshold: must be > 0"},
-		"zero duration":       {func(c *Config) { c.Duration = 0 }, "--duration: must be > 0"},
+	cases := map[string]exptest.ConfigCase[Config]{
+		"both loops":          {Mutate: func(c *Config) { c.Concurrency, c.Rates = []int{1}, []float64{1} }, Want: "--concurrency: give either --concurrency (closed loop) or --rates (open loop), not both"},
+		"decreasing users":    {Mutate: func(c *Config) { c.Concurrency = []int{1, 16, 4} }, Want: "--concurrency: levels must increase, got 4 after 16"},
+		"repeated users":      {Mutate: func(c *Config) { c.Concurrency = []int{4, 4} }, Want: "--concurrency: levels must increase, got 4 after 4"},
+		"zero users":          {Mutate: func(c *Config) { c.Concurrency = []int{0, 4} }, Want: "--concurrency: each level must be ≥ 1 user, got 0"},
+		"decreasing rates":    {Mutate: func(c *Config) { c.Rates = []float64{2, 1.5} }, Want: "--rates: levels must increase, got 1.5 after 2"},
+		"zero rate":           {Mutate: func(c *Config) { c.Rates = []float64{0, 1} }, Want: "--rates: each rate must be > 0 requests/s, got 0"},
+		"unreachable rate":    {Mutate: func(c *Config) { c.Rates = []float64{1, 5e6} }, Want: "--rates: 5e+06 requests/s is more than the load generator can schedule"},
+		"zero ttft budget":    {Mutate: func(c *Config) { c.TTFTBudget = 0 }, Want: "--ttft-budget: must be > 0, got 0s (a budget of zero can never hold)"},
+		"zero tpot budget":    {Mutate: func(c *Config) { c.TPOTBudget = 0 }, Want: "--tpot-budget: must be > 0"},
+		"zero knee threshold": {Mutate: func(c *Config) { c.KneeThreshold = 0 }, Want: "--knee-threshold: must be > 0"},
+		"zero duration":       {Mutate: func(c *Config) { c.Duration = 0 }, Want: "--duration: must be > 0"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.mutate(&c)
-			err := c.Validate()
-			if got := exptest.FlagText(err); !strings.Contains(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
+	exptest.ConfigErrors(t, DefaultConfig, (*Config).Validate, cases)
 }
 
 func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
