@@ -59,7 +59,8 @@ type Record struct {
 	ConnNs       int64 `json:"conn_ns"`        // connection acquired (httptrace GotConn)
 	HeadersNs    int64 `json:"headers_ns"`     // response headers received
 	FirstChunkNs int64 `json:"first_chunk_ns"` // first SSE data chunk of any kind
-	FirstTokenNs int64 `json:"first_token_ns"` // first chunk carrying content (text or tool-call delta)
+	FirstTokenNs int64 `json:"first_token_ns"` // first chunk carrying a token of any kind: text, reasoning or tool-call delta
+	FirstTextNs  int64 `json:"first_text_ns"`  // first chunk carrying answer text (not reasoning, not a tool call)
 	DoneNs       int64 `json:"done_ns"`        // response complete (or failure observed)
 
 	Status  int     `json:"status"`  // HTTP status; 0 if none was received
@@ -71,26 +72,70 @@ type Record struct {
 	OutputTokens    int  `json:"output_tokens"`     // from server usage (or counted chunks if no usage)
 	MaxTokens       int  `json:"max_tokens"`        // max_tokens requested
 	UsageFromServer bool `json:"usage_from_server"` // token counts came from the server's usage
+	ReasoningTokens int  `json:"reasoning_tokens"`  // usage.completion_tokens_details.reasoning_tokens; 0 if not reported
+	CachedTokens    int  `json:"cached_tokens"`     // prompt tokens served from the engine's cache, when it says
 
 	ITLMaxNs int64 `json:"itl_max_ns"` // longest gap between content chunks; None if < 2 chunks
 	TPOTNs   int64 `json:"tpot_ns"`    // (done − first token) / (output tokens − 1); None if < 2 tokens
 	Chunks   int   `json:"chunks"`     // content chunks received
 
-	Attempts     int   `json:"attempts"`       // attempts made (1 without retries)
+	Attempts     int   `json:"attempts"`       // attempts made (1 without retries; conn_retries not counted)
+	ConnRetries  int   `json:"conn_retries"`   // replays on a fresh connection after a reused one failed before any response byte
 	RetryAfterNs int64 `json:"retry_after_ns"` // server's Retry-After hint; None if not given
+
+	// Rate-limit headers of the last response (x-ratelimit-*); None if absent.
+	RateLimit RateLimit `json:"ratelimit"`
+
+	// The engine's own per-request timing (OTLP spans, llama.cpp timings,
+	// TGI headers); None when the engine did not report it.
+	EngineQueueNs   int64 `json:"engine_queue_ns"`
+	EnginePrefillNs int64 `json:"engine_prefill_ns"`
+	EngineDecodeNs  int64 `json:"engine_decode_ns"`
+	EngineE2ENs     int64 `json:"engine_e2e_ns"`
+
+	// ServerTiming holds the W3C Server-Timing durations of the response
+	// (a gateway's or router's own stages), in header order.
+	ServerTiming []Timing `json:"server_timing"`
+
+	TraceID string `json:"trace_id"` // W3C trace id sent in traceparent (32 hex digits)
 
 	Replica string `json:"replica"` // the server replica that answered, when it says (simulator)
 	Profile string `json:"profile"` // workload profile
 	Shard   int    `json:"shard"`   // shard index in distributed runs
 }
 
+// Timing is one named duration of a Server-Timing header.
+type Timing struct {
+	Name  string `json:"name"`   // metric name, a safe token
+	DurNs int64  `json:"dur_ns"` // its dur, in nanoseconds
+}
+
+// RateLimit holds the numeric x-ratelimit-* response headers (OpenAI's
+// names: limit-requests, remaining-requests, reset-requests, and the same
+// for tokens). Every field is None when the header was absent.
+type RateLimit struct {
+	LimitRequests     int64 `json:"limit_requests"`
+	LimitTokens       int64 `json:"limit_tokens"`
+	RemainingRequests int64 `json:"remaining_requests"`
+	RemainingTokens   int64 `json:"remaining_tokens"`
+	ResetRequestsNs   int64 `json:"reset_requests_ns"`
+	ResetTokensNs     int64 `json:"reset_tokens_ns"`
+}
+
+// NoRateLimit is a RateLimit with every field None.
+var NoRateLimit = RateLimit{None, None, None, None, None, None}
+
+// Seen reports whether any rate-limit header was present.
+func (l RateLimit) Seen() bool { return l != NoRateLimit }
+
 // New returns a Record with every optional time set to None.
 func New(id string, seq int64, phase string, scheduledNs int64) Record {
 	return Record{
 		ID: id, Seq: seq, Phase: phase, ScheduledNs: scheduledNs,
 		SentNs: None, ConnNs: None, HeadersNs: None, FirstChunkNs: None,
-		FirstTokenNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None,
-		RetryAfterNs: None,
+		FirstTokenNs: None, FirstTextNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None,
+		RetryAfterNs: None, RateLimit: NoRateLimit,
+		EngineQueueNs: None, EnginePrefillNs: None, EngineDecodeNs: None, EngineE2ENs: None,
 	}
 }
 
@@ -99,6 +144,12 @@ func (r *Record) Sent() bool { return r.SentNs != None }
 
 // TTFTSend is first content token − sent, or None.
 func (r *Record) TTFTSend() int64 { return diff(r.FirstTokenNs, r.SentNs) }
+
+// TTFTTextSend is first answer text − sent, or None.
+func (r *Record) TTFTTextSend() int64 { return diff(r.FirstTextNs, r.SentNs) }
+
+// ConnWait is connection acquired − sent (the client's own queue), or None.
+func (r *Record) ConnWait() int64 { return diff(r.ConnNs, r.SentNs) }
 
 // TTFTSchedule is first content token − scheduled arrival, or None.
 func (r *Record) TTFTSchedule() int64 { return diff(r.FirstTokenNs, r.ScheduledNs) }
@@ -135,6 +186,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendOpt(b, "headers_ns", r.HeadersNs)
 	b = appendOpt(b, "first_chunk_ns", r.FirstChunkNs)
 	b = appendOpt(b, "first_token_ns", r.FirstTokenNs)
+	b = appendOpt(b, "first_text_ns", r.FirstTextNs)
 	b = appendOpt(b, "done_ns", r.DoneNs)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
@@ -154,13 +206,51 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
 	b = append(b, `,"usage_from_server":`...)
 	b = strconv.AppendBool(b, r.UsageFromServer)
+	b = appendNonZero(b, "reasoning_tokens", r.ReasoningTokens)
+	b = appendNonZero(b, "cached_tokens", r.CachedTokens)
 	b = appendOpt(b, "itl_max_ns", r.ITLMaxNs)
 	b = appendOpt(b, "tpot_ns", r.TPOTNs)
 	b = append(b, `,"chunks":`...)
 	b = strconv.AppendInt(b, int64(r.Chunks), 10)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
+	b = appendNonZero(b, "conn_retries", r.ConnRetries)
 	b = appendOpt(b, "retry_after_ns", r.RetryAfterNs)
+	if r.RateLimit.Seen() {
+		l := &r.RateLimit
+		b = append(b, `,"ratelimit":`...)
+		n := len(b)
+		b = appendOpt(b, "limit_requests", l.LimitRequests)
+		b = appendOpt(b, "limit_tokens", l.LimitTokens)
+		b = appendOpt(b, "remaining_requests", l.RemainingRequests)
+		b = appendOpt(b, "remaining_tokens", l.RemainingTokens)
+		b = appendOpt(b, "reset_requests_ns", l.ResetRequestsNs)
+		b = appendOpt(b, "reset_tokens_ns", l.ResetTokensNs)
+		b[n] = '{' // replaces the first field's leading comma (Seen: there is one)
+		b = append(b, '}')
+	}
+	b = appendOpt(b, "engine_queue_ns", r.EngineQueueNs)
+	b = appendOpt(b, "engine_prefill_ns", r.EnginePrefillNs)
+	b = appendOpt(b, "engine_decode_ns", r.EngineDecodeNs)
+	b = appendOpt(b, "engine_e2e_ns", r.EngineE2ENs)
+	if len(r.ServerTiming) > 0 {
+		b = append(b, `,"server_timing":[`...)
+		for i, t := range r.ServerTiming {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"name":`...)
+			b = strconv.AppendQuote(b, t.Name)
+			b = append(b, `,"dur_ns":`...)
+			b = strconv.AppendInt(b, t.DurNs, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.TraceID != "" {
+		b = append(b, `,"trace_id":`...)
+		b = strconv.AppendQuote(b, r.TraceID)
+	}
 	if r.Replica != "" {
 		b = append(b, `,"replica":`...)
 		b = strconv.AppendQuote(b, r.Replica)
@@ -172,6 +262,16 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = append(b, `,"shard":`...)
 	b = strconv.AppendInt(b, int64(r.Shard), 10)
 	return append(b, '}')
+}
+
+func appendNonZero(b []byte, name string, v int) []byte {
+	if v == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, int64(v), 10)
 }
 
 func appendOpt(b []byte, name string, v int64) []byte {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,11 @@ func full() Record {
 	r.PromptTokens, r.OutputTokens, r.MaxTokens, r.UsageFromServer = 512, 150, 200, true
 	r.ITLMaxNs, r.TPOTNs, r.Chunks, r.Attempts = 90_000, 40_268, 150, 1
 	r.Replica, r.Profile, r.Shard = "r1", "chat", 2
+	r.FirstTextNs, r.ReasoningTokens, r.CachedTokens, r.ConnRetries = 3_500_000, 20, 128, 1
+	r.RateLimit.RemainingRequests, r.RateLimit.ResetTokensNs = 99, 6_000_000_000
+	r.EngineQueueNs, r.EnginePrefillNs, r.EngineDecodeNs, r.EngineE2ENs = 12, 13, 14, 39
+	r.ServerTiming = []Timing{{"queue", 12_500_000}, {"upstream", 8_000_000}}
+	r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	return r
 }
 
@@ -46,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 			if err := json.Unmarshal(b, &out); err != nil {
 				t.Fatal(err)
 			}
-			if out != in {
+			if !reflect.DeepEqual(out, in) {
 				t.Fatalf("round trip:\n in  %+v\n out %+v", in, out)
 			}
 		})
@@ -60,7 +66,8 @@ func TestAbsentTimesAreOmittedAndZeroIsKept(t *testing.T) {
 	if !strings.Contains(b, `"sent_ns":0`) {
 		t.Errorf("sent_ns=0 must be kept: %s", b)
 	}
-	for _, f := range []string{"conn_ns", "headers_ns", "first_token_ns", "done_ns", "itl_max_ns", "tpot_ns", "retry_after_ns"} {
+	for _, f := range []string{"conn_ns", "headers_ns", "first_token_ns", "done_ns", "itl_max_ns", "tpot_ns", "retry_after_ns",
+		"first_text_ns", "ratelimit", "engine_queue_ns", "engine_e2e_ns", "server_timing", "trace_id", "conn_retries", "reasoning_tokens"} {
 		if strings.Contains(b, f) {
 			t.Errorf("%s should be absent: %s", f, b)
 		}

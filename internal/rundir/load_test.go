@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestLoadRoundTrip(t *testing.T) {
 		t.Fatalf("%d records", len(run.Records))
 	}
 	for i, r := range run.Records {
-		if want := rec(int64(i)); r != want {
+		if want := rec(int64(i)); !reflect.DeepEqual(r, want) {
 			t.Fatalf("record %d: %+v, want %+v", i, r, want)
 		}
 	}
