@@ -37,6 +37,7 @@ type Client struct {
 	cfg    Config
 	origin time.Time
 	tr     *http.Transport
+	fresh  *http.Transport // no keep-alive: replays after a reused connection failed
 	url    *url.URL
 	header http.Header // shared by all requests; never modified after New
 	body   bodyTemplate
@@ -115,11 +116,16 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	if err != nil { // checked by Validate
 		return nil, err
 	}
-	return &Client{cfg: cfg, origin: origin, tr: tr, url: &endpoint, header: h, body: body}, nil
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body}, nil
 }
 
 // CloseIdle closes idle connections (call it when a run ends).
-func (c *Client) CloseIdle() { c.tr.CloseIdleConnections() }
+func (c *Client) CloseIdle() {
+	c.tr.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
 
 // now returns nanoseconds since the origin (monotonic).
 func (c *Client) now() int64 { return int64(time.Since(c.origin)) }
@@ -132,6 +138,8 @@ type exchange struct {
 	tmpl   http.Request
 	trace  httptrace.ClientTrace
 	connNs atomic.Int64 // GotConn time; record.None before
+	reused atomic.Bool  // the latest connection had served a request before (GotConnInfo.Reused)
+	byte1  atomic.Bool  // a response byte arrived (GotFirstResponseByte)
 	conns  atomic.Int32 // connections handed to the request (GotConn)
 	writes atomic.Int32 // request writes finished (WroteRequest)
 	br     *bufio.Reader
@@ -149,10 +157,12 @@ func (c *Client) getExchange() *exchange {
 	if x == nil {
 		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10)}
 		x.trace = httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) {
+			GotConn: func(info httptrace.GotConnInfo) {
 				x.connNs.Store(c.now())
+				x.reused.Store(info.Reused)
 				x.conns.Add(1)
 			},
+			GotFirstResponseByte: func() { x.byte1.Store(true) },
 			WroteRequest: func(httptrace.WroteRequestInfo) { x.writes.Add(1) },
 		}
 		x.tmpl = http.Request{
@@ -170,6 +180,8 @@ func (c *Client) getExchange() *exchange {
 		}
 	}
 	x.connNs.Store(record.None)
+	x.reused.Store(false)
+	x.byte1.Store(false)
 	x.conns.Store(0)
 	x.writes.Store(0)
 	return x
@@ -194,7 +206,7 @@ func (c *Client) putExchange(x *exchange) {
 // exchange ended, the per-request timeout expired or ctx was cancelled.
 func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
 	rec.MaxTokens = req.MaxTokens
-	rec.Attempts = 0
+	rec.Attempts, rec.ConnRetries = 0, 0
 	if ctx.Err() != nil {
 		rec.Outcome = record.Cancelled
 		rec.Error = "cancelled before send"
@@ -303,6 +315,15 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 		rec.SentNs = sent
 	}
 	resp, err := c.tr.RoundTrip(hreq)
+	if err != nil && x.reused.Load() && !x.byte1.Load() && parent.Err() == nil && ctx.Err() == nil {
+		// A kept-alive connection the server had already closed (llama.cpp's
+		// llama-server advertises keep-alive and closes after every streamed
+		// response): the request never reached a live server, and net/http
+		// does not replay a POST it has written. Replay it once on a new
+		// connection; SentNs stays the first send, so the wait is latency.
+		rec.ConnRetries++
+		resp, err = c.replay(x, hreq)
+	}
 	now := c.now()
 	rec.ConnNs = x.connNs.Load()
 	if err != nil {
@@ -345,6 +366,15 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 		c.readFull(parent, ctx, resp, req, rec)
 	}
 	return false, hint
+}
+
+// replay sends hreq again on a connection of its own (the fresh transport
+// keeps none alive), with a new reader over the same body bytes: the first
+// round trip's writer may still hold the pooled one.
+func (c *Client) replay(x *exchange, hreq *http.Request) (*http.Response, error) {
+	r := hreq.WithContext(hreq.Context())
+	r.Body = io.NopCloser(bytes.NewReader(x.buf))
+	return c.fresh.RoundTrip(r)
 }
 
 // httpError records a non-2xx response: rate_limited for 429, http_error
