@@ -163,7 +163,7 @@ func (c *Client) getExchange() *exchange {
 				x.conns.Add(1)
 			},
 			GotFirstResponseByte: func() { x.byte1.Store(true) },
-			WroteRequest: func(httptrace.WroteRequestInfo) { x.writes.Add(1) },
+			WroteRequest:         func(httptrace.WroteRequestInfo) { x.writes.Add(1) },
 		}
 		x.tmpl = http.Request{
 			Method:     http.MethodPost,
