@@ -132,6 +132,14 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			fail(record.StreamError, "line over 1 MiB")
 			return
 		}
+		if err != nil && err != io.EOF {
+			// A read that fails (the timeout, a reset) may return a line cut
+			// short: it is not a malformed chunk, the failure is the read.
+			st.fill(rec)
+			rec.DoneNs = c.now()
+			c.readFailure(parent, ctx, err, rec)
+			return
+		}
 		if err == nil || len(line) > 0 {
 			lines++
 		}
@@ -205,20 +213,14 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 		if err == nil {
 			continue
 		}
-		if err == io.EOF {
-			switch {
-			case lines == 0:
-				fail(record.InvalidResponse, "empty body")
-			case st.finish:
-				fail(record.StreamError, "no [DONE] (finish_reason seen)")
-			default:
-				fail(record.StreamError, "no [DONE]")
-			}
-			return
+		switch { // io.EOF: other errors returned above
+		case lines == 0:
+			fail(record.InvalidResponse, "empty body")
+		case st.finish:
+			fail(record.StreamError, "no [DONE] (finish_reason seen)")
+		default:
+			fail(record.StreamError, "no [DONE]")
 		}
-		st.fill(rec)
-		rec.DoneNs = c.now()
-		c.readFailure(parent, ctx, err, rec)
 		return
 	}
 }

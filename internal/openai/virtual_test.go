@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -365,4 +366,52 @@ func TestConnWaitVirtual(t *testing.T) {
 			t.Errorf("second request waited %v for the connection, want 299ms", w)
 		}
 	})
+}
+
+// TestEndlessStreamVirtual: a stream that never ends is a timeout at the
+// per-request deadline, even when the deadline cuts a chunk in half (the
+// partial line is not a malformed chunk).
+func TestEndlessStreamVirtual(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		name := "whole chunks"
+		if split {
+			name = "chunks split across writes"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				exited := make(chan struct{})
+				h := func(w http.ResponseWriter, r *http.Request) {
+					defer close(exited)
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "text/event-stream")
+					f := w.(http.Flusher)
+					ev := content("a")
+					write := func(s string) bool {
+						_, err := io.WriteString(w, s)
+						f.Flush()
+						return err == nil && r.Context().Err() == nil
+					}
+					for {
+						if split && !write(ev[:len(ev)/2]) {
+							return
+						}
+						time.Sleep(ms)
+						if split && !write(ev[len(ev)/2:]) || !split && !write(ev) {
+							return
+						}
+					}
+				}
+				c, _ := virtualServer(t, http.HandlerFunc(h), func(c *Config) { c.Timeout = 3 * time.Second })
+				rec := run(context.Background(), c, &testReq)
+				<-exited
+				checkOrder(t, rec)
+				if rec.Outcome != record.Timeout || !strings.HasPrefix(rec.Error, "timeout after ") {
+					t.Fatalf("got %s %q, want timeout", rec.Outcome, rec.Error)
+				}
+				if e2e := time.Duration(rec.E2ESend()); e2e != 3*time.Second {
+					t.Errorf("done − sent = %v, want the 3s timeout", e2e)
+				}
+			})
+		})
+	}
 }
