@@ -305,10 +305,10 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	}
 	hreq := x.tmpl.WithContext(httptrace.WithClientTrace(ctx, trace))
 
-	rec.ConnNs, rec.HeadersNs, rec.FirstChunkNs, rec.FirstTokenNs, rec.DoneNs = record.None, record.None, record.None, record.None, record.None
+	rec.ConnNs, rec.HeadersNs, rec.FirstChunkNs, rec.FirstTokenNs, rec.FirstTextNs, rec.DoneNs = record.None, record.None, record.None, record.None, record.None, record.None
 	rec.ITLMaxNs, rec.TPOTNs = record.None, record.None
 	rec.Status, rec.Error, rec.Replica, rec.Chunks = 0, "", "", 0
-	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, 0, false
+	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer, rec.ReasoningTokens, rec.CachedTokens = 0, 0, false, 0, 0
 
 	sent := c.now()
 	if rec.Attempts == 1 {
@@ -423,8 +423,14 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 			Text *string `json:"text"`
 		} `json:"choices"`
 		Usage *struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+			CompletionTokensDetails *struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
 		} `json:"usage"`
 		Error json.RawMessage `json:"error"`
 	}
@@ -446,10 +452,13 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		return
 	}
 	rec.FirstChunkNs = now
-	content := false
+	content, text := false, false
 	for _, ch := range r.Choices {
 		if ch.Text != nil && *ch.Text != "" {
-			content = true
+			content, text = true, true
+		}
+		if m := ch.Message; m != nil && m.Content != nil && *m.Content != "" {
+			text = true
 		}
 		if m := ch.Message; m != nil && (m.Content != nil && *m.Content != "" ||
 			m.ReasoningContent != nil && *m.ReasoningContent != "" ||
@@ -461,8 +470,17 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		rec.FirstTokenNs = now
 		rec.Chunks = 1
 	}
-	if r.Usage != nil {
-		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = r.Usage.PromptTokens, r.Usage.CompletionTokens, true
+	if text {
+		rec.FirstTextNs = now
+	}
+	if u := r.Usage; u != nil {
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = max(u.PromptTokens, 0), max(u.CompletionTokens, 0), true
+		if d := u.PromptTokensDetails; d != nil {
+			rec.CachedTokens = max(d.CachedTokens, 0)
+		}
+		if d := u.CompletionTokensDetails; d != nil {
+			rec.ReasoningTokens = max(d.ReasoningTokens, 0)
+		}
 	}
 	rec.Outcome = record.OK
 	setTPOT(rec)

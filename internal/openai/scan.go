@@ -11,6 +11,10 @@ type Chunk struct {
 	// array or a "function_call" object. Role-only deltas and empty or null
 	// content do not count.
 	Content bool
+	// Text reports whether some choice carries answer text: a non-empty
+	// "text" (completions) or delta "content". Reasoning and tool calls are
+	// Content but not Text.
+	Text bool
 	// Choices reports whether the chunk has a "choices" array (possibly empty).
 	Choices bool
 	// Finish reports whether some choice has a non-empty "finish_reason".
@@ -20,6 +24,10 @@ type Chunk struct {
 	// PromptTokens and CompletionTokens are usage.prompt_tokens and
 	// usage.completion_tokens when they are non-negative JSON integers, else 0.
 	PromptTokens, CompletionTokens int
+	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens and
+	// CachedTokens usage.prompt_tokens_details.cached_tokens, under the same
+	// rule; 0 when absent.
+	ReasoningTokens, CachedTokens int
 	// Error reports an error inside the stream: a non-null "error" member,
 	// or a top-level "object":"error" (vLLM's older format).
 	Error bool
@@ -62,6 +70,10 @@ const (
 	kFunctionCall
 	kPromptTokens
 	kCompletionTokens
+	kPromptTokensDetails
+	kCompletionTokensDetails
+	kCachedTokens
+	kReasoningTokens
 )
 
 func lookupKey(name []byte) keyID {
@@ -98,6 +110,14 @@ func lookupKey(name []byte) keyID {
 		return kPromptTokens
 	case "completion_tokens":
 		return kCompletionTokens
+	case "prompt_tokens_details":
+		return kPromptTokensDetails
+	case "completion_tokens_details":
+		return kCompletionTokensDetails
+	case "cached_tokens":
+		return kCachedTokens
+	case "reasoning_tokens":
+		return kReasoningTokens
 	}
 	return kOther
 }
@@ -146,9 +166,9 @@ func ScanChunk(data []byte) (Chunk, error) {
 		}
 		switch k {
 		case kChoices:
-			c.Choices, c.Content, c.Finish, err = s.choices(1)
+			c.Choices, c.Content, c.Text, c.Finish, err = s.choices(1)
 		case kUsage:
-			c.Usage, c.PromptTokens, c.CompletionTokens, err = s.usage(1)
+			err = s.usage(1, &c)
 		case kError:
 			c.Error, c.ErrorType, err = s.errorValue(1)
 		case kObject:
@@ -560,28 +580,29 @@ func (s *scanner) tokenValue(depth int) ([]byte, error) {
 }
 
 // choices consumes the value of "choices"; present is true for an array.
-func (s *scanner) choices(depth int) (present, content, finish bool, err error) {
+func (s *scanner) choices(depth int) (present, content, text, finish bool, err error) {
 	if s.peek() != '[' {
-		return false, false, false, s.value(depth)
+		return false, false, false, false, s.value(depth)
 	}
 	more, err := s.arrayStart(depth + 1)
 	for err == nil && more {
-		var ct, fin bool
-		if ct, fin, err = s.choice(depth + 1); err == nil {
+		var ct, tx, fin bool
+		if ct, tx, fin, err = s.choice(depth + 1); err == nil {
 			content = content || ct
+			text = text || tx
 			finish = finish || fin
 			more, err = s.arrayNext()
 		}
 	}
-	return true, content, finish, err
+	return true, content, text, finish, err
 }
 
 // choice consumes one element of "choices".
-func (s *scanner) choice(depth int) (content, finish bool, err error) {
+func (s *scanner) choice(depth int) (content, answer, finish bool, err error) {
 	if s.peek() != '{' {
-		return false, false, s.value(depth)
+		return false, false, false, s.value(depth)
 	}
-	var delta, text bool
+	var delta, deltaText, text bool
 	more, err := s.objectStart(depth + 1)
 	for err == nil && more {
 		var k keyID
@@ -590,7 +611,7 @@ func (s *scanner) choice(depth int) (content, finish bool, err error) {
 		}
 		switch k {
 		case kDelta:
-			delta, err = s.delta(depth + 1)
+			delta, deltaText, err = s.delta(depth + 1)
 		case kText:
 			text, err = s.nonEmptyString(depth + 1)
 		case kFinishReason:
@@ -602,13 +623,14 @@ func (s *scanner) choice(depth int) (content, finish bool, err error) {
 			more, err = s.objectNext()
 		}
 	}
-	return delta || text, finish, err
+	return delta || text, deltaText || text, finish, err
 }
 
-// delta consumes the value of "delta" and reports whether it carries content.
-func (s *scanner) delta(depth int) (bool, error) {
+// delta consumes the value of "delta" and reports whether it carries
+// content of any kind, and whether it carries answer text.
+func (s *scanner) delta(depth int) (any, text bool, err error) {
 	if s.peek() != '{' {
-		return false, s.value(depth)
+		return false, false, s.value(depth)
 	}
 	var content, reasoningContent, reasoning, toolCalls, functionCall bool
 	more, err := s.objectStart(depth + 1)
@@ -636,14 +658,17 @@ func (s *scanner) delta(depth int) (bool, error) {
 			more, err = s.objectNext()
 		}
 	}
-	return content || reasoningContent || reasoning || toolCalls || functionCall, err
+	return content || reasoningContent || reasoning || toolCalls || functionCall, content, err
 }
 
-// usage consumes the value of "usage"; present is true for an object.
-func (s *scanner) usage(depth int) (present bool, prompt, completion int, err error) {
+// usage consumes the value of "usage" into c's usage fields; c.Usage is
+// true for an object. A repeated "usage" replaces the earlier one.
+func (s *scanner) usage(depth int, c *Chunk) error {
+	c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.CachedTokens = false, 0, 0, 0, 0
 	if s.peek() != '{' {
-		return false, 0, 0, s.value(depth)
+		return s.value(depth)
 	}
+	c.Usage = true
 	more, err := s.objectStart(depth + 1)
 	for err == nil && more {
 		var k keyID
@@ -652,9 +677,13 @@ func (s *scanner) usage(depth int) (present bool, prompt, completion int, err er
 		}
 		switch k {
 		case kPromptTokens:
-			prompt, err = s.count(depth + 1)
+			c.PromptTokens, err = s.count(depth + 1)
 		case kCompletionTokens:
-			completion, err = s.count(depth + 1)
+			c.CompletionTokens, err = s.count(depth + 1)
+		case kPromptTokensDetails:
+			c.CachedTokens, err = s.detail(depth+1, kCachedTokens)
+		case kCompletionTokensDetails:
+			c.ReasoningTokens, err = s.detail(depth+1, kReasoningTokens)
 		default:
 			err = s.value(depth + 1)
 		}
@@ -662,7 +691,32 @@ func (s *scanner) usage(depth int) (present bool, prompt, completion int, err er
 			more, err = s.objectNext()
 		}
 	}
-	return true, prompt, completion, err
+	return err
+}
+
+// detail consumes a usage details object and returns its member want when
+// it is a non-negative integer, else 0.
+func (s *scanner) detail(depth int, want keyID) (int, error) {
+	if s.peek() != '{' {
+		return 0, s.value(depth)
+	}
+	n := 0
+	more, err := s.objectStart(depth + 1)
+	for err == nil && more {
+		var k keyID
+		if k, err = s.key(); err != nil {
+			break
+		}
+		if k == want {
+			n, err = s.count(depth + 1)
+		} else {
+			err = s.value(depth + 1)
+		}
+		if err == nil {
+			more, err = s.objectNext()
+		}
+	}
+	return n, err
 }
 
 // count consumes a value and returns it when it is a non-negative integer.

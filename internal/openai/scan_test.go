@@ -24,32 +24,35 @@ func TestScanChunk(t *testing.T) {
 		in   string
 		want Chunk
 	}{
-		{"vllm content", vllmChunk, Chunk{Content: true, Choices: true}},
+		{"vllm content", vllmChunk, Chunk{Content: true, Text: true, Choices: true}},
 		{"vllm role only", vllmRole, Chunk{Choices: true}},
 		{"role and null content", `{"choices":[{"delta":{"role":"assistant","content":null}}]}`, Chunk{Choices: true}},
-		{"openai content, usage null", openaiChunk, Chunk{Content: true, Choices: true}},
+		{"openai content, usage null", openaiChunk, Chunk{Content: true, Text: true, Choices: true}},
 		{"openai usage chunk", openaiUsage, Chunk{Choices: true, Usage: true, PromptTokens: 12, CompletionTokens: 64}},
-		{"ollama role repeated", ollamaChunk, Chunk{Content: true, Choices: true}},
-		{"ollama completions zero usage", ollamaComp, Chunk{Content: true, Choices: true, Usage: true}},
-		{"completions text", `{"choices":[{"text":"a"}]}`, Chunk{Content: true, Choices: true}},
+		{"ollama role repeated", ollamaChunk, Chunk{Content: true, Text: true, Choices: true}},
+		{"ollama completions zero usage", ollamaComp, Chunk{Content: true, Text: true, Choices: true, Usage: true}},
+		{"completions text", `{"choices":[{"text":"a"}]}`, Chunk{Content: true, Text: true, Choices: true}},
 		{"completions empty text", `{"choices":[{"text":""}]}`, Chunk{Choices: true}},
-		{"escaped quote is content", `{"choices":[{"delta":{"content":"\""}}]}`, Chunk{Content: true, Choices: true}},
-		{"escaped NUL is content", `{"choices":[{"delta":{"content":"\u0000"}}]}`, Chunk{Content: true, Choices: true}},
-		{"brace inside string", `{"choices":[{"delta":{"content":"}]}"}}]}`, Chunk{Content: true, Choices: true}},
+		{"escaped quote is content", `{"choices":[{"delta":{"content":"\""}}]}`, Chunk{Content: true, Text: true, Choices: true}},
+		{"escaped NUL is content", `{"choices":[{"delta":{"content":"\u0000"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
+		{"brace inside string", `{"choices":[{"delta":{"content":"}]}"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
 		{"tool call delta", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\""}}]}}]}`, Chunk{Content: true, Choices: true}},
 		{"tool calls empty", `{"choices":[{"delta":{"tool_calls":[]}}]}`, Chunk{Choices: true}},
 		{"tool calls null", `{"choices":[{"delta":{"content":null,"tool_calls":null}}]}`, Chunk{Choices: true}},
 		{"function call", `{"choices":[{"delta":{"function_call":{"name":"f"}}}]}`, Chunk{Content: true, Choices: true}},
 		{"reasoning_content", `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, Chunk{Content: true, Choices: true}},
 		{"reasoning", `{"choices":[{"delta":{"content":"","reasoning":"hm"}}]}`, Chunk{Content: true, Choices: true}},
+		{"reasoning then text in one delta", `{"choices":[{"delta":{"reasoning_content":"hm","content":"x"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
+		{"usage details", `{"usage":{"prompt_tokens":30,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":16,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":12,"accepted_prediction_tokens":0}}}`, Chunk{Usage: true, PromptTokens: 30, CompletionTokens: 20, CachedTokens: 16, ReasoningTokens: 12}},
+		{"usage details null", `{"usage":{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":-1}}}`, Chunk{Usage: true}},
 		{"finish reason", `{"choices":[{"delta":{},"finish_reason":"stop"}]}`, Chunk{Choices: true, Finish: true}},
-		{"second choice has content", `{"choices":[{"delta":{}},{"delta":{"content":"x"}}]}`, Chunk{Content: true, Choices: true}},
-		{"whitespace everywhere", " \t\r\n{ \"choices\" :\n[ { \"delta\" : { \"content\" : \"x\" } } ] , \"usage\" : { \"prompt_tokens\" : 3 , \"completion_tokens\" : 4 } }\r\n ", Chunk{Content: true, Choices: true, Usage: true, PromptTokens: 3, CompletionTokens: 4}},
-		{"usage before choices", `{"usage":{"completion_tokens":4,"prompt_tokens":3},"choices":[{"finish_reason":"length","delta":{"content":"x"}}]}`, Chunk{Content: true, Choices: true, Finish: true, Usage: true, PromptTokens: 3, CompletionTokens: 4}},
-		{"escaped key", `{"choices":[{"delta":{"cont\u0065nt":"x"}}]}`, Chunk{Content: true, Choices: true}},
+		{"second choice has content", `{"choices":[{"delta":{}},{"delta":{"content":"x"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
+		{"whitespace everywhere", " \t\r\n{ \"choices\" :\n[ { \"delta\" : { \"content\" : \"x\" } } ] , \"usage\" : { \"prompt_tokens\" : 3 , \"completion_tokens\" : 4 } }\r\n ", Chunk{Content: true, Text: true, Choices: true, Usage: true, PromptTokens: 3, CompletionTokens: 4}},
+		{"usage before choices", `{"usage":{"completion_tokens":4,"prompt_tokens":3},"choices":[{"finish_reason":"length","delta":{"content":"x"}}]}`, Chunk{Content: true, Text: true, Choices: true, Finish: true, Usage: true, PromptTokens: 3, CompletionTokens: 4}},
+		{"escaped key", `{"choices":[{"delta":{"cont\u0065nt":"x"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
 		{"key differing in case", `{"choices":[{"delta":{"Content":"x"}}]}`, Chunk{Choices: true}},
 		{"duplicate key, last wins (empty)", `{"choices":[{"delta":{"content":"x","content":""}}]}`, Chunk{Choices: true}},
-		{"duplicate key, last wins (content)", `{"choices":[{"delta":{"content":"","content":"x"}}]}`, Chunk{Content: true, Choices: true}},
+		{"duplicate key, last wins (content)", `{"choices":[{"delta":{"content":"","content":"x"}}]}`, Chunk{Content: true, Text: true, Choices: true}},
 		{"usage null", `{"choices":[],"usage":null}`, Chunk{Choices: true}},
 		{"usage non-integer", `{"usage":{"prompt_tokens":1.5,"completion_tokens":-3}}`, Chunk{Usage: true}},
 		{"usage exponent", `{"usage":{"prompt_tokens":1e2,"completion_tokens":"7"}}`, Chunk{Usage: true}},
@@ -123,7 +126,7 @@ func TestScanChunk(t *testing.T) {
 }
 
 func chunkEqual(a, b Chunk) bool {
-	return a.Content == b.Content && a.Choices == b.Choices && a.Finish == b.Finish &&
+	return a.Content == b.Content && a.Text == b.Text && a.ReasoningTokens == b.ReasoningTokens && a.CachedTokens == b.CachedTokens && a.Choices == b.Choices && a.Finish == b.Finish &&
 		a.Usage == b.Usage && a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
 		a.Error == b.Error && bytes.Equal(a.ErrorType, b.ErrorType)
 }
@@ -159,7 +162,7 @@ func reference(data []byte) (c Chunk, isObject bool) {
 				continue
 			}
 			if nonEmptyString(ch["text"]) {
-				c.Content = true
+				c.Content, c.Text = true, true
 			}
 			if nonEmptyString(ch["finish_reason"]) {
 				c.Finish = true
@@ -167,6 +170,9 @@ func reference(data []byte) (c Chunk, isObject bool) {
 			if d, ok := ch["delta"].(map[string]any); ok {
 				tc, _ := d["tool_calls"].([]any)
 				_, fc := d["function_call"].(map[string]any)
+				if nonEmptyString(d["content"]) {
+					c.Text = true
+				}
 				if nonEmptyString(d["content"]) || nonEmptyString(d["reasoning_content"]) || nonEmptyString(d["reasoning"]) || len(tc) > 0 || fc {
 					c.Content = true
 				}
@@ -181,14 +187,14 @@ func reference(data []byte) (c Chunk, isObject bool) {
 }
 
 // referenceUsage decodes usage counts with json.Number and strconv.Atoi.
-func referenceUsage(data []byte) (prompt, completion int) {
+func referenceUsage(data []byte) (prompt, completion, reasoning, cached int) {
 	var m struct {
 		Usage map[string]any `json:"usage"`
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	if d.Decode(&m) != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
 	count := func(v any) int {
 		n, ok := v.(json.Number)
@@ -201,7 +207,12 @@ func referenceUsage(data []byte) (prompt, completion int) {
 		}
 		return i
 	}
-	return count(m.Usage["prompt_tokens"]), count(m.Usage["completion_tokens"])
+	detail := func(obj, name string) int {
+		o, _ := m.Usage[obj].(map[string]any)
+		return count(o[name])
+	}
+	return count(m.Usage["prompt_tokens"]), count(m.Usage["completion_tokens"]),
+		detail("completion_tokens_details", "reasoning_tokens"), detail("prompt_tokens_details", "cached_tokens")
 }
 
 func FuzzScanChunk(f *testing.F) {
@@ -211,6 +222,8 @@ func FuzzScanChunk(f *testing.F) {
 		`{"choices":[{"delta":{"content":"\u0000"}}]}`,
 		`{"choices":[{"delta":{"content":""}}]}`,
 		`{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}`,
+		`{"choices":[{"delta":{"reasoning":"a","content":""}}]}`,
+		`{"usage":{"completion_tokens_details":{"reasoning_tokens":3},"prompt_tokens_details":{"cached_tokens":2}}}`,
 		`{"choices":[{"delta":{"cont\u0065nt":"x","content":""}}]}`,
 		`{"usage":{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775808}}`,
 		`{"object":"error","type":"x"}`,
@@ -240,14 +253,15 @@ func FuzzScanChunk(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ScanChunk rejected valid JSON %q: %v", data, err)
 		}
-		if got.Content != want.Content || got.Choices != want.Choices || got.Finish != want.Finish ||
+		if got.Content != want.Content || got.Text != want.Text || got.Choices != want.Choices || got.Finish != want.Finish ||
 			got.Usage != want.Usage || got.Error != want.Error {
 			t.Fatalf("ScanChunk(%q) = %+v, encoding/json says %+v", data, got, want)
 		}
 		if got.Usage {
-			p, c := referenceUsage(data)
-			if got.PromptTokens != p || got.CompletionTokens != c {
-				t.Fatalf("ScanChunk(%q) usage = %d/%d, encoding/json says %d/%d", data, got.PromptTokens, got.CompletionTokens, p, c)
+			p, c, r, ca := referenceUsage(data)
+			if got.PromptTokens != p || got.CompletionTokens != c || got.ReasoningTokens != r || got.CachedTokens != ca {
+				t.Fatalf("ScanChunk(%q) usage = %d/%d/%d/%d, encoding/json says %d/%d/%d/%d", data,
+					got.PromptTokens, got.CompletionTokens, got.ReasoningTokens, got.CachedTokens, p, c, r, ca)
 			}
 		}
 	})

@@ -22,13 +22,15 @@ type streamState struct {
 	dataChunks   int   // data chunks of any kind
 	content      int   // chunks carrying content
 	firstChunk   int64 // first data chunk
-	firstToken   int64 // first content chunk
+	firstToken   int64 // first content chunk (any kind)
+	firstText    int64 // first chunk with answer text
 	lastToken    int64 // latest content chunk
 	itlMax       int64 // longest gap between content chunks
 	choices      bool  // a chunk had a "choices" array
 	finish       bool  // a chunk had a finish_reason
 	usage        bool  // a non-zero usage was seen
 	prompt, comp int   // the latest non-zero usage
+	reason, cach int   // its reasoning and cached token details
 }
 
 // fill copies the state into rec. Token counts come from the server's usage
@@ -36,12 +38,15 @@ type streamState struct {
 func (st *streamState) fill(rec *record.Record) {
 	rec.FirstChunkNs = st.firstChunk
 	rec.FirstTokenNs = st.firstToken
+	rec.FirstTextNs = st.firstText
 	rec.ITLMaxNs = st.itlMax
 	rec.Chunks = st.content
 	if st.usage {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
+		rec.ReasoningTokens, rec.CachedTokens = st.reason, st.cach
 	} else {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, st.content, false
+		rec.ReasoningTokens, rec.CachedTokens = 0, 0
 	}
 }
 
@@ -115,7 +120,7 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 		return
 	}
 	x.br.Reset(resp.Body)
-	st := streamState{firstChunk: record.None, firstToken: record.None, lastToken: record.None, itlMax: record.None}
+	st := streamState{firstChunk: record.None, firstToken: record.None, firstText: record.None, lastToken: record.None, itlMax: record.None}
 	fail := func(o record.Outcome, detail string) {
 		st.fill(rec)
 		rec.DoneNs = c.now()
@@ -191,6 +196,10 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			st.finish = st.finish || ch.Finish
 			if ch.Usage && (ch.PromptTokens > 0 || ch.CompletionTokens > 0) {
 				st.usage, st.prompt, st.comp = true, ch.PromptTokens, ch.CompletionTokens
+				st.reason, st.cach = ch.ReasoningTokens, ch.CachedTokens
+			}
+			if ch.Text && st.firstText == record.None {
+				st.firstText = t
 			}
 			if ch.Content {
 				st.content++

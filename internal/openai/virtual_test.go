@@ -415,3 +415,57 @@ func TestEndlessStreamVirtual(t *testing.T) {
 		})
 	}
 }
+
+// TestThinkingFirstVirtual: reasoning (reasoning_content, or vLLM's newer
+// "reasoning") and tool-call deltas are the first token of any kind; the
+// first answer text comes later; usage details give reasoning and cached
+// tokens.
+func TestThinkingFirstVirtual(t *testing.T) {
+	think := func(field string) string {
+		return data(`{"choices":[{"index":0,"delta":{"` + field + `":"hm"},"finish_reason":null}]}`)
+	}
+	tool := data(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}`)
+	details := data(`{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":6,"prompt_tokens_details":{"cached_tokens":32},"completion_tokens_details":{"reasoning_tokens":3}}}`)
+	for _, tt := range []struct {
+		name            string
+		first           string // the first token's chunk
+		text            bool   // answer text follows
+		reasoning, cach int
+	}{
+		{"reasoning_content", think("reasoning_content"), true, 3, 32},
+		{"reasoning (vLLM >= 0.10)", think("reasoning"), true, 3, 32},
+		{"tool call, no text", tool, false, 3, 32},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				events := []string{role(), tt.first, tt.first, tt.first}
+				gaps := []time.Duration{5 * ms, 20 * ms, 10 * ms, 10 * ms}
+				if tt.text {
+					events = append(events, content("a"), content("b"))
+					gaps = append(gaps, 40*ms, 10*ms)
+				}
+				events = append(events, finish(), details, done)
+				gaps = append(gaps, 0, 0, 0)
+				c, _ := virtualServer(t, paced(events, gaps), nil)
+				rec := run(context.Background(), c, &testReq)
+				checkOrder(t, rec)
+				if rec.Outcome != record.OK {
+					t.Fatalf("outcome %s %q", rec.Outcome, rec.Error)
+				}
+				if got := time.Duration(rec.TTFTSend()); got != 25*ms {
+					t.Errorf("TTFT (any token) = %v, want 25ms", got)
+				}
+				wantText := int64(record.None)
+				if tt.text {
+					wantText = int64(85 * ms)
+				}
+				if got := rec.TTFTTextSend(); got != wantText {
+					t.Errorf("TTFT (answer text) = %d, want %d", got, wantText)
+				}
+				if rec.ReasoningTokens != tt.reasoning || rec.CachedTokens != tt.cach {
+					t.Errorf("reasoning %d cached %d, want %d %d", rec.ReasoningTokens, rec.CachedTokens, tt.reasoning, tt.cach)
+				}
+			})
+		})
+	}
+}
