@@ -308,6 +308,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	rec.ConnNs, rec.HeadersNs, rec.FirstChunkNs, rec.FirstTokenNs, rec.FirstTextNs, rec.DoneNs = record.None, record.None, record.None, record.None, record.None, record.None
 	rec.ITLMaxNs, rec.TPOTNs = record.None, record.None
 	rec.Status, rec.Error, rec.Replica, rec.Chunks = 0, "", "", 0
+	rec.RateLimit, rec.ServerTiming = record.NoRateLimit, rec.ServerTiming[:0]
 	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer, rec.ReasoningTokens, rec.CachedTokens = 0, 0, false, 0, 0
 
 	sent := c.now()
@@ -344,6 +345,11 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	rec.Status = resp.StatusCode
 	if v := resp.Header[ReplicaHeader]; len(v) > 0 {
 		rec.Replica = c.safeToken(v[0], req.Prompt)
+	}
+	rec.RateLimit = parseRateLimit(resp.Header, time.Now())
+	rec.ServerTiming = c.parseServerTiming(rec.ServerTiming, resp.Header)
+	if len(rec.ServerTiming) == 0 {
+		rec.ServerTiming = nil
 	}
 	hint = record.None
 	if v := resp.Header["Retry-After"]; len(v) > 0 {
