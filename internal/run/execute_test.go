@@ -219,3 +219,23 @@ func TestExecuteEngineCSVFailureNamesTheFile(t *testing.T) {
 		}
 	})
 }
+
+// A thinking model: the simulator streams reasoning first; records carry the
+// first token of any kind before the first answer text, and the reasoning
+// tokens from usage.
+func TestExecuteReasoningFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := quietOptions()
+		o.Sim.ReasoningTokens = 4
+		env := bubbleEnv(t, o, nil)
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(2, 5*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res.Records {
+			if r.Outcome != record.OK || r.ReasoningTokens != 4 || r.FirstTextNs == record.None || r.FirstTextNs <= r.FirstTokenNs {
+				t.Fatalf("record %d: %s reasoning %d first token %d first text %d", i, r.Outcome, r.ReasoningTokens, r.FirstTokenNs, r.FirstTextNs)
+			}
+		}
+	})
+}

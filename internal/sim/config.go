@@ -113,6 +113,14 @@ type Config struct {
 	// × t/1h) times its normal duration (0 = never; 0.5 = 50% slower after
 	// an hour). It is what a soak test should flag as drift.
 	SlowdownPerHour float64 `yaml:"slowdown_per_hour"`
+
+	// ReasoningTokens makes the model think first: the first
+	// ReasoningTokens generated tokens of a chat response are reasoning
+	// (streamed as vLLM's "reasoning" deltas, reported in
+	// usage.completion_tokens_details.reasoning_tokens), the rest answer
+	// text. They count toward max_tokens and completion_tokens, as on
+	// vLLM. 0 = no reasoning. The engine model does not see the split.
+	ReasoningTokens int `yaml:"reasoning_tokens"`
 }
 
 // DefaultConfig returns the calibrated defaults: one replica of an 8B-class
@@ -198,6 +206,7 @@ func (c *Config) Validate() error {
 		frac("fault_slow_headers", c.FaultSlowHeaders),
 		geDur("fault_slow_headers_delay", c.FaultSlowHeadersDelay),
 		{!(c.SlowdownPerHour >= 0 && c.SlowdownPerHour <= 1000), "slowdown_per_hour", fmt.Sprintf("must be in [0, 1000], got %v", c.SlowdownPerHour)},
+		{c.ReasoningTokens < 0, "reasoning_tokens", fmt.Sprintf("must be ≥ 0 tokens, got %d", c.ReasoningTokens)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
 	}

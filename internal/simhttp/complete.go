@@ -307,13 +307,17 @@ func (x *exchange) stream() {
 					}
 				}
 			}
-			buf = x.enc.token(buf, written)
+			if written < x.thinking() {
+				buf = x.enc.reasoningToken(buf, written)
+			} else {
+				buf = x.enc.token(buf, written-x.thinking())
+			}
 			written++
 		}
 		if fin {
 			buf = x.enc.finish(buf, x.st.res.FinishReason)
 			if x.p.includeUsage {
-				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens)
+				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens))
 			}
 			buf = x.enc.done(buf)
 			x.flush(fl, buf)
@@ -326,6 +330,15 @@ func (x *exchange) stream() {
 			return
 		}
 	}
+}
+
+// thinking is the number of reasoning tokens that lead a response: the
+// server's ReasoningTokens for chat, none for completions.
+func (x *exchange) thinking() int {
+	if !x.p.chat {
+		return 0
+	}
+	return x.s.reasoning
 }
 
 // flush writes buf and flushes it to the client; false on a write error
@@ -377,7 +390,7 @@ func (x *exchange) unary() {
 	if fault.Kind == sim.FaultMalformed {
 		buf = x.enc.truncatedBody(buf)
 	} else {
-		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, res.FinishReason)
+		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), res.FinishReason)
 	}
 	*x.buf = buf
 	x.w.Header().Set("Content-Type", "application/json")

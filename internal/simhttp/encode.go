@@ -111,6 +111,18 @@ func (e *encoder) token(b []byte, i int) []byte {
 	return append(b, sseEnd...)
 }
 
+// reasoningToken appends the chunk carrying reasoning token i (0-based), as
+// vLLM's reasoning parsers send it (chat only; "reasoning", the name since
+// vLLM replaced "reasoning_content").
+func (e *encoder) reasoningToken(b []byte, i int) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[{"index":0,"delta":{"reasoning":"`...)
+	b = append(b, tokenText(i)...)
+	b = append(b, `"},"logprobs":null,"finish_reason":null}]}`...)
+	return append(b, sseEnd...)
+}
+
 // malformed appends a chunk cut in the middle of its JSON, as a broken
 // proxy or engine might send it.
 func (e *encoder) malformed(b []byte) []byte {
@@ -141,11 +153,11 @@ func (e *encoder) finish(b []byte, reason string) []byte {
 
 // usage appends the usage chunk sent when stream_options.include_usage is
 // true: no choices, the token counts.
-func (e *encoder) usage(b []byte, prompt, completion int) []byte {
+func (e *encoder) usage(b []byte, prompt, completion, reasoning int) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
 	b = append(b, `"choices":[],`...)
-	b = appendUsage(b, prompt, completion)
+	b = appendUsage(b, prompt, completion, reasoning)
 	b = append(b, '}')
 	return append(b, sseEnd...)
 }
@@ -154,14 +166,22 @@ func (e *encoder) usage(b []byte, prompt, completion int) []byte {
 func (e *encoder) done(b []byte) []byte { return append(b, sseDone...) }
 
 // body appends the non-streamed response: one choice with the whole text.
-func (e *encoder) body(b []byte, prompt, completion int, reason string) []byte {
+func (e *encoder) body(b []byte, prompt, completion, reasoning int, reason string) []byte {
 	b = append(b, e.bodyHead...)
 	if e.chat {
-		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant",`...)
+		if reasoning > 0 {
+			b = append(b, `"reasoning":"`...)
+			for i := range reasoning {
+				b = append(b, tokenText(i)...)
+			}
+			b = append(b, `",`...)
+		}
+		b = append(b, `"content":"`...)
 	} else {
 		b = append(b, `"choices":[{"index":0,"text":"`...)
 	}
-	for i := range completion {
+	for i := range completion - reasoning {
 		b = append(b, tokenText(i)...)
 	}
 	if e.chat {
@@ -171,7 +191,7 @@ func (e *encoder) body(b []byte, prompt, completion int, reason string) []byte {
 	}
 	b = appendReason(b, reason)
 	b = append(b, `,"stop_reason":null}],`...)
-	b = appendUsage(b, prompt, completion)
+	b = appendUsage(b, prompt, completion, reasoning)
 	return append(b, "}\n"...)
 }
 
@@ -192,12 +212,17 @@ func appendReason(b []byte, reason string) []byte {
 	}
 }
 
-func appendUsage(b []byte, prompt, completion int) []byte {
+func appendUsage(b []byte, prompt, completion, reasoning int) []byte {
 	b = append(b, `"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt+completion), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
+	if reasoning > 0 {
+		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		b = strconv.AppendInt(b, int64(reasoning), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }

@@ -52,7 +52,7 @@ func TestEncoderChunks(t *testing.T) {
 			if chat && len(choice["delta"].(map[string]any)) != 0 {
 				t.Errorf("finish chunk delta not empty: %v", choice)
 			}
-			m = chunkJSON(t, e.usage(nil, 3, 4))
+			m = chunkJSON(t, e.usage(nil, 3, 4, 0))
 			check(m)
 			if len(m["choices"].([]any)) != 0 {
 				t.Errorf("usage chunk has choices: %v", m)
@@ -65,7 +65,7 @@ func TestEncoderChunks(t *testing.T) {
 				t.Errorf("done = %q", got)
 			}
 			var body map[string]any
-			if err := json.Unmarshal(e.body(nil, 3, 4, "stop"), &body); err != nil {
+			if err := json.Unmarshal(e.body(nil, 3, 4, 0, "stop"), &body); err != nil {
 				t.Fatalf("body: %v", err)
 			}
 			choice = body["choices"].([]any)[0].(map[string]any)
@@ -116,5 +116,37 @@ func TestTokenChunkAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("token chunk: %v allocations per chunk, want 0", allocs)
+	}
+}
+
+// TestEncodeReasoning: reasoning chunks, the usage details and a
+// non-streamed body with reasoning are valid JSON in vLLM's shape.
+func TestEncodeReasoning(t *testing.T) {
+	e := newEncoder(true, "chatcmpl-1", 1, "m")
+	var d struct {
+		Choices []struct {
+			Delta map[string]string `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(e.reasoningToken(nil, 0), []byte(sseData)), []byte(sseEnd)), &d); err != nil || d.Choices[0].Delta["reasoning"] != "the" {
+		t.Fatalf("reasoning chunk: %v %+v", err, d)
+	}
+	var body struct {
+		Choices []struct {
+			Message struct{ Reasoning, Content string } `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens        int `json:"completion_tokens"`
+			CompletionTokensDetails struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(e.body(nil, 3, 5, 2, "stop"), &body); err != nil {
+		t.Fatal(err)
+	}
+	m := body.Choices[0].Message
+	if m.Reasoning != "the engine" || m.Content != "the engine answers" || body.Usage.CompletionTokens != 5 || body.Usage.CompletionTokensDetails.ReasoningTokens != 2 {
+		t.Errorf("body %+v", body)
 	}
 }

@@ -35,6 +35,7 @@ type Server struct {
 	log         *slog.Logger
 	model       string
 	maxModelLen int
+	reasoning   int       // sim.Config.ReasoningTokens
 	origin      time.Time // sim time 0; wall time of the server's start
 	metrics     *metrics
 	handler     http.Handler
@@ -92,6 +93,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		log:         logger,
 		model:       DefaultModel,
 		maxModelLen: cfg.MaxModelLen,
+		reasoning:   cfg.ReasoningTokens,
 		origin:      time.Now(),
 		cluster:     c,
 		wake:        make(chan struct{}, 1),
