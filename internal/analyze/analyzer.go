@@ -123,6 +123,7 @@ type sample struct {
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
+	rec            *record.Record // for the client's counts (ClientStats)
 }
 
 type metricAcc struct {
@@ -152,6 +153,7 @@ type acc struct {
 	prompt, output int64 // tokens of ok requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
 	m              [numMetrics]metricAcc
+	client         clientAcc
 	packed         bool
 }
 
@@ -168,18 +170,38 @@ func (a *acc) observe(s *sample) {
 	a.decodeNs += s.decodeNs
 	a.gaps += s.gaps
 	for i, v := range s.us {
-		if v < 0 {
-			continue
+		if v >= 0 {
+			a.m[i].add(v, a.packed)
 		}
-		m := &a.m[i]
-		if m.h == nil {
-			m.h = newHist(a.packed)
-		}
-		_ = m.h.RecordValue(v) // v is within [0, histHighest]: cannot fail
-		m.sum += v
-		m.max = max(m.max, v)
-		m.sumSq.add(u128{lo: uint64(v) * uint64(v)}) // v ≤ 3.6e9: v² < 2⁶⁴
 	}
+	if s.rec != nil {
+		a.client.observe(s.rec, s.slot == slotOK, a.packed)
+	}
+}
+
+// add records one value, µs within [0, histHighest].
+func (m *metricAcc) add(v int64, packed bool) {
+	if m.h == nil {
+		m.h = newHist(packed)
+	}
+	_ = m.h.RecordValue(v) // v is within [0, histHighest]: cannot fail
+	m.sum += v
+	m.max = max(m.max, v)
+	m.sumSq.add(u128{lo: uint64(v) * uint64(v)}) // v ≤ 3.6e9: v² < 2⁶⁴
+}
+
+// merge adds src's values to m.
+func (m *metricAcc) merge(src *metricAcc, packed bool) {
+	if src.h == nil {
+		return
+	}
+	if m.h == nil {
+		m.h = newHist(packed)
+	}
+	mergeHist(m.h, src.h)
+	m.sum += src.sum
+	m.max = max(m.max, src.max)
+	m.sumSq.add(src.sumSq)
 }
 
 func (a *acc) merge(b *acc) {
@@ -193,18 +215,9 @@ func (a *acc) merge(b *acc) {
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
 	for i := range a.m {
-		src, dst := &b.m[i], &a.m[i]
-		if src.h == nil {
-			continue
-		}
-		if dst.h == nil {
-			dst.h = newHist(a.packed)
-		}
-		mergeHist(dst.h, src.h)
-		dst.sum += src.sum
-		dst.max = max(dst.max, src.max)
-		dst.sumSq.add(src.sumSq)
+		a.m[i].merge(&b.m[i], a.packed)
 	}
+	a.client.merge(&b.client, a.packed)
 }
 
 func (a *acc) offered() int64 {
@@ -383,11 +396,15 @@ func (a *Analyzer) Add(rec *record.Record) {
 		if rec.ITLMaxNs != none {
 			s.us[mITLMax] = a.us(rec.ITLMaxNs)
 		}
+		if rec.FirstTextNs != none && s.sent {
+			s.us[mTTFTTextSend] = a.us(rec.FirstTextNs - sent)
+		}
 		if first != none && done >= first && rec.Chunks >= 2 {
 			s.decodeNs, s.gaps = done-first, int64(rec.Chunks-1)
 		}
 	}
 
+	s.rec = rec
 	if pi := a.phaseOf(sched); pi >= 0 {
 		a.phases[pi].observe(&s)
 		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {

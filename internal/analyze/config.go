@@ -70,15 +70,17 @@ const (
 	MetricScheduleLag   Metric = "schedule_lag"    // sent − scheduled (every sent request)
 	MetricConnWait      Metric = "conn_wait"       // connection acquired − sent
 	MetricConnToHeaders Metric = "conn_to_headers" // response headers − connection acquired
+	MetricTTFTTextSend  Metric = "ttft_text_send"  // first answer text − sent (ok; differs from ttft_send when the model thought first)
 )
 
 // Metrics lists every Metric in its stable order.
 var Metrics = []Metric{
 	MetricTTFTSchedule, MetricTTFTSend, MetricTPOT, MetricITLMax,
 	MetricE2ESend, MetricE2ESchedule, MetricScheduleLag, MetricConnWait, MetricConnToHeaders,
+	MetricTTFTTextSend,
 }
 
-const numMetrics = 9
+const numMetrics = 10
 
 // maxWindows bounds the windows of a run (a week at 10 s).
 const maxWindows = 60_480
@@ -94,6 +96,7 @@ const (
 	mLag
 	mConnWait
 	mConnToHeaders
+	mTTFTTextSend
 )
 
 // censorable reports whether timeouts count in metric i's distribution:
@@ -102,7 +105,7 @@ const (
 // longest gap) say nothing about requests that timed out.
 func censorable(i int) bool {
 	switch i {
-	case mTTFTSchedule, mTTFTSend, mE2ESend, mE2ESchedule:
+	case mTTFTSchedule, mTTFTSend, mE2ESend, mE2ESchedule, mTTFTTextSend:
 		return true
 	}
 	return false

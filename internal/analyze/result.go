@@ -45,11 +45,12 @@ type Latency struct {
 	ScheduleLag   Dist `json:"schedule_lag"`
 	ConnWait      Dist `json:"conn_wait"`
 	ConnToHeaders Dist `json:"conn_to_headers"`
+	TTFTTextSend  Dist `json:"ttft_text_send"`
 }
 
 func (l *Latency) ptr(i int) *Dist {
 	return [...]*Dist{&l.TTFTSchedule, &l.TTFTSend, &l.TPOT, &l.ITLMax, &l.E2ESend,
-		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders}[i]
+		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders, &l.TTFTTextSend}[i]
 }
 
 // Get returns the distribution of m (a zero Dist for an unknown metric).
@@ -91,6 +92,62 @@ type Stats struct {
 	ITLMeanPooledMs float64 `json:"itl_mean_pooled_ms"`  // Σ(done − first token) / Σ(chunks − 1) over ok requests
 
 	Latency Latency `json:"latency"`
+
+	Client ClientStats `json:"client"` // what the client saw besides latency (retries, headers, token details)
+}
+
+// ClientStats are the per-group counts of the client's own observations:
+// retry amplification, replays, the server's token details, rate-limit
+// headers and Server-Timing durations.
+type ClientStats struct {
+	// Attempts is the number of HTTP attempts of the group's sent
+	// requests (retries included, connection replays not);
+	// AttemptsPerArrival = Attempts / Offered; AttemptsRPS = Attempts /
+	// duration, the load the target actually received.
+	Attempts           int64   `json:"attempts"`
+	AttemptsPerArrival float64 `json:"attempts_per_arrival"`
+	AttemptsRPS        float64 `json:"attempts_rps"`
+	// ConnRetries counts replays on a new connection after a reused one
+	// failed before any response byte (not failures, not attempts).
+	ConnRetries int64 `json:"conn_retries"`
+
+	// MaxTokensIgnored counts ok requests whose output tokens exceed
+	// max_tokens + max(8, 10% of max_tokens): the server ignored the cap.
+	// MaxTokensChecked counts the ok requests that asked for a cap.
+	MaxTokensIgnored int64 `json:"max_tokens_ignored"`
+	MaxTokensChecked int64 `json:"max_tokens_checked"`
+
+	// ReasoningTokens and CachedTokens sum the usage details of ok
+	// requests; ThoughtFirst counts ok requests whose first answer text
+	// came after their first token (reasoning or a tool call first).
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+	CachedTokens    int64 `json:"cached_tokens"`
+	ThoughtFirst    int64 `json:"thought_first"`
+
+	RateLimit RateLimitStats `json:"ratelimit"`
+
+	// ServerTiming holds, per Server-Timing name (at most
+	// MaxServerTimingNames per group, the rest counted in
+	// ServerTimingDropped), the distribution of its durations over every
+	// response that carried it, whatever the outcome.
+	ServerTiming        map[string]Dist `json:"server_timing,omitempty"`
+	ServerTimingDropped int64           `json:"server_timing_dropped,omitempty"`
+}
+
+// RateLimitStats summarise the rate-limit headers of a group's responses.
+// A lowest or longest value is -1 when no response carried that header.
+type RateLimitStats struct {
+	Responses               int64   `json:"responses"` // responses with any x-ratelimit-* header
+	LowestRemainingRequests int64   `json:"lowest_remaining_requests"`
+	LowestRemainingTokens   int64   `json:"lowest_remaining_tokens"`
+	LimitRequests           int64   `json:"limit_requests"` // the last limit seen (the largest, if they differ)
+	LimitTokens             int64   `json:"limit_tokens"`
+	ResetsRequests          int64   `json:"resets_requests"` // responses with a reset-requests header
+	ResetsTokens            int64   `json:"resets_tokens"`
+	LongestResetRequestsMs  float64 `json:"longest_reset_requests_ms"`
+	LongestResetTokensMs    float64 `json:"longest_reset_tokens_ms"`
+	RetryAfter              int64   `json:"retry_after"` // responses with a Retry-After hint
+	LongestRetryAfterMs     float64 `json:"longest_retry_after_ms"`
 }
 
 // PhaseResult is the analysis of one phase.
@@ -311,6 +368,7 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 	for i, n := range o {
 		s.Outcomes[slotOutcome(i)] = n
 	}
+	s.Client = a.client.stats(offered, durNs, timeoutMs)
 	if a.gaps > 0 {
 		s.ITLMeanPooledMs = float64(a.decodeNs) / float64(a.gaps) / 1e6
 	}
