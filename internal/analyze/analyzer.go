@@ -396,8 +396,11 @@ func (a *Analyzer) Add(rec *record.Record) {
 		if rec.ITLMaxNs != none {
 			s.us[mITLMax] = a.us(rec.ITLMaxNs)
 		}
-		if rec.FirstTextNs != none && s.sent {
-			s.us[mTTFTTextSend] = a.us(rec.FirstTextNs - sent)
+		if rec.FirstTextNs != none {
+			s.us[mTTFTTextSched] = a.us(rec.FirstTextNs - sched)
+			if s.sent {
+				s.us[mTTFTTextSend] = a.us(rec.FirstTextNs - sent)
+			}
 		}
 		if first != none && done >= first && rec.Chunks >= 2 {
 			s.decodeNs, s.gaps = done-first, int64(rec.Chunks-1)

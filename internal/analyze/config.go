@@ -61,26 +61,27 @@ type Metric string
 
 // The distributions an Analyzer keeps, in their stable order.
 const (
-	MetricTTFTSchedule  Metric = "ttft_schedule"   // first content token − scheduled (ok)
-	MetricTTFTSend      Metric = "ttft_send"       // first content token − sent (ok)
-	MetricTPOT          Metric = "tpot"            // time per output token (ok)
-	MetricITLMax        Metric = "itl_max"         // longest inter-chunk gap of a request (ok)
-	MetricE2ESend       Metric = "e2e_send"        // done − sent (ok)
-	MetricE2ESchedule   Metric = "e2e_schedule"    // done − scheduled (ok)
-	MetricScheduleLag   Metric = "schedule_lag"    // sent − scheduled (every sent request)
-	MetricConnWait      Metric = "conn_wait"       // connection acquired − sent
-	MetricConnToHeaders Metric = "conn_to_headers" // response headers − connection acquired
-	MetricTTFTTextSend  Metric = "ttft_text_send"  // first answer text − sent (ok; differs from ttft_send when the model thought first)
+	MetricTTFTSchedule  Metric = "ttft_schedule"      // first content token − scheduled (ok)
+	MetricTTFTSend      Metric = "ttft_send"          // first content token − sent (ok)
+	MetricTPOT          Metric = "tpot"               // time per output token (ok)
+	MetricITLMax        Metric = "itl_max"            // longest inter-chunk gap of a request (ok)
+	MetricE2ESend       Metric = "e2e_send"           // done − sent (ok)
+	MetricE2ESchedule   Metric = "e2e_schedule"       // done − scheduled (ok)
+	MetricScheduleLag   Metric = "schedule_lag"       // sent − scheduled (every sent request)
+	MetricConnWait      Metric = "conn_wait"          // connection acquired − sent
+	MetricConnToHeaders Metric = "conn_to_headers"    // response headers − connection acquired
+	MetricTTFTTextSend  Metric = "ttft_text_send"     // first answer text − sent (ok; differs from ttft_send when the model thought first)
+	MetricTTFTTextSched Metric = "ttft_text_schedule" // first answer text − scheduled (ok)
 )
 
 // Metrics lists every Metric in its stable order.
 var Metrics = []Metric{
 	MetricTTFTSchedule, MetricTTFTSend, MetricTPOT, MetricITLMax,
 	MetricE2ESend, MetricE2ESchedule, MetricScheduleLag, MetricConnWait, MetricConnToHeaders,
-	MetricTTFTTextSend,
+	MetricTTFTTextSend, MetricTTFTTextSched,
 }
 
-const numMetrics = 10
+const numMetrics = 11
 
 // maxWindows bounds the windows of a run (a week at 10 s).
 const maxWindows = 60_480
@@ -97,6 +98,7 @@ const (
 	mConnWait
 	mConnToHeaders
 	mTTFTTextSend
+	mTTFTTextSched
 )
 
 // censorable reports whether timeouts count in metric i's distribution:
@@ -105,7 +107,7 @@ const (
 // longest gap) say nothing about requests that timed out.
 func censorable(i int) bool {
 	switch i {
-	case mTTFTSchedule, mTTFTSend, mE2ESend, mE2ESchedule, mTTFTTextSend:
+	case mTTFTSchedule, mTTFTSend, mE2ESend, mE2ESchedule, mTTFTTextSend, mTTFTTextSched:
 		return true
 	}
 	return false

@@ -46,11 +46,12 @@ type Latency struct {
 	ConnWait      Dist `json:"conn_wait"`
 	ConnToHeaders Dist `json:"conn_to_headers"`
 	TTFTTextSend  Dist `json:"ttft_text_send"`
+	TTFTTextSched Dist `json:"ttft_text_schedule"`
 }
 
 func (l *Latency) ptr(i int) *Dist {
 	return [...]*Dist{&l.TTFTSchedule, &l.TTFTSend, &l.TPOT, &l.ITLMax, &l.E2ESend,
-		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders, &l.TTFTTextSend}[i]
+		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders, &l.TTFTTextSend, &l.TTFTTextSched}[i]
 }
 
 // Get returns the distribution of m (a zero Dist for an unknown metric).

@@ -133,6 +133,9 @@ func fixtureTables() map[string]Table {
 		"censored_p99":  {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{censoredRow()}},
 		"not_recovered": {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{notRecoveredRow()}},
 		"partial":       {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{partialRow()}},
+		"thinking_retries": {Title: "surge burst", Meta: fixtureMeta, Rows: []Row{thinkingRow()}, Notes: []string{
+			"burst: retries: 251 attempts for 77 arrivals (3.26 per arrival, 4.18 attempts/s)",
+		}},
 		"sweep": {
 			Title: "surge burst: 2×, 5×, 10× over the weekday baseline",
 			Meta:  fixtureMeta,
@@ -147,4 +150,13 @@ func fixtureTables() map[string]Table {
 			Notes: []string{"the generator fell behind during the 10× burst: schedule lag p99 38ms"},
 		},
 	}
+}
+
+// thinkingRow is a row where some requests thought first and retries
+// multiplied the load: the TTFT text and attempts columns appear.
+func thinkingRow() Row {
+	r := fullRow()
+	r.TTFTText = pct(900, 1400, 2100)
+	r.AttemptsPerArrival, r.AttemptsRPS = Val(251.0/77), Val(4.18)
+	return r
 }

@@ -28,18 +28,44 @@ type Table struct {
 // predicted.
 var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s"}
 
-// cols is the table's columns: every column but those it omits.
+// cols is the table's columns for people: every column but those it
+// omits, and but the columns that would say nothing in any row — the TTFT
+// (answer text) columns where no request thought first, the attempts
+// columns where nothing was retried.
 func (t *Table) cols() []column {
-	if len(t.Omit) == 0 {
+	omit := t.Omit
+	if !t.any(func(r *Row) bool { v, c := r.TTFTText.P50.state(); return v || c }) {
+		omit = append(slices.Clip(omit), TTFTTextColumns...)
+	}
+	if !t.any(func(r *Row) bool { v, _ := r.AttemptsPerArrival.state(); return v && r.AttemptsPerArrival.V > 1 }) {
+		omit = append(slices.Clip(omit), AttemptColumns...)
+	}
+	if len(omit) == 0 {
 		return columns
 	}
 	var out []column
 	for _, c := range columns {
-		if !slices.Contains(t.Omit, c.key) {
+		if !slices.Contains(omit, c.key) {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// TTFTTextColumns and AttemptColumns are shown to people only where they
+// differ from what the other columns say (CSV and JSON always have them).
+var (
+	TTFTTextColumns = []string{"ttft_text_p50_ms", "ttft_text_p95_ms", "ttft_text_p99_ms"}
+	AttemptColumns  = []string{"attempts_per_arrival", "attempts_rps"}
+)
+
+func (t *Table) any(f func(*Row) bool) bool {
+	for i := range t.Rows {
+		if f(&t.Rows[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // KV is one labelled value of metadata. An empty Value prints as n/a in
@@ -66,7 +92,11 @@ type Row struct {
 	SuccessRPS  Opt // complete, valid responses
 	GoodputRPS  Opt // successful responses within the per-request deadline
 
-	TTFT       Percentiles // time to first content token, ms
+	AttemptsPerArrival Opt // HTTP attempts (retries included) / scheduled arrivals
+	AttemptsRPS        Opt // HTTP attempts sent per second: the load the target received
+
+	TTFT       Percentiles // time to first token of any kind (text, reasoning, tool call), ms
+	TTFTText   Percentiles // time to first answer-text token, ms; n/a where no request thought first
 	Completion Percentiles // time to the end of the response, ms
 	QueueWait  Percentiles // engine queue wait measured by the engine, ms
 
@@ -200,10 +230,15 @@ var columns = []column{
 	optCol("success_rps", "success", groupLoad, kindRPS, "complete, valid responses", func(r *Row) Opt { return r.SuccessRPS }),
 	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "successful responses that met the per-request deadline", func(r *Row) Opt { return r.GoodputRPS }),
 	optCol("goodput_pct", "goodput %", groupLoad, kindPct, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputPct() }),
+	optCol("attempts_per_arrival", "attempts/arrival", groupLoad, kindPct, "HTTP attempts per scheduled arrival: above 1, retries multiplied the load", func(r *Row) Opt { return r.AttemptsPerArrival }),
+	optCol("attempts_rps", "attempts/s", groupLoad, kindRPS, "HTTP attempts sent per second, retries included: the load the target received", func(r *Row) Opt { return r.AttemptsRPS }),
 
 	optCol("ttft_p50_ms", "TTFT p50", groupLatency, kindMs, "time to first content token", func(r *Row) Opt { return r.TTFT.P50 }),
 	optCol("ttft_p95_ms", "TTFT p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P95 }),
 	optCol("ttft_p99_ms", "TTFT p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P99 }),
+	optCol("ttft_text_p50_ms", "TTFT text p50", groupLatency, kindMs, "TTFT (answer text): time to the first answer-text token; n/a where no request thought first (reasoning or a tool call before text)", func(r *Row) Opt { return r.TTFTText.P50 }),
+	optCol("ttft_text_p95_ms", "TTFT text p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFTText.P95 }),
+	optCol("ttft_text_p99_ms", "TTFT text p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFTText.P99 }),
 	optCol("completion_p50_ms", "compl p50", groupLatency, kindMs, "time to the end of the response", func(r *Row) Opt { return r.Completion.P50 }),
 	optCol("completion_p95_ms", "compl p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P95 }),
 	optCol("completion_p99_ms", "compl p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P99 }),
