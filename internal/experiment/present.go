@@ -23,10 +23,19 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	a := res.Analysis
 	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Count(), res.Spec.Dir.Path(), partialNote(res))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\toffered/s\tsent/s\tok/s\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t")
+	retried := a.Overall.Client.Attempts > a.Overall.Sent
+	head := "phase\toffered/s\tsent/s\tok/s\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t"
+	if retried {
+		head += "attempts/s\tattempts/arrival\t"
+	}
+	fmt.Fprintln(tw, head)
 	row := func(name string, s *analyze.Stats) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, s.OfferedRPS, s.SentRPS, s.SuccessRPS, s.GoodputRPS,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, s.SuccessRPS, s.GoodputRPS,
 			100*s.GoodputRatio, 100*s.ErrorRate, 100*s.RateLimitRate, 100*s.TimeoutRate, s.Outcomes["generator_drop"])
+		if retried {
+			fmt.Fprintf(tw, "%.2f\t%.2f\t", s.Client.AttemptsRPS, s.Client.AttemptsPerArrival)
+		}
+		fmt.Fprintln(tw)
 	}
 	for i := range a.Phases {
 		p := &a.Phases[i]
@@ -42,18 +51,22 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tlatency\tp50\tp95\tp99\tsamples\t")
+	thought := a.Overall.Client.ThoughtFirst > 0
 	lat := func(name string, s *analyze.Stats) {
 		l := &s.Latency
-		for _, m := range []struct {
+		type line struct {
 			label string
 			d     analyze.Dist
-		}{
-			{"TTFT from schedule", l.TTFTSchedule},
-			{"TTFT from send", l.TTFTSend},
-			{"completion (from send)", l.E2ESend},
-			{"TPOT", l.TPOT},
-			{"schedule lag", l.ScheduleLag},
-		} {
+		}
+		lines := []line{{"TTFT from schedule", l.TTFTSchedule}, {"TTFT from send", l.TTFTSend}}
+		if thought { // some requests thought first: both TTFTs, labelled
+			lines = []line{
+				{"TTFT (any token) from schedule", l.TTFTSchedule}, {"TTFT (any token) from send", l.TTFTSend},
+				{"TTFT (answer text) from schedule", l.TTFTTextSched}, {"TTFT (answer text) from send", l.TTFTTextSend},
+			}
+		}
+		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT}, line{"schedule lag", l.ScheduleLag})
+		for _, m := range lines {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", name, m.label, m.d.Text(analyze.Q50), m.d.Text(analyze.Q95), m.d.Text(analyze.Q99), m.d.Count)
 			name = ""
 		}
@@ -68,6 +81,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 		fmt.Fprintln(w, line)
 	}
 	for _, line := range generatorNotes(res) {
+		fmt.Fprintln(w, line)
+	}
+	for _, line := range ClientNotes(a) {
 		fmt.Fprintln(w, line)
 	}
 	if res.Scrape.State != scrape.StateOK && res.Scrape.State != scrape.StatePartial {
@@ -167,6 +183,11 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	s := &p.Stats
 	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.SuccessRPS), report.Val(s.GoodputRPS)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)
+	r.TTFTText = report.PercentilesNA("no request thought first: TTFT (answer text) = TTFT")
+	if s.Client.ThoughtFirst > 0 {
+		r.TTFTText = percentiles(s.Latency.TTFTTextSched)
+	}
+	r.AttemptsPerArrival, r.AttemptsRPS = report.Val(s.Client.AttemptsPerArrival), report.Val(s.Client.AttemptsRPS)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
 	r.Samples = s.Offered

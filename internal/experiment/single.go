@@ -164,6 +164,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
+	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}

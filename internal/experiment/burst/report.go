@@ -167,6 +167,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if note := abandonmentNote(r); note != "" {
 			t.Notes = append(t.Notes, scope+": "+note)
 		}
+		for _, n := range experiment.ClientNotes(res.Analysis) {
+			t.Notes = append(t.Notes, scope+": "+n)
+		}
 		if r.Settle > 0 || r.SettleNote != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
 		}
