@@ -269,6 +269,6 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	du(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
 	fl(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
 	du(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
-	in(&c.ReasoningTokens, "reasoning_tokens", "sim: the first N tokens of each chat answer are reasoning (vLLM \"reasoning\" deltas, usage reasoning_tokens), e.g. --sim-reasoning-tokens 32")
+	in(&c.ReasoningTokens, "reasoning_tokens", "sim: the first N tokens of each chat answer are reasoning (vLLM \"reasoning\" deltas, usage reasoning_tokens), e.g. --reasoning-tokens 32")
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -15,7 +15,8 @@
 //	ConnNs        a connection was acquired (httptrace GotConn; last attempt)
 //	HeadersNs     response headers received
 //	FirstChunkNs  first SSE data chunk of any kind (a role-only chunk counts)
-//	FirstTokenNs  first chunk carrying content
+//	FirstTokenNs  first chunk carrying content of any kind
+//	FirstTextNs   first chunk carrying answer text ("content", or completions "text")
 //	DoneNs        "data: [DONE]" read, the non-streamed body read, or the failure observed
 //
 // A chunk carries content when a choice has a non-empty "text"
@@ -23,7 +24,13 @@
 // or "reasoning" string, a non-empty "tool_calls" array or a
 // "function_call" object. Role-only deltas, empty or null content,
 // keep-alive comments and usage-only chunks do not count. Reasoning counts:
-// it is generated output, and vLLM's benchmark counts it too.
+// it is generated output, and vLLM's benchmark counts it too. Reasoning and
+// tool calls are not answer text, so a model that thinks first has
+// FirstTextNs after FirstTokenNs (vLLM names its reasoning delta
+// "reasoning" since late 2025, "reasoning_content" before; both are read).
+// ReasoningTokens and CachedTokens come from the usage details
+// (completion_tokens_details.reasoning_tokens,
+// prompt_tokens_details.cached_tokens).
 //
 // # Formulas (surge uses vLLM's meanings; docs/method.md §6)
 //
@@ -75,6 +82,15 @@
 // E2E include the retries; the other boundaries and Status are the last
 // attempt's; RetryAfterNs is the last hint seen.
 //
+// Independently of Retries, an attempt that fails on a reused keep-alive
+// connection (httptrace GotConnInfo.Reused) before any response byte is
+// replayed once on a new connection of its own, and ConnRetries counts it:
+// the server had closed the idle connection (llama.cpp's llama-server
+// advertises keep-alive and closes after every streamed response), the
+// request never reached it, and net/http does not replay a POST it has
+// written. The replay is not an attempt; SentNs stays the first send, so
+// the replay's time is the request's latency.
+//
 // # SSE reading
 //
 // Accepted lines: "data: {...}" and "data:{...}", "data: [DONE]", comments
@@ -82,15 +98,17 @@
 // CRLF endings, a final line without a newline. Each data line must hold one
 // complete JSON object (multi-line data events are not joined). A line over
 // MaxLineBytes (1 MiB) ends the stream with stream_error instead of growing
-// a buffer; a stream that never ends is stopped by the per-request timeout.
+// a buffer; a stream that never ends is stopped by the per-request timeout
+// and is a timeout (the line a failed read returns is never scanned).
 // After [DONE] the rest of the body is read (up to 64 KiB) so the connection
 // can be reused.
 //
 // # What is and is not recorded
 //
 // Recorded: times, status, outcome, a short error class, token counts,
-// attempts, the Retry-After hint and the replica (response header
-// X-Surge-Replica). Server-provided strings (error type or code, media type,
+// attempts, the Retry-After hint, the numbers of the x-ratelimit-* headers,
+// the named durations of Server-Timing headers (names that are safe tokens,
+// never "desc") and the replica (response header X-Surge-Replica). Server-provided strings (error type or code, media type,
 // replica) are kept only when they are short tokens of [A-Za-z0-9_.:/+-]
 // that neither contain nor are part of the API key or the prompt. Never
 // recorded, logged or put in an error: prompt text, response text, the API
