@@ -87,3 +87,36 @@ func TestThinkingRunReports(t *testing.T) {
 		}
 	})
 }
+
+// TestRetriesShownInTerminal: with --retries against a simulator that
+// answers half the requests with 503, the terminal and results.md show
+// the attempts per arrival and attempts/s beside the arrival rates.
+func TestRetriesShownInTerminal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := experiment.DefaultRunConfig()
+		c.Options = exptest.LiveOptions()
+		c.Options.Sim.Fault503 = 0.5
+		c.Options.Retries = 3
+		c.Rate, c.Duration = 4, 5*time.Second
+		env, _ := exptest.BubbleEnv(t, c.Options)
+		d := exptest.Dir(t)
+		var out bytes.Buffer
+		if _, err := experiment.Run(context.Background(), env, &c, d, &out); err != nil {
+			t.Fatal(err)
+		}
+		md, err := os.ReadFile(filepath.Join(d.Path(), "results.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ name, text, want string }{
+			{"terminal", out.String(), "attempts/arrival"},
+			{"terminal", out.String(), "retries multiplied the load: "},
+			{"results.md", string(md), "| attempts/arrival | attempts/s |"},
+			{"results.md", string(md), "retries multiplied the load: "},
+		} {
+			if !strings.Contains(c.text, c.want) {
+				t.Errorf("%s lacks %q:\n%s", c.name, c.want, c.text)
+			}
+		}
+	})
+}
