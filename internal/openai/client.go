@@ -40,6 +40,7 @@ type Client struct {
 	url    *url.URL
 	header http.Header // shared by all requests; never modified after New
 	body   bodyTemplate
+	prefix [8]byte   // trace-id prefix (see TraceID)
 	pool   sync.Pool // *exchange
 }
 
@@ -115,8 +116,15 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	if err != nil { // checked by Validate
 		return nil, err
 	}
-	return &Client{cfg: cfg, origin: origin, tr: tr, url: &endpoint, header: h, body: body}, nil
+	prefix := cfg.TracePrefix
+	if prefix == ([8]byte{}) {
+		prefix = randomPrefix()
+	}
+	return &Client{cfg: cfg, origin: origin, tr: tr, url: &endpoint, header: h, body: body, prefix: prefix}, nil
 }
+
+// TracePrefix is the prefix of every trace id this client sends (see TraceID).
+func (c *Client) TracePrefix() [8]byte { return c.prefix }
 
 // CloseIdle closes idle connections (call it when a run ends).
 func (c *Client) CloseIdle() { c.tr.CloseIdleConnections() }
@@ -135,7 +143,11 @@ type exchange struct {
 	conns  atomic.Int32 // connections handed to the request (GotConn)
 	writes atomic.Int32 // request writes finished (WroteRequest)
 	br     *bufio.Reader
-	spill  []byte // a line longer than br's buffer
+	spill  []byte      // a line longer than br's buffer
+	header http.Header // the client's headers plus this attempt's traceparent and request id
+	tp     []string    // header[TraceparentHeader]
+	reqID  []string    // header[RequestIDHeader]
+	tpBuf  [55]byte
 }
 
 // bodyReader is the request body: a bytes.Reader with a no-op Close.
@@ -147,7 +159,9 @@ func (*bodyReader) Close() error { return nil }
 func (c *Client) getExchange() *exchange {
 	x, _ := c.pool.Get().(*exchange)
 	if x == nil {
-		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10)}
+		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10), header: c.header.Clone(), tp: []string{""}, reqID: []string{""}}
+		x.header[TraceparentHeader] = x.tp
+		x.header[RequestIDHeader] = x.reqID
 		x.trace = httptrace.ClientTrace{
 			GotConn: func(httptrace.GotConnInfo) {
 				x.connNs.Store(c.now())
@@ -161,7 +175,7 @@ func (c *Client) getExchange() *exchange {
 			Proto:      "HTTP/1.1",
 			ProtoMajor: 1,
 			ProtoMinor: 1,
-			Header:     c.header,
+			Header:     x.header,
 			Host:       c.url.Host,
 			Body:       &x.body,
 			GetBody: func() (io.ReadCloser, error) {
@@ -297,6 +311,12 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	rec.ITLMaxNs, rec.TPOTNs = record.None, record.None
 	rec.Status, rec.Error, rec.Replica, rec.Chunks = 0, "", "", 0
 	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, 0, false
+
+	// The trace context: one allocation (the traceparent string); the
+	// record's trace id is a substring of it.
+	tp := string(appendTraceparent(x.tpBuf[:0], TraceID(c.prefix, rec.Seq), spanID(rec.Seq, rec.Attempts)))
+	x.tp[0], x.reqID[0] = tp, rec.ID
+	rec.TraceID = tp[3:35]
 
 	sent := c.now()
 	if rec.Attempts == 1 {
