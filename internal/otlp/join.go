@@ -205,3 +205,11 @@ func (j *Join) Close(ctx context.Context) JoinStats {
 	j.mu.Unlock()
 	return st
 }
+
+// Report is what summary.json records of the OTLP receiver for one run.
+type Report struct {
+	Listen   string    `json:"listen"`   // the receiver's address
+	GraceMs  float64   `json:"grace_ms"` // how long a finished request waited for its span, at most
+	Receiver Stats     `json:"receiver"` // exports, malformed payloads and spans during the run
+	Join     JoinStats `json:"join"`
+}

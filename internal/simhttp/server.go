@@ -59,6 +59,8 @@ type Server struct {
 	stopCtx   func() bool // detaches Listen's context; nil otherwise
 
 	bufs sync.Pool // *[]byte write buffers of streams
+
+	spans *spanExporter // WithSpanExport; nil: no spans
 }
 
 // Option changes a setting of the server that sim.Config does not hold.
@@ -101,6 +103,9 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		o(s)
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	if s.spans != nil {
+		go s.spans.run()
+	}
 	s.metrics = newMetrics(s.model, s)
 	s.handler = s.routes()
 	return s, nil
@@ -165,6 +170,9 @@ func (s *Server) Close() error {
 			<-s.driverDone
 		}
 		s.handlers.Wait()
+		if s.spans != nil {
+			s.spans.close()
+		}
 	})
 	return s.closeErr
 }
