@@ -186,9 +186,13 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	return e, nil
 }
 
-// listenCause is the cause of a listen error without the operation and
-// address net.OpError repeats ("address already in use").
+// listenCause is the cause of a listen error without the operation,
+// address and system call net.OpError repeats ("address already in use").
 func listenCause(err error) error {
+	var sc *os.SyscallError
+	if errors.As(err, &sc) {
+		return sc.Err
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
 		return op.Err
