@@ -341,6 +341,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	}
 	rec.HeadersNs = now
 	rec.Status = resp.StatusCode
+	applyTGIHeaders(rec, resp.Header)
 	if v := resp.Header[ReplicaHeader]; len(v) > 0 {
 		rec.Replica = c.safeToken(v[0], req.Prompt)
 	}
@@ -416,7 +417,12 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 			PromptTokens     int `json:"prompt_tokens"`
 			CompletionTokens int `json:"completion_tokens"`
 		} `json:"usage"`
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Timings *struct {
+			PromptMs    *float64 `json:"prompt_ms"`
+			PredictedMs *float64 `json:"predicted_ms"`
+			CacheN      *int     `json:"cache_n"`
+		} `json:"timings"`
 	}
 	switch {
 	case len(body) == 0:
@@ -453,6 +459,19 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 	}
 	if r.Usage != nil {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = r.Usage.PromptTokens, r.Usage.CompletionTokens, true
+	}
+	if t := r.Timings; t != nil {
+		tm := Timings{Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1}
+		if t.PromptMs != nil {
+			tm.PromptMs = *t.PromptMs
+		}
+		if t.PredictedMs != nil {
+			tm.PredictedMs = *t.PredictedMs
+		}
+		if t.CacheN != nil {
+			tm.CacheN = *t.CacheN
+		}
+		applyTimings(rec, tm)
 	}
 	rec.Outcome = record.OK
 	setTPOT(rec)

@@ -184,6 +184,9 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			if ch.Usage && (ch.PromptTokens > 0 || ch.CompletionTokens > 0) {
 				st.usage, st.prompt, st.comp = true, ch.PromptTokens, ch.CompletionTokens
 			}
+			if ch.Timings.Present {
+				applyTimings(rec, ch.Timings)
+			}
 			if ch.Content {
 				st.content++
 				if st.firstToken == record.None {

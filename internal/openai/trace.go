@@ -2,7 +2,13 @@ package openai
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // Trace context. Every attempt carries a W3C traceparent (version 00,
@@ -71,4 +77,59 @@ func appendTraceparent(b []byte, id [16]byte, span uint64) []byte {
 // spanID is the parent span id of one attempt: never zero.
 func spanID(seq int64, attempt int) uint64 {
 	return uint64(seq)<<8 | uint64(attempt&0xFF) | 1<<63
+}
+
+// applyTimings records llama.cpp's timings: prompt_ms is the prefill,
+// predicted_ms the decode, cache_n the cached prompt tokens (unless usage
+// already said).
+func applyTimings(rec *record.Record, t Timings) {
+	if t.PromptMs >= 0 {
+		rec.EnginePrefillNs = int64(math.Round(t.PromptMs * 1e6))
+	}
+	if t.PredictedMs >= 0 {
+		rec.EngineDecodeNs = int64(math.Round(t.PredictedMs * 1e6))
+	}
+	if t.CacheN >= 0 && rec.CachedTokens == 0 {
+		rec.CachedTokens = t.CacheN
+	}
+}
+
+// TGI's timing headers, whole milliseconds on non-streamed responses
+// (router/src/server.rs): x-queue-time is the engine queue; x-total-time
+// (validation + queue + inference) is the engine's end to end.
+const (
+	tgiQueueHeader     = "X-Queue-Time"
+	tgiTotalHeader     = "X-Total-Time"
+	tgiInferenceHeader = "X-Inference-Time"
+)
+
+// applyTGIHeaders records TGI's timing headers when present. Without
+// x-total-time, e2e is queue + inference.
+func applyTGIHeaders(rec *record.Record, h http.Header) {
+	ms := func(name string) int64 {
+		v := h[name]
+		if len(v) == 0 {
+			return record.None
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v[0]), 64)
+		if err != nil || f < 0 || math.IsInf(f, 0) || f > 1e10 {
+			return record.None
+		}
+		return int64(math.Round(f * 1e6))
+	}
+	q, total := ms(tgiQueueHeader), ms(tgiTotalHeader)
+	if q == record.None && total == record.None && len(h[tgiInferenceHeader]) == 0 {
+		return
+	}
+	if q != record.None {
+		rec.EngineQueueNs = q
+	}
+	if total == record.None {
+		if inf := ms(tgiInferenceHeader); inf != record.None && q != record.None {
+			total = q + inf
+		}
+	}
+	if total != record.None {
+		rec.EngineE2ENs = total
+	}
 }
