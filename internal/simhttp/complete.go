@@ -329,6 +329,9 @@ func (x *exchange) stream() {
 			if x.p.includeUsage {
 				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens)
 			}
+			if x.s.timings {
+				buf = x.enc.timings(buf, x.st.res)
+			}
 			buf = x.enc.done(buf)
 			x.flush(fl, buf)
 			return
@@ -392,6 +395,10 @@ func (x *exchange) unary() {
 		buf = x.enc.truncatedBody(buf)
 	} else {
 		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, res.FinishReason)
+		if x.s.timings {
+			buf = appendTimings(append(buf[:len(buf)-2], ','), res) // before the closing "}\n"
+			buf = append(buf, "}\n"...)
+		}
 	}
 	*x.buf = buf
 	x.w.Header().Set("Content-Type", "application/json")

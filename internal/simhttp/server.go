@@ -60,8 +60,14 @@ type Server struct {
 
 	bufs sync.Pool // *[]byte write buffers of streams
 
-	spans *spanExporter // WithSpanExport; nil: no spans
+	spans   *spanExporter // WithSpanExport; nil: no spans
+	timings bool          // WithTimings
 }
+
+// WithTimings makes the server answer like llama.cpp's llama-server: a
+// "timings" object (prompt_ms, predicted_ms, cache_n, …) after the last
+// streamed chunk and in a non-streamed body.
+func WithTimings() Option { return func(s *Server) { s.timings = true } }
 
 // Option changes a setting of the server that sim.Config does not hold.
 type Option func(*Server)
