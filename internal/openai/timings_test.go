@@ -24,8 +24,8 @@ func TestScanTimings(t *testing.T) {
 		t.Errorf("timings %+v, want %+v", ch.Timings, want)
 	}
 	for js, want := range map[string]Timings{
-		`{"timings":null}`:                                 {},
-		`{"timings":{}}`:                                   {Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1},
+		`{"timings":null}`: {},
+		`{"timings":{}}`:   {Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1},
 		`{"timings":{"prompt_ms":-3,"cache_n":1.5}}`:       {Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1},
 		`{"timings":{"prompt_ms":"1","predicted_ms":2e3}}`: {Present: true, PromptMs: -1, PredictedMs: 2000, CacheN: -1},
 	} {
