@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,8 +14,8 @@ import (
 
 func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
-	var addr, file, model string
-	var verbose bool
+	var addr, file, model, otlpEndpoint string
+	var verbose, timings bool
 	var f *flags
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -35,7 +36,11 @@ chat workload per replica — roughly an 8B model on one GPU.`,
   curl -N http://127.0.0.1:18000/v1/chat/completions -d '{"model":"surge-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}'
 
   # two replicas, a 429 limit of 50 waiting requests, 1% of streams reset
-  surge sim --replicas 2 --max-waiting 50 --fault-reset 0.01`,
+  surge sim --replicas 2 --max-waiting 50 --fault-reset 0.01
+
+  # per-request engine timing, as vLLM sends it, joined by surge run
+  surge sim --otlp-traces-endpoint http://127.0.0.1:4318/v1/traces &
+  surge run --target http://127.0.0.1:8000/v1 --otlp-listen 127.0.0.1:4318`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := f.apply(file, &cfg); err != nil {
@@ -49,7 +54,17 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			srv, base, err := simhttp.Listen(cmd.Context(), addr, cfg, logger, simhttp.WithModel(model))
+			opts := []simhttp.Option{simhttp.WithModel(model)}
+			if otlpEndpoint != "" {
+				if u, err := url.Parse(otlpEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return &exitError{exitUsage, fmt.Errorf("--otlp-traces-endpoint: must be an http:// or https:// URL, got %q", otlpEndpoint)}
+				}
+				opts = append(opts, simhttp.WithSpanExport(otlpEndpoint, 0, nil))
+			}
+			if timings {
+				opts = append(opts, simhttp.WithTimings())
+			}
+			srv, base, err := simhttp.Listen(cmd.Context(), addr, cfg, logger, opts...)
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("--addr %s: %w", addr, err)}
 			}
@@ -68,6 +83,8 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 	cmd.Flags().StringVar(&model, "model", "surge-sim", "the one model name the simulator serves (others get 404)")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "YAML file of simulator settings (same names as the flags, with _)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request (never its content)")
+	cmd.Flags().StringVar(&otlpEndpoint, "otlp-traces-endpoint", "", "send vLLM-style llm_request spans (OTLP/HTTP protobuf, batched every 5 s) to this URL, e.g. http://127.0.0.1:4318/v1/traces")
+	cmd.Flags().BoolVar(&timings, "timings", false, "answer with llama.cpp's timings object (prompt_ms, predicted_ms) like llama-server")
 	f.simulator("", &cfg)
 	return cmd
 }

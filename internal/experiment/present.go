@@ -92,6 +92,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, m := range res.Scrape.Messages {
 		fmt.Fprintln(w, "engine metrics:", m)
 	}
+	for _, line := range EngineTimingLines(res) {
+		fmt.Fprintln(w, line)
+	}
 }
 
 // outcomeLine lists the failure classes of a group, e.g. "failures:
@@ -199,6 +202,11 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		}
 	} else {
 		r.QueueWait = report.PercentilesNA(report.ReasonNoEngineTelemetry)
+	}
+	r.EngineQueue = report.PercentilesNA(report.ReasonNoEngineTiming)
+	if et, ok := res.EngineTiming[phase]; ok && et.Queue.Available {
+		q := et.Queue
+		r.EngineQueue = report.Percentiles{P50: report.Val(q.P50Ms), P95: report.Val(q.P95Ms), P99: report.Val(q.P99Ms)}
 	}
 	return r
 }

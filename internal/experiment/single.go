@@ -168,6 +168,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}
+	t.Notes = append(t.Notes, EngineTimingLines(res)...)
 	ht := t
 	ht.Meta = nil
 	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},

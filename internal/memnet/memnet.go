@@ -12,30 +12,61 @@ import (
 	"sync"
 )
 
-// Network is one in-memory network with one listener, created on the
-// first Listen. Its zero value is ready to use.
+// Network is one in-memory network. Its default listener, created on the
+// first Listen or Dial, takes every address no other listener has; a
+// Listen on an address with an explicit port ("127.0.0.1:4318") creates a
+// listener of that address alone, which a Dial of exactly that address
+// reaches. Its zero value is ready to use.
 type Network struct {
-	mu sync.Mutex
-	ln *listener
+	mu    sync.Mutex
+	ln    *listener
+	named map[string]*listener
 }
 
 // ErrClosed is returned by Dial and Accept once the listener is closed.
 var ErrClosed = errors.New("memnet: closed")
 
-// Listen returns the network's listener; addr is ignored.
-func (n *Network) Listen(_ context.Context, _ string) (net.Listener, error) {
+// ErrInUse is returned by Listen on an address a listener already has.
+var ErrInUse = errors.New("memnet: address already in use")
+
+// Listen returns the listener of addr when it has an explicit port, else
+// the network's default listener.
+func (n *Network) Listen(_ context.Context, address string) (net.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ln == nil {
-		n.ln = &listener{conns: make(chan net.Conn), done: make(chan struct{})}
+	if _, port, err := net.SplitHostPort(address); err == nil && port != "0" && port != "" {
+		if l, ok := n.named[address]; ok && !l.closed() {
+			return nil, ErrInUse
+		}
+		if n.named == nil {
+			n.named = map[string]*listener{}
+		}
+		l := newListener(address)
+		n.named[address] = l
+		return l, nil
 	}
-	return n.ln, nil
+	return n.defaultListener(), nil
 }
 
-// DialContext connects to the listener, whatever the address.
-func (n *Network) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	ln, _ := n.Listen(ctx, "")
-	l := ln.(*listener)
+func (n *Network) defaultListener() *listener {
+	if n.ln == nil {
+		n.ln = newListener("")
+	}
+	return n.ln
+}
+
+func newListener(name string) *listener {
+	return &listener{conns: make(chan net.Conn), done: make(chan struct{}), name: name}
+}
+
+// DialContext connects to the listener of addr, or to the default one.
+func (n *Network) DialContext(ctx context.Context, _, address string) (net.Conn, error) {
+	n.mu.Lock()
+	l, ok := n.named[address]
+	if !ok {
+		l = n.defaultListener()
+	}
+	n.mu.Unlock()
 	client, server := net.Pipe()
 	select {
 	case l.conns <- server:
@@ -55,6 +86,16 @@ type listener struct {
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
+	name  string // "" for the default listener
+}
+
+func (l *listener) closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -71,9 +112,14 @@ func (l *listener) Close() error {
 	return nil
 }
 
-func (l *listener) Addr() net.Addr { return addr{} }
+func (l *listener) Addr() net.Addr {
+	if l.name != "" {
+		return addr(l.name)
+	}
+	return addr("memnet:80")
+}
 
-type addr struct{}
+type addr string
 
-func (addr) Network() string { return "memnet" }
-func (addr) String() string  { return "memnet:80" }
+func (addr) Network() string  { return "memnet" }
+func (a addr) String() string { return string(a) }

@@ -41,6 +41,7 @@ type Client struct {
 	url    *url.URL
 	header http.Header // shared by all requests; never modified after New
 	body   bodyTemplate
+	prefix [8]byte   // trace-id prefix (see TraceID)
 	pool   sync.Pool // *exchange
 }
 
@@ -116,10 +117,17 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	if err != nil { // checked by Validate
 		return nil, err
 	}
+	prefix := cfg.TracePrefix
+	if prefix == ([8]byte{}) {
+		prefix = randomPrefix()
+	}
 	fresh := tr.Clone()
 	fresh.DisableKeepAlives = true
-	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body}, nil
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body, prefix: prefix}, nil
 }
+
+// TracePrefix is the prefix of every trace id this client sends (see TraceID).
+func (c *Client) TracePrefix() [8]byte { return c.prefix }
 
 // CloseIdle closes idle connections (call it when a run ends).
 func (c *Client) CloseIdle() {
@@ -143,7 +151,11 @@ type exchange struct {
 	conns  atomic.Int32 // connections handed to the request (GotConn)
 	writes atomic.Int32 // request writes finished (WroteRequest)
 	br     *bufio.Reader
-	spill  []byte // a line longer than br's buffer
+	spill  []byte      // a line longer than br's buffer
+	header http.Header // the client's headers plus this attempt's traceparent and request id
+	tp     []string    // header[TraceparentHeader]
+	reqID  []string    // header[RequestIDHeader]
+	tpBuf  [55]byte
 }
 
 // bodyReader is the request body: a bytes.Reader with a no-op Close.
@@ -155,7 +167,9 @@ func (*bodyReader) Close() error { return nil }
 func (c *Client) getExchange() *exchange {
 	x, _ := c.pool.Get().(*exchange)
 	if x == nil {
-		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10)}
+		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10), header: c.header.Clone(), tp: []string{""}, reqID: []string{""}}
+		x.header[TraceparentHeader] = x.tp
+		x.header[RequestIDHeader] = x.reqID
 		x.trace = httptrace.ClientTrace{
 			GotConn: func(info httptrace.GotConnInfo) {
 				x.connNs.Store(c.now())
@@ -171,7 +185,7 @@ func (c *Client) getExchange() *exchange {
 			Proto:      "HTTP/1.1",
 			ProtoMajor: 1,
 			ProtoMinor: 1,
-			Header:     c.header,
+			Header:     x.header,
 			Host:       c.url.Host,
 			Body:       &x.body,
 			GetBody: func() (io.ReadCloser, error) {
@@ -311,6 +325,12 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	rec.RateLimit, rec.ServerTiming = record.NoRateLimit, rec.ServerTiming[:0]
 	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer, rec.ReasoningTokens, rec.CachedTokens = 0, 0, false, 0, 0
 
+	// The trace context: one allocation (the traceparent string); the
+	// record's trace id is a substring of it.
+	tp := string(appendTraceparent(x.tpBuf[:0], TraceID(c.prefix, rec.Seq), spanID(rec.Seq, rec.Attempts)))
+	x.tp[0], x.reqID[0] = tp, rec.ID
+	rec.TraceID = tp[3:35]
+
 	sent := c.now()
 	if rec.Attempts == 1 {
 		rec.SentNs = sent
@@ -343,6 +363,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	}
 	rec.HeadersNs = now
 	rec.Status = resp.StatusCode
+	applyTGIHeaders(rec, resp.Header)
 	if v := resp.Header[ReplicaHeader]; len(v) > 0 {
 		rec.Replica = c.safeToken(v[0], req.Prompt)
 	}
@@ -438,7 +459,12 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 				ReasoningTokens int `json:"reasoning_tokens"`
 			} `json:"completion_tokens_details"`
 		} `json:"usage"`
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Timings *struct {
+			PromptMs    *float64 `json:"prompt_ms"`
+			PredictedMs *float64 `json:"predicted_ms"`
+			CacheN      *int     `json:"cache_n"`
+		} `json:"timings"`
 	}
 	switch {
 	case len(body) == 0:
@@ -487,6 +513,19 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		if d := u.CompletionTokensDetails; d != nil {
 			rec.ReasoningTokens = max(d.ReasoningTokens, 0)
 		}
+	}
+	if t := r.Timings; t != nil {
+		tm := Timings{Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1}
+		if t.PromptMs != nil {
+			tm.PromptMs = *t.PromptMs
+		}
+		if t.PredictedMs != nil {
+			tm.PredictedMs = *t.PredictedMs
+		}
+		if t.CacheN != nil {
+			tm.CacheN = *t.CacheN
+		}
+		applyTimings(rec, tm)
 	}
 	rec.Outcome = record.OK
 	setTPOT(rec)

@@ -54,6 +54,9 @@ type Config struct {
 	Retries            int               // retries after a retryable failure; 0 = off
 	RetryMaxWait       time.Duration     // longest wait before a retry; a longer Retry-After ends retrying
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
+	// TracePrefix is the first half of every trace id sent in traceparent
+	// (see TraceID); zero means random, chosen by New.
+	TracePrefix [8]byte `json:"-" yaml:"-"`
 	// Dial, when set, replaces the network dialer: tests dial in-memory
 	// pipes so that a whole run executes under testing/synctest.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-" yaml:"-"`
@@ -90,7 +93,7 @@ func (c Config) withDefaults() Config {
 }
 
 // headers the client sets itself; Config.Headers may not replace them.
-var reservedHeaders = []string{"Content-Length", "Content-Type", "Transfer-Encoding", "Host", "Connection", "Accept-Encoding"}
+var reservedHeaders = []string{"Content-Length", "Content-Type", "Transfer-Encoding", "Host", "Connection", "Accept-Encoding", TraceparentHeader, RequestIDHeader}
 
 // Validate checks the configuration. Its errors name fields, never secret
 // values (the API key, header values).

@@ -1,6 +1,9 @@
 package openai
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Chunk is what ScanChunk extracts from the JSON of one streamed chunk (the
 // payload of one SSE "data:" line). Slices point into the scanned input.
@@ -36,6 +39,19 @@ type Chunk struct {
 	// decoded) or a number literal. It is server-controlled: sanitize before
 	// recording it.
 	ErrorType []byte
+	// Timings is llama.cpp's top-level "timings" object (its final chunk).
+	Timings Timings
+}
+
+// Timings is what the client keeps of llama.cpp's "timings" object:
+// prompt_ms (prompt processing, the prefill), predicted_ms (generation,
+// the decode) and cache_n (prompt tokens reused from its cache). A value
+// that is absent or not a non-negative number is −1.
+type Timings struct {
+	Present     bool
+	PromptMs    float64
+	PredictedMs float64
+	CacheN      int
 }
 
 // maxDepth is encoding/json's nesting limit; ScanChunk accepts exactly the
@@ -74,6 +90,10 @@ const (
 	kCompletionTokensDetails
 	kCachedTokens
 	kReasoningTokens
+	kTimings
+	kPromptMs
+	kPredictedMs
+	kCacheN
 )
 
 func lookupKey(name []byte) keyID {
@@ -118,6 +138,14 @@ func lookupKey(name []byte) keyID {
 		return kCachedTokens
 	case "reasoning_tokens":
 		return kReasoningTokens
+	case "timings":
+		return kTimings
+	case "prompt_ms":
+		return kPromptMs
+	case "predicted_ms":
+		return kPredictedMs
+	case "cache_n":
+		return kCacheN
 	}
 	return kOther
 }
@@ -177,6 +205,8 @@ func ScanChunk(data []byte) (Chunk, error) {
 			topType, err = s.tokenValue(1)
 		case kCode:
 			topCode, err = s.tokenValue(1)
+		case kTimings:
+			c.Timings, err = s.timings(1)
 		default:
 			err = s.value(1)
 		}
@@ -761,4 +791,58 @@ func (s *scanner) errorValue(depth int) (isErr bool, typ []byte, err error) {
 		typ = code
 	}
 	return true, typ, err
+}
+
+// timings consumes the value of llama.cpp's "timings"; Present is true for
+// an object. It is met once per response, so ParseFloat's cost is fine.
+func (s *scanner) timings(depth int) (Timings, error) {
+	if s.peek() != '{' {
+		return Timings{}, s.value(depth)
+	}
+	t := Timings{Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1}
+	more, err := s.objectStart(depth + 1)
+	for err == nil && more {
+		var k keyID
+		if k, err = s.key(); err != nil {
+			break
+		}
+		switch k {
+		case kPromptMs:
+			t.PromptMs, err = s.millis(depth + 1)
+		case kPredictedMs:
+			t.PredictedMs, err = s.millis(depth + 1)
+		case kCacheN:
+			if c := s.peek(); c == '-' || '0' <= c && c <= '9' {
+				var v int64
+				var isInt bool
+				if v, isInt, err = s.number(); isInt {
+					t.CacheN = int(v)
+				}
+			} else {
+				err = s.value(depth + 1)
+			}
+		default:
+			err = s.value(depth + 1)
+		}
+		if err == nil {
+			more, err = s.objectNext()
+		}
+	}
+	return t, err
+}
+
+// millis consumes a value and returns it when it is a non-negative number, else −1.
+func (s *scanner) millis(depth int) (float64, error) {
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		return -1, s.value(depth)
+	}
+	start := s.i
+	if _, _, err := s.number(); err != nil {
+		return -1, err
+	}
+	v, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	if err != nil || v < 0 {
+		return -1, nil
+	}
+	return v, nil
 }

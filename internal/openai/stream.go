@@ -43,10 +43,13 @@ func (st *streamState) fill(rec *record.Record) {
 	rec.Chunks = st.content
 	if st.usage {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
-		rec.ReasoningTokens, rec.CachedTokens = st.reason, st.cach
+		rec.ReasoningTokens = st.reason
+		if st.cach > 0 { // else llama.cpp's timings.cache_n may have set it
+			rec.CachedTokens = st.cach
+		}
 	} else {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, st.content, false
-		rec.ReasoningTokens, rec.CachedTokens = 0, 0
+		rec.ReasoningTokens = 0
 	}
 }
 
@@ -200,6 +203,9 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			}
 			if ch.Text && st.firstText == record.None {
 				st.firstText = t
+			}
+			if ch.Timings.Present {
+				applyTimings(rec, ch.Timings)
 			}
 			if ch.Content {
 				st.content++

@@ -46,6 +46,7 @@ func fullRow() Row {
 		TTFT:              pct(182.4, 611, 948.25),
 		Completion:        pct(3120, 5890, 7420),
 		QueueWait:         pct(3.2, 240, 512),
+		EngineQueue:       pct(2.9, 231, 530),
 		RejectionRate:     Val(0.0021),
 		TimeoutRate:       Val(0),
 		ErrorRate:         Val(0.0005),
@@ -69,6 +70,7 @@ func naRow() Row {
 		TTFT:              PercentilesNA(ReasonNoSamples),
 		Completion:        PercentilesNA(ReasonNoSamples),
 		QueueWait:         PercentilesNA(ReasonNoEngineTelemetry),
+		EngineQueue:       PercentilesNA(ReasonNoEngineTiming),
 		RejectionRate:     Unavailable(ReasonNoSamples),
 		TimeoutRate:       Unavailable(ReasonNoSamples),
 		ErrorRate:         Unavailable(ReasonNoSamples),
@@ -87,6 +89,7 @@ func censoredRow() Row {
 	r.TTFT = Percentiles{P50: Val(8400), P95: Val(41200), P99: Above(60000, ReasonCensoredP99)}
 	r.Completion = Percentiles{P50: Val(14800), P95: Val(52000), P99: Above(60000, ReasonCensoredP99)}
 	r.QueueWait = PercentilesNA(ReasonNoEngineTelemetry)
+	r.EngineQueue = PercentilesNA(ReasonNoEngineTiming)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = Val(0.12), Val(0.043), Val(0.001), Val(0.0433)
 	r.Recovery = RecoveredAfter(212.5)
 	r.PredictedRecovery = RecoveredAfter(180)

@@ -98,7 +98,10 @@ type Row struct {
 	TTFT       Percentiles // time to first token of any kind (text, reasoning, tool call), ms
 	TTFTText   Percentiles // time to first answer-text token, ms; n/a where no request thought first
 	Completion Percentiles // time to the end of the response, ms
-	QueueWait  Percentiles // engine queue wait measured by the engine, ms
+	QueueWait  Percentiles // engine queue wait from the engine's histogram deltas over the phase, ms
+	// EngineQueue is the engine's queue wait per request (OTLP spans,
+	// llama.cpp timings, TGI headers) over the phase's arrivals, ms.
+	EngineQueue Percentiles
 
 	RejectionRate Opt // HTTP 429 / scheduled arrivals
 	TimeoutRate   Opt // timeouts / scheduled arrivals
@@ -242,9 +245,12 @@ var columns = []column{
 	optCol("completion_p50_ms", "compl p50", groupLatency, kindMs, "time to the end of the response", func(r *Row) Opt { return r.Completion.P50 }),
 	optCol("completion_p95_ms", "compl p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P95 }),
 	optCol("completion_p99_ms", "compl p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P99 }),
-	optCol("queue_wait_p50_ms", "queue p50", groupLatency, kindMs, "engine queue wait, measured by the engine (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
+	optCol("queue_wait_p50_ms", "queue p50", groupLatency, kindMs, "engine queue wait, histogram delta: the engine's queue-time histogram over the phase, by observation time (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
 	optCol("queue_wait_p95_ms", "queue p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P95 }),
 	optCol("queue_wait_p99_ms", "queue p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P99 }),
+	optCol("engine_queue_p50_ms", "queue/req p50", groupLatency, kindMs, "engine queue wait per request (OTLP spans or the engine's response), over the phase's arrivals", func(r *Row) Opt { return r.EngineQueue.P50 }),
+	optCol("engine_queue_p95_ms", "queue/req p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P95 }),
+	optCol("engine_queue_p99_ms", "queue/req p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P99 }),
 
 	optCol("rejection_rate", "429 %", groupFailures, kindRate, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
 	optCol("timeout_rate", "timeout %", groupFailures, kindRate, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),

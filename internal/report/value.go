@@ -14,6 +14,8 @@ const NA = "n/a"
 const (
 	// ReasonNoEngineTelemetry explains an unavailable engine queue wait.
 	ReasonNoEngineTelemetry = "no engine telemetry: load-induced latency is extra observed latency, not queue time"
+	// ReasonNoEngineTiming explains a missing per-request engine queue wait.
+	ReasonNoEngineTiming = "no per-request engine timing (--otlp-listen with vLLM, or llama.cpp's timings)"
 	// ReasonNoSamples explains a percentile or rate over zero requests.
 	ReasonNoSamples = "no samples"
 	// ReasonNoBurst explains burst-only columns of a run without a burst.

@@ -17,6 +17,7 @@ import (
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
@@ -43,6 +44,7 @@ type Env struct {
 	network  Network // nil: the real network
 	server   *simhttp.Server
 	exporter *live.Exporter
+	spans    *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
 	current  atomic.Pointer[live.Source] // the run under way, for the exporter
 }
 
@@ -137,17 +139,41 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		}
 		e.exporter = exp
 	}
+	if o.OTLPListen != "" {
+		var ln net.Listener
+		var err error
+		if e.network != nil {
+			ln, err = e.network.Listen(ctx, o.OTLPListen)
+		} else {
+			ln, err = net.Listen("tcp", o.OTLPListen)
+		}
+		if err != nil {
+			e.Close()
+			return nil, configErr(&field.Error{Field: "otlp_listen", Message: fmt.Sprintf("cannot listen on %s: %v", o.OTLPListen, listenCause(err))})
+		}
+		e.spans = otlp.Serve(ln)
+	}
 	if e.Simulated && !e.Virtual {
 		var srv *simhttp.Server
 		var base string
 		var err error
+		opts := []simhttp.Option{simhttp.WithModel(o.Model)}
+		if e.spans != nil {
+			// The simulator exports its spans to surge's own receiver, as
+			// vLLM with --otlp-traces-endpoint would.
+			var hc *http.Client
+			if e.network != nil {
+				hc = &http.Client{Transport: &http.Transport{DialContext: e.network.DialContext}}
+			}
+			opts = append(opts, simhttp.WithSpanExport("http://"+e.spans.Addr()+"/v1/traces", 0, hc))
+		}
 		if e.network != nil {
 			var ln net.Listener
 			if ln, err = e.network.Listen(ctx, "127.0.0.1:0"); err == nil {
-				srv, base, err = simhttp.Serve(ctx, ln, o.Sim, logger, simhttp.WithModel(o.Model))
+				srv, base, err = simhttp.Serve(ctx, ln, o.Sim, logger, opts...)
 			}
 		} else {
-			srv, base, err = simhttp.Listen(ctx, "127.0.0.1:0", o.Sim, logger, simhttp.WithModel(o.Model))
+			srv, base, err = simhttp.Listen(ctx, "127.0.0.1:0", o.Sim, logger, opts...)
 		}
 		if err != nil {
 			e.Close()
@@ -158,6 +184,28 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		e.Preset = "sim"
 	}
 	return e, nil
+}
+
+// listenCause is the cause of a listen error without the operation,
+// address and system call net.OpError repeats ("address already in use").
+func listenCause(err error) error {
+	var sc *os.SyscallError
+	if errors.As(err, &sc) {
+		return sc.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// OTLPAddr is the address the OTLP trace receiver listens on ("" without one).
+func (e *Env) OTLPAddr() string {
+	if e.spans == nil {
+		return ""
+	}
+	return e.spans.Addr()
 }
 
 // checkCACert reads a PEM CA file, so that a wrong path or a file without
@@ -181,10 +229,14 @@ func (e *Env) Close() error {
 	if e.exporter != nil {
 		e.exporter.Close()
 	}
+	var err error
 	if e.server != nil {
-		return e.server.Close()
+		err = e.server.Close() // first: it sends its last spans
 	}
-	return nil
+	if e.spans != nil {
+		e.spans.Close()
+	}
+	return err
 }
 
 // TargetName describes the target for reports (never with credentials).

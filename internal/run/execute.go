@@ -145,6 +145,15 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			res.QueueWait[b.Name] = QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(b.Start), int64(b.End)))
 		}
 	}
+	source := analyze.EngineSourceResponse
+	if res.Spans != nil {
+		source = analyze.EngineSourceOTLP
+	}
+	var phases []string
+	for _, b := range res.Plan.Bounds() {
+		phases = append(phases, b.Name)
+	}
+	res.EngineTiming = analyze.EngineTimings(res.Records, phases, spec.Exclude, source)
 	if spec.Finish != nil {
 		spec.Finish(res)
 	}
@@ -165,7 +174,8 @@ func Save(d *rundir.Dir, res *Result) error {
 		return err
 	}
 	s := rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
-		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, SimEvents: res.SimEvents, Burst: res.Burst}
+		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
+		SimEvents: res.SimEvents, Burst: res.Burst}
 	if err := d.WriteJSON("summary.json", s); err != nil {
 		return err
 	}

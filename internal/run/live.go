@@ -11,6 +11,7 @@ import (
 	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
@@ -29,6 +30,21 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		return configErr(err)
 	}
 	defer client.CloseIdle()
+
+	// Engine spans (--otlp-listen): finished records wait for theirs in
+	// the join, which then hands them on to the sink, each once.
+	var join *otlp.Join
+	var spansBefore otlp.Stats
+	if e.spans != nil {
+		join = e.spanJoin(client.TracePrefix(), spec, len(arrivals), sink)
+		sink = join.Add
+		spansBefore = e.spans.Stats()
+		e.spans.Attach(join)
+		defer e.spans.Attach(nil)
+		joinCtx, stopJoin := context.WithCancel(context.Background())
+		defer stopJoin()
+		go join.Run(joinCtx)
+	}
 
 	// Engine metrics, streamed into engine.csv as they are scraped.
 	var scr *scrape.Scraper
@@ -150,6 +166,12 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	if !stopAfter() {
 		<-noted // ctx was cancelled: wait until the moment is noted
 	}
+	if join != nil {
+		// The late spans: at most the grace period, less when every
+		// successful request has its span; at once on Ctrl-C.
+		st := join.Close(ctx)
+		res.Spans = &otlp.Report{Listen: e.spans.Addr(), GraceMs: float64(o.OTLPGrace) / 1e6, Receiver: e.spans.Stats().Sub(spansBefore), Join: st}
+	}
 	stopWatch()
 	watchDone.Wait()
 	res.StoppedAt = time.Duration(stopped.Load())
@@ -243,3 +265,23 @@ func (l *liveState) status() live.Status {
 
 // liveWindow is the span of finished requests the live P99 describes.
 const liveWindow = 10 * time.Second
+
+// closedSpanCap bounds the spans a closed-loop run keeps waiting for their
+// records (an open-loop run keeps at most one per scheduled arrival).
+const closedSpanCap = 1 << 20
+
+// spanJoin is the join of this run's records with the engine's spans: a
+// span belongs to the run when its trace id carries the client's prefix
+// and the sequence number of one of the run's arrivals.
+func (e *Env) spanJoin(prefix [8]byte, spec Spec, arrivals int, sink loadgen.Sink) *otlp.Join {
+	limit := arrivals
+	if spec.Closed != nil {
+		limit = closedSpanCap
+	}
+	n := int64(limit)
+	match := func(id [16]byte) (int64, bool) {
+		seq, ok := openai.SeqOfTraceID(prefix, id)
+		return seq, ok && seq < n
+	}
+	return otlp.NewJoin(match, limit, e.Opts.OTLPGrace, sink)
+}

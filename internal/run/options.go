@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
 
@@ -74,8 +75,10 @@ type Options struct {
 	SLOE2EP99    time.Duration `yaml:"slo_e2e_p99"`   // SLO clause: p99 completion from schedule (0 = not checked)
 	SLOGoodput   float64       `yaml:"slo_goodput"`   // SLO clause: goodput ratio (0 = not checked)
 
-	PrometheusAddr string `yaml:"prometheus_addr"` // expose live values for Prometheus here
-	Quiet          bool   `yaml:"quiet"`           // no live view
+	PrometheusAddr string        `yaml:"prometheus_addr"` // expose live values for Prometheus here
+	OTLPListen     string        `yaml:"otlp_listen"`     // receive the engine's OTLP trace spans here (host:port)
+	OTLPGrace      time.Duration `yaml:"otlp_grace"`      // how long a finished request waits for its span
+	Quiet          bool          `yaml:"quiet"`           // no live view
 
 	Deployment    string `yaml:"deployment"`     // manifest: serverless, dedicated, self-managed, …
 	Hardware      string `yaml:"hardware"`       // manifest: GPU/accelerator, if known
@@ -102,6 +105,7 @@ func DefaultOptions() Options {
 		SLOTTFTP95:     analyze.DefaultSLO.TTFTP95,
 		SLOE2EP99:      analyze.DefaultSLO.E2EP99,
 		SLOGoodput:     analyze.DefaultSLO.GoodputRatio,
+		OTLPGrace:      otlp.DefaultGrace,
 		Sim:            sim.DefaultConfig(),
 	}
 }
@@ -181,6 +185,14 @@ func (o *Options) Validate() error {
 		if _, _, err := net.SplitHostPort(o.PrometheusAddr); err != nil {
 			bad("prometheus_addr", "must be host:port, got %q", o.PrometheusAddr)
 		}
+	}
+	if o.OTLPListen != "" {
+		if _, _, err := net.SplitHostPort(o.OTLPListen); err != nil {
+			bad("otlp_listen", "must be host:port, got %q", o.OTLPListen)
+		}
+	}
+	if o.OTLPGrace < 0 || o.OTLPGrace > 5*time.Minute {
+		bad("otlp_grace", "must be 0..5m, got %s", o.OTLPGrace)
 	}
 	if o.Target == "" {
 		o.Sim.Seed = o.Seed

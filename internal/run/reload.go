@@ -63,6 +63,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		Partial: m.Partial, PartialWhy: m.PartialWhy, Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
+		EngineTiming: s.EngineTiming, Spans: s.EngineSpans,
 	}
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}

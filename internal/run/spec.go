@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -57,12 +58,17 @@ type Stopper interface {
 
 // Result is what a run produced.
 type Result struct {
-	Spec       Spec
-	Analysis   *analyze.Result
-	Scrape     scrape.Status
-	Engine     []scrape.Sample
-	QueueWait  map[string]analyze.QueueWait // engine-measured queue wait per phase
-	Records    []record.Record              // every record, in schedule order
+	Spec      Spec
+	Analysis  *analyze.Result
+	Scrape    scrape.Status
+	Engine    []scrape.Sample
+	QueueWait map[string]analyze.QueueWait // engine-measured queue wait per phase
+	// EngineTiming is the engine's per-request timing per phase (by
+	// arrival) and "overall"; nil when no record carries any.
+	EngineTiming map[string]analyze.EngineTiming
+	// Spans is what the OTLP receiver got during the run (--otlp-listen).
+	Spans      *otlp.Report
+	Records    []record.Record // every record, in schedule order
 	Partial    bool
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
@@ -17,9 +18,13 @@ type Summary struct {
 	Analysis   *analyze.Result              `json:"analysis"`
 	VLLM       analyze.VLLMBench            `json:"vllm_bench"` // vLLM bench field names, for cross-checks
 	Engine     scrape.Status                `json:"engine_metrics"`
-	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase
-	SimEvents  []sim.Event                  `json:"sim_events,omitempty"`
-	Burst      *BurstInfo                   `json:"burst,omitempty"`
+	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase, from the engine's histogram deltas
+	// EngineTiming is the engine's own per-request timing per phase (by
+	// arrival) and overall, when records carry it.
+	EngineTiming map[string]analyze.EngineTiming `json:"engine_timing,omitempty"`
+	EngineSpans  *otlp.Report                    `json:"engine_spans,omitempty"` // the OTLP receiver (--otlp-listen)
+	SimEvents    []sim.Event                     `json:"sim_events,omitempty"`
+	Burst        *BurstInfo                      `json:"burst,omitempty"`
 }
 
 // BurstInfo is what summary.json records about a burst run beyond the

@@ -28,6 +28,10 @@ type stream struct {
 	res      sim.Result   // valid once finished is true
 	finished atomic.Bool
 	notify   chan struct{}
+
+	spans         *spanExporter // nil: no span
+	origin        time.Time     // wall time of sim time 0
+	trace, parent []byte        // from the request's traceparent
 }
 
 var _ sim.Observer = (*stream)(nil)
@@ -62,6 +66,9 @@ func (st *stream) Finished(now time.Duration, res sim.Result) {
 	st.m.queueTime.Observe(res.QueueTime.Seconds())
 	st.m.e2e.Observe((now - st.submitted).Seconds())
 	st.tokens.Store(int64(res.OutputTokens))
+	if st.spans != nil {
+		st.spans.add(spanRecord{traceID: st.trace, parent: st.parent, start: st.origin.Add(res.ArrivedAt), end: st.origin.Add(now), res: res, doneAt: now})
+	}
 	st.finished.Store(true)
 	st.signal()
 }
@@ -109,6 +116,13 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	}
 
 	st := newStream(s.metrics)
+	if s.spans != nil {
+		st.spans, st.origin = s.spans, s.origin
+		var ok bool
+		if st.trace, st.parent, ok = parseTraceparent(r.Header.Get("Traceparent")); !ok {
+			st.trace = newTraceID() // vLLM starts a trace of its own
+		}
+	}
 	s.mu.Lock()
 	now := s.now()
 	st.submitted = now
@@ -319,6 +333,9 @@ func (x *exchange) stream() {
 			if x.p.includeUsage {
 				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens))
 			}
+			if x.s.timings {
+				buf = x.enc.timings(buf, x.st.res)
+			}
 			buf = x.enc.done(buf)
 			x.flush(fl, buf)
 			return
@@ -391,6 +408,10 @@ func (x *exchange) unary() {
 		buf = x.enc.truncatedBody(buf)
 	} else {
 		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), res.FinishReason)
+		if x.s.timings {
+			buf = appendTimings(append(buf[:len(buf)-2], ','), res) // before the closing "}\n"
+			buf = append(buf, "}\n"...)
+		}
 	}
 	*x.buf = buf
 	x.w.Header().Set("Content-Type", "application/json")

@@ -3,6 +3,9 @@ package simhttp
 import (
 	"encoding/json"
 	"strconv"
+	"time"
+
+	"github.com/surge-bench/surge/internal/sim"
 )
 
 // words is the fixed vocabulary of generated text: token i (0-based) is
@@ -160,6 +163,33 @@ func (e *encoder) usage(b []byte, prompt, completion, reasoning int) []byte {
 	b = appendUsage(b, prompt, completion, reasoning)
 	b = append(b, '}')
 	return append(b, sseEnd...)
+}
+
+// timings appends a chunk with llama.cpp's "timings" object.
+func (e *encoder) timings(b []byte, res sim.Result) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[],`...)
+	b = appendTimings(b, res)
+	b = append(b, '}')
+	return append(b, sseEnd...)
+}
+
+// appendTimings appends the member "timings" as llama-server writes it
+// (tools/server/server-common.cpp, server_slot_stats::to_json): prompt
+// processing is admission → first token, generation first → last token.
+func appendTimings(b []byte, res sim.Result) []byte {
+	ms := func(d time.Duration) []byte { return strconv.AppendFloat(nil, float64(d)/1e6, 'f', 3, 64) }
+	prompt, gen := res.FirstTokenAt-res.AdmittedAt, res.DoneAt-res.FirstTokenAt
+	b = append(b, `"timings":{"cache_n":0,"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(res.PromptTokens), 10)
+	b = append(b, `,"prompt_ms":`...)
+	b = append(b, ms(prompt)...)
+	b = append(b, `,"predicted_n":`...)
+	b = strconv.AppendInt(b, int64(res.OutputTokens), 10)
+	b = append(b, `,"predicted_ms":`...)
+	b = append(b, ms(gen)...)
+	return append(b, '}')
 }
 
 // done appends the stream terminator.

@@ -60,7 +60,15 @@ type Server struct {
 	stopCtx   func() bool // detaches Listen's context; nil otherwise
 
 	bufs sync.Pool // *[]byte write buffers of streams
+
+	spans   *spanExporter // WithSpanExport; nil: no spans
+	timings bool          // WithTimings
 }
+
+// WithTimings makes the server answer like llama.cpp's llama-server: a
+// "timings" object (prompt_ms, predicted_ms, cache_n, …) after the last
+// streamed chunk and in a non-streamed body.
+func WithTimings() Option { return func(s *Server) { s.timings = true } }
 
 // Option changes a setting of the server that sim.Config does not hold.
 type Option func(*Server)
@@ -103,6 +111,9 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		o(s)
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	if s.spans != nil {
+		go s.spans.run()
+	}
 	s.metrics = newMetrics(s.model, s)
 	s.handler = s.routes()
 	return s, nil
@@ -167,6 +178,9 @@ func (s *Server) Close() error {
 			<-s.driverDone
 		}
 		s.handlers.Wait()
+		if s.spans != nil {
+			s.spans.close()
+		}
 	})
 	return s.closeErr
 }

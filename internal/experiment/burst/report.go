@@ -164,6 +164,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if res.Scrape.State != "" && len(res.Engine) == 0 {
 			t.Notes = append(t.Notes, scope+": no engine metrics — latency growth is extra observed latency, not measured queue time")
 		}
+		for _, line := range experiment.EngineTimingLines(res) {
+			t.Notes = append(t.Notes, scope+": "+line)
+		}
 		if note := abandonmentNote(r); note != "" {
 			t.Notes = append(t.Notes, scope+": "+note)
 		}

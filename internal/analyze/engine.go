@@ -1,0 +1,86 @@
+package analyze
+
+import "github.com/surge-bench/surge/internal/record"
+
+// Sources of per-request engine timing.
+const (
+	EngineSourceOTLP     = "per request (OTLP)"            // vLLM's llm_request spans
+	EngineSourceResponse = "per request (engine response)" // llama.cpp's timings object, TGI's timing headers
+)
+
+// EngineTiming summarises the engine's own per-request timing of one
+// phase, by the phase of the scheduled arrival (record.Phase), over the
+// successful requests. Each distribution is ExactQueueWait over the
+// requests that carry that time (engine_queue_ns, engine_prefill_ns,
+// engine_decode_ns, engine_e2e_ns); a request without it is counted in
+// Missing, never guessed.
+type EngineTiming struct {
+	Source  string    `json:"source"`  // EngineSourceOTLP or EngineSourceResponse
+	OK      int64     `json:"ok"`      // successful requests of the phase
+	Timed   int64     `json:"timed"`   // of them, with any engine time
+	Missing int64     `json:"missing"` // of them, with none
+	Queue   QueueWait `json:"queue"`   // engine_queue_ns, ms
+	Prefill QueueWait `json:"prefill"` // engine_prefill_ns, ms
+	Decode  QueueWait `json:"decode"`  // engine_decode_ns, ms
+	E2E     QueueWait `json:"e2e"`     // engine_e2e_ns, ms
+}
+
+// EngineTimings returns the EngineTiming of every phase named in phases
+// (in that order, by arrival) and of "overall" (every phase not in
+// exclude), or nil when no record carries any engine time.
+func EngineTimings(recs []record.Record, phases, exclude []string, source string) map[string]EngineTiming {
+	type acc struct {
+		ok, timed        int64
+		q, pre, dec, e2e []float64
+	}
+	by := map[string]*acc{}
+	for _, p := range phases {
+		by[p] = &acc{}
+	}
+	by["overall"] = &acc{}
+	excluded := map[string]bool{}
+	for _, p := range exclude {
+		excluded[p] = true
+	}
+	any := false
+	for i := range recs {
+		r := &recs[i]
+		if r.Outcome != record.OK {
+			continue
+		}
+		targets := []*acc{by[r.Phase]}
+		if !excluded[r.Phase] {
+			targets = append(targets, by["overall"])
+		}
+		timed := r.EngineQueueNs != record.None || r.EnginePrefillNs != record.None || r.EngineDecodeNs != record.None || r.EngineE2ENs != record.None
+		any = any || timed
+		for _, a := range targets {
+			if a == nil {
+				continue
+			}
+			a.ok++
+			if !timed {
+				continue
+			}
+			a.timed++
+			add := func(dst *[]float64, ns int64) {
+				if ns != record.None {
+					*dst = append(*dst, float64(ns)/1e9)
+				}
+			}
+			add(&a.q, r.EngineQueueNs)
+			add(&a.pre, r.EnginePrefillNs)
+			add(&a.dec, r.EngineDecodeNs)
+			add(&a.e2e, r.EngineE2ENs)
+		}
+	}
+	if !any {
+		return nil
+	}
+	out := make(map[string]EngineTiming, len(by))
+	for name, a := range by {
+		out[name] = EngineTiming{Source: source, OK: a.ok, Timed: a.timed, Missing: a.ok - a.timed,
+			Queue: ExactQueueWait(a.q), Prefill: ExactQueueWait(a.pre), Decode: ExactQueueWait(a.dec), E2E: ExactQueueWait(a.e2e)}
+	}
+	return out
+}
