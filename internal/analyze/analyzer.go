@@ -123,6 +123,7 @@ type sample struct {
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
+	done           int64 // done time of an ok request, ns; 0 otherwise
 }
 
 type metricAcc struct {
@@ -151,8 +152,13 @@ type acc struct {
 	sent, good     int64
 	prompt, output int64 // tokens of ok requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
-	m              [numMetrics]metricAcc
-	packed         bool
+	// completed counts ok requests whose done time falls in the group's
+	// interval, whatever their arrival: the target's throughput by
+	// completion time. lastDone is the latest done time of the group's own
+	// (by arrival) ok requests, ns; 0 when none.
+	completed, lastDone int64
+	m                   [numMetrics]metricAcc
+	packed              bool
 }
 
 func (a *acc) observe(s *sample) {
@@ -167,6 +173,7 @@ func (a *acc) observe(s *sample) {
 	a.output += s.output
 	a.decodeNs += s.decodeNs
 	a.gaps += s.gaps
+	a.lastDone = max(a.lastDone, s.done)
 	for i, v := range s.us {
 		if v < 0 {
 			continue
@@ -192,6 +199,8 @@ func (a *acc) merge(b *acc) {
 	a.output += b.output
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
+	a.completed += b.completed
+	a.lastDone = max(a.lastDone, b.lastDone)
 	for i := range a.m {
 		src, dst := &b.m[i], &a.m[i]
 		if src.h == nil {
@@ -372,6 +381,7 @@ func (a *Analyzer) Add(rec *record.Record) {
 			}
 		}
 		if done != none {
+			s.done = done
 			s.us[mE2ESchedule] = a.us(done - sched)
 			if s.sent {
 				s.us[mE2ESend] = a.us(done - sent)
@@ -400,7 +410,27 @@ func (a *Analyzer) Add(rec *record.Record) {
 	if a.recov != a.windows {
 		a.recov.get(a.recov.index(sched)).observe(&s)
 	}
+	if s.slot == slotOK && done != none {
+		a.countCompletion(done)
+	}
 	a.anom.TimelineClipped += a.timeline.add(rec)
+}
+
+// countCompletion counts an ok request that ended at done (ns) in the phase
+// and the windows its done time falls in: completions by completion time.
+// Completions outside the run's span [first phase start, last phase end)
+// are not counted in any window, so that they add no window of their own.
+func (a *Analyzer) countCompletion(done int64) {
+	if pi := a.phaseOf(done); pi >= 0 {
+		a.phases[pi].completed++
+	}
+	if done < a.runStart || done >= a.runEnd {
+		return
+	}
+	a.windows.get(a.windows.index(done)).completed++
+	if a.recov != a.windows {
+		a.recov.get(a.recov.index(done)).completed++
+	}
 }
 
 // ErrConfigMismatch is returned by Merge when the two analyzers were not

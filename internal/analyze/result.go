@@ -63,20 +63,27 @@ func (l Latency) Get(m Metric) Dist {
 
 // Stats are the counts, rates and distributions of one group of records: a
 // phase, a window or the overall aggregate. Rates are per second over
-// DurationMs; ratios are fractions of Offered.
+// DurationMs; ratios are fractions of Offered. Every count belongs to the
+// group of the record's scheduled arrival except Completed (and
+// CompletedRPS), which counts the ok requests whose done time falls in the
+// group's interval: the target's throughput.
 type Stats struct {
 	DurationMs float64                  `json:"duration_ms"`
 	Offered    int64                    `json:"offered"`   // scheduled arrivals
 	Sent       int64                    `json:"sent"`      // left the generator
 	Succeeded  int64                    `json:"succeeded"` // outcome ok
 	Good       int64                    `json:"good"`      // met the per-request deadline
+	Completed  int64                    `json:"completed"` // ok requests whose done time falls in the interval, whatever their arrival
 	Outcomes   map[record.Outcome]int64 `json:"outcomes"`  // every outcome, zeros included
 
 	OfferedRPS   float64 `json:"offered_rps"`
 	SentRPS      float64 `json:"sent_rps"`
-	SuccessRPS   float64 `json:"success_rps"`
+	CompletedRPS float64 `json:"completed_rps"` // Completed / duration: completions by completion time
 	GoodputRPS   float64 `json:"goodput_rps"`
 	GoodputRatio float64 `json:"goodput_ratio"` // good / offered
+
+	ArrivalsOKRatio float64 `json:"arrivals_ok_ratio"` // succeeded / offered: the share of the group's arrivals that succeeded
+	LastDoneMs      float64 `json:"last_done_ms"`      // latest completion of the group's ok requests (by arrival); 0 if none
 
 	ErrorRate     float64 `json:"error_rate"`      // http, connection, stream, invalid and unknown failures / offered
 	RateLimitRate float64 `json:"rate_limit_rate"` // 429 / offered
@@ -289,13 +296,17 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		Sent:       a.sent,
 		Succeeded:  o[slotOK],
 		Good:       a.good,
+		Completed:  a.completed,
 		Outcomes:   make(map[record.Outcome]int64, numSlots),
 
 		OfferedRPS:   perSec(offered, durNs),
 		SentRPS:      perSec(a.sent, durNs),
-		SuccessRPS:   perSec(o[slotOK], durNs),
+		CompletedRPS: perSec(a.completed, durNs),
 		GoodputRPS:   perSec(a.good, durNs),
 		GoodputRatio: ratio(a.good, offered),
+
+		ArrivalsOKRatio: ratio(o[slotOK], offered),
+		LastDoneMs:      nsToMs(a.lastDone),
 
 		ErrorRate:     ratio(errs, offered),
 		RateLimitRate: ratio(o[slotRateLimited], offered),

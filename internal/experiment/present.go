@@ -23,9 +23,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	a := res.Analysis
 	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Count(), res.Spec.Dir.Path(), partialNote(res))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\toffered/s\tsent/s\tok/s\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t")
+	fmt.Fprintln(tw, "phase\toffered/s\tsent/s\tcompleted/s\tarrivals ok%\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t")
 	row := func(name string, s *analyze.Stats) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, s.OfferedRPS, s.SentRPS, s.SuccessRPS, s.GoodputRPS,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, s.OfferedRPS, s.SentRPS, s.CompletedRPS, 100*s.ArrivalsOKRatio, s.GoodputRPS,
 			100*s.GoodputRatio, 100*s.ErrorRate, 100*s.RateLimitRate, 100*s.TimeoutRate, s.Outcomes["generator_drop"])
 	}
 	for i := range a.Phases {
@@ -165,7 +165,8 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		return r
 	}
 	s := &p.Stats
-	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.SuccessRPS), report.Val(s.GoodputRPS)
+	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
+	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
@@ -213,7 +214,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.T = append(c.T, win.StartMs/1000)
 		c.Offered = append(c.Offered, win.OfferedRPS)
 		c.Sent = append(c.Sent, win.SentRPS)
-		c.Successful = append(c.Successful, win.SuccessRPS)
+		c.Completed = append(c.Completed, win.CompletedRPS)
 		c.Goodput = append(c.Goodput, win.GoodputRPS)
 		add := func(ls *report.LatencySeries, d analyze.Dist) {
 			get := func(q analyze.Quantile) float64 {

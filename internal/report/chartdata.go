@@ -118,7 +118,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		name string
 		s    Series
 	}{
-		{"offered", rc.Offered}, {"sent", rc.Sent}, {"successful", rc.Successful}, {"goodput", rc.Goodput},
+		{"offered", rc.Offered}, {"sent", rc.Sent}, {"completed", rc.Completed}, {"goodput", rc.Goodput},
 		{"TTFT p50", rc.TTFT.P50}, {"TTFT p95", rc.TTFT.P95}, {"TTFT p99", rc.TTFT.P99},
 		{"completion p50", rc.Completion.P50}, {"completion p95", rc.Completion.P95}, {"completion p99", rc.Completion.P99},
 		{"in flight", rc.InFlight}, {"engine waiting", rc.EngineWaiting}, {"engine running", rc.EngineRunning},
@@ -186,7 +186,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	load.Series = present(
 		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{5, 4}, Values: rc.Offered},
 		chartSeries{Label: "sent", Color: "#1f77b4", Values: rc.Sent},
-		chartSeries{Label: "successful", Color: "#2ca02c", Values: rc.Successful},
+		chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Values: rc.Completed},
 		chartSeries{Label: "goodput", Color: "#7b3fb3", Values: rc.Goodput},
 	)
 	withUnit(load.Series, "req/s", "y")

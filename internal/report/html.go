@@ -99,7 +99,8 @@ type RunCharts struct {
 	Meta []KV      // summary shown above the charts
 	T    []float64 // window start, seconds since the run's start, ascending
 
-	Offered, Sent, Successful, Goodput Series // requests/s per window
+	Offered, Sent, Goodput Series // requests/s per arrival window
+	Completed              Series // ok completions/s per window, by completion time
 
 	TTFT       LatencySeries // by arrival window, ms
 	Completion LatencySeries // by arrival window, ms

@@ -63,8 +63,13 @@ type Row struct {
 	BurstRPS    Opt // the burst's absolute arrival rate
 	OfferedRPS  Opt // what the schedule intended
 	SentRPS     Opt // what left the generator
-	SuccessRPS  Opt // complete, valid responses
-	GoodputRPS  Opt // successful responses within the per-request deadline
+	// CompletedRPS is complete, valid responses by completion time: ok
+	// requests whose done time falls in the row's interval / its length —
+	// what the target completed, never more. ArrivalsOK is the share of the
+	// row's arrivals that succeeded, in [0, 1].
+	CompletedRPS Opt
+	ArrivalsOK   Opt
+	GoodputRPS   Opt // successful responses within the per-request deadline, by scheduled arrival
 
 	TTFT       Percentiles // time to first content token, ms
 	Completion Percentiles // time to the end of the response, ms
@@ -197,8 +202,9 @@ var columns = []column{
 	optCol("burst_rps", "burst", groupLoad, kindRPS, "the burst's absolute arrival rate", func(r *Row) Opt { return r.BurstRPS }),
 	optCol("offered_rps", "offered", groupLoad, kindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
 	optCol("sent_rps", "sent", groupLoad, kindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
-	optCol("success_rps", "success", groupLoad, kindRPS, "complete, valid responses", func(r *Row) Opt { return r.SuccessRPS }),
-	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "successful responses that met the per-request deadline", func(r *Row) Opt { return r.GoodputRPS }),
+	optCol("completed_rps", "completed/s", groupLoad, kindRPS, "complete, valid responses whose completion fell in the phase / its length: what the target completed", func(r *Row) Opt { return r.CompletedRPS }),
+	optCol("arrivals_ok_pct", "arrivals ok %", groupLoad, kindRate, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
+	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "arrivals of the phase that met the per-request deadline / its length", func(r *Row) Opt { return r.GoodputRPS }),
 	optCol("goodput_pct", "goodput %", groupLoad, kindPct, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputPct() }),
 
 	optCol("ttft_p50_ms", "TTFT p50", groupLatency, kindMs, "time to first content token", func(r *Row) Opt { return r.TTFT.P50 }),
