@@ -34,7 +34,10 @@
 //
 //	offered RPS   = scheduled arrivals / D          (every record, drops included)
 //	sent RPS      = records with a sent time / D
-//	success RPS   = records with outcome ok / D
+//	completed RPS = ok records whose done time falls in the group's interval / D
+//	                (by completion time, the one count not by arrival; completions
+//	                after the last phase end count in no window)
+//	arrivals ok   = records with outcome ok / offered
 //	goodput RPS   = good records / D
 //	goodput ratio = good / offered                  (drops, failures, timeouts and
 //	                                                 cancellations stay in the denominator)
