@@ -120,6 +120,7 @@ func slotOutcome(i int) record.Outcome {
 type sample struct {
 	slot           int
 	sent, good     bool
+	inFlightCancel bool // cancelled after it was sent: censored like a timeout
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
@@ -157,8 +158,12 @@ type acc struct {
 	// completion time. lastDone is the latest done time of the group's own
 	// (by arrival) ok requests, ns; 0 when none.
 	completed, lastDone int64
-	m                   [numMetrics]metricAcc
-	packed              bool
+	// cancelled counts requests cancelled in flight (outcome cancelled
+	// after they were sent): censored in the latency percentiles like
+	// timeouts.
+	cancelled int64
+	m         [numMetrics]metricAcc
+	packed    bool
 }
 
 func (a *acc) observe(s *sample) {
@@ -168,6 +173,9 @@ func (a *acc) observe(s *sample) {
 	}
 	if s.good {
 		a.good++
+	}
+	if s.inFlightCancel {
+		a.cancelled++
 	}
 	a.prompt += s.prompt
 	a.output += s.output
@@ -200,6 +208,7 @@ func (a *acc) merge(b *acc) {
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
 	a.completed += b.completed
+	a.cancelled += b.cancelled
 	a.lastDone = max(a.lastDone, b.lastDone)
 	for i := range a.m {
 		src, dst := &b.m[i], &a.m[i]
@@ -363,6 +372,7 @@ func (a *Analyzer) Add(rec *record.Record) {
 	}
 	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
 	s.sent = sent != none
+	s.inFlightCancel = s.slot == slotCancelled && s.sent
 	if s.sent {
 		s.us[mLag] = a.us(sent - sched)
 		if conn != none {

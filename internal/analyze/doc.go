@@ -93,6 +93,16 @@
 // (the per-request timeout, or the observed value if larger), flagged, and
 // formatted as "> 60s". Mean and max stay the values over ok requests.
 //
+// Requests cancelled in flight (outcome cancelled with a sent time: a
+// Ctrl-C) are censored the same way: each one's latency is at least its
+// done − scheduled, and they rank above every ok request (the timeouts
+// above them), in every denominator. With C of them, T timeouts and S ok
+// requests, the q-quantile is unknown when C + T > (1 − q)·(S + C + T); its
+// lower bound is the timeout when the rank lies among the timeouts, else
+// the largest ok value, and Dist.Interrupted is set. So the survivors of an
+// interrupted overload never make a percentile, or a PASS, on their own. A
+// request cancelled before it was sent is not censored.
+//
 // # SLO
 //
 // An SLO is a set of optional clauses checked per phase and overall:

@@ -198,7 +198,11 @@ func percentiles(d analyze.Dist) report.Percentiles {
 	one := func(q analyze.Quantile) report.Opt {
 		v, cens := d.Value(q)
 		if cens {
-			return report.Above(v, "more than the percentile's share of requests timed out")
+			why := "more than the percentile's share of requests timed out"
+			if d.Interrupted {
+				why = "interrupted: more than the percentile's share of requests timed out or were cancelled in flight"
+			}
+			return report.Above(v, why)
 		}
 		return report.Val(v)
 	}
