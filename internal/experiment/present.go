@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,12 +71,44 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, line := range generatorNotes(res) {
 		fmt.Fprintln(w, line)
 	}
-	if res.Scrape.State != scrape.StateOK && res.Scrape.State != scrape.StatePartial {
-		fmt.Fprintf(w, "engine metrics: %s — load-induced latency above is extra observed latency, not queue time\n", scrapeReason(res.Scrape))
+	// The scraper's own notes (missing metrics, a preset mismatch) were
+	// logged once, when they arose: not repeated here.
+	if why := EngineReason(res.Scrape, scrape.QueueTime); why != "" {
+		fmt.Fprintf(w, "engine queue wait n/a: %s — load-induced latency above is extra observed latency, not queue time\n", why)
 	}
-	for _, m := range res.Scrape.Messages {
-		fmt.Fprintln(w, "engine metrics:", m)
+}
+
+// EngineReason says why the engine metric m is unavailable from a run
+// whose scraping ended as st, or "" when scraping found it:
+//   - no --metrics-url: scraping was off;
+//   - scrape failed (N of M): no scrape succeeded, N of the M attempts failed;
+//   - metric not exported by this engine: scrapes succeeded, but the
+//     preset has no such metric (llama.cpp has no queue-time histogram) or
+//     none of its names was in any scrape.
+func EngineReason(st scrape.Status, m scrape.Metric) string {
+	name := m.String()
+	switch {
+	case st.State == scrape.StateDisabled || st.State == "":
+		return report.ReasonNoMetricsURL
+	case st.State == scrape.StateUnavailable || st.State == scrape.StatePending || st.Samples == 0:
+		why := fmt.Sprintf("scrape failed (%d of %d)", st.Failures, st.Failures+st.Samples)
+		if st.Reason != "" {
+			why += ": " + st.Reason
+		}
+		return why
+	case slices.Contains(st.NotExported, name):
+		return fmt.Sprintf("%s: the %s preset has no %s (%d scrapes succeeded)", report.ReasonNotExported, orPreset(st.Preset), name, st.Samples)
+	case slices.Contains(st.Missing, name) || slices.Contains(st.Absent, name):
+		return fmt.Sprintf("%s: %s not found in %d scrapes", report.ReasonNotExported, name, st.Samples)
 	}
+	return ""
+}
+
+func orPreset(p string) string {
+	if p == "" {
+		return "engine's"
+	}
+	return p
 }
 
 // outcomeLine lists the failure classes of a group, e.g. "failures:
@@ -104,13 +137,6 @@ func partialNote(res *run.Result) string {
 		return " (PARTIAL: interrupted)"
 	}
 	return ""
-}
-
-func scrapeReason(st scrape.Status) string {
-	if st.Reason != "" {
-		return st.Reason
-	}
-	return string(st.State)
 }
 
 // generatorNotes says plainly when the generator could not keep the
@@ -178,7 +204,11 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 			r.QueueWait.P99 = report.Above(qw.P99Ms, "beyond the engine's largest histogram bucket")
 		}
 	} else {
-		r.QueueWait = report.PercentilesNA(report.ReasonNoEngineTelemetry)
+		why := EngineReason(res.Scrape, scrape.QueueTime)
+		if why == "" {
+			why = "engine queue wait: " + qw.Reason
+		}
+		r.QueueWait = report.PercentilesNA(why)
 	}
 	return r
 }

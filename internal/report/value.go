@@ -14,6 +14,12 @@ const NA = "n/a"
 const (
 	// ReasonNoEngineTelemetry explains an unavailable engine queue wait.
 	ReasonNoEngineTelemetry = "no engine telemetry: load-induced latency is extra observed latency, not queue time"
+	// ReasonNoMetricsURL explains an engine figure of a run without engine
+	// scraping.
+	ReasonNoMetricsURL = "no --metrics-url"
+	// ReasonNotExported begins the explanation of an engine figure whose
+	// metric the engine does not export although its scrapes succeeded.
+	ReasonNotExported = "metric not exported by this engine"
 	// ReasonNoSamples explains a percentile or rate over zero requests.
 	ReasonNoSamples = "no samples"
 	// ReasonNoBurst explains burst-only columns of a run without a burst.

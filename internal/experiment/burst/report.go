@@ -19,6 +19,7 @@ import (
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 )
 
 // recovery is a recovery time as the results table shows it.
@@ -161,8 +162,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if res.Analysis.Overall.Succeeded > 0 {
 			anyOK = true
 		}
-		if res.Scrape.State != "" && len(res.Engine) == 0 {
-			t.Notes = append(t.Notes, scope+": no engine metrics — latency growth is extra observed latency, not measured queue time")
+		if why := experiment.EngineReason(res.Scrape, scrape.QueueTime); why != "" && !res.Virtual {
+			t.Notes = append(t.Notes, scope+": engine queue wait n/a ("+why+") — latency growth is extra observed latency, not measured queue time")
 		}
 		if note := abandonmentNote(r); note != "" {
 			t.Notes = append(t.Notes, scope+": "+note)
