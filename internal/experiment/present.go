@@ -219,6 +219,7 @@ func NoBurst(r *report.Row) {
 	na := report.Unavailable(report.ReasonNoBurst)
 	r.Multiplier, r.BaselineRPS, r.BurstRPS = na, na, na
 	r.Recovery, r.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
+	r.Mu = na
 }
 
 func percentiles(d analyze.Dist) report.Percentiles {

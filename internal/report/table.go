@@ -26,7 +26,7 @@ type Table struct {
 // BurstColumns are the columns only a burst experiment fills: the
 // multiplier, the baseline and burst rates, the recovery measured and
 // predicted.
-var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s"}
+var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s", "mu_rps", "mu_source"}
 
 // cols is the table's columns: every column but those it omits.
 func (t *Table) cols() []column {
@@ -82,6 +82,8 @@ type Row struct {
 
 	Recovery          Recovery // measured: seconds after the burst ended
 	PredictedRecovery Recovery // the backlog model's prediction, seconds after the burst ended
+	Mu                Opt      // the capacity μ the prediction used, req/s
+	MuSource          string   // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
 
 	Samples       int64  // requests counted in the row
 	Partial       bool   // the run was cut short (interrupted, budget, error)
@@ -223,6 +225,13 @@ var columns = []column{
 	optCol("drop_rate", "drop %", groupFailures, kindRate, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
 	recoveryCol("recovery_s", "recovery", "seconds after the burst until P99 is back within 10% of the pre-burst P99 for 3 windows", func(r *Row) Recovery { return r.Recovery }),
 	recoveryCol("predicted_recovery_s", "predicted", "backlog model: backlog / (capacity − baseline rate); never when baseline ≥ capacity", func(r *Row) Recovery { return r.PredictedRecovery }),
+	optCol("mu_rps", "μ", groupFailures, kindRPS, "the capacity the prediction used, req/s; its source in the μ source column", func(r *Row) Opt { return r.Mu }),
+	{key: "mu_source", head: "μ source", group: groupFailures, kind: kindText, desc: "--capacity-rps, the simulator, or measured from the burst's backlog", get: func(r *Row) cell {
+		if r.MuSource == "" {
+			return cell{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"}
+		}
+		return cell{text: r.MuSource, raw: r.MuSource, json: r.MuSource}
+	}},
 	{key: "samples", head: "samples", group: groupFailures, kind: kindCount, desc: "requests counted in the row", get: func(r *Row) cell {
 		s := strconv.FormatInt(r.Samples, 10)
 		return cell{text: s, raw: s, json: r.Samples}

@@ -389,3 +389,52 @@ func TestBurstRowCompletedNeverAboveCapacity(t *testing.T) {
 	}
 	t.Fatalf("results.csv has no completed_rps column: %s", lines[0])
 }
+
+// The results table carries μ and its source; a μ unknown because the
+// burst did not saturate the target gives no prediction and says so.
+func TestResultsTableShowsMuAndSource(t *testing.T) {
+	runs, dir, _ := virtualBurst(t, func(c *Config) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
+	})
+	col := func(dir, key string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "results.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		head, row := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+		for i, h := range head {
+			if h == key {
+				return row[i]
+			}
+		}
+		t.Fatalf("results.csv has no %s column: %s", key, lines[0])
+		return ""
+	}
+	mu, err := simCapacity(DefaultConfig().Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := strconv.ParseFloat(col(dir, "mu_rps"), 64); err != nil || math.Abs(v-mu) > 0.01 {
+		t.Errorf("mu_rps %q, want %.2f", col(dir, "mu_rps"), mu)
+	}
+	if src := col(dir, "mu_source"); !strings.Contains(src, "simulated engine") {
+		t.Errorf("mu_source %q", src)
+	}
+	// The same run, had μ been measured from an unsaturated burst.
+	r := runs[0]
+	r.Prediction, r.Mu, r.MuSource = nil, 0, analyze.NotSaturated
+	c := DefaultConfig()
+	c.BaselineRPS = 5
+	env, out := exptest.Env(t, c.Options, true)
+	d := exptest.Dir(t)
+	if _, err := writeReports(env, &c, d, []Run{r}, false, out); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(d.Path(), "results.md"))
+	if col(d.Path(), "mu_rps") != "n/a" || !strings.Contains(string(md), analyze.NotSaturated) || strings.Contains(string(md), "predicted 0") {
+		t.Errorf("mu_rps %q; results.md:\n%s", col(d.Path(), "mu_rps"), md)
+	}
+}
