@@ -269,12 +269,29 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.InFlight = append(c.InFlight, float64(tl.InFlight))
 		c.OldestWaitingAge = append(c.OldestWaitingAge, tl.OldestWaitingAgeMs/1000)
 		if hasEngine {
-			i := scrape.Nearest(res.Engine, int64(win.StartMs*1e6))
-			wv, _ := res.Engine[i].Value(scrape.Waiting)
-			rv, _ := res.Engine[i].Value(scrape.Running)
+			// The peak within the window, at the engine's own resolution.
+			from, to := int64(win.StartMs*1e6), int64(win.EndMs*1e6)
+			wv, _ := scrape.MaxIn(res.Engine, scrape.Waiting, from, to)
+			rv, _ := scrape.MaxIn(res.Engine, scrape.Running, from, to)
 			c.EngineWaiting = append(c.EngineWaiting, wv)
 			c.EngineRunning = append(c.EngineRunning, rv)
 		}
+	}
+	for _, smp := range res.Engine {
+		wv, wok := smp.Value(scrape.Waiting)
+		rv, rok := smp.Value(scrape.Running)
+		if !wok && !rok {
+			continue
+		}
+		if !wok {
+			wv = math.NaN()
+		}
+		if !rok {
+			rv = math.NaN()
+		}
+		c.EngineT = append(c.EngineT, float64(smp.TNs)/1e9)
+		c.EngineWaitingSamples = append(c.EngineWaitingSamples, wv)
+		c.EngineRunningSamples = append(c.EngineRunningSamples, rv)
 	}
 	for _, p := range a.Phases {
 		c.Phases = append(c.Phases, report.Phase{Name: p.Name, Start: p.StartMs / 1000, End: p.EndMs / 1000})

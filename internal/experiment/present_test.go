@@ -75,3 +75,38 @@ func TestPrintPhasesEngineNotes(t *testing.T) {
 		t.Fatalf("want the reason once:\n%s", out)
 	}
 }
+
+// The engine's queue peaks at 4 at 5 s, between two window starts (0 and
+// 10 s) where it reads 2: the charts and timeseries.csv show each window's
+// peak (4), not the sample at its start (2), and the chart data also
+// carries every sample at the scrape resolution.
+func TestEngineQueueAtItsOwnResolution(t *testing.T) {
+	var engine []scrape.Sample
+	for i, w := range []float64{2, 3, 4, 3, 2, 2, 1, 1, 1, 1} { // every 2.5 s from 0
+		s := scrape.EmptySample(int64(i) * 2500e6)
+		s.Has = s.Has.With(scrape.Waiting).With(scrape.Running)
+		s.Waiting, s.Running = w, 8
+		engine = append(engine, s)
+	}
+	a := &analyze.Result{Windows: []analyze.WindowResult{{StartMs: 0, EndMs: 10_000}, {StartMs: 10_000, EndMs: 20_000}, {StartMs: 20_000, EndMs: 30_000}}}
+	res := &run.Result{Analysis: a, Engine: engine}
+	c := Charts(res, &run.Options{}, "r")
+	if len(c.EngineWaiting) != 3 || c.EngineWaiting[0] != 4 || c.EngineWaiting[1] != 2 {
+		t.Errorf("engine waiting per window %v, want the peaks [4 2 …]", c.EngineWaiting)
+	}
+	if c.EngineWaiting[2] != 1 { // no sample in [20 s, 30 s): the nearest one
+		t.Errorf("window without a sample: %v, want the nearest sample's 1", c.EngineWaiting[2])
+	}
+	if len(c.EngineT) != len(engine) || c.EngineT[2] != 5 || c.EngineWaitingSamples[2] != 4 {
+		t.Errorf("engine samples %v at %v, want every scrape", c.EngineWaitingSamples, c.EngineT)
+	}
+	var b strings.Builder
+	if err := rundir.WriteTimeseries(&b, a, engine); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	first := strings.Split(lines[1], ",")
+	if got := first[len(first)-2]; got != "4" {
+		t.Errorf("timeseries.csv engine_waiting of the first window %q, want the peak 4:\n%s", got, b.String())
+	}
+}

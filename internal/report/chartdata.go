@@ -27,6 +27,7 @@ type chartRun struct {
 type chart struct {
 	ID     string        `json:"id"`
 	Title  string        `json:"title"`
+	T      Series        `json:"t,omitempty"` // the chart's own time axis; empty: the run's windows
 	Note   string        `json:"note,omitempty"`
 	Y      string        `json:"y"`            // left axis label with unit
 	Y2     string        `json:"y2,omitempty"` // right axis label, for series on scale "y2"
@@ -233,6 +234,27 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		q.Note = "engine metrics unavailable"
 	}
 	add(q, "")
+
+	if len(rc.EngineT) > 0 {
+		for i, t := range rc.EngineT {
+			if !finite(t) || i > 0 && t <= rc.EngineT[i-1] {
+				return fail("engine sample times not ascending at %d", i)
+			}
+		}
+		for _, s := range []Series{rc.EngineWaitingSamples, rc.EngineRunningSamples} {
+			if s != nil && len(s) != len(rc.EngineT) {
+				return fail("engine series has %d points, want %d (one per engine sample)", len(s), len(rc.EngineT))
+			}
+		}
+		e := chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: rc.EngineT,
+			Note: "at the engine's scrape resolution; the chart above shows each window's peak"}
+		e.Series = present(
+			chartSeries{Label: "engine running", Color: "#2ca02c", Values: rc.EngineRunningSamples},
+			chartSeries{Label: "engine waiting", Color: "#d62728", Values: rc.EngineWaitingSamples},
+		)
+		withUnit(e.Series, "", "y")
+		add(e, "")
+	}
 	return run, nil
 }
 
