@@ -54,6 +54,7 @@ func PrintPhases(w io.Writer, res *run.Result) {
 			{"completion (from send)", l.E2ESend},
 			{"TPOT", l.TPOT},
 			{"schedule lag", l.ScheduleLag},
+			{"connection wait", l.ConnWait},
 		} {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", name, m.label, m.d.Text(analyze.Q50), m.d.Text(analyze.Q95), m.d.Text(analyze.Q99), m.d.Count)
 			name = ""
@@ -195,6 +196,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
+	r.ConnWait = percentiles(s.Latency.ConnWait)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
 	r.Samples = s.Offered
 	qw := res.QueueWait[phase]

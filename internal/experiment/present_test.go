@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -108,5 +109,53 @@ func TestEngineQueueAtItsOwnResolution(t *testing.T) {
 	first := strings.Split(lines[1], ",")
 	if got := first[len(first)-2]; got != "4" {
 		t.Errorf("timeseries.csv engine_waiting of the first window %q, want the peak 4:\n%s", got, b.String())
+	}
+}
+
+// Connection wait (connection acquired − sent, the client's own queue at
+// --max-conns) is its own boundary: a row's columns and a line of the
+// end-of-run summary.
+func TestConnWaitIsReported(t *testing.T) {
+	an, err := analyze.New(analyze.Config{Phases: []analyze.Phase{{Name: "main", End: 10e9}}, Timeout: 60e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		r := record.New("r", int64(i), "main", int64(i)*100e6)
+		r.SentNs = r.ScheduledNs
+		r.ConnNs = r.SentNs + 40e6 // 40 ms waiting for a connection
+		r.HeadersNs, r.FirstTokenNs, r.DoneNs = r.ConnNs+1e6, r.ConnNs+2e6, r.ConnNs+3e6
+		r.Status, r.Outcome = 200, record.OK
+		an.Add(&r)
+	}
+	d, err := rundir.Create(t.TempDir()+"/r", rundir.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	res := &run.Result{Spec: run.Spec{Name: "r", Dir: d}, Analysis: an.Result(), Virtual: true}
+	row := Row(res, &run.Options{}, "main")
+	var b bytes.Buffer
+	if err := report.WriteCSV(&b, report.Table{Rows: []report.Row{row}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	head, vals := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+	found := false
+	for i, h := range head {
+		if h == "conn_wait_p95_ms" {
+			found = true
+			if !strings.HasPrefix(vals[i], "40") {
+				t.Errorf("conn_wait_p95_ms = %q, want 40 ms", vals[i])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no conn_wait_p95_ms column: %s", lines[0])
+	}
+	b.Reset()
+	PrintPhases(&b, res)
+	if !strings.Contains(b.String(), "connection wait") {
+		t.Errorf("summary lacks the connection wait:\n%s", b.String())
 	}
 }

@@ -74,6 +74,7 @@ type Row struct {
 	TTFT       Percentiles // time to first content token, ms
 	Completion Percentiles // time to the end of the response, ms
 	QueueWait  Percentiles // engine queue wait measured by the engine, ms
+	ConnWait   Percentiles // connection wait: connection acquired − sent, the client's own pool queue, ms
 
 	RejectionRate Opt // HTTP 429 / scheduled arrivals
 	TimeoutRate   Opt // timeouts / scheduled arrivals
@@ -218,6 +219,10 @@ var columns = []column{
 	optCol("queue_wait_p50_ms", "queue p50", groupLatency, kindMs, "engine queue wait, measured by the engine (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
 	optCol("queue_wait_p95_ms", "queue p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P95 }),
 	optCol("queue_wait_p99_ms", "queue p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P99 }),
+
+	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, kindMs, "connection wait: connection acquired − sent, the client's own queue when every connection is busy (--max-conns)", func(r *Row) Opt { return r.ConnWait.P50 }),
+	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
+	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
 
 	optCol("rejection_rate", "429 %", groupFailures, kindRate, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
 	optCol("timeout_rate", "timeout %", groupFailures, kindRate, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),
