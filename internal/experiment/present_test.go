@@ -3,8 +3,11 @@ package experiment
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
@@ -157,5 +160,37 @@ func TestConnWaitIsReported(t *testing.T) {
 	PrintPhases(&b, res)
 	if !strings.Contains(b.String(), "connection wait") {
 		t.Errorf("summary lacks the connection wait:\n%s", b.String())
+	}
+}
+
+// `surge run --trace` replays the whole trace by default — not the first
+// 30 s (the default --duration) — and an explicit --duration shorter than
+// the trace cuts it with a warning.
+func TestRunReplaysWholeTrace(t *testing.T) {
+	path := t.TempDir() + "/prod.csv"
+	var b strings.Builder
+	b.WriteString("offset_s\n")
+	for i := range 120 {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultRunConfig()
+	c.Trace = path
+	p, _, notes, err := c.PlanNotes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Duration(); got != 119*time.Second+1 || len(notes) != 0 {
+		t.Fatalf("replay of %s, notes %q; want the whole trace (119 s), silently", got, notes)
+	}
+	c.Duration, c.DurationSet = time.Minute, true
+	p, _, notes, err = c.PlanNotes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Duration() != time.Minute || len(notes) != 1 || !strings.Contains(notes[0], "cuts the trace") {
+		t.Fatalf("replay of %s, notes %q; want 1m cut with a warning", p.Duration(), notes)
 	}
 }
