@@ -35,6 +35,8 @@ func (d Dist) Value(q Quantile) (ms float64, censored bool) {
 func (d Dist) Text(q Quantile) string {
 	v, cens := d.Value(q)
 	switch {
+	case cens && d.Interrupted && d.Count == 0 && d.CensorMs == 0:
+		return "n/a (interrupted)" // nothing finished: no bound at all
 	case cens: // v is the bound: the timeout, or the largest value observed
 		return "> " + FormatMs(v)
 	case d.Count == 0:
