@@ -45,10 +45,10 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f := newFlags(cmd.Flags())
 	f.fileFlag(&file)
 	f.f64(&cfg.Rate, "rate", "rate", "arrivals per second (single phase)")
-	f.dur(&cfg.Duration, "duration", "duration", "length of the measured phase")
+	f.dur(&cfg.Duration, "duration", "duration", "length of the measured phase (with --trace: default the whole trace ÷ --speed; shorter cuts it, e.g. --duration 10m)")
 	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process: constant, poisson, gamma, replay")
 	f.f64(&cfg.Burstiness, "burstiness", "burstiness", "gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother")
-	f.str(&cfg.Trace, "trace", "trace", "replay arrivals from this trace (CSV or JSONL with offset_s/offset_ms/timestamp)")
+	f.str(&cfg.Trace, "trace", "trace", "replay arrivals from this trace (CSV or JSONL with offset_s/offset_ms/timestamp), the whole of it unless --duration cuts it, e.g. --trace prod.csv --speed 2")
 	f.f64(&cfg.Speed, "speed", "speed", "replay speed factor (2 = twice as fast)")
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
@@ -56,6 +56,8 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options,
 		prepare: func(keys map[string]*yaml.Node) error {
 			cfg.ConfigFile = file
+			_, inFile := keys["duration"]
+			cfg.DurationSet = inFile || f.set("duration")
 			return phasesGiven(file, keys, f.set)
 		},
 		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {

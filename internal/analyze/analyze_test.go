@@ -162,7 +162,8 @@ func TestGoodputDenominator(t *testing.T) {
 		{"good", float64(st.Good), 6},
 		{"offered rps", st.OfferedRPS, 1},
 		{"sent rps", st.SentRPS, 0.9},
-		{"success rps", st.SuccessRPS, 0.7},
+		{"completed rps (done in the phase: 10 s is outside)", st.CompletedRPS, 0.6},
+		{"arrivals ok ratio", st.ArrivalsOKRatio, 0.7},
 		{"goodput rps", st.GoodputRPS, 0.6},
 		{"goodput ratio", st.GoodputRatio, 0.6},
 		{"drop rate", st.DropRate, 0.1},
@@ -375,10 +376,12 @@ func TestVLLMFields(t *testing.T) {
 	a.Add(failRec(15*s, record.RateLimited))
 	r := a.Result()
 	v := r.VLLM()
-	if v.Completed != 10 || v.Duration != 10 || v.RequestThroughput != 1 || v.RequestGoodput != 1 {
+	// vLLM's duration runs to the last completion: the last request ends
+	// at 20.1 s, after the phase: 10.1 s, not the phase's 10 s.
+	if v.Completed != 10 || !near(v.Duration, 10.1) || !near(v.RequestThroughput, 10/10.1) || !near(v.RequestGoodput, 10/10.1) {
 		t.Errorf("completed/duration/throughput/goodput = %d/%v/%v/%v", v.Completed, v.Duration, v.RequestThroughput, v.RequestGoodput)
 	}
-	if v.TotalOutputTokens != 110 || v.OutputThroughput != 11 || v.TotalTokenThroughput != 111 {
+	if v.TotalOutputTokens != 110 || !near(v.OutputThroughput, 110/10.1) || !near(v.TotalTokenThroughput, 1110/10.1) {
 		t.Errorf("tokens = %d, output throughput %v, total %v", v.TotalOutputTokens, v.OutputThroughput, v.TotalTokenThroughput)
 	}
 	if !near(v.MeanTTFTMs, 200) || !hdrNear(v.MedianTTFTMs, 200) || v.P99TTFTMs == nil || !hdrNear(*v.P99TTFTMs, 200) {
@@ -391,7 +394,7 @@ func TestVLLMFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"request_throughput":1`, `"request_goodput":1`, `"output_throughput":11`, `"median_ttft_ms":200,`,
+	for _, key := range []string{`"duration":10.1,`, `"request_throughput":0.99`, `"median_ttft_ms":200,`,
 		`"p99_itl_ms":null`, `"mean_e2el_ms":1000`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("vLLM JSON lacks %s: %s", key, b)
@@ -508,5 +511,46 @@ func TestOutOfRangeDurations(t *testing.T) {
 	}
 	if l.E2ESchedule.MaxMs != 3.6e6 || l.E2ESchedule.Count != 2 {
 		t.Errorf("e2e = %+v, want the 2 h completion clamped to 1 h", l.E2ESchedule)
+	}
+}
+
+// Ctrl-C: requests cancelled in flight rank above every success, like
+// timeouts, so the survivors alone never make a PASS. 100 fast successes
+// and 10 requests cancelled in flight (9 %): P95 lies among the cancelled,
+// unknown, at least the slowest success; the p95 TTFT clause fails. A
+// request cancelled before it was sent is not censored.
+func TestCancelledInFlightAreCensored(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "burst", End: 20 * s}}, Timeout: 60 * s, SLO: SLO{TTFTP95: 2 * s}})
+	for i := range 100 {
+		a.Add(okRec(time.Duration(i)*100*ms, 0, 300*ms, time.Second))
+	}
+	for i := range 10 {
+		a.Add(failRec(10*s+time.Duration(i)*100*ms, record.Cancelled)) // sent, then cancelled
+	}
+	unsent := failRec(19*s, record.Cancelled)
+	unsent.SentNs = record.None
+	a.Add(unsent)
+	r := a.Result()
+	d := r.Overall.Latency.TTFTSchedule
+	if r.Overall.CancelledInFlight != 10 {
+		t.Errorf("cancelled in flight %d, want 10 (the unsent one is not)", r.Overall.CancelledInFlight)
+	}
+	if d.P50Censored || !d.P95Censored || !d.P99Censored || !d.Interrupted || d.CensorMs != 0 {
+		t.Fatalf("ttft %+v: want P95 and P99 censored among the cancelled, no timeout bound", d)
+	}
+	if !hdrNear(d.P95Ms, 300) || d.Text(Q95) != "> 300ms" {
+		t.Errorf("p95 %v %q, want the lower bound > 300ms", d.P95Ms, d.Text(Q95))
+	}
+	if r.Verdict.Pass || !r.Verdict.Clauses[0].Censored || !strings.Contains(r.Verdict.Clauses[0].Text, "cancelled in flight") {
+		t.Errorf("verdict %+v: want a FAIL naming the cancelled", r.Verdict)
+	}
+	// Timeouts rank above the cancelled: with 3 more (113 in all), P95 (rank
+	// 108) is still among the cancelled, P99 (rank 112) among the timeouts.
+	for i := range 3 {
+		a.Add(failRec(15*s+time.Duration(i)*100*ms, record.Timeout))
+	}
+	d = a.Result().Overall.Latency.TTFTSchedule
+	if !d.P99Censored || d.CensorMs != 60_000 || d.Text(Q99) != "> 60s" || d.Text(Q95) != "> 300ms" {
+		t.Errorf("with timeouts: p95 %q p99 %q (%+v)", d.Text(Q95), d.Text(Q99), d)
 	}
 }

@@ -120,10 +120,12 @@ func slotOutcome(i int) record.Outcome {
 type sample struct {
 	slot           int
 	sent, good     bool
+	inFlightCancel bool // cancelled after it was sent: censored like a timeout
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
 	rec            *record.Record // for the client's counts (ClientStats)
+	done           int64 // done time of an ok request, ns; 0 otherwise
 }
 
 type metricAcc struct {
@@ -152,9 +154,18 @@ type acc struct {
 	sent, good     int64
 	prompt, output int64 // tokens of ok requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
-	m              [numMetrics]metricAcc
-	client         clientAcc
-	packed         bool
+	// completed counts ok requests whose done time falls in the group's
+	// interval, whatever their arrival: the target's throughput by
+	// completion time. lastDone is the latest done time of the group's own
+	// (by arrival) ok requests, ns; 0 when none.
+	completed, lastDone int64
+	// cancelled counts requests cancelled in flight (outcome cancelled
+	// after they were sent): censored in the latency percentiles like
+	// timeouts.
+	cancelled int64
+	m         [numMetrics]metricAcc
+	client    clientAcc
+	packed    bool
 }
 
 func (a *acc) observe(s *sample) {
@@ -165,10 +176,14 @@ func (a *acc) observe(s *sample) {
 	if s.good {
 		a.good++
 	}
+	if s.inFlightCancel {
+		a.cancelled++
+	}
 	a.prompt += s.prompt
 	a.output += s.output
 	a.decodeNs += s.decodeNs
 	a.gaps += s.gaps
+	a.lastDone = max(a.lastDone, s.done)
 	for i, v := range s.us {
 		if v >= 0 {
 			a.m[i].add(v, a.packed)
@@ -214,6 +229,9 @@ func (a *acc) merge(b *acc) {
 	a.output += b.output
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
+	a.completed += b.completed
+	a.cancelled += b.cancelled
+	a.lastDone = max(a.lastDone, b.lastDone)
 	for i := range a.m {
 		a.m[i].merge(&b.m[i], a.packed)
 	}
@@ -367,6 +385,7 @@ func (a *Analyzer) Add(rec *record.Record) {
 	}
 	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
 	s.sent = sent != none
+	s.inFlightCancel = s.slot == slotCancelled && s.sent
 	if s.sent {
 		s.us[mLag] = a.us(sent - sched)
 		if conn != none {
@@ -385,6 +404,7 @@ func (a *Analyzer) Add(rec *record.Record) {
 			}
 		}
 		if done != none {
+			s.done = done
 			s.us[mE2ESchedule] = a.us(done - sched)
 			if s.sent {
 				s.us[mE2ESend] = a.us(done - sent)
@@ -420,7 +440,27 @@ func (a *Analyzer) Add(rec *record.Record) {
 	if a.recov != a.windows {
 		a.recov.get(a.recov.index(sched)).observe(&s)
 	}
+	if s.slot == slotOK && done != none {
+		a.countCompletion(done)
+	}
 	a.anom.TimelineClipped += a.timeline.add(rec)
+}
+
+// countCompletion counts an ok request that ended at done (ns) in the phase
+// and the windows its done time falls in: completions by completion time.
+// Completions outside the run's span [first phase start, last phase end)
+// are not counted in any window, so that they add no window of their own.
+func (a *Analyzer) countCompletion(done int64) {
+	if pi := a.phaseOf(done); pi >= 0 {
+		a.phases[pi].completed++
+	}
+	if done < a.runStart || done >= a.runEnd {
+		return
+	}
+	a.windows.get(a.windows.index(done)).completed++
+	if a.recov != a.windows {
+		a.recov.get(a.recov.index(done)).completed++
+	}
 }
 
 // ErrConfigMismatch is returned by Merge when the two analyzers were not

@@ -11,6 +11,10 @@ const (
 	// CapacityMinInterval is the shortest backlog MeasuredCapacity measures
 	// a completion rate over.
 	CapacityMinInterval = 5 * time.Second
+	// CapacitySaturatedShare is the share of the burst's arrival rate at
+	// or above which a measured completion rate shows a target that kept
+	// up, not its capacity.
+	CapacitySaturatedShare = 0.9
 )
 
 // MeasuredCapacity estimates the capacity μ (requests/s) of the target from
@@ -39,8 +43,47 @@ const (
 // back to θ after the burst (no t₂); no real backlog built (peak ≤ θ, or
 // peak < CapacityMinBacklogShare × the burst phase's offered requests, 0
 // without a burst phase); it lasted less than CapacityMinInterval
-// (t₂ − t₁ < 5 s); or no request completed in [t₁, t₂).
+// (t₂ − t₁ < 5 s); no request completed in [t₁, t₂); or μ ≥ 90 % of the
+// burst phase's offered rate: the target kept up (see MeasureCapacity).
 func MeasuredCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Duration) (mu float64, ok bool) {
+	c := MeasureCapacity(a, doneOK, burstStart, burstEnd)
+	return c.Mu, c.OK
+}
+
+// NotSaturated is Capacity.Why when the target kept up with the burst.
+const NotSaturated = "μ unknown: the burst did not saturate the target"
+
+// Capacity is the outcome of MeasureCapacity: μ in requests/s when OK,
+// else Why it says nothing about μ.
+type Capacity struct {
+	Mu  float64
+	OK  bool
+	Why string
+}
+
+// MeasureCapacity is MeasuredCapacity with the reason when μ is unknown.
+// Beyond MeasuredCapacity's conditions, a target that completed requests
+// at CapacitySaturatedShare (90 %) or more of the burst's arrival rate
+// during the backlog was not saturated: its completion rate is what it was
+// offered, not what it can do, and a prediction from it would be circular
+// (μ ≥ the burst rate predicts no backlog at all). Why is then
+// NotSaturated.
+func MeasureCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Duration) Capacity {
+	mu, ok := measuredCapacity(a, doneOK, burstStart, burstEnd)
+	if !ok {
+		return Capacity{Why: "μ unknown: the burst built no backlog to measure it from"}
+	}
+	burstName := a.Settings.BurstPhase
+	if burstName == "" {
+		burstName = DefaultBurstPhase
+	}
+	if b, found := a.Phase(burstName); found && b.OfferedRPS > 0 && mu >= CapacitySaturatedShare*b.OfferedRPS {
+		return Capacity{Why: NotSaturated}
+	}
+	return Capacity{Mu: mu, OK: true}
+}
+
+func measuredCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Duration) (mu float64, ok bool) {
 	if a == nil {
 		return 0, false
 	}

@@ -113,3 +113,27 @@ func reversed(v []int64) []int64 {
 	}
 	return out
 }
+
+// A completion rate at the burst's own arrival rate is not a capacity: the
+// target kept up. With the backlog of TestMeasuredCapacity (μ = 2/s over
+// [11 s, 25 s)), a burst offered at 2.1/s did not saturate it (2 ≥ 0.9 ×
+// 2.1); one offered at 10/s did.
+func TestMeasureCapacityNeedsSaturation(t *testing.T) {
+	backlog := map[int]int64{10: 5, 11: 20, 12: 30, 13: 30, 14: 30, 15: 3, 16: 30, 17: 30, 18: 40, 19: 30, 20: 2, 21: 20, 22: 20, 23: 20, 24: 20, 25: 4}
+	uniform := every(500*time.Millisecond, 0, 40*time.Second)
+	for _, tc := range []struct {
+		offeredRPS float64
+		ok         bool
+		why        string
+	}{{2.1, false, NotSaturated}, {10, true, ""}} {
+		r := capacityRun(backlog)
+		r.Phases[1].OfferedRPS = tc.offeredRPS
+		c := MeasureCapacity(r, uniform, 10*time.Second, 20*time.Second)
+		if c.OK != tc.ok || c.Why != tc.why || (c.OK && c.Mu != 2) {
+			t.Errorf("burst at %g/s: %+v, want ok %v %q", tc.offeredRPS, c, tc.ok, tc.why)
+		}
+		if mu, ok := MeasuredCapacity(r, uniform, 10*time.Second, 20*time.Second); ok != tc.ok || (ok && mu != 2) {
+			t.Errorf("MeasuredCapacity at %g/s: %v %v", tc.offeredRPS, mu, ok)
+		}
+	}
+}

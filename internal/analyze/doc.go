@@ -34,7 +34,10 @@
 //
 //	offered RPS   = scheduled arrivals / D          (every record, drops included)
 //	sent RPS      = records with a sent time / D
-//	success RPS   = records with outcome ok / D
+//	completed RPS = ok records whose done time falls in the group's interval / D
+//	                (by completion time, the one count not by arrival; completions
+//	                after the last phase end count in no window)
+//	arrivals ok   = records with outcome ok / offered
 //	goodput RPS   = good records / D
 //	goodput ratio = good / offered                  (drops, failures, timeouts and
 //	                                                 cancellations stay in the denominator)
@@ -89,6 +92,16 @@
 // past 5 %, P50 past 50 %. A censored quantile is reported as a lower bound
 // (the per-request timeout, or the observed value if larger), flagged, and
 // formatted as "> 60s". Mean and max stay the values over ok requests.
+//
+// Requests cancelled in flight (outcome cancelled with a sent time: a
+// Ctrl-C) are censored the same way: each one's latency is at least its
+// done − scheduled, and they rank above every ok request (the timeouts
+// above them), in every denominator. With C of them, T timeouts and S ok
+// requests, the q-quantile is unknown when C + T > (1 − q)·(S + C + T); its
+// lower bound is the timeout when the rank lies among the timeouts, else
+// the largest ok value, and Dist.Interrupted is set. So the survivors of an
+// interrupted overload never make a percentile, or a PASS, on their own. A
+// request cancelled before it was sent is not censored.
 //
 // # SLO
 //

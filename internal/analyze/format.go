@@ -29,14 +29,15 @@ func (d Dist) Value(q Quantile) (ms float64, censored bool) {
 }
 
 // Text formats a quantile for people: "812ms", "1.52s", "> 60s" when it is
-// censored (">" followed by the timeout, or by the lower bound when the
-// timeout is unknown), "n/a" when there are no samples.
+// censored (">" followed by its lower bound: the timeout when the rank lies
+// among timeouts, else the largest value observed, as when it lies among
+// requests cancelled in flight), "n/a" when there are no samples.
 func (d Dist) Text(q Quantile) string {
 	v, cens := d.Value(q)
 	switch {
-	case cens && d.CensorMs > 0:
-		return "> " + FormatMs(d.CensorMs)
-	case cens:
+	case cens && d.Interrupted && d.Count == 0 && d.CensorMs == 0:
+		return "n/a (interrupted)" // nothing finished: no bound at all
+	case cens: // v is the bound: the timeout, or the largest value observed
 		return "> " + FormatMs(v)
 	case d.Count == 0:
 		return "n/a"

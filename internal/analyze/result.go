@@ -16,9 +16,10 @@ const PercentileDefinition = "nearest rank: the ceil(q*N)-th smallest value, on 
 // Dist summarises one latency distribution. Times are milliseconds.
 //
 // When a PxxCensored flag is set, more than (100 − xx) % of the requests in
-// the group timed out, so that percentile is unknown: PxxMs then holds only a
-// lower bound (the per-request timeout, or the value observed over successful
-// requests if larger) and Text prints "> <timeout>". MeanMs and MaxMs are over
+// the group timed out or were cancelled in flight, so that percentile is
+// unknown: PxxMs then holds only a lower bound (the per-request timeout when
+// the rank lies among the timeouts, else the largest value observed over
+// successful requests) and Text prints "> <bound>". MeanMs and MaxMs are over
 // the recorded (successful) values only.
 type Dist struct {
 	Count       int64   `json:"count"`   // recorded values (the sample count)
@@ -32,6 +33,10 @@ type Dist struct {
 	P95Censored bool    `json:"p95_censored"`
 	P99Censored bool    `json:"p99_censored"`
 	CensorMs    float64 `json:"censor_ms,omitempty"` // the per-request timeout a censored percentile exceeds; 0 = unknown
+	// Interrupted is set when a censored percentile lies among requests
+	// cancelled in flight (Ctrl-C): it is at least the largest value
+	// recorded (PxxMs), its true value unknown.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Latency holds every distribution of a group, keyed by Metric names.
@@ -65,27 +70,37 @@ func (l Latency) Get(m Metric) Dist {
 
 // Stats are the counts, rates and distributions of one group of records: a
 // phase, a window or the overall aggregate. Rates are per second over
-// DurationMs; ratios are fractions of Offered.
+// DurationMs; ratios are fractions of Offered. Every count belongs to the
+// group of the record's scheduled arrival except Completed (and
+// CompletedRPS), which counts the ok requests whose done time falls in the
+// group's interval: the target's throughput.
 type Stats struct {
 	DurationMs float64                  `json:"duration_ms"`
 	Offered    int64                    `json:"offered"`   // scheduled arrivals
 	Sent       int64                    `json:"sent"`      // left the generator
 	Succeeded  int64                    `json:"succeeded"` // outcome ok
 	Good       int64                    `json:"good"`      // met the per-request deadline
+	Completed  int64                    `json:"completed"` // ok requests whose done time falls in the interval, whatever their arrival
 	Outcomes   map[record.Outcome]int64 `json:"outcomes"`  // every outcome, zeros included
 
 	OfferedRPS   float64 `json:"offered_rps"`
 	SentRPS      float64 `json:"sent_rps"`
-	SuccessRPS   float64 `json:"success_rps"`
+	CompletedRPS float64 `json:"completed_rps"` // Completed / duration: completions by completion time
 	GoodputRPS   float64 `json:"goodput_rps"`
 	GoodputRatio float64 `json:"goodput_ratio"` // good / offered
+
+	ArrivalsOKRatio float64 `json:"arrivals_ok_ratio"` // succeeded / offered: the share of the group's arrivals that succeeded
+	LastDoneMs      float64 `json:"last_done_ms"`      // latest completion of the group's ok requests (by arrival); 0 if none
 
 	ErrorRate     float64 `json:"error_rate"`      // http, connection, stream, invalid and unknown failures / offered
 	RateLimitRate float64 `json:"rate_limit_rate"` // 429 / offered
 	TimeoutRate   float64 `json:"timeout_rate"`    // timeouts / offered
 	DropRate      float64 `json:"drop_rate"`       // generator drops / offered
 	CancelRate    float64 `json:"cancel_rate"`     // cancelled / offered
-	FailureRate   float64 `json:"failure_rate"`    // error + 429 + timeout + drop rates
+	// CancelledInFlight counts the requests cancelled after they were sent
+	// (Ctrl-C): censored in the latency percentiles like timeouts.
+	CancelledInFlight int64   `json:"cancelled_in_flight"`
+	FailureRate       float64 `json:"failure_rate"` // error + 429 + timeout + drop rates
 
 	PromptTokens    int64   `json:"prompt_tokens"`       // of ok requests
 	OutputTokens    int64   `json:"output_tokens"`       // of ok requests
@@ -347,13 +362,17 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		Sent:       a.sent,
 		Succeeded:  o[slotOK],
 		Good:       a.good,
+		Completed:  a.completed,
 		Outcomes:   make(map[record.Outcome]int64, numSlots),
 
 		OfferedRPS:   perSec(offered, durNs),
 		SentRPS:      perSec(a.sent, durNs),
-		SuccessRPS:   perSec(o[slotOK], durNs),
+		CompletedRPS: perSec(a.completed, durNs),
 		GoodputRPS:   perSec(a.good, durNs),
 		GoodputRatio: ratio(a.good, offered),
+
+		ArrivalsOKRatio: ratio(o[slotOK], offered),
+		LastDoneMs:      nsToMs(a.lastDone),
 
 		ErrorRate:     ratio(errs, offered),
 		RateLimitRate: ratio(o[slotRateLimited], offered),
@@ -373,13 +392,14 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 	if a.gaps > 0 {
 		s.ITLMeanPooledMs = float64(a.decodeNs) / float64(a.gaps) / 1e6
 	}
-	timeouts, okN := o[slotTimeout], o[slotOK]
+	timeouts := o[slotTimeout]
+	s.CancelledInFlight = a.cancelled
 	for i := range a.m {
-		var t int64
+		var t, c int64
 		if censorable(i) {
-			t = timeouts
+			t, c = timeouts, a.cancelled
 		}
-		*s.Latency.ptr(i) = a.m[i].dist(t, okN+t, timeoutMs)
+		*s.Latency.ptr(i) = a.m[i].dist(t, c, timeoutMs)
 	}
 	return s
 }
@@ -387,14 +407,14 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 // quantiles are the reported percentiles as fractions num/100.
 var quantiles = [3]int64{50, 95, 99}
 
-// dist summarises m. Timeouts stay in the denominator (docs/method.md §7): the
-// q-quantile of a group of cnt recorded values and T timeouts is the value
-// of nearest rank r = ceil(q·(cnt+T)), the timeouts ranking above every
-// recorded value; when r > cnt the quantile lies among the timeouts and is
-// censored (unknown, above the timeout). n is unused beyond timeouts'
-// context and kept for the callers' readability.
-func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
-	_ = n
+// dist summarises m. Timeouts and requests cancelled in flight stay in the
+// denominator (docs/method.md §7): the q-quantile of a group of cnt
+// recorded values, C cancelled in flight and T timeouts is the value of
+// nearest rank r = ceil(q·(cnt+C+T)), the cancelled ranking above every
+// recorded value and the timeouts above those; when r > cnt the quantile
+// lies among them and is censored: unknown, at least the largest recorded
+// value, and at least the timeout when r > cnt + C.
+func (m *metricAcc) dist(timeouts, cancelled int64, timeoutMs float64) Dist {
 	var d Dist
 	var vals [3]float64
 	cens := [3]bool{}
@@ -402,11 +422,11 @@ func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
 	if m.h != nil {
 		cnt = m.h.TotalCount()
 	}
-	total := cnt + timeouts
+	total := cnt + cancelled + timeouts
 	var ranks [3]int64
 	for i, q := range quantiles {
 		ranks[i] = max(1, (q*total+99)/100)
-		cens[i] = timeouts > 0 && ranks[i] > cnt
+		cens[i] = timeouts+cancelled > 0 && ranks[i] > cnt
 	}
 	if cnt > 0 {
 		d.Count = cnt
@@ -429,9 +449,12 @@ func (m *metricAcc) dist(timeouts, n int64, timeoutMs float64) Dist {
 		}
 	}
 	for i := range quantiles {
-		if cens[i] {
+		if cens[i] && ranks[i] > cnt+cancelled {
 			vals[i] = max(vals[i], timeoutMs)
 			d.CensorMs = timeoutMs
+		}
+		if cens[i] && ranks[i] <= cnt+cancelled {
+			d.Interrupted = true
 		}
 	}
 	d.P50Ms, d.P95Ms, d.P99Ms = vals[0], vals[1], vals[2]

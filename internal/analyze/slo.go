@@ -47,7 +47,7 @@ func latencyClause(name, label string, d Dist, p99 bool, limitMs float64) Clause
 	c := Clause{Name: name, Limit: limitMs, Measured: v, Samples: d.Count, Censored: cens}
 	switch {
 	case cens:
-		c.Text = fmt.Sprintf("%s %s (unknown: too many timeouts), limit %s: %s", label, d.Text(q), FormatMs(limitMs), passWord(false))
+		c.Text = fmt.Sprintf("%s %s (unknown: %s), limit %s: %s", label, d.Text(q), censorWhy(d), FormatMs(limitMs), passWord(false))
 	case d.Count == 0:
 		c.Text = fmt.Sprintf("%s n/a (no samples), limit %s: %s", label, FormatMs(limitMs), passWord(false))
 	default:
@@ -92,4 +92,15 @@ func (slo SLO) check(s *Stats) Verdict {
 
 func pct(f float64) string {
 	return trimZeros(strconv.FormatFloat(f*100, 'f', 2, 64)) + "%"
+}
+
+// censorWhy says what made a percentile of d unknown.
+func censorWhy(d Dist) string {
+	switch {
+	case d.Interrupted && d.CensorMs > 0:
+		return "too many timeouts and requests cancelled in flight"
+	case d.Interrupted:
+		return "too many requests cancelled in flight (interrupted)"
+	}
+	return "too many timeouts"
 }

@@ -1,10 +1,16 @@
 package analyze
 
+import "math"
+
 // VLLMBench is the overall result under the field names of vLLM's
 // `vllm bench serve` JSON output, so users can cross-check the two tools.
 // Meanings follow vLLM: TTFT and E2EL are measured from the send, over
-// successful requests; throughputs divide by the overall duration (the
-// non-excluded phases). Differences, by design:
+// successful requests; throughputs divide by the benchmark's duration as
+// vLLM measures it, from the first arrival to the last completion: from the
+// start of the first non-excluded phase to its end or to the last ok
+// completion of its requests, whichever is later (a burst's backlog drains
+// after the last phase, and dividing by the phases alone would overstate
+// the throughput). Differences, by design:
 //   - request_goodput counts requests that met surge's per-request deadline
 //     (from the scheduled arrival), vLLM's counts its own --goodput SLOs;
 //   - percentiles are nearest-rank on an HDR histogram (vLLM interpolates);
@@ -57,7 +63,7 @@ func p99(d Dist) *float64 {
 func (r *Result) VLLM() VLLMBench {
 	o := &r.Overall
 	l := &o.Latency
-	dur := o.DurationMs / 1000
+	dur := r.benchSpanMs() / 1000
 	per := func(n int64) float64 {
 		if dur <= 0 {
 			return 0
@@ -79,4 +85,19 @@ func (r *Result) VLLM() VLLMBench {
 		MeanITLMs:  o.ITLMeanPooledMs,
 		MeanE2ELMs: l.E2ESend.MeanMs, MedianE2ELMs: l.E2ESend.P50Ms, StdE2ELMs: l.E2ESend.StdMs, P99E2ELMs: p99(l.E2ESend),
 	}
+}
+
+// benchSpanMs is the span of the non-excluded phases, extended to the last
+// ok completion of their requests, ms.
+func (r *Result) benchSpanMs() float64 {
+	start, end := math.Inf(1), math.Inf(-1)
+	for _, p := range r.Phases {
+		if !p.Excluded {
+			start, end = min(start, p.StartMs), max(end, p.EndMs)
+		}
+	}
+	if math.IsInf(start, 0) {
+		return r.Overall.DurationMs
+	}
+	return max(end, r.Overall.LastDoneMs) - start
 }

@@ -46,3 +46,15 @@ func EngineTimingLines(res *run.Result) []string {
 	}
 	return out
 }
+
+// noQueueConsequence completes the "queue wait (histogram) n/a" line: with
+// no per-request engine queue either, load-induced latency is extra
+// observed latency, not a measured queue.
+func noQueueConsequence(res *run.Result) string {
+	for _, et := range res.EngineTiming {
+		if et.Queue.Available {
+			return "; the per-request engine queue below is measured"
+		}
+	}
+	return " — load-induced latency above is extra observed latency, not queue time"
+}

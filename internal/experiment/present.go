@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,13 +25,13 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Count(), res.Spec.Dir.Path(), partialNote(res))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	retried := a.Overall.Client.Attempts > a.Overall.Sent
-	head := "phase\toffered/s\tsent/s\tok/s\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t"
+	head := "phase\toffered/s\tsent/s\tcompleted/s\tarrivals ok%\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t"
 	if retried {
 		head += "attempts/s\tattempts/arrival\t"
 	}
 	fmt.Fprintln(tw, head)
 	row := func(name string, s *analyze.Stats) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, s.SuccessRPS, s.GoodputRPS,
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, s.CompletedRPS, 100*s.ArrivalsOKRatio, s.GoodputRPS,
 			100*s.GoodputRatio, 100*s.ErrorRate, 100*s.RateLimitRate, 100*s.TimeoutRate, s.Outcomes["generator_drop"])
 		if retried {
 			fmt.Fprintf(tw, "%.2f\t%.2f\t", s.Client.AttemptsRPS, s.Client.AttemptsPerArrival)
@@ -65,7 +66,7 @@ func PrintPhases(w io.Writer, res *run.Result) {
 				{"TTFT (answer text) from schedule", l.TTFTTextSched}, {"TTFT (answer text) from send", l.TTFTTextSend},
 			}
 		}
-		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT}, line{"schedule lag", l.ScheduleLag})
+		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT}, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
 		for _, m := range lines {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", name, m.label, m.d.Text(analyze.Q50), m.d.Text(analyze.Q95), m.d.Text(analyze.Q99), m.d.Count)
 			name = ""
@@ -86,15 +87,47 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, line := range ClientNotes(a) {
 		fmt.Fprintln(w, line)
 	}
-	if res.Scrape.State != scrape.StateOK && res.Scrape.State != scrape.StatePartial {
-		fmt.Fprintf(w, "engine metrics: %s — load-induced latency above is extra observed latency, not queue time\n", scrapeReason(res.Scrape))
-	}
-	for _, m := range res.Scrape.Messages {
-		fmt.Fprintln(w, "engine metrics:", m)
+	// The scraper's own notes (missing metrics, a preset mismatch) were
+	// logged once, when they arose: not repeated here.
+	if why := EngineReason(res.Scrape, scrape.QueueTime); why != "" {
+		fmt.Fprintf(w, "engine queue wait (histogram) n/a: %s%s\n", why, noQueueConsequence(res))
 	}
 	for _, line := range EngineTimingLines(res) {
 		fmt.Fprintln(w, line)
 	}
+}
+
+// EngineReason says why the engine metric m is unavailable from a run
+// whose scraping ended as st, or "" when scraping found it:
+//   - no --metrics-url: scraping was off;
+//   - scrape failed (N of M): no scrape succeeded, N of the M attempts failed;
+//   - metric not exported by this engine: scrapes succeeded, but the
+//     preset has no such metric (llama.cpp has no queue-time histogram) or
+//     none of its names was in any scrape.
+func EngineReason(st scrape.Status, m scrape.Metric) string {
+	name := m.String()
+	switch {
+	case st.State == scrape.StateDisabled || st.State == "":
+		return report.ReasonNoMetricsURL
+	case st.State == scrape.StateUnavailable || st.State == scrape.StatePending || st.Samples == 0:
+		why := fmt.Sprintf("scrape failed (%d of %d)", st.Failures, st.Failures+st.Samples)
+		if st.Reason != "" {
+			why += ": " + st.Reason
+		}
+		return why
+	case slices.Contains(st.NotExported, name):
+		return fmt.Sprintf("%s: the %s preset has no %s (%d scrapes succeeded)", report.ReasonNotExported, orPreset(st.Preset), name, st.Samples)
+	case slices.Contains(st.Missing, name) || slices.Contains(st.Absent, name):
+		return fmt.Sprintf("%s: %s not found in %d scrapes", report.ReasonNotExported, name, st.Samples)
+	}
+	return ""
+}
+
+func orPreset(p string) string {
+	if p == "" {
+		return "engine's"
+	}
+	return p
 }
 
 // outcomeLine lists the failure classes of a group, e.g. "failures:
@@ -123,13 +156,6 @@ func partialNote(res *run.Result) string {
 		return " (PARTIAL: interrupted)"
 	}
 	return ""
-}
-
-func scrapeReason(st scrape.Status) string {
-	if st.Reason != "" {
-		return st.Reason
-	}
-	return string(st.State)
 }
 
 // generatorNotes says plainly when the generator could not keep the
@@ -184,7 +210,8 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		return r
 	}
 	s := &p.Stats
-	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.SuccessRPS), report.Val(s.GoodputRPS)
+	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
+	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)
 	r.TTFTText = report.PercentilesNA("no request thought first: TTFT (answer text) = TTFT")
 	if s.Client.ThoughtFirst > 0 {
@@ -192,6 +219,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	}
 	r.AttemptsPerArrival, r.AttemptsRPS = report.Val(s.Client.AttemptsPerArrival), report.Val(s.Client.AttemptsRPS)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
+	r.ConnWait = percentiles(s.Latency.ConnWait)
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
 	r.Samples = s.Offered
 	qw := res.QueueWait[phase]
@@ -201,7 +229,11 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 			r.QueueWait.P99 = report.Above(qw.P99Ms, "beyond the engine's largest histogram bucket")
 		}
 	} else {
-		r.QueueWait = report.PercentilesNA(report.ReasonNoEngineTelemetry)
+		why := EngineReason(res.Scrape, scrape.QueueTime)
+		if why == "" {
+			why = "engine queue wait: " + qw.Reason
+		}
+		r.QueueWait = report.PercentilesNA(why)
 	}
 	r.EngineQueue = report.PercentilesNA(report.ReasonNoEngineTiming)
 	if et, ok := res.EngineTiming[phase]; ok && et.Queue.Available {
@@ -217,6 +249,7 @@ func NoBurst(r *report.Row) {
 	na := report.Unavailable(report.ReasonNoBurst)
 	r.Multiplier, r.BaselineRPS, r.BurstRPS = na, na, na
 	r.Recovery, r.PredictedRecovery = report.RecoveryNA(report.ReasonNoBurst), report.RecoveryNA(report.ReasonNoBurst)
+	r.Mu = na
 }
 
 func percentiles(d analyze.Dist) report.Percentiles {
@@ -226,7 +259,11 @@ func percentiles(d analyze.Dist) report.Percentiles {
 	one := func(q analyze.Quantile) report.Opt {
 		v, cens := d.Value(q)
 		if cens {
-			return report.Above(v, "more than the percentile's share of requests timed out")
+			why := "more than the percentile's share of requests timed out"
+			if d.Interrupted {
+				why = "interrupted: more than the percentile's share of requests timed out or were cancelled in flight"
+			}
+			return report.Above(v, why)
 		}
 		return report.Val(v)
 	}
@@ -242,7 +279,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.T = append(c.T, win.StartMs/1000)
 		c.Offered = append(c.Offered, win.OfferedRPS)
 		c.Sent = append(c.Sent, win.SentRPS)
-		c.Successful = append(c.Successful, win.SuccessRPS)
+		c.Completed = append(c.Completed, win.CompletedRPS)
 		c.Goodput = append(c.Goodput, win.GoodputRPS)
 		add := func(ls *report.LatencySeries, d analyze.Dist) {
 			get := func(q analyze.Quantile) float64 {
@@ -262,12 +299,29 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.InFlight = append(c.InFlight, float64(tl.InFlight))
 		c.OldestWaitingAge = append(c.OldestWaitingAge, tl.OldestWaitingAgeMs/1000)
 		if hasEngine {
-			i := scrape.Nearest(res.Engine, int64(win.StartMs*1e6))
-			wv, _ := res.Engine[i].Value(scrape.Waiting)
-			rv, _ := res.Engine[i].Value(scrape.Running)
+			// The peak within the window, at the engine's own resolution.
+			from, to := int64(win.StartMs*1e6), int64(win.EndMs*1e6)
+			wv, _ := scrape.MaxIn(res.Engine, scrape.Waiting, from, to)
+			rv, _ := scrape.MaxIn(res.Engine, scrape.Running, from, to)
 			c.EngineWaiting = append(c.EngineWaiting, wv)
 			c.EngineRunning = append(c.EngineRunning, rv)
 		}
+	}
+	for _, smp := range res.Engine {
+		wv, wok := smp.Value(scrape.Waiting)
+		rv, rok := smp.Value(scrape.Running)
+		if !wok && !rok {
+			continue
+		}
+		if !wok {
+			wv = math.NaN()
+		}
+		if !rok {
+			rv = math.NaN()
+		}
+		c.EngineT = append(c.EngineT, float64(smp.TNs)/1e9)
+		c.EngineWaitingSamples = append(c.EngineWaitingSamples, wv)
+		c.EngineRunningSamples = append(c.EngineRunningSamples, rv)
 	}
 	for _, p := range a.Phases {
 		c.Phases = append(c.Phases, report.Phase{Name: p.Name, Start: p.StartMs / 1000, End: p.EndMs / 1000})

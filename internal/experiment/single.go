@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,10 @@ type RunConfig struct {
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
 
+	// DurationSet says Duration was given (flag or file); without it a
+	// replay runs the whole trace (schedule.FitTrace).
+	DurationSet bool `yaml:"-"`
+
 	// ConfigFile is the YAML file the config came from; replay trace paths
 	// are relative to its folder.
 	ConfigFile string `yaml:"-"`
@@ -42,9 +47,17 @@ func DefaultRunConfig() RunConfig {
 	return RunConfig{Options: run.DefaultOptions(), Rate: 5, Duration: 30 * time.Second, Arrival: schedule.ArrivalPoisson, Burstiness: 1}
 }
 
-// Plan turns the configuration into a schedule plan.
+// Plan turns the configuration into a schedule plan and the phases it
+// excludes.
 func (c *RunConfig) Plan() (schedule.Plan, []string, error) {
-	p := schedule.Plan{BaselineRPS: c.BaselineRPS, Phases: c.Phases}
+	p, exclude, _, err := c.PlanNotes()
+	return p, exclude, err
+}
+
+// PlanNotes is Plan with the notes to print before the run starts: how a
+// replayed trace was fitted to its phase (schedule.FitTrace).
+func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
+	p := schedule.Plan{BaselineRPS: c.BaselineRPS, Phases: slices.Clone(c.Phases)}
 	var exclude []string
 	if len(p.Phases) == 0 {
 		main := schedule.Phase{Name: "main", Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival, Burstiness: c.Burstiness, TraceFile: c.Trace, Speed: c.Speed}
@@ -73,15 +86,27 @@ func (c *RunConfig) Plan() (schedule.Plan, []string, error) {
 		dir = filepath.Dir(c.ConfigFile)
 	}
 	if err := p.LoadTraces(dir); err != nil {
-		return p, nil, err
+		return p, nil, nil, err
+	}
+	var notes []string
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		explicit := c.DurationSet // single phase: --duration given
+		if len(c.Phases) > 0 {
+			explicit = ph.Duration > 0 // phases from a file: a duration given
+		}
+		if len(c.Phases) == 0 && ph.Name == schedule.PhaseWarmup {
+			continue // the warmup replays the trace's first --warmup
+		}
+		notes = append(notes, schedule.FitTrace(ph, explicit)...)
 	}
 	if err := p.Validate(); err != nil {
 		if len(c.Phases) == 0 {
-			return p, nil, flagPhaseError(err, c.Warmup > 0)
+			return p, nil, nil, flagPhaseError(err, c.Warmup > 0)
 		}
-		return p, nil, err
+		return p, nil, nil, err
 	}
-	return p, exclude, nil
+	return p, exclude, notes, nil
 }
 
 // flagPhaseError renames the field of an error in the phases that the
@@ -124,11 +149,14 @@ func (c *RunConfig) Validate() error {
 // Run executes `surge run`: one run of the configured phases into d, then
 // the per-phase summary on w and the reports in the run folder.
 func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Writer) (Outcome, error) {
-	plan, exclude, err := c.Plan()
+	plan, exclude, notes, err := c.PlanNotes()
 	if err != nil {
 		return Outcome{}, &run.ConfigError{Err: err}
 	}
 	Announce(w, env, "run")
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(plan.Phases), plan.Duration(), d.Path())
 	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "run", Plan: plan, Exclude: exclude, Experiment: c})
 	if res == nil {

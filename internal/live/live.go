@@ -29,7 +29,7 @@ type Status struct {
 	Total    time.Duration // planned length (for the ETA); 0 if unknown
 	Offered  float64       // arrivals/s in the last window
 	Sent     float64       // sent/s in the last window
-	OK       float64       // successful completions/s in the last window
+	OK       float64       // successful completions/s in the last window, by completion time (the tables' completed/s)
 	Goodput  float64       // completions within the deadline/s in the last window
 	InFlight int64
 	Waiting  float64       // engine waiting queue (NaN when unknown)
@@ -105,7 +105,7 @@ func (v *View) Draw(s Status) {
 
 // Line is the one-line form of s, for logs and pipes.
 func Line(s Status) string {
-	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s ok %.1f/s goodput %.1f/s in-flight %d waiting %s p99 %s drops %d lag %s errors %d",
+	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s completed %.1f/s goodput %.1f/s in-flight %d waiting %s p99 %s drops %d lag %s errors %d",
 		s.Run, fmtDur(s.Elapsed), s.Phase, s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors)
 }
 
@@ -117,7 +117,7 @@ func Block(s Status) []string {
 	}
 	return []string{
 		fmt.Sprintf("── %s ── phase %-9s elapsed %s  ETA %s", s.Run, s.Phase, fmtDur(s.Elapsed), eta),
-		fmt.Sprintf("   offered %7.1f/s  sent %7.1f/s  ok %7.1f/s  goodput %7.1f/s", s.Offered, s.Sent, s.OK, s.Goodput),
+		fmt.Sprintf("   offered %7.1f/s  sent %7.1f/s  completed %7.1f/s  goodput %7.1f/s", s.Offered, s.Sent, s.OK, s.Goodput),
 		fmt.Sprintf("   in-flight %6d  engine waiting %6s  p99 (window) %8s", s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99)),
 		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s", s.Drops, s.Errors, fmtDur(s.LagMax)),
 	}

@@ -27,6 +27,7 @@ type chartRun struct {
 type chart struct {
 	ID     string        `json:"id"`
 	Title  string        `json:"title"`
+	T      Series        `json:"t,omitempty"` // the chart's own time axis; empty: the run's windows
 	Note   string        `json:"note,omitempty"`
 	Y      string        `json:"y"`            // left axis label with unit
 	Y2     string        `json:"y2,omitempty"` // right axis label, for series on scale "y2"
@@ -118,7 +119,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		name string
 		s    Series
 	}{
-		{"offered", rc.Offered}, {"sent", rc.Sent}, {"successful", rc.Successful}, {"goodput", rc.Goodput},
+		{"offered", rc.Offered}, {"sent", rc.Sent}, {"completed", rc.Completed}, {"goodput", rc.Goodput},
 		{"TTFT p50", rc.TTFT.P50}, {"TTFT p95", rc.TTFT.P95}, {"TTFT p99", rc.TTFT.P99},
 		{"completion p50", rc.Completion.P50}, {"completion p95", rc.Completion.P95}, {"completion p99", rc.Completion.P99},
 		{"in flight", rc.InFlight}, {"engine waiting", rc.EngineWaiting}, {"engine running", rc.EngineRunning},
@@ -186,7 +187,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	load.Series = present(
 		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{5, 4}, Values: rc.Offered},
 		chartSeries{Label: "sent", Color: "#1f77b4", Values: rc.Sent},
-		chartSeries{Label: "successful", Color: "#2ca02c", Values: rc.Successful},
+		chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Values: rc.Completed},
 		chartSeries{Label: "goodput", Color: "#7b3fb3", Values: rc.Goodput},
 	)
 	withUnit(load.Series, "req/s", "y")
@@ -233,6 +234,27 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		q.Note = "engine metrics unavailable"
 	}
 	add(q, "")
+
+	if len(rc.EngineT) > 0 {
+		for i, t := range rc.EngineT {
+			if !finite(t) || i > 0 && t <= rc.EngineT[i-1] {
+				return fail("engine sample times not ascending at %d", i)
+			}
+		}
+		for _, s := range []Series{rc.EngineWaitingSamples, rc.EngineRunningSamples} {
+			if s != nil && len(s) != len(rc.EngineT) {
+				return fail("engine series has %d points, want %d (one per engine sample)", len(s), len(rc.EngineT))
+			}
+		}
+		e := chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: rc.EngineT,
+			Note: "at the engine's scrape resolution; the chart above shows each window's peak"}
+		e.Series = present(
+			chartSeries{Label: "engine running", Color: "#2ca02c", Values: rc.EngineRunningSamples},
+			chartSeries{Label: "engine waiting", Color: "#d62728", Values: rc.EngineWaitingSamples},
+		)
+		withUnit(e.Series, "", "y")
+		add(e, "")
+	}
 	return run, nil
 }
 

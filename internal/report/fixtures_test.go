@@ -42,7 +42,7 @@ func fullRow() Row {
 		Model: "llama-3.1-8b-instruct", Workload: "chat", Deployment: "vllm-0.6 1×L4",
 		Multiplier:  Val(2),
 		BaselineRPS: Val(8), BurstRPS: Val(16),
-		OfferedRPS: Val(9.6), SentRPS: Val(9.6), SuccessRPS: Val(9.55), GoodputRPS: Val(9.4),
+		OfferedRPS: Val(9.6), SentRPS: Val(9.6), CompletedRPS: Val(9.55), GoodputRPS: Val(9.4),
 		TTFT:              pct(182.4, 611, 948.25),
 		Completion:        pct(3120, 5890, 7420),
 		QueueWait:         pct(3.2, 240, 512),
@@ -65,7 +65,7 @@ func naRow() Row {
 		BurstRPS:          Unavailable(ReasonNoBurst),
 		OfferedRPS:        Unavailable(ReasonNoSamples),
 		SentRPS:           Unavailable(ReasonNoSamples),
-		SuccessRPS:        Unavailable(ReasonNoSamples),
+		CompletedRPS:      Unavailable(ReasonNoSamples),
 		GoodputRPS:        Unavailable(ReasonNoSamples),
 		TTFT:              PercentilesNA(ReasonNoSamples),
 		Completion:        PercentilesNA(ReasonNoSamples),
@@ -85,7 +85,7 @@ func naRow() Row {
 func censoredRow() Row {
 	r := fullRow()
 	r.Multiplier, r.BurstRPS = Val(10), Val(80)
-	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = Val(20.8), Val(19.9), Val(11.2), Val(6.05)
+	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = Val(20.8), Val(19.9), Val(11.2), Val(6.05)
 	r.TTFT = Percentiles{P50: Val(8400), P95: Val(41200), P99: Above(60000, ReasonCensoredP99)}
 	r.Completion = Percentiles{P50: Val(14800), P95: Val(52000), P99: Above(60000, ReasonCensoredP99)}
 	r.QueueWait = PercentilesNA(ReasonNoEngineTelemetry)
@@ -101,7 +101,7 @@ func censoredRow() Row {
 func notRecoveredRow() Row {
 	r := fullRow()
 	r.Multiplier, r.BurstRPS = Val(5), Val(40)
-	r.OfferedRPS, r.SentRPS, r.SuccessRPS, r.GoodputRPS = Val(14.4), Val(14.4), Val(12.9), Val(10.1)
+	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = Val(14.4), Val(14.4), Val(12.9), Val(10.1)
 	r.TTFT = pct(1450, 9800, 21400)
 	r.Completion = pct(6100, 18300, 30900)
 	r.Recovery = NotRecoveredWithin(300)

@@ -99,7 +99,8 @@ type RunCharts struct {
 	Meta []KV      // summary shown above the charts
 	T    []float64 // window start, seconds since the run's start, ascending
 
-	Offered, Sent, Successful, Goodput Series // requests/s per window
+	Offered, Sent, Goodput Series // requests/s per arrival window
+	Completed              Series // ok completions/s per window, by completion time
 
 	TTFT       LatencySeries // by arrival window, ms
 	Completion LatencySeries // by arrival window, ms
@@ -107,10 +108,15 @@ type RunCharts struct {
 	// as a horizontal line; 0 draws none.
 	TTFTDeadlineMs, CompletionDeadlineMs float64
 
-	InFlight         Series // requests sent and not finished (client side)
-	EngineWaiting    Series // engine's waiting queue; nil without engine metrics
-	EngineRunning    Series // engine's running batch; nil without engine metrics
-	OldestWaitingAge Series // seconds the oldest unanswered request has waited (client side)
+	InFlight      Series // requests sent and not finished (client side)
+	EngineWaiting Series // engine's waiting queue, its peak within each window; nil without engine metrics
+	EngineRunning Series // engine's running batch, its peak within each window; nil without engine metrics
+	// EngineT are the times of the engine's own samples (seconds, its
+	// scrape resolution), and EngineWaitingSamples and
+	// EngineRunningSamples its queues at those times; nil without engine
+	// metrics. They draw the engine's queue as it was scraped.
+	EngineT, EngineWaitingSamples, EngineRunningSamples Series
+	OldestWaitingAge                                    Series // seconds the oldest unanswered request has waited (client side)
 
 	Phases  []Phase
 	Markers []Marker

@@ -192,3 +192,22 @@ func TestVendoredAssetsMatchREADME(t *testing.T) {
 		t.Error("README does not record version 1.6.32")
 	}
 }
+
+// The engine's own samples get a chart on their own time axis.
+func TestEngineChartAtScrapeResolution(t *testing.T) {
+	rc := RunCharts{T: []float64{0, 10}, InFlight: Series{1, 2}, EngineWaiting: Series{4, 2}, EngineRunning: Series{8, 8},
+		EngineT: Series{0, 2.5, 5, 7.5, 10}, EngineWaitingSamples: Series{2, 3, 4, 3, 2}, EngineRunningSamples: Series{8, 8, 8, 8, 8}}
+	run, err := buildRun(&rc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range run.Charts {
+		if c.ID == "engine" {
+			if len(c.T) != 5 || len(c.Series) != 2 || c.Series[1].Values[2] != 4 {
+				t.Fatalf("engine chart %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no engine chart in %+v", run.Charts)
+}

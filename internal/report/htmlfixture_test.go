@@ -17,7 +17,7 @@ func smallReport() HTMLReport {
 				T:                    []float64{0, 5, 10, 15, 20, 25},
 				Offered:              Series{8, 8, 16, 16, 8, 8},
 				Sent:                 Series{8, 8, 16, 15.8, 8, 8},
-				Successful:           Series{8, 8, 10, 10, 10, 8},
+				Completed:            Series{8, 8, 10, 10, 10, 8},
 				Goodput:              Series{8, 7.8, 6, 4, 7, 8},
 				TTFT:                 LatencySeries{P50: Series{180, 181, 900, 1800, 700, 185}, P95: Series{300, 310, 1500, 2600, 1200, 305}, P99: Series{420, 430, 1900, 3100, 1500, 425}},
 				Completion:           LatencySeries{P50: Series{3000, 3010, 3800, 4700, 3600, 3005}, P95: Series{4100, 4150, 5000, 6100, 4900, 4120}, P99: Series{5000, 5020, 6000, 7400, 5800, 5010}},
@@ -35,7 +35,7 @@ func smallReport() HTMLReport {
 				T:              []float64{0, 5, 10},
 				Offered:        Series{8, 80, 8},
 				Sent:           Series{8, 70, 8},
-				Successful:     Series{8, 10, nan},
+				Completed:      Series{8, 10, nan},
 				Goodput:        Series{8, 2, math.Inf(1)},
 				TTFT:           LatencySeries{P50: Series{180, nan, 0}, P95: Series{300, nan, -1}, P99: nil},
 				Completion:     LatencySeries{}, // no latency at all: chart left out with a note
@@ -122,7 +122,7 @@ func burstReport() HTMLReport {
 			rc.T = append(rc.T, t)
 			rc.Offered = append(rc.Offered, rate)
 			rc.Sent = append(rc.Sent, rate*(1-0.002*math.Abs(math.Sin(t))))
-			rc.Successful = append(rc.Successful, served)
+			rc.Completed = append(rc.Completed, served)
 			rc.Goodput = append(rc.Goodput, math.Min(good, served))
 			rc.TTFT.P50 = append(rc.TTFT.P50, ttft50)
 			rc.TTFT.P95 = append(rc.TTFT.P95, math.Min(timeoutMs, (300+wait*1.15)*wobble))

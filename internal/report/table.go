@@ -26,7 +26,7 @@ type Table struct {
 // BurstColumns are the columns only a burst experiment fills: the
 // multiplier, the baseline and burst rates, the recovery measured and
 // predicted.
-var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s"}
+var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s", "mu_rps", "mu_source"}
 
 // cols is the table's columns for people: every column but those it
 // omits, and but the columns that would say nothing in any row — the TTFT
@@ -89,8 +89,13 @@ type Row struct {
 	BurstRPS    Opt // the burst's absolute arrival rate
 	OfferedRPS  Opt // what the schedule intended
 	SentRPS     Opt // what left the generator
-	SuccessRPS  Opt // complete, valid responses
-	GoodputRPS  Opt // successful responses within the per-request deadline
+	// CompletedRPS is complete, valid responses by completion time: ok
+	// requests whose done time falls in the row's interval / its length —
+	// what the target completed, never more. ArrivalsOK is the share of the
+	// row's arrivals that succeeded, in [0, 1].
+	CompletedRPS Opt
+	ArrivalsOK   Opt
+	GoodputRPS   Opt // successful responses within the per-request deadline, by scheduled arrival
 
 	AttemptsPerArrival Opt // HTTP attempts (retries included) / scheduled arrivals
 	AttemptsRPS        Opt // HTTP attempts sent per second: the load the target received
@@ -102,6 +107,7 @@ type Row struct {
 	// EngineQueue is the engine's queue wait per request (OTLP spans,
 	// llama.cpp timings, TGI headers) over the phase's arrivals, ms.
 	EngineQueue Percentiles
+	ConnWait   Percentiles // connection wait: connection acquired − sent, the client's own pool queue, ms
 
 	RejectionRate Opt // HTTP 429 / scheduled arrivals
 	TimeoutRate   Opt // timeouts / scheduled arrivals
@@ -110,6 +116,8 @@ type Row struct {
 
 	Recovery          Recovery // measured: seconds after the burst ended
 	PredictedRecovery Recovery // the backlog model's prediction, seconds after the burst ended
+	Mu                Opt      // the capacity μ the prediction used, req/s
+	MuSource          string   // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
 
 	Samples       int64  // requests counted in the row
 	Partial       bool   // the run was cut short (interrupted, budget, error)
@@ -230,8 +238,9 @@ var columns = []column{
 	optCol("burst_rps", "burst", groupLoad, kindRPS, "the burst's absolute arrival rate", func(r *Row) Opt { return r.BurstRPS }),
 	optCol("offered_rps", "offered", groupLoad, kindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
 	optCol("sent_rps", "sent", groupLoad, kindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
-	optCol("success_rps", "success", groupLoad, kindRPS, "complete, valid responses", func(r *Row) Opt { return r.SuccessRPS }),
-	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "successful responses that met the per-request deadline", func(r *Row) Opt { return r.GoodputRPS }),
+	optCol("completed_rps", "completed/s", groupLoad, kindRPS, "complete, valid responses whose completion fell in the phase / its length: what the target completed", func(r *Row) Opt { return r.CompletedRPS }),
+	optCol("arrivals_ok_pct", "arrivals ok %", groupLoad, kindRate, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
+	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "arrivals of the phase that met the per-request deadline / its length", func(r *Row) Opt { return r.GoodputRPS }),
 	optCol("goodput_pct", "goodput %", groupLoad, kindPct, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputPct() }),
 	optCol("attempts_per_arrival", "attempts/arrival", groupLoad, kindPct, "HTTP attempts per scheduled arrival: above 1, retries multiplied the load", func(r *Row) Opt { return r.AttemptsPerArrival }),
 	optCol("attempts_rps", "attempts/s", groupLoad, kindRPS, "HTTP attempts sent per second, retries included: the load the target received", func(r *Row) Opt { return r.AttemptsRPS }),
@@ -252,12 +261,23 @@ var columns = []column{
 	optCol("engine_queue_p95_ms", "queue/req p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P95 }),
 	optCol("engine_queue_p99_ms", "queue/req p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P99 }),
 
+	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, kindMs, "connection wait: connection acquired − sent, the client's own queue when every connection is busy (--max-conns)", func(r *Row) Opt { return r.ConnWait.P50 }),
+	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
+	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
+
 	optCol("rejection_rate", "429 %", groupFailures, kindRate, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
 	optCol("timeout_rate", "timeout %", groupFailures, kindRate, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),
 	optCol("error_rate", "error %", groupFailures, kindRate, "other failures: HTTP, connection, stream, invalid response", func(r *Row) Opt { return r.ErrorRate }),
 	optCol("drop_rate", "drop %", groupFailures, kindRate, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
 	recoveryCol("recovery_s", "recovery", "seconds after the burst until P99 is back within 10% of the pre-burst P99 for 3 windows", func(r *Row) Recovery { return r.Recovery }),
 	recoveryCol("predicted_recovery_s", "predicted", "backlog model: backlog / (capacity − baseline rate); never when baseline ≥ capacity", func(r *Row) Recovery { return r.PredictedRecovery }),
+	optCol("mu_rps", "μ", groupFailures, kindRPS, "the capacity the prediction used, req/s; its source in the μ source column", func(r *Row) Opt { return r.Mu }),
+	{key: "mu_source", head: "μ source", group: groupFailures, kind: kindText, desc: "--capacity-rps, the simulator, or measured from the burst's backlog", get: func(r *Row) cell {
+		if r.MuSource == "" {
+			return cell{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"}
+		}
+		return cell{text: r.MuSource, raw: r.MuSource, json: r.MuSource}
+	}},
 	{key: "samples", head: "samples", group: groupFailures, kind: kindCount, desc: "requests counted in the row", get: func(r *Row) cell {
 		s := strconv.FormatInt(r.Samples, 10)
 		return cell{text: s, raw: s, json: r.Samples}

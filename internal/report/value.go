@@ -16,6 +16,12 @@ const (
 	ReasonNoEngineTelemetry = "no engine telemetry: load-induced latency is extra observed latency, not queue time"
 	// ReasonNoEngineTiming explains a missing per-request engine queue wait.
 	ReasonNoEngineTiming = "no per-request engine timing (--otlp-listen with vLLM, or llama.cpp's timings)"
+	// ReasonNoMetricsURL explains an engine figure of a run without engine
+	// scraping.
+	ReasonNoMetricsURL = "no --metrics-url"
+	// ReasonNotExported begins the explanation of an engine figure whose
+	// metric the engine does not export although its scrapes succeeded.
+	ReasonNotExported = "metric not exported by this engine"
 	// ReasonNoSamples explains a percentile or rate over zero requests.
 	ReasonNoSamples = "no samples"
 	// ReasonNoBurst explains burst-only columns of a run without a burst.

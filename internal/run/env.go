@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,9 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// Every run of an experiment has its own scraper, which notes a missing
+	// metric at its first scrape: say each such warning once per command.
+	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
 	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network}
 	if !o.Quiet {
 		e.Live = view
@@ -298,4 +302,47 @@ func (e *Env) liveStatus() live.Status {
 		return (*src)()
 	}
 	return live.Status{}
+}
+
+// onceHandler passes each distinct record (level, message and attributes)
+// at level Warn or above to h once and drops its repeats: the runs of a
+// burst or a sweep each scrape the same engine and would repeat the same
+// warnings.
+type onceHandler struct {
+	h     slog.Handler
+	seen  *sync.Map
+	attrs string // the handler's own attributes, part of the key
+}
+
+// Enabled is h's.
+func (o *onceHandler) Enabled(ctx context.Context, l slog.Level) bool { return o.h.Enabled(ctx, l) }
+
+// Handle passes r on unless an equal warning was passed before.
+func (o *onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var b strings.Builder
+		b.WriteString(r.Level.String() + "\x00" + o.attrs + "\x00" + r.Message)
+		r.Attrs(func(a slog.Attr) bool {
+			b.WriteString("\x00" + a.String())
+			return true
+		})
+		if _, dup := o.seen.LoadOrStore(b.String(), struct{}{}); dup {
+			return nil
+		}
+	}
+	return o.h.Handle(ctx, r)
+}
+
+// WithAttrs keeps the set of warnings seen.
+func (o *onceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	k := o.attrs
+	for _, a := range as {
+		k += "\x00" + a.String()
+	}
+	return &onceHandler{h: o.h.WithAttrs(as), seen: o.seen, attrs: k}
+}
+
+// WithGroup keeps the set of warnings seen.
+func (o *onceHandler) WithGroup(name string) slog.Handler {
+	return &onceHandler{h: o.h.WithGroup(name), seen: o.seen, attrs: o.attrs + "\x00group " + name}
 }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -236,6 +237,38 @@ func TestExecuteReasoningFirst(t *testing.T) {
 			if r.Outcome != record.OK || r.ReasoningTokens != 4 || r.FirstTextNs == record.None || r.FirstTextNs <= r.FirstTokenNs {
 				t.Fatalf("record %d: %s reasoning %d first token %d first text %d", i, r.Outcome, r.ReasoningTokens, r.FirstTokenNs, r.FirstTextNs)
 			}
+		}
+	})
+}
+
+// Ctrl-C during an overloaded burst: the requests cancelled in flight
+// rank above every survivor in the percentiles (censored like timeouts),
+// so the survivors' TTFT cannot make the burst's TTFT clause PASS. Only
+// that clause is checked: goodput would fail on the cancelled anyway.
+func TestInterruptedBurstIsNotAPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := quietOptions()
+		o.SLOTTFTP95, o.SLOE2EP99, o.SLOGoodput = 2*time.Second, 0, 0
+		o.OutputTokens = 16
+		env := bubbleEnv(t, o, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(25*time.Second, cancel)
+		plan := schedule.Plan{Phases: []schedule.Phase{
+			{Name: "baseline", Duration: 20 * time.Second, Rate: 2, Arrival: schedule.ArrivalConstant},
+			{Name: "burst", Duration: time.Minute, Rate: 40, Arrival: schedule.ArrivalConstant},
+		}}
+		res, err := env.Execute(ctx, Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := res.Analysis.Phase("burst")
+		d := p.Latency.TTFTSchedule
+		t.Logf("burst: %d offered, %d ok, %d cancelled; TTFT %s; %+v", p.Offered, p.Succeeded, p.Outcomes[record.Cancelled], d, p.SLO.Clauses)
+		if p.Outcomes[record.Cancelled] < p.Offered/10 || p.Succeeded == 0 {
+			t.Fatalf("the test needs survivors and an overload: %d ok, %d of %d cancelled", p.Succeeded, p.Outcomes[record.Cancelled], p.Offered)
+		}
+		if !d.P95Censored || p.SLO.Pass || res.Analysis.Verdict.Pass {
+			t.Fatalf("p95 TTFT %s (censored %v), burst pass %v, overall pass %v: a PASS from the survivors", d.Text(analyze.Q95), d.P95Censored, p.SLO.Pass, res.Analysis.Verdict.Pass)
 		}
 	})
 }

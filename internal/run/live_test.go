@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -89,5 +90,34 @@ func TestRecentP99(t *testing.T) {
 	}
 	if got := c.recentP99(int64(20 * time.Second)); got != 0 {
 		t.Errorf("P99 of an empty window %s, want 0", got)
+	}
+}
+
+// The runs of an experiment share one logger that says each distinct
+// warning once: every run's scraper notes the same missing metric at its
+// first scrape.
+func TestEnvLoggerWarnsOnce(t *testing.T) {
+	var b strings.Builder
+	env, err := PrepareWith(context.Background(), quietOptions(), true, Setup{Version: "test",
+		Logger: slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	for range 3 {
+		env.Logger.Warn("engine metrics: missing queue_time (looked for x)")
+		env.Logger.Info("engine metrics: scraping again")
+	}
+	env.Logger.Warn("engine metrics: scrape failed", "reason", "a")
+	env.Logger.Warn("engine metrics: scrape failed", "reason", "b")
+	out := b.String()
+	if n := strings.Count(out, "missing queue_time"); n != 1 {
+		t.Errorf("warning printed %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "scraping again"); n != 3 {
+		t.Errorf("info printed %d times, want each time:\n%s", n, out)
+	}
+	if n := strings.Count(out, "scrape failed"); n != 2 {
+		t.Errorf("distinct warnings printed %d times, want 2:\n%s", n, out)
 	}
 }

@@ -57,6 +57,52 @@ func (t *Trace) Span(speed float64) time.Duration {
 	return scaleOffset(t.Entries[len(t.Entries)-1].Offset, speed) + 1
 }
 
+// LongReplay is the replay length above which FitTrace warns before the
+// run starts.
+const LongReplay = 24 * time.Hour
+
+// FitTrace sets the duration of replay phase ph (its Trace loaded) from the
+// trace and returns the notes to print before the run starts. By default
+// (explicit false, or a duration of 0) the phase replays the whole trace:
+// its duration is the trace's span ÷ speed (Span). An explicit duration
+// shorter than that cuts the trace, with a note saying how much is left
+// out; one longer than that is shortened to the span, with a note, never
+// padded with an idle tail that would lower the offered rate. A replay
+// longer than LongReplay gets a warning with its length.
+func FitTrace(ph *Phase, explicit bool) []string {
+	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 {
+		return nil
+	}
+	span := ph.Trace.Span(ph.Speed)
+	speed := ph.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	var notes []string
+	switch {
+	case !explicit || ph.Duration <= 0:
+		ph.Duration = span
+	case ph.Duration < span:
+		kept := 0
+		for _, e := range ph.Trace.Entries {
+			if scaleOffset(e.Offset, ph.Speed) < ph.Duration {
+				kept++
+			}
+		}
+		notes = append(notes, fmt.Sprintf("WARNING: --duration %s cuts the trace %s, which spans %s at speed %g: replaying its first %d of %d arrivals. Drop --duration to replay it all.",
+			ph.Duration, ph.Trace.Name, span.Round(time.Millisecond), speed, kept, len(ph.Trace.Entries)))
+	case ph.Duration > span:
+		notes = append(notes, fmt.Sprintf("note: --duration %s is longer than the trace %s (%s at speed %g): replaying the trace once, %s; an idle tail would lower the offered rate.",
+			ph.Duration, ph.Trace.Name, span.Round(time.Millisecond), speed, span.Round(time.Millisecond)))
+		ph.Duration = span
+	}
+	if ph.Duration > LongReplay {
+		notes = append(notes, fmt.Sprintf("WARNING: replaying %s at speed %g takes %s (more than %s); raise --speed or cut it with --duration.",
+			ph.Trace.Name, speed, ph.Duration.Round(time.Second), LongReplay))
+	}
+	return notes
+}
+
 // scaleOffset returns off/speed rounded to the nearest nanosecond; speed 0
 // or 1 returns off unchanged.
 func scaleOffset(off time.Duration, speed float64) time.Duration {

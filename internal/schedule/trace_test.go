@@ -319,3 +319,41 @@ func FuzzParseDecimal(f *testing.F) {
 		}
 	})
 }
+
+// A replay runs the whole trace by default; an explicit duration shorter
+// than the trace cuts it with a warning; a longer one is not padded (an
+// idle tail lowered the offered rate); a replay over 24 h is announced.
+func TestFitTrace(t *testing.T) {
+	tr := func(last time.Duration) *Trace {
+		return &Trace{Name: "prod.csv", Entries: []TraceEntry{{Offset: 0}, {Offset: last / 2}, {Offset: last}}}
+	}
+	cases := []struct {
+		name     string
+		last     time.Duration
+		speed    float64
+		duration time.Duration
+		explicit bool
+		want     time.Duration
+		note     string
+	}{
+		{"default: the whole trace", 100 * time.Second, 0, 30 * time.Second, false, 100*time.Second + 1, ""},
+		{"default at speed 2", 100 * time.Second, 2, 30 * time.Second, false, 50*time.Second + 1, ""},
+		{"explicit shorter: cut", 100 * time.Second, 1, 30 * time.Second, true, 30 * time.Second, "WARNING: --duration 30s cuts the trace prod.csv, which spans 1m40s at speed 1: replaying its first 1 of 3 arrivals"},
+		{"explicit longer: not padded", 10 * time.Second, 1, time.Minute, true, 10*time.Second + 1, "replaying the trace once, 10s"},
+		{"longer than 24 h", 30 * time.Hour, 1, 0, false, 30*time.Hour + 1, "WARNING: replaying prod.csv at speed 1 takes 30h0m0s (more than 24h0m0s)"},
+		{"24 h at speed 2 is 15 h", 30 * time.Hour, 2, 0, false, 15*time.Hour + 1, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ph := Phase{Name: "main", Arrival: ArrivalReplay, Duration: tc.duration, Speed: tc.speed, Trace: tr(tc.last)}
+			notes := FitTrace(&ph, tc.explicit)
+			if ph.Duration != tc.want {
+				t.Errorf("duration %s, want %s", ph.Duration, tc.want)
+			}
+			joined := strings.Join(notes, "\n")
+			if tc.note == "" && len(notes) > 0 || !strings.Contains(joined, tc.note) {
+				t.Errorf("notes %q, want %q", joined, tc.note)
+			}
+		})
+	}
+}

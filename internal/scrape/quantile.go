@@ -162,6 +162,27 @@ func Nearest(samples []Sample, tNs int64) int {
 	return i
 }
 
+// MaxIn is the largest value of gauge m over the samples taken in
+// [fromNs, toNs) — a window's peak at the engine's own resolution — or,
+// when no sample with m falls in it (scrapes sparser than the window),
+// m in the sample nearest to fromNs. ok is false when neither has m.
+// Samples must be in time order.
+func MaxIn(samples []Sample, m Metric, fromNs, toNs int64) (v float64, ok bool) {
+	i := sort.Search(len(samples), func(i int) bool { return samples[i].TNs >= fromNs })
+	for ; i < len(samples) && samples[i].TNs < toNs; i++ {
+		if x, has := samples[i].Value(m); has && (!ok || x > v) {
+			v, ok = x, true
+		}
+	}
+	if ok {
+		return v, true
+	}
+	if j := Nearest(samples, fromNs); j >= 0 {
+		return samples[j].Value(m)
+	}
+	return 0, false
+}
+
 // PhaseStats computes the statistics of histogram metric m (QueueTime, TTFT
 // or E2E) for the interval [fromNs, toNs], from the samples nearest to its
 // ends. The interval should be long compared with the scrape interval: the

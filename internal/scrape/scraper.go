@@ -104,12 +104,18 @@ type Status struct {
 	Reason   string   `json:"reason,omitempty"`   // why it is unavailable
 	Samples  int      `json:"samples"`            // samples kept
 	Failures int      `json:"failures"`           // failed scrapes
-	Missing  []string `json:"missing,omitempty"`  // mapped logical metrics never found
+	Missing  []string `json:"missing,omitempty"`  // mapped logical metrics never found (those the preset marks optional aside)
+	// Absent lists the metrics the preset marks optional (some builds do
+	// not export them) that no scrape found; they do not make the
+	// scrape partial.
+	Absent []string `json:"absent_optional,omitempty"`
 	// NotExported lists logical metrics the engine's preset does not map
 	// at all (for example TGI has no TTFT histogram).
 	NotExported []string `json:"not_exported,omitempty"`
 	// Messages are the human-readable notes (unavailable, missing metrics,
-	// preset mismatch), one per line.
+	// preset mismatch), one per line, each a whole line with its
+	// "engine metrics:" prefix. The Scraper has already logged each one
+	// once, when it arose.
 	Messages []string `json:"messages,omitempty"`
 }
 
@@ -392,18 +398,25 @@ func (s *Scraper) notes(fams Families) {
 		if !ok || s.ex.ever.Has(m) {
 			continue
 		}
-		s.state = StatePartial
-		lvl := slog.LevelWarn
 		if spec.Optional {
-			lvl = slog.LevelInfo
+			// Not every build exports it: not a partial scrape, and
+			// nothing to warn about.
+			s.note(slog.LevelInfo, MissingMessage(m, spec))
+			continue
 		}
-		s.note(lvl, MissingMessage(m, spec))
+		s.state = StatePartial
+		s.note(slog.LevelWarn, MissingMessage(m, spec))
 	}
 }
 
 // MissingMessage is the note for a mapped metric that the engine does not
-// export under any of the spec's names.
+// export under any of the spec's names. It is a whole line, prefix
+// included: print it as it is.
 func MissingMessage(m Metric, spec Spec) string {
+	if spec.Optional {
+		return fmt.Sprintf("engine metrics: %s not exported by this engine build (looked for %s; optional: recent builds removed it)",
+			m, strings.Join(spec.Names, ", "))
+	}
 	return fmt.Sprintf("engine metrics: missing %s (looked for %s); renamed? use --metric %s=NAME",
 		m, strings.Join(spec.Names, ", "), m)
 }
@@ -413,13 +426,19 @@ func (s *Scraper) note(lvl slog.Level, msg string) {
 	s.log.Log(context.Background(), lvl, msg)
 }
 
-func (s *Scraper) missingLocked() []string {
+// missingLocked lists the mapped metrics never found that the preset does
+// not mark optional.
+func (s *Scraper) missingLocked() []string { return s.absentLocked(false) }
+
+// absentLocked lists the mapped metrics never found whose Optional mark
+// equals optional.
+func (s *Scraper) absentLocked(optional bool) []string {
 	var out []string
 	if s.ex == nil {
 		return out
 	}
 	for _, m := range Metrics() {
-		if _, ok := s.ex.preset.Specs[m]; ok && !s.ex.ever.Has(m) {
+		if spec, ok := s.ex.preset.Specs[m]; ok && spec.Optional == optional && !s.ex.ever.Has(m) {
 			out = append(out, m.String())
 		}
 	}
@@ -490,6 +509,7 @@ func (s *Scraper) Status() Status {
 	if s.ex != nil {
 		st.Preset = s.ex.preset.Name
 		st.Missing = s.missingLocked()
+		st.Absent = s.absentLocked(true)
 		for _, m := range Metrics() {
 			if _, ok := s.ex.preset.Specs[m]; !ok {
 				st.NotExported = append(st.NotExported, m.String())

@@ -358,7 +358,7 @@ func TestMissingMessages(t *testing.T) {
 		name, body, preset string
 		overrides          map[string]string
 		state              State
-		missing            []string
+		missing, absent    []string
 		messages           []string // %s is replaced by the URL
 		detected           string
 	}{
@@ -374,10 +374,13 @@ func TestMissingMessages(t *testing.T) {
 			messages: []string{
 				"engine metrics: missing waiting (looked for vllm:queue_len); renamed? use --metric waiting=NAME",
 			}},
-		{name: "optional metric missing", body: llamaNoKV, preset: "llamacpp", state: StatePartial,
-			missing: []string{"kv_usage"},
+		// Recent llama.cpp builds removed the KV gauge, which the preset
+		// marks optional: the scrape is ok, not partial, and the note
+		// says so without "renamed?".
+		{name: "optional metric missing", body: llamaNoKV, preset: "llamacpp", state: StateOK,
+			absent: []string{"kv_usage"},
 			messages: []string{
-				"engine metrics: missing kv_usage (looked for llamacpp:kv_cache_usage_ratio); renamed? use --metric kv_usage=NAME",
+				"engine metrics: kv_usage not exported by this engine build (looked for llamacpp:kv_cache_usage_ratio; optional: recent builds removed it)",
 			}},
 		{name: "wrong preset", body: read("tgi.txt"), preset: "vllm", state: StatePartial,
 			missing: []string{"waiting", "running", "kv_usage", "queue_time", "prompt_tokens", "generation_tokens", "success", "ttft", "e2e"},
@@ -411,6 +414,9 @@ func TestMissingMessages(t *testing.T) {
 			}
 			if !slices.Equal(s.Missing(), tt.missing) {
 				t.Errorf("Missing() = %q, want %q", s.Missing(), tt.missing)
+			}
+			if !slices.Equal(st.Absent, tt.absent) {
+				t.Errorf("Absent = %q, want %q", st.Absent, tt.absent)
 			}
 			var want []string
 			for _, m := range tt.messages {

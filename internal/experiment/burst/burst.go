@@ -224,7 +224,8 @@ type Run struct {
 	K          float64
 	Result     *run.Result
 	Prediction *predict.Prediction // nil when μ is unknown
-	MuSource   string
+	Mu         float64             // the capacity the prediction used, req/s; 0 = unknown
+	MuSource   string              // where Mu came from, or why it is unknown
 	Settle     time.Duration
 	SettleNote string
 	Recovery   recovery
@@ -320,7 +321,10 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 // for the later multipliers).
 func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer, gate *experiment.Gate, k float64, mu *capacityInfo) (*Run, error) {
 	name := "burst-" + fmtK(k) + "x"
-	r := &Run{K: k, MuSource: mu.source}
+	r := &Run{K: k, Mu: mu.mu, MuSource: mu.source}
+	if mu.mu == 0 {
+		r.MuSource = "μ unknown: pass --capacity-rps"
+	}
 	if !env.Virtual {
 		var err error
 		if r.Settle, r.SettleNote, err = gate.Wait(ctx); err != nil {
@@ -360,8 +364,15 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		}
 		if mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated {
 			// μ measured: the burst's completion rate, when a backlog built.
-			if m, ok := analyze.MeasuredCapacity(res.Analysis, res.DoneOK, burstStart, r.BurstEnd); ok {
+			mc := analyze.MeasureCapacity(res.Analysis, res.DoneOK, burstStart, r.BurstEnd)
+			if !mc.OK && mu.mu == 0 && mc.Why == analyze.NotSaturated {
+				// No prediction from a completion rate the burst's own
+				// arrivals set: it would predict no backlog at all.
+				r.MuSource = mc.Why
+			}
+			if m, ok := mc.Mu, mc.OK; ok {
 				*mu = capacityInfo{m, "measured: completions/s during the " + fmtK(k) + "× burst"}
+				r.Mu = m
 				if c.BaselineRPS >= m {
 					measuredMuWarning = fmt.Sprintf("WARNING: the baseline %.2f req/s is at or above the capacity measured during this burst (μ ≈ %.2f req/s).\n"+
 						"         The baseline is not sustainable: the backlog cannot drain. Lower --baseline-rps.\n", c.BaselineRPS, m)
@@ -371,7 +382,7 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 				}
 			}
 		}
-		res.Burst = &rundir.BurstInfo{K: k, BaselineRPS: c.BaselineRPS, Mu: mu.mu, MuSource: r.MuSource, Prediction: r.Prediction,
+		res.Burst = &rundir.BurstInfo{K: k, BaselineRPS: c.BaselineRPS, Mu: r.Mu, MuSource: r.MuSource, Prediction: r.Prediction,
 			BurstEndNs: int64(r.BurstEnd), PlannedRecoveryNs: int64(c.Recovery), SettleNs: int64(r.Settle), SettleNote: r.SettleNote}
 	}
 	res, err := env.Execute(ctx, spec)

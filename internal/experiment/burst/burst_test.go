@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	header := strings.SplitN(string(csv), "\n", 2)[0]
-	for _, col := range []string{"offered_rps", "sent_rps", "success_rps", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+	for _, col := range []string{"offered_rps", "sent_rps", "completed_rps", "arrivals_ok_pct", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
 		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("results.csv lacks column %s: %s", col, header)
@@ -340,5 +341,100 @@ func TestBurstRunsWhenSimCapacityFails(t *testing.T) {
 	}
 	if ok := runs[0].Result.Analysis.Overall.Succeeded; ok != 0 {
 		t.Errorf("%d requests succeeded, want none (all refused)", ok)
+	}
+}
+
+// A 5× burst over half the simulator's capacity: the burst row's
+// completed/s (ok requests whose completion fell in the burst / its length)
+// never exceeds what the target can complete, while the share of the
+// burst's arrivals that succeeded is reported beside it. Counting successes
+// by scheduled arrival ÷ phase length, as the table once did, gave ≈ 5 ×
+// the baseline here: more than the capacity.
+func TestBurstRowCompletedNeverAboveCapacity(t *testing.T) {
+	mu, err := simCapacity(DefaultConfig().Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, dir, out := virtualBurst(t, func(c *Config) {
+		c.BaselineRPS = mu / 2
+		c.Multipliers = []float64{5}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, time.Minute, time.Minute, 5*time.Minute, 10*time.Minute
+	})
+	p, _ := runs[0].Result.Analysis.Phase("burst")
+	byArrival := float64(p.Succeeded) / (p.EndMs - p.StartMs) * 1000
+	t.Logf("μ %.2f req/s; burst offered %.2f, completed %.2f/s, arrivals ok %.1f%%, ok arrivals / length %.2f/s", mu, p.OfferedRPS, p.CompletedRPS, 100*p.ArrivalsOKRatio, byArrival)
+	if byArrival <= 1.2*mu {
+		t.Fatalf("the test needs a burst whose arrivals succeed at more than μ per second of the burst; got %.2f vs μ %.2f", byArrival, mu)
+	}
+	if p.CompletedRPS > 1.05*mu {
+		t.Fatalf("burst completed %.2f/s, above the capacity %.2f req/s\n%s", p.CompletedRPS, mu, out)
+	}
+	if p.ArrivalsOKRatio < 0.99 {
+		t.Fatalf("arrivals ok %.3f: every request waits in this setup", p.ArrivalsOKRatio)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	head, row := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+	for i, h := range head {
+		if h == "completed_rps" {
+			v, err := strconv.ParseFloat(row[i], 64)
+			if err != nil || v > 1.05*mu {
+				t.Fatalf("results.csv completed_rps %q, want ≤ μ %.2f", row[i], mu)
+			}
+			return
+		}
+	}
+	t.Fatalf("results.csv has no completed_rps column: %s", lines[0])
+}
+
+// The results table carries μ and its source; a μ unknown because the
+// burst did not saturate the target gives no prediction and says so.
+func TestResultsTableShowsMuAndSource(t *testing.T) {
+	runs, dir, _ := virtualBurst(t, func(c *Config) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
+	})
+	col := func(dir, key string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "results.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		head, row := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+		for i, h := range head {
+			if h == key {
+				return row[i]
+			}
+		}
+		t.Fatalf("results.csv has no %s column: %s", key, lines[0])
+		return ""
+	}
+	mu, err := simCapacity(DefaultConfig().Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := strconv.ParseFloat(col(dir, "mu_rps"), 64); err != nil || math.Abs(v-mu) > 0.01 {
+		t.Errorf("mu_rps %q, want %.2f", col(dir, "mu_rps"), mu)
+	}
+	if src := col(dir, "mu_source"); !strings.Contains(src, "simulated engine") {
+		t.Errorf("mu_source %q", src)
+	}
+	// The same run, had μ been measured from an unsaturated burst.
+	r := runs[0]
+	r.Prediction, r.Mu, r.MuSource = nil, 0, analyze.NotSaturated
+	c := DefaultConfig()
+	c.BaselineRPS = 5
+	env, out := exptest.Env(t, c.Options, true)
+	d := exptest.Dir(t)
+	if _, err := writeReports(env, &c, d, []Run{r}, false, out); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(d.Path(), "results.md"))
+	if col(d.Path(), "mu_rps") != "n/a" || !strings.Contains(string(md), analyze.NotSaturated) || strings.Contains(string(md), "predicted 0") {
+		t.Errorf("mu_rps %q; results.md:\n%s", col(d.Path(), "mu_rps"), md)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 )
 
 // recovery is a recovery time as the results table shows it.
@@ -40,10 +41,12 @@ func measuredRecovery(r analyze.Recovery, planned time.Duration) recovery {
 }
 
 // predictedRecovery is the predicted recovery as the results table shows it.
-func predictedRecovery(p *predict.Prediction) recovery {
+func predictedRecovery(p *predict.Prediction, muSource string) recovery {
 	switch {
+	case p == nil && strings.HasPrefix(muSource, "μ unknown"):
+		return report.RecoveryNA(muSource)
 	case p == nil:
-		return report.RecoveryNA("capacity unknown: pass --capacity-rps")
+		return report.RecoveryNA("μ unknown: pass --capacity-rps")
 	case p.Never:
 		return report.NeverRecovers("baseline at or above capacity")
 	}
@@ -72,8 +75,11 @@ func printRun(w io.Writer, run *Run) {
 	res := run.Result
 	experiment.PrintPhases(w, res)
 	fmt.Fprintf(w, "recovery (%s): %s", res.Analysis.Recovery.Metric, recoveryText(run.Recovery))
-	if run.Prediction != nil {
-		fmt.Fprintf(w, "; predicted %s (μ from %s)", recoveryText(predictedRecovery(run.Prediction)), run.MuSource)
+	switch {
+	case run.Prediction != nil:
+		fmt.Fprintf(w, "; predicted %s (μ = %.2f req/s, %s)", recoveryText(predictedRecovery(run.Prediction, run.MuSource)), run.Mu, run.MuSource)
+	case run.MuSource != "":
+		fmt.Fprintf(w, "; no prediction (%s)", run.MuSource)
 	}
 	fmt.Fprintln(w)
 	if note := abandonmentNote(run); note != "" {
@@ -145,7 +151,11 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		row.BaselineRPS = report.Val(c.BaselineRPS)
 		row.BurstRPS = report.Val(r.K * c.BaselineRPS)
 		row.Recovery = r.Recovery
-		row.PredictedRecovery = predictedRecovery(r.Prediction)
+		row.PredictedRecovery = predictedRecovery(r.Prediction, r.MuSource)
+		row.Mu, row.MuSource = report.Unavailable(r.MuSource), r.MuSource
+		if r.Mu > 0 {
+			row.Mu = report.Val(r.Mu)
+		}
 		t.Rows = append(t.Rows, row)
 		scope := fmtK(r.K) + "×"
 		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
@@ -161,8 +171,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if res.Analysis.Overall.Succeeded > 0 {
 			anyOK = true
 		}
-		if res.Scrape.State != "" && len(res.Engine) == 0 {
-			t.Notes = append(t.Notes, scope+": no engine metrics — latency growth is extra observed latency, not measured queue time")
+		if why := experiment.EngineReason(res.Scrape, scrape.QueueTime); why != "" && !res.Virtual {
+			t.Notes = append(t.Notes, scope+": engine queue wait n/a ("+why+") — latency growth is extra observed latency, not measured queue time")
 		}
 		for _, line := range experiment.EngineTimingLines(res) {
 			t.Notes = append(t.Notes, scope+": "+line)
@@ -253,7 +263,7 @@ func Rerender(path string, w io.Writer) error {
 		}
 		env, cfg = r.Env, c
 		b := res.Burst
-		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, MuSource: b.MuSource,
+		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
 			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
 			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs))})
 		partial = partial || res.Partial

@@ -418,7 +418,7 @@ var columns = []report.LevelColumn{
 	{Key: "duration_s", Head: "measured", Kind: report.LevelSeconds, Desc: "length of the measured phase (cut short when stopped early)"},
 	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS, Desc: "arrivals scheduled in the measured phase / its length"},
 	{Key: "achieved_send_rps", Head: "sent/s", Kind: report.LevelRPS, Desc: "rate the generator actually sent at (n−1 over the span of send times)"},
-	{Key: "success_rps", Head: "ok/s", Kind: report.LevelRPS, Desc: "successful requests by scheduled arrival / length"},
+	{Key: "completed_rps", Head: "completed/s", Kind: report.LevelRPS, Desc: "ok requests whose completion fell in the measured phase / its length"},
 	{Key: "goodput_rps", Head: "goodput/s", Kind: report.LevelRPS, Desc: "requests within the per-request deadline / length"},
 	{Key: "goodput_ratio", Head: "goodput %", Kind: report.LevelRatio},
 	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "TTFT from the scheduled arrival, ms"},
@@ -449,7 +449,7 @@ func stepRow(st *Step) []report.LevelCell {
 	}
 	return []report.LevelCell{
 		report.TextCell(st.Name), experiment.Num(st.Rate), experiment.Num(p.DurationMs / 1000), experiment.Num(p.OfferedRPS), report.NumCell(achieved),
-		experiment.Num(p.SuccessRPS), experiment.Num(p.GoodputRPS), experiment.Num(p.GoodputRatio), report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
+		experiment.Num(p.CompletedRPS), experiment.Num(p.GoodputRPS), experiment.Num(p.GoodputRatio), report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(e2e[2]), experiment.Num(p.FailureRate), report.NumCell(experiment.DistOpts(p.Latency.ScheduleLag)[2]), experiment.Num(float64(p.Offered)),
 		report.TextCell(st.verdictText()), report.TextCell(experiment.OrDash(note)),
 	}
@@ -517,7 +517,7 @@ func charts(o *run.Options, cr *Result) []report.XYChart {
 		p := &st.Measure.Phase
 		x = append(x, st.Rate)
 		offered = append(offered, p.OfferedRPS)
-		ok = append(ok, p.SuccessRPS)
+		ok = append(ok, p.CompletedRPS)
 		good = append(good, p.GoodputRPS)
 		ttft = append(ttft, experiment.DistValue(p.Latency.TTFTSchedule, analyze.Q95))
 		e2e = append(e2e, experiment.DistValue(p.Latency.E2ESchedule, analyze.Q99))
@@ -533,7 +533,7 @@ func charts(o *run.Options, cr *Result) []report.XYChart {
 		XLabel: "offered rate of the step (requests/s)", YLabel: "requests/s",
 		Series: []report.XYSeries{
 			{Label: "offered", X: x, Y: offered, Dash: true},
-			{Label: "successful", X: x, Y: ok},
+			{Label: "completed/s (by completion time)", X: x, Y: ok},
 			{Label: "goodput", X: x, Y: good},
 		}, VRules: marks}
 	lat := report.XYChart{Title: "Latency against offered rate", Note: "from the scheduled arrival; lower bounds where too many requests timed out",

@@ -239,3 +239,25 @@ func TestCapacityEndToEndAgainstHTTPSimulator(t *testing.T) {
 		t.Errorf("no summary:\n%s", out)
 	}
 }
+
+// A step at a low, fast rate whose failures (20 % HTTP 500) exceed the
+// goodput SLO's budget (95 %: 5 %) does not pass and is not a capacity.
+func TestStepFailuresBeyondGoodputBudgetFail(t *testing.T) {
+	c := DefaultConfig()
+	c.Simulate = true
+	c.Options.Sim.Fault500 = 0.2
+	c.Options.SLOGoodput = 0.95
+	env, out := capacityEnv(t, c.Options)
+	st, err := runStep(context.Background(), env, &c, exptest.Dir(t), 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &st.Measure.Phase
+	t.Logf("failures %.1f%% of %d", 100*float64(p.Offered-p.Succeeded)/float64(p.Offered), p.Offered)
+	if fr := float64(p.Offered-p.Succeeded) / float64(p.Offered); fr < 0.1 {
+		t.Fatalf("the test needs failures above the 5%% budget, got %.1f%%", 100*fr)
+	}
+	if st.Pass {
+		t.Fatalf("a step with %.1f%% failures passed a 95%% goodput SLO: %+v\n%s", 100*p.FailureRate, st.Verdict, out)
+	}
+}

@@ -53,7 +53,9 @@ var DefaultConcurrency = []int{1, 4, 16, 64}
 //     from level k+1 on, more load buys no more throughput;
 //   - latency-budget break: the first level whose p95 TTFT (from the
 //     scheduled arrival) exceeds TTFTBudget or whose p95 TPOT exceeds
-//     TPOTBudget (a percentile that is unknown or has no samples fails);
+//     TPOTBudget (a percentile that is unknown or has no samples fails), or
+//     whose failures (non-ok outcomes) exceed the goodput SLO's budget,
+//     1 − Options.SLOGoodput of its requests;
 //   - usable level: the level before the first of (level k+1, the break);
 //   - headroom: the distance between the knee and the break.
 type Config struct {
@@ -339,15 +341,20 @@ func runLevel(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int
 		return nil, err
 	}
 	lv.GeneratorLimited = lv.Measure.GeneratorLimited
-	lv.BudgetOK, lv.BudgetWhy = budget(&lv.Measure.Phase.Latency, c.TTFTBudget, c.TPOTBudget)
+	lv.BudgetOK, lv.BudgetWhy = budget(&lv.Measure.Phase.Stats, c.TTFTBudget, c.TPOTBudget, c.Options.SLOGoodput)
 	return lv, nil
 }
 
 // budget checks p95 TTFT (from the schedule) and p95 TPOT against their
-// budgets; an unknown percentile or one without samples fails.
-func budget(l *analyze.Latency, ttft, tpot time.Duration) (bool, string) {
+// budgets, and the level's failures against the goodput SLO's budget: with
+// a goodput target g > 0, more than (1 − g) of the level's requests ending
+// in anything but ok (connection errors, HTTP errors, timeouts, drops,
+// cancellations) breaks it, however fast the rest were. An unknown
+// percentile or one without samples fails.
+func budget(st *analyze.Stats, ttft, tpot time.Duration, goodput float64) (bool, string) {
 	ok := true
 	var parts []string
+	l := &st.Latency
 	check := func(label string, d analyze.Dist, limit time.Duration) {
 		v, cens := d.Value(analyze.Q95)
 		lim := float64(limit) / 1e6
@@ -367,6 +374,16 @@ func budget(l *analyze.Latency, ttft, tpot time.Duration) (bool, string) {
 	}
 	check("p95 TTFT", l.TTFTSchedule, ttft)
 	check("p95 TPOT", l.TPOT, tpot)
+	if goodput > 0 && st.Offered > 0 {
+		failed := st.Offered - st.Succeeded
+		share, allowed := float64(failed)/float64(st.Offered), 1-goodput
+		if share > allowed+1e-12 {
+			ok = false
+			parts = append(parts, fmt.Sprintf("failures %.1f%% (%d of %d) > %.4g%% (goodput SLO %.4g%%)", 100*share, failed, st.Offered, 100*allowed, 100*goodput))
+		} else {
+			parts = append(parts, fmt.Sprintf("failures %.1f%% ≤ %.4g%%", 100*share, 100*allowed))
+		}
+	}
 	return ok, strings.Join(parts, ", ")
 }
 
@@ -429,7 +446,7 @@ var columns = []report.LevelColumn{
 	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
 	{Key: "error_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
 	{Key: "samples", Head: "samples", Kind: report.LevelCount},
-	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets"},
+	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets, and failures (non-ok outcomes) within the goodput SLO's budget, 1 − goodput target"},
 	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},
 }
 

@@ -265,3 +265,55 @@ func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
 		t.Errorf("4 users give only ×%.2f the throughput of 1 on a batch of 4", g)
 	}
 }
+
+// A level whose failures exceed the goodput SLO's budget (here 20 % of the
+// requests fail fast, against a 95 % goodput SLO: a budget of 5 %) cannot
+// PASS and cannot be the usable level, however fast its successes were —
+// against llama.cpp such a level (16–31 % connection errors that never
+// reached the server) was once marked "PASS within budget" and named usable.
+func TestSweepFailuresBeyondGoodputBudgetFail(t *testing.T) {
+	c := DefaultConfig()
+	c.Simulate, c.Options.Quiet = true, true
+	c.Options.Sim.Fault500 = 0.2
+	c.Options.SLOGoodput = 0.95
+	c.Concurrency = []int{1, 2}
+	c.Duration, c.Warmup = time.Minute, 5*time.Second
+	env, out := sweepEnv(t, &c)
+	d := exptest.Dir(t)
+	res, err := Sweep(context.Background(), env, &c, d, out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var sr Result
+	b, err := os.ReadFile(filepath.Join(d.Path(), "sweep.json"))
+	if err != nil || json.Unmarshal(b, &sr) != nil {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	for _, lv := range sr.Levels {
+		t.Logf("%s: %s", lv.Name, lv.BudgetWhy)
+		if lv.BudgetOK {
+			t.Errorf("%s passed: %s", lv.Name, lv.BudgetWhy)
+		}
+		if !strings.Contains(lv.BudgetWhy, "failures") {
+			t.Errorf("%s: the verdict does not name the failures: %s", lv.Name, lv.BudgetWhy)
+		}
+	}
+	if sr.Findings.Usable >= 0 || res.SLOPass {
+		t.Fatalf("usable level %d, SLO pass %v with 20%% failures\n%s", sr.Findings.Usable, res.SLOPass, out)
+	}
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(d.Path(), "results.csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := -1
+	for i, h := range rows[0] {
+		if h == "budget" {
+			col = i
+		}
+	}
+	for _, r := range rows[1:] {
+		if col < 0 || r[col] != "FAIL" {
+			t.Fatalf("results.csv budget column %d: %v", col, r)
+		}
+	}
+}

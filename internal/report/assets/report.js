@@ -154,7 +154,7 @@
       scales.y2 = { range: range(spec, "y2") };
       axes.push({ scale: "y2", side: 1, label: spec.y2, labelSize: 22, size: 52, stroke: "#4b5563", grid: { show: false }, ticks: { stroke: "#d1d5db" } });
     }
-    var data = [run.t].concat(spec.series.map(function (s) { return s.values; }));
+    var data = [spec.t || run.t].concat(spec.series.map(function (s) { return s.values; }));
     var first = true;
     var opts = {
       width: Math.max(320, el.clientWidth || 600),

@@ -1,0 +1,196 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/scrape"
+)
+
+// Every n/a of the engine's queue wait carries its true reason: scraping
+// off, scrapes that failed, or an engine that does not export the metric
+// although 127 scrapes succeeded (llama.cpp has no queue-time histogram) —
+// never a blanket "no engine telemetry".
+func TestQueueWaitReasons(t *testing.T) {
+	cases := []struct {
+		name string
+		st   scrape.Status
+		want string
+	}{
+		{"no metrics url", scrape.Status{State: scrape.StateDisabled, Reason: "no --metrics-url given"}, "no --metrics-url"},
+		{"llama.cpp", scrape.Status{State: scrape.StateOK, Preset: "llamacpp", Samples: 127, NotExported: []string{"queue_time", "ttft", "e2e", "success"}},
+			"metric not exported by this engine: the llamacpp preset has no queue_time (127 scrapes succeeded)"},
+		{"renamed or absent", scrape.Status{State: scrape.StatePartial, Preset: "vllm", Samples: 40, Missing: []string{"queue_time"}},
+			"metric not exported by this engine: queue_time not found in 40 scrapes"},
+		{"scrapes failed", scrape.Status{State: scrape.StateUnavailable, Failures: 3, Reason: "connection refused"},
+			"scrape failed (3 of 3): connection refused"},
+		{"found, no observations", scrape.Status{State: scrape.StateOK, Preset: "vllm", Samples: 10}, "engine queue wait: no observations"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &run.Result{Analysis: &analyze.Result{Phases: []analyze.PhaseResult{{Name: "main"}}}, Scrape: tc.st,
+				QueueWait: map[string]analyze.QueueWait{"main": {Reason: "no observations"}}}
+			r := Row(res, &run.Options{}, "main")
+			b, err := json.Marshal(r.QueueWait.P50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct{ Reason string }
+			if err := json.Unmarshal(b, &got); err != nil || got.Reason != tc.want {
+				t.Fatalf("queue wait n/a reason %q (%s), want %q", got.Reason, b, tc.want)
+			}
+			if strings.Contains(got.Reason, report.ReasonNoEngineTelemetry) {
+				t.Fatalf("blanket reason: %q", got.Reason)
+			}
+		})
+	}
+}
+
+// The end-of-run summary names the reason once and does not repeat the
+// scraper's own notes (already logged), let alone with a doubled
+// "engine metrics: engine metrics:" prefix.
+func TestPrintPhasesEngineNotes(t *testing.T) {
+	d, err := rundir.Create(t.TempDir()+"/r", rundir.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	res := &run.Result{Spec: run.Spec{Name: "r", Dir: d}, Analysis: &analyze.Result{Phases: []analyze.PhaseResult{{Name: "main"}}},
+		Scrape: scrape.Status{State: scrape.StateOK, Preset: "llamacpp", Samples: 127, NotExported: []string{"queue_time"},
+			Messages: []string{"engine metrics: kv_usage not exported by this engine build (looked for llamacpp:kv_cache_usage_ratio; optional: recent builds removed it)"}},
+		Virtual: true}
+	var b bytes.Buffer
+	PrintPhases(&b, res)
+	out := b.String()
+	if strings.Contains(out, "engine metrics: engine metrics:") || strings.Count(out, "kv_usage") != 0 {
+		t.Fatalf("repeated or doubled notes:\n%s", out)
+	}
+	if strings.Count(out, "queue_time") != 1 || !strings.Contains(out, "engine queue wait (histogram) n/a: metric not exported by this engine") {
+		t.Fatalf("want the reason once:\n%s", out)
+	}
+}
+
+// The engine's queue peaks at 4 at 5 s, between two window starts (0 and
+// 10 s) where it reads 2: the charts and timeseries.csv show each window's
+// peak (4), not the sample at its start (2), and the chart data also
+// carries every sample at the scrape resolution.
+func TestEngineQueueAtItsOwnResolution(t *testing.T) {
+	var engine []scrape.Sample
+	for i, w := range []float64{2, 3, 4, 3, 2, 2, 1, 1, 1, 1} { // every 2.5 s from 0
+		s := scrape.EmptySample(int64(i) * 2500e6)
+		s.Has = s.Has.With(scrape.Waiting).With(scrape.Running)
+		s.Waiting, s.Running = w, 8
+		engine = append(engine, s)
+	}
+	a := &analyze.Result{Windows: []analyze.WindowResult{{StartMs: 0, EndMs: 10_000}, {StartMs: 10_000, EndMs: 20_000}, {StartMs: 20_000, EndMs: 30_000}}}
+	res := &run.Result{Analysis: a, Engine: engine}
+	c := Charts(res, &run.Options{}, "r")
+	if len(c.EngineWaiting) != 3 || c.EngineWaiting[0] != 4 || c.EngineWaiting[1] != 2 {
+		t.Errorf("engine waiting per window %v, want the peaks [4 2 …]", c.EngineWaiting)
+	}
+	if c.EngineWaiting[2] != 1 { // no sample in [20 s, 30 s): the nearest one
+		t.Errorf("window without a sample: %v, want the nearest sample's 1", c.EngineWaiting[2])
+	}
+	if len(c.EngineT) != len(engine) || c.EngineT[2] != 5 || c.EngineWaitingSamples[2] != 4 {
+		t.Errorf("engine samples %v at %v, want every scrape", c.EngineWaitingSamples, c.EngineT)
+	}
+	var b strings.Builder
+	if err := rundir.WriteTimeseries(&b, a, engine); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	first := strings.Split(lines[1], ",")
+	if got := first[len(first)-2]; got != "4" {
+		t.Errorf("timeseries.csv engine_waiting of the first window %q, want the peak 4:\n%s", got, b.String())
+	}
+}
+
+// Connection wait (connection acquired − sent, the client's own queue at
+// --max-conns) is its own boundary: a row's columns and a line of the
+// end-of-run summary.
+func TestConnWaitIsReported(t *testing.T) {
+	an, err := analyze.New(analyze.Config{Phases: []analyze.Phase{{Name: "main", End: 10e9}}, Timeout: 60e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		r := record.New("r", int64(i), "main", int64(i)*100e6)
+		r.SentNs = r.ScheduledNs
+		r.ConnNs = r.SentNs + 40e6 // 40 ms waiting for a connection
+		r.HeadersNs, r.FirstTokenNs, r.DoneNs = r.ConnNs+1e6, r.ConnNs+2e6, r.ConnNs+3e6
+		r.Status, r.Outcome = 200, record.OK
+		an.Add(&r)
+	}
+	d, err := rundir.Create(t.TempDir()+"/r", rundir.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	res := &run.Result{Spec: run.Spec{Name: "r", Dir: d}, Analysis: an.Result(), Virtual: true}
+	row := Row(res, &run.Options{}, "main")
+	var b bytes.Buffer
+	if err := report.WriteCSV(&b, report.Table{Rows: []report.Row{row}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	head, vals := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+	found := false
+	for i, h := range head {
+		if h == "conn_wait_p95_ms" {
+			found = true
+			if !strings.HasPrefix(vals[i], "40") {
+				t.Errorf("conn_wait_p95_ms = %q, want 40 ms", vals[i])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no conn_wait_p95_ms column: %s", lines[0])
+	}
+	b.Reset()
+	PrintPhases(&b, res)
+	if !strings.Contains(b.String(), "connection wait") {
+		t.Errorf("summary lacks the connection wait:\n%s", b.String())
+	}
+}
+
+// `surge run --trace` replays the whole trace by default — not the first
+// 30 s (the default --duration) — and an explicit --duration shorter than
+// the trace cuts it with a warning.
+func TestRunReplaysWholeTrace(t *testing.T) {
+	path := t.TempDir() + "/prod.csv"
+	var b strings.Builder
+	b.WriteString("offset_s\n")
+	for i := range 120 {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultRunConfig()
+	c.Trace = path
+	p, _, notes, err := c.PlanNotes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Duration(); got != 119*time.Second+1 || len(notes) != 0 {
+		t.Fatalf("replay of %s, notes %q; want the whole trace (119 s), silently", got, notes)
+	}
+	c.Duration, c.DurationSet = time.Minute, true
+	p, _, notes, err = c.PlanNotes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Duration() != time.Minute || len(notes) != 1 || !strings.Contains(notes[0], "cuts the trace") {
+		t.Fatalf("replay of %s, notes %q; want 1m cut with a warning", p.Duration(), notes)
+	}
+}
