@@ -125,7 +125,7 @@ type sample struct {
 	prompt, output int64
 	decodeNs, gaps int64
 	rec            *record.Record // for the client's counts (ClientStats)
-	done           int64 // done time of an ok request, ns; 0 otherwise
+	done           int64          // done time of an ok request, ns; 0 otherwise
 }
 
 type metricAcc struct {

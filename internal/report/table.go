@@ -107,7 +107,7 @@ type Row struct {
 	// EngineQueue is the engine's queue wait per request (OTLP spans,
 	// llama.cpp timings, TGI headers) over the phase's arrivals, ms.
 	EngineQueue Percentiles
-	ConnWait   Percentiles // connection wait: connection acquired − sent, the client's own pool queue, ms
+	ConnWait    Percentiles // connection wait: connection acquired − sent, the client's own pool queue, ms
 
 	RejectionRate Opt // HTTP 429 / scheduled arrivals
 	TimeoutRate   Opt // timeouts / scheduled arrivals
