@@ -269,5 +269,9 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	du(&c.FaultStallDelay, "fault_stall_delay", "sim: length of an injected mid-stream stall")
 	fl(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
 	du(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
+	fl(&c.BytesPerToken, "bytes_per_token", "sim: density of the simulated tokenizer, bytes of text per prompt token (e.g. 2.5 for a tokenizer denser than surge's 4-byte estimate)")
+	add("tokenize", func(n string) {
+		f.fs.StringVar(&c.Tokenize, n, c.Tokenize, "sim: style of the /tokenize endpoint: vllm, llamacpp, or none (then clients calibrate with probe requests)")
+	})
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }
