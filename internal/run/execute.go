@@ -57,7 +57,8 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS,
+		Sizing: e.Calibration.Sizing()}
 	if e.Virtual {
 		wcfg.Salt = 0
 	}

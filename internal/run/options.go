@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
@@ -57,7 +58,11 @@ type Options struct {
 	OutputTokens int    `yaml:"output_tokens"` // fixed output length (max_tokens) instead of the profile's (0 = profile)
 	IgnoreEOS    bool   `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
 	NoNonce      bool   `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
-	Seed         int64  `yaml:"seed"`          // seed of schedules, workload and simulator
+	// PromptCalibration is how prompts are sized for the target's
+	// tokenizer before the first run: auto, tokenize, probe or off
+	// (package calibrate).
+	PromptCalibration string `yaml:"prompt_calibration"`
+	Seed              int64  `yaml:"seed"` // seed of schedules, workload and simulator
 
 	Out   string `yaml:"out"`   // output folder
 	Force bool   `yaml:"force"` // reuse a non-empty output folder
@@ -87,22 +92,23 @@ type Options struct {
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
 func DefaultOptions() Options {
 	return Options{
-		Model:          DefaultModel,
-		API:            DefaultAPI,
-		APIKeyEnv:      DefaultAPIKeyEnv,
-		Stream:         true,
-		Timeout:        DefaultTimeout,
-		MaxInFlight:    loadgen.DefaultMaxInFlight,
-		Profile:        DefaultProfile,
-		Seed:           1,
-		ScrapeInterval: DefaultScrapeInterval,
-		Window:         DefaultWindow,
-		TTFTDeadline:   analyze.DefaultDeadlines.TTFT,
-		E2EDeadline:    analyze.DefaultDeadlines.E2E,
-		SLOTTFTP95:     analyze.DefaultSLO.TTFTP95,
-		SLOE2EP99:      analyze.DefaultSLO.E2EP99,
-		SLOGoodput:     analyze.DefaultSLO.GoodputRatio,
-		Sim:            sim.DefaultConfig(),
+		Model:             DefaultModel,
+		API:               DefaultAPI,
+		APIKeyEnv:         DefaultAPIKeyEnv,
+		Stream:            true,
+		Timeout:           DefaultTimeout,
+		MaxInFlight:       loadgen.DefaultMaxInFlight,
+		Profile:           DefaultProfile,
+		PromptCalibration: calibrate.Auto,
+		Seed:              1,
+		ScrapeInterval:    DefaultScrapeInterval,
+		Window:            DefaultWindow,
+		TTFTDeadline:      analyze.DefaultDeadlines.TTFT,
+		E2EDeadline:       analyze.DefaultDeadlines.E2E,
+		SLOTTFTP95:        analyze.DefaultSLO.TTFTP95,
+		SLOE2EP99:         analyze.DefaultSLO.E2EP99,
+		SLOGoodput:        analyze.DefaultSLO.GoodputRatio,
+		Sim:               sim.DefaultConfig(),
 	}
 }
 
@@ -134,6 +140,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PromptTokens < 0 || o.PromptTokens > 1_000_000 {
 		bad("prompt_tokens", "must be 0..1000000, got %d", o.PromptTokens)
+	}
+	if !calibrate.Valid(o.PromptCalibration) {
+		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
 	}
 	if o.OutputTokens < 0 || o.OutputTokens > 1_000_000 {
 		bad("output_tokens", "must be 0..1000000, got %d", o.OutputTokens)
