@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,4 +95,47 @@ func (e *Env) modelTokenizer() func(string) int {
 	chat := e.Opts.API == "chat"
 	sc := e.Opts.Sim
 	return func(prompt string) int { return sc.PromptTokens(chat, prompt) }
+}
+
+// promptSizing compares, request by request, the prompt length surge
+// intended with the server's usage.prompt_tokens, over the successful
+// requests that carry usage, and records the calibration used.
+func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.PromptSizing {
+	c := &e.Calibration
+	ps := &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
+		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning}
+	gen, err := workload.New(wcfg)
+	if err != nil {
+		return ps
+	}
+	var intended, actual []int
+	for i := range recs {
+		r := &recs[i]
+		if r.Outcome != record.OK || r.PromptTokens <= 0 {
+			continue
+		}
+		a := schedule.Arrival{Seq: r.Seq}
+		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {
+			a = arrivals[r.Seq]
+		}
+		intended = append(intended, gen.IntendedPromptTokens(a))
+		actual = append(actual, r.PromptTokens)
+	}
+	ps.Intended, ps.Actual = tokenStats(intended), tokenStats(actual)
+	return ps
+}
+
+// tokenStats is the mean and the nearest-rank p50 and p95 of v.
+func tokenStats(v []int) record.TokenStats {
+	if len(v) == 0 {
+		return record.TokenStats{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	sum := 0
+	for _, x := range s {
+		sum += x
+	}
+	rank := func(p float64) int { return s[max(int(math.Ceil(p*float64(len(s))))-1, 0)] }
+	return record.TokenStats{Samples: len(s), Mean: float64(sum) / float64(len(s)), P50: rank(0.50), P95: rank(0.95)}
 }

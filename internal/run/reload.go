@@ -63,6 +63,10 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		Partial: m.Partial, PartialWhy: m.PartialWhy, Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
+		Prompt: s.Prompt,
+	}
+	if res.Prompt == nil {
+		res.Prompt = m.PromptSizing
 	}
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}

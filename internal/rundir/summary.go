@@ -3,6 +3,7 @@ package rundir
 import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
 )
@@ -20,6 +21,7 @@ type Summary struct {
 	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase
 	SimEvents  []sim.Event                  `json:"sim_events,omitempty"`
 	Burst      *BurstInfo                   `json:"burst,omitempty"`
+	Prompt     *record.PromptSizing         `json:"prompt_sizing,omitempty"` // intended vs server-counted prompt tokens
 }
 
 // BurstInfo is what summary.json records about a burst run beyond the
