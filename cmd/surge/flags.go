@@ -189,6 +189,7 @@ func (f *flags) options(o *run.Options) {
 	f.integer(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "fixed prompt length in tokens, replacing the profile's distribution (0 = the profile's)")
 	f.integer(&o.OutputTokens, "output_tokens", "output-tokens", "fixed output length (max_tokens), replacing the profile's distribution (0 = the profile's)")
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
+	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
