@@ -197,7 +197,7 @@ func (f *flags) options(o *run.Options) {
 	f.bind("out", "out")
 	f.boolean(&o.Force, "force", "force", "reuse a non-empty --out folder: surge's files and run folders in it are replaced")
 	f.str(&o.MetricsURL, "metrics_url", "metrics-url", "engine Prometheus endpoint to scrape (e.g. http://host:8000/metrics)")
-	f.str(&o.MetricsPreset, "metrics_preset", "metrics-preset", "engine metric names: vllm, sglang, tgi, llamacpp, sim (default: detect)")
+	f.str(&o.MetricsPreset, "metrics_preset", "metrics-preset", "engine metric names: vllm, sglang, tgi, llamacpp, triton (Triton / TensorRT-LLM), sim (default: detect; e.g. --metrics-url http://host:8002/metrics --metrics-preset triton)")
 	f.strings(&o.MetricOverride, "metric", "metric", "override one engine metric name, logical=name (e.g. waiting=my_queue_len; repeatable)")
 	f.dur(&o.ScrapeInterval, "scrape_interval", "scrape-interval", "engine metrics scrape period")
 	f.dur(&o.Window, "window", "window", "analysis window by arrival time")

@@ -68,7 +68,7 @@ type Options struct {
 	Force bool   `yaml:"force"` // reuse a non-empty output folder
 
 	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
-	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, sim ("" = auto)
+	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim ("" = auto)
 	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
 	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
 
