@@ -15,12 +15,16 @@
 // the excess of the nonce over the text's average density. d and c are
 // fitted by least squares to k ≥ 2 measured points (bᵢ, nᵢ):
 //
-//	d = Σ(bᵢ − b̄)(nᵢ − n̄) / Σ(bᵢ − b̄)²,   c = n̄ − d·b̄
+//	d = Σwᵢ(bᵢ − b̄)(nᵢ − n̄) / Σwᵢ(bᵢ − b̄)²,   c = n̄ − d·b̄,   wᵢ = 1/bᵢ
+//
+// (b̄, n̄ the wᵢ-weighted means: short prompts weigh as much as long ones)
 //
 // and a prompt for T tokens is then round((T − c)/d) bytes
-// (workload.Sizing). Points are taken at 64, 256 and 1024 estimated tokens
-// for /tokenize and 16, 64 and 256 for probes (which are real requests
-// and must fit the model's context even under a dense tokenizer).
+// (workload.Sizing). Points are taken at 16, 32, 64, 128, 256 and 1024
+// estimated tokens, each on six stretches of the text (its density varies
+// along it), for /tokenize, and at 16,
+// 64 and 256 for probes (real requests, which must fit the model's context
+// even under a dense tokenizer).
 //
 // # Methods
 //
@@ -161,10 +165,27 @@ type Config struct {
 }
 
 // Sizes of the measurements, in surge's estimated tokens (4 bytes each).
+// /tokenize costs no engine work, so each size is measured on
+// TokenizeTexts different stretches of the text (its density varies along
+// the corpus); probes are real requests, one per size.
 var (
-	TokenizeSizes = []int{64, 256, 1024}
+	TokenizeSizes = []int{16, 32, 64, 128, 256, 1024}
 	ProbeSizes    = []int{16, 64, 256}
 )
+
+// TokenizeTexts is how many texts are measured per /tokenize size.
+const TokenizeTexts = 6
+
+// tokenizePoints is the (text index, size) of every /tokenize measurement.
+func tokenizePoints() (idx, sizes []int) {
+	for k := range TokenizeTexts {
+		for j, n := range TokenizeSizes {
+			idx = append(idx, k*len(TokenizeSizes)+j)
+			sizes = append(sizes, n)
+		}
+	}
+	return idx, sizes
+}
 
 // Run calibrates against the target as cfg says. It never fails: a
 // calibration that cannot be made is a Result with a Warning and surge's
@@ -186,13 +207,15 @@ func Run(ctx context.Context, cfg Config) Result {
 		fallback = err.Error()
 	}
 	r, err := probe(ctx, cfg)
-	r.Fallback = fallback
+	if fallback != "" {
+		r.Fallback = fallback + "; measured with probe requests instead"
+	}
 	if err != nil {
 		why := err.Error()
 		if fallback != "" {
 			why = fallback + "; " + why
 		}
-		return Result{Method: UsedNone, Probes: r.Probes, Fallback: fallback,
+		return Result{Method: UsedNone, Probes: r.Probes, Fallback: r.Fallback,
 			Warning: "prompt calibration failed (" + why + "): prompts are sized by surge's estimate of 4 bytes per token, and the server's counts may differ"}
 	}
 	return r
@@ -202,8 +225,9 @@ func Run(ctx context.Context, cfg Config) Result {
 // model's tokenizer), at the /tokenize sizes.
 func Model(count func(text string) int, text Texts) Result {
 	var pts []Point
-	for i, n := range TokenizeSizes {
-		t := text(i, n)
+	idx, sizes := tokenizePoints()
+	for k, n := range sizes {
+		t := text(idx[k], n)
 		pts = append(pts, Point{Bytes: len(t), Tokens: count(t)})
 	}
 	d, c, err := Fit(pts)
@@ -213,31 +237,36 @@ func Model(count func(text string) int, text Texts) Result {
 	return Result{Method: UsedModel, TokensPerByte: d, OverheadTokens: c, Points: pts}
 }
 
-// Fit fits tokens = c + d·bytes to the points by least squares (see the
-// package doc) and returns d (tokens per byte) and c (overhead, tokens).
-// It needs two distinct sizes and a positive slope.
+// Fit fits tokens = c + d·bytes to the points by weighted least squares
+// (see the package doc; weights 1/bytes, so that short prompts, whose
+// count the overhead dominates, are fitted as well as long ones) and
+// returns d (tokens per byte) and c (overhead, tokens). It needs two
+// distinct sizes and a positive slope.
 func Fit(pts []Point) (d, c float64, err error) {
 	if len(pts) < 2 {
 		return 0, 0, fmt.Errorf("%d measurement(s), need 2", len(pts))
 	}
-	var mb, mn float64
+	var sw, mb, mn float64
 	for _, p := range pts {
-		mb += float64(p.Bytes)
-		mn += float64(p.Tokens)
+		w := 1 / float64(max(p.Bytes, 1))
+		sw += w
+		mb += w * float64(p.Bytes)
+		mn += w * float64(p.Tokens)
 	}
-	mb /= float64(len(pts))
-	mn /= float64(len(pts))
+	mb /= sw
+	mn /= sw
 	var sxy, sxx float64
 	for _, p := range pts {
+		w := 1 / float64(max(p.Bytes, 1))
 		x := float64(p.Bytes) - mb
-		sxy += x * (float64(p.Tokens) - mn)
-		sxx += x * x
+		sxy += w * x * (float64(p.Tokens) - mn)
+		sxx += w * x * x
 	}
-	if sxx == 0 {
+	if sxx <= 1e-12*sw*mb*mb {
 		return 0, 0, errors.New("all measurements of one size")
 	}
 	d = sxy / sxx
-	if !(d > 0) || math.IsInf(d, 0) {
+	if !(d > 1e-9) || math.IsInf(d, 0) {
 		return 0, 0, fmt.Errorf("token count does not grow with the prompt (slope %.3g tokens per byte)", d)
 	}
 	return d, mn - d*mb, nil
@@ -249,7 +278,7 @@ func probe(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Probe == nil {
 		return r, errors.New("no probe requests possible")
 	}
-	var errs []string
+	var errs []string // distinct failures, for the warning
 	for i, n := range ProbeSizes {
 		t := cfg.Text(i, n)
 		r.Probes++
@@ -307,15 +336,16 @@ func tokenize(ctx context.Context, cfg Config) (Result, error) {
 		return r, nil
 	}
 	if errors.Is(verr, errNotVLLM) {
-		return Result{}, fmt.Errorf("/tokenize: %w", lerr)
+		return Result{}, lerr
 	}
-	return Result{}, fmt.Errorf("/tokenize: %v", verr)
+	return Result{}, verr
 }
 
 func tokenizeVLLM(ctx context.Context, cfg Config) (Result, error) {
 	r := Result{Method: UsedVLLM}
-	for i, n := range TokenizeSizes {
-		t := cfg.Text(i, n)
+	idx, sizes := tokenizePoints()
+	for k, n := range sizes {
+		t := cfg.Text(idx[k], n)
 		body := map[string]any{"model": cfg.Model}
 		if cfg.Chat {
 			body["messages"] = []map[string]string{{"role": "user", "content": t}}
@@ -344,8 +374,9 @@ func tokenizeVLLM(ctx context.Context, cfg Config) (Result, error) {
 
 func tokenizeLlamaCpp(ctx context.Context, cfg Config) (Result, error) {
 	r := Result{Method: UsedLlamaCpp}
-	for i, n := range TokenizeSizes {
-		t := cfg.Text(i, n)
+	idx, sizes := tokenizePoints()
+	for k, n := range sizes {
+		t := cfg.Text(idx[k], n)
 		var resp struct {
 			Tokens *[]json.RawMessage `json:"tokens"` // ids, or objects with pieces
 		}
@@ -365,7 +396,7 @@ func tokenizeLlamaCpp(ctx context.Context, cfg Config) (Result, error) {
 	// llama-server's /tokenize leaves the chat template out: one real
 	// request measures everything the template and BOS add.
 	if cfg.Probe != nil {
-		t := cfg.Text(len(TokenizeSizes), ProbeSizes[1])
+		t := cfg.Text(len(idx), ProbeSizes[1])
 		r.Probes++
 		n, err := cfg.Probe(ctx, t)
 		if err != nil {

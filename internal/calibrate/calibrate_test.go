@@ -129,7 +129,7 @@ func TestRunFallbacks(t *testing.T) {
 	cfg, _, _ := simTarget(t, 3, sim.TokenizeNone)
 	cfg.Root = broken.URL
 	r := Run(context.Background(), cfg)
-	if r.Method != UsedProbe || !strings.Contains(r.Fallback, "/tokenize: POST /tokenize: HTTP 500") || !r.Calibrated() {
+	if r.Method != UsedProbe || !strings.Contains(r.Fallback, "POST /tokenize: HTTP 500") || !r.Calibrated() {
 		t.Fatalf("erroring /tokenize: %+v", r)
 	}
 

@@ -88,7 +88,7 @@ func AnnounceCalibration(w io.Writer, env *run.Env) {
 	}
 	fmt.Fprintf(w, "prompt sizing: %s\n", c.Describe())
 	if c.Fallback != "" {
-		fmt.Fprintf(w, "  (%s; calibrated without it)\n", c.Fallback)
+		fmt.Fprintf(w, "  (%s)\n", c.Fallback)
 	}
 	if c.Warning != "" {
 		fmt.Fprintln(w, "WARNING:", c.Warning)
