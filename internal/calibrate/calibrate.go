@@ -34,10 +34,11 @@
 //     the count is what usage.prompt_tokens will say. Exact, no engine work.
 //   - llama.cpp /tokenize: POST {root}/tokenize with {"content",
 //     "add_special": true} → {"tokens": [...]}. llama-server tokenizes the
-//     text alone, without the chat template, so d comes from /tokenize and c
-//     from one probe request: c = n_probe − d·b.
-//   - probes: requests with max_tokens 1 at three sizes; usage.prompt_tokens
-//     of each is a point. Works against any server that reports usage.
+//     text alone, without the chat template, so d and c come from /tokenize
+//     and the template's share from one probe request: c += n_probe − n_tok,
+//     the probe's usage minus /tokenize's count of the same text.
+//   - probes: requests with max_tokens 1, two at each of three sizes;
+//     usage.prompt_tokens of each is a point. Works against any server that reports usage.
 //   - model (virtual time): the engine model's own count, fitted the same way.
 //
 // Auto tries vLLM's /tokenize, then llama.cpp's, then probes. A /tokenize
@@ -167,11 +168,14 @@ type Config struct {
 // Sizes of the measurements, in surge's estimated tokens (4 bytes each).
 // /tokenize costs no engine work, so each size is measured on
 // TokenizeTexts different stretches of the text (its density varies along
-// the corpus); probes are real requests, one per size.
+// the corpus); probes are real requests, ProbeTexts per size.
 var (
 	TokenizeSizes = []int{16, 32, 64, 128, 256, 1024}
-	ProbeSizes    = []int{16, 64, 256}
+	ProbeSizes    = []int{16, 32, 64, 256}
 )
+
+// ProbeTexts is how many texts are measured per probe size.
+const ProbeTexts = 3
 
 // TokenizeTexts is how many texts are measured per /tokenize size.
 const TokenizeTexts = 6
@@ -279,8 +283,8 @@ func probe(ctx context.Context, cfg Config) (Result, error) {
 		return r, errors.New("no probe requests possible")
 	}
 	var errs []string // distinct failures, for the warning
-	for i, n := range ProbeSizes {
-		t := cfg.Text(i, n)
+	for i := range ProbeTexts * len(ProbeSizes) {
+		t := cfg.Text(i, ProbeSizes[i%len(ProbeSizes)])
 		r.Probes++
 		got, err := cfg.Probe(ctx, t)
 		if err != nil {
@@ -394,16 +398,24 @@ func tokenizeLlamaCpp(ctx context.Context, cfg Config) (Result, error) {
 	}
 	r.TokensPerByte, r.OverheadTokens = d, c
 	// llama-server's /tokenize leaves the chat template out: one real
-	// request measures everything the template and BOS add.
+	// request measures what the template adds — the difference between
+	// its usage and /tokenize's count of the same text, which does not
+	// depend on how densely that text happens to tokenize.
 	if cfg.Probe != nil {
 		t := cfg.Text(len(idx), ProbeSizes[1])
+		var resp struct {
+			Tokens *[]json.RawMessage `json:"tokens"`
+		}
+		if err := post(ctx, cfg, map[string]any{"content": t, "add_special": true}, &resp); err != nil || resp.Tokens == nil {
+			return r, errors.New("POST /tokenize: failed on a second call")
+		}
 		r.Probes++
 		n, err := cfg.Probe(ctx, t)
 		if err != nil {
 			r.Fallback = "the probe request for the chat template's overhead failed (" + err.Error() + "): overhead from /tokenize alone"
 			return r, nil
 		}
-		r.OverheadTokens = float64(n) - d*float64(len(t))
+		r.OverheadTokens = c + float64(n-len(*resp.Tokens))
 	}
 	return r, nil
 }

@@ -92,8 +92,8 @@ func TestRunAgainstSimulator(t *testing.T) {
 	}{
 		{sim.TokenizeVLLM, Auto, UsedVLLM, 0},
 		{sim.TokenizeLlamaCpp, Auto, UsedLlamaCpp, 1},
-		{sim.TokenizeNone, Auto, UsedProbe, 3},
-		{sim.TokenizeVLLM, Probe, UsedProbe, 3},
+		{sim.TokenizeNone, Auto, UsedProbe, 12},
+		{sim.TokenizeVLLM, Probe, UsedProbe, 12},
 	} {
 		t.Run(tc.style+"/"+tc.method, func(t *testing.T) {
 			cfg, scfg, probes := simTarget(t, 2.5, tc.style)
