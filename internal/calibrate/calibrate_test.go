@@ -88,7 +88,7 @@ func simTarget(t *testing.T, bpt float64, style string) (Config, sim.Config, *in
 func TestRunAgainstSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		style, method, want string
-		probes             int
+		probes              int
 	}{
 		{sim.TokenizeVLLM, Auto, UsedVLLM, 0},
 		{sim.TokenizeLlamaCpp, Auto, UsedLlamaCpp, 1},

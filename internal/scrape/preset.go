@@ -75,8 +75,8 @@ func tritonSpecs() map[Metric]Spec {
 		Waiting: {Names: []string{`nv_trt_llm_request_metrics{request_type="waiting"}`, "nv_inference_pending_request_count"}},
 		// TensorRT-LLM only: requests the batch manager holds (active), or
 		// those scheduled in the last iteration.
-		Running: {Names: []string{`nv_trt_llm_request_metrics{request_type="active"}`, `nv_trt_llm_request_metrics{request_type="scheduled"}`}, Optional: true},
-		KVUsage: {Names: []string{`nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}`}, Optional: true},
+		Running:   {Names: []string{`nv_trt_llm_request_metrics{request_type="active"}`, `nv_trt_llm_request_metrics{request_type="scheduled"}`}, Optional: true},
+		KVUsage:   {Names: []string{`nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}`}, Optional: true},
 		QueueTime: {Names: []string{"nv_inference_queue_duration_us"}, CountNames: []string{"nv_inference_request_success"}, SumScale: 1e-6},
 		E2E:       {Names: []string{"nv_inference_request_duration_us"}, CountNames: []string{"nv_inference_request_success"}, SumScale: 1e-6},
 		Success:   {Names: []string{"nv_inference_request_success"}},
