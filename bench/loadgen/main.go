@@ -84,6 +84,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
@@ -158,6 +159,9 @@ func (o *Options) runOptions() run.Options {
 	ro.MaxInFlight, ro.Spin = o.MaxInFlight, o.Spin
 	ro.Quiet = true
 	ro.Out = o.Out
+	// The fake server's prompt counts are not a tokenizer's, and its
+	// request counts are the benchmark's: no calibration requests.
+	ro.PromptCalibration = calibrate.Off
 	return ro
 }
 

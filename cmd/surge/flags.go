@@ -189,6 +189,7 @@ func (f *flags) options(o *run.Options) {
 	f.integer(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "fixed prompt length in tokens, replacing the profile's distribution (0 = the profile's)")
 	f.integer(&o.OutputTokens, "output_tokens", "output-tokens", "fixed output length (max_tokens), replacing the profile's distribution (0 = the profile's)")
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
+	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
@@ -196,7 +197,7 @@ func (f *flags) options(o *run.Options) {
 	f.bind("out", "out")
 	f.boolean(&o.Force, "force", "force", "reuse a non-empty --out folder: surge's files and run folders in it are replaced")
 	f.str(&o.MetricsURL, "metrics_url", "metrics-url", "engine Prometheus endpoint to scrape (e.g. http://host:8000/metrics)")
-	f.str(&o.MetricsPreset, "metrics_preset", "metrics-preset", "engine metric names: vllm, sglang, tgi, llamacpp, sim (default: detect)")
+	f.str(&o.MetricsPreset, "metrics_preset", "metrics-preset", "engine metric names: vllm, sglang, tgi, llamacpp, triton (Triton / TensorRT-LLM), sim (default: detect; e.g. --metrics-url http://host:8002/metrics --metrics-preset triton)")
 	f.strings(&o.MetricOverride, "metric", "metric", "override one engine metric name, logical=name (e.g. waiting=my_queue_len; repeatable)")
 	f.dur(&o.ScrapeInterval, "scrape_interval", "scrape-interval", "engine metrics scrape period")
 	f.dur(&o.Window, "window", "window", "analysis window by arrival time")
@@ -272,5 +273,9 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	fl(&c.FaultSlowHeaders, "fault_slow_headers", "sim: fraction of responses with slow headers (0..1)")
 	du(&c.FaultSlowHeadersDelay, "fault_slow_headers_delay", "sim: delay of slow response headers")
 	in(&c.ReasoningTokens, "reasoning_tokens", "sim: the first N tokens of each chat answer are reasoning (vLLM \"reasoning\" deltas, usage reasoning_tokens), e.g. --reasoning-tokens 32")
+	fl(&c.BytesPerToken, "bytes_per_token", "sim: density of the simulated tokenizer, bytes of text per prompt token (e.g. 2.5 for a tokenizer denser than surge's 4-byte estimate)")
+	add("tokenize", func(n string) {
+		f.fs.StringVar(&c.Tokenize, n, c.Tokenize, "sim: style of the /tokenize endpoint: vllm, llamacpp, or none (then clients calibrate with probe requests)")
+	})
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -132,7 +132,7 @@ func TestConfigErrorCreatesNoFolder(t *testing.T) {
 	}{
 		"ca cert":          {[]string{"run", "--target", "https://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert: cannot read /nonexistent.pem"},
 		"metrics url":      {[]string{"run", "--metrics-url", "localhost:8000/metrics"}, "--metrics-url: must be an http:// or https:// URL"},
-		"metrics preset":   {[]string{"run", "--metrics-url", "http://127.0.0.1:1/metrics", "--metrics-preset", "triton"}, `--metrics-preset: unknown preset "triton"`},
+		"metrics preset":   {[]string{"run", "--metrics-url", "http://127.0.0.1:1/metrics", "--metrics-preset", "tensorrt"}, `--metrics-preset: unknown preset "tensorrt"`},
 		"prometheus addr":  {[]string{"burst", "--prometheus-addr", "9099"}, "--prometheus-addr: must be host:port"},
 		"empty file":       {[]string{"run", "-f", empty}, "the file is empty"},
 		"sweep levels":     {[]string{"sweep", "--rates", "3,1"}, "--rates: levels must increase"},

@@ -75,4 +75,22 @@ func Announce(w io.Writer, env *run.Env, command string) {
 	case env.Simulated:
 		fmt.Fprintf(w, "No --target: running against surge's built-in simulated engine at %s.\n", env.BaseURL)
 	}
+	AnnounceCalibration(w, env)
+}
+
+// AnnounceCalibration prints how prompts are sized for the target's
+// tokenizer: one line, plus one for a fallback from /tokenize and a
+// warning when calibration failed.
+func AnnounceCalibration(w io.Writer, env *run.Env) {
+	c := &env.Calibration
+	if c.Method == "" {
+		return
+	}
+	fmt.Fprintf(w, "prompt sizing: %s\n", c.Describe())
+	if c.Fallback != "" {
+		fmt.Fprintf(w, "  (%s)\n", c.Fallback)
+	}
+	if c.Warning != "" {
+		fmt.Fprintln(w, "WARNING:", c.Warning)
+	}
 }

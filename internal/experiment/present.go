@@ -332,7 +332,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 // HTMLMeta describes the target and run for the report header.
 func HTMLMeta(env *run.Env) []report.KV {
 	o := &env.Opts
-	return []report.KV{
+	kv := []report.KV{
 		{Key: "target", Value: env.TargetName()},
 		{Key: "model", Value: o.Model},
 		{Key: "workload", Value: o.Profile},
@@ -340,6 +340,28 @@ func HTMLMeta(env *run.Env) []report.KV {
 		{Key: "per-request timeout", Value: o.Timeout.String()},
 		{Key: "surge", Value: env.Version},
 	}
+	if c := &env.Calibration; c.Method != "" {
+		kv = append(kv, report.KV{Key: "prompt sizing", Value: c.Describe()})
+	}
+	return kv
+}
+
+// PromptMeta is the report line comparing the prompt lengths surge
+// intended with the server's own counts, and a note when they differ by
+// more than 5% at the median (nil when no request reported usage).
+func PromptMeta(ps *record.PromptSizing) (kv []report.KV, notes []string) {
+	if ps == nil || ps.Actual.Samples == 0 {
+		return nil, nil
+	}
+	in, act := ps.Intended, ps.Actual
+	kv = append(kv, report.KV{Key: "prompt tokens", Value: fmt.Sprintf("intended p50 %d / p95 %d, server-reported p50 %d / p95 %d (mean %.1f vs %.1f, n=%d)",
+		in.P50, in.P95, act.P50, act.P95, in.Mean, act.Mean, act.Samples)})
+	if in.P50 > 0 {
+		if off := float64(act.P50-in.P50) / float64(in.P50); off > 0.05 || off < -0.05 {
+			notes = append(notes, fmt.Sprintf("WARNING: the server counted prompts %+.0f%% off the intended length at the median (p50 %d vs %d; prompt sizing: %s).", 100*off, act.P50, in.P50, ps.Description))
+		}
+	}
+	return kv, notes
 }
 
 // WriteReports writes results.md/.csv/.json and report.html into d.

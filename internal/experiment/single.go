@@ -166,6 +166,12 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	if err != nil {
 		return Outcome{}, err
 	}
+	if kv, notes := PromptMeta(res.Prompt); len(kv) > 0 {
+		fmt.Fprintf(w, "%s: %s\n", kv[0].Key, kv[0].Value)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
 	if err := WriteRunReports(env, res); err != nil {
 		return Outcome{}, err
 	}
@@ -197,6 +203,12 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}
 	t.Notes = append(t.Notes, EngineTimingLines(res)...)
+	pkv, pnotes := PromptMeta(res.Prompt)
+	if env.Calibration.Method == "" && res.Prompt != nil { // re-rendered: the calibration is the run's
+		t.Meta = append(t.Meta, report.KV{Key: "prompt sizing", Value: res.Prompt.Description})
+	}
+	t.Meta = append(t.Meta, pkv...)
+	t.Notes = append(t.Notes, pnotes...)
 	ht := t
 	ht.Meta = nil
 	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},

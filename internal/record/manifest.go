@@ -40,6 +40,34 @@ type Manifest struct {
 	Seed        int64     `json:"seed"`
 	MetricsURL  string    `json:"metrics_url"`
 	Config      any       `json:"config"` // the effective configuration
+	// PromptSizing is how prompts were sized for the target's tokenizer
+	// and how long the server found them (absent in runs from before it).
+	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`
+}
+
+// PromptSizing says how prompts were sized (the calibration against the
+// target's tokenizer, see package calibrate) and compares the intended
+// prompt lengths with the server's own counts.
+type PromptSizing struct {
+	Calibration    string  `json:"calibration"`     // vllm-tokenize, llamacpp-tokenize+probe, probe, model, off, failed
+	Description    string  `json:"description"`     // the calibration in words
+	TokensPerByte  float64 `json:"tokens_per_byte"` // the target's tokens per byte of surge's text; 0 = not calibrated (0.25 assumed)
+	OverheadTokens float64 `json:"overhead_tokens"` // tokens the target adds per prompt (chat template, BOS)
+	Fallback       string  `json:"fallback,omitempty"`
+	Warning        string  `json:"warning,omitempty"`
+	// Intended and Actual are over the successful requests whose server
+	// reported usage.prompt_tokens: what surge meant to send and what the
+	// server counted, request by request.
+	Intended TokenStats `json:"intended"`
+	Actual   TokenStats `json:"actual"`
+}
+
+// TokenStats summarises prompt lengths in tokens (percentiles nearest-rank).
+type TokenStats struct {
+	Samples int     `json:"samples"`
+	Mean    float64 `json:"mean"`
+	P50     int     `json:"p50"`
+	P95     int     `json:"p95"`
 }
 
 // WriteManifest writes m as indented JSON to path, replacing empty

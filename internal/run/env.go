@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/openai"
@@ -39,6 +40,9 @@ type Env struct {
 	Version    string
 	Live       io.Writer // where the live view draws (nil = none)
 	Logger     *slog.Logger
+	// Calibration is how prompts are sized for the target's tokenizer,
+	// measured once by Prepare (see package calibrate).
+	Calibration calibrate.Result
 
 	key      string
 	name     string  // the target as recorded, for a reloaded run
@@ -187,6 +191,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		e.MetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
 		e.Preset = "sim"
 	}
+	e.Calibration = e.calibratePrompts(ctx)
 	return e, nil
 }
 

@@ -57,7 +57,8 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS,
+		Sizing: e.Calibration.Sizing()}
 	if e.Virtual {
 		wcfg.Salt = 0
 	}
@@ -139,6 +140,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	slices.Sort(res.DoneOK)
+	res.Prompt = e.promptSizing(wcfg, arrivals, res.Records)
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
 		for _, b := range spec.Plan.Bounds() {
@@ -175,7 +177,8 @@ func Save(d *rundir.Dir, res *Result) error {
 	}
 	s := rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
 		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
-		SimEvents: res.SimEvents, Burst: res.Burst}
+		SimEvents: res.SimEvents, Burst: res.Burst,
+		Prompt: res.Prompt}
 	if err := d.WriteJSON("summary.json", s); err != nil {
 		return err
 	}
@@ -254,7 +257,8 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
 		Workload: o.Profile, PromptSet: promptSet(o),
 		Seed: o.Seed, MetricsURL: record.RedactURL(e.MetricsURL),
-		Config: ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
+		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
+		PromptSizing: res.Prompt,
 	}
 	if o.NoNonce {
 		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
@@ -58,13 +59,17 @@ type Options struct {
 	OutputTokens int    `yaml:"output_tokens"` // fixed output length (max_tokens) instead of the profile's (0 = profile)
 	IgnoreEOS    bool   `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
 	NoNonce      bool   `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
-	Seed         int64  `yaml:"seed"`          // seed of schedules, workload and simulator
+	// PromptCalibration is how prompts are sized for the target's
+	// tokenizer before the first run: auto, tokenize, probe or off
+	// (package calibrate).
+	PromptCalibration string `yaml:"prompt_calibration"`
+	Seed              int64  `yaml:"seed"` // seed of schedules, workload and simulator
 
 	Out   string `yaml:"out"`   // output folder
 	Force bool   `yaml:"force"` // reuse a non-empty output folder
 
 	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
-	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, sim ("" = auto)
+	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim ("" = auto)
 	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
 	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
 
@@ -90,23 +95,24 @@ type Options struct {
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
 func DefaultOptions() Options {
 	return Options{
-		Model:          DefaultModel,
-		API:            DefaultAPI,
-		APIKeyEnv:      DefaultAPIKeyEnv,
-		Stream:         true,
-		Timeout:        DefaultTimeout,
-		MaxInFlight:    loadgen.DefaultMaxInFlight,
-		Profile:        DefaultProfile,
-		Seed:           1,
-		ScrapeInterval: DefaultScrapeInterval,
-		Window:         DefaultWindow,
-		TTFTDeadline:   analyze.DefaultDeadlines.TTFT,
-		E2EDeadline:    analyze.DefaultDeadlines.E2E,
-		SLOTTFTP95:     analyze.DefaultSLO.TTFTP95,
-		SLOE2EP99:      analyze.DefaultSLO.E2EP99,
-		SLOGoodput:     analyze.DefaultSLO.GoodputRatio,
-		OTLPGrace:      otlp.DefaultGrace,
-		Sim:            sim.DefaultConfig(),
+		Model:             DefaultModel,
+		API:               DefaultAPI,
+		APIKeyEnv:         DefaultAPIKeyEnv,
+		Stream:            true,
+		Timeout:           DefaultTimeout,
+		MaxInFlight:       loadgen.DefaultMaxInFlight,
+		Profile:           DefaultProfile,
+		PromptCalibration: calibrate.Auto,
+		Seed:              1,
+		ScrapeInterval:    DefaultScrapeInterval,
+		Window:            DefaultWindow,
+		TTFTDeadline:      analyze.DefaultDeadlines.TTFT,
+		E2EDeadline:       analyze.DefaultDeadlines.E2E,
+		SLOTTFTP95:        analyze.DefaultSLO.TTFTP95,
+		SLOE2EP99:         analyze.DefaultSLO.E2EP99,
+		SLOGoodput:        analyze.DefaultSLO.GoodputRatio,
+		OTLPGrace:         otlp.DefaultGrace,
+		Sim:               sim.DefaultConfig(),
 	}
 }
 
@@ -138,6 +144,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PromptTokens < 0 || o.PromptTokens > 1_000_000 {
 		bad("prompt_tokens", "must be 0..1000000, got %d", o.PromptTokens)
+	}
+	if !calibrate.Valid(o.PromptCalibration) {
+		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
 	}
 	if o.OutputTokens < 0 || o.OutputTokens > 1_000_000 {
 		bad("output_tokens", "must be 0..1000000, got %d", o.OutputTokens)

@@ -64,6 +64,10 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
 		EngineTiming: s.EngineTiming, Spans: s.EngineSpans,
+		Prompt: s.Prompt,
+	}
+	if res.Prompt == nil {
+		res.Prompt = m.PromptSizing
 	}
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}

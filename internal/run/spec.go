@@ -82,6 +82,9 @@ type Result struct {
 	SimEvents  []sim.Event       // scaling milestones (simulator only)
 	Burst      *rundir.BurstInfo // the burst experiment's view of this run
 	Manifest   *record.Manifest  // what was tested
+	// Prompt is how prompts were sized and how long the server found
+	// them: intended vs server-reported prompt tokens.
+	Prompt *record.PromptSizing
 }
 
 // Count is the number of records.

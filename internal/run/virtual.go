@@ -21,7 +21,8 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	if err != nil {
 		return configErr(err)
 	}
-	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile}
+	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
+		CountPrompt: e.modelTokenizer()}
 	var out *virtual.Output
 	if spec.Closed != nil {
 		out, err = virtual.Closed(ctx, cfg, gen, *spec.Closed)

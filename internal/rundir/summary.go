@@ -4,6 +4,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
 )
@@ -25,6 +26,7 @@ type Summary struct {
 	EngineSpans  *otlp.Report                    `json:"engine_spans,omitempty"` // the OTLP receiver (--otlp-listen)
 	SimEvents    []sim.Event                     `json:"sim_events,omitempty"`
 	Burst        *BurstInfo                      `json:"burst,omitempty"`
+	Prompt       *record.PromptSizing            `json:"prompt_sizing,omitempty"` // intended vs server-counted prompt tokens
 }
 
 // BurstInfo is what summary.json records about a burst run beyond the

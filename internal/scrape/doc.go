@@ -22,6 +22,21 @@
 //	generation_tokens  vllm:generation_tokens_total                    sglang:generation_tokens_total      tgi_request_generated_tokens  llamacpp:tokens_predicted_total
 //	success            vllm:request_success_total                      —                                   tgi_request_success           —
 //
+// triton (NVIDIA Triton Inference Server; nv_trt_llm_* from its TensorRT-LLM
+// backend; a name may carry label matchers, family{label="value"}):
+//
+//	waiting     nv_trt_llm_request_metrics{request_type="waiting"} | nv_inference_pending_request_count
+//	running     nv_trt_llm_request_metrics{request_type="active"} | {request_type="scheduled"} (optional)
+//	kv_usage    nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} (optional)
+//	queue_time  nv_inference_queue_duration_us × 1e-6 over nv_inference_request_success (no buckets)
+//	e2e         nv_inference_request_duration_us × 1e-6 over nv_inference_request_success (no buckets)
+//	success     nv_inference_request_success
+//
+// Triton's latencies are cumulative counters, not histograms: such a
+// histogram metric (Spec.CountNames) is read as count = the count counter,
+// sum = the sum counter × SumScale, without buckets, so a phase has its
+// mean (Δsum/Δcount) and no quantiles.
+//
 // Preset "auto" (the default) picks, at the first successful scrape, the
 // preset with the most metrics present. User overrides (--metric
 // queue_time=NAME, see ParseOverrides) replace or add single names; a

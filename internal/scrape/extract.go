@@ -45,14 +45,95 @@ func (f Families) lookup(name string, kind Kind) (*dto.MetricFamily, string) {
 	return nil, ""
 }
 
-// find returns the first family of spec present in f.
-func (f Families) find(spec Spec, kind Kind) (*dto.MetricFamily, string) {
-	for _, n := range spec.Names {
-		if mf, name := f.lookup(n, kind); mf != nil && usable(mf, kind) {
-			return mf, name
+// selector is a metric name as a Spec gives it: a family name, optionally
+// with label matchers, `family{label="value",…}`. Only series that carry
+// every label with that value are read.
+type selector struct {
+	family string
+	labels map[string]string
+}
+
+// parseSelector splits `family{a="x",b="y"}` (quotes optional). A name
+// without braces is a plain family.
+func parseSelector(s string) selector {
+	fam, rest, ok := strings.Cut(s, "{")
+	if !ok {
+		return selector{family: s}
+	}
+	sel := selector{family: fam, labels: map[string]string{}}
+	for pair := range strings.SplitSeq(strings.TrimSuffix(rest, "}"), ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			continue
+		}
+		sel.labels[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+	}
+	return sel
+}
+
+// has reports whether m carries every label of the selector.
+func (sel selector) has(m *dto.Metric) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if want, ok := sel.labels[lp.GetName()]; ok {
+			if lp.GetValue() != want {
+				return false
+			}
+			n++
 		}
 	}
-	return nil, ""
+	return n == len(sel.labels)
+}
+
+// found is a family found for a Spec: the family, the name it was found
+// under (with its selector, as the Spec wrote it) and the selector.
+type found struct {
+	mf   *dto.MetricFamily
+	name string
+	sel  selector
+	// count is the count counter of a CountNames histogram.
+	count *found
+}
+
+// find returns the first family of spec present in f (with a series its
+// selector matches), or nil.
+func (f Families) find(spec Spec, kind Kind) *found {
+	lookKind := kind
+	if kind == KindHistogram && len(spec.CountNames) > 0 {
+		lookKind = KindCounter
+	}
+	var sum *found
+	for _, n := range spec.Names {
+		if fd := f.findOne(n, lookKind); fd != nil {
+			sum = fd
+			break
+		}
+	}
+	if sum == nil || lookKind == kind {
+		return sum
+	}
+	for _, n := range spec.CountNames {
+		if fd := f.findOne(n, KindCounter); fd != nil {
+			sum.count = fd
+			return sum
+		}
+	}
+	return nil
+}
+
+func (f Families) findOne(n string, kind Kind) *found {
+	sel := parseSelector(n)
+	mf, name := f.lookup(sel.family, kind)
+	if mf == nil || !usable(mf, kind) {
+		return nil
+	}
+	if len(sel.labels) > 0 {
+		if !slices.ContainsFunc(mf.GetMetric(), sel.has) {
+			return nil
+		}
+		name = n
+	}
+	return &found{mf: mf, name: name, sel: sel}
 }
 
 // usable reports whether a family of this type can feed a logical metric of
@@ -89,10 +170,10 @@ func matches(m *dto.Metric, filter map[string]string) bool {
 
 // scalar sums (or, for kv_usage, averages) the value of every matching
 // series of mf. NaN series are skipped. ok is false when no series counted.
-func scalar(mf *dto.MetricFamily, filter map[string]string, mean bool) (v float64, ok bool) {
+func scalar(mf *dto.MetricFamily, sel selector, filter map[string]string, mean bool) (v float64, ok bool) {
 	n := 0
 	for _, m := range mf.GetMetric() {
-		if !matches(m, filter) {
+		if !matches(m, filter) || !sel.has(m) {
 			continue
 		}
 		var x float64
@@ -126,14 +207,14 @@ func scalar(mf *dto.MetricFamily, filter map[string]string, mean bool) (v float6
 // histogram sums the matching series of a histogram (or summary) family
 // bucket-wise. Series with different bucket layouts are summed over the
 // bounds they have in common, which is exact for those bounds.
-func histogram(mf *dto.MetricFamily, filter map[string]string) (Hist, bool) {
+func histogram(mf *dto.MetricFamily, sel selector, filter map[string]string) (Hist, bool) {
 	var h Hist
 	acc := map[float64]float64{}
 	seen := map[float64]int{}
 	series := 0
 	summary := mf.GetType() == dto.MetricType_SUMMARY
 	for _, m := range mf.GetMetric() {
-		if !matches(m, filter) {
+		if !matches(m, filter) || !sel.has(m) {
 			continue
 		}
 		series++
@@ -180,6 +261,23 @@ func histogram(mf *dto.MetricFamily, filter map[string]string) (Hist, bool) {
 	return h, true
 }
 
+// counterHist reads a histogram from a sum counter and a count counter
+// (Spec.CountNames): no buckets, Sum in seconds.
+func counterHist(fd *found, scale float64, filter map[string]string) (Hist, bool) {
+	if scale == 0 {
+		scale = 1
+	}
+	sum, ok := scalar(fd.mf, fd.sel, filter, false)
+	if !ok {
+		return Hist{}, false
+	}
+	n, ok := scalar(fd.count.mf, fd.count.sel, filter, false)
+	if !ok {
+		return Hist{}, false
+	}
+	return Hist{Count: n, Sum: sum * scale}, true
+}
+
 func count(i uint64, f float64) float64 {
 	if f != 0 {
 		return f
@@ -206,12 +304,20 @@ func (e *extractor) extract(tNs int64, fams Families) (s Sample, percentNow bool
 	s = EmptySample(tNs)
 	for m, spec := range e.preset.Specs {
 		kind := m.Kind()
-		mf, name := fams.find(spec, kind)
-		if mf == nil {
+		fd := fams.find(spec, kind)
+		if fd == nil {
 			continue
 		}
-		if kind == KindHistogram {
-			h, ok := histogram(mf, e.filter)
+		mf, name := fd.mf, fd.name
+		switch {
+		case kind == KindHistogram && fd.count != nil:
+			h, ok := counterHist(fd, spec.SumScale, e.filter)
+			if !ok {
+				continue
+			}
+			s.setHist(m, h)
+		case kind == KindHistogram:
+			h, ok := histogram(mf, fd.sel, e.filter)
 			if !ok {
 				continue
 			}
@@ -221,8 +327,8 @@ func (e *extractor) extract(tNs int64, fams Families) (s Sample, percentNow bool
 				e.bounds[m] = h.Bounds
 			}
 			s.setHist(m, h)
-		} else {
-			v, ok := scalar(mf, e.filter, m == KVUsage)
+		default:
+			v, ok := scalar(mf, fd.sel, e.filter, m == KVUsage)
 			if !ok {
 				continue
 			}
@@ -246,7 +352,7 @@ func (e *extractor) extract(tNs int64, fams Families) (s Sample, percentNow bool
 func score(p Preset, fams Families) int {
 	n := 0
 	for m, spec := range p.Specs {
-		if mf, _ := fams.find(spec, m.Kind()); mf != nil {
+		if fams.find(spec, m.Kind()) != nil {
 			n++
 		}
 	}

@@ -116,6 +116,13 @@ func TestExtractPresets(t *testing.T) {
 			queue: [2]float64{812, 123.4}, ttft: u, e2e: [2]float64{812, 700.5}}},
 		{"llamacpp", "llamacpp.txt", "llamacpp", want{waiting: 46, running: 4, kv: 0.62, prompt: 33065, gen: 7801, success: nan,
 			queue: u, ttft: u, e2e: u}},
+		// Triton + TensorRT-LLM (testdata written from their docs): waiting
+		// and running from the batch manager's gauges (not Triton's pending
+		// count, 0), kv_usage from the "fraction" block metric, queue and
+		// e2e from cumulative µs counters over the success count (no
+		// buckets), no token counters.
+		{"triton", "triton.txt", "triton", want{waiting: 7, running: 12, kv: 0.42, prompt: nan, gen: nan, success: 1200,
+			queue: [2]float64{1200, 360}, ttft: u, e2e: [2]float64{1200, 1800}}},
 		// The wrong preset finds nothing.
 		{"sglang text with vllm preset", "sglang.txt", "vllm", want{waiting: nan, running: nan, kv: nan, prompt: nan, gen: nan, success: nan,
 			queue: u, ttft: u, e2e: u}},
@@ -150,7 +157,7 @@ func TestExtractVLLMQueueBuckets(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"vllm_v1.txt", "vllm"}, {"vllm_v0.txt", "vllm"}, {"sglang.txt", "sglang"}, {"tgi.txt", "tgi"}, {"llamacpp.txt", "llamacpp"},
+		{"vllm_v1.txt", "vllm"}, {"vllm_v0.txt", "vllm"}, {"sglang.txt", "sglang"}, {"tgi.txt", "tgi"}, {"llamacpp.txt", "llamacpp"}, {"triton.txt", "triton"},
 	}
 	for _, tt := range tests {
 		if p, n := detect(parseFile(t, tt.file)); p.Name != tt.want || n == 0 {
@@ -286,5 +293,40 @@ func TestParseTextErrors(t *testing.T) {
 		if _, err := ParseText(strings.NewReader(body)); err == nil {
 			t.Errorf("%s parsed without error", name)
 		}
+	}
+}
+
+// Triton without TensorRT-LLM (no nv_trt_llm_* families): waiting falls
+// back to Triton's own pending count, running and kv_usage are absent; and
+// a phase's mean queue wait is the delta of the µs counter over the delta
+// of the success count — 100 requests that waited 50 s in all: 0.5 s —
+// with no quantiles (the counters have no buckets).
+func TestTritonPlainAndPhaseQueue(t *testing.T) {
+	b, err := os.ReadFile("testdata/triton.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "nv_trt_llm") {
+			plain = append(plain, l)
+		}
+	}
+	text := strings.Join(plain, "\n")
+	text = strings.Replace(text, `nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 0`, `nv_inference_pending_request_count{model="tensorrt_llm",version="1"} 3`, 1)
+	s0 := extractWith(t, "triton", nil, nil, parseString(t, text))
+	if s0.Waiting != 3 || s0.Has.Has(Running) || s0.Has.Has(KVUsage) {
+		t.Errorf("plain Triton: waiting %v (want the pending count 3), running %v, kv %v", s0.Waiting, s0.Has.Has(Running), s0.Has.Has(KVUsage))
+	}
+	later := strings.NewReplacer(
+		`nv_inference_request_success{model="tensorrt_llm",version="1"} 1200`, `nv_inference_request_success{model="tensorrt_llm",version="1"} 1300`,
+		`nv_inference_queue_duration_us{model="tensorrt_llm",version="1"} 360000000`, `nv_inference_queue_duration_us{model="tensorrt_llm",version="1"} 410000000`,
+	).Replace(text)
+	s0.TNs = 0
+	s1 := extractWith(t, "triton", nil, nil, parseString(t, later))
+	s1.TNs = 10e9
+	st := PhaseStats([]Sample{s0, s1}, QueueTime, 0, 10e9)
+	if !st.Known() || st.Count != 100 || math.Abs(st.Mean-0.5) > 1e-9 || st.P50.Known() {
+		t.Errorf("phase queue wait %+v, want 100 requests, mean 0.5 s, no quantiles", st)
 	}
 }

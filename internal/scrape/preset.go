@@ -21,6 +21,15 @@ type Spec struct {
 	// Optional marks a metric that some versions of the engine do not export;
 	// its absence is logged at info level instead of as a warning.
 	Optional bool
+	// CountNames, for a histogram metric, reads it from two cumulative
+	// counters instead of a histogram (Triton's latency counters): the sum
+	// is the counter in Names times SumScale (to seconds), the count the
+	// first of CountNames present. Such a histogram has no buckets: a phase
+	// gets its mean, Δsum / Δcount, and no quantiles.
+	CountNames []string
+	// SumScale converts the sum counter of a CountNames metric to seconds
+	// (1e-6 for microseconds); 0 means 1.
+	SumScale float64
 }
 
 // Preset maps surge's logical metrics to the metric names of one engine.
@@ -50,6 +59,30 @@ func vllmSpecs() map[Metric]Spec {
 		PromptTokens:     {Names: []string{"vllm:prompt_tokens_total"}},
 		GenerationTokens: {Names: []string{"vllm:generation_tokens_total"}},
 		Success:          {Names: []string{"vllm:request_success_total"}},
+	}
+}
+
+// tritonSpecs maps NVIDIA Triton Inference Server's metrics (port 8002,
+// /metrics; docs/user_guide/metrics.md) and its TensorRT-LLM backend's
+// batch-manager gauges (tensorrtllm_backend README, "Triton metrics").
+// Triton's latencies are cumulative counters in microseconds, not
+// histograms: a phase's mean queue wait is Δnv_inference_queue_duration_us
+// / Δnv_inference_request_success. The TensorRT-LLM backend takes requests
+// off Triton's queue at once and queues them itself, so its waiting gauge
+// wins over Triton's pending count where both exist.
+func tritonSpecs() map[Metric]Spec {
+	return map[Metric]Spec{
+		Waiting: {Names: []string{`nv_trt_llm_request_metrics{request_type="waiting"}`, "nv_inference_pending_request_count"}},
+		// TensorRT-LLM only: requests the batch manager holds (active), or
+		// those scheduled in the last iteration.
+		Running:   {Names: []string{`nv_trt_llm_request_metrics{request_type="active"}`, `nv_trt_llm_request_metrics{request_type="scheduled"}`}, Optional: true},
+		KVUsage:   {Names: []string{`nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}`}, Optional: true},
+		QueueTime: {Names: []string{"nv_inference_queue_duration_us"}, CountNames: []string{"nv_inference_request_success"}, SumScale: 1e-6},
+		E2E:       {Names: []string{"nv_inference_request_duration_us"}, CountNames: []string{"nv_inference_request_success"}, SumScale: 1e-6},
+		Success:   {Names: []string{"nv_inference_request_success"}},
+		// No token counters and no TTFT in Triton's own metrics
+		// (nv_inference_first_response_histogram_ms is off by default and
+		// counts responses, not tokens).
 	}
 }
 
@@ -102,6 +135,7 @@ var presets = []Preset{
 		GenerationTokens: {Names: []string{"llamacpp:tokens_predicted_total"}},
 		// No latency histograms and no success counter in llama.cpp.
 	}},
+	{Name: "triton", Specs: tritonSpecs()},
 }
 
 // PresetNames lists the accepted preset names, auto first.
@@ -127,6 +161,7 @@ func (p Preset) clone() Preset {
 	c := Preset{Name: p.Name, Specs: make(map[Metric]Spec, len(p.Specs))}
 	for m, s := range p.Specs {
 		s.Names = slices.Clone(s.Names)
+		s.CountNames = slices.Clone(s.CountNames)
 		c.Specs[m] = s
 	}
 	return c

@@ -90,7 +90,7 @@ func TestWithOverrides(t *testing.T) {
 }
 
 func TestPresets(t *testing.T) {
-	if got, want := PresetNames(), []string{"auto", "vllm", "sim", "sglang", "tgi", "llamacpp"}; !slices.Equal(got, want) {
+	if got, want := PresetNames(), []string{"auto", "vllm", "sim", "sglang", "tgi", "llamacpp", "triton"}; !slices.Equal(got, want) {
 		t.Errorf("PresetNames = %v, want %v", got, want)
 	}
 	tests := []struct {

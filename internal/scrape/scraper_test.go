@@ -400,7 +400,7 @@ func TestMissingMessages(t *testing.T) {
 		{name: "auto detects tgi", body: read("tgi.txt"), preset: "", state: StateOK, detected: "tgi"},
 		{name: "auto on a non-engine", body: "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n", preset: "auto", state: StatePartial,
 			messages: []string{
-				"engine metrics: no known engine metrics at %s (tried presets vllm, sim, sglang, tgi, llamacpp); name them with --metric LOGICAL=NAME",
+				"engine metrics: no known engine metrics at %s (tried presets vllm, sim, sglang, tgi, llamacpp, triton); name them with --metric LOGICAL=NAME",
 			}},
 	}
 	for _, tt := range tests {
@@ -494,7 +494,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no scheme", Config{URL: "localhost:8000/metrics"}, `scrape: metrics URL "localhost:8000/metrics": want http(s)://host[:port]/path`},
 		{"ftp", Config{URL: "ftp://h/metrics"}, `scrape: metrics URL "ftp://h/metrics": want http(s)://host[:port]/path`},
 		{"password redacted", Config{URL: "ftp://u:secret@h/metrics"}, `scrape: metrics URL "ftp://u:xxxxx@h/metrics": want http(s)://host[:port]/path`},
-		{"unknown preset", Config{URL: "http://h/metrics", Preset: "triton"}, `scrape: unknown preset "triton" (want one of auto, vllm, sim, sglang, tgi, llamacpp)`},
+		{"unknown preset", Config{URL: "http://h/metrics", Preset: "tensorrt"}, `scrape: unknown preset "tensorrt" (want one of auto, vllm, sim, sglang, tgi, llamacpp, triton)`},
 		{"bad override", Config{URL: "http://h/metrics", Overrides: map[string]string{"queue": "x"}}, `scrape: metric override "queue": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e, replicas_starting)`},
 		{"negative interval", Config{URL: "http://h/metrics", Interval: -time.Second}, "scrape: interval, timeout and attempts must not be negative"},
 	}

@@ -108,6 +108,15 @@ type Config struct {
 	// FaultSlowHeadersDelay is the delay of slow response headers.
 	FaultSlowHeadersDelay time.Duration `yaml:"fault_slow_headers_delay"`
 
+	// BytesPerToken is the density of the simulated tokenizer: a prompt
+	// text of b bytes counts ⌈b / BytesPerToken⌉ tokens (see
+	// PromptTokens). 4 is surge's own estimate; a real tokenizer of the
+	// same text may see 3 or 5.
+	BytesPerToken float64 `yaml:"bytes_per_token"`
+	// Tokenize is the style of the HTTP facade's /tokenize endpoint:
+	// vllm, llamacpp or none (no endpoint, so that clients must probe).
+	Tokenize string `yaml:"tokenize"`
+
 	// SlowdownPerHour makes the engine slow down over time, as a leak or
 	// fragmentation would: a step starting at t lasts (1 + SlowdownPerHour
 	// × t/1h) times its normal duration (0 = never; 0.5 = 50% slower after
@@ -150,6 +159,8 @@ func DefaultConfig() Config {
 		ScaleDownIdle:         DefaultScaleDownIdle,
 		FaultStallDelay:       DefaultFaultStallDelay,
 		FaultSlowHeadersDelay: DefaultFaultSlowHeaders,
+		BytesPerToken:         DefaultBytesPerToken,
+		Tokenize:              TokenizeVLLM,
 	}
 }
 
@@ -209,6 +220,9 @@ func (c *Config) Validate() error {
 		{c.ReasoningTokens < 0, "reasoning_tokens", fmt.Sprintf("must be ≥ 0 tokens, got %d", c.ReasoningTokens)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
+	}
+	if f, msg := c.checkTokenizer(); f != "" {
+		checks = append(checks, check{true, f, msg})
 	}
 	for _, k := range checks {
 		if k.bad {

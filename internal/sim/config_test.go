@@ -67,6 +67,9 @@ func TestValidate(t *testing.T) {
 		{"slowdown_per_hour negative", func(c *Config) { c.SlowdownPerHour = -0.1 }, "slowdown_per_hour"},
 		{"slowdown_per_hour NaN", func(c *Config) { c.SlowdownPerHour = math.NaN() }, "slowdown_per_hour"},
 		{"slowdown_per_hour huge", func(c *Config) { c.SlowdownPerHour = 1e6 }, "slowdown_per_hour"},
+		{"bytes_per_token zero", func(c *Config) { c.BytesPerToken = 0 }, "bytes_per_token"},
+		{"bytes_per_token NaN", func(c *Config) { c.BytesPerToken = math.NaN() }, "bytes_per_token"},
+		{"tokenize unknown", func(c *Config) { c.Tokenize = "tgi" }, "tokenize"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,5 +158,26 @@ func TestYAML(t *testing.T) {
 	bad.KnownFields(true)
 	if err := bad.Decode(&c); err == nil {
 		t.Fatal("a misspelt field decoded without error")
+	}
+}
+
+// The simulated tokenizer counts ⌈bytes / BytesPerToken⌉ per text, plus the
+// chat template's 4 per message and 3 once; exact quotients do not round
+// up.
+func TestPromptTokens(t *testing.T) {
+	c := DefaultConfig()
+	if got := c.PromptTokens(true, "abcdefgh"); got != 2+4+3 {
+		t.Errorf("default chat: %d, want 9", got)
+	}
+	c.BytesPerToken = 2.5
+	for _, tc := range []struct {
+		bytes, want int
+	}{{0, 0}, {1, 1}, {5, 2}, {6, 3}, {10, 4}, {100, 40}, {101, 41}} {
+		if got := c.TextTokens(tc.bytes); got != tc.want {
+			t.Errorf("TextTokens(%d) at 2.5 bytes/token = %d, want %d", tc.bytes, got, tc.want)
+		}
+	}
+	if got := c.PromptTokens(false, ""); got != 1 {
+		t.Errorf("empty completions prompt: %d, want 1", got)
 	}
 }

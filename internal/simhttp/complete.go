@@ -105,7 +105,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		writeError(w, badRequest("", "reading the request body failed"))
 		return
 	}
-	p, aerr := decodeRequest(body, chat)
+	p, aerr := decodeRequestWith(body, chat, s.tok)
 	if aerr == nil {
 		aerr = p.validate(s.model, s.maxModelLen)
 	}

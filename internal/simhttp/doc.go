@@ -11,6 +11,9 @@
 //	GET  /health                200
 //	GET  /metrics               Prometheus text, vLLM's metric names
 //	GET  /sim/events            the autoscaler's milestones as JSON
+//	POST /tokenize              the prompt's token count, in vLLM's shape
+//	                            (tokenize: vllm, the default) or llama.cpp's
+//	                            (tokenize: llamacpp); absent with tokenize: none
 //
 // Request fields read: model, messages (chat) or prompt (completions: a
 // string, one string in an array, or token ids), max_tokens or
@@ -32,15 +35,19 @@
 //
 // # Prompt tokens
 //
-// The simulator has no tokenizer; it estimates (EstimatePromptTokens):
+// The simulator has no vocabulary; it counts bytes (sim.Config.PromptTokens),
+// with B = sim.Config.BytesPerToken (default 4, surge's own estimate):
 //
-//	completions: max(1, ceil(bytes/4))
-//	chat:        Σ_messages (ceil(bytes_i/4) + 4) + 3
+//	completions: max(1, ceil(bytes/B))
+//	chat:        Σ_messages (ceil(bytes_i/B) + 4) + 3
 //
 // where bytes counts the UTF-8 bytes of the decoded text (for chat content
 // parts, the "text" parts), 4 tokens per message stand for the chat
 // template and 3 for the assistant turn's header. A prompt of token ids
-// counts one token per id.
+// counts one token per id. /tokenize answers the same count: vLLM-style
+// {"model","messages"|"prompt"} → {"count","max_model_len","tokens"}, the
+// template included for messages; llama.cpp-style {"content"} →
+// {"tokens"}, the text alone (no template, no BOS).
 //
 // # Errors
 //

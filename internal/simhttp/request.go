@@ -6,27 +6,31 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/surge-bench/surge/internal/sim"
 )
 
-// The prompt-token estimate used by the simulator (see EstimatePromptTokens).
+// The prompt-token estimate used by the simulator at its default density
+// (see EstimatePromptTokens and sim.Config.PromptTokens).
 const (
-	// BytesPerToken is the number of prompt bytes counted as one token.
-	BytesPerToken = 4
+	// BytesPerToken is the number of prompt bytes counted as one token by
+	// default (sim.Config.BytesPerToken sets another density).
+	BytesPerToken = sim.DefaultBytesPerToken
 	// ChatTokensPerMessage is the template overhead counted for every chat
 	// message (role markers and separators).
-	ChatTokensPerMessage = 4
+	ChatTokensPerMessage = sim.ChatTokensPerMessage
 	// ChatReplyPrimerTokens is the template overhead counted once per chat
 	// request for the assistant turn the engine is asked to write.
-	ChatReplyPrimerTokens = 3
+	ChatReplyPrimerTokens = sim.ChatReplyPrimerTokens
 )
 
 // EstimatePromptTokens estimates the prompt length in tokens of a request
-// whose prompt texts are texts: ceil(len(text)/BytesPerToken) per text, in
-// bytes of the decoded (unescaped) UTF-8 string. For a completions request
-// texts is the single prompt and the result is at least 1. For a chat
-// request (chat true) texts are the message contents, one per message, and
-// the template adds ChatTokensPerMessage per message plus
-// ChatReplyPrimerTokens once:
+// whose prompt texts are texts, at the default density:
+// ceil(len(text)/BytesPerToken) per text, in bytes of the decoded
+// (unescaped) UTF-8 string. For a completions request texts is the single
+// prompt and the result is at least 1. For a chat request (chat true)
+// texts are the message contents, one per message, and the template adds
+// ChatTokensPerMessage per message plus ChatReplyPrimerTokens once:
 //
 //	completions: max(1, ceil(bytes/4))
 //	chat:        Σ_messages (ceil(bytes_i/4) + 4) + 3
@@ -34,20 +38,13 @@ const (
 // The estimate is only the simulator's stand-in for a tokenizer; clients
 // should take token counts from the server's usage.
 func EstimatePromptTokens(chat bool, texts ...string) int {
-	n := 0
-	for _, t := range texts {
-		n += ceilDiv(len(t), BytesPerToken)
-		if chat {
-			n += ChatTokensPerMessage
-		}
-	}
-	if chat {
-		n += ChatReplyPrimerTokens
-	}
-	return max(n, 1)
+	return sim.DefaultConfig().PromptTokens(chat, texts...)
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// textTokens counts a text of the given length in bytes.
+type textTokens func(bytes int) int
+
+var defaultTokens textTokens = sim.DefaultConfig().TextTokens
 
 // apiError is an error answered to the client in OpenAI's error shape.
 type apiError struct {
@@ -139,6 +136,11 @@ type parsedRequest struct {
 // decodeRequest parses a chat (chat true) or completions request body.
 // It never panics on any input (see FuzzDecodeRequest).
 func decodeRequest(body []byte, chat bool) (parsedRequest, *apiError) {
+	return decodeRequestWith(body, chat, defaultTokens)
+}
+
+// decodeRequestWith is decodeRequest with the simulated tokenizer tok.
+func decodeRequestWith(body []byte, chat bool, tok textTokens) (parsedRequest, *apiError) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
 		var te *json.UnmarshalTypeError
@@ -170,9 +172,9 @@ func decodeRequest(body []byte, chat bool) (parsedRequest, *apiError) {
 	}
 	var err *apiError
 	if chat {
-		p.promptTokens, err = chatPromptTokens(w.Messages)
+		p.promptTokens, err = chatPromptTokens(w.Messages, tok)
 	} else {
-		p.promptTokens, err = completionPromptTokens(w.Prompt)
+		p.promptTokens, err = completionPromptTokens(w.Prompt, tok)
 	}
 	if err != nil {
 		return parsedRequest{}, err
@@ -185,7 +187,7 @@ func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "
 // chatPromptTokens estimates the prompt of a messages array. A content is
 // a string, null (e.g. an assistant message with tool calls) or an array of
 // parts of which the "text" parts count.
-func chatPromptTokens(raw json.RawMessage) (int, *apiError) {
+func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 	if absent(raw) {
 		return 0, badRequest("messages", "messages is required")
 	}
@@ -223,7 +225,7 @@ func chatPromptTokens(raw json.RawMessage) (int, *apiError) {
 		default:
 			return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
 		}
-		n += ceilDiv(bytes, BytesPerToken) + ChatTokensPerMessage
+		n += tok(bytes) + ChatTokensPerMessage
 	}
 	return n, nil
 }
@@ -232,13 +234,13 @@ func chatPromptTokens(raw json.RawMessage) (int, *apiError) {
 // array holding one string, an array of token ids, or an array holding
 // one array of token ids. Batched prompts (several prompts in one
 // request) are refused: the simulator answers one choice per request.
-func completionPromptTokens(raw json.RawMessage) (int, *apiError) {
+func completionPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 	if absent(raw) {
 		return 0, badRequest("prompt", "prompt is required")
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return EstimatePromptTokens(false, s), nil
+		return max(tok(len(s)), 1), nil
 	}
 	var ids []int64
 	if err := json.Unmarshal(raw, &ids); err == nil {
@@ -252,7 +254,7 @@ func completionPromptTokens(raw json.RawMessage) (int, *apiError) {
 		if len(strs) != 1 {
 			return 0, badRequest("prompt", "the simulator accepts exactly one prompt per request, got %d", len(strs))
 		}
-		return EstimatePromptTokens(false, strs[0]), nil
+		return max(tok(len(strs[0])), 1), nil
 	}
 	var idLists [][]int64
 	if err := json.Unmarshal(raw, &idLists); err == nil {

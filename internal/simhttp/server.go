@@ -35,8 +35,10 @@ type Server struct {
 	log         *slog.Logger
 	model       string
 	maxModelLen int
-	reasoning   int       // sim.Config.ReasoningTokens
-	origin      time.Time // sim time 0; wall time of the server's start
+	reasoning   int        // sim.Config.ReasoningTokens
+	tok         textTokens // the simulated tokenizer (sim.Config.TextTokens)
+	tokenize    string     // style of /tokenize (sim.Config.Tokenize)
+	origin      time.Time  // sim time 0; wall time of the server's start
 	metrics     *metrics
 	handler     http.Handler
 
@@ -102,6 +104,8 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		model:       DefaultModel,
 		maxModelLen: cfg.MaxModelLen,
 		reasoning:   cfg.ReasoningTokens,
+		tok:         cfg.TextTokens,
+		tokenize:    cfg.Tokenize,
 		origin:      time.Now(),
 		cluster:     c,
 		wake:        make(chan struct{}, 1),
@@ -315,6 +319,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /sim/events", s.serveEvents)
+	switch s.tokenize {
+	case sim.TokenizeVLLM:
+		mux.HandleFunc("POST /tokenize", s.serveTokenizeVLLM)
+	case sim.TokenizeLlamaCpp:
+		mux.HandleFunc("POST /tokenize", s.serveTokenizeLlamaCpp)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "NotFoundError", message: "no such endpoint"})
 	})

@@ -214,7 +214,7 @@ func (r *closedRun) start(u int, t time.Duration) {
 	q := &closedReq{a: a, maxTok: req.MaxTokens, user: u, last: t, deadline: sim.Never, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
-	tk, err := r.c.Submit(t, sim.Request{PromptTokens: req.PromptTokens, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)
+	tk, err := r.c.Submit(t, sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)
 	q.out.Ticket, q.out.Fault, q.out.Replica = tk, tk.Fault.Kind, tk.Replica
 	var qf *sim.QueueFullError
 	switch {

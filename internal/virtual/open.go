@@ -37,7 +37,7 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	in := make([]sim.Arrival, len(arrivals))
 	for i := range arrivals {
 		r := gen.Generate(arrivals[i])
-		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
+		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
 		b.maxTok[i] = r.MaxTokens
 	}
 	var samples []scrape.Sample

@@ -23,6 +23,19 @@ type Config struct {
 	Deadlines      analyze.Deadlines // records are judged (Good) with analyze.Judge; a zero field disables its clause
 	Run            string            // run name: record IDs are Run-<seq>
 	Profile        string            // every record's Profile
+	// CountPrompt, when set, is the engine model's tokenizer: it counts a
+	// request's prompt text (e.g. sim.Config.PromptTokens), as a server
+	// counts what it receives. Nil: the engine sees the request's intended
+	// PromptTokens.
+	CountPrompt func(prompt string) int
+}
+
+// promptTokens is the prompt length the engine model sees for r.
+func (c *Config) promptTokens(r *workload.Request) int {
+	if c.CountPrompt == nil {
+		return r.PromptTokens
+	}
+	return c.CountPrompt(r.Prompt)
 }
 
 // validate checks the fields that sim.NewCluster does not.

@@ -29,7 +29,12 @@
 // # Prompts
 //
 // surge's token estimate is 1 token ≈ 4 bytes: EstimateTokens(s) =
-// ⌈len(s)/4⌉. A prompt for T tokens is exactly 4·T bytes:
+// ⌈len(s)/4⌉. Real tokenizers differ (llama.cpp's made surge's 64-token
+// prompts 85–145 tokens), so before a run surge measures the target's
+// tokenizer on this very text (package calibrate) and Config.Sizing sizes
+// each prompt for it: a prompt for T tokens is Sizing.Bytes(T) =
+// round((T − overhead)/tokens-per-byte) bytes — exactly 4·T bytes with the
+// zero Sizing:
 //
 //	"[req <seq>-<8 hex>] " + body
 //

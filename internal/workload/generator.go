@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -17,6 +18,34 @@ const BytesPerToken = 4
 // len in bytes. Servers report the true count; this only sizes prompts.
 func EstimateTokens(s string) int {
 	return (len(s) + BytesPerToken - 1) / BytesPerToken
+}
+
+// Sizing turns an intended prompt length in tokens into a length in bytes
+// of surge's synthetic text, for a target whose tokenizer counts
+//
+//	tokens(prompt) ≈ Overhead + TokensPerByte · bytes(prompt)
+//
+// (package calibrate measures both on the target). The zero Sizing is
+// surge's own estimate: 1/BytesPerToken tokens per byte, no overhead.
+type Sizing struct {
+	TokensPerByte float64 // the target's tokens per byte of synthetic text; 0 = 1/BytesPerToken
+	Overhead      float64 // tokens the target adds to every prompt (chat template, BOS), and the nonce's excess
+}
+
+// Bytes is the prompt length in bytes for tokens intended tokens:
+//
+//	bytes = round((tokens − Overhead) / TokensPerByte), at least 1
+//
+// With the zero Sizing that is exactly BytesPerToken·tokens.
+func (s Sizing) Bytes(tokens int) int {
+	if s.TokensPerByte <= 0 {
+		return max(tokens*BytesPerToken, 1)
+	}
+	b := math.Round((float64(tokens) - s.Overhead) / s.TokensPerByte)
+	if !(b >= 1) {
+		return 1
+	}
+	return int(min(b, float64(MaxPromptTokens)*16))
 }
 
 // ProfileReplay labels requests whose prompt and output lengths both came
@@ -45,6 +74,9 @@ type Config struct {
 	// and surge's simulator honour it (a vLLM extension); other servers may
 	// ignore it, so output lengths come from the server's usage.
 	IgnoreEOS bool
+	// Sizing sizes prompts for the target's tokenizer (the zero value:
+	// surge's 4-bytes-per-token estimate).
+	Sizing Sizing
 }
 
 // Validate checks the configuration (the profile).
@@ -76,7 +108,7 @@ func New(cfg Config) (*Generator, error) {
 		nonce: splitmix64(splitmix64(uint64(cfg.Seed)) ^ cfg.Salt),
 	}
 	g.rng = rand.New(&g.pcg)
-	g.text = corpusText(cfg.Profile.Prompt.Upper()*BytesPerToken + bodyShift + 64)
+	g.text = corpusText(cfg.Sizing.Bytes(cfg.Profile.Prompt.Upper()) + bodyShift + 64)
 	return g, nil
 }
 
@@ -85,45 +117,58 @@ func New(cfg Config) (*Generator, error) {
 //	prompt tokens T = a.PromptTokens if > 0, else a draw from Profile.Prompt
 //	output tokens O = a.OutputTokens if > 0, else a draw from Profile.Output
 //	MaxTokens       = min(O, Profile.MaxTokens)
-//	Prompt          = text of 4·T bytes (see the package doc), so that
+//	Prompt          = text of Sizing.Bytes(T) bytes (see the package doc);
+//	                  with the zero Sizing 4·T bytes, so that
 //	                  EstimateTokens(Prompt) = T
+//	PromptTokens    = T, the intended length
 //
 // T is clamped to MaxPromptTokens. Profile is the profile's name, or
 // "replay" when both lengths came from the arrival.
 func (g *Generator) Generate(a schedule.Arrival) Request {
+	prompt, output, shift := g.draw(a)
+	profile := g.cfg.Profile.Name
+	if a.PromptTokens > 0 && a.OutputTokens > 0 {
+		profile = ProfileReplay
+	}
+	return Request{
+		Seq:          a.Seq,
+		Profile:      profile,
+		Prompt:       g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift),
+		PromptTokens: prompt,
+		MaxTokens:    min(output, g.cfg.Profile.MaxTokens),
+		IgnoreEOS:    g.cfg.IgnoreEOS,
+	}
+}
+
+// IntendedPromptTokens is the intended prompt length T of arrival a, as
+// Generate would draw it, without building the prompt.
+func (g *Generator) IntendedPromptTokens(a schedule.Arrival) int {
+	prompt, _, _ := g.draw(a)
+	return prompt
+}
+
+// draw makes the per-request draws of arrival a: the prompt and output
+// lengths in tokens and the body's start in the corpus.
+func (g *Generator) draw(a schedule.Arrival) (prompt, output, shift int) {
 	g.pcg.Seed(g.seed1, splitmix64(uint64(a.Seq)))
 	// Both draws always happen, so a replayed length never shifts the other.
-	promptDraw := g.cfg.Profile.Prompt.Sample(g.rng)
-	outputDraw := g.cfg.Profile.Output.Sample(g.rng)
-	shift := g.rng.IntN(bodyShift)
-
-	prompt, output := promptDraw, outputDraw
+	prompt = g.cfg.Profile.Prompt.Sample(g.rng)
+	output = g.cfg.Profile.Output.Sample(g.rng)
+	shift = g.rng.IntN(bodyShift)
 	if a.PromptTokens > 0 {
 		prompt = min(a.PromptTokens, MaxPromptTokens)
 	}
 	if a.OutputTokens > 0 {
 		output = a.OutputTokens
 	}
-	profile := g.cfg.Profile.Name
-	if a.PromptTokens > 0 && a.OutputTokens > 0 {
-		profile = ProfileReplay
-	}
-	text := g.prompt(a.Seq, prompt, shift)
-	return Request{
-		Seq:          a.Seq,
-		Profile:      profile,
-		Prompt:       text,
-		PromptTokens: EstimateTokens(text),
-		MaxTokens:    min(output, g.cfg.Profile.MaxTokens),
-		IgnoreEOS:    g.cfg.IgnoreEOS,
-	}
+	return prompt, output, shift
 }
 
-// prompt builds the text of one prompt of tokens·4 bytes. The nonce and
-// the body are copied once, straight into the string's own memory (a
-// strings.Builder grown to the final size): one allocation, one copy.
-func (g *Generator) prompt(seq int64, tokens, shift int) string {
-	n := tokens * BytesPerToken
+// prompt builds the text of one prompt of n bytes (at least the nonce).
+// The nonce and the body are copied once, straight into the string's own
+// memory (a strings.Builder grown to the final size): one allocation, one
+// copy.
+func (g *Generator) prompt(seq int64, n, shift int) string {
 	var nonce [48]byte
 	head := nonce[:0]
 	start := 0

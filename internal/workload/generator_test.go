@@ -199,8 +199,8 @@ func TestGenerateReplayLengths(t *testing.T) {
 				t.Errorf("profile %q ignore_eos %v", r.Profile, r.IgnoreEOS)
 			}
 			switch want := tc.wantPromptTokens; {
-			case tc.prompt == 1: // the nonce alone is longer than 4 bytes
-				if !strings.HasPrefix(r.Prompt, "[req ") || r.PromptTokens != EstimateTokens(r.Prompt) {
+			case tc.prompt == 1: // the nonce alone is longer than 4 bytes; 1 token was intended
+				if !strings.HasPrefix(r.Prompt, "[req ") || r.PromptTokens != 1 {
 					t.Errorf("tiny prompt %q, %d tokens", r.Prompt, r.PromptTokens)
 				}
 			case want == 0 && r.PromptTokens != drawn.PromptTokens:
@@ -317,6 +317,40 @@ func TestGeneratorsShareCorpusConcurrently(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("request %d differs between concurrent and solo generation", i)
+		}
+	}
+}
+
+// A calibrated Sizing sizes the text for the target's tokenizer: for a
+// target counting 7 + 0.4·bytes tokens, a 200-token prompt is
+// (200 − 7)/0.4 = 482.5 → 483 bytes (round half away from zero), the
+// intended length stays 200, and IntendedPromptTokens agrees without
+// building the text.
+func TestSizing(t *testing.T) {
+	s := Sizing{TokensPerByte: 0.4, Overhead: 7}
+	for _, tc := range []struct{ tokens, bytes int }{{200, 483}, {8, 3}, {7, 1}, {1, 1}} {
+		if got := s.Bytes(tc.tokens); got != tc.bytes {
+			t.Errorf("Bytes(%d) = %d, want %d", tc.tokens, got, tc.bytes)
+		}
+	}
+	if got := (Sizing{}).Bytes(50); got != 200 {
+		t.Errorf("zero Sizing: Bytes(50) = %d, want 4·50", got)
+	}
+	p := Profile{Name: "x", Prompt: Fixed(200), Output: Fixed(10), MaxTokens: 10}
+	g, err := New(Config{Profile: p, Seed: 3, Sizing: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.Generate(schedule.Arrival{Seq: 5})
+	if len(r.Prompt) != 483 || r.PromptTokens != 200 {
+		t.Errorf("prompt of %d bytes, %d intended tokens; want 483 bytes, 200", len(r.Prompt), r.PromptTokens)
+	}
+	lp := LogNormal(300, 0.5, 32, 2048)
+	g2, _ := New(Config{Profile: Profile{Name: "y", Prompt: lp, Output: Fixed(10), MaxTokens: 10}, Seed: 3})
+	for seq := range int64(50) {
+		a := schedule.Arrival{Seq: seq}
+		if got, want := g2.IntendedPromptTokens(a), g2.Generate(a).PromptTokens; got != want {
+			t.Fatalf("seq %d: IntendedPromptTokens %d, Generate %d", seq, got, want)
 		}
 	}
 }

@@ -1,0 +1,141 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/calibrate"
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// calibrationBudget bounds the whole calibration (a hanging /tokenize or
+// probe must not hold the run for minutes).
+const calibrationBudget = 90 * time.Second
+
+// calibratePrompts measures the target's tokenizer on surge's synthetic
+// text (package calibrate): against the engine model in virtual time,
+// otherwise over HTTP — the in-process simulator included, through its API.
+func (e *Env) calibratePrompts(ctx context.Context) calibrate.Result {
+	o := &e.Opts
+	if o.PromptCalibration == calibrate.Off {
+		return calibrate.Result{Method: calibrate.UsedOff}
+	}
+	texts, err := calibrationTexts(o, e.Virtual)
+	if err != nil {
+		return calibrate.Result{Method: calibrate.UsedNone, Warning: "prompt calibration failed (" + err.Error() + ")"}
+	}
+	if e.Virtual {
+		return calibrate.Model(e.modelTokenizer(), texts)
+	}
+	cc := e.ClientConfig(2)
+	cc.Retries = 0
+	client, err := openai.New(cc, time.Now())
+	if err != nil {
+		return calibrate.Result{Method: calibrate.UsedNone, Warning: "prompt calibration failed (" + err.Error() + ")"}
+	}
+	defer client.CloseIdle()
+	seq := int64(0)
+	probe := func(ctx context.Context, text string) (int, error) {
+		seq++
+		req := workload.Request{Seq: -seq, Profile: "calibration", Prompt: text, MaxTokens: 1}
+		rec := record.New("calibration", -seq, "calibration", 0)
+		client.Do(ctx, &req, &rec)
+		switch {
+		case rec.Outcome != record.OK && rec.Status > 0:
+			return 0, fmt.Errorf("%s (HTTP %d)", rec.Outcome, rec.Status)
+		case rec.Outcome != record.OK:
+			return 0, errors.New(string(rec.Outcome))
+		case !rec.UsageFromServer || rec.PromptTokens <= 0:
+			return 0, errors.New("the answer reports no usage.prompt_tokens")
+		}
+		return rec.PromptTokens, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, calibrationBudget)
+	defer cancel()
+	return calibrate.Run(ctx, calibrate.Config{
+		Method: o.PromptCalibration,
+		Root:   strings.TrimSuffix(e.BaseURL, "/v1"),
+		Model:  o.Model,
+		Chat:   o.API == "chat",
+		Client: client.HTTPClient(),
+		Header: client.AuthHeader(),
+		Probe:  probe,
+		Text:   texts,
+	})
+}
+
+// calibrationTexts is the run's own synthetic text at surge's estimate,
+// under a salt of its own so that the measured prompts are not the run's.
+func calibrationTexts(o *Options, virtual bool) (calibrate.Texts, error) {
+	salt := uint64(time.Now().UnixNano()) ^ 0xca1b
+	if virtual {
+		salt = 0xca1b
+	}
+	p := workload.Profile{Name: "calibration", Prompt: workload.Fixed(1), Output: workload.Fixed(1), MaxTokens: 1}
+	g, err := workload.New(workload.Config{Profile: p, Seed: o.Seed, Salt: salt, NoNonce: o.NoNonce})
+	if err != nil {
+		return nil, err
+	}
+	return func(i, tokens int) string {
+		return g.Generate(schedule.Arrival{Seq: -int64(i + 1), PromptTokens: tokens}).Prompt
+	}, nil
+}
+
+// modelTokenizer is the engine model's count of a prompt in virtual time:
+// the simulator's tokenizer, as its HTTP facade would count the request.
+func (e *Env) modelTokenizer() func(string) int {
+	chat := e.Opts.API == "chat"
+	sc := e.Opts.Sim
+	return func(prompt string) int { return sc.PromptTokens(chat, prompt) }
+}
+
+// promptSizing compares, request by request, the prompt length surge
+// intended with the server's usage.prompt_tokens, over the successful
+// requests that carry usage, and records the calibration used.
+func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.PromptSizing {
+	c := &e.Calibration
+	ps := &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
+		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning}
+	gen, err := workload.New(wcfg)
+	if err != nil {
+		return ps
+	}
+	var intended, actual []int
+	for i := range recs {
+		r := &recs[i]
+		if r.Outcome != record.OK || r.PromptTokens <= 0 {
+			continue
+		}
+		a := schedule.Arrival{Seq: r.Seq}
+		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {
+			a = arrivals[r.Seq]
+		}
+		intended = append(intended, gen.IntendedPromptTokens(a))
+		actual = append(actual, r.PromptTokens)
+	}
+	ps.Intended, ps.Actual = tokenStats(intended), tokenStats(actual)
+	return ps
+}
+
+// tokenStats is the mean and the nearest-rank p50 and p95 of v.
+func tokenStats(v []int) record.TokenStats {
+	if len(v) == 0 {
+		return record.TokenStats{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	sum := 0
+	for _, x := range s {
+		sum += x
+	}
+	rank := func(p float64) int { return s[max(int(math.Ceil(p*float64(len(s))))-1, 0)] }
+	return record.TokenStats{Samples: len(s), Mean: float64(sum) / float64(len(s)), P50: rank(0.50), P95: rank(0.95)}
+}
