@@ -239,6 +239,10 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	if et, ok := res.EngineTiming[phase]; ok && et.Queue.Available {
 		q := et.Queue
 		r.EngineQueue = report.Percentiles{P50: report.Val(q.P50Ms), P95: report.Val(q.P95Ms), P99: report.Val(q.P99Ms)}
+	} else if ok && et.Timed > 0 {
+		// llama.cpp's timings carry prefill and decode, not the wait
+		// before them.
+		r.EngineQueue = report.PercentilesNA(fmt.Sprintf("the engine's per-request timing (%s) has no queue time", et.Source))
 	}
 	return r
 }
@@ -521,4 +525,20 @@ func SLOText(o *run.Options) string {
 		parts = append(parts, fmt.Sprintf("goodput ≥ %g%% of offered", 100*o.SLOGoodput))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// LevelNotes are the notes one level or step of a sweep or capacity search
+// adds to its experiment's results.md, each prefixed with scope: what the
+// client saw (replays, retries, ignored max_tokens, rate limits), the
+// engine's per-request timing, and prompts far from their intended length.
+func LevelNotes(scope string, res *run.Result) []string {
+	var out []string
+	lines := append(ClientNotes(res.Analysis), EngineTimingLines(res)...)
+	if _, notes := PromptMeta(res.Prompt); len(notes) > 0 {
+		lines = append(lines, notes...)
+	}
+	for _, l := range lines {
+		out = append(out, scope+": "+l)
+	}
+	return out
 }

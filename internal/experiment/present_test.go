@@ -56,6 +56,26 @@ func TestQueueWaitReasons(t *testing.T) {
 	}
 }
 
+// The per-request queue column says why it is empty: no per-request
+// timing at all, or timing that has no queue (llama.cpp's timings carry
+// prefill and decode only).
+func TestEngineQueueReasons(t *testing.T) {
+	reason := func(et map[string]analyze.EngineTiming) string {
+		res := &run.Result{Analysis: &analyze.Result{Phases: []analyze.PhaseResult{{Name: "main"}}}, EngineTiming: et}
+		b, _ := json.Marshal(Row(res, &run.Options{}, "main").EngineQueue.P50)
+		var got struct{ Reason string }
+		_ = json.Unmarshal(b, &got)
+		return got.Reason
+	}
+	if got := reason(nil); got != report.ReasonNoEngineTiming {
+		t.Errorf("no timing: %q", got)
+	}
+	llama := map[string]analyze.EngineTiming{"main": {Source: analyze.EngineSourceResponse, OK: 10, Timed: 10, Prefill: analyze.QueueWait{Available: true}}}
+	if got := reason(llama); !strings.Contains(got, "has no queue time") {
+		t.Errorf("llama.cpp timings: %q", got)
+	}
+}
+
 // The end-of-run summary names the reason once and does not repeat the
 // scraper's own notes (already logged), let alone with a doubled
 // "engine metrics: engine metrics:" prefix.

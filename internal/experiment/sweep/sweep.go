@@ -521,6 +521,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		row.Workload = o.Profile + " / " + lv.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
+		results.Notes = append(results.Notes, experiment.LevelNotes(lv.Name, lv.Result)...)
 		if n := lv.Measure.Phase.Offered; n < sweepRecommendedSamples && !lv.Result.Partial {
 			lt.Notes = append(lt.Notes, fmt.Sprintf("%s: %d requests (docs/method.md §4 asks for ~%d or 5–10 minutes per level): its P99 rests on few values; lengthen --duration.", lv.Name, n, sweepRecommendedSamples))
 		}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/surge-bench/surge/internal/experiment/exptest"
@@ -316,4 +317,33 @@ func TestSweepFailuresBeyondGoodputBudgetFail(t *testing.T) {
 			t.Fatalf("results.csv budget column %d: %v", col, r)
 		}
 	}
+}
+
+// What the client saw at each level reaches the sweep's results.md: with
+// retries against a target answering 503 to a third of requests, each
+// level says how much load the retries added. (Live over memnet: the
+// virtual-time executor does not retry.)
+func TestSweepLevelNotesInResults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := DefaultConfig()
+		c.Options = exptest.LiveOptions()
+		c.Options.Sim.Fault503 = 0.3
+		c.Options.Retries = 3
+		c.Concurrency = []int{1, 2}
+		c.Duration, c.Warmup = 10*time.Second, 2*time.Second
+		env, out := exptest.BubbleEnv(t, c.Options)
+		d := exptest.Dir(t)
+		if _, err := Sweep(context.Background(), env, &c, d, out); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		md, err := os.ReadFile(filepath.Join(d.Path(), "results.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lv := range []string{"c1", "c2"} {
+			if !strings.Contains(string(md), "- "+lv+": retries multiplied the load") {
+				t.Errorf("results.md has no retry note for %s:\n%s", lv, md)
+			}
+		}
+	})
 }
