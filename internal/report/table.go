@@ -31,7 +31,8 @@ var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery
 // cols is the table's columns for people: every column but those it
 // omits, and but the columns that would say nothing in any row — the TTFT
 // (answer text) columns where no request thought first, the attempts
-// columns where nothing was retried.
+// columns where nothing was retried, the per-request engine queue where no
+// request has one.
 func (t *Table) cols() []column {
 	omit := t.Omit
 	if !t.any(func(r *Row) bool { v, c := r.TTFTText.P50.state(); return v || c }) {
@@ -39,6 +40,9 @@ func (t *Table) cols() []column {
 	}
 	if !t.any(func(r *Row) bool { v, _ := r.AttemptsPerArrival.state(); return v && r.AttemptsPerArrival.V > 1 }) {
 		omit = append(slices.Clip(omit), AttemptColumns...)
+	}
+	if !t.any(func(r *Row) bool { v, c := r.EngineQueue.P50.state(); return v || c }) {
+		omit = append(slices.Clip(omit), EngineQueueColumns...)
 	}
 	if len(omit) == 0 {
 		return columns
@@ -52,11 +56,14 @@ func (t *Table) cols() []column {
 	return out
 }
 
-// TTFTTextColumns and AttemptColumns are shown to people only where they
+// TTFTTextColumns, AttemptColumns and EngineQueueColumns are shown to people only where they
 // differ from what the other columns say (CSV and JSON always have them).
 var (
 	TTFTTextColumns = []string{"ttft_text_p50_ms", "ttft_text_p95_ms", "ttft_text_p99_ms"}
 	AttemptColumns  = []string{"attempts_per_arrival", "attempts_rps"}
+	// EngineQueueColumns hold the per-request engine queue (OTLP spans,
+	// TGI's headers), n/a in every row of a run without them.
+	EngineQueueColumns = []string{"engine_queue_p50_ms", "engine_queue_p95_ms", "engine_queue_p99_ms"}
 )
 
 func (t *Table) any(f func(*Row) bool) bool {
