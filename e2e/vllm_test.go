@@ -282,7 +282,11 @@ func TestVLLM(t *testing.T) {
 		if generatorLimited {
 			t.Logf("capacity: the load generator could not keep its schedule at the last step on this machine: %.2f req/s is a lower bound", capj.Sustainable)
 		}
-		if (!capj.Bounded && !generatorLimited) || capj.Sustainable <= 0 || (maxRPS > 0 && capj.Sustainable > 1.2*maxRPS) {
+		// The open-loop sustainable rate cannot be far above the closed-loop
+		// saturated throughput. Not equal: an 8–12 s step slightly above
+		// saturation passes a 2 s TTFT SLO while its backlog stays under 2 s
+		// of work (measured: 19 req/s sustainable, 15 req/s at c8–c16).
+		if (!capj.Bounded && !generatorLimited) || capj.Sustainable <= 0 || (maxRPS > 0 && capj.Sustainable > 1.5*maxRPS) {
 			t.Errorf("sustainable %.2f req/s vs saturated %.2f req/s (bounded %v)", capj.Sustainable, maxRPS, capj.Bounded)
 		}
 		sustainable = capj.Sustainable
