@@ -1,9 +1,3 @@
-// Package e2e runs surge against a real inference engine: Ollama built from
-// the Go module proxy, serving a tiny generated model (scripts/ollama-e2e.sh
-// starts it and sets OLLAMA_BASE_URL, OLLAMA_MODEL and OLLAMA_LOG). Without
-// those variables every test here skips.
-//
-//	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
 package e2e
 
 import (
@@ -24,27 +18,6 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 )
-
-var surgeBin string
-
-func TestMain(m *testing.M) {
-	if os.Getenv("OLLAMA_BASE_URL") == "" {
-		fmt.Println("e2e: OLLAMA_BASE_URL not set; run through scripts/ollama-e2e.sh to test against a real engine")
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "surge-e2e")
-	if err != nil {
-		panic(err)
-	}
-	surgeBin = filepath.Join(dir, "surge")
-	if out, err := exec.Command("go", "build", "-o", surgeBin, "../cmd/surge").CombinedOutput(); err != nil {
-		fmt.Printf("build surge: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 func engine(t *testing.T) (base, model string) {
 	t.Helper()

@@ -10,7 +10,9 @@ import (
 // as reported (summary.json's "engine_queue_wait", the results table's
 // queue columns). From a real engine it comes from the engine's own
 // queue-time histogram (P99Above when the p99 lies beyond its last finite
-// bucket); from the engine model it is exact (ExactQueueWait).
+// bucket; PxxAtMost when a percentile lies inside the first bucket, where
+// only its upper bound is known); from the engine model it is exact
+// (ExactQueueWait).
 type QueueWait struct {
 	Available bool    `json:"available"`        // false: no value; Reason says why
 	Reason    string  `json:"reason,omitempty"` // why not available
@@ -20,6 +22,12 @@ type QueueWait struct {
 	P95Ms     float64 `json:"p95_ms"`
 	P99Ms     float64 `json:"p99_ms"`
 	P99Above  bool    `json:"p99_above,omitempty"` // P99 is beyond the last finite bucket
+	// P50AtMost, P95AtMost and P99AtMost mark a percentile that lies in the
+	// histogram's first bucket: the value given is that bucket's bound, an
+	// upper bound (the wait is at most that), not an estimate.
+	P50AtMost bool `json:"p50_at_most,omitempty"`
+	P95AtMost bool `json:"p95_at_most,omitempty"`
+	P99AtMost bool `json:"p99_at_most,omitempty"`
 }
 
 // ExactQueueWait summarises one phase's queue waits known exactly, given in

@@ -224,7 +224,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	r.Samples = s.Offered
 	qw := res.QueueWait[phase]
 	if qw.Available {
-		r.QueueWait = report.Percentiles{P50: report.Val(qw.P50Ms), P95: report.Val(qw.P95Ms), P99: report.Val(qw.P99Ms)}
+		r.QueueWait = report.Percentiles{P50: queueWaitOpt(qw, qw.P50Ms, qw.P50AtMost), P95: queueWaitOpt(qw, qw.P95Ms, qw.P95AtMost), P99: queueWaitOpt(qw, qw.P99Ms, qw.P99AtMost)}
 		if qw.P99Above {
 			r.QueueWait.P99 = report.Above(qw.P99Ms, "beyond the engine's largest histogram bucket")
 		}
@@ -245,6 +245,16 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		r.EngineQueue = report.PercentilesNA(fmt.Sprintf("the engine's per-request timing (%s) has no queue time", et.Source))
 	}
 	return r
+}
+
+// queueWaitOpt is one engine queue-wait percentile: the value, or, when it
+// lies inside the engine histogram's first bucket, that bucket's bound as an
+// upper bound, with the exact mean in the reason.
+func queueWaitOpt(qw analyze.QueueWait, ms float64, atMost bool) report.Opt {
+	if !atMost {
+		return report.Val(ms)
+	}
+	return report.AtMost(ms, "inside the engine histogram's first bucket, so only its bound is known; mean wait "+analyze.FormatMs(qw.MeanMs))
 }
 
 // NoBurst marks the burst-only cells of a row of an experiment without a

@@ -94,9 +94,9 @@ func (c LevelCell) format(kind LevelKind) (text, raw string, js any, reason stri
 	case valid:
 		return levelFmt(kind, o.V), o.raw(), o.V, ""
 	case censored:
-		t := "> " + levelFmt(kind, o.V)
+		t := o.boundPrefix() + levelFmt(kind, o.V)
 		if kind == LevelMs {
-			t = fmtBoundMs(o.V)
+			t = fmtBoundMs(o.boundPrefix(), o.V)
 		}
 		return t, o.raw(), o, o.reason()
 	}

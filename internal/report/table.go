@@ -334,9 +334,9 @@ func optCol(key, head, group string, kind valueKind, desc string, get func(*Row)
 		case censored:
 			c.bound, c.reason = true, o.reason()
 			if kind == kindMs {
-				c.text = fmtBoundMs(o.V)
+				c.text = fmtBoundMs(o.boundPrefix(), o.V)
 			} else {
-				c.text = "> " + fmtKind(kind, o.V)
+				c.text = o.boundPrefix() + fmtKind(kind, o.V)
 			}
 		default:
 			c.text, c.na, c.reason = NA, true, orUnknown(o.reason())

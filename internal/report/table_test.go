@@ -184,6 +184,34 @@ func TestCensoredAndBounds(t *testing.T) {
 	}
 }
 
+// TestUpperBounds checks the three spellings of an upper bound: a queue
+// wait inside the engine histogram's first bucket is "≤ 300ms", never an
+// interpolated 150 ms and never a lower bound.
+func TestUpperBounds(t *testing.T) {
+	r := fullRow()
+	const why = "inside the engine histogram's first bucket; mean 0.03ms"
+	r.QueueWait = Percentiles{P50: AtMost(300, why), P95: AtMost(300, why), P99: AtMost(300, why)}
+	tab := Table{Rows: []Row{r}}
+	var m, c, j bytes.Buffer
+	for _, err := range []error{WriteMarkdown(&m, tab), WriteCSV(&c, tab), WriteJSON(&j, tab)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(m.String(), "≤ 300ms") || strings.Contains(m.String(), "> 300ms") {
+		t.Errorf("Markdown lacks \"≤ 300ms\" or shows a lower bound:\n%s", m.String())
+	}
+	if !strings.Contains(m.String(), why) {
+		t.Errorf("Markdown lacks the reason %q", why)
+	}
+	if !strings.Contains(c.String(), ",<=300,") {
+		t.Errorf("CSV lacks <=300:\n%s", c.String())
+	}
+	if !strings.Contains(j.String(), `"upper_bound": 300`) || strings.Contains(j.String(), `"lower_bound": 300`) {
+		t.Errorf("JSON lacks an upper_bound of 300:\n%s", j.String())
+	}
+}
+
 // TestMarkdownAligned checks that every line of each Markdown table has the
 // same width, so that the table reads in a terminal.
 func TestMarkdownAligned(t *testing.T) {

@@ -34,9 +34,10 @@ const (
 // Its zero value is unavailable with no reason, so a field the caller forgot
 // to fill prints as n/a, never as 0.
 type Opt struct {
-	V        float64 // the value (or the lower bound when Censored)
+	V        float64 // the value (or the bound when Censored)
 	Valid    bool    // V is the measured value
-	Censored bool    // V is a lower bound: the true value is above it
+	Censored bool    // V is a bound: the true value is above it (below it with AtMost)
+	AtMost   bool    // with Censored: V is an upper bound, the true value is at most V
 	Reason   string  // why the value is unavailable or censored
 }
 
@@ -49,6 +50,21 @@ func Unavailable(reason string) Opt { return Opt{Reason: reason} }
 // Above returns a censored value: only known to be greater than lowerBound.
 func Above(lowerBound float64, reason string) Opt {
 	return Opt{V: lowerBound, Censored: true, Reason: reason}
+}
+
+// AtMost returns a value known only as an upper bound: the true value is at
+// most upperBound (a quantile inside a histogram's first bucket).
+func AtMost(upperBound float64, reason string) Opt {
+	return Opt{V: upperBound, Censored: true, AtMost: true, Reason: reason}
+}
+
+// boundPrefix is how a censored value's bound is introduced: "> " for a
+// lower bound, "≤ " for an upper bound.
+func (o Opt) boundPrefix() string {
+	if o.AtMost {
+		return "≤ "
+	}
+	return "> "
 }
 
 // state classifies o; a NaN or infinite "valid" value counts as unavailable.
@@ -72,7 +88,8 @@ func (o Opt) reason() string {
 }
 
 // MarshalJSON encodes o as {"value": v}, {"value": null, "reason": "…"} or,
-// when censored, {"value": null, "lower_bound": v, "reason": "…"}.
+// when censored, {"value": null, "lower_bound": v, "reason": "…"}
+// ("upper_bound" with AtMost).
 func (o Opt) MarshalJSON() ([]byte, error) {
 	return json.Marshal(o.jsonValue())
 }
@@ -80,6 +97,7 @@ func (o Opt) MarshalJSON() ([]byte, error) {
 type optJSON struct {
 	Value      *float64 `json:"value"`
 	LowerBound *float64 `json:"lower_bound,omitempty"`
+	UpperBound *float64 `json:"upper_bound,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 }
 
@@ -89,6 +107,8 @@ func (o Opt) jsonValue() optJSON {
 	switch {
 	case valid:
 		return optJSON{Value: &v}
+	case censored && o.AtMost:
+		return optJSON{UpperBound: &v, Reason: o.reason()}
 	case censored:
 		return optJSON{LowerBound: &v, Reason: o.reason()}
 	}
@@ -102,13 +122,15 @@ func orUnknown(s string) string {
 	return s
 }
 
-// raw formats o for CSV: the shortest exact decimal, ">bound" when censored,
-// or n/a.
+// raw formats o for CSV: the shortest exact decimal, ">bound" when censored
+// ("<=bound" with AtMost), or n/a.
 func (o Opt) raw() string {
 	valid, censored := o.state()
 	switch {
 	case valid:
 		return rawFloat(o.V)
+	case censored && o.AtMost:
+		return "<=" + rawFloat(o.V)
 	case censored:
 		return ">" + rawFloat(o.V)
 	}
@@ -238,12 +260,13 @@ func fmtMs(ms float64) string {
 	return strconv.FormatFloat(ms, 'f', 1, 64)
 }
 
-// fmtBoundMs prints a censored latency's lower bound: "> 60s", "> 850ms".
-func fmtBoundMs(ms float64) string {
+// fmtBoundMs prints a censored latency's bound after prefix ("> " or
+// "≤ "): "> 60s", "> 850ms", "≤ 300ms".
+func fmtBoundMs(prefix string, ms float64) string {
 	if math.Abs(ms) >= 1000 {
-		return "> " + fmtSeconds(ms/1000)
+		return prefix + fmtSeconds(ms/1000)
 	}
-	return "> " + fmtMs(ms) + "ms"
+	return prefix + fmtMs(ms) + "ms"
 }
 
 // fmtMultiplier prints k as "5×" or "2.5×".

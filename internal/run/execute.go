@@ -201,7 +201,9 @@ func QueueWaitOf(st scrape.Stats) analyze.QueueWait {
 		}
 		return v * 1000
 	}
-	return analyze.QueueWait{Available: true, Count: st.Count, MeanMs: ms(st.Mean), P50Ms: ms(st.P50.Value), P95Ms: ms(st.P95.Value), P99Ms: ms(st.P99.Value), P99Above: st.P99.Above}
+	return analyze.QueueWait{Available: true, Count: st.Count, MeanMs: ms(st.Mean),
+		P50Ms: ms(st.P50.Value), P95Ms: ms(st.P95.Value), P99Ms: ms(st.P99.Value), P99Above: st.P99.Above,
+		P50AtMost: st.P50.AtMost, P95AtMost: st.P95.AtMost, P99AtMost: st.P99.AtMost}
 }
 
 // AnalyzeConfig is the analysis of a plan under these options.

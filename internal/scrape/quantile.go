@@ -50,20 +50,27 @@ type Estimate struct {
 	// Above is true when the quantile falls in the +Inf bucket: the true
 	// value is greater than Value, the largest finite bucket bound.
 	Above bool
+	// AtMost is true when the quantile falls in the first bucket, whose
+	// lower edge is not a bound the engine reported: the true value is at
+	// most Value, the first bucket bound, and nothing finer is known.
+	AtMost bool
 }
 
 // Known reports whether the estimate has a value.
 func (e Estimate) Known() bool { return !math.IsNaN(e.Value) }
 
 // String formats the estimate in seconds with 4 significant digits:
-// "0.5312s", "> 10s" or "n/a".
+// "0.5312s", "> 10s", "≤ 0.3s" or "n/a".
 func (e Estimate) String() string {
 	if !e.Known() {
 		return "n/a"
 	}
 	s := strconv.FormatFloat(e.Value, 'g', 4, 64) + "s"
-	if e.Above {
+	switch {
+	case e.Above:
 		return "> " + s
+	case e.AtMost:
+		return "≤ " + s
 	}
 	return s
 }
@@ -72,11 +79,14 @@ func unknown() Estimate { return Estimate{Value: math.NaN()} }
 
 // Quantile estimates the q-quantile (0 ≤ q ≤ 1) of the observations in h
 // the way Prometheus' histogram_quantile does: find the bucket holding rank
-// q·Count and interpolate linearly between its lower and upper bound, the
-// lower bound of the first bucket being 0 (or the bound itself if it is
-// ≤ 0). A quantile in the +Inf bucket is reported as "> largest finite
-// bound". The answer assumes observations spread evenly inside a bucket; it
-// is never finer than the bucket layout.
+// q·Count and interpolate linearly between its lower and upper bound. Two
+// buckets have only one bound and are not interpolated: a quantile in the
+// +Inf bucket is reported as "> largest finite bound" (Above), and one in
+// the first bucket as "≤ first bound" (AtMost; Prometheus would interpolate
+// from an assumed 0, which turns waits of microseconds into a fraction of
+// the bound). A first bound ≤ 0 is exact (a duration ≤ 0 is 0). The answer
+// assumes observations spread evenly inside a bucket; it is never finer
+// than the bucket layout.
 func Quantile(h Hist, q float64) Estimate {
 	n := len(h.Bounds)
 	if n < 2 || len(h.Counts) != n || q < 0 || q > 1 || math.IsNaN(q) {
@@ -91,15 +101,12 @@ func Quantile(h Hist, q float64) Estimate {
 	if b == n-1 {
 		return Estimate{Value: h.Bounds[n-2], Above: true}
 	}
-	if b == 0 && h.Bounds[0] <= 0 {
-		return Estimate{Value: h.Bounds[0]}
+	if b == 0 {
+		return Estimate{Value: h.Bounds[0], AtMost: h.Bounds[0] > 0}
 	}
-	lo, hi, c := 0.0, h.Bounds[b], h.Counts[b]
-	if b > 0 {
-		lo = h.Bounds[b-1]
-		c -= h.Counts[b-1]
-		rank -= h.Counts[b-1]
-	}
+	lo, hi := h.Bounds[b-1], h.Bounds[b]
+	c := h.Counts[b] - h.Counts[b-1]
+	rank -= h.Counts[b-1]
 	if c <= 0 {
 		return Estimate{Value: hi}
 	}

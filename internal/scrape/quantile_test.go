@@ -18,29 +18,30 @@ func TestQuantile(t *testing.T) {
 	// 85 observations: 20 in (0,0.3], 20 in (0.3,0.5], 40 in (0.5,1], 5 above 1.
 	h := hist([]float64{0.3, 0.5, 1, inf}, []float64{20, 40, 80, 85}, 57)
 	tests := []struct {
-		name  string
-		h     Hist
-		q     float64
-		want  float64
-		above bool
+		name   string
+		h      Hist
+		q      float64
+		want   float64
+		above  bool
+		atMost bool
 	}{
-		{"p10 first bucket from 0", h, 0.10, 0.3 * 8.5 / 20, false},
-		{"p50 third bucket", h, 0.50, 0.5 + 0.5*2.5/40, false}, // rank 42.5: 2.5 of 40 into (0.5,1]
-		{"exactly at a bound", h, 40.0 / 85, 0.5, false},
-		{"p95 in +Inf", h, 0.95, 1, true},
-		{"p99 in +Inf", h, 0.99, 1, true},
-		{"q=0", h, 0, 0, false},
-		{"q=1 in +Inf", h, 1, 1, true},
-		{"everything below the first bound", hist([]float64{0.3, inf}, []float64{10, 10}, 1), 0.5, 0.15, false},
-		{"first bound 0 (sglang)", hist([]float64{0, 0.001, inf}, []float64{1000, 1500, 1500}, 0.2), 0.5, 0, false},
-		{"after the zero bucket", hist([]float64{0, 0.001, inf}, []float64{1000, 1500, 1500}, 0.2), 0.9, 0.001 * 350 / 500, false},
-		{"empty middle bucket is skipped", hist([]float64{1, 2, 3, inf}, []float64{5, 5, 10, 10}, 15), 0.6, 2 + 1.0/5, false},
+		{"p10 first bucket from 0", h, 0.10, 0.3, false, true},
+		{"p50 third bucket", h, 0.50, 0.5 + 0.5*2.5/40, false, false}, // rank 42.5: 2.5 of 40 into (0.5,1]
+		{"exactly at a bound", h, 40.0 / 85, 0.5, false, false},
+		{"p95 in +Inf", h, 0.95, 1, true, false},
+		{"p99 in +Inf", h, 0.99, 1, true, false},
+		{"q=0", h, 0, 0.3, false, true},
+		{"q=1 in +Inf", h, 1, 1, true, false},
+		{"everything below the first bound", hist([]float64{0.3, inf}, []float64{10, 10}, 1), 0.5, 0.3, false, true},
+		{"first bound 0 (sglang)", hist([]float64{0, 0.001, inf}, []float64{1000, 1500, 1500}, 0.2), 0.5, 0, false, false},
+		{"after the zero bucket", hist([]float64{0, 0.001, inf}, []float64{1000, 1500, 1500}, 0.2), 0.9, 0.001 * 350 / 500, false, false},
+		{"empty middle bucket is skipped", hist([]float64{1, 2, 3, inf}, []float64{5, 5, 10, 10}, 15), 0.6, 2 + 1.0/5, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Quantile(tt.h, tt.q)
-			if math.Abs(got.Value-tt.want) > 1e-12 || got.Above != tt.above {
-				t.Errorf("Quantile(%v) = %+v, want %v (above %v)", tt.q, got, tt.want, tt.above)
+			if math.Abs(got.Value-tt.want) > 1e-12 || got.Above != tt.above || got.AtMost != tt.atMost {
+				t.Errorf("Quantile(%v) = %+v, want %v (above %v, at most %v)", tt.q, got, tt.want, tt.above, tt.atMost)
 			}
 		})
 	}
@@ -62,6 +63,44 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
+// TestQuantileFirstBucketIsAnUpperBound is the case found against vLLM
+// 0.32: 500 queue waits with a mean of 0.03 ms all fell in the first bucket
+// (0, 0.3 s], and interpolating from an assumed lower bound of 0 gave
+// p50/p95/p99 = 150/285/297 ms. Inside the first bucket the layout says only
+// "at most 0.3 s", so that is the answer.
+func TestQuantileFirstBucketIsAnUpperBound(t *testing.T) {
+	bounds := []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 20, 40, 80, 160, 640, 2560, 5120, 10240, 20480, inf}
+	counts := make([]float64, len(bounds))
+	for i := range counts {
+		counts[i] = 500
+	}
+	d, err := Sub(hist(bounds, counts, 0.015), hist(bounds, make([]float64, len(bounds)), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := DeltaStats(hist(bounds, make([]float64, len(bounds)), 0), d)
+	for name, e := range map[string]Estimate{"p50": st.P50, "p95": st.P95, "p99": st.P99} {
+		if e.Value != 0.3 || !e.AtMost || e.Above {
+			t.Errorf("%s = %+v, want at most 0.3 s", name, e)
+		}
+		if got := e.String(); got != "≤ 0.3s" {
+			t.Errorf("%s.String() = %q, want %q", name, got, "≤ 0.3s")
+		}
+	}
+	if math.Abs(st.Mean-0.00003) > 1e-12 {
+		t.Errorf("mean = %v, want 3e-05 (the mean stays exact)", st.Mean)
+	}
+	// One observation above the first bound moves the p99 out of it: the
+	// p99 is then interpolated in (0.3, 0.5] as usual.
+	counts2 := slices.Clone(counts)
+	for i := 1; i < len(counts2); i++ {
+		counts2[i] = 510
+	}
+	if e := Quantile(hist(bounds, counts2, 3), 0.99); e.AtMost || e.Value <= 0.3 || e.Value > 0.5 {
+		t.Errorf("p99 with 10 of 510 above 0.3 s = %+v, want an interpolated value in (0.3, 0.5]", e)
+	}
+}
+
 func TestEstimateString(t *testing.T) {
 	for _, c := range []struct {
 		e    Estimate
@@ -69,6 +108,7 @@ func TestEstimateString(t *testing.T) {
 	}{
 		{Estimate{Value: 0.53125}, "0.5312s"},
 		{Estimate{Value: 10, Above: true}, "> 10s"},
+		{Estimate{Value: 0.3, AtMost: true}, "≤ 0.3s"},
 		{unknown(), "n/a"},
 	} {
 		if got := c.e.String(); got != c.want {

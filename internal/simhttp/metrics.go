@@ -8,6 +8,13 @@ import (
 	"github.com/surge-bench/surge/internal/sim"
 )
 
+// The simulator's /metrics imitates the families of vLLM 0.32.0 that surge
+// reads (docs/engines-vllm.md, checked against a recorded exposition in
+// parity_test.go): the same names, types, help texts, label names and
+// values, and histogram buckets. Every vllm: series carries engine="0" (one
+// engine process; the replicas of the engine model are summed into it) and
+// model_name.
+
 // Bucket boundaries (seconds) of the latency histograms, as vLLM's.
 var (
 	// RequestLatencyBuckets are vLLM's buckets for queue time and
@@ -34,8 +41,16 @@ type metrics struct {
 	e2e       prometheus.Observer
 }
 
+// vllmEngineLabel is the engine label vLLM puts on every per-engine series
+// (its data-parallel rank); the simulator is one engine.
+const vllmEngineLabel = "0"
+
+// finishedReasons are the finished_reason values of
+// vllm:request_success_total, all exported from the start as vLLM does.
+var finishedReasons = []string{"stop", "length", "abort", "error", "repetition"}
+
 func newMetrics(model string, s *Server) *metrics {
-	lbl := prometheus.Labels{"model_name": model}
+	lbl := prometheus.Labels{"engine": vllmEngineLabel, "model_name": model}
 	hist := func(name, help string, buckets []float64) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: lbl})
 	}
@@ -49,33 +64,39 @@ func newMetrics(model string, s *Server) *metrics {
 
 // clusterCollector reads the engine state once per scrape.
 type clusterCollector struct {
-	s                                     *Server
-	waiting, running, kv, ready, starting *prometheus.Desc
-	prompt, generation, success, scaling  *prometheus.Desc
+	s                               *Server
+	waiting, waitingBy, running, kv *prometheus.Desc
+	prompt, generation, success     *prometheus.Desc
+	ready, starting, scaling        *prometheus.Desc
 }
 
 func newClusterCollector(model string, s *Server) *clusterCollector {
-	lbl := prometheus.Labels{"model_name": model}
+	lbl := prometheus.Labels{"engine": vllmEngineLabel, "model_name": model}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, lbl)
 	}
+	own := func(name, help string, labels ...string) *prometheus.Desc { // surge_sim_*: no engine label
+		return prometheus.NewDesc(name, help, labels, prometheus.Labels{"model_name": model})
+	}
 	return &clusterCollector{
-		s:          s,
-		waiting:    d("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
+		s:       s,
+		waiting: d("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
+		waitingBy: d("vllm:num_requests_waiting_by_reason", "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; "+
+			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.", "reason"),
 		running:    d("vllm:num_requests_running", "Number of requests in model execution batches."),
 		kv:         d("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
 		prompt:     d("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		generation: d("vllm:generation_tokens_total", "Number of generation tokens processed."),
 		success:    d("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
-		ready:      d("surge_sim_replicas", "Replicas of the simulated engine ready to serve."),
-		starting:   d("surge_sim_replicas_starting", "Replicas of the simulated engine requested but not yet ready."),
-		scaling:    d("surge_sim_scaling_events_total", "Scaling milestones of the simulated autoscaler, by kind.", "kind"),
+		ready:      own("surge_sim_replicas", "Replicas of the simulated engine ready to serve."),
+		starting:   own("surge_sim_replicas_starting", "Replicas of the simulated engine requested but not yet ready."),
+		scaling:    own("surge_sim_scaling_events_total", "Scaling milestones of the simulated autoscaler, by kind.", "kind"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.waiting, c.running, c.kv, c.prompt, c.generation, c.success, c.ready, c.starting, c.scaling} {
+	for _, d := range []*prometheus.Desc{c.waiting, c.waitingBy, c.running, c.kv, c.prompt, c.generation, c.success, c.ready, c.starting, c.scaling} {
 		ch <- d
 	}
 }
@@ -90,12 +111,23 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	g(c.waiting, float64(snap.Waiting))
+	// The engine model defers nothing: every waiting request waits for
+	// capacity.
+	ch <- prometheus.MustNewConstMetric(c.waitingBy, prometheus.GaugeValue, float64(snap.Waiting), "capacity")
+	ch <- prometheus.MustNewConstMetric(c.waitingBy, prometheus.GaugeValue, 0, "deferred")
 	g(c.running, float64(snap.Running))
 	g(c.kv, snap.KVUsage)
 	n(c.prompt, float64(snap.PromptTokens))
 	n(c.generation, float64(snap.GenerationTokens))
-	n(c.success, float64(snap.FinishedStop), "stop")
-	n(c.success, float64(snap.FinishedLength), "length")
+	// vLLM 0.32 counts abort only for requests its engine aborts itself; a
+	// request its client cancels is counted nowhere (not in any reason, nor
+	// in the latency histograms; checked in e2e/vllm_test.go), and the
+	// engine model aborts nothing itself. It has no internal errors and no
+	// repetition detection either: those three stay 0.
+	finished := map[string]uint64{"stop": snap.FinishedStop, "length": snap.FinishedLength}
+	for _, r := range finishedReasons {
+		n(c.success, float64(finished[r]), r)
+	}
 	g(c.ready, float64(snap.ReadyReplicas))
 	g(c.starting, float64(snap.StartingReplicas))
 	for _, k := range scalingKinds {

@@ -1,0 +1,42 @@
+// Package e2e runs surge against real inference engines serving tiny
+// generated models:
+//
+//   - Ollama built from the Go module proxy (scripts/ollama-e2e.sh starts it
+//     and sets OLLAMA_BASE_URL, OLLAMA_MODEL and OLLAMA_LOG; ollama_test.go);
+//   - vLLM's CPU build from PyPI (scripts/vllm-e2e.sh sets VLLM_BASE_URL,
+//     VLLM_MODEL and VLLM_METRICS_URL; vllm_test.go).
+//
+// The tests of an engine whose variables are unset skip.
+//
+//	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
+//	scripts/vllm-e2e.sh -- go test -count=1 -v -run VLLM ./e2e/
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+var surgeBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("OLLAMA_BASE_URL") == "" && os.Getenv("VLLM_BASE_URL") == "" {
+		fmt.Println("e2e: neither OLLAMA_BASE_URL nor VLLM_BASE_URL is set; run through scripts/ollama-e2e.sh or scripts/vllm-e2e.sh to test against a real engine")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "surge-e2e")
+	if err != nil {
+		panic(err)
+	}
+	surgeBin = filepath.Join(dir, "surge")
+	if out, err := exec.Command("go", "build", "-o", surgeBin, "../cmd/surge").CombinedOutput(); err != nil {
+		fmt.Printf("build surge: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
