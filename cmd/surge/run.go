@@ -153,7 +153,7 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	// Ctrl-C ends the run, but the run folder and reports are still written:
 	// the experiment sees the cancellation, while preparing and reporting use
 	// a context that outlives it.
-	env, err := run.PrepareWith(context.WithoutCancel(ctx), *o, virtual, run.Setup{View: stdout, Logger: logger, Version: toolVersion(), Network: network})
+	env, err := run.PrepareWith(context.WithoutCancel(ctx), *o, virtual, run.Setup{View: stdout, Logger: logger, Version: toolVersion(), Network: network, Interrupt: ctx})
 	if err != nil {
 		return classify(f, err)
 	}
@@ -197,6 +197,8 @@ func classify(f *flags, err error) error {
 		return &exitError{exitUsage, err}
 	case errors.Is(err, rundir.ErrFolder):
 		return &exitError{exitUsage, err}
+	case errors.Is(err, run.ErrInterrupted):
+		return &exitError{exitSLO, err} // as an interrupted run: nothing to trust
 	case errors.Is(err, capacity.ErrNoSustainableRate):
 		return &exitError{exitSLO, err} // burst --baseline-rps auto found no rate that meets the SLO
 	}

@@ -2,7 +2,11 @@ package run
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,5 +92,31 @@ func checkPromptSizing(t *testing.T, res *Result, used string, within5 bool) {
 		if res.Records[i].Outcome != record.OK {
 			t.Fatalf("record %d: %s", i, res.Records[i].Outcome)
 		}
+	}
+}
+
+// Ctrl-C while calibrating against a target that never answers ends
+// preparation at once with ErrInterrupted (not after the 90 s budget), and
+// the target's connections are let go.
+func TestCalibrationInterrupted(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then net/http notices the client going away
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	o := quietOptions()
+	o.Target, o.Model = hang.URL+"/v1", "m"
+	interrupt, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	t0 := time.Now()
+	env, err := PrepareWith(context.Background(), o, false, Setup{Interrupt: interrupt})
+	if !errors.Is(err, ErrInterrupted) {
+		if env != nil {
+			env.Close()
+		}
+		t.Fatalf("PrepareWith: %v, want ErrInterrupted", err)
+	}
+	if d := time.Since(t0); d > 30*time.Second { // generous: the budget it must not wait for is 90 s
+		t.Fatalf("interrupted preparation took %s", d)
 	}
 }

@@ -76,7 +76,16 @@ type Setup struct {
 	// simulator listens on it and every client dials it. Tests pass an
 	// in-memory one (memnet) to run under testing/synctest.
 	Network Network
+	// Interrupt, when set, is cancelled by Ctrl-C: it ends the slow steps
+	// of preparing (prompt calibration's probes) early, and PrepareWith
+	// then returns ErrInterrupted. The context given to PrepareWith must
+	// outlive the run (the simulator serves on it).
+	Interrupt context.Context
 }
+
+// ErrInterrupted is returned by PrepareWith when Setup.Interrupt ended
+// before the run could start: nothing was run and nothing written.
+var ErrInterrupted = errors.New("interrupted before the run started (while measuring the target's tokenizer); nothing was written")
 
 // Network is a place to listen and dial, like the real network.
 type Network interface {
@@ -191,7 +200,18 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		e.MetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
 		e.Preset = "sim"
 	}
-	e.Calibration = e.calibratePrompts(ctx)
+	cctx := ctx
+	if su.Interrupt != nil {
+		var stop context.CancelFunc
+		cctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(su.Interrupt, stop)()
+	}
+	e.Calibration = e.calibratePrompts(cctx)
+	if su.Interrupt != nil && su.Interrupt.Err() != nil {
+		e.Close()
+		return nil, ErrInterrupted
+	}
 	return e, nil
 }
 
