@@ -232,6 +232,8 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		why := EngineReason(res.Scrape, scrape.QueueTime)
 		if why == "" {
 			why = "engine queue wait: " + qw.Reason
+		} else if !res.Virtual {
+			why += report.ExtraObservedLatency
 		}
 		r.QueueWait = report.PercentilesNA(why)
 	}

@@ -47,8 +47,11 @@ func TestQueueWaitReasons(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got struct{ Reason string }
-			if err := json.Unmarshal(b, &got); err != nil || got.Reason != tc.want {
+			if err := json.Unmarshal(b, &got); err != nil || !strings.HasPrefix(got.Reason, tc.want) {
 				t.Fatalf("queue wait n/a reason %q (%s), want %q", got.Reason, b, tc.want)
+			}
+			if tc.name != "found, no observations" && !strings.Contains(got.Reason, "extra observed latency") {
+				t.Fatalf("reason %q does not say load-induced latency is extra observed latency", got.Reason)
 			}
 			if strings.Contains(got.Reason, report.ReasonNoEngineTelemetry) {
 				t.Fatalf("blanket reason: %q", got.Reason)

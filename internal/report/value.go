@@ -22,6 +22,9 @@ const (
 	// ReasonNotExported begins the explanation of an engine figure whose
 	// metric the engine does not export although its scrapes succeeded.
 	ReasonNotExported = "metric not exported by this engine"
+	// ExtraObservedLatency ends the reason of a queue wait the engine did
+	// not give: then load-induced latency is not called queue time.
+	ExtraObservedLatency = " — load-induced latency is extra observed latency, not queue time"
 	// ReasonNoSamples explains a percentile or rate over zero requests.
 	ReasonNoSamples = "no samples"
 	// ReasonNoBurst explains burst-only columns of a run without a burst.
