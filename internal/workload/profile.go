@@ -13,6 +13,8 @@ const (
 	KindLogNormal = "lognormal" // median·e^(σZ), Z standard normal, clamped to [Min, Max]
 	KindUniform   = "uniform"   // every integer in [Min, Max] equally likely
 	KindFixed     = "fixed"     // always Value
+	KindNormal    = "normal"    // round(MeanTokens + SD·Z), clamped to [Min, Max]
+	KindEmpirical = "empirical" // Values[i] with probability Counts[i] / ΣCounts
 )
 
 // MaxPromptTokens bounds every length, in tokens (about 4 MiB of prompt).
@@ -27,6 +29,13 @@ type Dist struct {
 	Min    int     `yaml:"min,omitempty"`    // lognormal: clamp floor; uniform: lowest value
 	Max    int     `yaml:"max,omitempty"`    // lognormal: clamp ceiling; uniform: highest value
 	Value  int     `yaml:"value,omitempty"`  // fixed: the length
+
+	MeanTokens float64 `yaml:"mean,omitempty"`   // normal: mean length, tokens
+	SD         float64 `yaml:"sd,omitempty"`     // normal: standard deviation, tokens
+	Values     []int   `yaml:"values,omitempty"` // empirical: the lengths seen, ascending
+	Counts     []int64 `yaml:"counts,omitempty"` // empirical: how often each was seen
+
+	cum []int64 // empirical: running sums of Counts, set by Validate
 }
 
 // LogNormal returns a lognormal Dist with the given median (tokens) and σ of
@@ -51,7 +60,8 @@ func (d *Dist) Validate() error {
 		return nil
 	}
 	unused := func(kind string, fields ...string) error {
-		vals := map[string]bool{"median": d.Median != 0, "sigma": d.Sigma != 0, "min": d.Min != 0, "max": d.Max != 0, "value": d.Value != 0}
+		vals := map[string]bool{"median": d.Median != 0, "sigma": d.Sigma != 0, "min": d.Min != 0, "max": d.Max != 0, "value": d.Value != 0,
+			"mean": d.MeanTokens != 0, "sd": d.SD != 0, "values": len(d.Values) > 0, "counts": len(d.Counts) > 0}
 		for _, f := range fields {
 			if vals[f] {
 				return fmt.Errorf("%s: not used by %s", f, kind)
@@ -61,7 +71,7 @@ func (d *Dist) Validate() error {
 	}
 	switch d.Kind {
 	case KindLogNormal:
-		if err := unused(d.Kind, "value"); err != nil {
+		if err := unused(d.Kind, "value", "mean", "sd", "values", "counts"); err != nil {
 			return err
 		}
 		if math.IsNaN(d.Sigma) || math.IsInf(d.Sigma, 0) || d.Sigma < 0 {
@@ -77,7 +87,7 @@ func (d *Dist) Validate() error {
 			return fmt.Errorf("median: must be in [min, max] = [%d, %d], got %g", d.Min, d.Max, d.Median)
 		}
 	case KindUniform:
-		if err := unused(d.Kind, "median", "sigma", "value"); err != nil {
+		if err := unused(d.Kind, "median", "sigma", "value", "mean", "sd", "values", "counts"); err != nil {
 			return err
 		}
 		if err := inRange("min", d.Min); err != nil {
@@ -90,16 +100,58 @@ func (d *Dist) Validate() error {
 			return fmt.Errorf("max: must be >= min (%d), got %d", d.Min, d.Max)
 		}
 	case KindFixed:
-		if err := unused(d.Kind, "median", "sigma", "min", "max"); err != nil {
+		if err := unused(d.Kind, "median", "sigma", "min", "max", "mean", "sd", "values", "counts"); err != nil {
 			return err
 		}
 		if err := inRange("value", d.Value); err != nil {
 			return err
 		}
+	case KindNormal:
+		if err := unused(d.Kind, "median", "sigma", "value", "values", "counts"); err != nil {
+			return err
+		}
+		if math.IsNaN(d.SD) || math.IsInf(d.SD, 0) || d.SD < 0 {
+			return fmt.Errorf("sd: must be >= 0, got %g", d.SD)
+		}
+		if err := inRange("min", d.Min); err != nil {
+			return err
+		}
+		if err := inRange("max", d.Max); err != nil {
+			return err
+		}
+		if !(d.MeanTokens >= float64(d.Min) && d.MeanTokens <= float64(d.Max)) {
+			return fmt.Errorf("mean: must be in [min, max] = [%d, %d], got %g", d.Min, d.Max, d.MeanTokens)
+		}
+	case KindEmpirical:
+		if err := unused(d.Kind, "median", "sigma", "min", "max", "value", "mean", "sd"); err != nil {
+			return err
+		}
+		if len(d.Values) == 0 || len(d.Values) != len(d.Counts) {
+			return fmt.Errorf("values, counts: want as many counts as values, at least one (got %d and %d)", len(d.Values), len(d.Counts))
+		}
+		cum := make([]int64, len(d.Counts))
+		var total int64
+		for i, v := range d.Values {
+			if err := inRange(fmt.Sprintf("values[%d]", i), v); err != nil {
+				return err
+			}
+			if i > 0 && v <= d.Values[i-1] {
+				return fmt.Errorf("values[%d]: must be above values[%d] (%d), got %d", i, i-1, d.Values[i-1], v)
+			}
+			if c := d.Counts[i]; c < 0 || total+c < total {
+				return fmt.Errorf("counts[%d]: must be >= 0 (and their sum below 2^63), got %d", i, c)
+			}
+			total += d.Counts[i]
+			cum[i] = total
+		}
+		if total == 0 {
+			return fmt.Errorf("counts: at least one must be > 0")
+		}
+		d.cum = cum
 	case "":
-		return fmt.Errorf("kind: required (lognormal, uniform or fixed)")
+		return fmt.Errorf("kind: required (lognormal, uniform, normal, empirical or fixed)")
 	default:
-		return fmt.Errorf("kind: unknown %q (want lognormal, uniform or fixed)", d.Kind)
+		return fmt.Errorf("kind: unknown %q (want lognormal, uniform, normal, empirical or fixed)", d.Kind)
 	}
 	return nil
 }
@@ -108,9 +160,27 @@ func (d *Dist) Validate() error {
 //
 //	lognormal: clamp(round(Median · e^(Sigma·Z)), Min, Max), Z ~ N(0, 1)
 //	uniform:   Min + U{0, …, Max − Min}
+//	normal:    clamp(round(MeanTokens + SD·Z), Min, Max)
+//	empirical: Values[i] with probability Counts[i] / ΣCounts
 //	fixed:     Value
 func (d *Dist) Sample(rng *rand.Rand) int {
 	switch d.Kind {
+	case KindNormal:
+		v := math.Round(d.MeanTokens + d.SD*rng.NormFloat64())
+		return int(min(max(v, float64(d.Min)), float64(d.Max)))
+	case KindEmpirical:
+		cum := d.cum
+		if len(cum) != len(d.Values) { // not validated: sum here
+			cum = make([]int64, len(d.Counts))
+			var t int64
+			for i, c := range d.Counts {
+				t += c
+				cum[i] = t
+			}
+		}
+		x := rng.Int64N(cum[len(cum)-1])
+		i, _ := slices.BinarySearch(cum, x+1)
+		return d.Values[i]
 	case KindLogNormal:
 		v := math.Round(d.Median * math.Exp(d.Sigma*rng.NormFloat64()))
 		return int(min(max(v, float64(d.Min)), float64(d.Max)))
@@ -137,6 +207,23 @@ func (d *Dist) Mean() float64 {
 		return a*phi(alpha) + b*(1-phi(beta)) + m*math.Exp(s*s/2)*(phi(beta-s)-phi(alpha-s))
 	case KindUniform:
 		return float64(d.Min+d.Max) / 2
+	case KindNormal:
+		// E[clamp(X, a, b)] for X ~ N(μ, σ²), α = (a−μ)/σ, β = (b−μ)/σ:
+		// a·Φ(α) + b·(1 − Φ(β)) + μ·(Φ(β) − Φ(α)) + σ·(φ(α) − φ(β)).
+		a, b, m, s := float64(d.Min), float64(d.Max), d.MeanTokens, d.SD
+		if s == 0 {
+			return min(max(m, a), b)
+		}
+		alpha, beta := (a-m)/s, (b-m)/s
+		pdf := func(x float64) float64 { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
+		return a*phi(alpha) + b*(1-phi(beta)) + m*(phi(beta)-phi(alpha)) + s*(pdf(alpha)-pdf(beta))
+	case KindEmpirical:
+		var sum, n float64
+		for i, v := range d.Values {
+			sum += float64(v) * float64(d.Counts[i])
+			n += float64(d.Counts[i])
+		}
+		return sum / n
 	default:
 		return float64(d.Value)
 	}
@@ -144,8 +231,11 @@ func (d *Dist) Mean() float64 {
 
 // Upper is the largest length the distribution can produce.
 func (d *Dist) Upper() int {
-	if d.Kind == KindFixed {
+	switch d.Kind {
+	case KindFixed:
 		return d.Value
+	case KindEmpirical:
+		return d.Values[len(d.Values)-1]
 	}
 	return d.Max
 }

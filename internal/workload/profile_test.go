@@ -3,6 +3,7 @@ package workload
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -19,8 +20,15 @@ func TestDistValidate(t *testing.T) {
 		{"uniform single value", Uniform(5, 5), ""},
 		{"fixed", Fixed(7), ""},
 
-		{"no kind", Dist{}, "kind: required (lognormal, uniform or fixed)"},
-		{"unknown kind", Dist{Kind: "normal"}, `kind: unknown "normal" (want lognormal, uniform or fixed)`},
+		{"no kind", Dist{}, "kind: required (lognormal, uniform, normal, empirical or fixed)"},
+		{"unknown kind", Dist{Kind: "gamma"}, `kind: unknown "gamma" (want lognormal, uniform, normal, empirical or fixed)`},
+		{"normal without range", Dist{Kind: KindNormal, MeanTokens: 500, SD: 100}, "min: must be in [1, 1048576], got 0"},
+		{"normal sd", Dist{Kind: KindNormal, MeanTokens: 500, SD: -1, Min: 1, Max: 900}, "sd: must be >= 0, got -1"},
+		{"normal mean outside", Dist{Kind: KindNormal, MeanTokens: 1000, SD: 1, Min: 1, Max: 900}, "mean: must be in [min, max] = [1, 900], got 1000"},
+		{"empirical mismatched", Dist{Kind: KindEmpirical, Values: []int{1, 2}, Counts: []int64{1}}, "values, counts: want as many counts as values, at least one (got 2 and 1)"},
+		{"empirical unsorted", Dist{Kind: KindEmpirical, Values: []int{5, 2}, Counts: []int64{1, 1}}, "values[1]: must be above values[0] (5), got 2"},
+		{"empirical all zero", Dist{Kind: KindEmpirical, Values: []int{5}, Counts: []int64{0}}, "counts: at least one must be > 0"},
+		{"empirical with median", Dist{Kind: KindEmpirical, Values: []int{5}, Counts: []int64{1}, Median: 3}, "median: not used by empirical"},
 		{"negative sigma", LogNormal(500, -1, 32, 4096), "sigma: must be >= 0, got -1"},
 		{"NaN sigma", LogNormal(500, math.NaN(), 32, 4096), "sigma: must be >= 0, got NaN"},
 		{"lognormal without clamp", LogNormal(500, 0.5, 0, 0), "min: must be in [1, 1048576], got 0"},
@@ -84,7 +92,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("default profile %s: %v", p.Name, err)
 		}
 		got, err := Lookup(p.Name)
-		if err != nil || got != p {
+		if err != nil || !reflect.DeepEqual(got, p) {
 			t.Errorf("Lookup(%q) = %+v, %v", p.Name, got, err)
 		}
 	}

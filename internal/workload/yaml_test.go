@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ max_tokens: 256
 		t.Fatal(err)
 	}
 	want := Profile{Name: "support-bot", Prompt: LogNormal(800, 0.7, 64, 8000), Output: Uniform(50, 300), MaxTokens: 256}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("decoded %+v, want %+v", p, want)
 	}
 	if err := p.Validate(); err != nil {
@@ -33,7 +34,7 @@ max_tokens: 256
 		t.Fatal(err)
 	}
 	var back Profile
-	if err := yaml.Unmarshal(out, &back); err != nil || back != want {
+	if err := yaml.Unmarshal(out, &back); err != nil || !reflect.DeepEqual(back, want) {
 		t.Errorf("round trip: %+v, %v\n%s", back, err, out)
 	}
 }

@@ -1,0 +1,242 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// z95 is the standard normal's 95th percentile: a lognormal with median m
+// and 95th percentile p has σ = ln(p/m) / z95.
+const z95 = 1.6448536269514722
+
+// ParseDist reads a length distribution written the way users know their
+// logs (docs/metrics.md, "Length distributions"):
+//
+//	200                                  fixed 200
+//	fixed:200                            the same
+//	uniform:min=100,max=400              every integer in [100, 400]
+//	normal:mean=500,sd=120[,min=,max=]   rounded, clamped to [min, max] (default [1, 2^20])
+//	lognormal:median=800,p95=6000[,min=,max=]
+//	lognormal:median=800,sigma=1.2[,min=,max=]
+//	empirical:FILE                       a CSV of tokens,count rows (a histogram from logs)
+//
+// Errors name the part that is wrong, e.g. `lognormal: p95: must be above
+// the median (800), got 600`.
+func ParseDist(spec string) (Dist, error) {
+	spec = strings.TrimSpace(spec)
+	kind, rest, hasKind := strings.Cut(spec, ":")
+	if !hasKind {
+		v, err := strconv.Atoi(spec)
+		if err != nil {
+			return Dist{}, fmt.Errorf("want a token count such as 200 or a distribution such as lognormal:median=800,p95=6000, got %q", spec)
+		}
+		d := Fixed(v)
+		return d, d.Validate()
+	}
+	kind = strings.ToLower(strings.TrimSpace(kind))
+	if kind == KindEmpirical {
+		return ReadEmpirical(strings.TrimSpace(rest))
+	}
+	params, err := parseParams(kind, rest)
+	if err != nil {
+		return Dist{}, err
+	}
+	take := func(name string) (float64, bool) {
+		v, ok := params[name]
+		delete(params, name)
+		return v, ok
+	}
+	whole := func(name string, def int) (int, error) {
+		v, ok := take(name)
+		if !ok {
+			return def, nil
+		}
+		if v != math.Trunc(v) {
+			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %g", kind, name, v)
+		}
+		return int(v), nil
+	}
+	var d Dist
+	switch kind {
+	case KindFixed:
+		v, err := whole("value", 0)
+		if err != nil {
+			return Dist{}, err
+		}
+		if _, ok := params[""]; ok { // fixed:200
+			v, err = whole("", 0)
+			if err != nil {
+				return Dist{}, err
+			}
+		}
+		d = Fixed(v)
+	case KindUniform, KindNormal, KindLogNormal:
+		_, hasMin := params["min"]
+		_, hasMax := params["max"]
+		lo, err := whole("min", 1)
+		if err != nil {
+			return Dist{}, err
+		}
+		hi, err := whole("max", MaxPromptTokens)
+		if err != nil {
+			return Dist{}, err
+		}
+		d = Dist{Kind: kind, Min: lo, Max: hi}
+		switch kind {
+		case KindUniform:
+			if !hasMin || !hasMax {
+				return Dist{}, fmt.Errorf("uniform: min and max: required")
+			}
+		case KindNormal:
+			mean, ok := take("mean")
+			if !ok {
+				return Dist{}, errors.New("normal: mean: required")
+			}
+			sd, ok := take("sd")
+			if !ok {
+				return Dist{}, errors.New("normal: sd: required")
+			}
+			d.MeanTokens, d.SD = mean, sd
+		case KindLogNormal:
+			median, ok := take("median")
+			if !ok {
+				return Dist{}, errors.New("lognormal: median: required")
+			}
+			d.Median = median
+			p95, hasP95 := take("p95")
+			sigma, hasSigma := take("sigma")
+			switch {
+			case hasP95 && hasSigma:
+				return Dist{}, errors.New("lognormal: give p95 or sigma, not both")
+			case hasP95:
+				if !(p95 > median) {
+					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%g), got %g", median, p95)
+				}
+				d.Sigma = math.Log(p95/median) / z95
+			case hasSigma:
+				d.Sigma = sigma
+			default:
+				return Dist{}, errors.New("lognormal: p95 (or sigma): required")
+			}
+		}
+	default:
+		return Dist{}, fmt.Errorf("unknown distribution %q (want fixed, uniform, normal, lognormal or empirical)", kind)
+	}
+	for name := range params {
+		if name == "" {
+			return Dist{}, fmt.Errorf("%s: want name=value parameters, got %q", kind, rest)
+		}
+		return Dist{}, fmt.Errorf("%s: %s: not a parameter of %s", kind, name, kind)
+	}
+	if err := d.Validate(); err != nil {
+		return Dist{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	return d, nil
+}
+
+// parseParams reads "a=1,b=2" (or a bare "200" as the parameter "").
+func parseParams(kind, s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			name, val = "", part
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s: %s: want a number, got %q", kind, orValue(name), strings.TrimSpace(val))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s: %s: given twice", kind, orValue(name))
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func orValue(name string) string {
+	if name == "" {
+		return "value"
+	}
+	return name
+}
+
+// ReadEmpirical reads a histogram CSV exported from logs: rows of
+// tokens,count (a header row is allowed), tokens in [1, 2^20], counts ≥ 0,
+// at least one count > 0. Rows of one length are added up.
+func ReadEmpirical(path string) (Dist, error) {
+	if path == "" {
+		return Dist{}, errors.New("empirical: want empirical:FILE (a CSV of tokens,count rows)")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Dist{}, fmt.Errorf("empirical: %w", err)
+	}
+	d, err := parseEmpirical(b)
+	if err != nil {
+		return Dist{}, fmt.Errorf("empirical: %s: %w", path, err)
+	}
+	return d, nil
+}
+
+func parseEmpirical(b []byte) (Dist, error) {
+	r := csv.NewReader(bytes.NewReader(b))
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	counts := map[int]int64{}
+	for line := 1; ; line++ {
+		row, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Dist{}, err
+		}
+		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
+			continue
+		}
+		if len(row) != 2 {
+			return Dist{}, fmt.Errorf("line %d: want tokens,count, got %d fields", line, len(row))
+		}
+		tok, err1 := strconv.Atoi(strings.TrimSpace(row[0]))
+		n, err2 := strconv.ParseInt(strings.TrimSpace(row[1]), 10, 64)
+		if err1 != nil || err2 != nil {
+			if line == 1 { // a header
+				continue
+			}
+			return Dist{}, fmt.Errorf("line %d: want whole numbers tokens,count, got %q,%q", line, row[0], row[1])
+		}
+		if tok < 1 || tok > MaxPromptTokens {
+			return Dist{}, fmt.Errorf("line %d: tokens: must be in [1, %d], got %d", line, MaxPromptTokens, tok)
+		}
+		if n < 0 {
+			return Dist{}, fmt.Errorf("line %d: count: must be >= 0, got %d", line, n)
+		}
+		counts[tok] += n
+	}
+	d := Dist{Kind: KindEmpirical}
+	for _, tok := range slices.Sorted(maps.Keys(counts)) {
+		if counts[tok] > 0 {
+			d.Values = append(d.Values, tok)
+			d.Counts = append(d.Counts, counts[tok])
+		}
+	}
+	if len(d.Values) == 0 {
+		return Dist{}, errors.New("no row with a count > 0")
+	}
+	return d, d.Validate()
+}
