@@ -19,7 +19,7 @@ import (
 const z95 = 1.6448536269514722
 
 // ParseDist reads a length distribution written the way users know their
-// logs (docs/metrics.md, "Length distributions"):
+// logs — a median and a p95, not a σ:
 //
 //	200                                  fixed 200
 //	fixed:200                            the same
