@@ -1,12 +1,15 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,5 +121,31 @@ func TestCalibrationInterrupted(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 30*time.Second { // generous: the budget it must not wait for is 90 s
 		t.Fatalf("interrupted preparation took %s", d)
+	}
+}
+
+// --retries with --simulate is said to do nothing: virtual time has no
+// HTTP client to retry (a run would otherwise look retry-free by design).
+func TestRetriesInVirtualTimeWarned(t *testing.T) {
+	var log bytes.Buffer
+	o := quietOptions()
+	o.Retries = 2
+	env, err := PrepareWith(context.Background(), o, true, Setup{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Close()
+	if !strings.Contains(log.String(), "--retries has no effect with --simulate") {
+		t.Fatalf("no warning: %q", log.String())
+	}
+	log.Reset()
+	o.Retries = 0
+	env, err = PrepareWith(context.Background(), o, true, Setup{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Close()
+	if strings.Contains(log.String(), "--retries") {
+		t.Fatalf("warned without --retries: %q", log.String())
 	}
 }

@@ -119,6 +119,10 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	// metric at its first scrape: say each such warning once per command.
 	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
 	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network}
+	if virtual && o.Retries > 0 {
+		// The engine model answers directly, without the HTTP client.
+		logger.Warn("--retries has no effect with --simulate: virtual time does not retry; to see what retries add, run against surge sim over HTTP")
+	}
 	if !o.Quiet {
 		e.Live = view
 	}
