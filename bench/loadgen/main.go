@@ -90,6 +90,7 @@ import (
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // Options are the command's flags.
@@ -155,7 +156,7 @@ func main() {
 func (o *Options) runOptions() run.Options {
 	ro := run.DefaultOptions()
 	ro.Target, ro.Model = o.URL, "bench"
-	ro.PromptTokens, ro.OutputTokens = o.PromptTokens, o.OutputTokens
+	ro.PromptTokens, ro.OutputTokens = workload.FixedLength(o.PromptTokens), workload.FixedLength(o.OutputTokens)
 	ro.MaxInFlight, ro.Spin = o.MaxInFlight, o.Spin
 	ro.Quiet = true
 	ro.Out = o.Out

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -370,5 +371,54 @@ func TestPhasesGivenByFlags(t *testing.T) {
 	keys["phases"] = &yaml.Node{Kind: yaml.SequenceNode, Line: 3}
 	if err := phasesGiven("f.yaml", keys, rate); err == nil || !strings.Contains(err.Error(), "f.yaml:3: phases: the list is empty") {
 		t.Fatalf("an empty phases list, whatever the flags: %v", err)
+	}
+}
+
+// --prompt-tokens and --output-tokens take a count or a distribution, on
+// the command line and in a file; the draws follow it, and a mistake is a
+// usage error naming the flag or the file's key.
+func TestLengthDistributions(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ln")
+	code, stdout, stderr := surge(t, "run", "--rate", "60", "--duration", "4s", "-q",
+		"--prompt-tokens", "lognormal:median=300,p95=1200,max=4000", "--output-tokens", "uniform:min=8,max=16", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	var prompts, maxTokens []int
+	if err := record.ReadFile(filepath.Join(out, "requests.jsonl"), func(r *record.Record) error {
+		prompts, maxTokens = append(prompts, r.PromptTokens), append(maxTokens, r.MaxTokens)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(prompts)
+	n := len(prompts)
+	// ~250 draws: the sample median is within ±15% of 300, and the sample
+	// p95 between the distribution's p90 (883) and p99 (2130).
+	if med, p95 := float64(prompts[n/2]), float64(prompts[n*95/100]); n < 200 || med < 255 || med > 345 || p95 < 883 || p95 > 2130 {
+		t.Errorf("%d prompts: median %g, p95 %g; want about 300 and 1200", n, med, p95)
+	}
+	if lo, hi := slices.Min(maxTokens), slices.Max(maxTokens); lo < 8 || hi > 16 || lo == hi {
+		t.Errorf("max_tokens in [%d, %d], want draws over [8, 16]", lo, hi)
+	}
+	f := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(f, []byte("rate: 5\nduration: 2s\nquiet: true\nprompt_tokens: \"normal:mean=100,sd=10\"\noutput_tokens: 8\n"), 0o644)
+	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", filepath.Join(dir, "yaml")); code != exitOK && code != exitSLO {
+		t.Fatalf("from a file: exit %d: %s %s", code, stdout, stderr)
+	}
+	for args, want := range map[string]string{
+		"--prompt-tokens lognormal:median=800,p95=600": "lognormal: p95: must be above the median (800), got 600",
+		"--output-tokens lots":                         `want a token count such as 200`,
+	} {
+		code, _, stderr := surge(t, append([]string{"run", "--rate", "1", "--duration", "1s"}, strings.Fields(args)...)...)
+		if code != exitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, strings.Fields(args)[0]) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming the flag and %q", args, code, stderr, want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("rate: 1\nduration: 1s\nprompt_tokens: \"uniform:max=10\"\n"), 0o644)
+	if code, _, stderr := surge(t, "run", "-f", bad); code != exitUsage || !strings.Contains(stderr, "uniform: min and max: required") {
+		t.Errorf("bad file: exit %d, stderr %q", code, stderr)
 	}
 }

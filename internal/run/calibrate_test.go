@@ -17,6 +17,7 @@ import (
 	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // surge run --prompt-tokens 200 against a simulator whose tokenizer is not
@@ -42,7 +43,7 @@ func TestPromptCalibrationAgainstSimulator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := quietOptions()
-				o.PromptTokens, o.OutputTokens, o.IgnoreEOS = 200, 8, true
+				o.PromptTokens, o.OutputTokens, o.IgnoreEOS = workload.FixedLength(200), workload.FixedLength(8), true
 				o.PromptCalibration = tc.method
 				o.Sim.BytesPerToken, o.Sim.Tokenize = tc.bpt, tc.style
 				env := bubbleEnv(t, o, nil)
@@ -64,7 +65,7 @@ func TestPromptCalibrationAgainstSimulator(t *testing.T) {
 // count: the same 5%.
 func TestPromptCalibrationVirtual(t *testing.T) {
 	o := quietOptions()
-	o.PromptTokens, o.OutputTokens, o.IgnoreEOS = 200, 8, true
+	o.PromptTokens, o.OutputTokens, o.IgnoreEOS = workload.FixedLength(200), workload.FixedLength(8), true
 	o.Sim.BytesPerToken = 2.5
 	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
 	if err != nil {

@@ -278,11 +278,15 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 
 func promptSet(o *Options) string {
 	s := "synthetic (surge workload profile " + o.Profile
-	if o.PromptTokens > 0 {
-		s += fmt.Sprintf(", prompts fixed at %d tokens", o.PromptTokens)
+	if n := o.PromptTokens.Fixed(); n > 0 {
+		s += fmt.Sprintf(", prompts fixed at %d tokens", n)
+	} else if o.PromptTokens.IsSet() {
+		s += ", prompt tokens " + o.PromptTokens.String()
 	}
-	if o.OutputTokens > 0 {
-		s += fmt.Sprintf(", outputs fixed at %d tokens", o.OutputTokens)
+	if n := o.OutputTokens.Fixed(); n > 0 {
+		s += fmt.Sprintf(", outputs fixed at %d tokens", n)
+	} else if o.OutputTokens.IsSet() {
+		s += ", output tokens " + o.OutputTokens.String()
 	}
 	return s + ")"
 }

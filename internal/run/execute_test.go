@@ -15,6 +15,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // These tests run whole live runs — the simulator serving HTTP, the
@@ -145,7 +146,7 @@ func TestExecuteEarlyStop(t *testing.T) {
 func TestExecuteInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := quietOptions()
-		o.OutputTokens = 16 // answers of about half a second: most finish, the last are cut
+		o.OutputTokens = workload.FixedLength(16) // answers of about half a second: most finish, the last are cut
 		env := bubbleEnv(t, o, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(3*time.Second, cancel)
@@ -249,7 +250,7 @@ func TestInterruptedBurstIsNotAPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := quietOptions()
 		o.SLOTTFTP95, o.SLOE2EP99, o.SLOGoodput = 2*time.Second, 0, 0
-		o.OutputTokens = 16
+		o.OutputTokens = workload.FixedLength(16)
 		env := bubbleEnv(t, o, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(25*time.Second, cancel)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // The live view of a run in virtual time: a plain line every 5 s, its
@@ -18,7 +19,7 @@ import (
 func TestLiveStatusLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := DefaultOptions()
-		o.OutputTokens = 16
+		o.OutputTokens = workload.FixedLength(16)
 		var view strings.Builder
 		env := bubbleEnv(t, o, &view)
 		// 7/3 arrivals/s: none falls on a multiple of 5 s, where the view

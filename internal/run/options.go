@@ -54,11 +54,11 @@ type Options struct {
 	MaxInFlight int           `yaml:"max_in_flight"` // in-flight cap; beyond it arrivals are generator_drop
 	Spin        time.Duration `yaml:"spin"`          // sleep-then-spin window for sub-ms send precision (0 = off)
 
-	Profile      string `yaml:"profile"`       // workload profile: chat, rag, longgen
-	PromptTokens int    `yaml:"prompt_tokens"` // fixed prompt length instead of the profile's distribution (0 = profile)
-	OutputTokens int    `yaml:"output_tokens"` // fixed output length (max_tokens) instead of the profile's (0 = profile)
-	IgnoreEOS    bool   `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
-	NoNonce      bool   `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	Profile      string          `yaml:"profile"`       // workload profile: chat, rag, longgen
+	PromptTokens workload.Length `yaml:"prompt_tokens"` // prompt length (a count or a distribution) instead of the profile's (unset = profile)
+	OutputTokens workload.Length `yaml:"output_tokens"` // output length (max_tokens) instead of the profile's (unset = profile)
+	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
+	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -142,14 +142,8 @@ func (o *Options) Validate() error {
 	if _, err := workload.Lookup(o.Profile); err != nil {
 		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
 	}
-	if o.PromptTokens < 0 || o.PromptTokens > 1_000_000 {
-		bad("prompt_tokens", "must be 0..1000000, got %d", o.PromptTokens)
-	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
-	}
-	if o.OutputTokens < 0 || o.OutputTokens > 1_000_000 {
-		bad("output_tokens", "must be 0..1000000, got %d", o.OutputTokens)
 	}
 	if o.ScrapeInterval < 100*time.Millisecond {
 		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
@@ -216,12 +210,13 @@ func (o *Options) WorkloadProfile() (workload.Profile, error) {
 	if err != nil {
 		return p, err
 	}
-	if o.PromptTokens > 0 {
-		p.Prompt = workload.Fixed(o.PromptTokens)
+	if o.PromptTokens.IsSet() {
+		p.Prompt = o.PromptTokens.Dist()
 	}
-	if o.OutputTokens > 0 {
-		p.Output = workload.Fixed(o.OutputTokens)
-		p.MaxTokens = o.OutputTokens
+	if o.OutputTokens.IsSet() {
+		// max_tokens = the draw: the cap is the distribution's largest.
+		p.Output = o.OutputTokens.Dist()
+		p.MaxTokens = p.Output.Upper()
 	}
 	return p, p.Validate()
 }

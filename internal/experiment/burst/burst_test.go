@@ -18,6 +18,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // virtualBurst runs the burst experiment in virtual time and returns its runs.
@@ -329,7 +330,7 @@ func TestDecodeConfigOldAndNewManifests(t *testing.T) {
 // max_model_len) the bursts still run, without a prediction, as before.
 func TestBurstRunsWhenSimCapacityFails(t *testing.T) {
 	runs, _, out := virtualBurst(t, func(c *Config) {
-		c.Options.PromptTokens = 9000 // > max_model_len 8192: the engine refuses every request
+		c.Options.PromptTokens = workload.FixedLength(9000) // > max_model_len 8192: the engine refuses every request
 		c.Multipliers = []float64{2}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 0, 20*time.Second, 5*time.Second, 10*time.Second, 10*time.Second
 	})
