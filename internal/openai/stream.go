@@ -19,18 +19,19 @@ var errLineTooLong = errors.New("openai: SSE line too long")
 
 // streamState accumulates what a stream has shown so far.
 type streamState struct {
-	dataChunks   int   // data chunks of any kind
-	content      int   // chunks carrying content
-	firstChunk   int64 // first data chunk
-	firstToken   int64 // first content chunk (any kind)
-	firstText    int64 // first chunk with answer text
-	lastToken    int64 // latest content chunk
-	itlMax       int64 // longest gap between content chunks
-	choices      bool  // a chunk had a "choices" array
-	finish       bool  // a chunk had a finish_reason
-	usage        bool  // a non-zero usage was seen
-	prompt, comp int   // the latest non-zero usage
-	reason, cach int   // its reasoning and cached token details
+	dataChunks   int     // data chunks of any kind
+	content      int     // chunks carrying content
+	firstChunk   int64   // first data chunk
+	firstToken   int64   // first content chunk (any kind)
+	firstText    int64   // first chunk with answer text
+	lastToken    int64   // latest content chunk
+	itlMax       int64   // longest gap between content chunks
+	choices      bool    // a chunk had a "choices" array
+	finish       bool    // a chunk had a finish_reason
+	usage        bool    // a non-zero usage was seen
+	prompt, comp int     // the latest non-zero usage
+	reason, cach int     // its reasoning and cached token details
+	timings      Timings // llama.cpp's timings object, when a chunk had one
 }
 
 // fill copies the state into rec. Token counts come from the server's usage
@@ -43,13 +44,13 @@ func (st *streamState) fill(rec *record.Record) {
 	rec.Chunks = st.content
 	if st.usage {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
-		rec.ReasoningTokens = st.reason
-		if st.cach > 0 { // else llama.cpp's timings.cache_n may have set it
-			rec.CachedTokens = st.cach
-		}
+		rec.ReasoningTokens, rec.CachedTokens = st.reason, st.cach
 	} else {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, st.content, false
-		rec.ReasoningTokens = 0
+		rec.ReasoningTokens, rec.CachedTokens = 0, 0
+	}
+	if st.timings.Present { // after usage, as for a non-streamed body: usage's cached_tokens wins
+		applyTimings(rec, st.timings)
 	}
 }
 
@@ -205,7 +206,7 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 				st.firstText = t
 			}
 			if ch.Timings.Present {
-				applyTimings(rec, ch.Timings)
+				st.timings = ch.Timings
 			}
 			if ch.Content {
 				st.content++
