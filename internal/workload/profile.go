@@ -74,17 +74,8 @@ func (d *Dist) Validate() error {
 		if err := unused(d.Kind, "value", "mean", "sd", "values", "counts"); err != nil {
 			return err
 		}
-		if math.IsNaN(d.Sigma) || math.IsInf(d.Sigma, 0) || d.Sigma < 0 {
-			return fmt.Errorf("sigma: must be >= 0, got %g", d.Sigma)
-		}
-		if err := inRange("min", d.Min); err != nil {
+		if err := d.clamped(inRange, "sigma", d.Sigma, "median", d.Median); err != nil {
 			return err
-		}
-		if err := inRange("max", d.Max); err != nil {
-			return err
-		}
-		if !(d.Median >= float64(d.Min) && d.Median <= float64(d.Max)) {
-			return fmt.Errorf("median: must be in [min, max] = [%d, %d], got %g", d.Min, d.Max, d.Median)
 		}
 	case KindUniform:
 		if err := unused(d.Kind, "median", "sigma", "value", "mean", "sd", "values", "counts"); err != nil {
@@ -110,17 +101,8 @@ func (d *Dist) Validate() error {
 		if err := unused(d.Kind, "median", "sigma", "value", "values", "counts"); err != nil {
 			return err
 		}
-		if math.IsNaN(d.SD) || math.IsInf(d.SD, 0) || d.SD < 0 {
-			return fmt.Errorf("sd: must be >= 0, got %g", d.SD)
-		}
-		if err := inRange("min", d.Min); err != nil {
+		if err := d.clamped(inRange, "sd", d.SD, "mean", d.MeanTokens); err != nil {
 			return err
-		}
-		if err := inRange("max", d.Max); err != nil {
-			return err
-		}
-		if !(d.MeanTokens >= float64(d.Min) && d.MeanTokens <= float64(d.Max)) {
-			return fmt.Errorf("mean: must be in [min, max] = [%d, %d], got %g", d.Min, d.Max, d.MeanTokens)
 		}
 	case KindEmpirical:
 		if err := unused(d.Kind, "median", "sigma", "min", "max", "value", "mean", "sd"); err != nil {
@@ -152,6 +134,24 @@ func (d *Dist) Validate() error {
 		return fmt.Errorf("kind: required (lognormal, uniform, normal, empirical or fixed)")
 	default:
 		return fmt.Errorf("kind: unknown %q (want lognormal, uniform, normal, empirical or fixed)", d.Kind)
+	}
+	return nil
+}
+
+// clamped checks a clamped lognormal or normal: its spread ≥ 0, its clamp
+// range [Min, Max] and its centre inside it.
+func (d *Dist) clamped(inRange func(string, int) error, spreadName string, spread float64, centreName string, centre float64) error {
+	if math.IsNaN(spread) || math.IsInf(spread, 0) || spread < 0 {
+		return fmt.Errorf("%s: must be >= 0, got %g", spreadName, spread)
+	}
+	if err := inRange("min", d.Min); err != nil {
+		return err
+	}
+	if err := inRange("max", d.Max); err != nil {
+		return err
+	}
+	if !(centre >= float64(d.Min) && centre <= float64(d.Max)) {
+		return fmt.Errorf("%s: must be in [min, max] = [%d, %d], got %g", centreName, d.Min, d.Max, centre)
 	}
 	return nil
 }
