@@ -174,6 +174,7 @@ func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arr
 		rec := o.newRecord(a)
 		req := o.build(a)
 		rec.MaxTokens = req.MaxTokens
+		req.Label(&rec)
 		o.Counters.Sent.Add(1)
 		o.target.Do(ctx, &req, &rec)
 		o.finish(&rec)
@@ -295,6 +296,7 @@ func (c *Closed) Run(ctx context.Context, phase string, users int, start, d time
 				rec.Profile = c.cfg.Profile
 				req := c.build(&a)
 				rec.MaxTokens = req.MaxTokens
+				req.Label(&rec)
 				c.Counters.Offered.Add(1)
 				c.Counters.Sent.Add(1)
 				c.Counters.InFlight.Add(1)

@@ -17,15 +17,17 @@ var reservedBodyKeys = []string{"model", "messages", "prompt", "stream", "max_to
 // bodyTemplate holds the constant parts of every request body, encoded once.
 type bodyTemplate struct {
 	chat      bool
-	head      []byte // {"model":"…","messages":[{"role":"user","content":  or  {"model":"…","prompt":
+	model     []byte // {"model":"…"
+	head      []byte // model + ,"messages":[{"role":"user","content":  or  model + ,"prompt":
 	tail      []byte // ,"stream":…[,"stream_options":…][,extra members]
 	ignoreEOS bool   // ExtraBody sets ignore_eos itself: do not add it per request
 }
 
 func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 	t := bodyTemplate{chat: cfg.API != APICompletions}
-	t.head = append(t.head, `{"model":`...)
-	t.head = appendJSONString(t.head, cfg.Model)
+	t.model = append(t.model, `{"model":`...)
+	t.model = appendJSONString(t.model, cfg.Model)
+	t.head = append(t.head, t.model...)
 	if t.chat {
 		t.head = append(t.head, `,"messages":[{"role":"user","content":`...)
 	} else {
@@ -61,18 +63,52 @@ func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 	return t, nil
 }
 
-// appendBody appends the JSON request body for req to b.
+// appendBody appends the JSON request body for req to b: its Messages (or
+// Prompt as one user message; for completions the prompt, or the messages'
+// contents joined by blank lines), max_tokens, the constant members, then
+// req.Extra.
 func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
-	b = append(b, t.head...)
-	b = appendJSONString(b, req.Prompt)
-	if t.chat {
-		b = append(b, "}]"...)
+	switch {
+	case req.Messages == nil:
+		b = append(b, t.head...)
+		b = appendJSONString(b, req.Prompt)
+		if t.chat {
+			b = append(b, "}]"...)
+		}
+	case t.chat:
+		b = append(b, t.model...)
+		b = append(b, `,"messages":[`...)
+		for i, m := range req.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"role":`...)
+			b = appendJSONString(b, m.Role)
+			b = append(b, `,"content":`...)
+			b = appendJSONString(b, m.Content)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	default:
+		b = append(b, t.model...)
+		b = append(b, `,"prompt":"`...)
+		for i, m := range req.Messages {
+			if i > 0 {
+				b = append(b, `\n\n`...)
+			}
+			b = appendEscaped(b, m.Content)
+		}
+		b = append(b, '"')
 	}
 	if req.MaxTokens > 0 {
 		b = append(b, `,"max_tokens":`...)
 		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
 	b = append(b, t.tail...)
+	if len(req.Extra) > 0 {
+		b = append(b, ',')
+		b = append(b, req.Extra...)
+	}
 	if req.IgnoreEOS && !t.ignoreEOS {
 		b = append(b, `,"ignore_eos":true`...)
 	}
@@ -86,6 +122,12 @@ const hexDigits = "0123456789abcdef"
 // escaped (they need not be).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendEscaped(b, s)
+	return append(b, '"')
+}
+
+// appendEscaped appends s escaped for the inside of a JSON string.
+func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -121,6 +163,5 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		i += size
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }

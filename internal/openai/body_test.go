@@ -63,3 +63,44 @@ func TestAppendBodyNoAlloc(t *testing.T) {
 		t.Fatalf("body %s: %v", buf, err)
 	}
 }
+
+// TestAppendBodyMessages: a request's Messages replace the single user
+// message (chat) or are joined into the prompt (completions), and Extra
+// members land in the body verbatim.
+func TestAppendBodyMessages(t *testing.T) {
+	req := workload.Request{
+		Messages:  []workload.Message{{Role: "system", Content: "be \"brief\""}, {Role: "user", Content: "hi\nthere"}},
+		MaxTokens: 7,
+		Extra:     []byte(`"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"temperature":0`),
+	}
+	for _, api := range []string{APIChat, APICompletions} {
+		cfg := DefaultConfig()
+		cfg.BaseURL, cfg.Model, cfg.API = "http://h/v1", "m", api
+		tmpl, err := newBodyTemplate(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Model    string `json:"model"`
+			Prompt   string `json:"prompt"`
+			Messages []struct{ Role, Content string }
+			Max      int              `json:"max_tokens"`
+			Tools    []map[string]any `json:"tools"`
+			Temp     *float64         `json:"temperature"`
+		}
+		body := tmpl.appendBody(nil, &req)
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s: body %s: %v", api, body, err)
+		}
+		if m.Model != "m" || m.Max != 7 || len(m.Tools) != 1 || m.Temp == nil {
+			t.Errorf("%s: body %s lost a member", api, body)
+		}
+		if api == APIChat {
+			if len(m.Messages) != 2 || m.Messages[0].Role != "system" || m.Messages[1].Content != "hi\nthere" || m.Prompt != "" {
+				t.Errorf("chat: messages %+v, prompt %q", m.Messages, m.Prompt)
+			}
+		} else if m.Prompt != "be \"brief\"\n\nhi\nthere" || m.Messages != nil {
+			t.Errorf("completions: prompt %q, messages %+v", m.Prompt, m.Messages)
+		}
+	}
+}

@@ -102,6 +102,16 @@ type Record struct {
 	Replica string `json:"replica"` // the server replica that answered, when it says (simulator)
 	Profile string `json:"profile"` // workload profile
 	Shard   int    `json:"shard"`   // shard index in distributed runs
+
+	// Where the request came from in the workload (never its text): the
+	// dataset row, the session and turn, the fan-out branch, and how many
+	// of its prompt tokens the workload meant to share with other requests.
+	// Zero when it does not apply.
+	DatasetRow   int   `json:"dataset_row"`   // 1-based row of the dataset (JSONL line, ShareGPT conversation)
+	Session      int64 `json:"session"`       // 1-based session number (the Seq of its first arrival + 1)
+	Turn         int   `json:"turn"`          // 1-based turn within the session
+	Branch       int   `json:"branch"`        // fan-out sub-request of the turn, 1-based; 0 = the turn itself
+	PrefixTokens int   `json:"prefix_tokens"` // intended prompt tokens shared with other requests (system prompt, earlier turns, trace hash blocks)
 }
 
 // Timing is one named duration of a Server-Timing header.
@@ -261,6 +271,14 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"shard":`...)
 	b = strconv.AppendInt(b, int64(r.Shard), 10)
+	b = appendNonZero(b, "dataset_row", r.DatasetRow)
+	if r.Session != 0 {
+		b = append(b, `,"session":`...)
+		b = strconv.AppendInt(b, r.Session, 10)
+	}
+	b = appendNonZero(b, "turn", r.Turn)
+	b = appendNonZero(b, "branch", r.Branch)
+	b = appendNonZero(b, "prefix_tokens", r.PrefixTokens)
 	return append(b, '}')
 }
 

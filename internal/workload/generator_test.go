@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -100,7 +101,7 @@ func TestGenerateDeterministic(t *testing.T) {
 		forward = append(forward, a.Generate(arrival(seq)))
 	}
 	for seq := int64(299); seq >= 0; seq-- {
-		if got := b.Generate(arrival(seq)); got != forward[seq] {
+		if got := b.Generate(arrival(seq)); !reflect.DeepEqual(got, forward[seq]) {
 			t.Fatalf("request %d differs between generators or call orders", seq)
 		}
 	}
@@ -315,7 +316,7 @@ func TestGeneratorsShareCorpusConcurrently(t *testing.T) {
 		want[i] = solo.Generate(a)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Fatalf("request %d differs between concurrent and solo generation", i)
 		}
 	}
