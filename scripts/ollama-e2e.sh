@@ -69,21 +69,10 @@ READY_SECS=${SURGE_OLLAMA_READY_SECS:-180}
 CGO_OPT="-O3 -march=x86-64-v3"
 LDFLAGS="-X=github.com/ollama/ollama/version.Version=$OLLAMA_VERSION -X=github.com/ollama/ollama/server.mode=release"
 
-# elapsed prints the seconds since $1 (an $EPOCHREALTIME value), to 0.01 s.
-elapsed() {
-	local now=${EPOCHREALTIME/./} start=${1/./}
-	local cs=$(((now - start) / 10000))
-	printf '%d.%02d' $((cs / 100)) $((cs % 100))
-}
-log() { printf 'ollama-e2e: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+ENGINE=ollama ENGINE_NAME="ollama serve" STOP_TENTHS=50 TAIL_LINES=20
+# shellcheck source=scripts/lib/engine.sh
+. "$ROOT/scripts/lib/engine.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-	exit 2
-}
-
-uint() { [[ $2 =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, got '$2'"; }
 uint OLLAMA_NUM_PARALLEL "$NUM_PARALLEL"
 uint OLLAMA_NUM_CTX "$NUM_CTX"
 uint OLLAMA_NUM_PREDICT "$NUM_PREDICT"
@@ -200,41 +189,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/surge-ollama.XXXXXX")
 LOG=${SURGE_OLLAMA_LOG:-$TMP/ollama.log}
 PID=
 
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	local status=$?
-	trap - EXIT INT TERM
-	if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-		# ollama serve leads its own session: stop it and its runners together.
-		kill -TERM -- "-$PID" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$PID" 2>/dev/null || true
-		wait "$PID" 2>/dev/null || true
-	fi
-	if [ "$status" -ne 0 ] && [ "$status" -ne 130 ] && [ "$status" -ne 143 ] && [ -f "$LOG" ]; then
-		log "exit status $status; last lines of $LOG:"
-		tail -n 20 "$LOG" >&2 || true
-	fi
-	rm -rf "$TMP"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# free_port prints a loopback TCP port nobody listens on (a later bind can
-# still race; start_ollama retries on another port).
-free_port() {
-	local port
-	for _ in $(seq 100); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	die "no free loopback port found"
-}
+engine_trap
 
 start_ollama() {
 	mkdir -p "$TMP/home" "$TMP/models"
@@ -289,22 +244,11 @@ EOF
 	log "model $MODEL generated and created in $(elapsed "$t0")s"
 }
 
-# wait_ready loads the model with a real one-token completion.
-wait_ready() {
-	local deadline=$((SECONDS + READY_SECS)) t0=$EPOCHREALTIME
-	local body='{"model":"'"$MODEL"'","prompt":"hello","max_tokens":1,"stream":false}'
-	until curl -fsS -o /dev/null --max-time 60 -H 'Content-Type: application/json' \
-		-d "$body" "http://127.0.0.1:$PORT/v1/completions" 2>/dev/null; do
-		kill -0 "$PID" 2>/dev/null || die "ollama serve exited; see $LOG"
-		[ $SECONDS -lt $deadline ] || die "model not ready after ${READY_SECS}s; see $LOG"
-		sleep 0.5
-	done
-	log "model loaded and answering after $(elapsed "$t0")s"
-}
-
 start_ollama
 create_model
+t0=$EPOCHREALTIME
 wait_ready
+log "model loaded and answering after $(elapsed "$t0")s"
 
 export OLLAMA_BASE_URL="http://127.0.0.1:$PORT/v1"
 export OLLAMA_MODEL="$MODEL"
@@ -314,12 +258,4 @@ echo "OLLAMA_BASE_URL=$OLLAMA_BASE_URL"
 echo "OLLAMA_MODEL=$OLLAMA_MODEL"
 echo "OLLAMA_LOG=$OLLAMA_LOG"
 
-if [ "$mode" = serve ]; then
-	log "serving; Ctrl-C to stop"
-	wait "$PID" || die "ollama serve exited"
-	exit 1
-fi
-
-status=0
-"$@" || status=$?
-exit "$status"
+run_or_serve "$@"

@@ -88,21 +88,10 @@ NCPU=$(nproc)
 if [ "$NCPU" -gt 2 ]; then DEFAULT_CPUS=0-$((NCPU - 2)); elif [ "$NCPU" = 2 ]; then DEFAULT_CPUS=0; else DEFAULT_CPUS=; fi
 CPUS=${SURGE_VLLM_CPUS-$DEFAULT_CPUS}
 
-# elapsed prints the seconds since $1 (an $EPOCHREALTIME value), to 0.01 s.
-elapsed() {
-	local now=${EPOCHREALTIME/./} start=${1/./}
-	local cs=$(((now - start) / 10000))
-	printf '%d.%02d' $((cs / 100)) $((cs % 100))
-}
-log() { printf 'vllm-e2e: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+ENGINE=vllm ENGINE_NAME="vLLM" STOP_TENTHS=100 TAIL_LINES=30
+# shellcheck source=scripts/lib/engine.sh
+. "$ROOT/scripts/lib/engine.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-	exit 2
-}
-
-uint() { [[ $2 =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, got '$2'"; }
 uint VLLM_MAX_NUM_SEQS "$MAX_NUM_SEQS"
 uint VLLM_MAX_MODEL_LEN "$MAX_MODEL_LEN"
 uint VLLM_CPU_KVCACHE_SPACE "$KV_SPACE"
@@ -192,42 +181,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/surge-vllm.XXXXXX")
 LOG=${SURGE_VLLM_LOG:-$TMP/vllm.log}
 PID=
 
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-	local status=$?
-	trap - EXIT INT TERM
-	if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-		# The API server leads its own session: stop it and its engine
-		# core process together.
-		kill -TERM -- "-$PID" 2>/dev/null || true
-		for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$PID" 2>/dev/null || true
-		wait "$PID" 2>/dev/null || true
-	fi
-	if [ "$status" -ne 0 ] && [ "$status" -ne 130 ] && [ "$status" -ne 143 ] && [ -f "$LOG" ]; then
-		log "exit status $status; last lines of $LOG:"
-		tail -n 30 "$LOG" >&2 || true
-	fi
-	rm -rf "$TMP"
-	exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# free_port prints a loopback TCP port nobody listens on (a later bind can
-# still race; start_vllm retries on another port).
-free_port() {
-	local port
-	for _ in $(seq 100); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	die "no free loopback port found"
-}
+engine_trap
 
 # make_model generates the tiny model once per generator script and seed
 # (importing torch and transformers takes ~40 s on 2 busy cores) and keeps
@@ -287,18 +241,6 @@ start_vllm() {
 	die "could not bind a loopback port"
 }
 
-# wait_ready asks for a real one-token completion.
-wait_ready() {
-	local deadline=$((SECONDS + READY_SECS))
-	local body='{"model":"'"$MODEL"'","prompt":"hello","max_tokens":1,"stream":false}'
-	until curl -fsS -o /dev/null --max-time 60 -H 'Content-Type: application/json' \
-		-d "$body" "http://127.0.0.1:$PORT/v1/completions" 2>/dev/null; do
-		kill -0 "$PID" 2>/dev/null || die "vLLM exited; see $LOG"
-		[ $SECONDS -lt $deadline ] || die "model not answering after ${READY_SECS}s; see $LOG"
-		sleep 0.5
-	done
-}
-
 # The OTLP endpoint: a free port for "auto"; what --otlp-listen takes is
 # exported as VLLM_OTLP_LISTEN.
 OTLP_LISTEN=
@@ -327,12 +269,4 @@ echo "VLLM_METRICS_URL=$VLLM_METRICS_URL"
 echo "VLLM_OTLP_LISTEN=$VLLM_OTLP_LISTEN"
 echo "VLLM_LOG=$VLLM_LOG"
 
-if [ "$mode" = serve ]; then
-	log "serving; Ctrl-C to stop"
-	wait "$PID" || die "vLLM exited"
-	exit 1
-fi
-
-status=0
-"$@" || status=$?
-exit "$status"
+run_or_serve "$@"
