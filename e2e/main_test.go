@@ -13,6 +13,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,4 +40,32 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// sweepResult is the part of sweep.json the e2e tests read.
+type sweepResult struct {
+	Levels []struct {
+		Name    string `json:"name"`
+		Measure struct {
+			RequestRPS float64 `json:"request_rps"`
+			OutputTPS  float64 `json:"output_tokens_per_s"`
+		} `json:"measure"`
+	} `json:"levels"`
+	Findings struct {
+		Knee int `json:"knee"`
+	} `json:"findings"`
+}
+
+// readSweep reads dir/sweep.json and fails the test unless it has levels levels.
+func readSweep(t *testing.T, dir string, levels int) sweepResult {
+	t.Helper()
+	var sweep sweepResult
+	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &sweep)
+	}
+	if err != nil || len(sweep.Levels) != levels {
+		t.Fatalf("sweep.json: %v, %d levels (want %d)", err, len(sweep.Levels), levels)
+	}
+	return sweep
 }

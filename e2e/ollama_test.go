@@ -251,22 +251,7 @@ func TestSweepAndCapacityAgainstOllama(t *testing.T) {
 	if _, code := surge(t, "sweep", "--concurrency", "1,2,4,8", "--duration", "10s", "--warmup", "2s", "-o", sw); code != 0 && code != 1 {
 		t.Fatalf("sweep exit %d", code)
 	}
-	var sweep struct {
-		Levels []struct {
-			Name    string `json:"name"`
-			Measure struct {
-				RequestRPS float64 `json:"request_rps"`
-				OutputTPS  float64 `json:"output_tokens_per_s"`
-			} `json:"measure"`
-		} `json:"levels"`
-		Findings struct {
-			Knee int `json:"knee"`
-		} `json:"findings"`
-	}
-	b, err := os.ReadFile(filepath.Join(sw, "sweep.json"))
-	if err != nil || json.Unmarshal(b, &sweep) != nil || len(sweep.Levels) != 4 {
-		t.Fatalf("sweep.json: %v, %d levels", err, len(sweep.Levels))
-	}
+	sweep := readSweep(t, sw, 4)
 	maxRPS := 0.0
 	for i, l := range sweep.Levels {
 		recs := readRecords(t, filepath.Join(sw, fmt.Sprintf("level-%02d-%s", i+1, l.Name), "requests.jsonl"))
@@ -289,7 +274,7 @@ func TestSweepAndCapacityAgainstOllama(t *testing.T) {
 		Suggested   float64 `json:"suggested_baseline_rps"`
 		Bounded     bool    `json:"bounded"`
 	}
-	b, err = os.ReadFile(filepath.Join(cp, "capacity.json"))
+	b, err := os.ReadFile(filepath.Join(cp, "capacity.json"))
 	if err != nil || json.Unmarshal(b, &capj) != nil {
 		t.Fatalf("capacity.json: %v", err)
 	}

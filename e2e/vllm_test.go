@@ -273,19 +273,7 @@ func TestVLLM(t *testing.T) {
 		if _, code := vsurge(t, "sweep", "--concurrency", "1,4,8,16", "--duration", "8s", "--warmup", "2s", "-o", sw); code != 0 && code != 1 {
 			t.Fatalf("sweep exit %d", code)
 		}
-		var sweep struct {
-			Levels []struct {
-				Name    string `json:"name"`
-				Measure struct {
-					RequestRPS float64 `json:"request_rps"`
-					OutputTPS  float64 `json:"output_tokens_per_s"`
-				} `json:"measure"`
-			} `json:"levels"`
-		}
-		b, err := os.ReadFile(filepath.Join(sw, "sweep.json"))
-		if err != nil || json.Unmarshal(b, &sweep) != nil || len(sweep.Levels) != 4 {
-			t.Fatalf("sweep.json: %v, %d levels", err, len(sweep.Levels))
-		}
+		sweep := readSweep(t, sw, 4)
 		output := 0
 		var line []string
 		for i, l := range sweep.Levels {
