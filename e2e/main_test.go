@@ -69,3 +69,24 @@ func readSweep(t *testing.T, dir string, levels int) sweepResult {
 	}
 	return sweep
 }
+
+// capacityResult is the part of capacity.json the e2e tests read.
+type capacityResult struct {
+	Sustainable float64 `json:"sustainable_rps"`
+	Suggested   float64 `json:"suggested_baseline_rps"`
+	Bounded     bool    `json:"bounded"`
+}
+
+// readCapacity reads dir/capacity.json.
+func readCapacity(t *testing.T, dir string) capacityResult {
+	t.Helper()
+	var c capacityResult
+	b, err := os.ReadFile(filepath.Join(dir, "capacity.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		t.Fatalf("capacity.json: %v", err)
+	}
+	return c
+}

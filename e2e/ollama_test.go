@@ -269,15 +269,7 @@ func TestSweepAndCapacityAgainstOllama(t *testing.T) {
 	if _, code := surge(t, "capacity", "--start-rps", "1", "--min-requests", "40", "--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp); code != 0 {
 		t.Fatalf("capacity exit %d", code)
 	}
-	var capj struct {
-		Sustainable float64 `json:"sustainable_rps"`
-		Suggested   float64 `json:"suggested_baseline_rps"`
-		Bounded     bool    `json:"bounded"`
-	}
-	b, err := os.ReadFile(filepath.Join(cp, "capacity.json"))
-	if err != nil || json.Unmarshal(b, &capj) != nil {
-		t.Fatalf("capacity.json: %v", err)
-	}
+	capj := readCapacity(t, cp)
 	t.Logf("sweep: max %.2f req/s (closed loop); capacity search: sustainable %.2f req/s, suggested baseline %.2f", maxRPS, capj.Sustainable, capj.Suggested)
 	// The open-loop sustainable rate (under a TTFT SLO) cannot exceed the
 	// engine's saturated throughput by more than the measurement noise.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -307,15 +306,7 @@ func TestVLLM(t *testing.T) {
 		if code != 0 && !generatorLimited {
 			t.Fatalf("capacity exit %d", code)
 		}
-		var capj struct {
-			Sustainable float64 `json:"sustainable_rps"`
-			Suggested   float64 `json:"suggested_baseline_rps"`
-			Bounded     bool    `json:"bounded"`
-		}
-		b, err := os.ReadFile(filepath.Join(cp, "capacity.json"))
-		if err != nil || json.Unmarshal(b, &capj) != nil {
-			t.Fatalf("capacity.json: %v", err)
-		}
+		capj := readCapacity(t, cp)
 		t.Logf("capacity: sustainable %.2f req/s (SLO: TTFT p95 ≤ 2s, completion p99 ≤ 12s, goodput ≥ 99%%), suggested baseline %.2f req/s, bounded %v; sweep max %.2f req/s",
 			capj.Sustainable, capj.Suggested, capj.Bounded, maxRPS)
 		if generatorLimited {
