@@ -89,6 +89,17 @@ func (l *Lengths) Max() int {
 	return v[len(v)-1]
 }
 
+// Values returns the distinct lengths, ascending, and how often each was
+// seen: the rows of an empirical distribution (Dist.Values, Dist.Counts).
+func (l *Lengths) Values() ([]int, []int64) {
+	vals := slices.Clone(l.values())
+	counts := make([]int64, len(vals))
+	for i, v := range vals {
+		counts[i] = l.counts[v]
+	}
+	return vals, counts
+}
+
 // Bin is one bar of a Histogram: the lengths in [Lo, Hi] and how many
 // there were.
 type Bin struct {
