@@ -135,12 +135,12 @@ func TestReadErrors(t *testing.T) {
 		"bad time":         {file("time.csv", "timestamp,prompt_tokens,output_tokens\nSECRET,10,5\n"), "time.csv:2: timestamp: want seconds or a date-time"},
 		"bad quote":        {file("quote.csv", "prompt_tokens,output_tokens,text\n10,5,\"SECRET\n"), "quote.csv:2: not CSV"},
 		"all zero output":  {file("zero.csv", "prompt_tokens,output_tokens\n10,0\n"), "zero.csv: output_tokens: every row has 0 output tokens"},
-		"jsonl missing":    {file("m.jsonl", `{"prompt_tokens": 5, "output_tokens": 3}` + "\n" + `{"prompt_tokens": 5, "text": "SECRET"}` + "\n"), "m.jsonl:2: output_tokens: missing"},
-		"jsonl syntax":     {file("s.jsonl", `{"prompt_tokens": 5, SECRET}` + "\n"), "s.jsonl:1: not a JSON object"},
-		"jsonl string":     {file("str.jsonl", `{"prompt_tokens": "SECRET", "output_tokens": 3}` + "\n"), "str.jsonl:1: prompt_tokens: want a whole number"},
-		"jsonl usage type": {file("u.jsonl", `{"usage": "SECRET"}` + "\n"), "u.jsonl:1: usage: want a number, got a JSON string"},
-		"jsonl time lost":  {file("t.jsonl", `{"ts": 1, "input_tokens": 5, "output_tokens": 3}` + "\n" + `{"input_tokens": 5, "output_tokens": 3}` + "\n"), "t.jsonl:2: timestamp: missing"},
-		"jsonl negative":   {file("n.jsonl", `{"usage": {"prompt_tokens": -1, "completion_tokens": 3}}` + "\n"), "n.jsonl:1: usage.prompt_tokens: must be ≥ 0"},
+		"jsonl missing":    {file("m.jsonl", `{"prompt_tokens": 5, "output_tokens": 3}`+"\n"+`{"prompt_tokens": 5, "text": "SECRET"}`+"\n"), "m.jsonl:2: output_tokens: missing"},
+		"jsonl syntax":     {file("s.jsonl", `{"prompt_tokens": 5, SECRET}`+"\n"), "s.jsonl:1: not a JSON object"},
+		"jsonl string":     {file("str.jsonl", `{"prompt_tokens": "SECRET", "output_tokens": 3}`+"\n"), "str.jsonl:1: prompt_tokens: want a whole number"},
+		"jsonl usage type": {file("u.jsonl", `{"usage": "SECRET"}`+"\n"), "u.jsonl:1: usage: want a number, got a JSON string"},
+		"jsonl time lost":  {file("t.jsonl", `{"ts": 1, "input_tokens": 5, "output_tokens": 3}`+"\n"+`{"input_tokens": 5, "output_tokens": 3}`+"\n"), "t.jsonl:2: timestamp: missing"},
+		"jsonl negative":   {file("n.jsonl", `{"usage": {"prompt_tokens": -1, "completion_tokens": 3}}`+"\n"), "n.jsonl:1: usage.prompt_tokens: must be ≥ 0"},
 		"missing file":     {filepath.Join(dir, "none.csv"), "none.csv: no such file"},
 	}
 	for name, c := range cases {
