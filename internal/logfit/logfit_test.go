@@ -1,6 +1,7 @@
 package logfit
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,7 @@ func TestReadErrors(t *testing.T) {
 		"jsonl usage type": {file("u.jsonl", `{"usage": "SECRET"}`+"\n"), "u.jsonl:1: usage: want a number, got a JSON string"},
 		"jsonl time lost":  {file("t.jsonl", `{"ts": 1, "input_tokens": 5, "output_tokens": 3}`+"\n"+`{"input_tokens": 5, "output_tokens": 3}`+"\n"), "t.jsonl:2: timestamp: missing"},
 		"jsonl negative":   {file("n.jsonl", `{"usage": {"prompt_tokens": -1, "completion_tokens": 3}}`+"\n"), "n.jsonl:1: usage.prompt_tokens: must be ≥ 0"},
+		"mixed units":      {file("units.csv", "ts,prompt_tokens,output_tokens\n1,5,5\n1748779200000,5,5\n"), "units.csv: timestamp: the rows span"},
 		"missing file":     {filepath.Join(dir, "none.csv"), "none.csv: no such file"},
 	}
 	for name, c := range cases {
@@ -175,4 +177,34 @@ func TestAliases(t *testing.T) {
 	if r.Baseline != 2.0/60 {
 		t.Errorf("baseline %g, want 2/60", r.Baseline)
 	}
+}
+
+// FuzzParse: any input is a Fit or an error naming the file, never a
+// panic; a Fit has rows and both distributions.
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"testdata/azure.csv", "testdata/openai.jsonl", "testdata/notime.csv"} {
+		b, _ := os.ReadFile(p)
+		f.Add(filepath.Ext(p), b)
+	}
+	f.Add(".csv", []byte("prompt_tokens,output_tokens\n1,1\n"))
+	f.Add("", []byte(`{"input_tokens": 3, "usage": {"completion_tokens": 2}, "ts": "2025-06-01T12:00:00Z"}`))
+	f.Fuzz(func(t *testing.T, ext string, b []byte) {
+		if len(ext) > 8 {
+			ext = ext[:8]
+		}
+		name := "log" + ext
+		fit, err := Parse(name, bytes.NewReader(b))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), name) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if fit.Rows == 0 || fit.Prompt.Count() == 0 || fit.Output.Count() == 0 || fit.Prompt.Max() > workload.MaxPromptTokens {
+			t.Fatalf("fit %+v", fit)
+		}
+		if r, ok := fit.Rates(); ok && (len(r.Minutes) == 0 || r.Baseline <= 0 && len(r.Minutes) == 1) {
+			t.Fatalf("rates %+v", r)
+		}
+	})
 }

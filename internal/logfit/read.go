@@ -76,6 +76,10 @@ var (
 // timeNames lists timeKeys in a fixed order, for messages.
 var timeNames = []string{"timestamp", "time", "ts", "created", "created_at", "start_time", "request_time", "timestamp_ms", "offset_ms", "offset_s"}
 
+// MaxSpan bounds the time a log's timestamps span (one minute of rates
+// each: at most about 530,000 minutes).
+const MaxSpan = 366 * 24 * time.Hour
+
 // Fit is what a log holds, in numbers only.
 type Fit struct {
 	File       string           // the log read
@@ -99,8 +103,16 @@ func Read(path string) (*Fit, error) {
 		return nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err))
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
+	return Parse(path, f)
+}
+
+// Parse reads a log from r as Read does; name is the file's name, for
+// errors and the choice of format.
+func Parse(name string, r io.Reader) (*Fit, error) {
+	path := name
+	br := bufio.NewReaderSize(r, 1<<16)
 	fit := &Fit{File: path}
+	var err error
 	jsonl := false
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson", ".json":
@@ -120,6 +132,11 @@ func Read(path string) (*Fit, error) {
 	}
 	if fit.Rows == 0 {
 		return nil, fmt.Errorf("%s: no rows: want one request per row with prompt_tokens and output_tokens", path)
+	}
+	if len(fit.Times) > 0 {
+		if span := slices.Max(fit.Times) - slices.Min(fit.Times); span > MaxSpan.Seconds() {
+			return nil, fmt.Errorf("%s: timestamp: the rows span %.0f days, more than %.0f (timestamps in mixed units?)", path, span/86400, MaxSpan.Hours()/24)
+		}
 	}
 	if fit.Prompt.Count() == 0 {
 		return nil, fmt.Errorf("%s: prompt_tokens: every row has 0 prompt tokens", path)
