@@ -147,6 +147,14 @@ func TestDryRunSendsAndWritesNothing(t *testing.T) {
 	if ents, _ := os.ReadDir(cwd); len(ents) != 0 || hits.Load() != 0 {
 		t.Errorf("the burst dry run wrote %v or sent %d", ents, hits.Load())
 	}
+	// A replayed trace: its own lengths are what the dry run summarises.
+	trace := filepath.Join(t.TempDir(), "trace.csv")
+	os.WriteFile(trace, []byte("offset_s,prompt_tokens,output_tokens\n0,3000,7\n0.5,3000,7\n1,3000,9\n"), 0o644)
+	code, stdout, stderr = surge(t, "run", "--dry-run", "--trace", trace)
+	if code != exitOK || !strings.Contains(stdout, "requests: 3") || !strings.Contains(stdout, "    3000     3000     3000     3000     3000.0") ||
+		!strings.Contains(stdout, "profile: replay") {
+		t.Errorf("trace dry run: exit %d\n%s%s", code, stdout, stderr)
+	}
 	// Bad configuration still exits 2, before anything.
 	for args, want := range map[string]string{
 		"burst --dry-run --baseline-rps auto":         "--baseline-rps: auto is found by a capacity search",
