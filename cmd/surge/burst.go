@@ -43,7 +43,10 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
     --baseline-rps 8 --metrics-url https://llm.example.com/metrics --metrics-preset vllm
 
   # what if: two replicas and a 429 limit of 50 waiting requests, in virtual time
-  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50`,
+  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50
+
+  # the plan of every multiplier and its workload, before anything is sent
+  surge burst --baseline-rps 8 --multipliers 2,5,10 --dry-run`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
@@ -64,7 +67,10 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to baseline before each run")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the whole experiment in virtual time against the engine model (seconds, not minutes)")
 	f.options(&cfg.Options)
+	var dry bool
+	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage+" (one plan per multiplier)")
 	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(map[string]*yaml.Node) error {
 			if file == "" {
 				cfg.ApplyDemo(f.set)

@@ -84,6 +84,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesHelp,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
-	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd())
+	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd())
 	return root
 }

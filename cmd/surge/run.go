@@ -39,7 +39,10 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
     --rate 20 --duration 2m --warmup 30s --metrics-url http://127.0.0.1:8000/metrics
 
   # phases from a YAML file (flags win over the file)
-  surge run -f experiment.yaml`,
+  surge run -f experiment.yaml
+
+  # look before you send: the phases, arrivals and workload, nothing sent or written
+  surge run -f experiment.yaml --dry-run`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
@@ -53,7 +56,10 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
 	f.options(&cfg.Options)
+	var dry bool
+	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage)
 	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options,
+		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(keys map[string]*yaml.Node) error {
 			cfg.ConfigFile = file
 			_, inFile := keys["duration"]
@@ -119,6 +125,8 @@ type experimentCmd struct {
 	simulate *bool                                  // the config's --simulate (nil: none)
 	prepare  func(keys map[string]*yaml.Node) error // after the file, before Validate (nil: none)
 	run      experimentFunc
+	dryRun   *bool                                   // the command's --dry-run (nil: none)
+	planned  func() ([]experiment.PlannedRun, error) // the runs --dry-run shows
 }
 
 // runE is the RunE of an experiment command: apply the -f file (flags
@@ -137,8 +145,30 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		return x.flags.explain(err)
 	}
 	virtual := x.simulate != nil && *x.simulate
+	if x.dryRun != nil && *x.dryRun {
+		return dryRun(cmd, x, virtual)
+	}
 	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run)
 }
+
+// dryRun validates as a run would, then prints the planned runs and their
+// workload: no target is prepared, no folder created, nothing sent.
+func dryRun(cmd *cobra.Command, x experimentCmd, virtual bool) error {
+	if err := run.Check(*x.options, virtual); err != nil {
+		return classify(x.flags, err)
+	}
+	runs, err := x.planned()
+	if err != nil {
+		return x.flags.explain(err)
+	}
+	if err := experiment.DryRun(cmd.OutOrStdout(), x.command, x.options, virtual, runs); err != nil {
+		return classify(x.flags, err)
+	}
+	return nil
+}
+
+// dryRunUsage is the help of --dry-run.
+const dryRunUsage = "validate and print the plan (phases, rates, expected and scheduled arrivals) and the workload of exactly those arrivals; send nothing, write nothing"
 
 // experimentFunc runs one experiment into d, printing on w.
 type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error)

@@ -49,7 +49,10 @@ Exit code 1 when it drifts or the SLO fails.` + exitCodesHelp,
 	f.f64(&cfg.DriftKV, "drift_kv", "drift-kv", "KV-cache usage drifts when its fitted change over the soak is at least this (absolute, 0..1)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the soak in virtual time against the engine model")
 	f.options(&cfg.Options)
+	var dry bool
+	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage)
 	cmd.RunE = experimentCmd{command: "soak", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(map[string]*yaml.Node) error { cfg.SimDefaults(); return nil },
 		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return soak.Soak(ctx, env, &cfg, d, w)

@@ -109,6 +109,15 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 	return p, exclude, notes, nil
 }
 
+// Planned is the one run `surge run` would make, for --dry-run.
+func (c *RunConfig) Planned() ([]PlannedRun, error) {
+	plan, exclude, notes, err := c.PlanNotes()
+	if err != nil {
+		return nil, err
+	}
+	return []PlannedRun{{Name: "run", Plan: plan, Exclude: exclude, Notes: notes}}, nil
+}
+
 // flagPhaseError renames the field of an error in the phases that the
 // single-phase keys built — phases[i].rate of the main phase is the key
 // rate, the warmup's duration is warmup — so that the command line names

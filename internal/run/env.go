@@ -100,17 +100,27 @@ func Prepare(ctx context.Context, o Options, virtual bool, view io.Writer, logge
 	return PrepareWith(ctx, o, virtual, Setup{View: view, Logger: logger, Version: version})
 }
 
+// Check finds the configuration errors PrepareWith would, without
+// preparing anything: no simulator started, no key read, nothing sent
+// (--dry-run). A *ConfigError.
+func Check(o Options, virtual bool) error {
+	if err := o.Validate(); err != nil {
+		return configErr(err)
+	}
+	if virtual && o.Target != "" {
+		return configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
+	}
+	if err := checkCACert(o.CACert); err != nil {
+		return configErr(err)
+	}
+	return nil
+}
+
 // PrepareWith is Prepare with every setting of the setup.
 func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, error) {
 	view, logger, version := su.View, su.Logger, su.Version
-	if err := o.Validate(); err != nil {
-		return nil, configErr(err)
-	}
-	if virtual && o.Target != "" {
-		return nil, configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
-	}
-	if err := checkCACert(o.CACert); err != nil {
-		return nil, configErr(err)
+	if err := Check(o, virtual); err != nil {
+		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))

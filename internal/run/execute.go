@@ -16,7 +16,6 @@ import (
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
-	"github.com/surge-bench/surge/internal/workload"
 )
 
 // WriteError is a failure to write the run folder (a full disk, a removed
@@ -53,17 +52,13 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			return nil, configErr(err)
 		}
 	}
-	prof, err := o.WorkloadProfile()
+	wcfg, err := o.WorkloadConfig()
 	if err != nil {
 		return nil, configErr(err)
 	}
-	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS,
-		Sizing: e.Calibration.Sizing()}
-	if e.Virtual {
-		wcfg.Salt = 0
-	}
-	if err := wcfg.Validate(); err != nil {
-		return nil, configErr(err)
+	wcfg.Sizing = e.Calibration.Sizing()
+	if !e.Virtual {
+		wcfg.Salt = uint64(time.Now().UnixNano())
 	}
 	if _, err := analyze.New(e.AnalyzeConfig(spec.Plan, spec.Exclude, spec.Recovery)); err != nil {
 		return nil, configErr(err)

@@ -221,6 +221,20 @@ func (o *Options) WorkloadProfile() (workload.Profile, error) {
 	return p, p.Validate()
 }
 
+// WorkloadConfig is the workload every request of a run is generated
+// from: the profile with the lengths applied, the seed and the request
+// switches. Execute adds what only a prepared target knows (the prompt
+// sizing, a salt per run); `surge workload inspect` and --dry-run
+// summarise it as it is.
+func (o *Options) WorkloadConfig() (workload.Config, error) {
+	prof, err := o.WorkloadProfile()
+	if err != nil {
+		return workload.Config{}, err
+	}
+	c := workload.Config{Profile: prof, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	return c, c.Validate()
+}
+
 // Deadlines are the per-request deadlines that decide goodput.
 func (o *Options) Deadlines() analyze.Deadlines {
 	return analyze.Deadlines{TTFT: o.TTFTDeadline, E2E: o.E2EDeadline}

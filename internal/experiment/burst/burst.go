@@ -207,6 +207,23 @@ func (c *Config) plan(k float64) schedule.Plan {
 	return p
 }
 
+// Planned is the runs the experiment would make, one per multiplier, for
+// --dry-run. With --baseline-rps auto there is no plan to show: the
+// baseline comes from a capacity search, which sends requests.
+func (c *Config) Planned() ([]experiment.PlannedRun, error) {
+	if c.BaselineAuto {
+		var errs field.Errors
+		errs.Add("baseline_rps", "auto is found by a capacity search, which sends requests: --dry-run needs a rate in requests/s")
+		return nil, errs.Err()
+	}
+	var out []experiment.PlannedRun
+	for _, k := range c.Multipliers {
+		note := fmt.Sprintf("recovery is planned for %s and watched up to %s (--recovery-limit); it ends once recovered, so fewer arrivals may be sent", c.Recovery, c.RecoveryLimit)
+		out = append(out, experiment.PlannedRun{Name: "burst-" + fmtK(k) + "x", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup}, Notes: []string{note}})
+	}
+	return out, nil
+}
+
 // RecoveryRule is the rule recovery is judged by: P99 of the chosen
 // latency within 10% of the baseline's for three consecutive windows.
 func (c *Config) RecoveryRule() analyze.RecoveryRule {

@@ -204,6 +204,21 @@ func soakTrends(c *Config, wins []Window, soakStartMs float64) []analyze.Drift {
 	return append(out, t)
 }
 
+// plan is the soak's one run: the warmup, then the soak at the same rate.
+func (c *Config) plan() schedule.Plan {
+	var plan schedule.Plan
+	if c.Warmup > 0 {
+		plan.Phases = append(plan.Phases, schedule.Phase{Name: schedule.PhaseWarmup, Duration: c.Warmup, Rate: c.Rate, Arrival: c.Arrival})
+	}
+	plan.Phases = append(plan.Phases, schedule.Phase{Name: soakPhase, Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival})
+	return plan
+}
+
+// Planned is the soak's one run, for --dry-run.
+func (c *Config) Planned() ([]experiment.PlannedRun, error) {
+	return []experiment.PlannedRun{{Name: "soak", Plan: c.plan(), Exclude: []string{schedule.PhaseWarmup}}}, nil
+}
+
 // Soak executes `surge soak` into dir: one run (warmup, then the soak),
 // then the window table, the trends, soak.json and report.html.
 func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
@@ -212,12 +227,7 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 	}
 	experiment.Announce(w, env, "soak")
 	fmt.Fprintf(w, "soak: %s req/s (%s) for %s after a %s warmup, windows of %s; writing %s\n", experiment.FmtRate(c.Rate), c.Arrival, c.Duration, c.Warmup, c.Options.Window, d.Path())
-	var plan schedule.Plan
-	if c.Warmup > 0 {
-		plan.Phases = append(plan.Phases, schedule.Phase{Name: schedule.PhaseWarmup, Duration: c.Warmup, Rate: c.Rate, Arrival: c.Arrival})
-	}
-	plan.Phases = append(plan.Phases, schedule.Phase{Name: soakPhase, Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival})
-	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "soak", Plan: plan, Exclude: []string{schedule.PhaseWarmup}, Experiment: c})
+	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "soak", Plan: c.plan(), Exclude: []string{schedule.PhaseWarmup}, Experiment: c})
 	if res == nil {
 		return experiment.Outcome{}, err
 	}

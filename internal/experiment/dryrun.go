@@ -1,0 +1,102 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// PlannedRun is one run an experiment would make, as --dry-run shows it:
+// its name, its phases, the phases excluded from the results, and notes
+// (how a trace was fitted, a phase that ends early).
+type PlannedRun struct {
+	Name    string
+	Plan    schedule.Plan
+	Exclude []string
+	Notes   []string
+}
+
+// DryRun prints what an experiment would send, and sends and writes
+// nothing: for each planned run its phases — start, duration, process,
+// rate, multiplier of the baseline, expected arrivals and the arrivals the
+// seed actually schedules (schedule.Build, as the run would) — and the
+// workload summary of exactly those arrivals (workload.Summarize with the
+// run's own workload.Config). Histograms are drawn for the first run only;
+// the others differ in their arrivals, not in the distributions.
+func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []PlannedRun) error {
+	wcfg, err := o.WorkloadConfig()
+	if err != nil {
+		return &run.ConfigError{Err: err}
+	}
+	target := "the built-in simulated engine"
+	switch {
+	case virtual:
+		target = "the engine model in virtual time (--simulate)"
+	case o.Target != "":
+		target = record.RedactURL(o.Target)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "surge %s --dry-run: the plan below is what would be sent; nothing is sent and nothing is written.\n", command)
+	fmt.Fprintf(&b, "target: %s; model %s; api %s; seed %d\n", target, o.Model, o.API, o.Seed)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	for i, r := range runs {
+		arrivals, err := schedule.Build(r.Plan, o.Seed)
+		if err != nil {
+			return &run.ConfigError{Err: err}
+		}
+		b.Reset()
+		writePlan(&b, r, arrivals)
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		s, err := workload.Summarize(wcfg, arrivals)
+		if err != nil {
+			return &run.ConfigError{Err: err}
+		}
+		fmt.Fprintf(w, "workload of these %d arrivals (excluded phases included: they are sent too):\n", len(arrivals))
+		if err := s.WriteText(w, i == 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePlan writes one run's phase table.
+func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival) {
+	actual := map[string]int{}
+	for _, a := range arrivals {
+		actual[a.Phase]++
+	}
+	fmt.Fprintf(b, "\n%s: %d phase(s), %s in all", r.Name, len(r.Plan.Phases), r.Plan.Duration())
+	if r.Plan.BaselineRPS > 0 {
+		fmt.Fprintf(b, "; baseline %g req/s", r.Plan.BaselineRPS)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9s %6s %10s %9s\n", "phase", "start", "duration", "arrival", "rate/s", "×base", "expected", "arrivals")
+	var expected float64
+	for _, ph := range r.Plan.Bounds() {
+		mult := "-"
+		if ph.Multiplier > 0 {
+			mult = fmt.Sprintf("%g", ph.Multiplier)
+		}
+		name := ph.Name
+		if slices.Contains(r.Exclude, ph.Name) {
+			name += " (excl.)"
+		}
+		fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9.2f %6s %10.1f %9d\n", name, ph.Start, ph.End-ph.Start, ph.Arrival, ph.Rate, mult, ph.Expected, actual[ph.Name])
+		expected += ph.Expected
+	}
+	fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9s %6s %10.1f %9d\n", "total", time.Duration(0), r.Plan.Duration(), "", "", "", expected, len(arrivals))
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
+	}
+}
