@@ -64,8 +64,8 @@ type Config struct {
 	// Mix, when set, replaces Profile: each arrival gets one of its
 	// profiles, chosen with probability weight / Σweights from (Seed, Seq)
 	// alone (see the package doc).
-	Mix []Weighted
-	Seed    int64   // requests are a function of (Seed, Salt, arrival) only
+	Mix  []Weighted
+	Seed int64 // requests are a function of (Seed, Salt, arrival) only
 	// Salt is mixed into the nonce only. Runs that reuse a seed against the
 	// same server should use different salts (e.g. one per run), or the
 	// server's prefix cache, which outlives a run, would see repeated
