@@ -295,6 +295,7 @@ type Analyzer struct {
 	recov    *windowSeries // recovery windows; == windows unless Recovery.Window differs
 	timeline *timeline
 	anom     Anomalies
+	profiles profileSet // the measured records by profile label
 }
 
 // New returns an Analyzer for cfg, or the configuration's errors.
@@ -303,7 +304,7 @@ func New(cfg Config) (*Analyzer, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1}
+	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1, profiles: profileSet{}}
 	a.runStart, a.runEnd = int64(cfg.Phases[0].Start), int64(cfg.Phases[0].End)
 	for i, p := range cfg.Phases {
 		a.byStart = append(a.byStart, i)
@@ -430,6 +431,14 @@ func (a *Analyzer) Add(rec *record.Record) {
 	s.rec = rec
 	if pi := a.phaseOf(sched); pi >= 0 {
 		a.phases[pi].observe(&s)
+		if !a.cfg.Phases[pi].Excluded {
+			a.profiles.observe(rec.Profile, &s)
+			if s.slot == slotOK && done != none {
+				if di := a.phaseOf(done); di >= 0 && !a.cfg.Phases[di].Excluded {
+					a.profiles.get(rec.Profile).acc.completed++
+				}
+			}
+		}
 		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
 			a.anom.PhaseLabelMismatch++
 		}
@@ -486,6 +495,7 @@ func (a *Analyzer) Merge(b *Analyzer) error {
 	}
 	a.timeline.merge(b.timeline)
 	a.anom.add(b.anom)
+	a.profiles.merge(b.profiles)
 	return nil
 }
 

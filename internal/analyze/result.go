@@ -235,6 +235,9 @@ type Result struct {
 	Recovery  Recovery       `json:"recovery"`
 	Timeline  []Sample       `json:"timeline"`
 	Anomalies Anomalies      `json:"anomalies"`
+	// Profiles splits Overall by workload profile when the measured
+	// records carry more than one (a mix); nil otherwise.
+	Profiles []ProfileResult `json:"profiles,omitempty"`
 }
 
 // Phase returns the result of the named phase.
@@ -286,6 +289,7 @@ func (a *Analyzer) Result() *Result {
 		}
 	}
 	r.Overall = overall.stats(overallNs, timeoutMs)
+	r.Profiles = a.profiles.results(overallNs, timeoutMs, r.Overall.Offered)
 	r.Verdict = c.SLO.check(&r.Overall)
 	r.Windows = a.windowResults(a.windows, timeoutMs)
 	rw := r.Windows
