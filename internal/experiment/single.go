@@ -193,7 +193,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		}
 		row := Row(res, &env.Opts, ph.Name)
 		NoBurst(&row)
-		row.Workload = env.Opts.Profile + " / " + ph.Name
+		row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
 		t.Rows = append(t.Rows, row)
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
@@ -211,8 +211,12 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	t.Notes = append(t.Notes, pnotes...)
 	ht := t
 	ht.Meta = nil
-	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
-		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}})
+	h := report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
+		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}}
+	if pt, ok := ProfileTable("", res, &env.Opts); ok {
+		h.Breakdowns = append(h.Breakdowns, pt)
+	}
+	return WriteReports(res.Spec.Dir, t, h)
 }
 
 // RerenderRun re-analyses one run folder from its files and writes every
