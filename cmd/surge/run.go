@@ -94,6 +94,30 @@ func phasesGiven(file string, keys map[string]*yaml.Node, set func(key string) b
 	return usageErr("%s: no phases: list them under phases:, or set rate and duration for a single phase", file)
 }
 
+// profileOrMix refuses a profile and a mix given together (flag or file):
+// a mix names every profile it sends, so a profile beside it would be
+// silently ignored.
+func profileOrMix(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
+	if len(o.Mix) == 0 {
+		return nil
+	}
+	pn, pFile := keys["profile"]
+	mn, mFile := keys["mix"]
+	pFlag, mFlag := f.set("profile"), f.set("mix")
+	if !pFlag && !pFile {
+		return nil
+	}
+	const why = "give --profile or --mix, not both (a mix names every profile it sends)"
+	switch {
+	case mFlag:
+		return usageErr("--mix: %s", why)
+	case mFile && pFlag:
+		return usageErr("%s:%d: mix: %s", f.path, mn.Line, why)
+	default:
+		return usageErr("%s:%d: mix: give profile or mix, not both (a mix names every profile it sends; profile is on line %d)", f.path, mn.Line, pn.Line)
+	}
+}
+
 // exitCodesHelp ends every experiment's --help.
 const exitCodesHelp = `
 
@@ -132,6 +156,9 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		if err := x.prepare(keys); err != nil {
 			return err
 		}
+	}
+	if err := profileOrMix(x.flags, keys, x.options); err != nil {
+		return err
 	}
 	if err := x.validate(); err != nil {
 		return x.flags.explain(err)
