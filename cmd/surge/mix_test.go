@@ -144,3 +144,23 @@ func TestMixUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// surge run --simulate: the same split, in virtual time.
+func TestMixRunSimulate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "v")
+	code, stdout, stderr := surge(t, "run", "--simulate", "--mix", "chat=0.7,rag=0.2,longgen=0.1", "--rate", "20", "--duration", "30s", "-q", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	var m record.Manifest
+	b, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if json.Unmarshal(b, &m) != nil || !m.VirtualTime || len(m.Mix) != 3 {
+		t.Errorf("manifest: virtual %v, mix %+v", m.VirtualTime, m.Mix)
+	}
+	b, _ = os.ReadFile(filepath.Join(out, "results.md"))
+	for _, want := range []string{"By profile", "| chat", "| longgen", "| rag"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("results.md: no %q", want)
+		}
+	}
+}

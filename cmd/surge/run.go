@@ -38,7 +38,15 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   surge run --target http://127.0.0.1:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct \
     --rate 20 --duration 2m --warmup 30s --metrics-url http://127.0.0.1:8000/metrics
 
-  # phases from a YAML file (flags win over the file)
+  # a weighted mix of profiles, each request labelled, every table split by profile
+  surge run --mix chat=0.7,rag=0.2,longgen=0.1 --rate 5 --duration 20s
+
+  # the same in virtual time against the engine model (instant)
+  surge run --simulate --mix chat=0.7,rag=0.2,longgen=0.1 --rate 5 --duration 20s
+
+  # phases from a YAML file (flags win over the file); it may define profiles
+  # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
+  #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
   surge run -f experiment.yaml`,
 		Args: cobra.NoArgs,
 	}
@@ -52,8 +60,9 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.f64(&cfg.Speed, "speed", "speed", "replay speed factor (2 = twice as fast)")
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
+	f.boolean(&cfg.Simulate, "simulate", "simulate", "run in virtual time against the engine model (seconds, not the run's duration)")
 	f.options(&cfg.Options)
-	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options,
+	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
 		prepare: func(keys map[string]*yaml.Node) error {
 			cfg.ConfigFile = file
 			_, inFile := keys["duration"]

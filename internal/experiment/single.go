@@ -32,6 +32,7 @@ type RunConfig struct {
 	Trace      string        `yaml:"trace"`      // single phase: replay this trace (CSV or JSONL)
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
+	Simulate   bool          `yaml:"simulate"`   // run in virtual time against the engine model
 
 	// DurationSet says Duration was given (flag or file); without it a
 	// replay runs the whole trace (schedule.FitTrace).
