@@ -5,15 +5,17 @@ import (
 )
 
 // ProfileResult is the analysis of one workload profile's requests (the
-// record's profile label) over the measured phases — those in Overall:
-// every count, rate, ratio and percentile is computed from that profile's
-// own records, as Overall is from all of them; nothing is averaged across
-// profiles. Rates are over Overall's duration, so a profile's offered
-// rate is its part of the run's.
+// record's profile label) in a group: the measured phases (Overall's
+// records, in Result.Profiles) or one phase (PhaseResult.Profiles). Every
+// count, rate, ratio and percentile is computed from that profile's own
+// records as the group's are from all of them, nothing averaged across
+// profiles; rates are over the group's duration, so a profile's offered
+// rate is its part of the group's, and Completed counts its ok requests
+// whose done time falls in the group, as the group's Completed does.
 type ProfileResult struct {
 	Name string `json:"name"`
-	// Share is the profile's part of the measured arrivals: Offered /
-	// Overall.Offered.
+	// Share is the profile's part of the group's arrivals: Offered /
+	// Overall.Offered (in a phase's split, of the phase's).
 	Share float64 `json:"share"`
 	// PromptTokensP50 and OutputTokensP50 are the exact medians (nearest
 	// rank) of the server's usage counts over the profile's ok requests that
@@ -97,10 +99,27 @@ func (ps profileSet) merge(b profileSet) {
 	}
 }
 
-// results lists the profiles by name, or nil when there are fewer than two
-// (a single profile's breakdown would repeat Overall).
-func (ps profileSet) results(durNs int64, timeoutMs float64, overallOffered int64) []ProfileResult {
-	if len(ps) < 2 {
+// manyProfiles reports whether the run's records (in any phase) carry
+// more than one profile label: only then are results split by profile
+// (a single profile's breakdown would repeat its group).
+func (a *Analyzer) manyProfiles() bool {
+	var first string
+	seen := false
+	for _, ps := range a.byPhase {
+		for name := range ps {
+			if seen && name != first {
+				return true
+			}
+			first, seen = name, true
+		}
+	}
+	return false
+}
+
+// results lists the profiles by name; groupOffered is the arrivals of the
+// group they split.
+func (ps profileSet) results(durNs int64, timeoutMs float64, groupOffered int64) []ProfileResult {
+	if len(ps) == 0 {
 		return nil
 	}
 	names := make([]string, 0, len(ps))
@@ -112,8 +131,23 @@ func (ps profileSet) results(durNs int64, timeoutMs float64, overallOffered int6
 	for _, n := range names {
 		p := ps[n]
 		st := p.acc.stats(durNs, timeoutMs)
-		out = append(out, ProfileResult{Name: n, Share: ratio(st.Offered, overallOffered),
+		out = append(out, ProfileResult{Name: n, Share: ratio(st.Offered, groupOffered),
 			PromptTokensP50: p.prompt.median(), OutputTokensP50: p.output.median(), Stats: st})
 	}
 	return out
+}
+
+// countProfileCompletion counts an ok request of profile name that ended
+// at done (ns) in the phase its done time falls in, and in the measured
+// split when that phase is measured: completions by completion time, as
+// for the phases and Overall.
+func (a *Analyzer) countProfileCompletion(name string, done int64) {
+	di := a.phaseOf(done)
+	if di < 0 {
+		return
+	}
+	a.byPhase[di].get(name).acc.completed++
+	if !a.cfg.Phases[di].Excluded {
+		a.profiles.get(name).acc.completed++
+	}
 }

@@ -92,3 +92,41 @@ func TestProfilesMergeLosslessly(t *testing.T) {
 		t.Errorf("merged profiles differ from one analyzer's:\n%+v\n%+v", got, want)
 	}
 }
+
+// Each phase is split too, over its own records: the burst phase's rag
+// requests are slow while the baseline's are not.
+func TestProfilesSplitEachPhase(t *testing.T) {
+	a := mustNew(t, Config{Phases: burstPhases()})
+	for i := range 10 {
+		at := time.Duration(12+i) * s
+		addAll(a, withProfile(okRec(at, 0, 100*ms, 400*ms), "chat"), withProfile(okRec(at+500*ms, 0, 200*ms, 900*ms), "rag"))
+	}
+	for i := range 4 {
+		at := time.Duration(41+2*i) * s
+		addAll(a, withProfile(okRec(at, 0, 150*ms, 600*ms), "chat"), withProfile(okRec(at+s, 0, 4*s, 20*s), "rag"), withProfile(okRec(at+s+10*ms, 0, 4*s, 20*s), "rag"))
+	}
+	res := a.Result()
+	base, burst := mustPhase(t, res, "baseline"), mustPhase(t, res, "burst")
+	if len(base.Profiles) != 2 || len(burst.Profiles) != 2 {
+		t.Fatalf("phase profiles: baseline %d, burst %d", len(base.Profiles), len(burst.Profiles))
+	}
+	br := burst.Profiles[1]
+	if br.Name != "rag" || br.Offered != 8 || !near(br.Share, 8.0/12) || !hdrNear(br.Latency.TTFTSchedule.P50Ms, 4000) || br.Good != 0 {
+		t.Errorf("burst rag: %+v", br)
+	}
+	if b := base.Profiles[1]; b.Offered != 10 || !hdrNear(b.Latency.TTFTSchedule.P99Ms, 200) || b.Completed != 10 {
+		t.Errorf("baseline rag: offered %d TTFT p99 %.1f completed %d", b.Offered, b.Latency.TTFTSchedule.P99Ms, b.Completed)
+	}
+	// The burst's rag requests end in the recovery phase (20 s after 42–49 s).
+	if rec := mustPhase(t, res, "recovery"); len(rec.Profiles) != 1 || rec.Profiles[0].Name != "rag" || rec.Profiles[0].Completed != 8 || rec.Profiles[0].Offered != 0 {
+		t.Errorf("recovery profiles: %+v", rec.Profiles)
+	}
+	// A run of one profile splits no phase.
+	one := mustNew(t, Config{Phases: burstPhases()})
+	addAll(one, withProfile(okRec(12*s, 0, 100*ms, 400*ms), "chat"), withProfile(okRec(42*s, 0, 100*ms, 400*ms), "chat"))
+	for _, p := range one.Result().Phases {
+		if p.Profiles != nil {
+			t.Errorf("one profile: phase %s split %+v", p.Name, p.Profiles)
+		}
+	}
+}

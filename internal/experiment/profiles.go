@@ -31,15 +31,20 @@ var profileColumns = []report.LevelColumn{
 }
 
 // ProfileTable is the by-profile table of a run (one row per workload
-// profile, over the measured phases), and false when the run had a single
-// profile. scope prefixes the title ("5×" in a burst); o gives the planned
-// shares of a mix.
-func ProfileTable(scope string, res *run.Result, o *run.Options) (report.LevelTable, bool) {
+// profile) over the named phase, or over the measured phases when phase is
+// "", and false when the run had a single profile. scope prefixes the
+// title ("5×" in a burst); o gives the planned shares of a mix.
+func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (report.LevelTable, bool) {
 	ps := res.Analysis.Profiles
+	group := "measured phases"
+	if phase != "" {
+		p, _ := res.Analysis.Phase(phase)
+		ps, group = p.Profiles, phase+" phase"
+	}
 	if len(ps) == 0 {
 		return report.LevelTable{}, false
 	}
-	title := "By profile (measured phases, every figure from the profile's own requests)"
+	title := "By profile (" + group + ", every figure from the profile's own requests)"
 	if scope != "" {
 		title = scope + ": " + title
 	}

@@ -214,7 +214,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	ht.Meta = nil
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
 		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}}
-	if pt, ok := ProfileTable("", res, &env.Opts); ok {
+	if pt, ok := ProfileTable("", res, &env.Opts, ""); ok {
 		h.Breakdowns = append(h.Breakdowns, pt)
 	}
 	return WriteReports(res.Spec.Dir, t, h)

@@ -336,7 +336,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		Charts:     charts(sr, soakStart),
 	}
 	extra := []report.LevelTable{tt}
-	if pt, ok := experiment.ProfileTable("", res, o); ok {
+	if pt, ok := experiment.ProfileTable("", res, o, ""); ok {
 		h.Breakdowns = append(h.Breakdowns, pt)
 		extra = append(extra, pt)
 	}
