@@ -299,3 +299,15 @@ func TestDistYAMLString(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMixPick is the cost of the choice alone (ProfileName).
+func BenchmarkMixPick(b *testing.B) {
+	g := mixGen(b, 1, "chat=0.7,rag=0.2,longgen=0.1")
+	a := schedule.Arrival{}
+	n := 0
+	for b.Loop() {
+		a.Seq++
+		n += len(g.ProfileName(&a))
+	}
+	_ = n
+}
