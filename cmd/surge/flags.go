@@ -76,6 +76,18 @@ func (v lengthValue) String() string {
 func (v lengthValue) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }
 func (lengthValue) Type() string         { return "tokens" }
 
+// mixValue is the --mix flag: name=weight pairs (workload.ParseMix).
+type mixValue struct{ p *workload.Mix }
+
+func (v mixValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+func (v mixValue) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }
+func (mixValue) Type() string         { return "profile=weight,..." }
+
 func (f *flags) length(p *workload.Length, key, name, usage string) {
 	f.fs.Var(lengthValue{p}, name, usage)
 	f.bind(key, name)
@@ -203,9 +215,10 @@ func (f *flags) options(o *run.Options) {
 	f.integer(&o.Retries, "retries", "retries", "retries after 429/5xx/connection errors, honouring Retry-After (0 = off; every attempt is counted)")
 	f.integer(&o.MaxInFlight, "max_in_flight", "max-in-flight", "in-flight cap; an arrival beyond it is recorded as generator_drop, never delayed")
 	f.dur(&o.Spin, "spin", "spin", "spin this long before each arrival for sub-millisecond send precision (costs a core; 0 = off)")
-	f.str(&o.Profile, "profile", "profile", "workload profile: "+strings.Join(workload.Names(), ", "))
-	f.length(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "prompt length in tokens, replacing the profile's distribution: a count (200) or a distribution — uniform:min=100,max=400, normal:mean=500,sd=120, lognormal:median=800,p95=6000, empirical:FILE (a tokens,count CSV from your logs); 0 = the profile's")
-	f.length(&o.OutputTokens, "output_tokens", "output-tokens", "output length (max_tokens) in tokens, replacing the profile's distribution: a count or a distribution as for --prompt-tokens (max_tokens = each draw); 0 = the profile's")
+	f.str(&o.Profile, "profile", "profile", "workload profile: "+strings.Join(workload.Names(), ", ")+", or one defined under profiles: in the -f file")
+	f.value(mixValue{&o.Mix}, "mix", "mix", "send a weighted mix of profiles instead of one, each request labelled with its profile and every table split by profile, e.g. --mix chat=0.7,rag=0.2,longgen=0.1 (weights ≥ 0, normalised; profiles built in or defined under profiles: in the -f file; not with --profile)")
+	f.length(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "prompt length in tokens, replacing the profile's distribution (with --mix: every profile's): a count (200) or a distribution — uniform:min=100,max=400, normal:mean=500,sd=120, lognormal:median=800,p95=6000, empirical:FILE (a tokens,count CSV from your logs); 0 = the profile's")
+	f.length(&o.OutputTokens, "output_tokens", "output-tokens", "output length (max_tokens) in tokens, replacing the profile's distribution (with --mix: every profile's): a count or a distribution as for --prompt-tokens (max_tokens = each draw); 0 = the profile's")
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
 	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes (the user-facing contract).
@@ -60,7 +61,12 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	// cobra's own errors (unknown flag, bad value, missing args) are usage errors.
+	// cobra's own errors (unknown flag, bad value, missing args) are usage
+	// errors. A bad value is told as every field error is: "--mix: …".
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		err = fmt.Errorf("--%s: %w", bad.GetFlag().Name, bad.Unwrap())
+	}
 	fmt.Fprintln(stderr, "surge:", err)
 	fmt.Fprintln(stderr, "Run 'surge --help' for usage.")
 	return exitUsage

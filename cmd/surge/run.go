@@ -38,7 +38,15 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   surge run --target http://127.0.0.1:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct \
     --rate 20 --duration 2m --warmup 30s --metrics-url http://127.0.0.1:8000/metrics
 
-  # phases from a YAML file (flags win over the file)
+  # a weighted mix of profiles, each request labelled, every table split by profile
+  surge run --mix chat=0.7,rag=0.2,longgen=0.1 --rate 5 --duration 20s
+
+  # the same in virtual time against the engine model (instant)
+  surge run --simulate --mix chat=0.7,rag=0.2,longgen=0.1 --rate 5 --duration 20s
+
+  # phases from a YAML file (flags win over the file); it may define profiles
+  # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
+  #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
   surge run -f experiment.yaml
 
   # look before you send: the phases, arrivals and workload, nothing sent or written
@@ -55,10 +63,11 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.f64(&cfg.Speed, "speed", "speed", "replay speed factor (2 = twice as fast)")
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
+	f.boolean(&cfg.Simulate, "simulate", "simulate", "run in virtual time against the engine model (seconds, not the run's duration)")
 	f.options(&cfg.Options)
 	var dry bool
 	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage)
-	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options,
+	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
 		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(keys map[string]*yaml.Node) error {
 			cfg.ConfigFile = file
@@ -98,6 +107,30 @@ func phasesGiven(file string, keys map[string]*yaml.Node, set func(key string) b
 		}
 	}
 	return usageErr("%s: no phases: list them under phases:, or set rate and duration for a single phase", file)
+}
+
+// profileOrMix refuses a profile and a mix given together (flag or file):
+// a mix names every profile it sends, so a profile beside it would be
+// silently ignored.
+func profileOrMix(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
+	if len(o.Mix) == 0 {
+		return nil
+	}
+	pn, pFile := keys["profile"]
+	mn, mFile := keys["mix"]
+	pFlag, mFlag := f.set("profile"), f.set("mix")
+	if !pFlag && !pFile {
+		return nil
+	}
+	const why = "give --profile or --mix, not both (a mix names every profile it sends)"
+	switch {
+	case mFlag:
+		return usageErr("--mix: %s", why)
+	case mFile && pFlag:
+		return usageErr("%s:%d: mix: %s", f.path, mn.Line, why)
+	default:
+		return usageErr("%s:%d: mix: give profile or mix, not both (a mix names every profile it sends; profile is on line %d)", f.path, mn.Line, pn.Line)
+	}
 }
 
 // exitCodesHelp ends every experiment's --help.
@@ -140,6 +173,9 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		if err := x.prepare(keys); err != nil {
 			return err
 		}
+	}
+	if err := profileOrMix(x.flags, keys, x.options); err != nil {
+		return err
 	}
 	if err := x.validate(); err != nil {
 		return x.flags.explain(err)

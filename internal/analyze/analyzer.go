@@ -295,6 +295,8 @@ type Analyzer struct {
 	recov    *windowSeries // recovery windows; == windows unless Recovery.Window differs
 	timeline *timeline
 	anom     Anomalies
+	profiles profileSet   // the measured records by profile label
+	byPhase  []profileSet // each phase's records by profile label, indexed like cfg.Phases
 }
 
 // New returns an Analyzer for cfg, or the configuration's errors.
@@ -303,11 +305,12 @@ func New(cfg Config) (*Analyzer, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1}
+	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1, profiles: profileSet{}}
 	a.runStart, a.runEnd = int64(cfg.Phases[0].Start), int64(cfg.Phases[0].End)
 	for i, p := range cfg.Phases {
 		a.byStart = append(a.byStart, i)
 		a.phases = append(a.phases, &acc{})
+		a.byPhase = append(a.byPhase, profileSet{})
 		a.runStart = min(a.runStart, int64(p.Start))
 		a.runEnd = max(a.runEnd, int64(p.End))
 		if p.Name == cfg.BurstPhase {
@@ -430,6 +433,10 @@ func (a *Analyzer) Add(rec *record.Record) {
 	s.rec = rec
 	if pi := a.phaseOf(sched); pi >= 0 {
 		a.phases[pi].observe(&s)
+		a.byPhase[pi].observe(rec.Profile, &s)
+		if !a.cfg.Phases[pi].Excluded {
+			a.profiles.observe(rec.Profile, &s)
+		}
 		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
 			a.anom.PhaseLabelMismatch++
 		}
@@ -442,6 +449,7 @@ func (a *Analyzer) Add(rec *record.Record) {
 	}
 	if s.slot == slotOK && done != none {
 		a.countCompletion(done)
+		a.countProfileCompletion(rec.Profile, done)
 	}
 	a.anom.TimelineClipped += a.timeline.add(rec)
 }
@@ -486,6 +494,10 @@ func (a *Analyzer) Merge(b *Analyzer) error {
 	}
 	a.timeline.merge(b.timeline)
 	a.anom.add(b.anom)
+	a.profiles.merge(b.profiles)
+	for i := range a.byPhase {
+		a.byPhase[i].merge(b.byPhase[i])
+	}
 	return nil
 }
 

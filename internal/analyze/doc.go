@@ -103,6 +103,17 @@
 // interrupted overload never make a percentile, or a PASS, on their own. A
 // request cancelled before it was sent is not censored.
 //
+// # By profile (Result.Profiles)
+//
+// When the measured records (those in Overall) carry more than one profile
+// label, Profiles holds one entry per label, sorted by name: the Stats of
+// exactly that profile's records, computed as Overall is (rates over
+// Overall's duration; percentiles by nearest rank over the profile's own
+// values, with its own timeouts censoring them — never an average of
+// other groups' percentiles), Share = its arrivals / Overall's, and the
+// exact nearest-rank medians of the server's prompt and output token
+// counts over its ok requests. With one label Profiles is nil.
+//
 // # SLO
 //
 // An SLO is a set of optional clauses checked per phase and overall:

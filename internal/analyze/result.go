@@ -175,6 +175,9 @@ type PhaseResult struct {
 	Excluded bool    `json:"excluded"`
 	Stats
 	SLO Verdict `json:"slo"`
+	// Profiles splits the phase by workload profile when the run's
+	// records carry more than one; nil otherwise (see Result.Profiles).
+	Profiles []ProfileResult `json:"profiles,omitempty"`
 }
 
 // WindowResult is the analysis of one arrival-time window. StartMs and EndMs
@@ -235,6 +238,9 @@ type Result struct {
 	Recovery  Recovery       `json:"recovery"`
 	Timeline  []Sample       `json:"timeline"`
 	Anomalies Anomalies      `json:"anomalies"`
+	// Profiles splits Overall by workload profile when the measured
+	// records carry more than one (a mix); nil otherwise.
+	Profiles []ProfileResult `json:"profiles,omitempty"`
 }
 
 // Phase returns the result of the named phase.
@@ -273,19 +279,27 @@ func (a *Analyzer) Result() *Result {
 	}
 	overall := &acc{}
 	var overallNs int64
+	multi := a.manyProfiles()
 	for i, p := range c.Phases {
 		d := int64(p.End - p.Start)
 		st := a.phases[i].stats(d, timeoutMs)
-		r.Phases = append(r.Phases, PhaseResult{
+		pr := PhaseResult{
 			Name: p.Name, StartMs: durMs(p.Start), EndMs: durMs(p.End), Rate: p.Rate, Excluded: p.Excluded,
 			Stats: st, SLO: c.SLO.check(&st),
-		})
+		}
+		if multi {
+			pr.Profiles = a.byPhase[i].results(d, timeoutMs, st.Offered)
+		}
+		r.Phases = append(r.Phases, pr)
 		if !p.Excluded {
 			overall.merge(a.phases[i])
 			overallNs += d
 		}
 	}
 	r.Overall = overall.stats(overallNs, timeoutMs)
+	if multi {
+		r.Profiles = a.profiles.results(overallNs, timeoutMs, r.Overall.Offered)
+	}
 	r.Verdict = c.SLO.check(&r.Overall)
 	r.Windows = a.windowResults(a.windows, timeoutMs)
 	rw := r.Windows

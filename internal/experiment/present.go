@@ -78,6 +78,7 @@ func PrintPhases(w io.Writer, res *run.Result) {
 		}
 	}
 	tw.Flush()
+	printProfiles(w, a)
 	if line := outcomeLine(&a.Overall); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -198,7 +199,7 @@ func GeneratorOf(recs []record.Record, fromNs, toNs int64, lagP99Ms float64) ana
 // Row builds a results-table row (docs/method.md §13) from the phase named phase.
 func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	a := res.Analysis
-	r := report.Row{Model: o.Model, Workload: o.Profile, Deployment: o.Deployment, Samples: a.Overall.Offered, Partial: res.Partial}
+	r := report.Row{Model: o.Model, Workload: o.WorkloadName(), Deployment: o.Deployment, Samples: a.Overall.Offered, Partial: res.Partial}
 	if r.Deployment == "" && res.Simulated {
 		r.Deployment = "simulator"
 	}
@@ -351,7 +352,7 @@ func HTMLMeta(env *run.Env) []report.KV {
 	kv := []report.KV{
 		{Key: "target", Value: env.TargetName()},
 		{Key: "model", Value: o.Model},
-		{Key: "workload", Value: o.Profile},
+		{Key: "workload", Value: o.WorkloadName()},
 		{Key: "deadlines", Value: fmt.Sprintf("TTFT ≤ %s, completion ≤ %s from the scheduled arrival", o.TTFTDeadline, o.E2EDeadline)},
 		{Key: "per-request timeout", Value: o.Timeout.String()},
 		{Key: "surge", Value: env.Version},
@@ -380,9 +381,21 @@ func PromptMeta(ps *record.PromptSizing) (kv []report.KV, notes []string) {
 	return kv, notes
 }
 
-// WriteReports writes results.md/.csv/.json and report.html into d.
+// WriteReports writes results.md/.csv/.json and report.html into d;
+// results.md shows h's breakdown tables (by profile) after t.
 func WriteReports(d *rundir.Dir, t report.Table, h report.HTMLReport) error {
-	if err := d.WriteFile("results.md", func(w io.Writer) error { return report.WriteMarkdown(w, t) }); err != nil {
+	if err := d.WriteFile("results.md", func(w io.Writer) error {
+		if err := report.WriteMarkdown(w, t); err != nil {
+			return err
+		}
+		for _, b := range h.Breakdowns {
+			fmt.Fprintln(w)
+			if err := report.WriteLevelMarkdown(w, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if err := d.WriteFile("results.csv", func(w io.Writer) error { return report.WriteCSV(w, t) }); err != nil {

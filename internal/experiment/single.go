@@ -32,6 +32,7 @@ type RunConfig struct {
 	Trace      string        `yaml:"trace"`      // single phase: replay this trace (CSV or JSONL)
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
+	Simulate   bool          `yaml:"simulate"`   // run in virtual time against the engine model
 
 	// DurationSet says Duration was given (flag or file); without it a
 	// replay runs the whole trace (schedule.FitTrace).
@@ -202,7 +203,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		}
 		row := Row(res, &env.Opts, ph.Name)
 		NoBurst(&row)
-		row.Workload = env.Opts.Profile + " / " + ph.Name
+		row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
 		t.Rows = append(t.Rows, row)
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
@@ -220,8 +221,12 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	t.Notes = append(t.Notes, pnotes...)
 	ht := t
 	ht.Meta = nil
-	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
-		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}})
+	h := report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
+		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}}
+	if pt, ok := ProfileTable("", res, &env.Opts, ""); ok {
+		h.Breakdowns = append(h.Breakdowns, pt)
+	}
+	return WriteReports(res.Spec.Dir, t, h)
 }
 
 // RerenderRun re-analyses one run folder from its files and writes every

@@ -64,6 +64,11 @@ type Config struct {
 	RunID string
 	// Profile is copied into each record.
 	Profile string
+	// ProfileOf, when set, names the profile of an arrival instead of
+	// Profile, so that an arrival dropped by the in-flight cap (never
+	// built) carries the profile it would have had (a mix's choice). It
+	// must be safe for concurrent use. A sent request's own label wins.
+	ProfileOf func(*schedule.Arrival) string
 	// Judge, when set, decides each finished record's Good flag (the
 	// per-request deadline) before the record reaches the sink.
 	Judge func(*record.Record) bool
@@ -184,6 +189,9 @@ func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arr
 func (o *Open) newRecord(a *schedule.Arrival) record.Record {
 	rec := record.New(requestID(o.cfg.RunID, a.Seq), a.Seq, a.Phase, int64(a.At))
 	rec.Profile = o.cfg.Profile
+	if o.cfg.ProfileOf != nil {
+		rec.Profile = o.cfg.ProfileOf(a)
+	}
 	return rec
 }
 

@@ -43,6 +43,19 @@ type Manifest struct {
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`
+	// Mix lists the profiles of a mixed workload (--mix) with their
+	// shares and distributions; absent for a single profile.
+	Mix []MixProfile `json:"mix,omitempty"`
+}
+
+// MixProfile is one profile of a mixed workload as it was sent.
+type MixProfile struct {
+	Name      string  `json:"name"`
+	Weight    float64 `json:"weight"`     // as given
+	Share     float64 `json:"share"`      // weight / Σweights: the expected fraction of arrivals
+	Prompt    string  `json:"prompt"`     // prompt length distribution, tokens (workload.ParseDist's form)
+	Output    string  `json:"output"`     // output length distribution, tokens
+	MaxTokens int     `json:"max_tokens"` // cap: max_tokens = min(output draw, cap)
 }
 
 // PromptSizing says how prompts were sized (the calibration against the

@@ -35,10 +35,14 @@ var pageTmpl = template.Must(template.New("report.html").Funcs(template.FuncMap{
 // HTMLReport is everything report.html shows: metadata, results tables and
 // the charts of each run (one run per multiplier in a burst experiment).
 type HTMLReport struct {
-	Title  string      // page title and heading
-	Meta   []KV        // what was tested: target, model, deployment, tool version…
-	Tables []Table     // results tables, rendered as HTML tables
-	Runs   []RunCharts // one section of charts per run
+	Title  string  // page title and heading
+	Meta   []KV    // what was tested: target, model, deployment, tool version…
+	Tables []Table // results tables, rendered as HTML tables
+	// Breakdowns are further tables of one row per group of requests
+	// (a run's results by workload profile), shown after the results
+	// tables; none for most runs.
+	Breakdowns []LevelTable
+	Runs       []RunCharts // one section of charts per run
 }
 
 // Series is one value per time window; NaN marks a window without a value
@@ -151,6 +155,9 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 	for _, t := range r.Tables {
 		page.Tables = append(page.Tables, newHTMLTable(t))
 	}
+	if page.Breakdowns, err = breakdownHTML(r.Breakdowns); err != nil {
+		return err
+	}
 	for i, run := range data.Runs {
 		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta})
 	}
@@ -168,6 +175,7 @@ type htmlPage struct {
 	Title             string
 	Meta              []KV
 	Tables            []htmlTable
+	Breakdowns        template.HTML // the Breakdowns section, rendered by this package; "" for none
 	Runs              []htmlRun
 	UPlotCSS, CSS     template.CSS
 	UPlotJS, JS, Data template.JS

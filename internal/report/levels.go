@@ -707,36 +707,9 @@ func WriteLevelHTML(w io.Writer, r LevelReport) error {
 		Tables []levelHTMLTable
 		Charts []levelHTMLChart
 	}{}
-	for _, t := range r.Levels {
-		if err := t.validate(); err != nil {
-			return err
-		}
-		v := t.view()
-		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: append(append([]string(nil), t.Notes...), v.reasons...)}
-		for _, c := range t.Columns {
-			ht.Heads = append(ht.Heads, htmlHead{Text: c.Head, Title: c.Desc, Numeric: numericKind(c.Kind)})
-		}
-		for i, row := range t.Rows {
-			var cells []htmlCell
-			for j, c := range row {
-				_, _, _, why := c.format(t.Columns[j].Kind)
-				hc := htmlCell{Text: v.text[i][j], Title: why}
-				valid, censored := c.Num.state()
-				switch {
-				case t.Columns[j].Kind == LevelText:
-				case censored:
-					hc.Class = "bound"
-				case !valid:
-					hc.Class = "na"
-				}
-				if numericKind(t.Columns[j].Kind) {
-					hc.Class = strings.TrimSpace(hc.Class + " num")
-				}
-				cells = append(cells, hc)
-			}
-			ht.Rows = append(ht.Rows, cells)
-		}
-		data.Tables = append(data.Tables, ht)
+	var err error
+	if data.Tables, err = levelHTMLTables(r.Levels); err != nil {
+		return err
 	}
 	for _, c := range r.Charts {
 		var svg strings.Builder
@@ -765,4 +738,41 @@ func WriteLevelHTML(w io.Writer, r LevelReport) error {
 		return fmt.Errorf("report: write html: %w", err)
 	}
 	return nil
+}
+
+// levelHTMLTables prepares level tables for the template.
+func levelHTMLTables(ts []LevelTable) ([]levelHTMLTable, error) {
+	var out []levelHTMLTable
+	for _, t := range ts {
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		v := t.view()
+		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: append(append([]string(nil), t.Notes...), v.reasons...)}
+		for _, c := range t.Columns {
+			ht.Heads = append(ht.Heads, htmlHead{Text: c.Head, Title: c.Desc, Numeric: numericKind(c.Kind)})
+		}
+		for i, row := range t.Rows {
+			var cells []htmlCell
+			for j, c := range row {
+				_, _, _, why := c.format(t.Columns[j].Kind)
+				hc := htmlCell{Text: v.text[i][j], Title: why}
+				valid, censored := c.Num.state()
+				switch {
+				case t.Columns[j].Kind == LevelText:
+				case censored:
+					hc.Class = "bound"
+				case !valid:
+					hc.Class = "na"
+				}
+				if numericKind(t.Columns[j].Kind) {
+					hc.Class = strings.TrimSpace(hc.Class + " num")
+				}
+				cells = append(cells, hc)
+			}
+			ht.Rows = append(ht.Rows, cells)
+		}
+		out = append(out, ht)
+	}
+	return out, nil
 }

@@ -252,7 +252,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Target: e.TargetName(), Simulated: e.Simulated, VirtualTime: e.Virtual,
 		Model: o.Model, API: o.API, KeySource: e.KeySource,
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
-		Workload: o.Profile, PromptSet: promptSet(o),
+		Workload: o.WorkloadName(), PromptSet: promptSet(o), Mix: manifestMix(o),
 		Seed: o.Seed, MetricsURL: record.RedactURL(e.MetricsURL),
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
@@ -273,6 +273,9 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 
 func promptSet(o *Options) string {
 	s := "synthetic (surge workload profile " + o.Profile
+	if len(o.Mix) > 0 {
+		s = "synthetic (surge workload mix " + o.Mix.String()
+	}
 	if n := o.PromptTokens.Fixed(); n > 0 {
 		s += fmt.Sprintf(", prompts fixed at %d tokens", n)
 	} else if o.PromptTokens.IsSet() {
@@ -284,6 +287,25 @@ func promptSet(o *Options) string {
 		s += ", output tokens " + o.OutputTokens.String()
 	}
 	return s + ")"
+}
+
+// manifestMix is the mix as sent: every profile with its weight, share
+// and distributions (the fixed lengths applied); nil without a mix.
+func manifestMix(o *Options) []record.MixProfile {
+	ws, err := o.WorkloadMix()
+	if err != nil || len(ws) == 0 {
+		return nil
+	}
+	sum := 0.0
+	for _, w := range ws {
+		sum += w.Weight
+	}
+	out := make([]record.MixProfile, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, record.MixProfile{Name: w.Profile.Name, Weight: w.Weight, Share: w.Weight / sum,
+			Prompt: w.Profile.Prompt.String(), Output: w.Profile.Output.String(), MaxTokens: w.Profile.MaxTokens})
+	}
+	return out
 }
 
 // redactedOptions is the options as recorded: header values and URL

@@ -85,7 +85,8 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		return r
 	}
 	d := o.Deadlines()
-	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile,
+	labels, _ := workload.New(wcfg) // validated by Execute; only its ProfileName, which is safe for concurrent use
+	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile, ProfileOf: labels.ProfileName,
 		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
 	// The driver: the open-loop schedule, or closed-loop users (sweeps).
 	var counters *loadgen.Counters

@@ -54,7 +54,15 @@ type Options struct {
 	MaxInFlight int           `yaml:"max_in_flight"` // in-flight cap; beyond it arrivals are generator_drop
 	Spin        time.Duration `yaml:"spin"`          // sleep-then-spin window for sub-ms send precision (0 = off)
 
-	Profile      string          `yaml:"profile"`       // workload profile: chat, rag, longgen
+	Profile string `yaml:"profile"` // workload profile: chat, rag, longgen, or one of Profiles
+	// Profiles are custom profiles for Profile and Mix (name, prompt and
+	// output distributions, max_tokens; max_tokens 0 = the output's
+	// largest). A name may redefine a built-in.
+	Profiles []workload.Profile `yaml:"profiles"`
+	// Mix, when set, sends a weighted mix of profiles instead of Profile:
+	// each arrival gets one, labelled in its record. PromptTokens and
+	// OutputTokens apply to every profile of the mix.
+	Mix          workload.Mix    `yaml:"mix"`
 	PromptTokens workload.Length `yaml:"prompt_tokens"` // prompt length (a count or a distribution) instead of the profile's (unset = profile)
 	OutputTokens workload.Length `yaml:"output_tokens"` // output length (max_tokens) instead of the profile's (unset = profile)
 	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
@@ -139,9 +147,7 @@ func (o *Options) Validate() error {
 	if o.Spin < 0 || o.Spin > 10*time.Millisecond {
 		bad("spin", "must be 0..10ms, got %s", o.Spin)
 	}
-	if _, err := workload.Lookup(o.Profile); err != nil {
-		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
-	}
+	o.validateWorkload(bad)
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
 	}
@@ -204,12 +210,77 @@ func (o *Options) Validate() error {
 	return errs.Err()
 }
 
-// WorkloadProfile is the workload profile with the fixed lengths applied.
+// validateWorkload checks the custom profiles, the profile and the mix,
+// filling a custom profile's max_tokens 0 with its output's largest.
+func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
+	for i := range o.Profiles {
+		p := &o.Profiles[i]
+		if p.MaxTokens == 0 && p.Output.Kind != "" && p.Output.Validate() == nil {
+			p.MaxTokens = p.Output.Upper()
+		}
+		if err := p.Validate(); err != nil {
+			bad("profiles", "%s", strings.TrimPrefix(err.Error(), "workload: "))
+			return
+		}
+		for _, q := range o.Profiles[:i] {
+			if q.Name == p.Name {
+				bad("profiles", "profile %q: defined twice", p.Name)
+				return
+			}
+		}
+	}
+	if len(o.Mix) > 0 {
+		if _, err := o.WorkloadMix(); err != nil {
+			bad("mix", "%s", strings.TrimPrefix(err.Error(), "workload: "))
+		}
+		return
+	}
+	if _, err := workload.LookupIn(o.Profiles, o.Profile); err != nil {
+		bad("profile", "%v", err)
+	}
+}
+
+// WorkloadName names the workload in tables and the manifest: the
+// profile, or "mix chat=0.7,rag=0.3".
+func (o *Options) WorkloadName() string {
+	if len(o.Mix) > 0 {
+		return "mix " + o.Mix.String()
+	}
+	return o.Profile
+}
+
+// WorkloadMix is the mix's profiles with the fixed lengths applied to each,
+// and their weights; nil without a mix.
+func (o *Options) WorkloadMix() ([]workload.Weighted, error) {
+	if len(o.Mix) == 0 {
+		return nil, nil
+	}
+	ws, err := o.Mix.Resolve(o.Profiles)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ws {
+		o.override(&ws[i].Profile)
+		if err := ws[i].Profile.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+// WorkloadProfile is the workload profile with the fixed lengths applied
+// (without a mix).
 func (o *Options) WorkloadProfile() (workload.Profile, error) {
-	p, err := workload.Lookup(o.Profile)
+	p, err := workload.LookupIn(o.Profiles, o.Profile)
 	if err != nil {
 		return p, err
 	}
+	o.override(&p)
+	return p, p.Validate()
+}
+
+// override applies PromptTokens and OutputTokens to p.
+func (o *Options) override(p *workload.Profile) {
 	if o.PromptTokens.IsSet() {
 		p.Prompt = o.PromptTokens.Dist()
 	}
@@ -218,7 +289,6 @@ func (o *Options) WorkloadProfile() (workload.Profile, error) {
 		p.Output = o.OutputTokens.Dist()
 		p.MaxTokens = p.Output.Upper()
 	}
-	return p, p.Validate()
 }
 
 // WorkloadConfig is the workload every request of a run is generated
@@ -231,7 +301,11 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	if err != nil {
 		return workload.Config{}, err
 	}
-	c := workload.Config{Profile: prof, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	mix, err := o.WorkloadMix()
+	if err != nil {
+		return workload.Config{}, err
+	}
+	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
 	return c, c.Validate()
 }
 

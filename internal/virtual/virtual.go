@@ -101,11 +101,12 @@ type Output struct {
 }
 
 // batch is one simulated run, before conversion: the arrivals as sent, what
-// the client observed of each, and the max_tokens each asked for.
+// the client observed of each, and what each request asked for and was
+// labelled with.
 type batch struct {
 	arrivals []schedule.Arrival
 	outs     []sim.Outcome
-	maxTok   []int
+	tags     []tag // max_tokens and the labels of each request
 }
 
 // records converts every outcome into the Record the HTTP client would have
@@ -113,7 +114,7 @@ type batch struct {
 func (c *Config) records(b *batch) []record.Record {
 	recs := make([]record.Record, len(b.outs))
 	for i := range b.outs {
-		recs[i] = c.record(&b.arrivals[i], &b.outs[i], b.maxTok[i])
+		recs[i] = c.record(&b.arrivals[i], &b.outs[i], &b.tags[i])
 		recs[i].Good = analyze.Judge(&recs[i], c.Deadlines)
 	}
 	return recs
@@ -121,9 +122,10 @@ func (c *Config) records(b *batch) []record.Record {
 
 // record converts one outcome. The client is ideal: it sends and connects at
 // the scheduled time, so every lag is zero and every time is the engine's.
-func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) record.Record {
+func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Record {
 	rec := record.New(c.Run+"-"+strconv.FormatInt(a.Seq, 10), a.Seq, a.Phase, int64(a.At))
-	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, maxTokens, 1
+	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, int(t.maxTok), 1
+	t.label(&rec)
 	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
 	rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
 	at := func(d time.Duration) int64 {

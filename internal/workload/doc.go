@@ -11,7 +11,12 @@
 //	           median m, σ the standard deviation of ln L,
 //	           unclamped mean m·e^(σ²/2) (Dist.Mean gives the clamped mean)
 //	uniform:   L uniform over the integers min..max, mean (min + max)/2
+//	normal:    L = clamp(round(mean + sd·Z), min, max)
+//	empirical: L = values[i] with probability counts[i] / Σcounts
 //	fixed:     L = value
+//
+// In YAML a Dist is a mapping of its fields or one string in ParseDist's
+// form (`lognormal:median=800,p95=6000`).
 //
 // A Profile pairs a prompt-length Dist with an output-length Dist and a cap:
 // max_tokens = min(output draw, cap). The defaults (DefaultProfiles) are
@@ -19,10 +24,27 @@
 // longgen (median 300 / 1000). Replayed arrivals that carry token counts
 // override the draws.
 //
+// # Mixes
+//
+// A Mix runs several profiles in one run: each arrival gets profile i with
+// probability wᵢ / Σw (weights ≥ 0, finite, Σw > 0; they need not sum to 1).
+// The choice is a function of (Seed, Seq) alone: with the profiles sorted
+// by name and Bᵢ the cumulative share of profiles 0..i,
+//
+//	u = ⌊splitmix64(splitmix64(Seed ⊕ "profile") ⊕ splitmix64(Seq)) / 2¹¹⌋ / 2⁵³ ∈ [0, 1)
+//	profile = the first i with u < Bᵢ
+//
+// It draws nothing from the request's own stream, so a mix of one profile
+// makes exactly that profile's requests, and the same mix written in any
+// order makes the same run. The chosen profile's distributions and cap
+// apply, and Request.Profile names it (a replayed arrival that carries both
+// lengths stays "replay"). Custom profiles (from a YAML profiles: list) may
+// join a mix or redefine a built-in by name.
+//
 // # Determinism
 //
-// Request k is a function of (Seed, Salt, profile, arrival k) only: the
-// Generator reseeds a PCG from splitmix64(Seed) and splitmix64(Seq) for
+// Request k is a function of (Seed, Salt, profile or mix, arrival k) only:
+// the Generator reseeds a PCG from splitmix64(Seed) and splitmix64(Seq) for
 // every request, so the order of calls and the number of generators do not
 // matter.
 //

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -60,7 +61,11 @@ const bodyShift = 64 << 10
 // is a sensible default.
 type Config struct {
 	Profile Profile // length distributions and max_tokens cap
-	Seed    int64   // requests are a function of (Seed, Salt, arrival) only
+	// Mix, when set, replaces Profile: each arrival gets one of its
+	// profiles, chosen with probability weight / Σweights from (Seed, Seq)
+	// alone (see the package doc).
+	Mix  []Weighted
+	Seed int64 // requests are a function of (Seed, Salt, arrival) only
 	// Salt is mixed into the nonce only. Runs that reuse a seed against the
 	// same server should use different salts (e.g. one per run), or the
 	// server's prefix cache, which outlives a run, would see repeated
@@ -79,8 +84,24 @@ type Config struct {
 	Sizing Sizing
 }
 
-// Validate checks the configuration (the profile).
-func (c *Config) Validate() error { return c.Profile.Validate() }
+// Validate checks the configuration: the profile, or the mix's profiles
+// (unique names) and weights (finite, ≥ 0, summing to > 0).
+func (c *Config) Validate() error {
+	if len(c.Mix) == 0 {
+		return c.Profile.Validate()
+	}
+	m := make(Mix, len(c.Mix))
+	for i := range c.Mix {
+		if err := c.Mix[i].Profile.Validate(); err != nil {
+			return err
+		}
+		m[i] = MixPart{Name: c.Mix[i].Profile.Name, Weight: c.Mix[i].Weight}
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("workload: mix: %w", err)
+	}
+	return nil
+}
 
 // Generator turns scheduled arrivals into Requests. It is deterministic:
 // the request for an arrival depends only on the Config and the arrival
@@ -94,7 +115,8 @@ type Generator struct {
 	nonce uint64 // derived from Seed and Salt
 	pcg   rand.PCG
 	rng   *rand.Rand
-	text  []byte // a snapshot of the shared corpus text
+	text  []byte    // a snapshot of the shared corpus text
+	mix   mixPicker // the profiles of Config.Mix; none without a mix
 }
 
 // New returns a Generator for cfg.
@@ -108,8 +130,37 @@ func New(cfg Config) (*Generator, error) {
 		nonce: splitmix64(splitmix64(uint64(cfg.Seed)) ^ cfg.Salt),
 	}
 	g.rng = rand.New(&g.pcg)
-	g.text = corpusText(cfg.Sizing.Bytes(cfg.Profile.Prompt.Upper()) + bodyShift + 64)
+	upper := 0
+	if len(cfg.Mix) > 0 {
+		g.mix = newMixPicker(cfg.Seed, cfg.Mix)
+		for i := range g.mix.profiles {
+			upper = max(upper, g.mix.profiles[i].Prompt.Upper())
+		}
+	} else {
+		upper = cfg.Profile.Prompt.Upper()
+	}
+	g.text = corpusText(cfg.Sizing.Bytes(upper) + bodyShift + 64)
 	return g, nil
+}
+
+// profile is arrival a's profile: Config.Profile, or the mix's choice
+// for a.Seq.
+func (g *Generator) profile(seq int64) *Profile {
+	if len(g.mix.profiles) == 0 {
+		return &g.cfg.Profile
+	}
+	return &g.mix.profiles[g.mix.pick(seq)]
+}
+
+// ProfileName is the Profile label Generate gives arrival a, without
+// drawing anything: "replay" when a carries both lengths, else the
+// profile's name (the mix's choice for a.Seq). It reads only what New set,
+// so it is safe for concurrent use, unlike Generate.
+func (g *Generator) ProfileName(a *schedule.Arrival) string {
+	if a.PromptTokens > 0 && a.OutputTokens > 0 {
+		return ProfileReplay
+	}
+	return g.profile(a.Seq).Name
 }
 
 // Generate returns the request for arrival a:
@@ -122,20 +173,22 @@ func New(cfg Config) (*Generator, error) {
 //	                  EstimateTokens(Prompt) = T
 //	PromptTokens    = T, the intended length
 //
-// T is clamped to MaxPromptTokens. Profile is the profile's name, or
-// "replay" when both lengths came from the arrival.
+// T is clamped to MaxPromptTokens. Profile is the profile's name (with a
+// mix, the profile chosen for a.Seq, whose distributions and cap apply),
+// or "replay" when both lengths came from the arrival.
 func (g *Generator) Generate(a schedule.Arrival) Request {
-	prompt, output, shift := g.draw(a)
-	profile := g.cfg.Profile.Name
+	p := g.profile(a.Seq)
+	prompt, output, shift := g.draw(p, a)
+	label := p.Name
 	if a.PromptTokens > 0 && a.OutputTokens > 0 {
-		profile = ProfileReplay
+		label = ProfileReplay
 	}
 	return Request{
 		Seq:          a.Seq,
-		Profile:      profile,
+		Profile:      label,
 		Prompt:       g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift),
 		PromptTokens: prompt,
-		MaxTokens:    min(output, g.cfg.Profile.MaxTokens),
+		MaxTokens:    min(output, p.MaxTokens),
 		IgnoreEOS:    g.cfg.IgnoreEOS,
 	}
 }
@@ -143,17 +196,17 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
 // Generate would draw it, without building the prompt.
 func (g *Generator) IntendedPromptTokens(a schedule.Arrival) int {
-	prompt, _, _ := g.draw(a)
+	prompt, _, _ := g.draw(g.profile(a.Seq), a)
 	return prompt
 }
 
-// draw makes the per-request draws of arrival a: the prompt and output
-// lengths in tokens and the body's start in the corpus.
-func (g *Generator) draw(a schedule.Arrival) (prompt, output, shift int) {
+// draw makes the per-request draws of arrival a from profile p: the
+// prompt and output lengths in tokens and the body's start in the corpus.
+func (g *Generator) draw(p *Profile, a schedule.Arrival) (prompt, output, shift int) {
 	g.pcg.Seed(g.seed1, splitmix64(uint64(a.Seq)))
 	// Both draws always happen, so a replayed length never shifts the other.
-	prompt = g.cfg.Profile.Prompt.Sample(g.rng)
-	output = g.cfg.Profile.Output.Sample(g.rng)
+	prompt = p.Prompt.Sample(g.rng)
+	output = p.Output.Sample(g.rng)
 	shift = g.rng.IntN(bodyShift)
 	if a.PromptTokens > 0 {
 		prompt = min(a.PromptTokens, MaxPromptTokens)

@@ -462,7 +462,11 @@ func simCapacity(o run.Options) (float64, error) {
 	if err != nil {
 		return 0, &run.ConfigError{Err: err}
 	}
-	gen, err := workload.New(workload.Config{Profile: prof, Seed: o.Seed, IgnoreEOS: o.IgnoreEOS})
+	mix, err := o.WorkloadMix()
+	if err != nil {
+		return 0, &run.ConfigError{Err: err}
+	}
+	gen, err := workload.New(workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, IgnoreEOS: o.IgnoreEOS})
 	if err != nil {
 		return 0, &run.ConfigError{Err: err}
 	}

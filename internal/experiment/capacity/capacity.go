@@ -478,7 +478,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		}
 		row := experiment.Row(st.Result, o, stepPhase)
 		experiment.NoBurst(&row)
-		row.Workload = o.Profile + " / " + st.Name
+		row.Workload = o.WorkloadName() + " / " + st.Name
 		results.Rows = append(results.Rows, row)
 		results.Notes = append(results.Notes, experiment.LevelNotes(scope, st.Result)...)
 		h.Runs = append(h.Runs, experiment.Charts(st.Result, o, fmt.Sprintf("%s: %s req/s, %s", st.Name, experiment.FmtRate(st.Rate), st.verdictText())))

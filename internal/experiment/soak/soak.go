@@ -345,10 +345,15 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		Levels:     []report.LevelTable{tt, experiment.WithoutMeta(wt)},
 		Charts:     charts(sr, soakStart),
 	}
+	extra := []report.LevelTable{tt}
+	if pt, ok := experiment.ProfileTable("", res, o, ""); ok {
+		h.Breakdowns = append(h.Breakdowns, pt)
+		extra = append(extra, pt)
+	}
 	if err := d.WriteJSON("soak.json", sr); err != nil {
 		return err
 	}
-	return experiment.WriteLevelReports(d, wt, []report.LevelTable{tt}, &results, h)
+	return experiment.WriteLevelReports(d, wt, extra, &results, h)
 }
 
 // soakCharts plot each series over the soak with its fitted line.

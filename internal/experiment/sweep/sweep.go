@@ -518,7 +518,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
 		row := experiment.Row(lv.Result, o, levelPhase)
 		experiment.NoBurst(&row)
-		row.Workload = o.Profile + " / " + lv.Name
+		row.Workload = o.WorkloadName() + " / " + lv.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
 		results.Notes = append(results.Notes, experiment.LevelNotes(lv.Name, lv.Result)...)

@@ -1,0 +1,110 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+)
+
+// profileColumns are the columns of the by-profile table.
+var profileColumns = []report.LevelColumn{
+	{Key: "profile", Head: "profile", Kind: report.LevelText},
+	{Key: "planned_share", Head: "planned %", Kind: report.LevelRatio, Desc: "the profile's weight / the mix's total weight"},
+	{Key: "share", Head: "arrivals %", Kind: report.LevelRatio, Desc: "the profile's part of the measured arrivals"},
+	{Key: "arrivals", Head: "arrivals", Kind: report.LevelCount},
+	{Key: "ok", Head: "ok", Kind: report.LevelCount},
+	{Key: "error_rate", Head: "err %", Kind: report.LevelRatio},
+	{Key: "rejection_rate", Head: "429 %", Kind: report.LevelRatio},
+	{Key: "timeout_rate", Head: "timeout %", Kind: report.LevelRatio},
+	{Key: "goodput_ratio", Head: "goodput %", Kind: report.LevelRatio, Desc: "arrivals that met the per-request deadline / arrivals"},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "time to first token from the scheduled arrival, ms, over this profile's requests"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
+	{Key: "completion_p50_ms", Head: "completion p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "completion_p99_ms", Head: "completion p99", Kind: report.LevelMs},
+	{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.LevelCount, Desc: "median prompt tokens of the ok requests, from the server's usage"},
+	{Key: "output_tokens_p50", Head: "output tok p50", Kind: report.LevelCount, Desc: "median output tokens of the ok requests, from the server's usage"},
+}
+
+// ProfileTable is the by-profile table of a run (one row per workload
+// profile) over the named phase, or over the measured phases when phase is
+// "", and false when the run had a single profile. scope prefixes the
+// title ("5×" in a burst); o gives the planned shares of a mix.
+func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (report.LevelTable, bool) {
+	ps := res.Analysis.Profiles
+	group := "measured phases"
+	if phase != "" {
+		p, _ := res.Analysis.Phase(phase)
+		ps, group = p.Profiles, phase+" phase"
+	}
+	if len(ps) == 0 {
+		return report.LevelTable{}, false
+	}
+	title := "By profile (" + group + ", every figure from the profile's own requests)"
+	if scope != "" {
+		title = scope + ": " + title
+	}
+	planned := plannedShares(o)
+	t := report.LevelTable{Title: title, Columns: profileColumns}
+	for i := range ps {
+		p := &ps[i]
+		ttft, comp := DistOpts(p.Latency.TTFTSchedule), DistOpts(p.Latency.E2ESchedule)
+		share := report.Unavailable("not a profile of the mix")
+		if len(planned) == 0 {
+			share = report.Unavailable("no --mix")
+		}
+		if w, ok := planned[p.Name]; ok {
+			share = report.Val(w)
+		}
+		tok := func(v int64) report.LevelCell {
+			if v == 0 {
+				return report.NumCell(report.Unavailable("no ok request reported usage"))
+			}
+			return Num(float64(v))
+		}
+		t.Rows = append(t.Rows, []report.LevelCell{
+			report.TextCell(p.Name), report.NumCell(share), Num(p.Share), Num(float64(p.Offered)), Num(float64(p.Succeeded)),
+			Num(p.ErrorRate), Num(p.RateLimitRate), Num(p.TimeoutRate), Num(p.GoodputRatio),
+			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]), report.NumCell(comp[0]), report.NumCell(comp[2]),
+			tok(p.PromptTokensP50), tok(p.OutputTokensP50),
+		})
+	}
+	return t, true
+}
+
+// plannedShares is each mix profile's weight / the total; empty without a
+// mix.
+func plannedShares(o *run.Options) map[string]float64 {
+	out := map[string]float64{}
+	sum := 0.0
+	for _, p := range o.Mix {
+		sum += p.Weight
+	}
+	for _, p := range o.Mix {
+		out[p.Name] = p.Weight / sum
+	}
+	return out
+}
+
+// printProfiles writes the by-profile table of a run to the terminal;
+// nothing for a single profile.
+func printProfiles(w io.Writer, a *analyze.Result) {
+	if len(a.Profiles) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nby profile (measured phases):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "profile\tarrivals\tshare%\tok\terr%\t429%\ttimeout%\tgood%\tTTFT p50\tp95\tp99\tcompletion p50\tp99\tprompt tok p50\toutput tok p50\t")
+	for i := range a.Profiles {
+		p := &a.Profiles[i]
+		t, c := &p.Latency.TTFTSchedule, &p.Latency.E2ESchedule
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", p.Name, p.Offered, 100*p.Share, p.Succeeded,
+			100*p.ErrorRate, 100*p.RateLimitRate, 100*p.TimeoutRate, 100*p.GoodputRatio,
+			t.Text(analyze.Q50), t.Text(analyze.Q95), t.Text(analyze.Q99), c.Text(analyze.Q50), c.Text(analyze.Q99), p.PromptTokensP50, p.OutputTokensP50)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,34 @@
+package virtual
+
+import (
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// tag is what a record needs of its request: max_tokens and the workload
+// labels (profile, dataset row, session, turn, branch, shared prefix),
+// without the prompt or the messages. A virtual run keeps one per arrival
+// until the records are made — 48 bytes, where a Request would keep its
+// text alive — so a run of a million requests stays small.
+type tag struct {
+	profile string
+	session int64
+	maxTok  int32
+	row     int32
+	turn    int32
+	branch  int32
+	prefix  int32
+}
+
+func tagOf(r *workload.Request) tag {
+	return tag{profile: r.Profile, session: r.Session, maxTok: int32(r.MaxTokens), row: int32(r.DatasetRow),
+		turn: int32(r.Turn), branch: int32(r.Branch), prefix: int32(r.PrefixTokens)}
+}
+
+// label copies the labels into rec as the live client's records get them:
+// through Request.Label.
+func (t *tag) label(rec *record.Record) {
+	r := workload.Request{Profile: t.profile, DatasetRow: int(t.row), Session: t.session, Turn: int(t.turn),
+		Branch: int(t.branch), PrefixTokens: int(t.prefix)}
+	r.Label(rec)
+}
