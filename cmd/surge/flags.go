@@ -209,6 +209,7 @@ func (f *flags) options(o *run.Options) {
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
 	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
+	f.integer(&o.SharedPrefix, "shared_prefix", "shared-prefix", "start every prompt with the same text of this many tokens (a common system prompt a prefix cache can reuse), then the per-request nonce and a unique body; the prompt keeps its drawn length, e.g. --shared-prefix 2000 --prompt-tokens 2500 (0 = none: every prompt unique from its first token)")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
 	f.fs.StringVarP(&o.Out, "out", "o", o.Out, "output folder (default out/<command>-<date>-<time>-<id>; an existing non-empty one is refused without --force)")

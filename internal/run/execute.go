@@ -58,7 +58,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, configErr(err)
 	}
 	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS,
-		Sizing: e.Calibration.Sizing()}
+		Sizing: e.Calibration.Sizing(), SharedPrefix: o.SharedPrefix}
 	if e.Virtual {
 		wcfg.Salt = 0
 	}
@@ -141,6 +141,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	slices.Sort(res.DoneOK)
 	res.Prompt = e.promptSizing(wcfg, arrivals, res.Records)
+	res.SharedPrefix = sharedPrefix(wcfg, arrivals, res.Records)
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
 		for _, b := range spec.Plan.Bounds() {
@@ -262,11 +263,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
-	if o.NoNonce {
-		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
-	} else {
-		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
-	}
+	m.CacheState, m.SharedPrefix = cacheState(o, res.SharedPrefix), res.SharedPrefix
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"

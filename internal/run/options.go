@@ -59,6 +59,7 @@ type Options struct {
 	OutputTokens workload.Length `yaml:"output_tokens"` // output length (max_tokens) instead of the profile's (unset = profile)
 	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
 	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	SharedPrefix int             `yaml:"shared_prefix"` // every prompt starts with the same text of this many tokens (0 = none)
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -141,6 +142,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := workload.Lookup(o.Profile); err != nil {
 		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
+	}
+	if o.SharedPrefix < 0 || o.SharedPrefix > workload.MaxPromptTokens-workload.MinUniqueTokens {
+		bad("shared_prefix", "must be 0..%d tokens, got %d", workload.MaxPromptTokens-workload.MinUniqueTokens, o.SharedPrefix)
 	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
