@@ -53,9 +53,9 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 	if err != nil {
 		return nil, err
 	}
-	b := &batch{arrivals: make([]schedule.Arrival, len(r.all)), outs: make([]sim.Outcome, len(r.all)), maxTok: make([]int, len(r.all))}
+	b := &batch{arrivals: make([]schedule.Arrival, len(r.all)), outs: make([]sim.Outcome, len(r.all)), meta: make([]meta, len(r.all))}
 	for i, q := range r.all {
-		b.arrivals[i], b.outs[i], b.maxTok[i] = q.a, q.out, q.maxTok
+		b.arrivals[i], b.outs[i], b.meta[i] = q.a, q.out, q.meta
 	}
 	return cfg.output(b, samples, cl), nil
 }
@@ -65,7 +65,7 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 type closedReq struct {
 	a        schedule.Arrival
 	out      sim.Outcome
-	maxTok   int
+	meta     meta
 	user     int
 	last     time.Duration // the last token, for the longest gap
 	deadline time.Duration // sim.Never without a timeout
@@ -94,7 +94,7 @@ func (q *closedReq) Finished(now time.Duration, res sim.Result) {
 	if q.done {
 		return
 	}
-	q.out.DoneAt, q.out.PromptTokens, q.out.FinishReason = now, res.PromptTokens, res.FinishReason
+	q.out.DoneAt, q.out.PromptTokens, q.out.CachedTokens, q.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
 	q.done = true
 	q.run.fin = append(q.run.fin, q)
 }
@@ -117,6 +117,7 @@ type closedRun struct {
 	active []*closedReq // streaming, possibly finished since the last step
 	fin    []*closedReq // finished during the last Advance, in order
 	wakes  []wake       // users pausing after a failure
+	blocks []uint64     // block hashes of the request being submitted (prefix cache)
 }
 
 // run drives the loop to its end and returns the engine samples.
@@ -211,10 +212,15 @@ func (r *closedRun) start(u int, t time.Duration) {
 	}
 	a := schedule.Arrival{Seq: int64(len(r.all)), At: t, Phase: r.loop.PhaseAt(t)}
 	req := r.gen.Generate(a)
-	q := &closedReq{a: a, maxTok: req.MaxTokens, user: u, last: t, deadline: sim.Never, run: r}
+	q := &closedReq{a: a, meta: metaOf(&req), user: u, last: t, deadline: sim.Never, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
-	tk, err := r.c.Submit(t, sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)
+	sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}
+	if r.cfg.prefixCache() {
+		r.blocks = r.cfg.Blocks(&req, r.blocks[:0])
+		sr.Blocks = r.blocks
+	}
+	tk, err := r.c.Submit(t, sr, q)
 	q.out.Ticket, q.out.Fault, q.out.Replica = tk, tk.Fault.Kind, tk.Replica
 	var qf *sim.QueueFullError
 	switch {

@@ -33,16 +33,26 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b := &batch{arrivals: arrivals, maxTok: make([]int, len(arrivals))}
+	b := &batch{arrivals: arrivals, meta: make([]meta, len(arrivals))}
 	in := make([]sim.Arrival, len(arrivals))
 	for i := range arrivals {
 		r := gen.Generate(arrivals[i])
 		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
-		b.maxTok[i] = r.MaxTokens
+		b.meta[i] = metaOf(&r)
+	}
+	// With the prefix cache on, each prompt is made again and hashed as it
+	// is submitted (the generator is deterministic), rather than holding
+	// every prompt's hashes for the whole run.
+	var blocks sim.BlocksFunc
+	if cfg.prefixCache() {
+		blocks = func(i int, dst []uint64) []uint64 {
+			r := gen.Generate(arrivals[i])
+			return cfg.Blocks(&r, dst)
+		}
 	}
 	var samples []scrape.Sample
 	onSample := func(t time.Duration, s sim.Snapshot) { samples = append(samples, sample(t, s)) }
-	b.outs = sim.Simulate(cl, in, cfg.Timeout, cfg.ScrapeInterval, onSample)
+	b.outs = sim.SimulateBlocks(cl, in, blocks, cfg.Timeout, cfg.ScrapeInterval, onSample)
 	var at time.Duration
 	var why string
 	if stop != nil {
@@ -58,9 +68,9 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 		if cl, err = cfg.cluster(); err != nil {
 			return nil, err
 		}
-		b = &batch{arrivals: arrivals[:n], maxTok: b.maxTok[:n]}
+		b = &batch{arrivals: arrivals[:n], meta: b.meta[:n]}
 		samples = nil
-		b.outs = sim.Simulate(cl, in[:n], cfg.Timeout, cfg.ScrapeInterval, onSample)
+		b.outs = sim.SimulateBlocks(cl, in[:n], blocks, cfg.Timeout, cfg.ScrapeInterval, onSample)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -28,7 +28,16 @@ type Config struct {
 	// counts what it receives. Nil: the engine sees the request's intended
 	// PromptTokens.
 	CountPrompt func(prompt string) int
+	// Blocks, when set, makes the prefix-cache block hashes of a request
+	// as the engine's HTTP facade would (sim.PrefixHasher over the
+	// rendered prompt), appended to dst. Used only when Sim's prefix cache
+	// is on; it is called as each request is submitted, so a run holds the
+	// hashes of the requests in the engine only.
+	Blocks func(r *workload.Request, dst []uint64) []uint64
 }
+
+// prefixCache reports whether requests carry block hashes.
+func (c *Config) prefixCache() bool { return c.Blocks != nil && c.Sim.PrefixCache() }
 
 // promptTokens is the prompt length the engine model sees for r.
 func (c *Config) promptTokens(r *workload.Request) int {
@@ -101,11 +110,29 @@ type Output struct {
 }
 
 // batch is one simulated run, before conversion: the arrivals as sent, what
-// the client observed of each, and the max_tokens each asked for.
+// the client observed of each, and what the record needs of each request.
 type batch struct {
 	arrivals []schedule.Arrival
 	outs     []sim.Outcome
-	maxTok   []int
+	meta     []meta
+}
+
+// meta is what a record needs of its request, without its text: the
+// max_tokens asked for and the workload labels (workload.Request.Label).
+type meta struct {
+	profile                       string
+	maxTok, row, turn, branch, pf int
+	session                       int64
+}
+
+func metaOf(r *workload.Request) meta {
+	return meta{profile: r.Profile, maxTok: r.MaxTokens, row: r.DatasetRow, turn: r.Turn, branch: r.Branch, pf: r.PrefixTokens, session: r.Session}
+}
+
+// label copies the request's labels into rec.
+func (m *meta) label(rec *record.Record) {
+	r := workload.Request{Profile: m.profile, DatasetRow: m.row, Session: m.session, Turn: m.turn, Branch: m.branch, PrefixTokens: m.pf}
+	r.Label(rec)
 }
 
 // records converts every outcome into the Record the HTTP client would have
@@ -113,7 +140,7 @@ type batch struct {
 func (c *Config) records(b *batch) []record.Record {
 	recs := make([]record.Record, len(b.outs))
 	for i := range b.outs {
-		recs[i] = c.record(&b.arrivals[i], &b.outs[i], b.maxTok[i])
+		recs[i] = c.record(&b.arrivals[i], &b.outs[i], &b.meta[i])
 		recs[i].Good = analyze.Judge(&recs[i], c.Deadlines)
 	}
 	return recs
@@ -121,9 +148,10 @@ func (c *Config) records(b *batch) []record.Record {
 
 // record converts one outcome. The client is ideal: it sends and connects at
 // the scheduled time, so every lag is zero and every time is the engine's.
-func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) record.Record {
+func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, m *meta) record.Record {
 	rec := record.New(c.Run+"-"+strconv.FormatInt(a.Seq, 10), a.Seq, a.Phase, int64(a.At))
-	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, maxTokens, 1
+	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, m.maxTok, 1
+	m.label(&rec)
 	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
 	rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
 	at := func(d time.Duration) int64 {
@@ -161,6 +189,7 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) re
 		return rec
 	}
 	rec.Outcome, rec.UsageFromServer = record.OK, true
+	rec.CachedTokens = out.CachedTokens
 	if out.OutputTokens >= 2 {
 		rec.ITLMaxNs = int64(out.MaxGap)
 		rec.TPOTNs = (rec.DoneNs - rec.FirstTokenNs) / int64(out.OutputTokens-1)
