@@ -296,5 +296,7 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	add("tokenize", func(n string) {
 		f.fs.StringVar(&c.Tokenize, n, c.Tokenize, "sim: style of the /tokenize endpoint: vllm, llamacpp, or none (then clients calibrate with probe requests)")
 	})
+	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
+	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -67,3 +67,39 @@ func cacheState(o *Options, sp *record.SharedPrefix) string {
 	}
 	return "unique prompts: nonce first (no prefix reuse); prefix cache defeated"
 }
+
+// modelBlocks is the engine model's prefix-cache hashing of a request in
+// virtual time, of the prompt as the HTTP facade would receive it: for chat
+// the messages (Prompt as one user message), for completions the prompt
+// (the messages' contents joined by blank lines, as the client sends
+// them). Nil when the model has no prefix cache. Not safe for concurrent
+// use (virtual time runs on one goroutine).
+func (e *Env) modelBlocks() func(*workload.Request, []uint64) []uint64 {
+	sc := e.Opts.Sim
+	if !sc.PrefixCache() {
+		return nil
+	}
+	chat := e.Opts.API == "chat"
+	h := sc.NewPrefixHasher(nil)
+	return func(r *workload.Request, dst []uint64) []uint64 {
+		h.Reset(dst)
+		switch {
+		case r.Messages == nil && chat:
+			h.Message("user", r.Prompt)
+		case r.Messages == nil:
+			h.Text(r.Prompt)
+		case chat:
+			for _, m := range r.Messages {
+				h.Message(m.Role, m.Content)
+			}
+		default:
+			for i, m := range r.Messages {
+				if i > 0 {
+					h.Text("\n\n")
+				}
+				h.Text(m.Content)
+			}
+		}
+		return h.Hashes
+	}
+}
