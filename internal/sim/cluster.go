@@ -36,7 +36,7 @@ type Cluster struct {
 
 	submitted, rejected, failed, admitted, finished uint64
 	finishedStop, finishedLength, cancelled, steps  uint64
-	promptTok, genTok, cachedTok                    uint64
+	promptTok, genTok, cachedTok, queriedTok        uint64
 
 	stepHook func(*replica) // tests: called when a step starts
 }
@@ -430,7 +430,7 @@ func (c *Cluster) Snapshot(now time.Duration) Snapshot {
 		At: now, ReadyReplicas: c.ready, StartingReplicas: c.starting,
 		Submitted: c.submitted, Rejected: c.rejected, Failed: c.failed, Admitted: c.admitted,
 		Finished: c.finished, FinishedStop: c.finishedStop, FinishedLength: c.finishedLength,
-		Cancelled: c.cancelled, PromptTokens: c.promptTok, CachedTokens: c.cachedTok, GenerationTokens: c.genTok, Steps: c.steps,
+		Cancelled: c.cancelled, PromptTokens: c.promptTok, CachedTokens: c.cachedTok, QueriedTokens: c.queriedTok, GenerationTokens: c.genTok, Steps: c.steps,
 	}
 	kvRes, kvCap := 0, 0
 	for _, r := range c.reps {

@@ -274,6 +274,7 @@ func (c *Cluster) lookup(r *replica, s *seq) {
 	s.prefilled = s.cached
 	c.promptTok += uint64(s.cached)
 	c.cachedTok += uint64(s.cached)
+	c.queriedTok += uint64(s.prompt)
 }
 
 // cacheBlocks adds to r's prefix cache the blocks of s that its prefill

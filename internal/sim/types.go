@@ -156,6 +156,7 @@ type Snapshot struct {
 	Cancelled        uint64 // cancelled while waiting or running
 	PromptTokens     uint64 // prompt tokens processed, those served from the prefix cache included (as vLLM counts them)
 	CachedTokens     uint64 // of PromptTokens, served from the prefix cache
+	QueriedTokens    uint64 // prompt tokens of the requests looked up in the prefix cache (0 without one)
 	GenerationTokens uint64 // output tokens generated
 	Steps            uint64 // engine steps completed
 }

@@ -44,6 +44,12 @@ func TestPrefixCacheUsage(t *testing.T) {
 	if cached(u1) != 0.0 || cached(u2) != 160.0 {
 		t.Fatalf("cached tokens %v then %v, want 0 then 160", cached(u1), cached(u2))
 	}
+	m := scrape(t, e)
+	hits, queries := m["vllm:prefix_cache_hits_total"], m["vllm:prefix_cache_queries_total"]
+	if hits == nil || queries == nil || hits.GetMetric()[0].GetCounter().GetValue() != 160 ||
+		queries.GetMetric()[0].GetCounter().GetValue() != float64(2*EstimatePromptTokens(true, shared+"first unique tail")) {
+		t.Fatalf("prefix cache counters: hits %v, queries %v", hits, queries)
+	}
 	off := startServer(t, fastConfig())
 	usageOf(t, off, shared+"first")
 	if u := usageOf(t, off, shared+"second"); u["prompt_tokens_details"] != nil {
