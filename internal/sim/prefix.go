@@ -1,6 +1,9 @@
 package sim
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // The prefix cache (Config.PrefixCacheTokens > 0), in the manner of vLLM's
 // automatic prefix caching. A prompt is cut into blocks of
@@ -76,19 +79,39 @@ func (h *PrefixHasher) Text(s string) {
 		if len(h.part) < h.size {
 			return
 		}
-		h.block(string(h.part)) // no allocation: the conversion does not escape
+		h.block(blockHash(h.prev, h.part))
 		h.part = h.part[:0]
 	}
 	for len(s) >= h.size {
-		h.block(s[:h.size])
+		h.block(blockHash(h.prev, s[:h.size]))
 		s = s[h.size:]
 	}
 	h.part = append(h.part, s...)
 }
 
 // block hashes one full block after the previous one.
-func (h *PrefixHasher) block(b string) {
-	x := mix64(h.prev ^ 0x70726566697863) // "prefixc"
+func (h *PrefixHasher) block(x uint64) {
+	h.prev = x
+	h.Hashes = append(h.Hashes, x)
+}
+
+// blockHash hashes b after the block hashed prev: four xxHash64-style lanes
+// over 32-byte stripes (independent multiplications, so about 1 GB/s even
+// on a busy core), then 8-byte words and the last bytes, then a final mix.
+// Deterministic across runs and machines; no allocation.
+func blockHash[T string | []byte](prev uint64, b T) uint64 {
+	const p1, p2 = 0x9e3779b185ebca87, 0xc2b2ae3d27d4eb4f
+	round := func(acc, w uint64) uint64 { return bits.RotateLeft64(acc+w*p2, 31) * p1 }
+	n := uint64(len(b))
+	v1, v2, v3, v4 := prev+p1+p2, prev+p2, prev, prev-p1
+	for len(b) >= 32 {
+		v1 = round(v1, le64(b))
+		v2 = round(v2, le64(b[8:]))
+		v3 = round(v3, le64(b[16:]))
+		v4 = round(v4, le64(b[24:]))
+		b = b[32:]
+	}
+	x := bits.RotateLeft64(v1, 1) + bits.RotateLeft64(v2, 7) + bits.RotateLeft64(v3, 12) + bits.RotateLeft64(v4, 18)
 	for len(b) >= 8 {
 		x = mix64(x ^ le64(b))
 		b = b[8:]
@@ -97,13 +120,11 @@ func (h *PrefixHasher) block(b string) {
 	for i := range len(b) {
 		tail |= uint64(b[i]) << (8 * i)
 	}
-	x = mix64(x ^ tail ^ uint64(len(b))<<56)
-	h.prev = x
-	h.Hashes = append(h.Hashes, x)
+	return mix64(x ^ tail ^ n<<48)
 }
 
 // le64 reads the first 8 bytes of s as a little-endian word.
-func le64(s string) uint64 {
+func le64[T string | []byte](s T) uint64 {
 	_ = s[7]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56

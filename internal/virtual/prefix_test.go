@@ -2,6 +2,7 @@ package virtual
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,5 +84,35 @@ func TestClosedPrefixCache(t *testing.T) {
 	}
 	if calls != len(out.Records) || cached < len(out.Records)-2 {
 		t.Fatalf("%d of %d records cached the prefix (%d hash calls)", cached, len(out.Records), calls)
+	}
+}
+
+// BenchmarkOpenPrefixCache runs 2,000 arrivals of 2500-token prompts sharing
+// 2000 tokens through the engine model with its prefix cache on: the cost
+// of making and hashing each prompt at submit and of the cache itself.
+func BenchmarkOpenPrefixCache(b *testing.B) {
+	for _, cache := range []int{0, 200_000} {
+		b.Run(fmt.Sprintf("cache=%d", cache), func(b *testing.B) {
+			p := workload.Profile{Name: "fixed", Prompt: workload.Fixed(2500), Output: workload.Fixed(20), MaxTokens: 20}
+			g, err := workload.New(workload.Config{Profile: p, Seed: 1, IgnoreEOS: true, SharedPrefix: 2000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			calls := 0
+			cfg := prefixConfig(&calls)
+			cfg.Sim.PrefixCacheTokens = cache
+			cfg.ScrapeInterval = 0
+			arr := make([]schedule.Arrival, 2000)
+			for i := range arr {
+				arr[i] = schedule.Arrival{Seq: int64(i), At: time.Duration(i) * 500 * time.Millisecond, Phase: "main"}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Open(context.Background(), cfg, g, arr, 1000*time.Second, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(arr)), "ns/request")
+		})
 	}
 }
