@@ -263,7 +263,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
-	m.CacheState, m.SharedPrefix = cacheState(o, res.SharedPrefix), res.SharedPrefix
+	m.CacheState, m.SharedPrefix = CacheState(o, res.SharedPrefix), res.SharedPrefix
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"

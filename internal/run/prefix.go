@@ -48,9 +48,9 @@ func sharedPrefix(wcfg workload.Config, arrivals []schedule.Arrival, recs []reco
 	return sp
 }
 
-// cacheState is the manifest's cache_state: the prefix reuse the workload
-// implies, in words and (once the run has records) numbers.
-func cacheState(o *Options, sp *record.SharedPrefix) string {
+// CacheState is the manifest's cache_state: the prefix reuse the workload
+// implies, in words and (once the run has records, sp) numbers.
+func CacheState(o *Options, sp *record.SharedPrefix) string {
 	switch {
 	case o.SharedPrefix > 0:
 		s := fmt.Sprintf("shared prefix of %d tokens", o.SharedPrefix)

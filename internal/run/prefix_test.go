@@ -136,16 +136,16 @@ func TestPrefixCacheEffectHTTP(t *testing.T) {
 
 func TestCacheStateWords(t *testing.T) {
 	o := quietOptions()
-	if s := cacheState(&o, nil); !strings.HasPrefix(s, "unique prompts: nonce first (no prefix reuse)") {
+	if s := CacheState(&o, nil); !strings.HasPrefix(s, "unique prompts: nonce first (no prefix reuse)") {
 		t.Errorf("default: %q", s)
 	}
 	o.NoNonce = true
-	if s := cacheState(&o, nil); !strings.HasPrefix(s, "no nonce: prompts share their starts") {
+	if s := CacheState(&o, nil); !strings.HasPrefix(s, "no nonce: prompts share their starts") {
 		t.Errorf("no nonce: %q", s)
 	}
 	o.NoNonce, o.SharedPrefix = false, 300
 	sp := &record.SharedPrefix{Tokens: 300, Requests: 10, PromptTokens: 4000, Share: 0.75, Lengthened: 3}
-	if s := cacheState(&o, sp); !strings.HasPrefix(s, "shared prefix of 300 tokens (75.0% of prompt tokens; 3 of 10 draws lengthened to hold it)") {
+	if s := CacheState(&o, sp); !strings.HasPrefix(s, "shared prefix of 300 tokens (75.0% of prompt tokens; 3 of 10 draws lengthened to hold it)") {
 		t.Errorf("shared prefix: %q", s)
 	}
 }

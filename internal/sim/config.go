@@ -146,6 +146,10 @@ type Config struct {
 // PrefixCache reports whether the prefix cache is on.
 func (c *Config) PrefixCache() bool { return c.PrefixCacheTokens > 0 }
 
+// BlockTokens is the prefix cache's block size in tokens
+// (PrefixBlockTokens, or its default when 0).
+func (c *Config) BlockTokens() int { return c.blockTokens() }
+
 // blockTokens is the prefix cache's block size in tokens.
 func (c *Config) blockTokens() int {
 	if c.PrefixBlockTokens <= 0 {
