@@ -222,6 +222,7 @@ func (f *flags) options(o *run.Options) {
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
 	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique)")
+	f.integer(&o.SharedPrefix, "shared_prefix", "shared-prefix", "start every prompt with the same text of this many tokens (a common system prompt a prefix cache can reuse), then the per-request nonce and a unique body; the prompt keeps its drawn length, e.g. --shared-prefix 2000 --prompt-tokens 2500 (0 = none: every prompt unique from its first token)")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
 	f.fs.StringVarP(&o.Out, "out", "o", o.Out, "output folder (default out/<command>-<date>-<time>-<id>; an existing non-empty one is refused without --force)")
@@ -308,5 +309,7 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	add("tokenize", func(n string) {
 		f.fs.StringVar(&c.Tokenize, n, c.Tokenize, "sim: style of the /tokenize endpoint: vllm, llamacpp, or none (then clients calibrate with probe requests)")
 	})
+	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
+	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

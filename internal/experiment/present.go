@@ -360,6 +360,12 @@ func HTMLMeta(env *run.Env) []report.KV {
 	if c := &env.Calibration; c.Method != "" {
 		kv = append(kv, report.KV{Key: "prompt sizing", Value: c.Describe()})
 	}
+	if o.SharedPrefix > 0 || o.NoNonce { // the default (unique prompts) is in the manifest only
+		kv = append(kv, report.KV{Key: "cache state", Value: run.CacheState(o, nil)})
+	}
+	if o.Target == "" && o.Sim.PrefixCache() {
+		kv = append(kv, report.KV{Key: "simulator prefix cache", Value: fmt.Sprintf("%d tokens per replica, blocks of %d", o.Sim.PrefixCacheTokens, o.Sim.BlockTokens())})
+	}
 	return kv
 }
 

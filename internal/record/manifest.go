@@ -37,9 +37,12 @@ type Manifest struct {
 	Workload    string    `json:"workload"` // profile name
 	PromptSet   string    `json:"prompt_set"`
 	CacheState  string    `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
-	Seed        int64     `json:"seed"`
-	MetricsURL  string    `json:"metrics_url"`
-	Config      any       `json:"config"` // the effective configuration
+	// SharedPrefix is the shared prefix the workload put before every
+	// prompt (--shared-prefix), in numbers; absent without one.
+	SharedPrefix *SharedPrefix `json:"shared_prefix,omitempty"`
+	Seed         int64         `json:"seed"`
+	MetricsURL   string        `json:"metrics_url"`
+	Config       any           `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`
@@ -73,6 +76,22 @@ type PromptSizing struct {
 	// server counted, request by request.
 	Intended TokenStats `json:"intended"`
 	Actual   TokenStats `json:"actual"`
+}
+
+// SharedPrefix counts the shared prefix of a run's prompts: the prompt
+// tokens a server's prefix cache may serve instead of computing them.
+type SharedPrefix struct {
+	Tokens    int    `json:"tokens"`    // intended tokens of the prefix, the same text in every prompt
+	Placement string `json:"placement"` // where it is sent, e.g. "start of the user message"
+	// Requests are the run's arrivals (every record, sent or not) and
+	// PromptTokens their intended prompt tokens; Share = Tokens × Requests /
+	// PromptTokens, the part of the prompt tokens in the shared prefix.
+	Requests     int     `json:"requests"`
+	PromptTokens int64   `json:"prompt_tokens"`
+	Share        float64 `json:"share"`
+	// Lengthened counts the draws shorter than the prefix plus a unique
+	// tail, sent longer than drawn (see workload.Generator.Generate).
+	Lengthened int `json:"lengthened"`
 }
 
 // TokenStats summarises prompt lengths in tokens (percentiles nearest-rank).

@@ -136,6 +136,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	slices.Sort(res.DoneOK)
 	res.Prompt = e.promptSizing(wcfg, arrivals, res.Records)
+	res.SharedPrefix = sharedPrefix(wcfg, arrivals, res.Records)
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
 		for _, b := range spec.Plan.Bounds() {
@@ -257,11 +258,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
-	if o.NoNonce {
-		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
-	} else {
-		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
-	}
+	m.CacheState, m.SharedPrefix = CacheState(o, res.SharedPrefix), res.SharedPrefix
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"

@@ -67,6 +67,7 @@ type Options struct {
 	OutputTokens workload.Length `yaml:"output_tokens"` // output length (max_tokens) instead of the profile's (unset = profile)
 	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
 	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	SharedPrefix int             `yaml:"shared_prefix"` // every prompt starts with the same text of this many tokens (0 = none)
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -148,6 +149,9 @@ func (o *Options) Validate() error {
 		bad("spin", "must be 0..10ms, got %s", o.Spin)
 	}
 	o.validateWorkload(bad)
+	if o.SharedPrefix < 0 || o.SharedPrefix > workload.MaxPromptTokens-workload.MinUniqueTokens {
+		bad("shared_prefix", "must be 0..%d tokens, got %d", workload.MaxPromptTokens-workload.MinUniqueTokens, o.SharedPrefix)
+	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
 	}
@@ -305,7 +309,7 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	if err != nil {
 		return workload.Config{}, err
 	}
-	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS}
+	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix}
 	return c, c.Validate()
 }
 

@@ -85,6 +85,9 @@ type Result struct {
 	// Prompt is how prompts were sized and how long the server found
 	// them: intended vs server-reported prompt tokens.
 	Prompt *record.PromptSizing
+	// SharedPrefix counts the shared prefix of the prompts (--shared-prefix);
+	// nil without one.
+	SharedPrefix *record.SharedPrefix
 }
 
 // Count is the number of records.

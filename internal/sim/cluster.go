@@ -36,7 +36,7 @@ type Cluster struct {
 
 	submitted, rejected, failed, admitted, finished uint64
 	finishedStop, finishedLength, cancelled, steps  uint64
-	promptTok, genTok                               uint64
+	promptTok, genTok, cachedTok, queriedTok        uint64
 
 	stepHook func(*replica) // tests: called when a step starts
 }
@@ -57,10 +57,20 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		lastScaleDown: Never,
 	}
 	for i := 0; i < cfg.Replicas; i++ {
-		c.reps = append(c.reps, &replica{index: i, state: repReady, firstBusy: Never})
+		c.reps = append(c.reps, c.newReplica(i, repReady))
 		c.ready++
 	}
 	return c, nil
+}
+
+// newReplica returns replica i in state st, with an empty prefix cache when
+// the cache is on.
+func (c *Cluster) newReplica(i int, st replicaState) *replica {
+	r := &replica{index: i, state: st, firstBusy: Never}
+	if c.cfg.PrefixCache() {
+		r.cache = newPrefixCache(c.cfg.PrefixCacheTokens / c.cfg.blockTokens())
+	}
+	return r
 }
 
 // Config returns the cluster's configuration.
@@ -83,7 +93,8 @@ func (c *Cluster) newSeq() *seq {
 }
 
 func (c *Cluster) recycle(s *seq) {
-	*s = seq{}
+	blocks := s.blocks[:0] // keep the buffer for the next request
+	*s = seq{blocks: blocks}
 	c.free = append(c.free, s)
 }
 
@@ -181,10 +192,14 @@ func (c *Cluster) Submit(now time.Duration, r Request, obs Observer) (Ticket, er
 	if limit == 0 {
 		limit = c.cfg.MaxModelLen - r.PromptTokens
 	}
+	blocks := s.blocks[:0]
+	if c.cfg.PrefixCache() {
+		blocks = append(blocks, r.Blocks...)
+	}
 	*s = seq{
 		id: t.ID, obs: obs, state: stWaiting, replica: rep.index,
 		prompt: r.PromptTokens, outLen: outLen, kv: r.PromptTokens + limit, finish: finish,
-		arrived: now, admitted: Never, firstTok: Never,
+		arrived: now, admitted: Never, firstTok: Never, blocks: blocks,
 	}
 	c.seqs[s.id] = s
 	rep.waiting = append(rep.waiting, s)
@@ -369,7 +384,8 @@ func (c *Cluster) evalScale(t time.Duration) {
 func (c *Cluster) scaleUp(t time.Duration) {
 	c.emit(t, EventScaleTrigger, len(c.reps), fmt.Sprintf("%d waiting over %d ready replicas > %g per replica since %v",
 		c.waiting, c.ready, c.cfg.ScaleUpWaiting, c.scaleSince))
-	r := &replica{index: len(c.reps), state: repStarting, added: true, firstBusy: Never}
+	r := c.newReplica(len(c.reps), repStarting)
+	r.added = true
 	at := t + c.cfg.ScaleRequestDelay
 	r.milestones[0] = at
 	at += c.cfg.NodeReadyDelay
@@ -414,7 +430,7 @@ func (c *Cluster) Snapshot(now time.Duration) Snapshot {
 		At: now, ReadyReplicas: c.ready, StartingReplicas: c.starting,
 		Submitted: c.submitted, Rejected: c.rejected, Failed: c.failed, Admitted: c.admitted,
 		Finished: c.finished, FinishedStop: c.finishedStop, FinishedLength: c.finishedLength,
-		Cancelled: c.cancelled, PromptTokens: c.promptTok, GenerationTokens: c.genTok, Steps: c.steps,
+		Cancelled: c.cancelled, PromptTokens: c.promptTok, CachedTokens: c.cachedTok, QueriedTokens: c.queriedTok, GenerationTokens: c.genTok, Steps: c.steps,
 	}
 	kvRes, kvCap := 0, 0
 	for _, r := range c.reps {

@@ -32,6 +32,8 @@ const (
 	DefaultScaleDownIdle       = 60 * time.Second       // idle time before a replica is removed
 	DefaultFaultStallDelay     = 2 * time.Second        // length of an injected mid-stream stall
 	DefaultFaultSlowHeaders    = 1 * time.Second        // delay of injected slow response headers
+	DefaultPrefixBlockTokens   = 16                     // tokens per prefix-cache block (vLLM's default block size)
+	MaxPrefixBlockTokens       = 4096                   // the largest prefix-cache block
 )
 
 // Config holds every parameter of the simulated engine, its replicas, the
@@ -130,6 +132,30 @@ type Config struct {
 	// text. They count toward max_tokens and completion_tokens, as on
 	// vLLM. 0 = no reasoning. The engine model does not see the split.
 	ReasoningTokens int `yaml:"reasoning_tokens"`
+
+	// PrefixCacheTokens is the capacity of each replica's prefix cache in
+	// tokens: prompt blocks computed before are served from it, and only
+	// the uncached rest is prefilled (see PrefixHasher and the package
+	// doc). 0 = no prefix cache (the default).
+	PrefixCacheTokens int `yaml:"prefix_cache_tokens"`
+	// PrefixBlockTokens is the prefix cache's block size in tokens: only
+	// whole blocks are cached and matched (0 = DefaultPrefixBlockTokens).
+	PrefixBlockTokens int `yaml:"prefix_block_tokens"`
+}
+
+// PrefixCache reports whether the prefix cache is on.
+func (c *Config) PrefixCache() bool { return c.PrefixCacheTokens > 0 }
+
+// BlockTokens is the prefix cache's block size in tokens
+// (PrefixBlockTokens, or its default when 0).
+func (c *Config) BlockTokens() int { return c.blockTokens() }
+
+// blockTokens is the prefix cache's block size in tokens.
+func (c *Config) blockTokens() int {
+	if c.PrefixBlockTokens <= 0 {
+		return DefaultPrefixBlockTokens
+	}
+	return c.PrefixBlockTokens
 }
 
 // DefaultConfig returns the calibrated defaults: one replica of an 8B-class
@@ -161,6 +187,7 @@ func DefaultConfig() Config {
 		FaultSlowHeadersDelay: DefaultFaultSlowHeaders,
 		BytesPerToken:         DefaultBytesPerToken,
 		Tokenize:              TokenizeVLLM,
+		PrefixBlockTokens:     DefaultPrefixBlockTokens,
 	}
 }
 
@@ -218,6 +245,10 @@ func (c *Config) Validate() error {
 		geDur("fault_slow_headers_delay", c.FaultSlowHeadersDelay),
 		{!(c.SlowdownPerHour >= 0 && c.SlowdownPerHour <= 1000), "slowdown_per_hour", fmt.Sprintf("must be in [0, 1000], got %v", c.SlowdownPerHour)},
 		{c.ReasoningTokens < 0, "reasoning_tokens", fmt.Sprintf("must be ≥ 0 tokens, got %d", c.ReasoningTokens)},
+		{c.PrefixBlockTokens < 0 || c.PrefixBlockTokens > MaxPrefixBlockTokens, "prefix_block_tokens",
+			fmt.Sprintf("must be 1..%d tokens (0 = %d), got %d", MaxPrefixBlockTokens, DefaultPrefixBlockTokens, c.PrefixBlockTokens)},
+		{c.PrefixCacheTokens < 0 || (c.PrefixCacheTokens > 0 && c.PrefixCacheTokens < c.blockTokens()), "prefix_cache_tokens",
+			fmt.Sprintf("must be 0 (off) or at least prefix_block_tokens (%d), got %d", c.blockTokens(), c.PrefixCacheTokens)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
 	}

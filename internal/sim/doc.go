@@ -62,6 +62,34 @@
 // "length". The engine does not use n for scheduling. Config.CheckRequest
 // rejects prompt_tokens + max_tokens > max_model_len (HTTP 400).
 //
+// # Prefix cache
+//
+// Off by default. With prefix_cache_tokens > 0 each replica keeps an LRU
+// cache of prompt blocks, as vLLM's automatic prefix caching does. A
+// request carries the chained hashes of its prompt's full blocks
+// (Request.Blocks, made by PrefixHasher: block i's hash covers its bytes
+// and block i − 1's hash, so a block matches only when everything before it
+// matches). A block is B = prefix_block_tokens tokens (default 16, vLLM's
+// block size), that is round(B × bytes_per_token) bytes of the prompt as
+// the chat template renders it (each message's role and content). When a
+// request is admitted, its leading blocks found in the replica's cache are
+// marked used and count as cached:
+//
+//	cached = B × (leading blocks found), at most B × ⌊(prompt_tokens − 1) / B⌋
+//
+// (vLLM always computes the last prompt token, to get its logits). Its
+// prefill starts after them: only prompt_tokens − cached tokens take step
+// budget and step_per_prefill_token time. Each block the prefill completes
+// is added to the cache, evicting the least recently used block when the
+// cache holds ⌊prefix_cache_tokens / B⌋ blocks. The cache is a store of its
+// own: the KV reservation stays prompt + cap, so caching saves compute, not
+// memory (vLLM shares the cached blocks in its KV cache). Blocks of
+// generated tokens are not cached (vLLM caches them too, so on vLLM a
+// conversation's next turn also reuses the previous answer). Result and
+// Snapshot carry the cached tokens; Snapshot.PromptTokens counts cached
+// tokens as processed, as vLLM's prompt-token counter does. Replicas have
+// separate caches and the router does not look at them.
+//
 // # Admission control
 //
 // With max_waiting > 0, Submit refuses a request (a *QueueFullError, which

@@ -17,13 +17,16 @@ type seq struct {
 	obs       Observer
 	state     seqState
 	replica   int
-	prompt    int    // prompt tokens
-	outLen    int    // output tokens it will generate
-	kv        int    // KV tokens reserved while running: prompt + cap
-	prefilled int    // prompt tokens prefilled so far
-	generated int    // output tokens generated so far
-	chunk     int    // prefill tokens scheduled in the step in progress
-	finish    string // finish reason once outLen is reached
+	prompt    int      // prompt tokens
+	outLen    int      // output tokens it will generate
+	kv        int      // KV tokens reserved while running: prompt + cap
+	prefilled int      // prompt tokens prefilled so far
+	generated int      // output tokens generated so far
+	chunk     int      // prefill tokens scheduled in the step in progress
+	blocks    []uint64 // prompt block hashes (prefix cache); emptied once prefilled
+	cached    int      // prompt tokens served from the prefix cache at admission
+	inserted  int      // leading blocks known to the replica's cache
+	finish    string   // finish reason once outLen is reached
 	arrived   time.Duration
 	admitted  time.Duration
 	firstTok  time.Duration
@@ -60,7 +63,8 @@ type replica struct {
 	nWaiting int
 	running  []*seq // admission order; cancelled entries are dropped at step end
 	nRunning int
-	kvRes    int // KV tokens reserved by running sequences
+	kvRes    int          // KV tokens reserved by running sequences
+	cache    *prefixCache // nil without a prefix cache
 
 	busy        bool
 	stepEnd     time.Duration
@@ -144,7 +148,10 @@ func (c *Cluster) startStep(r *replica, t time.Duration) {
 		r.nRunning++
 		r.kvRes += s.kv
 		r.running = append(r.running, s)
-		s.chunk = min(s.prompt, budget)
+		if r.cache != nil {
+			c.lookup(r, s)
+		}
+		s.chunk = min(s.prompt-s.prefilled, budget)
 		budget -= s.chunk
 		prefill += s.chunk
 		r.admitted++
@@ -195,6 +202,9 @@ func (c *Cluster) endStep(r *replica, t time.Duration) {
 			s.prefilled += s.chunk
 			c.promptTok += uint64(s.chunk)
 			s.chunk = 0
+			if r.cache != nil {
+				c.cacheBlocks(r, s)
+			}
 			if s.prefilled < s.prompt {
 				r.running[j] = s
 				j++
@@ -246,12 +256,40 @@ func (c *Cluster) finish(r *replica, s *seq, t time.Duration) {
 	}
 	if s.obs != nil {
 		s.obs.Finished(t, Result{
-			PromptTokens: s.prompt, OutputTokens: s.generated, FinishReason: s.finish,
+			PromptTokens: s.prompt, OutputTokens: s.generated, CachedTokens: s.cached, FinishReason: s.finish,
 			Replica: r.index, QueueTime: s.admitted - s.arrived,
 			ArrivedAt: s.arrived, AdmittedAt: s.admitted, FirstTokenAt: s.firstTok, DoneAt: t,
 		})
 	}
 	c.recycle(s)
+}
+
+// lookup serves s's leading prompt blocks found in r's prefix cache: at
+// most ⌊(prompt − 1) / B⌋ blocks (the last prompt token is always
+// computed, as in vLLM), marked used; prefill starts after them.
+func (c *Cluster) lookup(r *replica, s *seq) {
+	b := c.cfg.blockTokens()
+	n := r.cache.match(s.blocks[:min(len(s.blocks), (s.prompt-1)/b)])
+	s.cached, s.inserted = n*b, n
+	s.prefilled = s.cached
+	c.promptTok += uint64(s.cached)
+	c.cachedTok += uint64(s.cached)
+	c.queriedTok += uint64(s.prompt)
+}
+
+// cacheBlocks adds to r's prefix cache the blocks of s that its prefill
+// has completed (all of them once the prompt is prefilled).
+func (c *Cluster) cacheBlocks(r *replica, s *seq) {
+	full := len(s.blocks)
+	if s.prefilled < s.prompt {
+		full = min(full, s.prefilled/c.cfg.blockTokens())
+	}
+	for ; s.inserted < full; s.inserted++ {
+		r.cache.add(s.blocks[s.inserted])
+	}
+	if s.prefilled == s.prompt {
+		s.blocks = s.blocks[:0]
+	}
 }
 
 // drainRate estimates r's completions per second over the last

@@ -35,6 +35,7 @@ type Outcome struct {
 	DoneAt       time.Duration // completion, failure or timeout as the client saw it
 	OutputTokens int           // tokens the client received
 	PromptTokens int           // prompt tokens (usage), for requests that ran
+	CachedTokens int           // of PromptTokens, served from the prefix cache
 	FinishReason string        // "stop" or "length" for complete responses
 	MaxGap       time.Duration // longest gap between consecutive tokens; 0 with < 2 tokens
 	Replica      int           // replica that served (or refused) it
@@ -54,7 +55,12 @@ type simReq struct {
 type simState struct {
 	c          *Cluster
 	unresolved int
+	buf        []uint64 // block hashes of the arrival being submitted
 }
+
+// BlocksFunc appends the prefix-cache block hashes (PrefixHasher) of
+// arrival i's prompt to dst and returns the result.
+type BlocksFunc func(i int, dst []uint64) []uint64
 
 func (q *simReq) Scheduled(now time.Duration) { q.o.AdmittedAt = now }
 
@@ -92,7 +98,7 @@ func (q *simReq) Finished(now time.Duration, res Result) {
 	if q.resolved {
 		return
 	}
-	q.o.PromptTokens = res.PromptTokens
+	q.o.PromptTokens, q.o.CachedTokens = res.PromptTokens, res.CachedTokens
 	vt := max(now, q.floor)
 	if q.deadline != Never && vt > q.deadline {
 		return
@@ -136,6 +142,13 @@ func (q *simReq) timeout(d time.Duration) {
 // hold every token until At + Delay. At equal times, engine events come
 // first, then timeouts, then arrivals, then the sample.
 func Simulate(c *Cluster, arrivals []Arrival, timeout, sampleEvery time.Duration, onSample func(time.Duration, Snapshot)) []Outcome {
+	return SimulateBlocks(c, arrivals, nil, timeout, sampleEvery, onSample)
+}
+
+// SimulateBlocks is Simulate with the prompts' prefix-cache block hashes
+// made by blocks (nil: none) as each arrival is submitted, into one
+// reused buffer, so that a run of a million requests never holds them all.
+func SimulateBlocks(c *Cluster, arrivals []Arrival, blocks BlocksFunc, timeout, sampleEvery time.Duration, onSample func(time.Duration, Snapshot)) []Outcome {
 	for i := 1; i < len(arrivals); i++ {
 		if arrivals[i].At < arrivals[i-1].At {
 			panic("sim: Simulate: arrivals not sorted by At")
@@ -178,7 +191,12 @@ func Simulate(c *Cluster, arrivals []Arrival, timeout, sampleEvery time.Duration
 			dl++
 		}
 		for next < len(arrivals) && arrivals[next].At <= t {
-			st.submit(c, &reqs[next], &out[next], arrivals[next], timeout)
+			a := arrivals[next]
+			if blocks != nil && c.cfg.PrefixCache() {
+				st.buf = blocks(next, st.buf[:0])
+				a.Req.Blocks = st.buf
+			}
+			st.submit(c, &reqs[next], &out[next], a, timeout)
 			next++
 		}
 		if sampleAt != Never && sampleAt <= t {

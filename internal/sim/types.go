@@ -15,6 +15,10 @@ type Request struct {
 	PromptTokens int  // prompt length in tokens (≥ 1)
 	MaxTokens    int  // max_tokens; 0 = unset (the cap is then max_model_len − prompt)
 	IgnoreEOS    bool // generate exactly the cap instead of a natural length
+	// Blocks are the chained hashes of the prompt's full blocks
+	// (PrefixHasher), for the prefix cache; nil = nothing to look up.
+	// Submit copies them: the caller may reuse the slice.
+	Blocks []uint64
 }
 
 // FaultKind names an injected fault.
@@ -66,6 +70,7 @@ type Ticket struct {
 type Result struct {
 	PromptTokens int
 	OutputTokens int
+	CachedTokens int           // prompt tokens served from the prefix cache (0 without one)
 	FinishReason string        // "stop" (natural end) or "length" (reached the cap)
 	Replica      int           // replica that served it
 	QueueTime    time.Duration // admitted − arrived (time in the waiting queue)
@@ -149,7 +154,9 @@ type Snapshot struct {
 	FinishedStop     uint64 // of Finished, with finish reason "stop"
 	FinishedLength   uint64 // of Finished, with finish reason "length"
 	Cancelled        uint64 // cancelled while waiting or running
-	PromptTokens     uint64 // prompt tokens prefilled
+	PromptTokens     uint64 // prompt tokens processed, those served from the prefix cache included (as vLLM counts them)
+	CachedTokens     uint64 // of PromptTokens, served from the prefix cache
+	QueriedTokens    uint64 // prompt tokens of the requests looked up in the prefix cache (0 without one)
 	GenerationTokens uint64 // output tokens generated
 	Steps            uint64 // engine steps completed
 }

@@ -105,7 +105,15 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		writeError(w, badRequest("", "reading the request body failed"))
 		return
 	}
-	p, aerr := decodeRequestWith(body, chat, s.tok)
+	var h *sim.PrefixHasher
+	var blocks []uint64
+	if s.prefix.PrefixCache() {
+		h = s.prefix.NewPrefixHasher(nil)
+	}
+	p, aerr := decodeRequestHashed(body, chat, s.tok, h)
+	if h != nil {
+		blocks = h.Hashes
+	}
 	if aerr == nil {
 		aerr = p.validate(s.model, s.maxModelLen)
 	}
@@ -126,7 +134,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	s.mu.Lock()
 	now := s.now()
 	st.submitted = now
-	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: p.maxTokens, IgnoreEOS: p.ignoreEOS}, st)
+	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: p.maxTokens, IgnoreEOS: p.ignoreEOS, Blocks: blocks}, st)
 	s.mu.Unlock()
 	if err != nil {
 		aerr := submitError(err)
@@ -331,7 +339,7 @@ func (x *exchange) stream() {
 		if fin {
 			buf = x.enc.finish(buf, x.st.res.FinishReason)
 			if x.p.includeUsage {
-				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens))
+				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens), x.cached())
 			}
 			if x.s.timings {
 				buf = x.enc.timings(buf, x.st.res)
@@ -347,6 +355,15 @@ func (x *exchange) stream() {
 			return
 		}
 	}
+}
+
+// cached is the usage's prompt_tokens_details.cached_tokens: the prompt
+// tokens the prefix cache served, or −1 (not reported) without a cache.
+func (x *exchange) cached() int {
+	if !x.s.prefix.PrefixCache() {
+		return -1
+	}
+	return x.st.res.CachedTokens
 }
 
 // thinking is the number of reasoning tokens that lead a response: the
@@ -407,7 +424,7 @@ func (x *exchange) unary() {
 	if fault.Kind == sim.FaultMalformed {
 		buf = x.enc.truncatedBody(buf)
 	} else {
-		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), res.FinishReason)
+		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), x.cached(), res.FinishReason)
 		if x.s.timings {
 			buf = appendTimings(append(buf[:len(buf)-2], ','), res) // before the closing "}\n"
 			buf = append(buf, "}\n"...)

@@ -156,11 +156,11 @@ func (e *encoder) finish(b []byte, reason string) []byte {
 
 // usage appends the usage chunk sent when stream_options.include_usage is
 // true: no choices, the token counts.
-func (e *encoder) usage(b []byte, prompt, completion, reasoning int) []byte {
+func (e *encoder) usage(b []byte, prompt, completion, reasoning, cached int) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
 	b = append(b, `"choices":[],`...)
-	b = appendUsage(b, prompt, completion, reasoning)
+	b = appendUsage(b, prompt, completion, reasoning, cached)
 	b = append(b, '}')
 	return append(b, sseEnd...)
 }
@@ -181,8 +181,10 @@ func (e *encoder) timings(b []byte, res sim.Result) []byte {
 func appendTimings(b []byte, res sim.Result) []byte {
 	ms := func(d time.Duration) []byte { return strconv.AppendFloat(nil, float64(d)/1e6, 'f', 3, 64) }
 	prompt, gen := res.FirstTokenAt-res.AdmittedAt, res.DoneAt-res.FirstTokenAt
-	b = append(b, `"timings":{"cache_n":0,"prompt_n":`...)
-	b = strconv.AppendInt(b, int64(res.PromptTokens), 10)
+	b = append(b, `"timings":{"cache_n":`...)
+	b = strconv.AppendInt(b, int64(res.CachedTokens), 10)
+	b = append(b, `,"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(res.PromptTokens-res.CachedTokens), 10)
 	b = append(b, `,"prompt_ms":`...)
 	b = append(b, ms(prompt)...)
 	b = append(b, `,"predicted_n":`...)
@@ -196,7 +198,7 @@ func appendTimings(b []byte, res sim.Result) []byte {
 func (e *encoder) done(b []byte) []byte { return append(b, sseDone...) }
 
 // body appends the non-streamed response: one choice with the whole text.
-func (e *encoder) body(b []byte, prompt, completion, reasoning int, reason string) []byte {
+func (e *encoder) body(b []byte, prompt, completion, reasoning, cached int, reason string) []byte {
 	b = append(b, e.bodyHead...)
 	if e.chat {
 		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant",`...)
@@ -221,7 +223,7 @@ func (e *encoder) body(b []byte, prompt, completion, reasoning int, reason strin
 	}
 	b = appendReason(b, reason)
 	b = append(b, `,"stop_reason":null}],`...)
-	b = appendUsage(b, prompt, completion, reasoning)
+	b = appendUsage(b, prompt, completion, reasoning, cached)
 	return append(b, "}\n"...)
 }
 
@@ -242,9 +244,17 @@ func appendReason(b []byte, reason string) []byte {
 	}
 }
 
-func appendUsage(b []byte, prompt, completion, reasoning int) []byte {
+// appendUsage appends the usage member; cached ≥ 0 adds
+// prompt_tokens_details.cached_tokens (as vLLM with a prefix cache and
+// --enable-prompt-tokens-details), cached < 0 leaves it out.
+func appendUsage(b []byte, prompt, completion, reasoning, cached int) []byte {
 	b = append(b, `"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
+	if cached >= 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, '}')
+	}
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt+completion), 10)
 	b = append(b, `,"completion_tokens":`...)

@@ -52,7 +52,7 @@ func TestEncoderChunks(t *testing.T) {
 			if chat && len(choice["delta"].(map[string]any)) != 0 {
 				t.Errorf("finish chunk delta not empty: %v", choice)
 			}
-			m = chunkJSON(t, e.usage(nil, 3, 4, 0))
+			m = chunkJSON(t, e.usage(nil, 3, 4, 0, -1))
 			check(m)
 			if len(m["choices"].([]any)) != 0 {
 				t.Errorf("usage chunk has choices: %v", m)
@@ -65,7 +65,7 @@ func TestEncoderChunks(t *testing.T) {
 				t.Errorf("done = %q", got)
 			}
 			var body map[string]any
-			if err := json.Unmarshal(e.body(nil, 3, 4, 0, "stop"), &body); err != nil {
+			if err := json.Unmarshal(e.body(nil, 3, 4, 0, -1, "stop"), &body); err != nil {
 				t.Fatalf("body: %v", err)
 			}
 			choice = body["choices"].([]any)[0].(map[string]any)
@@ -142,7 +142,7 @@ func TestEncodeReasoning(t *testing.T) {
 			} `json:"completion_tokens_details"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(e.body(nil, 3, 5, 2, "stop"), &body); err != nil {
+	if err := json.Unmarshal(e.body(nil, 3, 5, 2, -1, "stop"), &body); err != nil {
 		t.Fatal(err)
 	}
 	m := body.Choices[0].Message

@@ -67,6 +67,7 @@ type clusterCollector struct {
 	s                               *Server
 	waiting, waitingBy, running, kv *prometheus.Desc
 	prompt, generation, success     *prometheus.Desc
+	cacheQueries, cacheHits         *prometheus.Desc
 	ready, starting, scaling        *prometheus.Desc
 }
 
@@ -83,20 +84,22 @@ func newClusterCollector(model string, s *Server) *clusterCollector {
 		waiting: d("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
 		waitingBy: d("vllm:num_requests_waiting_by_reason", "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; "+
 			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.", "reason"),
-		running:    d("vllm:num_requests_running", "Number of requests in model execution batches."),
-		kv:         d("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-		prompt:     d("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
-		generation: d("vllm:generation_tokens_total", "Number of generation tokens processed."),
-		success:    d("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
-		ready:      own("surge_sim_replicas", "Replicas of the simulated engine ready to serve."),
-		starting:   own("surge_sim_replicas_starting", "Replicas of the simulated engine requested but not yet ready."),
-		scaling:    own("surge_sim_scaling_events_total", "Scaling milestones of the simulated autoscaler, by kind.", "kind"),
+		running:      d("vllm:num_requests_running", "Number of requests in model execution batches."),
+		kv:           d("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
+		prompt:       d("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
+		generation:   d("vllm:generation_tokens_total", "Number of generation tokens processed."),
+		success:      d("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
+		cacheQueries: d("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
+		cacheHits:    d("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
+		ready:        own("surge_sim_replicas", "Replicas of the simulated engine ready to serve."),
+		starting:     own("surge_sim_replicas_starting", "Replicas of the simulated engine requested but not yet ready."),
+		scaling:      own("surge_sim_scaling_events_total", "Scaling milestones of the simulated autoscaler, by kind.", "kind"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.waiting, c.waitingBy, c.running, c.kv, c.prompt, c.generation, c.success, c.ready, c.starting, c.scaling} {
+	for _, d := range []*prometheus.Desc{c.waiting, c.waitingBy, c.running, c.kv, c.prompt, c.generation, c.success, c.cacheQueries, c.cacheHits, c.ready, c.starting, c.scaling} {
 		ch <- d
 	}
 }
@@ -119,6 +122,8 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.kv, snap.KVUsage)
 	n(c.prompt, float64(snap.PromptTokens))
 	n(c.generation, float64(snap.GenerationTokens))
+	n(c.cacheQueries, float64(snap.QueriedTokens))
+	n(c.cacheHits, float64(snap.CachedTokens))
 	// vLLM 0.32 counts abort only for requests its engine aborts itself; a
 	// request its client cancels is counted nowhere (not in any reason, nor
 	// in the latency histograms; checked in e2e/vllm_test.go), and the

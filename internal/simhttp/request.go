@@ -141,6 +141,14 @@ func decodeRequest(body []byte, chat bool) (parsedRequest, *apiError) {
 
 // decodeRequestWith is decodeRequest with the simulated tokenizer tok.
 func decodeRequestWith(body []byte, chat bool, tok textTokens) (parsedRequest, *apiError) {
+	return decodeRequestHashed(body, chat, tok, nil)
+}
+
+// decodeRequestHashed is decodeRequestWith that also hashes the prompt's
+// blocks for the prefix cache with h (nil: no hashing) into h.Hashes: for
+// chat every message's role and text (h.Message), for completions the
+// prompt string. A prompt of token ids is not hashed.
+func decodeRequestHashed(body []byte, chat bool, tok textTokens, h *sim.PrefixHasher) (parsedRequest, *apiError) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
 		var te *json.UnmarshalTypeError
@@ -172,9 +180,9 @@ func decodeRequestWith(body []byte, chat bool, tok textTokens) (parsedRequest, *
 	}
 	var err *apiError
 	if chat {
-		p.promptTokens, err = chatPromptTokens(w.Messages, tok)
+		p.promptTokens, err = chatPromptTokens(w.Messages, tok, h)
 	} else {
-		p.promptTokens, err = completionPromptTokens(w.Prompt, tok)
+		p.promptTokens, err = completionPromptTokens(w.Prompt, tok, h)
 	}
 	if err != nil {
 		return parsedRequest{}, err
@@ -187,7 +195,7 @@ func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "
 // chatPromptTokens estimates the prompt of a messages array. A content is
 // a string, null (e.g. an assistant message with tool calls) or an array of
 // parts of which the "text" parts count.
-func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
+func chatPromptTokens(raw json.RawMessage, tok textTokens, h *sim.PrefixHasher) (int, *apiError) {
 	if absent(raw) {
 		return 0, badRequest("messages", "messages is required")
 	}
@@ -204,6 +212,10 @@ func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 			return 0, badRequest("messages", "messages[%d].role is required", i)
 		}
 		bytes := 0
+		if h != nil {
+			h.Text(m.Role)
+			h.Text("\x00")
+		}
 		switch {
 		case absent(m.Content):
 		case m.Content[0] == '"':
@@ -212,6 +224,9 @@ func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 				return 0, badRequest("messages", "messages[%d].content is not a valid string", i)
 			}
 			bytes = len(s)
+			if h != nil {
+				h.Text(s)
+			}
 		case m.Content[0] == '[':
 			var parts []wirePart
 			if err := json.Unmarshal(m.Content, &parts); err != nil {
@@ -220,10 +235,16 @@ func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 			for _, pt := range parts {
 				if pt.Type == "text" {
 					bytes += len(pt.Text)
+					if h != nil {
+						h.Text(pt.Text)
+					}
 				}
 			}
 		default:
 			return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
+		}
+		if h != nil {
+			h.Text("\x00") // with the role above: h.Message(role, content)
 		}
 		n += tok(bytes) + ChatTokensPerMessage
 	}
@@ -234,12 +255,15 @@ func chatPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
 // array holding one string, an array of token ids, or an array holding
 // one array of token ids. Batched prompts (several prompts in one
 // request) are refused: the simulator answers one choice per request.
-func completionPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError) {
+func completionPromptTokens(raw json.RawMessage, tok textTokens, h *sim.PrefixHasher) (int, *apiError) {
 	if absent(raw) {
 		return 0, badRequest("prompt", "prompt is required")
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
+		if h != nil {
+			h.Text(s)
+		}
 		return max(tok(len(s)), 1), nil
 	}
 	var ids []int64
@@ -253,6 +277,9 @@ func completionPromptTokens(raw json.RawMessage, tok textTokens) (int, *apiError
 	if err := json.Unmarshal(raw, &strs); err == nil {
 		if len(strs) != 1 {
 			return 0, badRequest("prompt", "the simulator accepts exactly one prompt per request, got %d", len(strs))
+		}
+		if h != nil {
+			h.Text(strs[0])
 		}
 		return max(tok(len(strs[0])), 1), nil
 	}

@@ -38,6 +38,7 @@ type Server struct {
 	reasoning   int        // sim.Config.ReasoningTokens
 	tok         textTokens // the simulated tokenizer (sim.Config.TextTokens)
 	tokenize    string     // style of /tokenize (sim.Config.Tokenize)
+	prefix      sim.Config // the prefix cache's settings (PrefixCacheTokens, block size, bytes per token)
 	origin      time.Time  // sim time 0; wall time of the server's start
 	metrics     *metrics
 	handler     http.Handler
@@ -106,6 +107,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		reasoning:   cfg.ReasoningTokens,
 		tok:         cfg.TextTokens,
 		tokenize:    cfg.Tokenize,
+		prefix:      sim.Config{PrefixCacheTokens: cfg.PrefixCacheTokens, PrefixBlockTokens: cfg.PrefixBlockTokens, BytesPerToken: cfg.BytesPerToken},
 		origin:      time.Now(),
 		cluster:     c,
 		wake:        make(chan struct{}, 1),

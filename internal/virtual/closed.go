@@ -94,7 +94,7 @@ func (q *closedReq) Finished(now time.Duration, res sim.Result) {
 	if q.done {
 		return
 	}
-	q.out.DoneAt, q.out.PromptTokens, q.out.FinishReason = now, res.PromptTokens, res.FinishReason
+	q.out.DoneAt, q.out.PromptTokens, q.out.CachedTokens, q.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
 	q.done = true
 	q.run.fin = append(q.run.fin, q)
 }
@@ -117,6 +117,7 @@ type closedRun struct {
 	active []*closedReq // streaming, possibly finished since the last step
 	fin    []*closedReq // finished during the last Advance, in order
 	wakes  []wake       // users pausing after a failure
+	blocks []uint64     // block hashes of the request being submitted (prefix cache)
 }
 
 // run drives the loop to its end and returns the engine samples.
@@ -214,7 +215,12 @@ func (r *closedRun) start(u int, t time.Duration) {
 	q := &closedReq{a: a, tag: tagOf(&req), user: u, last: t, deadline: sim.Never, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
-	tk, err := r.c.Submit(t, sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)
+	sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}
+	if r.cfg.prefixCache() {
+		r.blocks = r.cfg.Blocks(&req, r.blocks[:0])
+		sr.Blocks = r.blocks
+	}
+	tk, err := r.c.Submit(t, sr, q)
 	q.out.Ticket, q.out.Fault, q.out.Replica = tk, tk.Fault.Kind, tk.Replica
 	var qf *sim.QueueFullError
 	switch {

@@ -40,9 +40,19 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
 		b.tags[i] = tagOf(&r)
 	}
+	// With the prefix cache on, each prompt is made again and hashed as it
+	// is submitted (the generator is deterministic), rather than holding
+	// every prompt's hashes for the whole run.
+	var blocks sim.BlocksFunc
+	if cfg.prefixCache() {
+		blocks = func(i int, dst []uint64) []uint64 {
+			r := gen.Generate(arrivals[i])
+			return cfg.Blocks(&r, dst)
+		}
+	}
 	var samples []scrape.Sample
 	onSample := func(t time.Duration, s sim.Snapshot) { samples = append(samples, sample(t, s)) }
-	b.outs = sim.Simulate(cl, in, cfg.Timeout, cfg.ScrapeInterval, onSample)
+	b.outs = sim.SimulateBlocks(cl, in, blocks, cfg.Timeout, cfg.ScrapeInterval, onSample)
 	var at time.Duration
 	var why string
 	if stop != nil {
@@ -60,7 +70,7 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 		}
 		b = &batch{arrivals: arrivals[:n], tags: b.tags[:n]}
 		samples = nil
-		b.outs = sim.Simulate(cl, in[:n], cfg.Timeout, cfg.ScrapeInterval, onSample)
+		b.outs = sim.SimulateBlocks(cl, in[:n], blocks, cfg.Timeout, cfg.ScrapeInterval, onSample)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

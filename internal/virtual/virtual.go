@@ -28,7 +28,16 @@ type Config struct {
 	// counts what it receives. Nil: the engine sees the request's intended
 	// PromptTokens.
 	CountPrompt func(prompt string) int
+	// Blocks, when set, makes the prefix-cache block hashes of a request
+	// as the engine's HTTP facade would (sim.PrefixHasher over the
+	// rendered prompt), appended to dst. Used only when Sim's prefix cache
+	// is on; it is called as each request is submitted, so a run holds the
+	// hashes of the requests in the engine only.
+	Blocks func(r *workload.Request, dst []uint64) []uint64
 }
+
+// prefixCache reports whether requests carry block hashes.
+func (c *Config) prefixCache() bool { return c.Blocks != nil && c.Sim.PrefixCache() }
 
 // promptTokens is the prompt length the engine model sees for r.
 func (c *Config) promptTokens(r *workload.Request) int {
@@ -163,6 +172,7 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 		return rec
 	}
 	rec.Outcome, rec.UsageFromServer = record.OK, true
+	rec.CachedTokens = out.CachedTokens
 	if out.OutputTokens >= 2 {
 		rec.ITLMaxNs = int64(out.MaxGap)
 		rec.TPOTNs = (rec.DoneNs - rec.FirstTokenNs) / int64(out.OutputTokens-1)

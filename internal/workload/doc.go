@@ -69,6 +69,22 @@
 // nonce and every body starts at the text's beginning, so all prompts share
 // their prefixes — for testing prefix caching.
 //
+// With Config.SharedPrefix = P every prompt starts with the same text of P
+// tokens (the corpus from its start, textBytes(P) = round(P/tokens-per-byte)
+// bytes ending in a newline: a common system prompt), and the nonce and body
+// follow it:
+//
+//	prefix (P tokens, the same for all) + "[req <seq>-<8 hex>] " + body
+//
+// The whole prompt still has the drawn length T (the per-prompt overhead is
+// paid once, by the whole prompt); a draw T < P + MinUniqueTokens +
+// ⌈overhead⌉ is lengthened to that bound, so every prompt ends in text of
+// its own. The prefix is the start of the one user message rather than a
+// system message: vLLM and SGLang cache the rendered token sequence, in
+// which the chat template puts a system message first, so both placements
+// cache alike — but some chat templates refuse a system role, and a second
+// message would add template tokens the calibration did not measure.
+//
 // How close is the estimate? Measured with tiktoken-go v0.10.0 on 400 KB of
 // this text: cl100k_base 4.03 bytes/token, o200k_base 4.22 bytes/token
 // (2 KB windows: 3.7–4.3 and 3.9–4.6). A prompt of T estimated tokens is

@@ -82,11 +82,25 @@ type Config struct {
 	// Sizing sizes prompts for the target's tokenizer (the zero value:
 	// surge's 4-bytes-per-token estimate).
 	Sizing Sizing
+	// SharedPrefix, when > 0, starts every prompt with the same text of
+	// SharedPrefix tokens (a common system prompt, sized by Sizing), before
+	// the nonce: the prefix a server's prefix cache can reuse. The prompt
+	// keeps its drawn length; a draw too short to hold the prefix and
+	// MinUniqueTokens more is lengthened (see Generate).
+	SharedPrefix int
 }
 
-// Validate checks the configuration: the profile, or the mix's profiles
-// (unique names) and weights (finite, ≥ 0, summing to > 0).
+// MinUniqueTokens is the least a prompt holds after a shared prefix (the
+// nonce and a few words), in tokens of text.
+const MinUniqueTokens = 16
+
+// Validate checks the configuration: the shared prefix, and the profile,
+// or the mix's profiles (unique names) and weights (finite, ≥ 0, summing to
+// > 0).
 func (c *Config) Validate() error {
+	if c.SharedPrefix < 0 || c.SharedPrefix > MaxPromptTokens-MinUniqueTokens {
+		return fmt.Errorf("shared prefix: must be 0..%d tokens, got %d", MaxPromptTokens-MinUniqueTokens, c.SharedPrefix)
+	}
 	if len(c.Mix) == 0 {
 		return c.Profile.Validate()
 	}
@@ -117,6 +131,10 @@ type Generator struct {
 	rng   *rand.Rand
 	text  []byte    // a snapshot of the shared corpus text
 	mix   mixPicker // the profiles of Config.Mix; none without a mix
+	// prefix is the shared prefix's text ("" without one); minPrompt the
+	// shortest prompt that holds it and MinUniqueTokens more.
+	prefix    string
+	minPrompt int
 }
 
 // New returns a Generator for cfg.
@@ -140,6 +158,10 @@ func New(cfg Config) (*Generator, error) {
 		upper = cfg.Profile.Prompt.Upper()
 	}
 	g.text = corpusText(cfg.Sizing.Bytes(upper) + bodyShift + 64)
+	if p := cfg.SharedPrefix; p > 0 {
+		g.prefix = prefixText(cfg.Sizing.textBytes(p))
+		g.minPrompt = p + MinUniqueTokens + int(math.Ceil(max(cfg.Sizing.Overhead, 0)))
+	}
 	return g, nil
 }
 
@@ -163,6 +185,38 @@ func (g *Generator) ProfileName(a *schedule.Arrival) string {
 	return g.profile(a.Seq).Name
 }
 
+// textBytes is the length in bytes of synthetic text of the given tokens,
+// without the per-prompt overhead (which a whole prompt pays once):
+// round(tokens / TokensPerByte), BytesPerToken·tokens with the zero Sizing.
+func (s Sizing) textBytes(tokens int) int {
+	if s.TokensPerByte <= 0 {
+		return tokens * BytesPerToken
+	}
+	return int(min(math.Round(float64(tokens)/s.TokensPerByte), float64(MaxPromptTokens)*16))
+}
+
+// prefixText is the shared prefix of n bytes: the corpus from its start,
+// cut at a character boundary, padded with spaces and ended by a newline,
+// so that a tokenizer's last prefix token never merges with the nonce.
+func prefixText(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	text := corpusText(n + 1)
+	cut := n - 1
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	sb.Write(text[:cut])
+	for range n - 1 - cut {
+		sb.WriteByte(' ')
+	}
+	sb.WriteByte('\n')
+	return sb.String()
+}
+
 // Generate returns the request for arrival a:
 //
 //	prompt tokens T = a.PromptTokens if > 0, else a draw from Profile.Prompt
@@ -176,9 +230,15 @@ func (g *Generator) ProfileName(a *schedule.Arrival) string {
 // T is clamped to MaxPromptTokens. Profile is the profile's name (with a
 // mix, the profile chosen for a.Seq, whose distributions and cap apply),
 // or "replay" when both lengths came from the arrival.
+//
+// With a shared prefix of P tokens the prompt is the prefix (the same text
+// for every request), then the nonce and the body, P + the rest = T in
+// all; PrefixTokens = P. A draw T < P + MinUniqueTokens + ⌈Overhead⌉ is
+// lengthened to that (IntendedPrompt says when), so that every prompt
+// still ends in text of its own.
 func (g *Generator) Generate(a schedule.Arrival) Request {
 	p := g.profile(a.Seq)
-	prompt, output, shift := g.draw(p, a)
+	prompt, output, shift, _ := g.draw(p, a)
 	label := p.Name
 	if a.PromptTokens > 0 && a.OutputTokens > 0 {
 		label = ProfileReplay
@@ -190,19 +250,29 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 		PromptTokens: prompt,
 		MaxTokens:    min(output, p.MaxTokens),
 		IgnoreEOS:    g.cfg.IgnoreEOS,
+		PrefixTokens: g.cfg.SharedPrefix,
 	}
 }
 
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
 // Generate would draw it, without building the prompt.
 func (g *Generator) IntendedPromptTokens(a schedule.Arrival) int {
-	prompt, _, _ := g.draw(g.profile(a.Seq), a)
+	prompt, _ := g.IntendedPrompt(a)
 	return prompt
 }
 
+// IntendedPrompt is the intended prompt length T of arrival a, as Generate
+// would draw it, and whether the draw was lengthened to hold the shared
+// prefix.
+func (g *Generator) IntendedPrompt(a schedule.Arrival) (tokens int, lengthened bool) {
+	prompt, _, _, lengthened := g.draw(g.profile(a.Seq), a)
+	return prompt, lengthened
+}
+
 // draw makes the per-request draws of arrival a from profile p: the
-// prompt and output lengths in tokens and the body's start in the corpus.
-func (g *Generator) draw(p *Profile, a schedule.Arrival) (prompt, output, shift int) {
+// prompt and output lengths in tokens and the body's start in the corpus,
+// and whether the prompt was lengthened to hold the shared prefix.
+func (g *Generator) draw(p *Profile, a schedule.Arrival) (prompt, output, shift int, lengthened bool) {
 	g.pcg.Seed(g.seed1, splitmix64(uint64(a.Seq)))
 	// Both draws always happen, so a replayed length never shifts the other.
 	prompt = p.Prompt.Sample(g.rng)
@@ -214,13 +284,16 @@ func (g *Generator) draw(p *Profile, a schedule.Arrival) (prompt, output, shift 
 	if a.OutputTokens > 0 {
 		output = a.OutputTokens
 	}
-	return prompt, output, shift
+	if prompt < g.minPrompt {
+		prompt, lengthened = g.minPrompt, true
+	}
+	return prompt, output, shift, lengthened
 }
 
-// prompt builds the text of one prompt of n bytes (at least the nonce).
-// The nonce and the body are copied once, straight into the string's own
-// memory (a strings.Builder grown to the final size): one allocation, one
-// copy.
+// prompt builds the text of one prompt of n bytes (at least the shared
+// prefix and the nonce). The prefix, the nonce and the body are copied
+// once, straight into the string's own memory (a strings.Builder grown to
+// the final size): one allocation, one copy.
 func (g *Generator) prompt(seq int64, n, shift int) string {
 	var nonce [48]byte
 	head := nonce[:0]
@@ -230,9 +303,10 @@ func (g *Generator) prompt(seq int64, n, shift int) string {
 		start = wordStart(g.text, shift)
 	}
 	var sb strings.Builder
-	sb.Grow(max(n, len(head)))
+	sb.Grow(max(n, len(g.prefix)+len(head)))
+	sb.WriteString(g.prefix)
 	sb.Write(head)
-	if need := n - len(head); need > 0 {
+	if need := n - len(g.prefix) - len(head); need > 0 {
 		if len(g.text) <= start+need {
 			g.text = corpusText(start + need + 1)
 		}
