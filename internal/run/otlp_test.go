@@ -25,6 +25,10 @@ func TestOTLPJoinAgainstSimulator(t *testing.T) {
 		o := quietOptions()
 		o.OTLPListen = "127.0.0.1:4318"
 		o.Sim.MaxNumSeqs = 2 // a queue forms: waits are not all zero
+		// No request may time out: one that the engine finishes at the very
+		// instant its client gives up gets a span or not depending on which
+		// goroutine runs first at that instant.
+		o.Timeout = 10 * time.Minute
 		env := bubbleEnv(t, o, nil)
 		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(8, 10*time.Second)})
 		if err != nil {
