@@ -54,13 +54,13 @@ type TraceEntry struct {
 
 // Trace is a recorded arrival pattern, sorted by offset.
 type Trace struct {
-	Name    string       // file name, for messages and manifests
-	Format  string       // FormatSurge, FormatAzure or FormatMooncake ("" = surge)
-	Column  string       // the time column it was read from: timestamp, offset_s, offset_ms (Azure: TIMESTAMP)
-	Rows    int          // entries in the file (Entries may hold a slice of them, see Slice)
+	Name    string        // file name, for messages and manifests
+	Format  string        // FormatSurge, FormatAzure or FormatMooncake ("" = surge)
+	Column  string        // the time column it was read from: timestamp, offset_s, offset_ms (Azure: TIMESTAMP)
+	Rows    int           // entries in the file (Entries may hold a slice of them, see Slice)
 	Offset  time.Duration // the slice of the file held: entries from Offset on, rebased to 0 (see Slice)
 	Window  time.Duration // … and for Window after it; 0 = to the end
-	Entries []TraceEntry // sorted by Offset (stable)
+	Entries []TraceEntry  // sorted by Offset (stable)
 }
 
 // Span is the shortest phase duration that holds every entry when the trace
