@@ -122,6 +122,9 @@ func New(cfg Config) (*Generator, error) {
 //	                  EstimateTokens(Prompt) = T
 //	PromptTokens    = T, the intended length
 //
+// An arrival with prompt blocks (a Mooncake trace's hash ids) gets a
+// prompt built from them instead, and PrefixTokens (see blocks.go).
+//
 // T is clamped to MaxPromptTokens. Profile is the profile's name, or
 // "replay" when both lengths came from the arrival.
 func (g *Generator) Generate(a schedule.Arrival) Request {
@@ -130,14 +133,19 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 	if a.PromptTokens > 0 && a.OutputTokens > 0 {
 		profile = ProfileReplay
 	}
-	return Request{
+	r := Request{
 		Seq:          a.Seq,
 		Profile:      profile,
-		Prompt:       g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift),
 		PromptTokens: prompt,
 		MaxTokens:    min(output, g.cfg.Profile.MaxTokens),
 		IgnoreEOS:    g.cfg.IgnoreEOS,
 	}
+	if a.Blocks != nil { // a trace's shared blocks (blocks.go)
+		r.Prompt, r.PrefixTokens = g.blockPrompt(a.Seq, a.Blocks, prompt, shift)
+	} else {
+		r.Prompt = g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift)
+	}
+	return r
 }
 
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
