@@ -31,6 +31,12 @@ type RunConfig struct {
 	Burstiness float64       `yaml:"burstiness"` // single phase: gamma shape
 	Trace      string        `yaml:"trace"`      // single phase: replay this trace (CSV or JSONL)
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
+	// Single phase: replay the trace from this far into it, for this long
+	// (trace time, before Speed; 0 = to the end), with prompt blocks of
+	// this many tokens (Mooncake hash ids; 0 = 512). See schedule.Phase.
+	TraceOffset      time.Duration `yaml:"trace_offset"`
+	TraceWindow      time.Duration `yaml:"trace_window"`
+	TraceBlockTokens int           `yaml:"trace_block_tokens"`
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
 
 	// DurationSet says Duration was given (flag or file); without it a
@@ -60,7 +66,8 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 	p := schedule.Plan{BaselineRPS: c.BaselineRPS, Phases: slices.Clone(c.Phases)}
 	var exclude []string
 	if len(p.Phases) == 0 {
-		main := schedule.Phase{Name: "main", Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival, Burstiness: c.Burstiness, TraceFile: c.Trace, Speed: c.Speed}
+		main := schedule.Phase{Name: "main", Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival, Burstiness: c.Burstiness, TraceFile: c.Trace, Speed: c.Speed,
+			TraceOffset: c.TraceOffset, TraceWindow: c.TraceWindow, TraceBlockTokens: c.TraceBlockTokens}
 		if c.Arrival == schedule.ArrivalReplay || c.Trace != "" {
 			main.Arrival, main.Rate = schedule.ArrivalReplay, 0
 		}
@@ -86,6 +93,9 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 		dir = filepath.Dir(c.ConfigFile)
 	}
 	if err := p.LoadTraces(dir); err != nil {
+		if len(c.Phases) == 0 {
+			return p, nil, nil, flagPhaseError(err, c.Warmup > 0)
+		}
 		return p, nil, nil, err
 	}
 	var notes []string

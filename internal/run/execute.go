@@ -267,6 +267,10 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	} else {
 		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
 	}
+	m.Traces = replayedTraces(res.Plan) // traces.go
+	if s := traceCacheState(m.Traces, o.NoNonce); s != "" {
+		m.CacheState = s
+	}
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"

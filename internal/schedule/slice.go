@@ -177,3 +177,12 @@ func (t *Trace) PrefixTokens(n int) (prompt, reused int64) {
 	}
 	return prompt, reused
 }
+
+// Replayed is how many entries of its trace a replay phase replays (those
+// whose scaled offset falls inside its duration); 0 for other phases.
+func (ph *Phase) Replayed() int {
+	if ph.kind() != ArrivalReplay {
+		return 0
+	}
+	return replayCount(ph)
+}
