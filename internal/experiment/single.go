@@ -37,7 +37,7 @@ type RunConfig struct {
 	TraceOffset      time.Duration `yaml:"trace_offset"`
 	TraceWindow      time.Duration `yaml:"trace_window"`
 	TraceBlockTokens int           `yaml:"trace_block_tokens"`
-	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
+	Warmup           time.Duration `yaml:"warmup"` // single phase: warmup at the same rate, excluded
 
 	// DurationSet says Duration was given (flag or file); without it a
 	// replay runs the whole trace (schedule.FitTrace).
