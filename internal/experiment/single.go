@@ -31,13 +31,14 @@ type RunConfig struct {
 	Burstiness float64       `yaml:"burstiness"` // single phase: gamma shape
 	Trace      string        `yaml:"trace"`      // single phase: replay this trace (CSV or JSONL)
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
+	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
+
 	// Single phase: replay the trace from this far into it, for this long
 	// (trace time, before Speed; 0 = to the end), with prompt blocks of
 	// this many tokens (Mooncake hash ids; 0 = 512). See schedule.Phase.
 	TraceOffset      time.Duration `yaml:"trace_offset"`
 	TraceWindow      time.Duration `yaml:"trace_window"`
 	TraceBlockTokens int           `yaml:"trace_block_tokens"`
-	Warmup           time.Duration `yaml:"warmup"` // single phase: warmup at the same rate, excluded
 
 	// DurationSet says Duration was given (flag or file); without it a
 	// replay runs the whole trace (schedule.FitTrace).
