@@ -132,7 +132,8 @@ func TestBlockPromptSizing(t *testing.T) {
 }
 
 // BenchmarkGenerateBlocks is BenchmarkGenerate for arrivals of a Mooncake
-// trace: 6,955 prompt tokens in 14 blocks of 512, the first 10 shared.
+// trace: 6,955 prompt tokens in 14 blocks of 512, the first 10 shared; and,
+// for comparison, the same length as one unique prompt.
 func BenchmarkGenerateBlocks(b *testing.B) {
 	ids := make([]int64, 14)
 	other := make([]int64, 14)
@@ -143,15 +144,25 @@ func BenchmarkGenerateBlocks(b *testing.B) {
 		}
 	}
 	arr := blockArrivals(b, entry(6955, ids...), entry(6955, other...))
-	g := newGen(b, ProfileChat, nil)
-	var bytes int
-	seq := int64(0)
-	b.ReportAllocs()
-	for b.Loop() {
-		a := arr[seq&1]
-		a.Seq = seq
-		bytes += len(g.Generate(a).Prompt)
-		seq++
+	for _, bc := range []struct {
+		name   string
+		blocks bool
+	}{{"blocks", true}, {"unique", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			g := newGen(b, ProfileChat, nil)
+			var bytes int
+			seq := int64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				a := arr[seq&1]
+				a.Seq = seq
+				if !bc.blocks {
+					a.Blocks = nil
+				}
+				bytes += len(g.Generate(a).Prompt)
+				seq++
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "prompt-bytes/op")
+		})
 	}
-	b.ReportMetric(float64(bytes)/float64(b.N), "prompt-bytes/op")
 }
