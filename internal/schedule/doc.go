@@ -80,7 +80,7 @@
 //	GeneratedTokens, names matched without case):
 //	  TIMESTAMP        date and time, UTC: 2023-11-16 18:15:46.6805900
 //	                   (any number of fraction digits, rounded to the ns;
-//	                   a T for the space, a trailing Z); rebased
+//	                   a T for the space, a zone Z or ±hh:mm); rebased
 //	  ContextTokens    prompt tokens (required)
 //	  GeneratedTokens  output tokens (required)
 //	Mooncake (JSONL; a first object with input_length, output_length or

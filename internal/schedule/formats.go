@@ -99,9 +99,10 @@ func (b *traceBuilder) readAzure(cr *csv.Reader, header []string) (*Trace, error
 
 // parseDatetime reads a date and time as the Azure traces write it,
 // "2023-11-16 18:15:46.6805900": YYYY-MM-DD, a space or T, hh:mm:ss, an
-// optional fraction of any number of digits (rounded to the nanosecond)
-// and an optional Z; always UTC. It returns nanoseconds since the Unix
-// epoch.
+// optional fraction of any number of digits (rounded to the nanosecond) and
+// an optional zone, Z or ±hh:mm (as pandas writes time-zone-aware stamps,
+// "+00:00"); without a zone it is UTC. It returns nanoseconds since the
+// Unix epoch.
 func parseDatetime(s string) (int64, error) {
 	if s == "" {
 		return 0, errors.New("missing value")
@@ -109,21 +110,26 @@ func parseDatetime(s string) (int64, error) {
 	bad := func() (int64, error) {
 		return 0, fmt.Errorf("not a date and time %s (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)", quoteShort(s))
 	}
-	t := strings.TrimSuffix(s, "Z")
+	t := s
+	var zone int64 // seconds east of UTC
+	switch n := len(t); {
+	case strings.HasSuffix(t, "Z"):
+		t = t[:n-1]
+	case n >= 25 && (t[n-6] == '+' || t[n-6] == '-') && t[n-3] == ':':
+		zh, zm := digits(t[n-5:n-3]), digits(t[n-2:])
+		if zh < 0 || zh > 23 || zm < 0 || zm > 59 {
+			return bad()
+		}
+		zone = int64(zh*3600 + zm*60)
+		if t[n-6] == '-' {
+			zone = -zone
+		}
+		t = t[:n-6]
+	}
 	if len(t) < 19 || t[4] != '-' || t[7] != '-' || (t[10] != ' ' && t[10] != 'T') || t[13] != ':' || t[16] != ':' {
 		return bad()
 	}
-	num := func(from, to int) int {
-		n := 0
-		for _, c := range []byte(t[from:to]) {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	y, mo, d, h, mi, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
+	y, mo, d, h, mi, sec := digits(t[0:4]), digits(t[5:7]), digits(t[8:10]), digits(t[11:13]), digits(t[14:16]), digits(t[17:19])
 	if y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 {
 		return bad()
 	}
@@ -153,7 +159,19 @@ func parseDatetime(s string) (int64, error) {
 	if y < 1678 || y > 2261 { // UnixNano's range
 		return 0, fmt.Errorf("out of range %s", quoteShort(s))
 	}
-	return tm.UnixNano() + frac, nil
+	return tm.UnixNano() + frac - zone*int64(time.Second), nil
+}
+
+// digits is the value of s, decimal digits only, or -1.
+func digits(s string) int {
+	n := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // isMooncake reports whether a JSONL trace's first object has one of
