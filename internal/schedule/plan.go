@@ -51,7 +51,8 @@ type Phase struct {
 	TraceBlockTokens int `yaml:"trace_block_tokens,omitempty"`
 	// Trace is the trace as replayed: LoadTraces reads TraceFile and keeps
 	// the TraceOffset/TraceWindow slice of it (Trace.Slice). One set
-	// directly is replayed as it is.
+	// directly is replayed as it is, the slice settings unused: take it
+	// through Slice first, which also lays out its prompt blocks.
 	Trace *Trace `yaml:"-"`
 }
 
