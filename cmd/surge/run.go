@@ -44,6 +44,13 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   # the same in virtual time against the engine model (instant)
   surge run --simulate --mix chat=0.7,rag=0.2,longgen=0.1 --rate 5 --duration 20s
 
+  # replay ten minutes of a Mooncake trace, an hour into it, twice as fast:
+  # requests with the same hash_ids share prompt prefixes (records: prefix_tokens)
+  surge run --trace mooncake_trace.jsonl --trace-offset 1h --trace-window 10m --speed 2
+
+  # the Azure LLM inference trace, as published (recognised by its header)
+  surge run --trace AzureLLMInferenceTrace_conv.csv --trace-window 5m
+
   # phases from a YAML file (flags win over the file); it may define profiles
   # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
   #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
@@ -59,8 +66,11 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 	f.dur(&cfg.Duration, "duration", "duration", "length of the measured phase (with --trace: default the whole trace ÷ --speed; shorter cuts it, e.g. --duration 10m)")
 	f.str(&cfg.Arrival, "arrival", "arrival", "arrival process: constant, poisson, gamma, replay")
 	f.f64(&cfg.Burstiness, "burstiness", "burstiness", "gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother")
-	f.str(&cfg.Trace, "trace", "trace", "replay arrivals from this trace (CSV or JSONL with offset_s/offset_ms/timestamp), the whole of it unless --duration cuts it, e.g. --trace prod.csv --speed 2")
+	f.str(&cfg.Trace, "trace", "trace", "replay arrivals from this trace, the whole of it unless --duration cuts it: surge's CSV or JSONL (offset_s/offset_ms/timestamp, prompt_tokens, output_tokens), the Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens) or Mooncake JSONL (timestamp, input_length, output_length, hash_ids: shared prompt blocks), recognised by header or keys; e.g. --trace prod.csv --speed 2")
 	f.f64(&cfg.Speed, "speed", "speed", "replay speed factor (2 = twice as fast)")
+	f.dur(&cfg.TraceOffset, "trace_offset", "trace-offset", "start the replay this far into the trace, in trace time (its first arrival is 0), e.g. --trace-offset 1h")
+	f.dur(&cfg.TraceWindow, "trace_window", "trace-window", "replay only this long a slice of the trace from --trace-offset, in trace time before --speed (0 = to the end), e.g. --trace-offset 1h --trace-window 10m --speed 2 plays minutes 60-70 in 5 minutes")
+	f.integer(&cfg.TraceBlockTokens, "trace_block_tokens", "trace-block-tokens", "prompt tokens per hash id of a Mooncake trace: requests sharing ids share those blocks of prompt text (0 = 512, the published traces' size)")
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run in virtual time against the engine model (seconds, not the run's duration)")
@@ -83,7 +93,7 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
 
 // singlePhaseKeys are the keys of `surge run` that describe one phase
 // without a phases list.
-var singlePhaseKeys = []string{"rate", "duration", "arrival", "burstiness", "trace", "speed", "warmup"}
+var singlePhaseKeys = []string{"rate", "duration", "arrival", "burstiness", "trace", "speed", "trace_offset", "trace_window", "trace_block_tokens", "warmup"}
 
 // phasesGiven refuses an experiment file for `surge run` that describes no
 // load: no phases list, an empty one, or none of the single-phase keys —

@@ -34,6 +34,13 @@ type RunConfig struct {
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
 	Simulate   bool          `yaml:"simulate"`   // run in virtual time against the engine model
 
+	// Single phase: replay the trace from this far into it, for this long
+	// (trace time, before Speed; 0 = to the end), with prompt blocks of
+	// this many tokens (Mooncake hash ids; 0 = 512). See schedule.Phase.
+	TraceOffset      time.Duration `yaml:"trace_offset"`
+	TraceWindow      time.Duration `yaml:"trace_window"`
+	TraceBlockTokens int           `yaml:"trace_block_tokens"`
+
 	// DurationSet says Duration was given (flag or file); without it a
 	// replay runs the whole trace (schedule.FitTrace).
 	DurationSet bool `yaml:"-"`
@@ -61,7 +68,8 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 	p := schedule.Plan{BaselineRPS: c.BaselineRPS, Phases: slices.Clone(c.Phases)}
 	var exclude []string
 	if len(p.Phases) == 0 {
-		main := schedule.Phase{Name: "main", Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival, Burstiness: c.Burstiness, TraceFile: c.Trace, Speed: c.Speed}
+		main := schedule.Phase{Name: "main", Duration: c.Duration, Rate: c.Rate, Arrival: c.Arrival, Burstiness: c.Burstiness, TraceFile: c.Trace, Speed: c.Speed,
+			TraceOffset: c.TraceOffset, TraceWindow: c.TraceWindow, TraceBlockTokens: c.TraceBlockTokens}
 		if c.Arrival == schedule.ArrivalReplay || c.Trace != "" {
 			main.Arrival, main.Rate = schedule.ArrivalReplay, 0
 		}
@@ -87,6 +95,9 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 		dir = filepath.Dir(c.ConfigFile)
 	}
 	if err := p.LoadTraces(dir); err != nil {
+		if len(c.Phases) == 0 {
+			return p, nil, nil, flagPhaseError(err, c.Warmup > 0)
+		}
 		return p, nil, nil, err
 	}
 	var notes []string

@@ -49,6 +49,9 @@ type Manifest struct {
 	// Mix lists the profiles of a mixed workload (--mix) with their
 	// shares and distributions; absent for a single profile.
 	Mix []MixProfile `json:"mix,omitempty"`
+	// Traces describes the traces that replay phases replayed (absent
+	// without any).
+	Traces []ReplayedTrace `json:"traces,omitempty"`
 }
 
 // MixProfile is one profile of a mixed workload as it was sent.
@@ -59,6 +62,28 @@ type MixProfile struct {
 	Prompt    string  `json:"prompt"`     // prompt length distribution, tokens (workload.ParseDist's form)
 	Output    string  `json:"output"`     // output length distribution, tokens
 	MaxTokens int     `json:"max_tokens"` // cap: max_tokens = min(output draw, cap)
+}
+
+// ReplayedTrace describes the trace one replay phase replayed and the
+// cache state its prompts imply.
+type ReplayedTrace struct {
+	Phase       string  `json:"phase"`
+	File        string  `json:"file"`
+	Format      string  `json:"format"`                 // surge, azure or mooncake (detected by header or keys)
+	Rows        int     `json:"rows"`                   // entries in the file
+	Kept        int     `json:"kept"`                   // entries replayed: in the slice and within the phase
+	OffsetNs    int64   `json:"offset_ns"`              // the slice starts this far into the trace (trace time)
+	WindowNs    int64   `json:"window_ns"`              // and lasts this long; 0 = to the end
+	Speed       float64 `json:"speed"`                  // trace time ÷ replay time
+	BlockTokens int     `json:"block_tokens,omitempty"` // tokens per hash id (Mooncake)
+	// PromptTokens is the intended prompt tokens of the kept entries;
+	// RepeatedTokens those of them in leading blocks an earlier kept entry
+	// had — what a perfect prefix cache, empty at the start, would reuse —
+	// and RepeatedShare their ratio. 0 for traces without hash ids, whose
+	// prompts surge makes unique.
+	PromptTokens   int64   `json:"prompt_tokens"`
+	RepeatedTokens int64   `json:"repeated_prefix_tokens"`
+	RepeatedShare  float64 `json:"repeated_prefix_share"`
 }
 
 // PromptSizing says how prompts were sized (the calibration against the

@@ -259,6 +259,10 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		PromptSizing: res.Prompt,
 	}
 	m.CacheState, m.SharedPrefix = CacheState(o, res.SharedPrefix), res.SharedPrefix
+	m.Traces = replayedTraces(res.Plan) // traces.go
+	if s := traceCacheState(m.Traces, o.NoNonce); s != "" {
+		m.CacheState = s
+	}
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"

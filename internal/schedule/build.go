@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// MaxArrivals is the most arrivals Build materialises (about 50 bytes each);
+// MaxArrivals is the most arrivals Build materialises (about 60 bytes each);
 // longer schedules can be streamed with Arrivals.
 const MaxArrivals = 20_000_000
 
@@ -20,6 +20,10 @@ type Arrival struct {
 	Phase        string        // the phase whose interval holds At
 	PromptTokens int           // from a replay trace; 0 = unspecified
 	OutputTokens int           // from a replay trace; 0 = unspecified
+	// Blocks is the prompt's blocks of shared content, from a replay trace
+	// that has them (Mooncake hash_ids); nil otherwise. It points into the
+	// phase's trace and must not be modified.
+	Blocks *Blocks
 }
 
 // Arrivals validates p and returns an iterator over its arrivals in time
@@ -45,8 +49,8 @@ func Arrivals(p Plan, seed int64) (iter.Seq[Arrival], error) {
 // emitPhase yields the arrivals of one phase starting at start; it reports
 // false when the consumer stopped.
 func emitPhase(ph *Phase, baseline float64, seed int64, start time.Duration, seq *int64, yield func(Arrival) bool) bool {
-	emit := func(off time.Duration, prompt, output int) bool {
-		a := Arrival{Seq: *seq, At: start + off, Phase: ph.Name, PromptTokens: prompt, OutputTokens: output}
+	emit := func(off time.Duration, prompt, output int, blocks *Blocks) bool {
+		a := Arrival{Seq: *seq, At: start + off, Phase: ph.Name, PromptTokens: prompt, OutputTokens: output, Blocks: blocks}
 		*seq++
 		return yield(a)
 	}
@@ -56,7 +60,7 @@ func emitPhase(ph *Phase, baseline float64, seed int64, start time.Duration, seq
 			if off >= ph.Duration {
 				break // sorted: the rest are outside the phase too
 			}
-			if !emit(off, e.PromptTokens, e.OutputTokens) {
+			if !emit(off, e.PromptTokens, e.OutputTokens, e.Blocks) {
 				return false
 			}
 		}
@@ -72,7 +76,7 @@ func emitPhase(ph *Phase, baseline float64, seed int64, start time.Duration, seq
 		if off >= ph.Duration {
 			return true
 		}
-		if !emit(off, 0, 0) {
+		if !emit(off, 0, 0, nil) {
 			return false
 		}
 	}

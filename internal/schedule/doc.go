@@ -74,6 +74,44 @@
 // order. CSV lines starting with '#' are comments. Errors name the file,
 // line and field, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
 //
+// Two published formats are recognised by their names, without a flag:
+//
+//	Azure LLM inference trace (CSV; a header with ContextTokens or
+//	GeneratedTokens, names matched without case):
+//	  TIMESTAMP        date and time, UTC: 2023-11-16 18:15:46.6805900
+//	                   (any number of fraction digits, rounded to the ns;
+//	                   a T for the space, a zone Z or ±hh:mm); rebased
+//	  ContextTokens    prompt tokens (required)
+//	  GeneratedTokens  output tokens (required)
+//	Mooncake (JSONL; a first object with input_length, output_length or
+//	hash_ids):
+//	  timestamp        milliseconds, any origin; rebased
+//	  input_length     prompt tokens, ≥ 1 (required)
+//	  output_length    output tokens (required)
+//	  hash_ids         optional array of integers, one per block of
+//	                   B prompt tokens (the phase's trace_block_tokens,
+//	                   default 512); equal ids, equal content
+//
+// # Slices and shared blocks
+//
+// A replay phase may replay a slice of its trace: trace_offset o and
+// trace_window w (trace time, before the speed) keep the entries with
+// o ≤ offset < o + w (w = 0: to the end), rebased to offset − o. An offset
+// beyond the last entry, or a window with no entry, is an error.
+//
+// Within the slice, an entry's blocks are compared with the others' as a
+// prefix cache would: block k of entry j is shared with entry i when both
+// have the same ids in blocks 0..k. Blocks.Common is the number of leading
+// blocks some other entry shares; Blocks.Reused the prompt tokens of
+// entry j in leading blocks an earlier entry had,
+//
+//	Reused_j = Σ_k min(tokens_j(k), max_{i<j same path} tokens_i(k)),
+//	tokens_i(k) = clamp(prompt_i − k·B, 0, B),
+//
+// summed while the path is one an earlier entry took. Only the first
+// ⌈prompt/B⌉ ids are blocks of the prompt; extra ids are ignored (FitTrace
+// notes entries whose ids do not match their length).
+//
 // # Closed loops
 //
 // A ClosedLoop (concurrency sweeps only) is the one exception to open-loop

@@ -39,7 +39,21 @@ type Phase struct {
 	Burstiness float64       `yaml:"burstiness,omitempty"` // gamma shape (> 0); 1 = Poisson, < 1 burstier
 	TraceFile  string        `yaml:"trace,omitempty"`      // replay: CSV or JSONL trace file (see LoadTraces)
 	Speed      float64       `yaml:"speed,omitempty"`      // replay: time scale, offsets are divided by it; 0 = 1
-	Trace      *Trace        `yaml:"-"`                    // replay: the trace itself (LoadTraces fills it from TraceFile)
+	// TraceOffset starts the replay this far into the trace (after
+	// rebasing to its first entry); TraceWindow, when > 0, replays only
+	// that long a slice of it. Both are trace time, before Speed: offset
+	// 1h, window 10m, speed 2 replays the trace's minutes 60–70 in 5
+	// minutes, the slice rebased so that its start plays at 0.
+	TraceOffset time.Duration `yaml:"trace_offset,omitempty"`
+	TraceWindow time.Duration `yaml:"trace_window,omitempty"`
+	// TraceBlockTokens is the prompt tokens per hash id of a trace with
+	// prompt blocks (Mooncake); 0 = DefaultBlockTokens.
+	TraceBlockTokens int `yaml:"trace_block_tokens,omitempty"`
+	// Trace is the trace as replayed: LoadTraces reads TraceFile and keeps
+	// the TraceOffset/TraceWindow slice of it (Trace.Slice). One set
+	// directly is replayed as it is, the slice settings unused: take it
+	// through Slice first, which also lays out its prompt blocks.
+	Trace *Trace `yaml:"-"`
 }
 
 // Plan is a sequence of phases that join without gaps: phase i covers
@@ -131,6 +145,14 @@ func (ph *Phase) validate(label, path string) error {
 		if ph.TraceFile != "" || ph.Trace != nil {
 			return bad("trace", "only for replay arrivals, not %s", kind)
 		}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"trace_offset", ph.TraceOffset != 0}, {"trace_window", ph.TraceWindow != 0}, {"trace_block_tokens", ph.TraceBlockTokens != 0}} {
+			if f.set {
+				return bad(f.name, "only for replay arrivals, not %s", kind)
+			}
+		}
 	case ArrivalReplay:
 		if ph.Rate != 0 {
 			return bad("rate", "not used by replay arrivals (use speed)")
@@ -140,6 +162,9 @@ func (ph *Phase) validate(label, path string) error {
 		}
 		if ph.Burstiness != 0 {
 			return bad("burstiness", "only for gamma arrivals, not replay")
+		}
+		if err := ph.validateSlice(bad); err != nil {
+			return err
 		}
 		switch {
 		case ph.Trace == nil && ph.TraceFile == "":
@@ -293,23 +318,59 @@ func replayCount(ph *Phase) int {
 }
 
 // LoadTraces reads the trace of every replay phase that names a TraceFile
-// and has no Trace yet. Relative paths are resolved against dir (the
-// experiment file's directory; "" means the working directory).
+// and has no Trace yet, and keeps the slice its TraceOffset and
+// TraceWindow select (Trace.Slice, blocks of TraceBlockTokens). Relative
+// paths are resolved against dir (the experiment file's directory; ""
+// means the working directory). An offset beyond the trace's last entry,
+// or a window that holds no entry, is an error naming the setting.
 func (p *Plan) LoadTraces(dir string) error {
 	for i := range p.Phases {
 		ph := &p.Phases[i]
 		if ph.TraceFile == "" || ph.Trace != nil {
 			continue
 		}
-		path := ph.TraceFile
-		if dir != "" && !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
+		label := fmt.Sprintf("phase %q", ph.Name)
+		if ph.Name == "" {
+			label = fmt.Sprintf("phases[%d]", i)
 		}
-		t, err := ReadTraceFile(path)
+		path := fmt.Sprintf("phases[%d]", i)
+		bad := func(name, format string, args ...any) error {
+			return phaseErr(label, path, name, format, args...)
+		}
+		if err := ph.validateSlice(bad); err != nil {
+			return err
+		}
+		file := ph.TraceFile
+		if dir != "" && !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		t, err := ReadTraceFile(file)
 		if err != nil {
 			return err
 		}
-		ph.Trace = t
+		if end := t.last(); ph.TraceOffset > end {
+			return bad("trace_offset", "%s is beyond the end of the trace %s (its last arrival is at %s)", ph.TraceOffset, t.Name, end)
+		}
+		s := t.Slice(ph.TraceOffset, ph.TraceWindow, ph.TraceBlockTokens)
+		if len(s.Entries) == 0 {
+			return bad("trace_window", "no arrival of the trace %s lies between %s and %s", t.Name, ph.TraceOffset, ph.TraceOffset+ph.TraceWindow)
+		}
+		ph.Trace = s
+	}
+	return nil
+}
+
+// validateSlice checks the settings that select a slice of the trace.
+func (ph *Phase) validateSlice(bad func(name, format string, args ...any) error) error {
+	switch {
+	case ph.TraceOffset < 0:
+		return bad("trace_offset", "must be >= 0, got %s", ph.TraceOffset)
+	case ph.TraceWindow < 0:
+		return bad("trace_window", "must be >= 0, got %s", ph.TraceWindow)
+	case ph.TraceBlockTokens < 0 || ph.TraceBlockTokens > 0 && ph.TraceBlockTokens < MinBlockTokens:
+		return bad("trace_block_tokens", "must be >= %d (0 = %d), got %d", MinBlockTokens, DefaultBlockTokens, ph.TraceBlockTokens)
+	case ph.TraceBlockTokens > MaxTraceTokens:
+		return bad("trace_block_tokens", "must be <= %d, got %d", MaxTraceTokens, ph.TraceBlockTokens)
 	}
 	return nil
 }

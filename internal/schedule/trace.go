@@ -33,18 +33,34 @@ const MaxTraceTokens = 10_000_000
 // maxJSONLLine bounds one JSONL line (production logs may hold prompts).
 const maxJSONLLine = 16 << 20
 
+// The trace formats surge recognises, by their header (CSV) or keys (JSONL).
+const (
+	FormatSurge    = "surge"    // surge's own: offset_s|offset_ms|timestamp, prompt_tokens, output_tokens
+	FormatAzure    = "azure"    // Azure LLM inference trace CSV: TIMESTAMP,ContextTokens,GeneratedTokens
+	FormatMooncake = "mooncake" // Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids
+)
+
 // TraceEntry is one request of a trace.
 type TraceEntry struct {
 	Offset       time.Duration // since the trace origin, ≥ 0
 	PromptTokens int           // 0 = unspecified
 	OutputTokens int           // 0 = unspecified
+	// Blocks is the entry's prompt as blocks of shared content (a Mooncake
+	// trace's hash_ids); nil when the trace does not say. Not recorded in
+	// manifests (it can be large, and re-rendering a report needs only
+	// the offsets).
+	Blocks *Blocks `json:"-"`
 }
 
 // Trace is a recorded arrival pattern, sorted by offset.
 type Trace struct {
-	Name    string       // file name, for messages and manifests
-	Column  string       // the time column it was read from: timestamp, offset_s or offset_ms
-	Entries []TraceEntry // sorted by Offset (stable)
+	Name    string        // file name, for messages and manifests
+	Format  string        // FormatSurge, FormatAzure or FormatMooncake ("" = surge)
+	Column  string        // the time column it was read from: timestamp, offset_s, offset_ms (Azure: TIMESTAMP)
+	Rows    int           // entries in the file (Entries may hold a slice of them, see Slice)
+	Offset  time.Duration // the slice of the file held: entries from Offset on, rebased to 0 (see Slice)
+	Window  time.Duration // … and for Window after it; 0 = to the end
+	Entries []TraceEntry  // sorted by Offset (stable)
 }
 
 // Span is the shortest phase duration that holds every entry when the trace
@@ -73,7 +89,8 @@ func FitTrace(ph *Phase, explicit bool) []string {
 	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 {
 		return nil
 	}
-	span := ph.Trace.Span(ph.Speed)
+	t := ph.Trace
+	span := t.Span(ph.Speed)
 	speed := ph.Speed
 	if speed == 0 {
 		speed = 1
@@ -83,24 +100,45 @@ func FitTrace(ph *Phase, explicit bool) []string {
 	case !explicit || ph.Duration <= 0:
 		ph.Duration = span
 	case ph.Duration < span:
-		kept := 0
-		for _, e := range ph.Trace.Entries {
-			if scaleOffset(e.Offset, ph.Speed) < ph.Duration {
-				kept++
-			}
-		}
 		notes = append(notes, fmt.Sprintf("WARNING: --duration %s cuts the trace %s, which spans %s at speed %g: replaying its first %d of %d arrivals. Drop --duration to replay it all.",
-			ph.Duration, ph.Trace.Name, span.Round(time.Millisecond), speed, kept, len(ph.Trace.Entries)))
+			ph.Duration, t.label(), span.Round(time.Millisecond), speed, replayCount(ph), len(t.Entries)))
 	case ph.Duration > span:
 		notes = append(notes, fmt.Sprintf("note: --duration %s is longer than the trace %s (%s at speed %g): replaying the trace once, %s; an idle tail would lower the offered rate.",
-			ph.Duration, ph.Trace.Name, span.Round(time.Millisecond), speed, span.Round(time.Millisecond)))
+			ph.Duration, t.label(), span.Round(time.Millisecond), speed, span.Round(time.Millisecond)))
 		ph.Duration = span
+	}
+	if t.Offset > 0 || t.Window > 0 {
+		notes = append(notes, fmt.Sprintf("note: replaying %d of the %d arrivals of the %s trace %s (from %s, %s), in %s at speed %g.",
+			replayCount(ph), t.Rows, t.Format, t.Name, t.Offset, windowText(t.Window), ph.Duration.Round(time.Millisecond), speed))
+	}
+	if n := t.BlockMismatch(); n > 0 {
+		bt := t.Entries[0].Blocks
+		for i := 0; bt == nil; i++ {
+			bt = t.Entries[i].Blocks
+		}
+		notes = append(notes, fmt.Sprintf("note: %d of %d entries of %s have hash_ids that do not match their input_length in blocks of %d tokens (⌈input_length/%d⌉ ids): is --trace-block-tokens right? Prompt tokens beyond the ids are the request's own; ids beyond the prompt are ignored.",
+			n, len(t.Entries), t.Name, bt.Tokens, bt.Tokens))
 	}
 	if ph.Duration > LongReplay {
 		notes = append(notes, fmt.Sprintf("WARNING: replaying %s at speed %g takes %s (more than %s); raise --speed or cut it with --duration.",
-			ph.Trace.Name, speed, ph.Duration.Round(time.Second), LongReplay))
+			t.label(), speed, ph.Duration.Round(time.Second), LongReplay))
 	}
 	return notes
+}
+
+// label names the trace in notes: its file, and the slice it holds.
+func (t *Trace) label() string {
+	if t.Offset == 0 && t.Window == 0 {
+		return t.Name
+	}
+	return fmt.Sprintf("%s (from %s, %s)", t.Name, t.Offset, windowText(t.Window))
+}
+
+func windowText(w time.Duration) string {
+	if w == 0 {
+		return "to the end"
+	}
+	return "for " + w.String()
 }
 
 // scaleOffset returns off/speed rounded to the nearest nanosecond; speed 0
@@ -128,13 +166,17 @@ func ReadTraceFile(path string) (*Trace, error) {
 	}
 }
 
-// traceBuilder accumulates entries while reading, in either format.
+// traceBuilder accumulates entries while reading, in any format.
 type traceBuilder struct {
 	name    string
+	format  string  // FormatSurge, FormatAzure, FormatMooncake
 	column  string  // chosen time column
 	unit    int64   // ns per unit of the time column
+	rebase  bool    // the time column has any origin: rebase to the earliest entry
 	offsets []int64 // parsed time values in ns (timestamps not yet rebased)
 	entries []TraceEntry
+	ids     []int64  // Mooncake: every entry's hash ids, one backing array
+	spans   [][2]int // Mooncake: entry i's ids are ids[spans[i][0]:spans[i][1]]; {-1,-1} = none
 }
 
 func (b *traceBuilder) errorf(line int, field, format string, args ...any) error {
@@ -146,6 +188,7 @@ func (b *traceBuilder) errorf(line int, field, format string, args ...any) error
 
 func (b *traceBuilder) setColumn(col string) {
 	b.column = col
+	b.rebase = col == ColTimestamp
 	switch col {
 	case ColOffsetMs:
 		b.unit = int64(time.Millisecond)
@@ -160,16 +203,28 @@ func (b *traceBuilder) addTime(line int, raw string) error {
 	if err != nil {
 		return b.errorf(line, b.column, "%v", err)
 	}
-	if b.column != ColTimestamp && ns < 0 {
+	if !b.rebase && ns < 0 {
 		return b.errorf(line, b.column, "must be >= 0, got %s", quoteShort(raw))
 	}
-	b.offsets = append(b.offsets, ns)
-	b.entries = append(b.entries, TraceEntry{})
+	b.addEntry(ns)
 	return nil
 }
 
-// setTokens parses raw as the token count field of the last entry.
-func (b *traceBuilder) setTokens(line int, field, raw string) error {
+// addEntry starts an entry at time ns (not yet rebased).
+func (b *traceBuilder) addEntry(ns int64) {
+	b.offsets = append(b.offsets, ns)
+	b.entries = append(b.entries, TraceEntry{})
+	if b.format == FormatMooncake {
+		b.spans = append(b.spans, [2]int{-1, -1})
+	}
+}
+
+// last is the entry being read.
+func (b *traceBuilder) last() *TraceEntry { return &b.entries[len(b.entries)-1] }
+
+// setTokens parses raw as the token count field of the last entry into
+// dst (an empty raw leaves it unspecified).
+func (b *traceBuilder) setTokens(line int, field, raw string, dst *int) error {
 	if raw == "" {
 		return nil
 	}
@@ -180,12 +235,7 @@ func (b *traceBuilder) setTokens(line int, field, raw string) error {
 	if n < 0 || n > MaxTraceTokens {
 		return b.errorf(line, field, "must be in [0, %d], got %d", MaxTraceTokens, n)
 	}
-	e := &b.entries[len(b.entries)-1]
-	if field == ColPromptTokens {
-		e.PromptTokens = n
-	} else {
-		e.OutputTokens = n
-	}
+	*dst = n
 	return nil
 }
 
@@ -195,8 +245,18 @@ func (b *traceBuilder) finish() (*Trace, error) {
 		return nil, fmt.Errorf("schedule: %s: no entries", b.name)
 	}
 	var origin int64
-	if b.column == ColTimestamp {
+	if b.rebase {
 		origin = slices.Min(b.offsets)
+	}
+	if b.spans != nil {
+		blocks := make([]Blocks, 0, len(b.spans))
+		for i, sp := range b.spans {
+			if sp[0] < 0 {
+				continue
+			}
+			blocks = append(blocks, Blocks{HashIDs: b.ids[sp[0]:sp[1]:sp[1]]})
+			b.entries[i].Blocks = &blocks[len(blocks)-1]
+		}
 	}
 	for i := range b.entries {
 		off := b.offsets[i] - origin
@@ -206,12 +266,18 @@ func (b *traceBuilder) finish() (*Trace, error) {
 		b.entries[i].Offset = time.Duration(off)
 	}
 	slices.SortStableFunc(b.entries, func(x, y TraceEntry) int { return cmp.Compare(x.Offset, y.Offset) })
-	return &Trace{Name: b.name, Column: b.column, Entries: b.entries}, nil
+	format := b.format
+	if format == "" {
+		format = FormatSurge
+	}
+	return &Trace{Name: b.name, Format: format, Column: b.column, Rows: len(b.entries), Entries: b.entries}, nil
 }
 
 // ReadCSV reads a CSV trace from r. The first non-comment row is the header
 // and must name exactly one of timestamp, offset_s, offset_ms; prompt_tokens
-// and output_tokens are optional; other columns are ignored. name is used in
+// and output_tokens are optional; other columns are ignored. A header with
+// Azure's columns (TIMESTAMP,ContextTokens,GeneratedTokens) is read as the
+// Azure LLM inference trace instead (see readAzure). name is used in
 // errors, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
 func ReadCSV(r io.Reader, name string) (*Trace, error) {
 	cr := csv.NewReader(r)
@@ -226,6 +292,9 @@ func ReadCSV(r io.Reader, name string) (*Trace, error) {
 	}
 	if err != nil {
 		return nil, b.csvError(err)
+	}
+	if isAzureHeader(header) {
+		return b.readAzure(cr, header)
 	}
 	timeCol, promptCol, outputCol := -1, -1, -1
 	for i, h := range header {
@@ -271,12 +340,12 @@ func ReadCSV(r io.Reader, name string) (*Trace, error) {
 			return nil, err
 		}
 		if promptCol >= 0 {
-			if err := b.setTokens(line, ColPromptTokens, strings.TrimSpace(rec[promptCol])); err != nil {
+			if err := b.setTokens(line, ColPromptTokens, strings.TrimSpace(rec[promptCol]), &b.last().PromptTokens); err != nil {
 				return nil, err
 			}
 		}
 		if outputCol >= 0 {
-			if err := b.setTokens(line, ColOutputTokens, strings.TrimSpace(rec[outputCol])); err != nil {
+			if err := b.setTokens(line, ColOutputTokens, strings.TrimSpace(rec[outputCol]), &b.last().OutputTokens); err != nil {
 				return nil, err
 			}
 		}
@@ -297,7 +366,9 @@ func (b *traceBuilder) csvError(err error) error {
 // lines are skipped) with the same names as the CSV columns. The first
 // object decides the time key; every line must carry it and no other time
 // key. Numbers must be JSON numbers; prompt_tokens and output_tokens may be
-// null (unspecified). Other keys are ignored.
+// null (unspecified). Other keys are ignored. A first object with
+// Mooncake's keys (input_length, output_length, hash_ids) makes it a
+// Mooncake trace (see addMooncake).
 func ReadJSONL(r io.Reader, name string) (*Trace, error) {
 	b := &traceBuilder{name: name}
 	sc := bufio.NewScanner(r)
@@ -319,6 +390,16 @@ func ReadJSONL(r io.Reader, name string) (*Trace, error) {
 		}
 		if obj == nil { // the literal null
 			return nil, b.errorf(line, "", "invalid JSON object: null")
+		}
+		if b.format == "" && len(b.entries) == 0 && isMooncake(obj) {
+			b.format = FormatMooncake
+			b.column, b.unit, b.rebase = ColTimestamp, int64(time.Millisecond), true
+		}
+		if b.format == FormatMooncake {
+			if err := b.addMooncake(line, obj); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		var col string
 		for _, k := range []string{ColTimestamp, ColOffsetS, ColOffsetMs} {
@@ -347,6 +428,7 @@ func ReadJSONL(r io.Reader, name string) (*Trace, error) {
 		if err := b.addTime(line, raw); err != nil {
 			return nil, err
 		}
+		e := b.last()
 		for _, k := range []string{ColPromptTokens, ColOutputTokens} {
 			v, ok := obj[k]
 			if !ok || string(v) == "null" {
@@ -356,7 +438,11 @@ func ReadJSONL(r io.Reader, name string) (*Trace, error) {
 			if err != nil {
 				return nil, b.errorf(line, k, "%v", err)
 			}
-			if err := b.setTokens(line, k, raw); err != nil {
+			dst := &e.PromptTokens
+			if k == ColOutputTokens {
+				dst = &e.OutputTokens
+			}
+			if err := b.setTokens(line, k, raw, dst); err != nil {
 				return nil, err
 			}
 		}

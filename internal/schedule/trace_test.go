@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,18 @@ func TestReadTraceFileErrors(t *testing.T) {
 		{"bad_empty.jsonl", `schedule: testdata/bad_empty.jsonl: no entries`},
 		{"bad_huge_tokens.jsonl", `schedule: testdata/bad_huge_tokens.jsonl:1: prompt_tokens: must be in [0, 10000000], got 10000001`},
 		{"does_not_exist.csv", `schedule: trace: open testdata/does_not_exist.csv: no such file or directory`},
+		{"bad_azure_timestamp.csv", `schedule: testdata/bad_azure_timestamp.csv:3: TIMESTAMP: not a date and time "2023-11-16 25:15:50.9951690" (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)`},
+		{"bad_azure_date.csv", `schedule: testdata/bad_azure_date.csv:2: TIMESTAMP: not a date and time "2023-02-30 18:15:46" (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)`},
+		{"bad_azure_negative.csv", `schedule: testdata/bad_azure_negative.csv:3: ContextTokens: must be in [0, 10000000], got -5`},
+		{"bad_azure_missing_column.csv", `schedule: testdata/bad_azure_missing_column.csv:1: header: an Azure trace (ContextTokens, GeneratedTokens) needs a GeneratedTokens column`},
+		{"bad_azure_missing_value.csv", `schedule: testdata/bad_azure_missing_value.csv:2: GeneratedTokens: missing value`},
+		{"bad_mooncake_hash_element.jsonl", `schedule: testdata/bad_mooncake_hash_element.jsonl:2: hash_ids[1]: not an integer "\"two\""`},
+		{"bad_mooncake_hash_string.jsonl", `schedule: testdata/bad_mooncake_hash_string.jsonl:1: hash_ids: want an array of integer block ids, got a JSON string`},
+		{"bad_mooncake_hash_float.jsonl", `schedule: testdata/bad_mooncake_hash_float.jsonl:1: hash_ids[0]: not an integer "1.5"`},
+		{"bad_mooncake_missing_input.jsonl", `schedule: testdata/bad_mooncake_missing_input.jsonl:2: input_length: missing`},
+		{"bad_mooncake_negative_output.jsonl", `schedule: testdata/bad_mooncake_negative_output.jsonl:1: output_length: must be in [0, 10000000], got -3`},
+		{"bad_mooncake_missing_timestamp.jsonl", `schedule: testdata/bad_mooncake_missing_timestamp.jsonl:1: timestamp: missing`},
+		{"bad_mooncake_zero_input.jsonl", `schedule: testdata/bad_mooncake_zero_input.jsonl:1: input_length: must be in [1, 10000000], got 0`},
 	}
 	// Every bad_* file in testdata has a case, so none is left untested.
 	files, _ := filepath.Glob("testdata/bad_*")
@@ -152,7 +165,7 @@ func TestParseDecimal(t *testing.T) {
 }
 
 func TestTraceWriteCSVRoundTrip(t *testing.T) {
-	in := &Trace{Name: "x", Column: ColOffsetS, Entries: []TraceEntry{
+	in := &Trace{Name: "x", Format: FormatSurge, Column: ColOffsetS, Rows: 4, Entries: []TraceEntry{
 		{Offset: 0, PromptTokens: 1},
 		{Offset: 1, OutputTokens: 2},
 		{Offset: 3*time.Second + 7, PromptTokens: 3, OutputTokens: 4},
@@ -192,9 +205,12 @@ func checkTrace(t *testing.T, tr *Trace) {
 		t.Fatal("no entries without an error")
 	}
 	switch tr.Column {
-	case ColTimestamp, ColOffsetS, ColOffsetMs:
+	case ColTimestamp, ColOffsetS, ColOffsetMs, AzureTimestamp:
 	default:
 		t.Fatalf("column %q", tr.Column)
+	}
+	if tr.Rows != len(tr.Entries) {
+		t.Fatalf("rows %d, entries %d", tr.Rows, len(tr.Entries))
 	}
 	for i, e := range tr.Entries {
 		if e.Offset < 0 || i > 0 && e.Offset < tr.Entries[i-1].Offset {
@@ -204,8 +220,22 @@ func checkTrace(t *testing.T, tr *Trace) {
 			t.Fatalf("entry %d tokens out of range: %+v", i, e)
 		}
 	}
-	if tr.Column == ColTimestamp && tr.Entries[0].Offset != 0 {
+	if (tr.Column == ColTimestamp || tr.Column == AzureTimestamp) && tr.Entries[0].Offset != 0 {
 		t.Fatalf("timestamps not rebased: first offset %d", tr.Entries[0].Offset)
+	}
+	// Blocks are not in surge's CSV: compare without them, and lay them
+	// out to check the invariants of Common and Reused.
+	plain := slices.Clone(tr.Entries)
+	for i := range plain {
+		plain[i].Blocks = nil
+	}
+	for _, e := range tr.Slice(0, 0, MinBlockTokens).Entries {
+		if b := e.Blocks; b != nil {
+			nb := min(len(b.HashIDs), (e.PromptTokens+b.Tokens-1)/b.Tokens)
+			if b.Common < 0 || b.Common > nb || b.Reused < 0 || b.Reused > e.PromptTokens {
+				t.Fatalf("blocks out of range: %d ids, common %d, reused %d of %d tokens", len(b.HashIDs), b.Common, b.Reused, e.PromptTokens)
+			}
+		}
 	}
 	var buf bytes.Buffer
 	if err := tr.WriteCSV(&buf); err != nil {
@@ -215,7 +245,7 @@ func checkTrace(t *testing.T, tr *Trace) {
 	if err != nil {
 		t.Fatalf("re-reading written trace: %v", err)
 	}
-	if !reflect.DeepEqual(back.Entries, tr.Entries) {
+	if !reflect.DeepEqual(back.Entries, plain) {
 		t.Fatalf("round trip changed the entries")
 	}
 }

@@ -85,6 +85,15 @@
 // cache alike — but some chat templates refuse a system role, and a second
 // message would add template tokens the calibration did not measure.
 //
+// An arrival from a trace with shared blocks (a Mooncake trace's hash ids,
+// schedule.Blocks) gets its prompt from those blocks instead: block h is
+// "[h] " and corpus words picked by h, Sizing.Bytes(B) bytes, the same in
+// every request and run; the prompt is its blocks cut to Sizing.Bytes(T)
+// bytes, with the nonce where it stops being shared with any other request
+// of the replay (so its own part is unique) and none when every block is
+// shared. Request.PrefixTokens is then the tokens in leading blocks an
+// earlier request had (blocks.go has the details).
+//
 // How close is the estimate? Measured with tiktoken-go v0.10.0 on 400 KB of
 // this text: cl100k_base 4.03 bytes/token, o200k_base 4.22 bytes/token
 // (2 KB windows: 3.7–4.3 and 3.9–4.6). A prompt of T estimated tokens is

@@ -236,6 +236,10 @@ func prefixText(n int) string {
 // all; PrefixTokens = P. A draw T < P + MinUniqueTokens + ⌈Overhead⌉ is
 // lengthened to that (IntendedPrompt says when), so that every prompt
 // still ends in text of its own.
+//
+// An arrival with prompt blocks (a Mooncake trace's hash ids) gets a
+// prompt built from them instead, and PrefixTokens (see blocks.go); a
+// shared prefix does not apply to it.
 func (g *Generator) Generate(a schedule.Arrival) Request {
 	p := g.profile(a.Seq)
 	prompt, output, shift, _ := g.draw(p, a)
@@ -243,15 +247,20 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 	if a.PromptTokens > 0 && a.OutputTokens > 0 {
 		label = ProfileReplay
 	}
-	return Request{
+	r := Request{
 		Seq:          a.Seq,
 		Profile:      label,
-		Prompt:       g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift),
 		PromptTokens: prompt,
 		MaxTokens:    min(output, p.MaxTokens),
 		IgnoreEOS:    g.cfg.IgnoreEOS,
 		PrefixTokens: g.cfg.SharedPrefix,
 	}
+	if a.Blocks != nil { // a trace's shared blocks (blocks.go)
+		r.Prompt, r.PrefixTokens = g.blockPrompt(a.Seq, a.Blocks, prompt, shift)
+	} else {
+		r.Prompt = g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift)
+	}
+	return r
 }
 
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
