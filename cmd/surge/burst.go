@@ -43,7 +43,11 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
     --baseline-rps 8 --metrics-url https://llm.example.com/metrics --metrics-preset vllm
 
   # what if: two replicas and a 429 limit of 50 waiting requests, in virtual time
-  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50`,
+  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50
+
+  # the bursts with real prompts: chat request bodies from production logs, max_tokens capped
+  surge burst --target http://127.0.0.1:8000/v1 --baseline-rps 8 \
+    --dataset requests.jsonl --dataset-format openai-jsonl --max-tokens-cap 1024`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())

@@ -38,6 +38,9 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   surge run --target http://127.0.0.1:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct \
     --rate 20 --duration 2m --warmup 30s --metrics-url http://127.0.0.1:8000/metrics
 
+  # real prompts: the first human turn of each ShareGPT conversation, shuffled by --seed
+  surge run --dataset sharegpt.json --dataset-format sharegpt --rate 5 --duration 10s --max-tokens-cap 512
+
   # phases from a YAML file (flags win over the file)
   surge run -f experiment.yaml`,
 		Args: cobra.NoArgs,

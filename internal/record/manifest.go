@@ -36,13 +36,28 @@ type Manifest struct {
 	Serving     string    `json:"serving_config"`
 	Workload    string    `json:"workload"` // profile name
 	PromptSet   string    `json:"prompt_set"`
-	CacheState  string    `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
-	Seed        int64     `json:"seed"`
-	MetricsURL  string    `json:"metrics_url"`
-	Config      any       `json:"config"` // the effective configuration
+	// Dataset is the file of real prompts the requests came from (absent
+	// for synthetic prompts). It never holds text from the file.
+	Dataset    *DatasetInfo `json:"dataset,omitempty"`
+	CacheState string       `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
+	Seed       int64        `json:"seed"`
+	MetricsURL string       `json:"metrics_url"`
+	Config     any          `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`
+}
+
+// DatasetInfo identifies a dataset of real prompts without its text: the
+// file, its format, its rows, how they were sampled and the sha256 of its
+// bytes (so that a rerun can check it has the same file).
+type DatasetInfo struct {
+	File     string `json:"file"`              // the path as given
+	Format   string `json:"format"`            // sharegpt, openai-jsonl, prompts-jsonl
+	Rows     int    `json:"rows"`              // rows read (requests)
+	Skipped  int    `json:"skipped,omitempty"` // sharegpt conversations without a human turn
+	Sampling string `json:"sampling"`          // shuffle, random, sequential
+	SHA256   string `json:"sha256"`            // hex sha256 of the file
 }
 
 // PromptSizing says how prompts were sized (the calibration against the

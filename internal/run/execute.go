@@ -58,7 +58,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, configErr(err)
 	}
 	wcfg := workload.Config{Profile: prof, Seed: o.Seed, Salt: uint64(time.Now().UnixNano()), NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS,
-		Sizing: e.Calibration.Sizing()}
+		Sizing: e.Calibration.Sizing(), Dataset: e.Dataset, DatasetSample: o.DatasetSample, MaxTokensCap: o.MaxTokensCap}
 	if e.Virtual {
 		wcfg.Salt = 0
 	}
@@ -262,9 +262,18 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
-	if o.NoNonce {
+	if d := e.Dataset; d != nil {
+		m.Workload = workload.ProfileDataset
+		m.Dataset = &record.DatasetInfo{File: d.Path, Format: d.Format, Rows: d.Len(), Skipped: d.Skipped, Sampling: o.DatasetSample, SHA256: d.SHA256}
+	}
+	switch {
+	case e.Dataset != nil && o.NoNonce:
+		m.CacheState = "dataset rows sent verbatim (--no-nonce): a repeated row may hit the prefix cache"
+	case e.Dataset != nil:
+		m.CacheState = "dataset rows with a per-request nonce before the first user message: a repeated row misses the prefix cache (system messages before it stay shared, as in production)"
+	case o.NoNonce:
 		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
-	} else {
+	default:
 		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
 	}
 	if e.Simulated {
@@ -277,6 +286,16 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 }
 
 func promptSet(o *Options) string {
+	if o.Dataset != "" {
+		s := fmt.Sprintf("dataset %s (%s, sampled %s; max_tokens from each row, else drawn from profile %s", o.Dataset, o.DatasetFormat, o.DatasetSample, o.Profile)
+		if o.OutputTokens.IsSet() {
+			s += " with output tokens " + o.OutputTokens.String()
+		}
+		if o.MaxTokensCap > 0 {
+			s += fmt.Sprintf("; capped at %d", o.MaxTokensCap)
+		}
+		return s + ")"
+	}
 	s := "synthetic (surge workload profile " + o.Profile
 	if n := o.PromptTokens.Fixed(); n > 0 {
 		s += fmt.Sprintf(", prompts fixed at %d tokens", n)

@@ -9,6 +9,7 @@ package run
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,17 @@ type Options struct {
 	PromptTokens workload.Length `yaml:"prompt_tokens"` // prompt length (a count or a distribution) instead of the profile's (unset = profile)
 	OutputTokens workload.Length `yaml:"output_tokens"` // output length (max_tokens) instead of the profile's (unset = profile)
 	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
-	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
+	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching); with a dataset: send rows verbatim
+	// Dataset is a file of real prompts ("" = synthetic prompts), read
+	// once by Prepare; DatasetFormat says what it is (sharegpt,
+	// openai-jsonl, prompts-jsonl) and DatasetSample the order rows are
+	// taken in (shuffle, random, sequential; package workload).
+	Dataset       string `yaml:"dataset"`
+	DatasetFormat string `yaml:"dataset_format"`
+	DatasetSample string `yaml:"dataset_sample"`
+	// MaxTokensCap caps every request's max_tokens, a dataset row's or a
+	// profile's draw (0 = no cap beyond the profile's).
+	MaxTokensCap int `yaml:"max_tokens_cap"`
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -103,6 +114,7 @@ func DefaultOptions() Options {
 		MaxInFlight:       loadgen.DefaultMaxInFlight,
 		Profile:           DefaultProfile,
 		PromptCalibration: calibrate.Auto,
+		DatasetSample:     workload.SampleShuffle,
 		Seed:              1,
 		ScrapeInterval:    DefaultScrapeInterval,
 		Window:            DefaultWindow,
@@ -141,6 +153,20 @@ func (o *Options) Validate() error {
 	}
 	if _, err := workload.Lookup(o.Profile); err != nil {
 		bad("profile", "unknown profile %q (have %s)", o.Profile, strings.Join(workload.Names(), ", "))
+	}
+	switch {
+	case o.Dataset != "" && o.DatasetFormat == "":
+		bad("dataset_format", "required with a dataset: %s", strings.Join(workload.DatasetFormats, ", "))
+	case o.DatasetFormat != "" && !slices.Contains(workload.DatasetFormats, o.DatasetFormat):
+		bad("dataset_format", "unknown %q (want %s)", o.DatasetFormat, strings.Join(workload.DatasetFormats, ", "))
+	case o.DatasetFormat != "" && o.Dataset == "":
+		bad("dataset", "required with a dataset format (the file of prompts)")
+	}
+	if !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
+		bad("dataset_sample", "unknown %q (want %s)", o.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
+	}
+	if o.MaxTokensCap < 0 || o.MaxTokensCap > workload.MaxPromptTokens {
+		bad("max_tokens_cap", "must be in [0, %d] (0 = no cap beyond the profile's), got %d", workload.MaxPromptTokens, o.MaxTokensCap)
 	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
@@ -202,6 +228,15 @@ func (o *Options) Validate() error {
 		errs.Merge("sim", o.Sim.Validate())
 	}
 	return errs.Err()
+}
+
+// LoadDataset reads the dataset file, or returns nil when there is none.
+// Its errors name the file, the line (or conversation) and the field.
+func (o *Options) LoadDataset() (*workload.Dataset, error) {
+	if o.Dataset == "" {
+		return nil, nil
+	}
+	return workload.LoadDataset(o.Dataset, o.DatasetFormat)
 }
 
 // WorkloadProfile is the workload profile with the fixed lengths applied.

@@ -53,9 +53,9 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 	if err != nil {
 		return nil, err
 	}
-	b := &batch{arrivals: make([]schedule.Arrival, len(r.all)), outs: make([]sim.Outcome, len(r.all)), maxTok: make([]int, len(r.all))}
+	b := &batch{arrivals: make([]schedule.Arrival, len(r.all)), outs: make([]sim.Outcome, len(r.all)), reqs: make([]workload.Request, len(r.all))}
 	for i, q := range r.all {
-		b.arrivals[i], b.outs[i], b.maxTok[i] = q.a, q.out, q.maxTok
+		b.arrivals[i], b.outs[i], b.reqs[i] = q.a, q.out, q.req
 	}
 	return cfg.output(b, samples, cl), nil
 }
@@ -65,7 +65,7 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 type closedReq struct {
 	a        schedule.Arrival
 	out      sim.Outcome
-	maxTok   int
+	req      workload.Request // without its text (labels)
 	user     int
 	last     time.Duration // the last token, for the longest gap
 	deadline time.Duration // sim.Never without a timeout
@@ -211,7 +211,7 @@ func (r *closedRun) start(u int, t time.Duration) {
 	}
 	a := schedule.Arrival{Seq: int64(len(r.all)), At: t, Phase: r.loop.PhaseAt(t)}
 	req := r.gen.Generate(a)
-	q := &closedReq{a: a, maxTok: req.MaxTokens, user: u, last: t, deadline: sim.Never, run: r}
+	q := &closedReq{a: a, req: labels(req), user: u, last: t, deadline: sim.Never, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
 	tk, err := r.c.Submit(t, sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)

@@ -33,12 +33,12 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b := &batch{arrivals: arrivals, maxTok: make([]int, len(arrivals))}
+	b := &batch{arrivals: arrivals, reqs: make([]workload.Request, len(arrivals))}
 	in := make([]sim.Arrival, len(arrivals))
 	for i := range arrivals {
 		r := gen.Generate(arrivals[i])
 		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
-		b.maxTok[i] = r.MaxTokens
+		b.reqs[i] = labels(r)
 	}
 	var samples []scrape.Sample
 	onSample := func(t time.Duration, s sim.Snapshot) { samples = append(samples, sample(t, s)) }
@@ -58,7 +58,7 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 		if cl, err = cfg.cluster(); err != nil {
 			return nil, err
 		}
-		b = &batch{arrivals: arrivals[:n], maxTok: b.maxTok[:n]}
+		b = &batch{arrivals: arrivals[:n], reqs: b.reqs[:n]}
 		samples = nil
 		b.outs = sim.Simulate(cl, in[:n], cfg.Timeout, cfg.ScrapeInterval, onSample)
 	}

@@ -24,18 +24,32 @@ type Config struct {
 	Run            string            // run name: record IDs are Run-<seq>
 	Profile        string            // every record's Profile
 	// CountPrompt, when set, is the engine model's tokenizer: it counts a
-	// request's prompt text (e.g. sim.Config.PromptTokens), as a server
-	// counts what it receives. Nil: the engine sees the request's intended
-	// PromptTokens.
-	CountPrompt func(prompt string) int
+	// request's prompt texts — its one prompt, or its messages' contents —
+	// (e.g. sim.Config.PromptTokens), as a server counts what it receives.
+	// Nil: the engine sees the request's intended PromptTokens.
+	CountPrompt func(texts ...string) int
 }
 
 // promptTokens is the prompt length the engine model sees for r.
 func (c *Config) promptTokens(r *workload.Request) int {
-	if c.CountPrompt == nil {
+	switch {
+	case c.CountPrompt == nil:
 		return r.PromptTokens
+	case r.Messages != nil:
+		texts := make([]string, len(r.Messages))
+		for i, m := range r.Messages {
+			texts[i] = m.Content
+		}
+		return c.CountPrompt(texts...)
 	}
 	return c.CountPrompt(r.Prompt)
+}
+
+// labels is r without its text: what a record needs of it (max_tokens and
+// the workload labels), kept for every arrival of a virtual run.
+func labels(r workload.Request) workload.Request {
+	r.Prompt, r.Messages, r.Extra = "", nil, nil
+	return r
 }
 
 // validate checks the fields that sim.NewCluster does not.
@@ -101,11 +115,12 @@ type Output struct {
 }
 
 // batch is one simulated run, before conversion: the arrivals as sent, what
-// the client observed of each, and the max_tokens each asked for.
+// the client observed of each, and each request without its text (its
+// max_tokens and labels).
 type batch struct {
 	arrivals []schedule.Arrival
 	outs     []sim.Outcome
-	maxTok   []int
+	reqs     []workload.Request
 }
 
 // records converts every outcome into the Record the HTTP client would have
@@ -113,7 +128,7 @@ type batch struct {
 func (c *Config) records(b *batch) []record.Record {
 	recs := make([]record.Record, len(b.outs))
 	for i := range b.outs {
-		recs[i] = c.record(&b.arrivals[i], &b.outs[i], b.maxTok[i])
+		recs[i] = c.record(&b.arrivals[i], &b.outs[i], &b.reqs[i])
 		recs[i].Good = analyze.Judge(&recs[i], c.Deadlines)
 	}
 	return recs
@@ -121,9 +136,10 @@ func (c *Config) records(b *batch) []record.Record {
 
 // record converts one outcome. The client is ideal: it sends and connects at
 // the scheduled time, so every lag is zero and every time is the engine's.
-func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, maxTokens int) record.Record {
+func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, req *workload.Request) record.Record {
 	rec := record.New(c.Run+"-"+strconv.FormatInt(a.Seq, 10), a.Seq, a.Phase, int64(a.At))
-	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, maxTokens, 1
+	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, req.MaxTokens, 1
+	req.Label(&rec)
 	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
 	rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
 	at := func(d time.Duration) int64 {
