@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The dataset formats (Config.Dataset, LoadDataset).
@@ -395,29 +396,101 @@ type jsonRow struct {
 	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
 }
 
-// row reads one row (a JSON object) numbered number.
+// jsonTurn is one turn of a ShareGPT conversation.
+type jsonTurn struct {
+	From  json.RawMessage `json:"from"`
+	Value json.RawMessage `json:"value"`
+}
+
+// jsonMessage is one chat message of a request body.
+type jsonMessage struct {
+	Role       json.RawMessage `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID json.RawMessage `json:"tool_call_id"`
+}
+
+// typedRow is jsonRow with the conversation or the messages decoded in the
+// same pass: the fast path for a well-formed row.
+type typedRow struct {
+	Conversations       []jsonTurn      `json:"conversations"`
+	Messages            []jsonMessage   `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	MaxTokens           json.RawMessage `json:"max_tokens"`
+	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
+}
+
+// present stands for a member decoded elsewhere, for the absence checks.
+var present = json.RawMessage("[]")
+
+// row reads one row (a JSON object) numbered number. A well-formed row is
+// decoded in one pass; a row that does not decode so is read member by
+// member (rowSlow), which names the member at fault.
 func (b *builder) row(text []byte, number int) *rowError {
 	if len(text) == 0 || text[0] != '{' {
 		return bad("", "want a JSON object%s", arrayHint(b.d.Format))
 	}
+	var t typedRow
+	if json.Unmarshal(text, &t) != nil {
+		return b.rowSlow(text, number)
+	}
+	r := jsonRow{Prompt: t.Prompt, Tools: t.Tools, ToolChoice: t.ToolChoice, ResponseFormat: t.ResponseFormat,
+		MaxTokens: t.MaxTokens, MaxCompletionTokens: t.MaxCompletionTokens}
+	if t.Conversations != nil {
+		r.Conversations = present
+	}
+	if t.Messages != nil {
+		r.Messages = present
+	}
+	return b.rowOf(&r, t.Conversations, t.Messages, number)
+}
+
+// rowSlow reads a row member by member, so that an error names its member.
+func (b *builder) rowSlow(text []byte, number int) *rowError {
 	var r jsonRow
 	if err := json.Unmarshal(text, &r); err != nil {
 		return jsonProblem("", err)
 	}
+	var turns []jsonTurn
+	var msgs []jsonMessage
+	switch {
+	case b.d.Format == FormatShareGPT && !absent(r.Conversations):
+		if r.Conversations[0] != '[' {
+			return bad("conversations", "want an array of turns, got %s", jsonKind(r.Conversations))
+		}
+		if err := json.Unmarshal(r.Conversations, &turns); err != nil {
+			return jsonProblem("conversations", err)
+		}
+	case b.d.Format == FormatOpenAIJSONL && !absent(r.Messages):
+		if r.Messages[0] != '[' {
+			return bad("messages", "want an array of messages, got %s", jsonKind(r.Messages))
+		}
+		if err := json.Unmarshal(r.Messages, &msgs); err != nil {
+			return jsonProblem("messages", err)
+		}
+	}
+	return b.rowOf(&r, turns, msgs, number)
+}
+
+// rowOf reads a decoded row.
+func (b *builder) rowOf(r *jsonRow, turns []jsonTurn, msgs []jsonMessage, number int) *rowError {
 	switch b.d.Format {
 	case FormatShareGPT:
 		if absent(r.Conversations) {
-			return missing("conversations", r, "sharegpt")
+			return missing("conversations", *r, "sharegpt")
 		}
-		return b.shareGPT(r.Conversations, number)
+		return b.shareGPT(turns, number)
 	case FormatOpenAIJSONL:
 		if absent(r.Messages) {
-			return missing("messages", r, "openai-jsonl")
+			return missing("messages", *r, "openai-jsonl")
 		}
-		return b.openAI(&r, number)
+		return b.openAI(r, msgs, number)
 	default:
 		if absent(r.Prompt) {
-			return missing("prompt", r, "prompts-jsonl")
+			return missing("prompt", *r, "prompts-jsonl")
 		}
 		p, err := textOf(r.Prompt, "prompt")
 		if err != nil {
@@ -488,14 +561,29 @@ func textOf(raw json.RawMessage, field string) (string, *rowError) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", bad(field, "want a string, got %s", jsonKind(raw))
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := unquote(raw)
+	if err != nil {
 		return "", jsonProblem(field, err)
 	}
 	if strings.TrimSpace(s) == "" {
 		return "", bad(field, "empty text")
 	}
 	return s, nil
+}
+
+// unquote decodes a JSON string already checked by the decoder that
+// produced it: a string without escapes that is valid UTF-8 is its own
+// bytes (the common case, without a second scan); any other goes through
+// encoding/json (escapes, invalid UTF-8 replaced by U+FFFD).
+func unquote(raw json.RawMessage) (string, error) {
+	if len(raw) >= 2 {
+		if in := raw[1 : len(raw)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			return string(in), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 // jsonKind names the kind of a JSON value by its first byte.
@@ -534,17 +622,7 @@ func maxTokens(raw json.RawMessage, field string) (int, *rowError) {
 }
 
 // shareGPT reads one conversation.
-func (b *builder) shareGPT(raw json.RawMessage, number int) *rowError {
-	if raw[0] != '[' {
-		return bad("conversations", "want an array of turns, got %s", jsonKind(raw))
-	}
-	var turns []struct {
-		From  json.RawMessage `json:"from"`
-		Value json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(raw, &turns); err != nil {
-		return jsonProblem("conversations", err)
-	}
+func (b *builder) shareGPT(turns []jsonTurn, number int) *rowError {
 	// The whole conversation first (checked turn by turn), then the request.
 	conv := len(b.d.msgs)
 	human := -1
@@ -572,7 +650,8 @@ func (b *builder) shareGPT(raw json.RawMessage, number int) *rowError {
 			if t.Value[0] != '"' {
 				return bad(f+".value", "want a string, got %s", jsonKind(t.Value))
 			}
-			if err := json.Unmarshal(t.Value, &value); err != nil {
+			var err error
+			if value, err = unquote(t.Value); err != nil {
 				return jsonProblem(f+".value", err)
 			}
 		}
@@ -622,19 +701,7 @@ var shareGPTRoles = map[string]string{
 var chatRoles = map[string]string{"system": RoleSystem, "user": RoleUser, "assistant": RoleAssistant, "tool": RoleTool}
 
 // openAI reads one chat request body.
-func (b *builder) openAI(r *jsonRow, number int) *rowError {
-	if r.Messages[0] != '[' {
-		return bad("messages", "want an array of messages, got %s", jsonKind(r.Messages))
-	}
-	var msgs []struct {
-		Role       json.RawMessage `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCalls  json.RawMessage `json:"tool_calls"`
-		ToolCallID json.RawMessage `json:"tool_call_id"`
-	}
-	if err := json.Unmarshal(r.Messages, &msgs); err != nil {
-		return jsonProblem("messages", err)
-	}
+func (b *builder) openAI(r *jsonRow, msgs []jsonMessage, number int) *rowError {
 	if len(msgs) == 0 {
 		return bad("messages", "empty: want at least one message")
 	}
@@ -717,8 +784,8 @@ func content(raw json.RawMessage, field string) (string, *rowError) {
 		if absent(p.Text) || p.Text[0] != '"' {
 			return "", bad(f+".text", "want a string, got %s", jsonKind(p.Text))
 		}
-		var s string
-		if err := json.Unmarshal(p.Text, &s); err != nil {
+		s, err := unquote(p.Text)
+		if err != nil {
 			return "", jsonProblem(f+".text", err)
 		}
 		if j > 0 {

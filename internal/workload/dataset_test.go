@@ -535,3 +535,18 @@ func BenchmarkGenerateDataset(b *testing.B) {
 		seq++
 	}
 }
+
+// TestUnquote: the fast path for plain strings agrees with encoding/json
+// on escapes, non-ASCII text and invalid UTF-8.
+func TestUnquote(t *testing.T) {
+	for _, in := range []string{`""`, `"plain"`, `"café ü 日本"`, `"a\nb\"c\\d\u00e9"`, "\"bad \xff byte\"", `"\ud83d\ude00"`} {
+		var want string
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := unquote(json.RawMessage(in))
+		if err != nil || got != want {
+			t.Errorf("unquote(%s) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
