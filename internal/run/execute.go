@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,7 +265,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	}
 	if d := e.Dataset; d != nil {
 		m.Workload = workload.ProfileDataset
-		m.Dataset = &record.DatasetInfo{File: d.Path, Format: d.Format, Rows: d.Len(), Skipped: d.Skipped, Sampling: o.DatasetSample, SHA256: d.SHA256}
+		m.Dataset = &record.DatasetInfo{File: d.Path, Format: d.Format, Rows: d.Len(), Skipped: d.Skipped, Sampling: cmp.Or(o.DatasetSample, workload.SampleShuffle), SHA256: d.SHA256}
 	}
 	switch {
 	case e.Dataset != nil && o.NoNonce:
@@ -287,7 +288,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 
 func promptSet(o *Options) string {
 	if o.Dataset != "" {
-		s := fmt.Sprintf("dataset %s (%s, sampled %s; max_tokens from each row, else drawn from profile %s", o.Dataset, o.DatasetFormat, o.DatasetSample, o.Profile)
+		s := fmt.Sprintf("dataset %s (%s, sampled %s; max_tokens from each row, else drawn from profile %s", o.Dataset, o.DatasetFormat, cmp.Or(o.DatasetSample, workload.SampleShuffle), o.Profile)
 		if o.OutputTokens.IsSet() {
 			s += " with output tokens " + o.OutputTokens.String()
 		}

@@ -66,7 +66,7 @@ type Options struct {
 	// taken in (shuffle, random, sequential; package workload).
 	Dataset       string `yaml:"dataset"`
 	DatasetFormat string `yaml:"dataset_format"`
-	DatasetSample string `yaml:"dataset_sample"`
+	DatasetSample string `yaml:"dataset_sample"` // "" = shuffle
 	// MaxTokensCap caps every request's max_tokens, a dataset row's or a
 	// profile's draw (0 = no cap beyond the profile's).
 	MaxTokensCap int `yaml:"max_tokens_cap"`
@@ -162,7 +162,7 @@ func (o *Options) Validate() error {
 	case o.DatasetFormat != "" && o.Dataset == "":
 		bad("dataset", "required with a dataset format (the file of prompts)")
 	}
-	if !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
+	if o.DatasetSample != "" && !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
 		bad("dataset_sample", "unknown %q (want %s)", o.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
 	}
 	if o.MaxTokensCap < 0 || o.MaxTokensCap > workload.MaxPromptTokens {
