@@ -550,3 +550,32 @@ func TestUnquote(t *testing.T) {
 		}
 	}
 }
+
+// TestDatasetSharedByGenerators: generators on several goroutines (the live
+// run's pool) share one Dataset and agree request by request.
+func TestDatasetSharedByGenerators(t *testing.T) {
+	d := loadTestdata(t, "openai.jsonl", FormatOpenAIJSONL)
+	want := make([]Request, 200)
+	g := newDatasetGen(t, d, nil)
+	for s := range want {
+		want[s] = g.Generate(arrival(int64(s)))
+	}
+	done := make(chan error, 4)
+	for w := range 4 {
+		g := newDatasetGen(t, d, nil)
+		go func() {
+			for s := w; s < len(want); s += 4 {
+				if got := g.Generate(arrival(int64(s))); !reflect.DeepEqual(got, want[s]) {
+					done <- fmt.Errorf("request %d differs on another goroutine", s)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
