@@ -46,7 +46,11 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
   surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50
 
   # the plan of every multiplier and its workload, before anything is sent
-  surge burst --baseline-rps 8 --multipliers 2,5,10 --dry-run`,
+  surge burst --baseline-rps 8 --multipliers 2,5,10 --dry-run
+
+  # the bursts with real prompts: chat request bodies from production logs, max_tokens capped
+  surge burst --target http://127.0.0.1:8000/v1 --baseline-rps 8 \
+    --dataset requests.jsonl --dataset-format openai-jsonl --max-tokens-cap 1024`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())

@@ -51,6 +51,9 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   # the Azure LLM inference trace, as published (recognised by its header)
   surge run --trace AzureLLMInferenceTrace_conv.csv --trace-window 5m
 
+  # real prompts: the first human turn of each ShareGPT conversation, shuffled by --seed
+  surge run --dataset sharegpt.json --dataset-format sharegpt --rate 5 --duration 10s --max-tokens-cap 512
+
   # phases from a YAML file (flags win over the file); it may define profiles
   # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
   #             output: 300}]   mix: {chat: 0.6, agent: 0.4}

@@ -36,7 +36,10 @@ type Manifest struct {
 	Serving     string    `json:"serving_config"`
 	Workload    string    `json:"workload"` // profile name
 	PromptSet   string    `json:"prompt_set"`
-	CacheState  string    `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
+	// Dataset is the file of real prompts the requests came from (absent
+	// for synthetic prompts). It never holds text from the file.
+	Dataset    *DatasetInfo `json:"dataset,omitempty"`
+	CacheState string       `json:"cache_state"` // e.g. "unique prompts (nonce): prefix cache defeated"
 	// SharedPrefix is the shared prefix the workload put before every
 	// prompt (--shared-prefix), in numbers; absent without one.
 	SharedPrefix *SharedPrefix `json:"shared_prefix,omitempty"`
@@ -84,6 +87,18 @@ type ReplayedTrace struct {
 	PromptTokens   int64   `json:"prompt_tokens"`
 	RepeatedTokens int64   `json:"repeated_prefix_tokens"`
 	RepeatedShare  float64 `json:"repeated_prefix_share"`
+}
+
+// DatasetInfo identifies a dataset of real prompts without its text: the
+// file, its format, its rows, how they were sampled and the sha256 of its
+// bytes (so that a rerun can check it has the same file).
+type DatasetInfo struct {
+	File     string `json:"file"`              // the path as given
+	Format   string `json:"format"`            // sharegpt, openai-jsonl, prompts-jsonl
+	Rows     int    `json:"rows"`              // rows read (requests)
+	Skipped  int    `json:"skipped,omitempty"` // sharegpt conversations without a human turn
+	Sampling string `json:"sampling"`          // shuffle, random, sequential
+	SHA256   string `json:"sha256"`            // hex sha256 of the file
 }
 
 // PromptSizing says how prompts were sized (the calibration against the

@@ -97,6 +97,25 @@ func (e *Env) modelTokenizer() func(string) int {
 	return func(prompt string) int { return sc.PromptTokens(chat, prompt) }
 }
 
+// modelCount is the engine model's count of a request's prompt texts (its
+// one prompt or its messages' contents) in virtual time, as the HTTP facade
+// would count it: chat messages each with their template overhead; for
+// completions the contents joined by a blank line, as the client sends them.
+func (e *Env) modelCount() func(texts ...string) int {
+	chat := e.Opts.API == "chat"
+	sc := e.Opts.Sim
+	return func(texts ...string) int {
+		if chat || len(texts) == 1 {
+			return sc.PromptTokens(chat, texts...)
+		}
+		n := 0
+		for _, t := range texts {
+			n += len(t)
+		}
+		return max(sc.TextTokens(n+2*(len(texts)-1)), 1)
+	}
+}
+
 // promptSizing compares, request by request, the prompt length surge
 // intended with the server's usage.prompt_tokens, over the successful
 // requests that carry usage, and records the calibration used.

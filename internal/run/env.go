@@ -23,6 +23,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // Env is a prepared target: where requests go, where engine metrics come
@@ -43,6 +44,9 @@ type Env struct {
 	// Calibration is how prompts are sized for the target's tokenizer,
 	// measured once by Prepare (see package calibrate).
 	Calibration calibrate.Result
+	// Dataset is the file of real prompts (Options.Dataset), read once by
+	// Prepare; nil for synthetic prompts.
+	Dataset *workload.Dataset
 
 	key      string
 	name     string  // the target as recorded, for a reloaded run
@@ -122,13 +126,21 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	if err := Check(o, virtual); err != nil {
 		return nil, err
 	}
+	dataset, err := o.LoadDataset()
+	if err != nil {
+		return nil, configErr(err)
+	}
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	// Every run of an experiment has its own scraper, which notes a missing
 	// metric at its first scrape: say each such warning once per command.
 	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
-	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network}
+	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network, Dataset: dataset}
+	if dataset != nil && dataset.Skipped > 0 {
+		logger.Warn(fmt.Sprintf("dataset %s: %d conversations without a human turn of text were skipped (conversations %v…); %d rows remain",
+			dataset.Path, dataset.Skipped, dataset.SkippedRows, dataset.Len()))
+	}
 	if virtual && o.Retries > 0 {
 		// The engine model answers directly, without the HTTP client.
 		logger.Warn("--retries has no effect with --simulate: virtual time does not retry; to see what retries add, run against surge sim over HTTP")

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // WriteError is a failure to write the run folder (a full disk, a removed
@@ -56,7 +58,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	wcfg.Sizing = e.Calibration.Sizing()
+	wcfg.Sizing, wcfg.Dataset = e.Calibration.Sizing(), e.Dataset
 	if !e.Virtual {
 		wcfg.Salt = uint64(time.Now().UnixNano())
 	}
@@ -258,7 +260,17 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
+	if d := e.Dataset; d != nil {
+		m.Workload = workload.ProfileDataset
+		m.Dataset = &record.DatasetInfo{File: d.Path, Format: d.Format, Rows: d.Len(), Skipped: d.Skipped, Sampling: cmp.Or(o.DatasetSample, workload.SampleShuffle), SHA256: d.SHA256}
+	}
 	m.CacheState, m.SharedPrefix = CacheState(o, res.SharedPrefix), res.SharedPrefix
+	switch {
+	case e.Dataset != nil && o.NoNonce:
+		m.CacheState = "dataset rows sent verbatim (--no-nonce): a repeated row may hit the prefix cache"
+	case e.Dataset != nil:
+		m.CacheState = "dataset rows with a per-request nonce before the first user message: a repeated row misses the prefix cache (system messages before it stay shared, as in production)"
+	}
 	m.Traces = replayedTraces(res.Plan) // traces.go
 	if s := traceCacheState(m.Traces, o.NoNonce); s != "" {
 		m.CacheState = s
@@ -273,6 +285,16 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 }
 
 func promptSet(o *Options) string {
+	if o.Dataset != "" {
+		s := fmt.Sprintf("dataset %s (%s, sampled %s; max_tokens from each row, else drawn from profile %s", o.Dataset, o.DatasetFormat, cmp.Or(o.DatasetSample, workload.SampleShuffle), o.Profile)
+		if o.OutputTokens.IsSet() {
+			s += " with output tokens " + o.OutputTokens.String()
+		}
+		if o.MaxTokensCap > 0 {
+			s += fmt.Sprintf("; capped at %d", o.MaxTokensCap)
+		}
+		return s + ")"
+	}
 	s := "synthetic (surge workload profile " + o.Profile
 	if len(o.Mix) > 0 {
 		s = "synthetic (surge workload mix " + o.Mix.String()

@@ -9,6 +9,7 @@ package run
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,16 @@ type Options struct {
 	IgnoreEOS    bool            `yaml:"ignore_eos"`    // ask the server to generate exactly max_tokens
 	NoNonce      bool            `yaml:"no_nonce"`      // let prompts share prefixes (to test prefix caching)
 	SharedPrefix int             `yaml:"shared_prefix"` // every prompt starts with the same text of this many tokens (0 = none)
+	// Dataset is a file of real prompts ("" = synthetic prompts), read
+	// once by Prepare; DatasetFormat says what it is (sharegpt,
+	// openai-jsonl, prompts-jsonl) and DatasetSample the order rows are
+	// taken in (shuffle, random, sequential; package workload).
+	Dataset       string `yaml:"dataset"`
+	DatasetFormat string `yaml:"dataset_format"`
+	DatasetSample string `yaml:"dataset_sample"` // "" = shuffle
+	// MaxTokensCap caps every request's max_tokens, a dataset row's or a
+	// profile's draw (0 = no cap beyond the profile's).
+	MaxTokensCap int `yaml:"max_tokens_cap"`
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -112,6 +123,7 @@ func DefaultOptions() Options {
 		MaxInFlight:       loadgen.DefaultMaxInFlight,
 		Profile:           DefaultProfile,
 		PromptCalibration: calibrate.Auto,
+		DatasetSample:     workload.SampleShuffle,
 		Seed:              1,
 		ScrapeInterval:    DefaultScrapeInterval,
 		Window:            DefaultWindow,
@@ -151,6 +163,20 @@ func (o *Options) Validate() error {
 	o.validateWorkload(bad)
 	if o.SharedPrefix < 0 || o.SharedPrefix > workload.MaxPromptTokens-workload.MinUniqueTokens {
 		bad("shared_prefix", "must be 0..%d tokens, got %d", workload.MaxPromptTokens-workload.MinUniqueTokens, o.SharedPrefix)
+	}
+	switch {
+	case o.Dataset != "" && o.DatasetFormat == "":
+		bad("dataset_format", "required with a dataset: %s", strings.Join(workload.DatasetFormats, ", "))
+	case o.DatasetFormat != "" && !slices.Contains(workload.DatasetFormats, o.DatasetFormat):
+		bad("dataset_format", "unknown %q (want %s)", o.DatasetFormat, strings.Join(workload.DatasetFormats, ", "))
+	case o.DatasetFormat != "" && o.Dataset == "":
+		bad("dataset", "required with a dataset format (the file of prompts)")
+	}
+	if o.DatasetSample != "" && !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
+		bad("dataset_sample", "unknown %q (want %s)", o.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
+	}
+	if o.MaxTokensCap < 0 || o.MaxTokensCap > workload.MaxPromptTokens {
+		bad("max_tokens_cap", "must be in [0, %d] (0 = no cap beyond the profile's), got %d", workload.MaxPromptTokens, o.MaxTokensCap)
 	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
@@ -212,6 +238,15 @@ func (o *Options) Validate() error {
 		errs.Merge("sim", o.Sim.Validate())
 	}
 	return errs.Err()
+}
+
+// LoadDataset reads the dataset file, or returns nil when there is none.
+// Its errors name the file, the line (or conversation) and the field.
+func (o *Options) LoadDataset() (*workload.Dataset, error) {
+	if o.Dataset == "" {
+		return nil, nil
+	}
+	return workload.LoadDataset(o.Dataset, o.DatasetFormat)
 }
 
 // validateWorkload checks the custom profiles, the profile and the mix,
@@ -309,7 +344,8 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	if err != nil {
 		return workload.Config{}, err
 	}
-	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix}
+	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix,
+		DatasetSample: o.DatasetSample, MaxTokensCap: o.MaxTokensCap}
 	return c, c.Validate()
 }
 

@@ -22,7 +22,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 		return configErr(err)
 	}
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
-		CountPrompt: e.modelTokenizer(), Blocks: e.modelBlocks()}
+		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
 	var out *virtual.Output
 	if spec.Closed != nil {
 		out, err = virtual.Closed(ctx, cfg, gen, *spec.Closed)

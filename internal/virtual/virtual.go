@@ -24,10 +24,10 @@ type Config struct {
 	Run            string            // run name: record IDs are Run-<seq>
 	Profile        string            // every record's Profile
 	// CountPrompt, when set, is the engine model's tokenizer: it counts a
-	// request's prompt text (e.g. sim.Config.PromptTokens), as a server
-	// counts what it receives. Nil: the engine sees the request's intended
-	// PromptTokens.
-	CountPrompt func(prompt string) int
+	// request's prompt texts — its one prompt, or its messages' contents —
+	// (e.g. sim.Config.PromptTokens), as a server counts what it receives.
+	// Nil: the engine sees the request's intended PromptTokens.
+	CountPrompt func(texts ...string) int
 	// Blocks, when set, makes the prefix-cache block hashes of a request
 	// as the engine's HTTP facade would (sim.PrefixHasher over the
 	// rendered prompt), appended to dst. Used only when Sim's prefix cache
@@ -41,10 +41,24 @@ func (c *Config) prefixCache() bool { return c.Blocks != nil && c.Sim.PrefixCach
 
 // promptTokens is the prompt length the engine model sees for r.
 func (c *Config) promptTokens(r *workload.Request) int {
-	if c.CountPrompt == nil {
+	switch {
+	case c.CountPrompt == nil:
 		return r.PromptTokens
+	case r.Messages != nil:
+		texts := make([]string, len(r.Messages))
+		for i, m := range r.Messages {
+			texts[i] = m.Content
+		}
+		return c.CountPrompt(texts...)
 	}
 	return c.CountPrompt(r.Prompt)
+}
+
+// labels is r without its text: what a record needs of it (max_tokens and
+// the workload labels), kept for every arrival of a virtual run.
+func labels(r workload.Request) workload.Request {
+	r.Prompt, r.Messages, r.Extra = "", nil, nil
+	return r
 }
 
 // validate checks the fields that sim.NewCluster does not.

@@ -1,7 +1,7 @@
 // Package workload describes what surge sends: workload profiles (prompt and
-// output length distributions with a max_tokens cap) and a Generator that
-// turns each scheduled arrival into a Request with a synthetic prompt
-// (docs/method.md §10).
+// output length distributions with a max_tokens cap), datasets of real
+// prompts, and a Generator that turns each scheduled arrival into a Request
+// with a synthetic prompt or a dataset row's (docs/method.md §10).
 //
 // # Lengths
 //
@@ -103,6 +103,17 @@
 // Building a prompt copies the nonce and the body once, straight into the
 // prompt string's memory: one allocation and one copy per request (see
 // BenchmarkGenerate).
+//
+// # Datasets
+//
+// With Config.Dataset (LoadDataset: sharegpt, openai-jsonl or
+// prompts-jsonl) the prompts are real: request k is the row
+// Dataset.Index(DatasetSample, Seed, k) — a seeded permutation per pass
+// (shuffle, without replacement), an independent draw (random, with
+// replacement) or file order — its messages sent with the nonce before the
+// first user message (unless NoNonce), PromptTokens = Sizing.Tokens(bytes
+// sent), MaxTokens = the row's max_tokens or the profile's draw, then
+// MaxTokensCap. See Generator.Generate and docs/metrics.md.
 //
 // A Request's prompt lives only in memory; it is never written to a record,
 // a log or a report.

@@ -49,6 +49,24 @@ func (s Sizing) Bytes(tokens int) int {
 	return int(min(b, float64(MaxPromptTokens)*16))
 }
 
+// Tokens is the inverse of Bytes: the intended tokens of a text of n
+// bytes, as the target counts it,
+//
+//	tokens = round(Overhead + TokensPerByte · n), at least 1
+//
+// With the zero Sizing that is surge's estimate ⌈n/BytesPerToken⌉. It
+// sizes a dataset's real prompts (Request.PromptTokens).
+func (s Sizing) Tokens(n int) int {
+	if s.TokensPerByte <= 0 {
+		return max((n+BytesPerToken-1)/BytesPerToken, 1)
+	}
+	t := math.Round(s.Overhead + s.TokensPerByte*float64(n))
+	if !(t >= 1) {
+		return 1
+	}
+	return int(min(t, float64(MaxPromptTokens)))
+}
+
 // ProfileReplay labels requests whose prompt and output lengths both came
 // from a replayed trace.
 const ProfileReplay = "replay"
@@ -88,18 +106,39 @@ type Config struct {
 	// keeps its drawn length; a draw too short to hold the prefix and
 	// MinUniqueTokens more is lengthened (see Generate).
 	SharedPrefix int
+	// Dataset, when set, supplies every request's prompt (see
+	// Generator.Generate); the profile then gives only the output lengths.
+	Dataset *Dataset
+	// DatasetSample is the order in which the dataset's rows are taken:
+	// shuffle ("" too), random or sequential (Dataset.Index).
+	DatasetSample string
+	// MaxTokensCap caps every request's max_tokens, whether it came from
+	// a dataset row or the profile's draw (0 = no cap beyond the
+	// profile's).
+	MaxTokensCap int
 }
 
 // MinUniqueTokens is the least a prompt holds after a shared prefix (the
 // nonce and a few words), in tokens of text.
 const MinUniqueTokens = 16
 
-// Validate checks the configuration: the shared prefix, and the profile,
-// or the mix's profiles (unique names) and weights (finite, ≥ 0, summing to
-// > 0).
+// Validate checks the configuration: the shared prefix, the profile, or
+// the mix's profiles (unique names) and weights (finite, ≥ 0, summing to
+// > 0), the dataset's sampling order and the max_tokens cap.
 func (c *Config) Validate() error {
 	if c.SharedPrefix < 0 || c.SharedPrefix > MaxPromptTokens-MinUniqueTokens {
 		return fmt.Errorf("shared prefix: must be 0..%d tokens, got %d", MaxPromptTokens-MinUniqueTokens, c.SharedPrefix)
+	}
+	switch c.DatasetSample {
+	case "", SampleShuffle, SampleRandom, SampleSequential:
+	default:
+		return fmt.Errorf("workload: dataset sample: unknown %q (want %s)", c.DatasetSample, strings.Join(DatasetSamples, ", "))
+	}
+	if c.Dataset != nil && c.Dataset.Len() == 0 {
+		return fmt.Errorf("workload: dataset %s: no rows", c.Dataset.Path)
+	}
+	if c.MaxTokensCap < 0 || c.MaxTokensCap > MaxPromptTokens {
+		return fmt.Errorf("workload: max_tokens_cap: must be in [0, %d], got %d", MaxPromptTokens, c.MaxTokensCap)
 	}
 	if len(c.Mix) == 0 {
 		return c.Profile.Validate()
@@ -240,7 +279,13 @@ func prefixText(n int) string {
 // An arrival with prompt blocks (a Mooncake trace's hash ids) gets a
 // prompt built from them instead, and PrefixTokens (see blocks.go); a
 // shared prefix does not apply to it.
+//
+// With a Dataset the prompt is the row's (see fromDataset). MaxTokensCap,
+// when set, caps MaxTokens.
 func (g *Generator) Generate(a schedule.Arrival) Request {
+	if g.cfg.Dataset != nil {
+		return g.fromDataset(a)
+	}
 	p := g.profile(a.Seq)
 	prompt, output, shift, _ := g.draw(p, a)
 	label := p.Name
@@ -251,7 +296,7 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 		Seq:          a.Seq,
 		Profile:      label,
 		PromptTokens: prompt,
-		MaxTokens:    min(output, p.MaxTokens),
+		MaxTokens:    g.capped(min(output, p.MaxTokens)),
 		IgnoreEOS:    g.cfg.IgnoreEOS,
 		PrefixTokens: g.cfg.SharedPrefix,
 	}
@@ -263,9 +308,92 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 	return r
 }
 
+// capped applies MaxTokensCap.
+func (g *Generator) capped(n int) int {
+	if c := g.cfg.MaxTokensCap; c > 0 {
+		return min(n, c)
+	}
+	return n
+}
+
+// fromDataset returns the request for arrival a from the dataset row
+// Dataset.Index(DatasetSample, Seed, a.Seq):
+//
+//	Messages     = the row's request messages (ShareGPT: the system turns
+//	               before the first human turn, then it), the first user
+//	               message prefixed with the nonce "[req <seq>-<8 hex>] "
+//	               unless NoNonce; a row of one user message (prompts-jsonl)
+//	               is sent as Prompt
+//	Extra        = the row's tools, tool_choice, response_format
+//	PromptTokens = Sizing.Tokens(bytes of all message contents, nonce included)
+//	MaxTokens    = the row's max_tokens if it has one, else
+//	               min(output draw, Profile.MaxTokens); then MaxTokensCap
+//	DatasetRow   = the row's 1-based line (or conversation index)
+//	Profile      = "dataset"
+//
+// A replayed arrival's output tokens replace the draw; its prompt tokens
+// are ignored (the text is the row's). Building the request copies the
+// first user message once (for the nonce) and the messages slice: two
+// allocations (see BenchmarkGenerateDataset).
+func (g *Generator) fromDataset(a schedule.Arrival) Request {
+	d := g.cfg.Dataset
+	p := g.profile(a.Seq)
+	_, output, _, _ := g.draw(p, a)
+	i := d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)
+	row := &d.rows[i]
+	maxTok := min(output, p.MaxTokens)
+	if row.maxTokens > 0 {
+		maxTok = int(row.maxTokens)
+	}
+	req := Request{
+		Seq:        a.Seq,
+		Profile:    ProfileDataset,
+		MaxTokens:  g.capped(maxTok),
+		IgnoreEOS:  g.cfg.IgnoreEOS,
+		DatasetRow: int(row.number),
+	}
+	if row.extraN > 0 {
+		req.Extra = d.extra[row.extra : row.extra+row.extraN : row.extra+row.extraN]
+	}
+	var nonce [48]byte
+	head := nonce[:0]
+	if !g.cfg.NoNonce {
+		head = appendNonce(head, a.Seq, splitmix64(g.nonce^uint64(a.Seq)))
+	}
+	msgs := d.msgs[row.req : row.req+row.reqN]
+	first := msgs[row.nonceAt].Content
+	text := first
+	if len(head) > 0 {
+		var sb strings.Builder
+		sb.Grow(len(head) + len(first))
+		sb.Write(head)
+		sb.WriteString(first)
+		text = sb.String()
+	}
+	if len(msgs) == 1 && msgs[0].Role == RoleUser {
+		req.Prompt = text
+	} else {
+		req.Messages = make([]Message, len(msgs))
+		copy(req.Messages, msgs)
+		req.Messages[row.nonceAt].Content = text
+	}
+	req.PromptTokens = g.cfg.Sizing.Tokens(int(row.bytes) + len(head))
+	return req
+}
+
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
-// Generate would draw it, without building the prompt.
+// Generate would draw it (or size a dataset row), without building the
+// prompt.
 func (g *Generator) IntendedPromptTokens(a schedule.Arrival) int {
+	if d := g.cfg.Dataset; d != nil {
+		row := &d.rows[d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)]
+		n := 0
+		if !g.cfg.NoNonce {
+			var nonce [48]byte
+			n = len(appendNonce(nonce[:0], a.Seq, 0))
+		}
+		return g.cfg.Sizing.Tokens(int(row.bytes) + n)
+	}
 	prompt, _ := g.IntendedPrompt(a)
 	return prompt
 }
