@@ -54,13 +54,6 @@ func (c *Config) promptTokens(r *workload.Request) int {
 	return c.CountPrompt(r.Prompt)
 }
 
-// labels is r without its text: what a record needs of it (max_tokens and
-// the workload labels), kept for every arrival of a virtual run.
-func labels(r workload.Request) workload.Request {
-	r.Prompt, r.Messages, r.Extra = "", nil, nil
-	return r
-}
-
 // validate checks the fields that sim.NewCluster does not.
 func (c *Config) validate(gen *workload.Generator) error {
 	switch {
