@@ -111,8 +111,8 @@ func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, re
 	var intended, actual []int
 	for i := range recs {
 		r := &recs[i]
-		if r.Outcome != record.OK || r.PromptTokens <= 0 {
-			continue
+		if r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
+			continue // a session's later turns and sub-requests are not their arrival's draw
 		}
 		a := schedule.Arrival{Seq: r.Seq}
 		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {

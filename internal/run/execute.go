@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -68,6 +69,15 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if _, err := analyze.New(e.AnalyzeConfig(spec.Plan, spec.Exclude, spec.Recovery)); err != nil {
 		return nil, configErr(err)
 	}
+	var sess *workload.Sessions
+	if o.Sessions {
+		if spec.Closed != nil {
+			return nil, configErr(&field.Error{Field: "sessions", Message: "needs open-loop arrivals to start sessions; a closed loop (concurrency sweep) has none — use a rate sweep, run or burst"})
+		}
+		if sess, err = workload.NewSessions(wcfg, o.SessionConfig()); err != nil {
+			return nil, configErr(err)
+		}
+	}
 
 	w, err := spec.Dir.Records()
 	if err != nil {
@@ -88,7 +98,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	res.Partial, res.PartialWhy = false, ""
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	col := newCollector(arrivals)
+	col := newCollector(arrivals, sess != nil)
 	sink := func(r *record.Record) {
 		if err := w.Write(r); err != nil {
 			cancel(errWrite)
@@ -99,7 +109,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if e.Virtual {
 		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sink, res)
 	} else {
-		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, started, sink, col, w, cancel, res)
+		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
 		res.SimEvents = e.SimEvents()
 	}
 	res.Elapsed = time.Since(started)
@@ -262,9 +272,15 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}
-	if o.NoNonce {
+	switch {
+	case o.Sessions:
+		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); first turns unique (per-session nonce)"
+		if o.NoNonce {
+			m.CacheState += ", except with --no-nonce"
+		}
+	case o.NoNonce:
 		m.CacheState = "shared prefixes (--no-nonce): prefix caching may flatter results"
-	} else {
+	default:
 		m.CacheState = "unique prompts (per-request nonce): prefix cache defeated"
 	}
 	if e.Simulated {
@@ -287,6 +303,12 @@ func promptSet(o *Options) string {
 		s += fmt.Sprintf(", outputs fixed at %d tokens", n)
 	} else if o.OutputTokens.IsSet() {
 		s += ", output tokens " + o.OutputTokens.String()
+	}
+	if o.Sessions {
+		s += fmt.Sprintf("; sessions of %s turns, think time %s, later user messages %s tokens", o.SessionTurns, o.ThinkTime, o.TurnTokens)
+		if o.Fanout > 0 {
+			s += fmt.Sprintf(", fan-out %d sub-requests per turn", o.Fanout)
+		}
 	}
 	return s + ")"
 }

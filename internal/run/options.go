@@ -63,6 +63,15 @@ type Options struct {
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
 	PromptCalibration string `yaml:"prompt_calibration"`
+
+	// Sessions turns every arrival into the start of a multi-turn session
+	// (docs/sessions.md); the other session settings apply only with it.
+	Sessions     bool            `yaml:"sessions"`
+	SessionTurns workload.Length `yaml:"session_turns"` // turns per session (a count or a distribution)
+	ThinkTime    workload.Think  `yaml:"think_time"`    // think time after an answer before the next turn
+	TurnTokens   workload.Length `yaml:"turn_tokens"`   // tokens of each later user message and fan-out sub-task
+	Fanout       int             `yaml:"fanout"`        // sub-requests each turn sends beside itself (0 = none)
+
 	Seed              int64  `yaml:"seed"` // seed of schedules, workload and simulator
 
 	Out   string `yaml:"out"`   // output folder
@@ -103,6 +112,9 @@ func DefaultOptions() Options {
 		MaxInFlight:       loadgen.DefaultMaxInFlight,
 		Profile:           DefaultProfile,
 		PromptCalibration: calibrate.Auto,
+		SessionTurns:      workload.FixedLength(workload.DefaultSessionTurns),
+		ThinkTime:         workload.FixedThink(workload.DefaultThink),
+		TurnTokens:        must(workload.ParseLength(workload.DefaultTurnTokens)),
 		Seed:              1,
 		ScrapeInterval:    DefaultScrapeInterval,
 		Window:            DefaultWindow,
@@ -144,6 +156,14 @@ func (o *Options) Validate() error {
 	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
+	}
+	if sc := o.SessionConfig(); sc.Validate() != nil {
+		err := sc.Validate()
+		name, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(name, "%s", msg)
+	}
+	if !o.Sessions && o.Fanout > 0 {
+		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
 	}
 	if o.ScrapeInterval < 100*time.Millisecond {
 		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
@@ -219,6 +239,18 @@ func (o *Options) WorkloadProfile() (workload.Profile, error) {
 		p.MaxTokens = p.Output.Upper()
 	}
 	return p, p.Validate()
+}
+
+// SessionConfig is the sessions' workload configuration.
+func (o *Options) SessionConfig() workload.SessionConfig {
+	return workload.SessionConfig{Turns: o.SessionTurns, Think: o.ThinkTime, TurnTokens: o.TurnTokens, Fanout: o.Fanout}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // Deadlines are the per-request deadlines that decide goodput.
