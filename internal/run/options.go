@@ -72,7 +72,7 @@ type Options struct {
 	TurnTokens   workload.Length `yaml:"turn_tokens"`   // tokens of each later user message and fan-out sub-task
 	Fanout       int             `yaml:"fanout"`        // sub-requests each turn sends beside itself (0 = none)
 
-	Seed              int64  `yaml:"seed"` // seed of schedules, workload and simulator
+	Seed int64 `yaml:"seed"` // seed of schedules, workload and simulator
 
 	Out   string `yaml:"out"`   // output folder
 	Force bool   `yaml:"force"` // reuse a non-empty output folder
