@@ -43,7 +43,11 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
     --baseline-rps 8 --metrics-url https://llm.example.com/metrics --metrics-preset vllm
 
   # what if: two replicas and a 429 limit of 50 waiting requests, in virtual time
-  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50`,
+  surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50
+
+  # agent-like traffic: a burst of 5x new sessions of 4 turns, each turn fanning
+  # out into 2 parallel sub-requests (the built-in simulator over HTTP)
+  surge burst --sessions --baseline-rps 1 --multipliers 5 --session-turns 4 --fanout 2`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())

@@ -39,7 +39,12 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
     --rate 20 --duration 2m --warmup 30s --metrics-url http://127.0.0.1:8000/metrics
 
   # phases from a YAML file (flags win over the file)
-  surge run -f experiment.yaml`,
+  surge run -f experiment.yaml
+
+  # multi-turn sessions: 2 new sessions/s for a minute, 2–6 turns each,
+  # about 3 s of thinking between an answer and the next turn
+  surge run --sessions --rate 2 --duration 1m --session-turns uniform:min=2,max=6 \
+    --think-time lognormal:median=3s,p95=15s --turn-tokens lognormal:median=150,p95=400`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
