@@ -235,6 +235,9 @@ type Result struct {
 	Recovery  Recovery       `json:"recovery"`
 	Timeline  []Sample       `json:"timeline"`
 	Anomalies Anomalies      `json:"anomalies"`
+	// Sessions is the per-turn and per-session analysis of a sessions
+	// run (Sessions); nil otherwise.
+	Sessions *SessionResult `json:"sessions,omitempty"`
 }
 
 // Phase returns the result of the named phase.

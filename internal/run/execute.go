@@ -140,10 +140,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
 	}
 	res.Records = col.records()
-	res.Analysis, err = analyze.Records(e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery), res.Records, 0)
+	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
+	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
 	if err != nil {
 		return nil, err
 	}
+	res.Analysis.Sessions = analyze.Sessions(acfg, res.Records)
 	for i := range res.Records {
 		if res.Records[i].Outcome == record.OK {
 			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)

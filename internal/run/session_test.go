@@ -77,6 +77,15 @@ func TestExecuteSessions(t *testing.T) {
 		if res.Prompt == nil || res.Prompt.Intended.Samples != 30 {
 			t.Fatalf("prompt sizing compares %+v, want the 30 first turns only", res.Prompt)
 		}
+		ss := res.Analysis.Sessions
+		if ss == nil || ss.Sessions != 30 || len(ss.Turns) != 3 || ss.Good+ss.Bad+ss.Unfinished != 30 {
+			t.Fatalf("session analysis %+v", ss)
+		}
+		for k := 1; k < 3; k++ {
+			if ss.Turns[k].PromptTokensP50 <= ss.Turns[k-1].PromptTokensP50 {
+				t.Fatalf("median server prompt tokens of turn %d (%d) not above turn %d's (%d)", k+1, ss.Turns[k].PromptTokensP50, k, ss.Turns[k-1].PromptTokensP50)
+			}
+		}
 	})
 }
 
