@@ -77,4 +77,3 @@ func TestSessionsRowsAndAbsence(t *testing.T) {
 		t.Fatal("a session result for a run without sessions")
 	}
 }
-
