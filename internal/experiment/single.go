@@ -166,6 +166,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	if err != nil {
 		return Outcome{}, err
 	}
+	PrintSessions(w, res.Analysis)
 	if kv, notes := PromptMeta(res.Prompt); len(kv) > 0 {
 		fmt.Fprintf(w, "%s: %s\n", kv[0].Key, kv[0].Value)
 		for _, n := range notes {
@@ -211,8 +212,8 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	t.Notes = append(t.Notes, pnotes...)
 	ht := t
 	ht.Meta = nil
-	return WriteReports(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
-		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}})
+	return WriteReportsWith(res.Spec.Dir, t, report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
+		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}}, SessionTables("Sessions, per turn", res.Analysis))
 }
 
 // RerenderRun re-analyses one run folder from its files and writes every

@@ -143,6 +143,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
+	var extra []report.LevelTable // the per-turn tables of sessions runs
 	for i := range runs {
 		r := &runs[i]
 		res := r.Result
@@ -195,6 +196,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
 		}
 		h.Runs = append(h.Runs, charts)
+		extra = append(extra, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
 	if interrupted {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
@@ -202,7 +204,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	ht := t
 	ht.Meta = nil // the page shows the same facts once, above the table
 	h.Tables = []report.Table{ht}
-	if err := experiment.WriteReports(d, t, h); err != nil {
+	if err := experiment.WriteReportsWith(d, t, h, extra); err != nil {
 		return out, err
 	}
 	out.Unusable = len(runs) > 0 && !anyOK
