@@ -232,6 +232,7 @@ func (f *flags) options(o *run.Options) {
 	f.value(thinkValue{&o.ThinkTime}, "think_time", "think-time", "think time after an answer before the next turn, with --sessions: a duration (2s; 0 = none) or a distribution of durations — uniform:min=1s,max=5s, lognormal:median=2s,p95=20s, normal:mean=3s,sd=1s")
 	f.length(&o.TurnTokens, "turn_tokens", "turn-tokens", "tokens of each later user message (and fan-out sub-task) with --sessions: a count or a distribution as for --prompt-tokens")
 	f.integer(&o.Fanout, "fanout", "fanout", "with --sessions, each turn also sends this many parallel sub-requests (branches 1..K) sharing the turn's conversation, each with its own short sub-task; the next turn waits for all (0 = none)")
+	f.dur(&o.SessionDrain, "session_drain", "session-drain", "with --sessions, a phase \"drain\" after the plan: no session starts in it, sessions already started may still send turns (without it, no turn is sent after the plan ends); e.g. --session-drain 1m")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
 	f.fs.StringVarP(&o.Out, "out", "o", o.Out, "output folder (default out/<command>-<date>-<time>-<id>; an existing non-empty one is refused without --force)")

@@ -47,6 +47,16 @@ const flushEvery = 500 * time.Millisecond
 // errors are found before any file is created.
 func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	o := &e.Opts
+	if o.Sessions && o.SessionDrain > 0 && spec.Closed == nil {
+		// The drain: sessions already started may send turns for this
+		// long after the plan; no session starts in it.
+		for _, ph := range spec.Plan.Phases {
+			if ph.Name == schedule.PhaseDrain {
+				return nil, configErr(&field.Error{Field: "session_drain", Message: "the plan already has a phase named " + schedule.PhaseDrain})
+			}
+		}
+		spec.Plan.Phases = append(slices.Clone(spec.Plan.Phases), schedule.Phase{Name: schedule.PhaseDrain, Duration: o.SessionDrain, Arrival: schedule.ArrivalNone})
+	}
 	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
 	if spec.Closed == nil {
 		var err error

@@ -71,6 +71,9 @@ type Options struct {
 	ThinkTime    workload.Think  `yaml:"think_time"`    // think time after an answer before the next turn
 	TurnTokens   workload.Length `yaml:"turn_tokens"`   // tokens of each later user message and fan-out sub-task
 	Fanout       int             `yaml:"fanout"`        // sub-requests each turn sends beside itself (0 = none)
+	// SessionDrain extends a sessions run by a phase without arrivals
+	// (drain) in which sessions already started may still send turns.
+	SessionDrain time.Duration `yaml:"session_drain"`
 
 	Seed int64 `yaml:"seed"` // seed of schedules, workload and simulator
 
@@ -164,6 +167,12 @@ func (o *Options) Validate() error {
 	}
 	if !o.Sessions && o.Fanout > 0 {
 		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
+	}
+	switch {
+	case o.SessionDrain < 0 || o.SessionDrain > time.Hour:
+		bad("session_drain", "must be 0..1h, got %s", o.SessionDrain)
+	case !o.Sessions && o.SessionDrain > 0:
+		bad("session_drain", "needs --sessions")
 	}
 	if o.ScrapeInterval < 100*time.Millisecond {
 		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)

@@ -185,3 +185,36 @@ func TestCollectorSessionHorizon(t *testing.T) {
 		t.Fatalf("%d records before the horizon, want 3", len(recs))
 	}
 }
+
+// With a session drain the plan gains a phase without arrivals in which
+// sessions already started finish their turns; without it, no turn is
+// sent after the plan's end.
+func TestExecuteSessionDrain(t *testing.T) {
+	for _, drain := range []time.Duration{0, 40 * time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			o := sessionOptions("4", 2*time.Second)
+			o.SessionDrain = drain
+			env := bubbleEnv(t, o, nil)
+			res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(1, 10*time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inDrain := 0
+			for _, r := range res.Records {
+				switch {
+				case r.Phase == schedule.PhaseDrain && r.Turn > 1:
+					inDrain++
+				case r.Phase != "main":
+					t.Fatalf("record in phase %q", r.Phase)
+				}
+			}
+			ss := res.Analysis.Sessions
+			switch {
+			case drain == 0 && (inDrain != 0 || len(res.Plan.Phases) != 1 || ss.Unfinished == 0):
+				t.Fatalf("no drain: %d turns in a drain, %d phases, %d unfinished sessions", inDrain, len(res.Plan.Phases), ss.Unfinished)
+			case drain > 0 && (inDrain == 0 || len(res.Plan.Phases) != 2 || ss.Unfinished != 0 || ss.Good != 10):
+				t.Fatalf("drain: %d turns in it, %d phases, sessions %+v", inDrain, len(res.Plan.Phases), ss)
+			}
+		})
+	}
+}
