@@ -422,3 +422,40 @@ func TestLengthDistributions(t *testing.T) {
 		t.Errorf("bad file: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// --sessions and its settings, on the command line and in a file; every
+// mistake is a usage error naming the flag or the file's key.
+func TestSessionsFlags(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(f, []byte("rate: 2\nduration: 2s\nquiet: true\nsessions: true\nsession_turns: 2\nthink_time: 100ms\nturn_tokens: 20\nfanout: 1\nsession_drain: 20s\noutput_tokens: 8\n"), 0o644)
+	out := filepath.Join(dir, "yaml")
+	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", out); code != exitOK && code != exitSLO {
+		t.Fatalf("from a file: exit %d: %s %s", code, stdout, stderr)
+	}
+	turns := map[[2]int]int{}
+	if err := record.ReadFile(filepath.Join(out, "requests.jsonl"), func(r *record.Record) error {
+		turns[[2]int{r.Turn, r.Branch}]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 4 || turns[[2]int{2, 1}] == 0 {
+		t.Fatalf("records by (turn, branch): %v; want turns 1 and 2, each with branch 1", turns)
+	}
+	for args, want := range map[string]string{
+		"--fanout 2":                               "--fanout: needs --sessions",
+		"--sessions --fanout 99":                   "--fanout: must be 0..64, got 99",
+		"--sessions --think-time 2":                `"--think-time" flag: want a duration such as 2s or 500ms, got "2"`,
+		"--sessions --session-turns uniform:min=3": `"--session-turns" flag: uniform: min and max: required`,
+		"--session-drain 1m":                       "--session-drain: needs --sessions",
+	} {
+		code, _, stderr := surge(t, append([]string{"run", "--rate", "1", "--duration", "1s"}, strings.Fields(args)...)...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 with %q", args, code, stderr, want)
+		}
+	}
+	if code, _, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1"); code != exitUsage || !strings.Contains(stderr, "--simulate: cannot run --sessions yet") {
+		t.Errorf("burst --simulate --sessions: exit %d, stderr %q", code, stderr)
+	}
+}
