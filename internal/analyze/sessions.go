@@ -11,8 +11,9 @@ import (
 const MaxTurnRows = 20
 
 // SessionResult is the analysis of a sessions run (--sessions), per turn
-// and per session, over the records whose scheduled time falls in a phase
-// that is not excluded (a session belongs to the phase of its first turn).
+// and per session, over the sessions whose first turn falls in a phase
+// that is not excluded (a session belongs to the phase of its first turn;
+// every turn of such a session counts in its row, wherever it falls).
 //
 // A session is judged by its records alone (each carries the turns the
 // session was planned to have, session_turns):
@@ -32,9 +33,9 @@ type SessionResult struct {
 	Turns        []TurnResult `json:"turns"`         // one row per turn number
 }
 
-// TurnResult is one row of the per-turn table: the requests of every
-// session's turn Turn (fan-out sub-requests included), counted and judged
-// as a phase's are.
+// TurnResult is one row of the per-turn table: the requests of turn Turn
+// of every session counted (fan-out sub-requests included), counted and
+// judged as a phase's are.
 type TurnResult struct {
 	Turn     int   `json:"turn"`                // 1-based
 	AndLater bool  `json:"and_later,omitempty"` // the row also holds every later turn (Turn = MaxTurnRows)
@@ -78,29 +79,29 @@ func Sessions(cfg Config, recs []record.Record) *SessionResult {
 	)
 	for i := range recs {
 		r := &recs[i]
+		if r.Session == 0 || r.Turn != 1 || r.Branch != 0 {
+			continue
+		}
+		sessions[r.Session] = &session{counted: included(r)}
+	}
+	for i := range recs {
+		r := &recs[i]
 		if r.Session == 0 || r.Turn < 1 {
 			continue
 		}
 		seen = true
 		s := sessions[r.Session]
-		if s == nil {
-			s = &session{}
-			sessions[r.Session] = s
+		if s == nil || !s.counted {
+			continue // started in the warmup (or its first turn is missing)
 		}
 		s.planned = max(s.planned, r.SessionTurns)
 		s.turns = max(s.turns, r.Turn)
-		if r.Turn == 1 && r.Branch == 0 {
-			s.counted = included(r)
-		}
 		smp := an.sampleOf(r)
 		switch {
 		case smp.slot == slotCancelled:
 			s.cancelled = true
 		case !smp.good:
 			s.bad = true
-		}
-		if !included(r) {
-			continue
 		}
 		k := min(r.Turn, MaxTurnRows) - 1
 		for len(rows) <= k {

@@ -21,8 +21,10 @@ func TestSessionsByHand(t *testing.T) {
 	cfg := Config{Phases: []Phase{{Name: "warmup", Start: 0, End: 10 * s, Excluded: true}, {Name: "main", Start: 10 * s, End: 100 * s}}, Deadlines: DefaultDeadlines, Timeout: 60 * s}
 	cancelled := failRec(50*s, record.Cancelled)
 	recs := []record.Record{
-		turnRec(okRec(1*s, 0, 100*ms, 1*s), 1, 1, 2, 500, 0), // warmup: not counted
-		turnRec(okRec(5*s, 0, 100*ms, 1*s), 1, 2, 2, 700, 600),
+		// session 1 started in the warmup: not counted, not even its
+		// second turn in the main phase
+		turnRec(okRec(1*s, 0, 100*ms, 1*s), 1, 1, 2, 500, 0),
+		turnRec(okRec(12*s, 0, 100*ms, 1*s), 1, 2, 2, 700, 600),
 		// session 2: good (turn 1 at 100 ms, turn 2 at 300 ms from its ready time)
 		turnRec(okRec(20*s, 0, 100*ms, 1*s), 2, 1, 2, 400, 0),
 		turnRec(okRec(25*s, 0, 300*ms, 2*s), 2, 2, 2, 900, 500),

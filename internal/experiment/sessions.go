@@ -13,7 +13,7 @@ import (
 // The columns of the per-turn table of a sessions run.
 var turnColumns = []report.LevelColumn{
 	{Key: "turn", Head: "turn", Kind: report.LevelText},
-	{Key: "requests", Head: "requests", Kind: report.LevelCount, Desc: "requests of this turn in every session (fan-out sub-requests included), by the phase of their ready time; warmup left out"},
+	{Key: "requests", Head: "requests", Kind: report.LevelCount, Desc: "requests of this turn in every session started after the warmup (fan-out sub-requests included)"},
 	{Key: "ok", Head: "ok", Kind: report.LevelCount},
 	{Key: "ttft_send_p50_ms", Head: "TTFT send p50", Kind: report.LevelMs},
 	{Key: "ttft_send_p95_ms", Head: "TTFT send p95", Kind: report.LevelMs},
