@@ -455,7 +455,14 @@ func TestSessionsFlags(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 with %q", args, code, stderr, want)
 		}
 	}
-	if code, _, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1"); code != exitUsage || !strings.Contains(stderr, "--simulate: cannot run --sessions yet") {
-		t.Errorf("burst --simulate --sessions: exit %d, stderr %q", code, stderr)
+	if code, _, stderr := surge(t, "sweep", "--sessions", "--concurrency", "1,2"); code != exitUsage || !strings.Contains(stderr, "--sessions: needs open-loop arrivals") {
+		t.Errorf("sweep --sessions: exit %d, stderr %q", code, stderr)
+	}
+	out = filepath.Join(dir, "virtual")
+	if code, stdout, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1", "--multipliers", "3", "--session-turns", "3", "-q", "-o", out); code != exitOK && code != exitSLO {
+		t.Fatalf("burst --simulate --sessions: exit %d: %s %s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "results.md")); err != nil || !strings.Contains(string(b), "3×: sessions, per turn") {
+		t.Fatalf("burst --simulate --sessions: results.md without the per-turn table: %v", err)
 	}
 }

@@ -92,9 +92,16 @@ func calibrationTexts(o *Options, virtual bool) (calibrate.Texts, error) {
 // modelTokenizer is the engine model's count of a prompt in virtual time:
 // the simulator's tokenizer, as its HTTP facade would count the request.
 func (e *Env) modelTokenizer() func(string) int {
+	count := e.modelCounter()
+	return func(prompt string) int { return count(prompt) }
+}
+
+// modelCounter is modelTokenizer for a prompt or the contents of a chat
+// conversation's messages (a session's turn).
+func (e *Env) modelCounter() func(texts ...string) int {
 	chat := e.Opts.API == "chat"
 	sc := e.Opts.Sim
-	return func(prompt string) int { return sc.PromptTokens(chat, prompt) }
+	return func(texts ...string) int { return sc.PromptTokens(chat, texts...) }
 }
 
 // promptSizing compares, request by request, the prompt length surge

@@ -109,9 +109,6 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	if virtual && o.Target != "" {
 		return nil, configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
 	}
-	if virtual && o.Sessions {
-		return nil, configErr(&field.Error{Field: "simulate", Message: "cannot run --sessions yet: virtual time has no session driver; run against the simulator over HTTP instead (no --target, no --simulate)"})
-	}
 	if err := checkCACert(o.CACert); err != nil {
 		return nil, configErr(err)
 	}

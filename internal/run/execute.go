@@ -117,7 +117,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	var runErr error
 	if e.Virtual {
-		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sink, res)
+		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
 	} else {
 		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
 		res.SimEvents = e.SimEvents()

@@ -134,13 +134,34 @@ func TestExecuteSessionsEarlyStop(t *testing.T) {
 	})
 }
 
+// In virtual time (--simulate) sessions run through the engine model with
+// the same rules, and the same analysis follows.
+func TestExecuteSessionsVirtual(t *testing.T) {
+	o := sessionOptions("3", time.Second)
+	o.Quiet = true
+	env, err := PrepareWith(context.Background(), o, true, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(1, 30*time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Analysis.Sessions
+	if ss == nil || ss.Sessions != 30 || len(ss.Turns) != 3 {
+		t.Fatalf("session analysis %+v", ss)
+	}
+	for k := 1; k < 3; k++ {
+		if ss.Turns[k].PromptTokensP50 <= ss.Turns[k-1].PromptTokensP50 {
+			t.Fatalf("median engine prompt tokens of turn %d (%d) not above turn %d's (%d)", k+1, ss.Turns[k].PromptTokensP50, k, ss.Turns[k-1].PromptTokensP50)
+		}
+	}
+}
+
 func TestSessionsRefused(t *testing.T) {
 	o := sessionOptions("3", time.Second)
-	_, err := PrepareWith(context.Background(), o, true, Setup{})
 	var fe *field.Error
-	if !errors.As(err, &fe) || fe.Field != "simulate" {
-		t.Fatalf("--simulate --sessions: %v", err)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		env := bubbleEnv(t, o, nil)
 		cl := schedule.ClosedLoop{Phase: "c4", Users: 4, Duration: 10 * time.Second}

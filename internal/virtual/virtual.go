@@ -24,16 +24,23 @@ type Config struct {
 	Run            string            // run name: record IDs are Run-<seq>
 	Profile        string            // every record's Profile
 	// CountPrompt, when set, is the engine model's tokenizer: it counts a
-	// request's prompt text (e.g. sim.Config.PromptTokens), as a server
-	// counts what it receives. Nil: the engine sees the request's intended
-	// PromptTokens.
-	CountPrompt func(prompt string) int
+	// request's prompt text, or the contents of its chat messages (e.g.
+	// sim.Config.PromptTokens), as a server counts what it receives. Nil:
+	// the engine sees the request's intended PromptTokens.
+	CountPrompt func(texts ...string) int
 }
 
 // promptTokens is the prompt length the engine model sees for r.
 func (c *Config) promptTokens(r *workload.Request) int {
 	if c.CountPrompt == nil {
 		return r.PromptTokens
+	}
+	if len(r.Messages) > 0 {
+		texts := make([]string, len(r.Messages))
+		for i, m := range r.Messages {
+			texts[i] = m.Content
+		}
+		return c.CountPrompt(texts...)
 	}
 	return c.CountPrompt(r.Prompt)
 }
