@@ -175,3 +175,22 @@ func TestParseThink(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSession builds a whole default session (4 turns, chat profile):
+// the generator's per-session work.
+func BenchmarkSession(b *testing.B) {
+	p, _ := Lookup(ProfileChat)
+	s, err := NewSessions(Config{Profile: p, Seed: 7}, SessionConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		c := s.Start(schedule.Arrival{Seq: int64(i)})
+		for turn := 1; turn <= c.Turns(); turn++ {
+			c.Turn(turn)
+			c.Answered(turn, 150)
+			c.Think(turn + 1)
+		}
+	}
+}
