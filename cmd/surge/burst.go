@@ -50,7 +50,12 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
 
   # the bursts with real prompts: chat request bodies from production logs, max_tokens capped
   surge burst --target http://127.0.0.1:8000/v1 --baseline-rps 8 \
-    --dataset requests.jsonl --dataset-format openai-jsonl --max-tokens-cap 1024`,
+    --dataset requests.jsonl --dataset-format openai-jsonl --max-tokens-cap 1024
+
+  # agent-like traffic: a burst of 5x new sessions of 4 turns, each turn fanning
+  # out into 2 parallel sub-requests (the built-in simulator over HTTP)
+  surge burst --sessions --baseline-rps 1 --multipliers 5 --session-turns 4 --fanout 2`,
+
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())

@@ -93,6 +93,24 @@ func (f *flags) length(p *workload.Length, key, name, usage string) {
 	f.bind(key, name)
 }
 
+// thinkValue is a think-time flag: a duration or a distribution of
+// durations (workload.ParseThink).
+type thinkValue struct{ p *workload.Think }
+
+func (v thinkValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return v.p.String()
+}
+func (v thinkValue) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }
+func (thinkValue) Type() string         { return "duration|dist" }
+
+// countValue is a count flag that also takes a distribution (turns).
+type countValue struct{ lengthValue }
+
+func (countValue) Type() string { return "count|dist" }
+
 func (f *flags) strings(p *[]string, key, name, usage string) {
 	f.fs.StringArrayVar(p, name, *p, usage)
 	f.bind(key, name)
@@ -227,6 +245,12 @@ func (f *flags) options(o *run.Options) {
 	f.str(&o.DatasetFormat, "dataset_format", "dataset-format", "format of --dataset: sharegpt (JSON array or JSONL of conversations; the first human turn), openai-jsonl (one chat request body per line: messages, tools, tool_choice, response_format, max_tokens), prompts-jsonl ({\"prompt\": …} per line)")
 	f.str(&o.DatasetSample, "dataset_sample", "dataset-sample", "order of the dataset's rows, seeded by --seed: shuffle (every row once per pass, without replacement), random (with replacement), sequential (file order)")
 	f.integer(&o.MaxTokensCap, "max_tokens_cap", "max-tokens-cap", "cap every request's max_tokens, a dataset row's or the profile's draw, e.g. --max-tokens-cap 512 (0 = no cap beyond the profile's)")
+	f.boolean(&o.Sessions, "sessions", "sessions", "each arrival starts a multi-turn session: turn 1 is the profile's prompt, every later turn resends the conversation so far plus a new user message after the answer and a think time (sessions start open-loop, turns are closed-loop; docs/sessions.md); e.g. --sessions --session-turns uniform:min=2,max=6 --think-time 2s")
+	f.value(countValue{lengthValue{&o.SessionTurns}}, "session_turns", "session-turns", "turns per session with --sessions: a count or a distribution (uniform:min=2,max=6, …)")
+	f.value(thinkValue{&o.ThinkTime}, "think_time", "think-time", "think time after an answer before the next turn, with --sessions: a duration (2s; 0 = none) or a distribution of durations — uniform:min=1s,max=5s, lognormal:median=2s,p95=20s, normal:mean=3s,sd=1s")
+	f.length(&o.TurnTokens, "turn_tokens", "turn-tokens", "tokens of each later user message (and fan-out sub-task) with --sessions: a count or a distribution as for --prompt-tokens")
+	f.integer(&o.Fanout, "fanout", "fanout", "with --sessions, each turn also sends this many parallel sub-requests (branches 1..K) sharing the turn's conversation, each with its own short sub-task; the next turn waits for all (0 = none)")
+	f.dur(&o.SessionDrain, "session_drain", "session-drain", "with --sessions, a phase \"drain\" after the plan: no session starts in it, sessions already started may still send turns (without it, no turn is sent after the plan ends); e.g. --session-drain 1m")
 	f.fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of schedules, workload and simulator (same seed, same run)")
 	f.bind("seed", "seed")
 	f.fs.StringVarP(&o.Out, "out", "o", o.Out, "output folder (default out/<command>-<date>-<time>-<id>; an existing non-empty one is refused without --force)")

@@ -422,3 +422,47 @@ func TestLengthDistributions(t *testing.T) {
 		t.Errorf("bad file: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// --sessions and its settings, on the command line and in a file; every
+// mistake is a usage error naming the flag or the file's key.
+func TestSessionsFlags(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(f, []byte("rate: 2\nduration: 2s\nquiet: true\nsessions: true\nsession_turns: 2\nthink_time: 100ms\nturn_tokens: 20\nfanout: 1\nsession_drain: 20s\noutput_tokens: 8\n"), 0o644)
+	out := filepath.Join(dir, "yaml")
+	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", out); code != exitOK && code != exitSLO {
+		t.Fatalf("from a file: exit %d: %s %s", code, stdout, stderr)
+	}
+	turns := map[[2]int]int{}
+	if err := record.ReadFile(filepath.Join(out, "requests.jsonl"), func(r *record.Record) error {
+		turns[[2]int{r.Turn, r.Branch}]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 4 || turns[[2]int{2, 1}] == 0 {
+		t.Fatalf("records by (turn, branch): %v; want turns 1 and 2, each with branch 1", turns)
+	}
+	for args, want := range map[string]string{
+		"--fanout 2":                               "--fanout: needs --sessions",
+		"--sessions --fanout 99":                   "--fanout: must be 0..64, got 99",
+		"--sessions --think-time 2":                `--think-time: want a duration such as 2s or 500ms, got "2"`,
+		"--sessions --session-turns uniform:min=3": `--session-turns: uniform: min and max: required`,
+		"--session-drain 1m":                       "--session-drain: needs --sessions",
+	} {
+		code, _, stderr := surge(t, append([]string{"run", "--rate", "1", "--duration", "1s"}, strings.Fields(args)...)...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 with %q", args, code, stderr, want)
+		}
+	}
+	if code, _, stderr := surge(t, "sweep", "--sessions", "--concurrency", "1,2"); code != exitUsage || !strings.Contains(stderr, "--sessions: needs open-loop arrivals") {
+		t.Errorf("sweep --sessions: exit %d, stderr %q", code, stderr)
+	}
+	out = filepath.Join(dir, "virtual")
+	if code, stdout, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1", "--multipliers", "3", "--session-turns", "3", "-q", "-o", out); code != exitOK && code != exitSLO {
+		t.Fatalf("burst --simulate --sessions: exit %d: %s %s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "results.md")); err != nil || !strings.Contains(string(b), "3×: sessions, per turn") {
+		t.Fatalf("burst --simulate --sessions: results.md without the per-turn table: %v", err)
+	}
+}

@@ -59,6 +59,11 @@ With no --target it runs against the built-in simulated engine.` + exitCodesHelp
   #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
   surge run -f experiment.yaml
 
+  # multi-turn sessions: 2 new sessions/s for a minute, 2–6 turns each,
+  # about 3 s of thinking between an answer and the next turn
+  surge run --sessions --rate 2 --duration 1m --session-turns uniform:min=2,max=6 \
+    --think-time lognormal:median=3s,p95=15s --turn-tokens lognormal:median=150,p95=400
+
   # look before you send: the phases, arrivals and workload, nothing sent or written
   surge run -f experiment.yaml --dry-run`,
 		Args: cobra.NoArgs,

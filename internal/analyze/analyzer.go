@@ -373,6 +373,34 @@ func (a *Analyzer) us(ns int64) int64 {
 // Add accounts one record to the phase and window of its scheduled arrival
 // and to the timeline. It does not keep rec.
 func (a *Analyzer) Add(rec *record.Record) {
+	s := a.sampleOf(rec)
+	sched, done := rec.ScheduledNs, rec.DoneNs
+	if pi := a.phaseOf(sched); pi >= 0 {
+		a.phases[pi].observe(&s)
+		a.byPhase[pi].observe(rec.Profile, &s)
+		if !a.cfg.Phases[pi].Excluded {
+			a.profiles.observe(rec.Profile, &s)
+		}
+		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
+			a.anom.PhaseLabelMismatch++
+		}
+	} else {
+		a.anom.Unassigned++
+	}
+	a.windows.get(a.windows.index(sched)).observe(&s)
+	if a.recov != a.windows {
+		a.recov.get(a.recov.index(sched)).observe(&s)
+	}
+	if s.slot == slotOK && done != record.None {
+		a.countCompletion(done)
+		a.countProfileCompletion(rec.Profile, done)
+	}
+	a.anom.TimelineClipped += a.timeline.add(rec)
+}
+
+// sampleOf turns one record into the values the accumulators observe,
+// judged with the analyzer's deadlines.
+func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	const none = record.None
 	var s sample
 	for i := range s.us {
@@ -429,29 +457,8 @@ func (a *Analyzer) Add(rec *record.Record) {
 			s.decodeNs, s.gaps = done-first, int64(rec.Chunks-1)
 		}
 	}
-
 	s.rec = rec
-	if pi := a.phaseOf(sched); pi >= 0 {
-		a.phases[pi].observe(&s)
-		a.byPhase[pi].observe(rec.Profile, &s)
-		if !a.cfg.Phases[pi].Excluded {
-			a.profiles.observe(rec.Profile, &s)
-		}
-		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
-			a.anom.PhaseLabelMismatch++
-		}
-	} else {
-		a.anom.Unassigned++
-	}
-	a.windows.get(a.windows.index(sched)).observe(&s)
-	if a.recov != a.windows {
-		a.recov.get(a.recov.index(sched)).observe(&s)
-	}
-	if s.slot == slotOK && done != none {
-		a.countCompletion(done)
-		a.countProfileCompletion(rec.Profile, done)
-	}
-	a.anom.TimelineClipped += a.timeline.add(rec)
+	return s
 }
 
 // countCompletion counts an ok request that ended at done (ns) in the phase

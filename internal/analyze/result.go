@@ -241,6 +241,9 @@ type Result struct {
 	// Profiles splits Overall by workload profile when the measured
 	// records carry more than one (a mix); nil otherwise.
 	Profiles []ProfileResult `json:"profiles,omitempty"`
+	// Sessions is the per-turn and per-session analysis of a sessions
+	// run (Sessions); nil otherwise.
+	Sessions *SessionResult `json:"sessions,omitempty"`
 }
 
 // Phase returns the result of the named phase.

@@ -187,6 +187,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	if err != nil {
 		return Outcome{}, err
 	}
+	PrintSessions(w, res.Analysis)
 	if kv, notes := PromptMeta(res.Prompt); len(kv) > 0 {
 		fmt.Fprintf(w, "%s: %s\n", kv[0].Key, kv[0].Value)
 		for _, n := range notes {
@@ -237,6 +238,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	if pt, ok := ProfileTable("", res, &env.Opts, ""); ok {
 		h.Breakdowns = append(h.Breakdowns, pt)
 	}
+	h.Breakdowns = append(h.Breakdowns, SessionTables("Sessions, per turn", res.Analysis)...)
 	return WriteReports(res.Spec.Dir, t, h)
 }
 

@@ -1,6 +1,7 @@
-// Package loadgen drives a Target with open-loop arrivals (the default) or
-// closed-loop users (for concurrency sweeps only), and never hides its own
-// failures.
+// Package loadgen drives a Target with open-loop arrivals (the default),
+// multi-turn sessions started by open-loop arrivals (Sessions, see
+// session.go), or closed-loop users (for concurrency sweeps only), and
+// never hides its own failures.
 //
 // Open loop: every arrival time is fixed before the run starts (package
 // schedule). The driver sleeps until the absolute time of the next arrival
@@ -95,15 +96,58 @@ func (c *Counters) noteLag(lag int64) {
 	}
 }
 
+// pacer sends arrivals at their absolute times; Open and Sessions share it.
+type pacer struct {
+	origin time.Time
+	spin   time.Duration
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newPacer(origin time.Time, spin time.Duration) pacer {
+	return pacer{origin: origin, spin: spin, stop: make(chan struct{})}
+}
+
+func (p *pacer) halt() { p.once.Do(func() { close(p.stop) }) }
+
+// stopped reports whether halt was called.
+func (p *pacer) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// pace calls fn for every arrival (sorted by At) at its time, until the
+// arrivals end, ctx is cancelled or halt is called. Interrupted or
+// stopped while the generator may be behind, it still calls fn for the
+// arrivals whose time has already come (sent with a cancelled context
+// after Ctrl-C, they end as cancelled at once).
+func (p *pacer) pace(ctx context.Context, arrivals []schedule.Arrival, fn func(*schedule.Arrival)) {
+	due := func(i *int) {
+		now := time.Since(p.origin)
+		for ; *i < len(arrivals) && arrivals[*i].At <= now; *i++ {
+			fn(&arrivals[*i])
+		}
+	}
+	for i := 0; i < len(arrivals); {
+		if p.sleepUntil(ctx, p.origin.Add(arrivals[i].At)) != nil || p.stopped() {
+			due(&i)
+			return
+		}
+		due(&i)
+	}
+}
+
 // Open is the open-loop driver.
 type Open struct {
+	pacer
 	cfg    Config
 	target Target
 	build  RequestFunc
 	sink   Sink
-	origin time.Time
-	stop   chan struct{}
-	once   sync.Once
 
 	// Counters are updated as the run goes.
 	Counters Counters
@@ -112,7 +156,7 @@ type Open struct {
 // Stop ends the schedule early: no arrival after this moment is sent or
 // recorded, while requests already in flight run to completion. It is how an
 // experiment ends a recovery phase once the target has recovered.
-func (o *Open) Stop() { o.once.Do(func() { close(o.stop) }) }
+func (o *Open) Stop() { o.halt() }
 
 // NewOpen returns an open-loop driver; times are measured from origin,
 // which must be the same origin the target uses.
@@ -120,7 +164,7 @@ func NewOpen(cfg Config, origin time.Time, t Target, build RequestFunc, sink Sin
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	return &Open{cfg: cfg, target: t, build: build, sink: sink, origin: origin, stop: make(chan struct{})}
+	return &Open{pacer: newPacer(origin, cfg.Spin), cfg: cfg, target: t, build: build, sink: sink}
 }
 
 // Run sends arrivals (sorted by At) on schedule and returns when every
@@ -129,37 +173,9 @@ func NewOpen(cfg Config, origin time.Time, t Target, build RequestFunc, sink Sin
 // It returns ctx's error if the run was interrupted.
 func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
 	var wg sync.WaitGroup
-	for i := 0; i < len(arrivals); {
-		due := o.origin.Add(arrivals[i].At)
-		if o.sleepUntil(ctx, due) != nil {
-			// Interrupted or stopped while the generator may be behind:
-			// arrivals whose time has already come still get their record
-			// (sent with a cancelled context after Ctrl-C, they end as
-			// cancelled at once).
-			o.dispatchDue(ctx, &wg, arrivals, &i)
-			break
-		}
-		select {
-		case <-o.stop:
-			o.dispatchDue(ctx, &wg, arrivals, &i)
-			wg.Wait()
-			return ctx.Err()
-		default:
-		}
-		now := time.Since(o.origin)
-		for ; i < len(arrivals) && arrivals[i].At <= now; i++ {
-			o.dispatch(ctx, &wg, &arrivals[i])
-		}
-	}
+	o.pace(ctx, arrivals, func(a *schedule.Arrival) { o.dispatch(ctx, &wg, a) })
 	wg.Wait()
 	return ctx.Err()
-}
-
-func (o *Open) dispatchDue(ctx context.Context, wg *sync.WaitGroup, arrivals []schedule.Arrival, i *int) {
-	now := time.Since(o.origin)
-	for ; *i < len(arrivals) && arrivals[*i].At <= now; *i++ {
-		o.dispatch(ctx, wg, &arrivals[*i])
-	}
 }
 
 func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arrival) {
@@ -219,11 +235,12 @@ func finish(cfg *Config, c *Counters, rec *record.Record) {
 
 var errStopped = errors.New("loadgen: stopped")
 
-// sleepUntil waits until t on the monotonic clock, or until ctx is done.
-func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
+// sleepUntil waits until t on the monotonic clock, or until ctx is done
+// or halt is called.
+func (p *pacer) sleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
-	if o.cfg.Spin > 0 {
-		d -= o.cfg.Spin
+	if p.spin > 0 {
+		d -= p.spin
 	}
 	if d > 0 {
 		timer := time.NewTimer(d)
@@ -231,13 +248,13 @@ func (o *Open) sleepUntil(ctx context.Context, t time.Time) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
-		case <-o.stop:
+		case <-p.stop:
 			timer.Stop()
 			return errStopped
 		case <-timer.C:
 		}
 	}
-	if o.cfg.Spin > 0 {
+	if p.spin > 0 {
 		for time.Now().Before(t) {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -110,6 +110,7 @@ type Record struct {
 	DatasetRow   int   `json:"dataset_row"`   // 1-based row of the dataset (JSONL line, ShareGPT conversation)
 	Session      int64 `json:"session"`       // 1-based session number (the Seq of its first arrival + 1)
 	Turn         int   `json:"turn"`          // 1-based turn within the session
+	SessionTurns int   `json:"session_turns"` // turns the session was planned to have (so a session cut short is visible from its records)
 	Branch       int   `json:"branch"`        // fan-out sub-request of the turn, 1-based; 0 = the turn itself
 	PrefixTokens int   `json:"prefix_tokens"` // intended prompt tokens shared with other requests (system prompt, earlier turns, trace hash blocks)
 }
@@ -277,6 +278,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, r.Session, 10)
 	}
 	b = appendNonZero(b, "turn", r.Turn)
+	b = appendNonZero(b, "session_turns", r.SessionTurns)
 	b = appendNonZero(b, "branch", r.Branch)
 	b = appendNonZero(b, "prefix_tokens", r.PrefixTokens)
 	return append(b, '}')

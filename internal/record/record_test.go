@@ -28,7 +28,7 @@ func full() Record {
 	r.EngineQueueNs, r.EnginePrefillNs, r.EngineDecodeNs, r.EngineE2ENs = 12, 13, 14, 39
 	r.ServerTiming = []Timing{{"queue", 12_500_000}, {"upstream", 8_000_000}}
 	r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	r.DatasetRow, r.Session, r.Turn, r.Branch, r.PrefixTokens = 41, 8, 3, 2, 900
+	r.DatasetRow, r.Session, r.Turn, r.Branch, r.PrefixTokens, r.SessionTurns = 41, 8, 3, 2, 900, 5
 	return r
 }
 

@@ -89,12 +89,11 @@ func calibrationTexts(o *Options, virtual bool) (calibrate.Texts, error) {
 	}, nil
 }
 
-// modelTokenizer is the engine model's count of a prompt in virtual time:
-// the simulator's tokenizer, as its HTTP facade would count the request.
+// modelTokenizer is the engine model's count of one prompt in virtual
+// time: the simulator's tokenizer, as its HTTP facade would count it.
 func (e *Env) modelTokenizer() func(string) int {
-	chat := e.Opts.API == "chat"
-	sc := e.Opts.Sim
-	return func(prompt string) int { return sc.PromptTokens(chat, prompt) }
+	count := e.modelCount()
+	return func(prompt string) int { return count(prompt) }
 }
 
 // modelCount is the engine model's count of a request's prompt texts (its
@@ -130,8 +129,8 @@ func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, re
 	var intended, actual []int
 	for i := range recs {
 		r := &recs[i]
-		if r.Outcome != record.OK || r.PromptTokens <= 0 {
-			continue
+		if r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
+			continue // a session's later turns and sub-requests are not their arrival's draw
 		}
 		a := schedule.Arrival{Seq: r.Seq}
 		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {

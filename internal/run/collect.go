@@ -13,7 +13,10 @@ import (
 )
 
 // collector keeps a run's records in memory (a few hundred bytes each) and
-// knows the horizon up to which every scheduled arrival has finished.
+// knows the horizon up to which every scheduled arrival has finished. In
+// sessions mode an arrival has finished when its whole session has: every
+// record of a session is scheduled at or after its arrival, so the horizon
+// still bounds every record still to come.
 type collector struct {
 	mu       sync.Mutex
 	arrivals []schedule.Arrival
@@ -21,9 +24,13 @@ type collector struct {
 	done     []bool
 	next     int // arrivals[:next] have all finished
 	recs     []record.Record
+
+	sessions bool
+	got      map[int64]int // sessions: arrival seq → records received
+	want     map[int64]int // sessions: arrival seq → records the ended session produced
 }
 
-func newCollector(arrivals []schedule.Arrival) *collector {
+func newCollector(arrivals []schedule.Arrival, sessions bool) *collector {
 	// Sized to the schedule: one record per arrival, so the slice never
 	// grows (and copies) while the run goes.
 	c := &collector{arrivals: arrivals, done: make([]bool, len(arrivals)), index: make(map[int64]int, len(arrivals)),
@@ -31,19 +38,51 @@ func newCollector(arrivals []schedule.Arrival) *collector {
 	for i := range arrivals {
 		c.index[arrivals[i].Seq] = i
 	}
+	if sessions {
+		c.sessions, c.got, c.want = true, map[int64]int{}, map[int64]int{}
+	}
 	return c
+}
+
+// sessionEnded notes that the session of arrival seq ended with n records
+// (they may still be on their way: the span join holds some).
+func (c *collector) sessionEnded(seq int64, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.want[seq] = n
+	c.settle(seq)
+}
+
+// settle marks arrival seq finished once its session has ended and each
+// of its records has arrived.
+func (c *collector) settle(seq int64) {
+	if n, ok := c.want[seq]; !ok || c.got[seq] < n {
+		return
+	}
+	delete(c.want, seq)
+	delete(c.got, seq)
+	c.mark(seq)
+}
+
+func (c *collector) mark(seq int64) {
+	if i, ok := c.index[seq]; ok {
+		c.done[i] = true
+	}
+	for c.next < len(c.done) && c.done[c.next] {
+		c.next++
+	}
 }
 
 func (c *collector) add(r *record.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.recs = append(c.recs, *r)
-	if i, ok := c.index[r.Seq]; ok {
-		c.done[i] = true
+	if c.sessions {
+		c.got[r.Session-1]++
+		c.settle(r.Session - 1)
+		return
 	}
-	for c.next < len(c.done) && c.done[c.next] {
-		c.next++
-	}
+	c.mark(r.Seq)
 }
 
 // complete returns a copy of the records scheduled before the horizon, and

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -47,6 +48,16 @@ const flushEvery = 500 * time.Millisecond
 // errors are found before any file is created.
 func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	o := &e.Opts
+	if o.Sessions && o.SessionDrain > 0 && spec.Closed == nil {
+		// The drain: sessions already started may send turns for this
+		// long after the plan; no session starts in it.
+		for _, ph := range spec.Plan.Phases {
+			if ph.Name == schedule.PhaseDrain {
+				return nil, configErr(&field.Error{Field: "session_drain", Message: "the plan already has a phase named " + schedule.PhaseDrain})
+			}
+		}
+		spec.Plan.Phases = append(slices.Clone(spec.Plan.Phases), schedule.Phase{Name: schedule.PhaseDrain, Duration: o.SessionDrain, Arrival: schedule.ArrivalNone})
+	}
 	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
 	if spec.Closed == nil {
 		var err error
@@ -64,6 +75,15 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	if _, err := analyze.New(e.AnalyzeConfig(spec.Plan, spec.Exclude, spec.Recovery)); err != nil {
 		return nil, configErr(err)
+	}
+	var sess *workload.Sessions
+	if o.Sessions {
+		if spec.Closed != nil {
+			return nil, configErr(&field.Error{Field: "sessions", Message: "needs open-loop arrivals to start sessions; a closed loop (concurrency sweep) has none — use a rate sweep, run or burst"})
+		}
+		if sess, err = workload.NewSessions(wcfg, o.SessionConfig()); err != nil {
+			return nil, configErr(err)
+		}
 	}
 
 	w, err := spec.Dir.Records()
@@ -85,7 +105,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	res.Partial, res.PartialWhy = false, ""
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	col := newCollector(arrivals)
+	col := newCollector(arrivals, sess != nil)
 	sink := func(r *record.Record) {
 		if err := w.Write(r); err != nil {
 			cancel(errWrite)
@@ -94,9 +114,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	var runErr error
 	if e.Virtual {
-		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sink, res)
+		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
 	} else {
-		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, started, sink, col, w, cancel, res)
+		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
 		res.SimEvents = e.SimEvents()
 	}
 	res.Elapsed = time.Since(started)
@@ -127,10 +147,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
 	}
 	res.Records = col.records()
-	res.Analysis, err = analyze.Records(e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery), res.Records, 0)
+	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
+	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
 	if err != nil {
 		return nil, err
 	}
+	res.Analysis.Sessions = analyze.Sessions(acfg, res.Records)
 	for i := range res.Records {
 		if res.Records[i].Outcome == record.OK {
 			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)
@@ -275,6 +297,12 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	if s := traceCacheState(m.Traces, o.NoNonce); s != "" {
 		m.CacheState = s
 	}
+	if o.Sessions {
+		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); first turns unique (per-session nonce)"
+		if o.NoNonce {
+			m.CacheState += ", except with --no-nonce"
+		}
+	}
 	if e.Simulated {
 		m.Deployment = "simulator"
 		m.Hardware = "none (simulated engine)"
@@ -308,6 +336,12 @@ func promptSet(o *Options) string {
 		s += fmt.Sprintf(", outputs fixed at %d tokens", n)
 	} else if o.OutputTokens.IsSet() {
 		s += ", output tokens " + o.OutputTokens.String()
+	}
+	if o.Sessions {
+		s += fmt.Sprintf("; sessions of %s turns, think time %s, later user messages %s tokens", o.SessionTurns, o.ThinkTime, o.TurnTokens)
+		if o.Fanout > 0 {
+			s += fmt.Sprintf(", fan-out %d sub-requests per turn", o.Fanout)
+		}
 	}
 	return s + ")"
 }

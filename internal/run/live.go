@@ -22,7 +22,7 @@ import (
 // the HTTP target, scrapes the engine, drives the live view, asks the
 // Stopper, and flushes records regularly so that a write error stops the
 // run within a second (cancel is called with errWrite).
-func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, origin time.Time,
+func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sess *workload.Sessions, origin time.Time,
 	sink loadgen.Sink, col *collector, w *record.Writer, cancel context.CancelCauseFunc, res *Result) error {
 	o := &e.Opts
 	client, err := openai.New(e.ClientConfig(min(o.MaxInFlight, 4096)), origin)
@@ -36,7 +36,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	var join *otlp.Join
 	var spansBefore otlp.Stats
 	if e.spans != nil {
-		join = e.spanJoin(client.TracePrefix(), spec, len(arrivals), sink)
+		join = e.spanJoin(client.TracePrefix(), spec, len(arrivals), sess != nil, sink)
 		sink = join.Add
 		spansBefore = e.spans.Stats()
 		e.spans.Attach(join)
@@ -103,6 +103,12 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 			_, err := gen.Run(ctx, cl.Phase, cl.Users, 0, cl.Warmup+cl.Duration, 0)
 			return err
 		}
+	} else if sess != nil {
+		start := func(a *schedule.Arrival) loadgen.Conversation { return sess.Start(*a) }
+		gen := loadgen.NewSessions(lcfg, origin, client, start, sink)
+		counters, stopGen = &gen.Counters, gen.Stop
+		plan := loadgen.SessionPlan{Phases: spec.Plan.Bounds(), End: spec.Plan.Duration(), Ended: col.sessionEnded}
+		drive = func() error { return gen.Run(ctx, arrivals, plan) }
 	} else {
 		gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
 		counters, stopGen = &gen.Counters, gen.Stop
@@ -267,16 +273,17 @@ func (l *liveState) status() live.Status {
 // liveWindow is the span of finished requests the live P99 describes.
 const liveWindow = 10 * time.Second
 
-// closedSpanCap bounds the spans a closed-loop run keeps waiting for their
-// records (an open-loop run keeps at most one per scheduled arrival).
+// closedSpanCap bounds the spans a closed-loop or sessions run keeps
+// waiting for their records (an open-loop run keeps at most one per
+// scheduled arrival; a session's later turns number above the arrivals).
 const closedSpanCap = 1 << 20
 
 // spanJoin is the join of this run's records with the engine's spans: a
 // span belongs to the run when its trace id carries the client's prefix
 // and the sequence number of one of the run's arrivals.
-func (e *Env) spanJoin(prefix [8]byte, spec Spec, arrivals int, sink loadgen.Sink) *otlp.Join {
+func (e *Env) spanJoin(prefix [8]byte, spec Spec, arrivals int, sessions bool, sink loadgen.Sink) *otlp.Join {
 	limit := arrivals
-	if spec.Closed != nil {
+	if spec.Closed != nil || sessions {
 		limit = closedSpanCap
 	}
 	n := int64(limit)

@@ -59,7 +59,7 @@ func TestLiveStatusLine(t *testing.T) {
 // The window P99: nearest rank over the successful requests that finished
 // at or after the window's start, computed by hand.
 func TestRecentP99(t *testing.T) {
-	c := newCollector(nil)
+	c := newCollector(nil, false)
 	add := func(seq int64, sched, done time.Duration, out record.Outcome) {
 		r := record.New("x", seq, "p", int64(sched))
 		r.DoneNs, r.Outcome = int64(done), out

@@ -83,7 +83,19 @@ type Options struct {
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
 	PromptCalibration string `yaml:"prompt_calibration"`
-	Seed              int64  `yaml:"seed"` // seed of schedules, workload and simulator
+
+	// Sessions turns every arrival into the start of a multi-turn session
+	// (docs/sessions.md); the other session settings apply only with it.
+	Sessions     bool            `yaml:"sessions"`
+	SessionTurns workload.Length `yaml:"session_turns"` // turns per session (a count or a distribution)
+	ThinkTime    workload.Think  `yaml:"think_time"`    // think time after an answer before the next turn
+	TurnTokens   workload.Length `yaml:"turn_tokens"`   // tokens of each later user message and fan-out sub-task
+	Fanout       int             `yaml:"fanout"`        // sub-requests each turn sends beside itself (0 = none)
+	// SessionDrain extends a sessions run by a phase without arrivals
+	// (drain) in which sessions already started may still send turns.
+	SessionDrain time.Duration `yaml:"session_drain"`
+
+	Seed int64 `yaml:"seed"` // seed of schedules, workload and simulator
 
 	Out   string `yaml:"out"`   // output folder
 	Force bool   `yaml:"force"` // reuse a non-empty output folder
@@ -124,6 +136,9 @@ func DefaultOptions() Options {
 		Profile:           DefaultProfile,
 		PromptCalibration: calibrate.Auto,
 		DatasetSample:     workload.SampleShuffle,
+		SessionTurns:      workload.FixedLength(workload.DefaultSessionTurns),
+		ThinkTime:         workload.FixedThink(workload.DefaultThink),
+		TurnTokens:        must(workload.ParseLength(workload.DefaultTurnTokens)),
 		Seed:              1,
 		ScrapeInterval:    DefaultScrapeInterval,
 		Window:            DefaultWindow,
@@ -180,6 +195,20 @@ func (o *Options) Validate() error {
 	}
 	if !calibrate.Valid(o.PromptCalibration) {
 		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
+	}
+	if sc := o.SessionConfig(); sc.Validate() != nil {
+		err := sc.Validate()
+		name, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(name, "%s", msg)
+	}
+	if !o.Sessions && o.Fanout > 0 {
+		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
+	}
+	switch {
+	case o.SessionDrain < 0 || o.SessionDrain > time.Hour:
+		bad("session_drain", "must be 0..1h, got %s", o.SessionDrain)
+	case !o.Sessions && o.SessionDrain > 0:
+		bad("session_drain", "needs --sessions")
 	}
 	if o.ScrapeInterval < 100*time.Millisecond {
 		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
@@ -347,6 +376,18 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix,
 		DatasetSample: o.DatasetSample, MaxTokensCap: o.MaxTokensCap}
 	return c, c.Validate()
+}
+
+// SessionConfig is the sessions' workload configuration.
+func (o *Options) SessionConfig() workload.SessionConfig {
+	return workload.SessionConfig{Turns: o.SessionTurns, Think: o.ThinkTime, TurnTokens: o.TurnTokens, Fanout: o.Fanout}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // Deadlines are the per-request deadlines that decide goodput.

@@ -52,10 +52,12 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		}
 	}
 	m := r.Dir.Manifest
-	an, err := analyze.Records(r.Env.AnalyzeConfig(r.Plan, exclude, rule), r.Dir.Records, 0)
+	acfg := r.Env.AnalyzeConfig(r.Plan, exclude, rule)
+	an, err := analyze.Records(acfg, r.Dir.Records, 0)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", r.Dir.Path, err)
 	}
+	an.Sessions = analyze.Sessions(acfg, r.Dir.Records)
 	s := &r.Summary
 	res := &Result{
 		Spec:     Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule},

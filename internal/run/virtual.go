@@ -15,7 +15,7 @@ import (
 // model in virtual time and hands every record to sink, as a live run
 // would. The client side is ideal there: everything measured is the
 // engine's doing.
-func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sink loadgen.Sink, res *Result) error {
+func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sess *workload.Sessions, sink loadgen.Sink, res *Result) error {
 	o := &e.Opts
 	gen, err := workload.New(wcfg)
 	if err != nil {
@@ -24,7 +24,13 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
 	var out *virtual.Output
-	if spec.Closed != nil {
+	if sess != nil {
+		var stop virtual.Stopper
+		if spec.Stop != nil && spec.StopInVirtualTime {
+			stop = spec.Stop
+		}
+		out, err = virtual.Sessions(ctx, cfg, sess, arrivals, spec.Plan.Bounds(), spec.Plan.Duration(), stop)
+	} else if spec.Closed != nil {
 		out, err = virtual.Closed(ctx, cfg, gen, *spec.Closed)
 	} else {
 		var stop virtual.Stopper

@@ -54,6 +54,9 @@ func emitPhase(ph *Phase, baseline float64, seed int64, start time.Duration, seq
 		*seq++
 		return yield(a)
 	}
+	if ph.kind() == ArrivalNone {
+		return true
+	}
 	if ph.kind() == ArrivalReplay {
 		for _, e := range ph.Trace.Entries {
 			off := scaleOffset(e.Offset, ph.Speed)

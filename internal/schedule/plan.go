@@ -15,6 +15,9 @@ const (
 	PhaseBaseline = "baseline"
 	PhaseBurst    = "burst"
 	PhaseRecovery = "recovery"
+	// PhaseDrain follows the plan of a sessions run with a session drain:
+	// no arrivals, only later turns of sessions already started.
+	PhaseDrain = "drain"
 )
 
 // The default phase lengths of the burst experiment (docs/method.md §3).
@@ -174,8 +177,19 @@ func (ph *Phase) validate(label, path string) error {
 		case len(ph.Trace.Entries) == 0:
 			return bad("trace", "no entries")
 		}
+	case ArrivalNone:
+		switch {
+		case ph.Rate != 0:
+			return bad("rate", "not used by a phase without arrivals")
+		case ph.Multiplier != 0:
+			return bad("multiplier", "not used by a phase without arrivals")
+		case ph.Burstiness != 0:
+			return bad("burstiness", "only for gamma arrivals, not none")
+		case ph.Speed != 0 || ph.TraceFile != "" || ph.Trace != nil:
+			return bad("trace", "only for replay arrivals, not none")
+		}
 	default:
-		return bad("arrival", "unknown process %q (want constant, poisson, gamma or replay)", ph.Arrival)
+		return bad("arrival", "unknown process %q (want constant, poisson, gamma, replay or none)", ph.Arrival)
 	}
 	return nil
 }
@@ -230,7 +244,7 @@ func (p *Plan) Validate() error {
 			return phaseErr(label, path, "name", "duplicate")
 		}
 		seen[ph.Name] = true
-		if ph.kind() != ArrivalReplay && ph.Rate == 0 {
+		if k := ph.kind(); k != ArrivalReplay && k != ArrivalNone && ph.Rate == 0 {
 			if p.BaselineRPS == 0 {
 				return phaseErr(label, path, "multiplier", "needs baseline_rps > 0")
 			}

@@ -40,7 +40,7 @@ func TestPlanValidate(t *testing.T) {
 		{"neither rate nor multiplier", ok(func(p *Phase) { p.Multiplier = 0 }), `schedule: phase "burst": rate: set rate (arrivals/s) or multiplier (of baseline_rps)`},
 		{"multiplier without baseline", Plan{Phases: []Phase{{Name: "burst", Duration: time.Second, Multiplier: 2}}}, `schedule: phase "burst": multiplier: needs baseline_rps > 0`},
 		{"multiplier too high", ok(func(p *Phase) { p.Multiplier = 2e5 }), `schedule: phase "burst": multiplier: rate 200000 × 8 = 1.6e+06 exceeds 1e+06`},
-		{"unknown arrival", ok(func(p *Phase) { p.Arrival = "uniform" }), `schedule: phase "burst": arrival: unknown process "uniform" (want constant, poisson, gamma or replay)`},
+		{"unknown arrival", ok(func(p *Phase) { p.Arrival = "uniform" }), `schedule: phase "burst": arrival: unknown process "uniform" (want constant, poisson, gamma, replay or none)`},
 		{"gamma without burstiness", ok(func(p *Phase) { p.Arrival = ArrivalGamma }), `schedule: phase "burst": burstiness: must be > 0 for gamma arrivals`},
 		{"gamma negative burstiness", ok(func(p *Phase) { p.Arrival, p.Burstiness = ArrivalGamma, -1 }), `schedule: phase "burst": burstiness: must be > 0, got -1`},
 		{"burstiness on poisson", ok(func(p *Phase) { p.Burstiness = 2 }), `schedule: phase "burst": burstiness: only for gamma arrivals, not poisson`},
@@ -127,5 +127,25 @@ func TestLoadTraces(t *testing.T) {
 	bad := Plan{Phases: []Phase{{Name: "replay", Duration: time.Minute, Arrival: ArrivalReplay, TraceFile: "bad_offset.csv"}}}
 	if err := bad.LoadTraces("testdata"); err == nil || err.Error() != `schedule: testdata/bad_offset.csv:4: offset_s: not a number "x"` {
 		t.Errorf("bad trace: %v", err)
+	}
+}
+
+// A phase without arrivals (a sessions run's drain) takes no rate and
+// yields nothing; its bounds count zero.
+func TestNoArrivalPhase(t *testing.T) {
+	p := Plan{Phases: []Phase{{Name: "main", Duration: 10 * time.Second, Rate: 2, Arrival: ArrivalConstant}, {Name: PhaseDrain, Duration: 5 * time.Second, Arrival: ArrivalNone}}}
+	arr, err := Build(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(arr) != 20 || arr[len(arr)-1].Phase != "main" {
+		t.Fatalf("%d arrivals, the last in %q; want 20 in main", len(arr), arr[len(arr)-1].Phase)
+	}
+	if b := p.Bounds()[1]; b.Start != 10*time.Second || b.End != 15*time.Second || b.Rate != 0 || b.Expected != 0 {
+		t.Fatalf("drain bounds %+v", b)
+	}
+	ph := Phase{Name: PhaseDrain, Duration: time.Second, Arrival: ArrivalNone, Rate: 3}
+	if err := ph.Validate(); err == nil || err.Error() != `schedule: phase "drain": rate: not used by a phase without arrivals` {
+		t.Fatalf("rate on a phase without arrivals: %v", err)
 	}
 }

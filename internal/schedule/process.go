@@ -13,6 +13,9 @@ const (
 	ArrivalPoisson  = "poisson"  // exponential gaps, mean 1/λ
 	ArrivalGamma    = "gamma"    // gamma gaps with shape = burstiness, mean 1/λ
 	ArrivalReplay   = "replay"   // offsets from a trace
+	// ArrivalNone is a phase without arrivals: the drain of a sessions
+	// run, where only the turns of sessions already started are sent.
+	ArrivalNone = "none"
 )
 
 // DefaultArrival is the process of a phase whose Arrival is empty.

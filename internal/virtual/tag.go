@@ -18,17 +18,18 @@ type tag struct {
 	turn    int32
 	branch  int32
 	prefix  int32
+	turns   int32 // the session's planned turns
 }
 
 func tagOf(r *workload.Request) tag {
 	return tag{profile: r.Profile, session: r.Session, maxTok: int32(r.MaxTokens), row: int32(r.DatasetRow),
-		turn: int32(r.Turn), branch: int32(r.Branch), prefix: int32(r.PrefixTokens)}
+		turn: int32(r.Turn), branch: int32(r.Branch), prefix: int32(r.PrefixTokens), turns: int32(r.SessionTurns)}
 }
 
 // label copies the labels into rec as the live client's records get them:
 // through Request.Label.
 func (t *tag) label(rec *record.Record) {
 	r := workload.Request{Profile: t.profile, DatasetRow: int(t.row), Session: t.session, Turn: int(t.turn),
-		Branch: int(t.branch), PrefixTokens: int(t.prefix)}
+		Branch: int(t.branch), PrefixTokens: int(t.prefix), SessionTurns: int(t.turns)}
 	r.Label(rec)
 }

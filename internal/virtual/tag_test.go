@@ -15,7 +15,7 @@ import (
 // A record of a virtual run carries its request's labels as a live
 // client's record does (Request.Label).
 func TestTagCarriesEveryLabel(t *testing.T) {
-	req := workload.Request{Profile: "rag", MaxTokens: 300, DatasetRow: 17, Session: 4, Turn: 3, Branch: 2, PrefixTokens: 512, Prompt: "text"}
+	req := workload.Request{Profile: "rag", MaxTokens: 300, DatasetRow: 17, Session: 4, Turn: 3, Branch: 2, PrefixTokens: 512, SessionTurns: 5, Prompt: "text"}
 	live := record.New("x", 1, "p", 0)
 	req.Label(&live)
 	virt := record.New("x", 1, "p", 0)

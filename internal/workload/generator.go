@@ -439,6 +439,12 @@ func (g *Generator) prompt(seq int64, n, shift int) string {
 		head = appendNonce(head, seq, splitmix64(g.nonce^uint64(seq)))
 		start = wordStart(g.text, shift)
 	}
+	return g.body(head, n, start)
+}
+
+// body builds head followed by corpus text from start, n bytes in all (at
+// least head).
+func (g *Generator) body(head []byte, n, start int) string {
 	var sb strings.Builder
 	sb.Grow(max(n, len(g.prefix)+len(head)))
 	sb.WriteString(g.prefix)
@@ -459,6 +465,22 @@ func (g *Generator) prompt(seq int64, n, shift int) string {
 		}
 	}
 	return sb.String()
+}
+
+// Text returns n bytes of surge's synthetic text (no nonce), starting at a
+// word chosen by key: the same key, the same text. Sessions use it for
+// later user messages and for the assistant answers they replay.
+func (g *Generator) Text(key uint64, n int) string {
+	g.pcg.Seed(g.seed1^0x73657373696f6e, splitmix64(key)) // "session"
+	return g.body(nil, max(n, 1), wordStart(g.text, g.rng.IntN(bodyShift)))
+}
+
+// Clone returns a Generator with the same configuration and its own random
+// state (cheap: the corpus is shared), for use on another goroutine.
+func (g *Generator) Clone() *Generator {
+	c := &Generator{cfg: g.cfg, seed1: g.seed1, nonce: g.nonce, text: g.text}
+	c.rng = rand.New(&c.pcg)
+	return c
 }
 
 // appendNonce appends "[req <seq>-<8 hex digits>] ".

@@ -27,6 +27,7 @@ type Request struct {
 	DatasetRow   int   // 1-based dataset row
 	Session      int64 // 1-based session number
 	Turn         int   // 1-based turn within the session
+	SessionTurns int   // turns the session was planned to have
 	Branch       int   // 1-based fan-out sub-request; 0 = the turn itself
 	PrefixTokens int   // intended prompt tokens shared with other requests
 }
@@ -38,10 +39,11 @@ type Message struct {
 }
 
 // Label copies the request's workload labels into rec: the profile (when
-// set), dataset row, session, turn, branch and shared prefix.
+// set), dataset row, session, turn, planned turns, branch and shared prefix.
 func (r *Request) Label(rec *record.Record) {
 	if r.Profile != "" {
 		rec.Profile = r.Profile
 	}
 	rec.DatasetRow, rec.Session, rec.Turn, rec.Branch, rec.PrefixTokens = r.DatasetRow, r.Session, r.Turn, r.Branch, r.PrefixTokens
+	rec.SessionTurns = r.SessionTurns
 }

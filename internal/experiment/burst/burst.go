@@ -293,7 +293,13 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 			return nil, err
 		}
 	}
-	if mu.mu == 0 && env.Simulated {
+	if env.Opts.Sessions {
+		// The backlog model counts single requests; a session sends
+		// several turns spread over time. No prediction beats a wrong one.
+		mu = capacityInfo{0, muSessions}
+		fmt.Fprintf(w, "note: %s.\n\n", muSessions)
+	}
+	if mu.mu == 0 && env.Simulated && !env.Opts.Sessions {
 		m, err := simCapacity(env.Opts)
 		var ce *run.ConfigError
 		switch {
@@ -333,13 +339,16 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 	return runs, nil
 }
 
+// muSessions is why a sessions burst has no prediction.
+const muSessions = "μ unknown to the backlog model with --sessions: it counts single requests, and each session sends several turns spread over time, so no recovery is predicted"
+
 // burstRun settles the target, predicts and runs multiplier k. When μ was
 // unknown and the burst built a backlog, μ is measured from it (and kept
 // for the later multipliers).
 func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer, gate *experiment.Gate, k float64, mu *capacityInfo) (*Run, error) {
 	name := "burst-" + fmtK(k) + "x"
 	r := &Run{K: k, Mu: mu.mu, MuSource: mu.source}
-	if mu.mu == 0 {
+	if mu.mu == 0 && mu.source != muSessions {
 		r.MuSource = "μ unknown: pass --capacity-rps"
 	}
 	if !env.Virtual {
@@ -357,6 +366,9 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 			fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; prediction with μ = %.2f req/s (%s): %s\n",
 				name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst, mu.mu, mu.source, p.Explanation)
 		}
+	} else if mu.source == muSessions {
+		fmt.Fprintf(w, "%s: burst of %.1f sessions/s (%s× %.1f) for %s; no prediction with --sessions\n",
+			name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst)
 	} else {
 		fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; no prediction yet (capacity unknown: pass --capacity-rps)\n",
 			name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst)
@@ -379,7 +391,7 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 			last := res.Engine[len(res.Engine)-1].TNs
 			res.QueueWait[schedule.PhaseBurst] = run.QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(burstStart), last))
 		}
-		if mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated {
+		if mu.source != muSessions && (mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated) {
 			// μ measured: the burst's completion rate, when a backlog built.
 			mc := analyze.MeasureCapacity(res.Analysis, res.DoneOK, burstStart, r.BurstEnd)
 			if !mc.OK && mu.mu == 0 && mc.Why == analyze.NotSaturated {

@@ -198,6 +198,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if pt, ok := experiment.ProfileTable(scope, res, &env.Opts, schedule.PhaseBurst); ok {
 			h.Breakdowns = append(h.Breakdowns, pt)
 		}
+		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
 	if interrupted {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
