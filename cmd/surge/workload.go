@@ -139,16 +139,20 @@ own lengths, use surge run --dry-run or surge burst --dry-run.`,
 		if err := o.Validate(); err != nil {
 			return f.explain(err)
 		}
-		wcfg, err := o.WorkloadConfig()
+		wcfg, sess, err := o.WorkloadPreview()
 		if err != nil {
 			return f.explain(err)
 		}
-		s, err := workload.Draw(wcfg, count)
+		s, err := workload.Draw(wcfg, sess, count)
 		if err != nil {
 			return f.explain(err)
 		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "surge workload inspect: %d requests drawn (seed %d); nothing is sent.\n", count, o.Seed)
+		what := "requests"
+		if sess != nil {
+			what = "sessions (each answer assumed to fill its max_tokens)"
+		}
+		fmt.Fprintf(w, "surge workload inspect: %d %s drawn (seed %d); nothing is sent.\n", count, what, o.Seed)
 		return s.WriteText(w, true)
 	}
 	return cmd

@@ -31,7 +31,7 @@ type PlannedRun struct {
 // run's own workload.Config). Histograms are drawn for the first run only;
 // the others differ in their arrivals, not in the distributions.
 func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []PlannedRun) error {
-	wcfg, err := o.WorkloadConfig()
+	wcfg, sess, err := o.WorkloadPreview()
 	if err != nil {
 		return &run.ConfigError{Err: err}
 	}
@@ -58,7 +58,7 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return err
 		}
-		s, err := workload.Summarize(wcfg, arrivals)
+		s, err := workload.Summarize(wcfg, sess, arrivals)
 		if err != nil {
 			return &run.ConfigError{Err: err}
 		}

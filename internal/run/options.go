@@ -378,6 +378,24 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	return c, c.Validate()
 }
 
+// WorkloadPreview is what `surge workload inspect` and --dry-run summarise:
+// WorkloadConfig with the dataset read, and the sessions' configuration
+// (nil without --sessions).
+func (o *Options) WorkloadPreview() (workload.Config, *workload.SessionConfig, error) {
+	wcfg, err := o.WorkloadConfig()
+	if err != nil {
+		return wcfg, nil, err
+	}
+	if wcfg.Dataset, err = o.LoadDataset(); err != nil {
+		return wcfg, nil, err
+	}
+	if !o.Sessions {
+		return wcfg, nil, nil
+	}
+	sc := o.SessionConfig()
+	return wcfg, &sc, nil
+}
+
 // SessionConfig is the sessions' workload configuration.
 func (o *Options) SessionConfig() workload.SessionConfig {
 	return workload.SessionConfig{Turns: o.SessionTurns, Think: o.ThinkTime, TurnTokens: o.TurnTokens, Fanout: o.Fanout}

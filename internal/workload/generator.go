@@ -198,7 +198,7 @@ func New(cfg Config) (*Generator, error) {
 	}
 	g.text = corpusText(cfg.Sizing.Bytes(upper) + bodyShift + 64)
 	if p := cfg.SharedPrefix; p > 0 {
-		g.prefix = prefixText(cfg.Sizing.textBytes(p))
+		g.prefix = prefixText(cfg.Sizing.TextBytes(p))
 		g.minPrompt = p + MinUniqueTokens + int(math.Ceil(max(cfg.Sizing.Overhead, 0)))
 	}
 	return g, nil
@@ -222,16 +222,6 @@ func (g *Generator) ProfileName(a *schedule.Arrival) string {
 		return ProfileReplay
 	}
 	return g.profile(a.Seq).Name
-}
-
-// textBytes is the length in bytes of synthetic text of the given tokens,
-// without the per-prompt overhead (which a whole prompt pays once):
-// round(tokens / TokensPerByte), BytesPerToken·tokens with the zero Sizing.
-func (s Sizing) textBytes(tokens int) int {
-	if s.TokensPerByte <= 0 {
-		return tokens * BytesPerToken
-	}
-	return int(min(math.Round(float64(tokens)/s.TokensPerByte), float64(MaxPromptTokens)*16))
 }
 
 // prefixText is the shared prefix of n bytes: the corpus from its start,
@@ -478,9 +468,9 @@ func (g *Generator) Text(key uint64, n int) string {
 // Clone returns a Generator with the same configuration and its own random
 // state (cheap: the corpus is shared), for use on another goroutine.
 func (g *Generator) Clone() *Generator {
-	c := &Generator{cfg: g.cfg, seed1: g.seed1, nonce: g.nonce, text: g.text}
+	c := *g // the mix, the shared prefix, the corpus snapshot: all read-only
 	c.rng = rand.New(&c.pcg)
-	return c
+	return &c
 }
 
 // appendNonce appends "[req <seq>-<8 hex digits>] ".

@@ -18,7 +18,7 @@ func TestSharedPrefixStartsEveryPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefixBytes := sz.textBytes(2000)
+		prefixBytes := sz.TextBytes(2000)
 		if sz == (Sizing{}) && prefixBytes != 8000 {
 			t.Fatalf("prefix of 2000 tokens: %d bytes with the zero sizing, want 8000", prefixBytes)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/surge-bench/surge/internal/schedule"
@@ -101,10 +102,16 @@ func (s *Sessions) Start(a schedule.Arrival) *Conversation {
 	c.rng = rand.New(&c.pcg)
 	c.turns = max(s.turns.Sample(c.rng), 1)
 	c.first = c.gen.Generate(a)
-	if s.cfg.Users != nil {
+	switch {
+	case s.cfg.Users != nil:
 		c.users = s.cfg.Users.Users(a)
-	} else {
+	case s.gen.cfg.Dataset != nil && s.gen.cfg.Dataset.Format == FormatShareGPT:
+		c.users = s.conversation(a)
+	default:
 		c.users = synthetic{c}
+	}
+	if t, ok := c.users.(interface{ Turns() int }); ok {
+		c.turns = max(t.Turns(), 1)
 	}
 	return c
 }
@@ -151,6 +158,10 @@ func (c *Conversation) Turn(turn int) []Request {
 	if turn == 1 {
 		*main = c.first
 		c.user, c.userTokens = Message{Role: "user", Content: c.first.Prompt}, c.first.PromptTokens
+		if m := c.first.Messages; len(m) > 0 { // a dataset's request: its last message is the user's
+			c.history = append(c.history, m[:len(m)-1]...)
+			c.user = m[len(m)-1]
+		}
 	} else {
 		text, n := c.users.Next(turn, 0)
 		c.user, c.userTokens = Message{Role: "user", Content: text}, n
@@ -175,12 +186,13 @@ func (c *Conversation) Turn(turn int) []Request {
 
 func (c *Conversation) label(r *Request, turn, branch int) {
 	r.Session, r.Turn, r.Branch, r.SessionTurns = c.session, turn, branch, c.turns
+	r.DatasetRow = c.first.DatasetRow // the conversation a dataset session replays
 }
 
 // maxTokens draws a later request's output length and caps it.
 func (c *Conversation) maxTokens() int {
-	p := &c.gen.cfg.Profile
-	return min(p.Output.Sample(c.rng), p.MaxTokens)
+	p := c.gen.profile(c.a.Seq)
+	return c.gen.capped(min(p.Output.Sample(c.rng), p.MaxTokens))
 }
 
 // Answered adds turn's exchange to the history: its user message and, as
@@ -207,6 +219,40 @@ type synthetic struct{ c *Conversation }
 func (s synthetic) Next(turn, branch int) (string, int) {
 	n := s.c.tokens.Sample(s.c.rng)
 	return s.c.gen.Text(s.c.key(turn, branch, 0), s.c.gen.cfg.Sizing.TextBytes(n)), n
+}
+
+// conversation is the Users of arrival a's ShareGPT conversation: turn k
+// sends the conversation's k-th user message, so a session replays the
+// whole conversation (as many turns as it has user messages). A fan-out
+// sub-task repeats the turn's message after a short tag of its own.
+func (s *Sessions) conversation(a schedule.Arrival) *datasetUsers {
+	g := s.gen
+	d := g.cfg.Dataset
+	u := &datasetUsers{sizing: g.cfg.Sizing}
+	for _, m := range d.Conversation(d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)) {
+		if m.Role == RoleUser {
+			u.user = append(u.user, m.Content)
+		}
+	}
+	return u
+}
+
+// datasetUsers replays the user messages of one dataset conversation.
+type datasetUsers struct {
+	user   []string // the conversation's user messages, in order
+	sizing Sizing
+}
+
+// Turns is the number of user messages: one turn each.
+func (u *datasetUsers) Turns() int { return len(u.user) }
+
+func (u *datasetUsers) Next(turn, branch int) (string, int) {
+	text := u.user[min(turn, len(u.user))-1]
+	if branch > 0 {
+		text = "[sub-task " + strconv.Itoa(branch) + "] " + text
+	}
+	// a message inside a conversation: no per-prompt overhead
+	return text, Sizing{TokensPerByte: u.sizing.TokensPerByte}.Tokens(len(text))
 }
 
 // TextBytes is the length in bytes of a message of tokens intended tokens

@@ -194,3 +194,71 @@ func BenchmarkSession(b *testing.B) {
 		}
 	}
 }
+
+// With a ShareGPT dataset a session replays a whole conversation: as many
+// turns as it has user messages, each turn sending the next one after the
+// history; a system turn before the first question stays first.
+func TestSessionsReplayShareGPTConversations(t *testing.T) {
+	d, err := LoadDataset("testdata/dataset/sharegpt.json", FormatShareGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := Lookup(ProfileChat)
+	s, err := NewSessions(Config{Profile: p, Seed: 7, Dataset: d, DatasetSample: SampleSequential}, SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Arrival 0 takes row 0: two questions.
+	c := s.Start(schedule.Arrival{Seq: 0})
+	if c.Turns() != 2 {
+		t.Fatalf("turns %d, want the conversation's 2 questions", c.Turns())
+	}
+	t1 := c.Turn(1)[0]
+	if t1.DatasetRow != 1 || len(t1.Messages) != 1 || !strings.HasSuffix(t1.Messages[0].Content, "What is the capital of Iceland, and why is it there?") {
+		t.Fatalf("turn 1: row %d, messages %d", t1.DatasetRow, len(t1.Messages))
+	}
+	c.Answered(1, 20)
+	t2 := c.Turn(2)[0]
+	if t2.DatasetRow != 1 {
+		t.Fatalf("turn 2: dataset row %d, want the conversation's 1", t2.DatasetRow)
+	}
+	if len(t2.Messages) != 3 || t2.Messages[1].Role != RoleAssistant || t2.Messages[2].Content != "How many people live there?" {
+		t.Fatalf("turn 2: %d messages, want question, answer, the second question", len(t2.Messages))
+	}
+	if t2.PrefixTokens != t1.PromptTokens+20 || t2.PromptTokens != t2.PrefixTokens+7 {
+		t.Fatalf("turn 2: prefix %d prompt %d (turn 1 prompt %d)", t2.PrefixTokens, t2.PromptTokens, t1.PromptTokens)
+	}
+	// Arrival 1 takes row 1: a system turn, then one question.
+	c = s.Start(schedule.Arrival{Seq: 1})
+	r := c.Turn(1)[0]
+	if c.Turns() != 1 || len(r.Messages) != 2 || r.Messages[0].Role != RoleSystem || r.Messages[1].Role != RoleUser {
+		t.Fatalf("row 2: %d turns, messages %+v", c.Turns(), len(r.Messages))
+	}
+}
+
+// A session's clone of the generator keeps the mix: later turns draw
+// max_tokens from the arrival's own profile.
+func TestSessionsKeepTheMix(t *testing.T) {
+	m, _ := ParseMix("chat=1,longgen=1")
+	ws, err := m.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSessions(Config{Mix: ws, Seed: 3}, SessionConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for seq := range int64(200) {
+		c := s.Start(schedule.Arrival{Seq: seq})
+		r := c.Turn(1)[0]
+		seen[r.Profile]++
+		c.Answered(1, 10)
+		if r2 := c.Turn(2)[0]; r2.Profile != r.Profile {
+			t.Fatalf("session %d: turn 2 profile %q, turn 1 %q", seq, r2.Profile, r.Profile)
+		}
+	}
+	if seen[ProfileChat] < 50 || seen[ProfileLongGen] < 50 {
+		t.Fatalf("profiles of first turns %v: the session's generator lost the mix", seen)
+	}
+}

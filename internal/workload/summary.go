@@ -227,30 +227,46 @@ func (s *Summary) RatioOverall() float64 {
 
 // Summarize builds the request of every arrival with a Generator for cfg,
 // exactly as a run would (the prompt text too, then dropped), and
-// summarises them.
-func Summarize(cfg Config, arrivals []schedule.Arrival) (*Summary, error) {
-	g, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	var s Summary
-	for _, a := range arrivals {
-		r := g.Generate(a)
-		s.Add(&r)
-	}
-	return &s, nil
+// summarises them. With sessions (sess non-nil) every arrival starts a
+// session and every turn and sub-request is counted, each answer assumed
+// to fill its max_tokens (the real lengths are the server's: the summary
+// shows the longest conversations the plan can build).
+func Summarize(cfg Config, sess *SessionConfig, arrivals []schedule.Arrival) (*Summary, error) {
+	return summarize(cfg, sess, len(arrivals), func(i int) schedule.Arrival { return arrivals[i] })
 }
 
-// Draw summarises n requests for arrivals 0..n−1 without a schedule: the
-// workload alone, as `surge workload inspect` shows it.
-func Draw(cfg Config, n int) (*Summary, error) {
+// Draw summarises n requests (with sessions: n sessions) for arrivals
+// 0..n−1 without a schedule: the workload alone, as `surge workload
+// inspect` shows it.
+func Draw(cfg Config, sess *SessionConfig, n int) (*Summary, error) {
+	return summarize(cfg, sess, n, func(i int) schedule.Arrival { return schedule.Arrival{Seq: int64(i)} })
+}
+
+func summarize(cfg Config, sess *SessionConfig, n int, arrival func(int) schedule.Arrival) (*Summary, error) {
+	var s Summary
+	if sess != nil {
+		ss, err := NewSessions(cfg, *sess)
+		if err != nil {
+			return nil, err
+		}
+		for i := range n {
+			c := ss.Start(arrival(i))
+			for turn := 1; turn <= c.Turns(); turn++ {
+				reqs := c.Turn(turn)
+				for j := range reqs {
+					s.Add(&reqs[j])
+				}
+				c.Answered(turn, reqs[0].MaxTokens)
+			}
+		}
+		return &s, nil
+	}
 	g, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var s Summary
 	for i := range n {
-		r := g.Generate(schedule.Arrival{Seq: int64(i)})
+		r := g.Generate(arrival(i))
 		s.Add(&r)
 	}
 	return &s, nil

@@ -134,7 +134,7 @@ func TestSummary(t *testing.T) {
 // prompt median is 500 and its cap 1024; a fixed length gives one bin.
 func TestDraw(t *testing.T) {
 	chat, _ := Lookup(ProfileChat)
-	s, err := Draw(Config{Profile: chat, Seed: 1}, 10_000)
+	s, err := Draw(Config{Profile: chat, Seed: 1}, nil, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,17 +144,34 @@ func TestDraw(t *testing.T) {
 	if s.MaxTokens.Max() > 1024 || s.Prompt.Min() < 32 || s.Prompt.Max() > 4096 {
 		t.Errorf("outside the profile's range: prompt [%d, %d], max_tokens ≤ %d", s.Prompt.Min(), s.Prompt.Max(), s.MaxTokens.Max())
 	}
-	again, _ := Draw(Config{Profile: chat, Seed: 1}, 10_000)
+	again, _ := Draw(Config{Profile: chat, Seed: 1}, nil, 10_000)
 	if again.Prompt.Quantile(0.9) != s.Prompt.Quantile(0.9) || again.MaxTokens.Sum() != s.MaxTokens.Sum() {
 		t.Error("the same seed drew differently")
 	}
 	fixed := Profile{Name: "f", Prompt: Fixed(200), Output: Fixed(20), MaxTokens: 20}
 	arr := []schedule.Arrival{{Seq: 0}, {Seq: 1, PromptTokens: 50, OutputTokens: 5}}
-	s2, err := Summarize(Config{Profile: fixed}, arr)
+	s2, err := Summarize(Config{Profile: fixed}, nil, arr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s2.Prompt.Min() != 50 || s2.Prompt.Max() != 200 || s2.Profiles[ProfileReplay] != 1 {
 		t.Errorf("replayed lengths not used: %+v", s2.Profiles)
+	}
+}
+
+// With sessions every turn is counted, and the conversation's growth shows
+// as shared prefixes.
+func TestDrawSessions(t *testing.T) {
+	chat, _ := Lookup(ProfileChat)
+	turns, _ := ParseLength("3")
+	s, err := Draw(Config{Profile: chat, Seed: 1}, &SessionConfig{Turns: turns}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sessions() != 100 || s.Requests != 300 {
+		t.Fatalf("%d sessions, %d requests; want 100 and 300", s.Sessions(), s.Requests)
+	}
+	if sh := s.SharedPrefixShare(); sh < 0.3 || sh > 0.9 {
+		t.Fatalf("shared prefix share %.2f: turns 2 and 3 resend the history", sh)
 	}
 }
