@@ -18,7 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 var surgeBin string
@@ -89,4 +93,49 @@ func readCapacity(t *testing.T, dir string) capacityResult {
 		t.Fatalf("capacity.json: %v", err)
 	}
 	return c
+}
+
+// checkSessions checks the records of a sessions run against a real
+// engine: every request ok, every session with all its turns, and the
+// server's prompt tokens growing every turn (the conversation is resent)
+// by at least the answer before. It returns the records by turn (index
+// turn−1), each in session order, and logs the medians.
+func checkSessions(t *testing.T, recs []record.Record, turns int) [][]record.Record {
+	t.Helper()
+	byTurn := make([][]record.Record, turns)
+	perSession := map[int64]int{}
+	for _, r := range recs {
+		if r.Outcome != record.OK || r.Turn < 1 || r.Turn > turns || r.Branch != 0 {
+			t.Fatalf("record %s: outcome %s, turn %d, branch %d (want ok, 1..%d, 0)", r.ID, r.Outcome, r.Turn, r.Branch, turns)
+		}
+		byTurn[r.Turn-1] = append(byTurn[r.Turn-1], r)
+		perSession[r.Session]++
+	}
+	for s, n := range perSession {
+		if n != turns {
+			t.Errorf("session %d has %d turns, want %d", s, n, turns)
+		}
+	}
+	last := map[int64]record.Record{}
+	var line []string
+	for i, turn := range byTurn {
+		sort.Slice(turn, func(a, b int) bool { return turn[a].Session < turn[b].Session })
+		var prompt, cached []int
+		for _, r := range turn {
+			if prev, ok := last[r.Session]; ok && r.PromptTokens < prev.PromptTokens+prev.OutputTokens {
+				t.Errorf("session %d turn %d: %d prompt tokens, the turn before %d + its answer %d: the history was not resent",
+					r.Session, r.Turn, r.PromptTokens, prev.PromptTokens, prev.OutputTokens)
+			}
+			last[r.Session] = r
+			prompt, cached = append(prompt, r.PromptTokens), append(cached, r.CachedTokens)
+		}
+		sort.Ints(prompt)
+		sort.Ints(cached)
+		if len(prompt) == 0 {
+			t.Fatalf("no records of turn %d", i+1)
+		}
+		line = append(line, fmt.Sprintf("turn %d: %d requests, server prompt tokens p50 %d, cached p50 %d", i+1, len(turn), prompt[len(prompt)/2], cached[len(cached)/2]))
+	}
+	t.Logf("sessions: %s", strings.Join(line, "; "))
+	return byTurn
 }

@@ -32,8 +32,8 @@ func engine(t *testing.T) (base, model string) {
 func surge(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	base, model := engine(t)
-	all := append([]string{}, args...)
-	all = append(all, "--target", base, "--model", model, "--prompt-tokens", "64", "--output-tokens", "32", "-q")
+	// The defaults go right after the subcommand, so a test's own flags win.
+	all := append([]string{args[0], "--target", base, "--model", model, "--prompt-tokens", "64", "--output-tokens", "32", "-q"}, args[1:]...)
 	cmd := exec.Command(surgeBin, all...)
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -275,5 +275,36 @@ func TestSweepAndCapacityAgainstOllama(t *testing.T) {
 	// engine's saturated throughput by more than the measurement noise.
 	if !capj.Bounded || capj.Sustainable <= 0 || capj.Sustainable > 1.2*maxRPS {
 		t.Errorf("sustainable %.2f req/s vs saturated %.2f req/s (bounded %v)", capj.Sustainable, maxRPS, capj.Bounded)
+	}
+}
+
+// Multi-turn sessions and real prompts against Ollama's chat endpoint:
+// the conversation is resent every turn (server prompt tokens grow), and
+// dataset rows go out as chat messages with their row numbers recorded.
+func TestSessionsAndDatasetAgainstOllama(t *testing.T) {
+	dir := t.TempDir()
+	sess := filepath.Join(dir, "sessions")
+	if _, code := surge(t, "run", "--sessions", "--rate", "0.5", "--duration", "12s", "--session-turns", "3",
+		"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "40s", "-o", sess); code != 0 {
+		t.Fatalf("sessions exit %d", code)
+	}
+	checkSessions(t, readRecords(t, filepath.Join(sess, "requests.jsonl")), 3)
+
+	ds := filepath.Join(dir, "dataset")
+	if _, code := surge(t, "run", "--dataset", "../internal/workload/testdata/dataset/sharegpt.json", "--dataset-format", "sharegpt",
+		"--rate", "1", "--duration", "8s", "-o", ds); code != 0 {
+		t.Fatalf("dataset exit %d", code)
+	}
+	rows := map[int]int{}
+	for _, r := range readRecords(t, filepath.Join(ds, "requests.jsonl")) {
+		if r.Outcome != record.OK || r.DatasetRow == 0 || r.Profile != "dataset" || r.PromptTokens <= 0 {
+			t.Fatalf("record %s: outcome %s, row %d, profile %q, prompt tokens %d", r.ID, r.Outcome, r.DatasetRow, r.Profile, r.PromptTokens)
+		}
+		rows[r.DatasetRow]++
+	}
+	// Conversation 3 is empty and skipped; the four others are shuffled,
+	// each once per pass.
+	if len(rows) != 4 || rows[3] != 0 {
+		t.Errorf("dataset rows sent %v, want rows 1, 2, 4 and 5", rows)
 	}
 }

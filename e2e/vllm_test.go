@@ -41,10 +41,10 @@ func vllmEngine(t *testing.T) (base, model, metrics string) {
 func vsurge(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	base, model, metrics := vllmEngine(t)
-	all := append([]string{}, args...)
-	all = append(all, "--target", base, "--model", model, "--api", "completions",
+	// The defaults go right after the subcommand, so a test's own flags win.
+	all := append([]string{args[0], "--target", base, "--model", model, "--api", "completions",
 		"--prompt-tokens", strconv.Itoa(vllmPromptTokens), "--output-tokens", strconv.Itoa(vllmOutputTokens), "--ignore-eos",
-		"--metrics-url", metrics, "--metrics-preset", "vllm", "-q")
+		"--metrics-url", metrics, "--metrics-preset", "vllm", "-q"}, args[1:]...)
 	t0 := time.Now()
 	out, err := exec.Command(surgeBin, all...).CombinedOutput()
 	code := 0
@@ -333,6 +333,33 @@ func TestVLLM(t *testing.T) {
 		}
 		return math.Max(1, math.Round(c/2*10)/10)
 	}
+
+	// Multi-turn sessions against a real prefix cache: the context grows
+	// every turn, the nonce keeps first turns unique (no cache hit), and
+	// every later turn finds the turn before's prompt in vLLM's cache
+	// (cached_tokens, --enable-prompt-tokens-details; CPU blocks of 128).
+	t.Run("sessions", func(t *testing.T) {
+		out := filepath.Join(dir, "sessions")
+		if _, code := vsurge(t, "run", "--sessions", "--rate", "1", "--duration", "12s", "--session-turns", "3",
+			"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "30s", "--prompt-tokens", "300", "-o", out); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		recs := readRecords(t, filepath.Join(out, "requests.jsonl"))
+		byTurn := checkSessions(t, recs, 3)
+		prompt := map[int64]int{} // session → its turn-before's server prompt tokens
+		for _, turn := range byTurn {
+			for _, r := range turn {
+				switch {
+				case r.Turn == 1 && r.CachedTokens != 0:
+					t.Errorf("session %d turn 1: %d cached tokens: the nonce must keep first turns unique", r.Session, r.CachedTokens)
+				case r.Turn > 1 && (2*r.CachedTokens < prompt[r.Session] || r.CachedTokens >= r.PromptTokens):
+					t.Errorf("session %d turn %d: %d cached of %d prompt tokens, the turn before sent %d: vLLM's cache must serve most of it",
+						r.Session, r.Turn, r.CachedTokens, r.PromptTokens, prompt[r.Session])
+				}
+				prompt[r.Session] = r.PromptTokens
+			}
+		}
+	})
 
 	t.Run("run", func(t *testing.T) {
 		run := filepath.Join(dir, "run")

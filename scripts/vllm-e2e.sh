@@ -204,7 +204,8 @@ make_model() {
 start_vllm() {
 	local args=(--model "$MODEL_DIR" --served-model-name "$MODEL"
 		--host 127.0.0.1 --enforce-eager --dtype float32
-		--max-num-seqs "$MAX_NUM_SEQS" --max-model-len "$MAX_MODEL_LEN")
+		--max-num-seqs "$MAX_NUM_SEQS" --max-model-len "$MAX_MODEL_LEN"
+		--enable-prompt-tokens-details) # usage.prompt_tokens_details.cached_tokens: prefix-cache hits per request
 	[ -z "$OTLP" ] || args+=(--otlp-traces-endpoint "$OTLP")
 	# With a CPU list, the server and its engine run on those CPUs, and
 	# the engine's OpenMP threads are bound to them (vLLM's automatic
