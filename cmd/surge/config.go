@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,6 +77,7 @@ func decodeYAMLFile(path string, dst any) (map[string]*yaml.Node, error) {
 	if top.Kind != yaml.MappingNode {
 		return nil, usageErr("%s:%d: want a mapping of keys such as rate: 5, got %s", path, top.Line, kindName(top))
 	}
+	b = resolveEmpirical(b, top, filepath.Dir(path))
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
@@ -85,6 +88,50 @@ func decodeYAMLFile(path string, dst any) (map[string]*yaml.Node, error) {
 		keys[top.Content[i].Value] = top.Content[i+1]
 	}
 	return keys, nil
+}
+
+// resolveEmpirical makes the relative FILE of every "empirical:FILE" value
+// in the document relative to the file's own folder dir, as trace paths
+// are, rewriting the value in place on its line (so that error lines stay
+// right). Values with escapes, or spread over lines, are left alone.
+func resolveEmpirical(b []byte, n *yaml.Node, dir string) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	changed := false
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		for _, c := range n.Content {
+			walk(c)
+		}
+		file, ok := strings.CutPrefix(n.Value, "empirical:")
+		if n.Kind != yaml.ScalarNode || !ok || file == "" || filepath.IsAbs(file) || n.Line < 1 || n.Line > len(lines) {
+			return
+		}
+		raw := n.Value
+		switch n.Style {
+		case 0:
+		case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+			q := `"`
+			if n.Style == yaml.SingleQuotedStyle {
+				q = "'"
+			}
+			raw = q + n.Value + q
+		default:
+			return
+		}
+		line := lines[n.Line-1]
+		at := n.Column - 1
+		if at < 0 || at+len(raw) > len(line) || string(line[at:at+len(raw)]) != raw {
+			return // escapes or folding: not the literal text
+		}
+		abs := strconv.Quote("empirical:" + filepath.Join(dir, file))
+		lines[n.Line-1] = slices.Concat(line[:at], []byte(abs), line[at+len(raw):])
+		changed = true
+	}
+	walk(n)
+	if !changed {
+		return b
+	}
+	return bytes.Join(lines, nil)
 }
 
 // formatYAMLError turns yaml.v3's errors into one line per problem:

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,37 @@ func TestDryRunSendsAndWritesNothing(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, %q; want 2 and %q", args, code, stderr, want)
 		}
+	}
+}
+
+// A relative empirical:FILE in an experiment file is found beside the
+// file, as a trace is, from any working directory; error lines still
+// point at the file's own lines.
+func TestEmpiricalPathRelativeToTheFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("hist.csv", "tokens,count\n700,3\n900,1\n")
+	good := write("good.yaml", "rate: 2\nprompt_tokens: empirical:hist.csv\noutput_tokens: 'empirical:hist.csv'\n")
+	bad := write("bad.yaml", "rate: 2\nprompt_tokens: \"empirical:hist.csv\"\nno_such_key: 1\n")
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := surge(t, "workload", "inspect", good, "--count", "400")
+	if code != exitOK || !strings.Contains(stdout, "requests: 400") {
+		t.Fatalf("inspect: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`prompt \(intended\)\s+700\s+900`).MatchString(stdout) {
+		t.Errorf("the histogram beside the file was not used:\n%s", stdout)
+	}
+	code, _, stderr = surge(t, "workload", "inspect", bad)
+	if code != exitUsage || !strings.Contains(stderr, "bad.yaml:3: unknown field \"no_such_key\"") {
+		t.Errorf("exit %d, stderr %q: want the unknown key on line 3", code, stderr)
 	}
 }

@@ -108,8 +108,10 @@ const DefaultRunDuration = 5 * time.Minute
 //	                                      baseline_rps, and the peak
 //	                                      multiplier among the multipliers
 //
-// The YAML files name the histograms by absolute path, so that they work
-// from any working directory. Each file is written once, whole.
+// The YAML files name the histograms by their file names: an experiment
+// file's relative empirical:FILE is found beside it, so they work from any
+// working directory, and the folder can be moved. Each file is written
+// once, whole.
 func (f *Fit) Write(dir string) (Files, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -141,7 +143,7 @@ func (f *Fit) Write(dir string) (Files, error) {
 			return Files{}, err
 		}
 	}
-	dists := fmt.Sprintf("prompt_tokens: %s\noutput_tokens: %s\n", yamlString("empirical:"+fs.Prompt), yamlString("empirical:"+fs.Output))
+	dists := fmt.Sprintf("prompt_tokens: %s\noutput_tokens: %s\n", yamlString("empirical:"+PromptFile), yamlString("empirical:"+OutputFile))
 	var run bytes.Buffer
 	fmt.Fprintf(&run, "# surge run -f %s — fitted by surge workload fit from %d rows of %s.\n", fs.Run, f.Rows, filepath.Base(f.File))
 	fmt.Fprintf(&run, "# Lengths: the log's own histograms (empirical:FILE; max_tokens = each output draw).\n")

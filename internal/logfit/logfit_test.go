@@ -71,7 +71,7 @@ func TestTextNeverKept(t *testing.T) {
 }
 
 // The histograms Write writes are what empirical:FILE reads, count for
-// count; the YAML names them by absolute path.
+// count; the YAML names them by their names, beside it.
 func TestWriteRoundTrip(t *testing.T) {
 	f, err := Read("testdata/azure.csv")
 	if err != nil {
@@ -100,7 +100,7 @@ func TestWriteRoundTrip(t *testing.T) {
 		}
 	}
 	y, _ := os.ReadFile(files.Run)
-	for _, want := range []string{"prompt_tokens: empirical:" + files.Prompt, "rate: 1\n", "duration: 5m0s"} {
+	for _, want := range []string{"prompt_tokens: empirical:" + PromptFile + "\n", "rate: 1\n", "duration: 5m0s"} {
 		if !strings.Contains(string(y), want) {
 			t.Errorf("workload.yaml lacks %q:\n%s", want, y)
 		}
