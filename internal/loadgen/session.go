@@ -139,7 +139,7 @@ func (s *Sessions) session(ctx context.Context, wg *sync.WaitGroup, a schedule.A
 		if s.sleepUntil(ctx, s.origin.Add(ready)) != nil || s.stopped() {
 			return
 		}
-		phase = phaseAt(plan.Phases, ready)
+		phase = schedule.PhaseNameAt(plan.Phases, ready)
 	}
 }
 
@@ -185,16 +185,4 @@ func (s *Sessions) turn(ctx context.Context, conv Conversation, turn int, a *sch
 	}
 	wg.Wait()
 	return recs
-}
-
-// phaseAt is the name of the phase containing t (the last one if t is past
-// every phase's start).
-func phaseAt(phases []schedule.PhaseBounds, t time.Duration) string {
-	name := ""
-	for _, b := range phases {
-		if t >= b.Start {
-			name = b.Name
-		}
-	}
-	return name
 }

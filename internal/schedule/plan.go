@@ -388,3 +388,16 @@ func (ph *Phase) validateSlice(bad func(name, format string, args ...any) error)
 	}
 	return nil
 }
+
+// PhaseNameAt is the name of the phase of bounds that holds t: the last
+// one whose start is at or before t (so a time past the plan's end belongs
+// to its last phase), "" before the first.
+func PhaseNameAt(bounds []PhaseBounds, t time.Duration) string {
+	name := ""
+	for _, b := range bounds {
+		if t >= b.Start {
+			name = b.Name
+		}
+	}
+	return name
+}

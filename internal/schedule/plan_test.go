@@ -149,3 +149,12 @@ func TestNoArrivalPhase(t *testing.T) {
 		t.Fatalf("rate on a phase without arrivals: %v", err)
 	}
 }
+
+func TestPhaseNameAt(t *testing.T) {
+	b := []PhaseBounds{{Name: "warmup", Start: 0, End: 10}, {Name: "main", Start: 10, End: 20}}
+	for at, want := range map[time.Duration]string{-1: "", 0: "warmup", 9: "warmup", 10: "main", 25: "main"} {
+		if got := PhaseNameAt(b, at); got != want {
+			t.Errorf("PhaseNameAt(%d) = %q, want %q", at, got, want)
+		}
+	}
+}

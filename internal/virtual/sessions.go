@@ -314,7 +314,7 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 	s.reqs, s.pending = s.reqs[:0], 0
 	phase := s.a.Phase
 	if s.turn > 1 {
-		phase = phaseAt(r.phases, t)
+		phase = schedule.PhaseNameAt(r.phases, t)
 	}
 	for i := range reqs {
 		seq := s.a.Seq
@@ -355,16 +355,4 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 	if s.pending == 0 { // every request failed at once
 		r.turnDone(s, t)
 	}
-}
-
-// phaseAt is the name of the phase containing t (the last one if t is past
-// every phase's start).
-func phaseAt(phases []schedule.PhaseBounds, t time.Duration) string {
-	name := ""
-	for _, b := range phases {
-		if t >= b.Start {
-			name = b.Name
-		}
-	}
-	return name
 }
