@@ -77,7 +77,7 @@ func decodeYAMLFile(path string, dst any) (map[string]*yaml.Node, error) {
 	if top.Kind != yaml.MappingNode {
 		return nil, usageErr("%s:%d: want a mapping of keys such as rate: 5, got %s", path, top.Line, kindName(top))
 	}
-	b = resolveEmpirical(b, top, filepath.Dir(path))
+	b = resolveRelative(b, top, filepath.Dir(path))
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
@@ -90,32 +90,26 @@ func decodeYAMLFile(path string, dst any) (map[string]*yaml.Node, error) {
 	return keys, nil
 }
 
-// resolveEmpirical makes the relative FILE of every "empirical:FILE" value
-// in the document relative to the file's own folder dir, as trace paths
-// are, rewriting the value in place on its line (so that error lines stay
+// resolveRelative makes the relative paths an experiment file names —
+// the FILE of every "empirical:FILE" value and the value of every
+// "dataset" key — relative to the file's own folder dir, as trace paths
+// are, rewriting each value in place on its line (so that error lines stay
 // right). Values with escapes, or spread over lines, are left alone.
-func resolveEmpirical(b []byte, n *yaml.Node, dir string) []byte {
+func resolveRelative(b []byte, top *yaml.Node, dir string) []byte {
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	changed := false
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		for _, c := range n.Content {
-			walk(c)
-		}
-		file, ok := strings.CutPrefix(n.Value, "empirical:")
-		if n.Kind != yaml.ScalarNode || !ok || file == "" || filepath.IsAbs(file) || n.Line < 1 || n.Line > len(lines) {
-			return
-		}
+	rewrite := func(n *yaml.Node, value string) {
 		raw := n.Value
 		switch n.Style {
 		case 0:
-		case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
-			q := `"`
-			if n.Style == yaml.SingleQuotedStyle {
-				q = "'"
-			}
-			raw = q + n.Value + q
+		case yaml.DoubleQuotedStyle:
+			raw = `"` + n.Value + `"`
+		case yaml.SingleQuotedStyle:
+			raw = "'" + n.Value + "'"
 		default:
+			return
+		}
+		if n.Line < 1 || n.Line > len(lines) {
 			return
 		}
 		line := lines[n.Line-1]
@@ -123,11 +117,27 @@ func resolveEmpirical(b []byte, n *yaml.Node, dir string) []byte {
 		if at < 0 || at+len(raw) > len(line) || string(line[at:at+len(raw)]) != raw {
 			return // escapes or folding: not the literal text
 		}
-		abs := strconv.Quote("empirical:" + filepath.Join(dir, file))
-		lines[n.Line-1] = slices.Concat(line[:at], []byte(abs), line[at+len(raw):])
+		lines[n.Line-1] = slices.Concat(line[:at], []byte(strconv.Quote(value)), line[at+len(raw):])
 		changed = true
 	}
-	walk(n)
+	relative := func(p string) bool { return p != "" && !filepath.IsAbs(p) }
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k, v := n.Content[i], n.Content[i+1]; k.Value == "dataset" && v.Kind == yaml.ScalarNode && relative(v.Value) {
+					rewrite(v, filepath.Join(dir, v.Value))
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+		if file, ok := strings.CutPrefix(n.Value, "empirical:"); ok && n.Kind == yaml.ScalarNode && relative(file) {
+			rewrite(n, "empirical:"+filepath.Join(dir, file))
+		}
+	}
+	walk(top)
 	if !changed {
 		return b
 	}

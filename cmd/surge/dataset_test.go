@@ -114,6 +114,9 @@ func TestDatasetErrorsExit2(t *testing.T) {
 		"negative cap":     {[]string{"--max-tokens-cap", "-1"}, "--max-tokens-cap: must be in [0, 1048576]"},
 		"missing file":     {[]string{"--dataset", filepath.Join(dir, "none.json"), "--dataset-format", "sharegpt"}, "none.json: no such file"},
 		"format, no file":  {[]string{"--dataset-format", "sharegpt"}, "--dataset: required with a dataset format"},
+		"prompt lengths":   {[]string{"--dataset", conv, "--dataset-format", "sharegpt", "--prompt-tokens", "300"}, "--prompt-tokens: does not apply with a dataset"},
+		"shared prefix":    {[]string{"--dataset", conv, "--dataset-format", "sharegpt", "--shared-prefix", "100"}, "--shared-prefix: does not apply with a dataset"},
+		"mix":              {[]string{"--dataset", conv, "--dataset-format", "sharegpt", "--mix", "chat=1,rag=1"}, "--mix: does not apply with a dataset"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(dir, "out-"+strings.ReplaceAll(name, " ", "-"))

@@ -78,7 +78,7 @@ func newInspectCmd() *cobra.Command {
 		Use:   "inspect [FILE]",
 		Short: "Print the shape of a workload: token percentiles, ratio, histograms, sessions, shared prefixes",
 		Long: `Print what a run would send, before a single request leaves: the number of
-requests drawn, p50/p90/p99/max and mean of the intended prompt tokens and of
+requests drawn, p50/p90/p95/p99/max and mean of the intended prompt tokens and of
 max_tokens, their output/prompt ratio (of the medians and of the totals),
 the profiles, sessions and turns, the share of prompt tokens in prefixes
 shared with other requests, and a histogram of each length in log-spaced
@@ -188,8 +188,9 @@ It writes into --out:
   workload.yaml                           surge run -f: both distributions, rate = the baseline, 5m
   burst.yaml                              surge burst -f: baseline_rps and the peak multiplier (with timestamps)
 
-The YAML files name the histograms by absolute path: they work from any
-directory. Exit 2 on bad input: a missing column, a negative or absurd count
+The YAML files name the histograms beside them (a relative empirical:FILE in
+an experiment file is read from the file's folder): they work from any
+directory, and the folder can be moved. Exit 2 on bad input: a missing column, a negative or absurd count
 (more than 2^20 tokens), no rows.`,
 		Example: `  # fit the Azure LLM inference trace, then run it against the simulator
   surge workload fit AzureLLMInferenceTrace_conv.csv --out fitted

@@ -169,9 +169,9 @@ func TestDryRunSendsAndWritesNothing(t *testing.T) {
 	}
 }
 
-// A relative empirical:FILE in an experiment file is found beside the
-// file, as a trace is, from any working directory; error lines still
-// point at the file's own lines.
+// A relative empirical:FILE or dataset in an experiment file is found
+// beside the file, as a trace is, from any working directory; error lines
+// still point at the file's own lines.
 func TestEmpiricalPathRelativeToTheFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "exp")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -187,6 +187,8 @@ func TestEmpiricalPathRelativeToTheFile(t *testing.T) {
 	write("hist.csv", "tokens,count\n700,3\n900,1\n")
 	good := write("good.yaml", "rate: 2\nprompt_tokens: empirical:hist.csv\noutput_tokens: 'empirical:hist.csv'\n")
 	bad := write("bad.yaml", "rate: 2\nprompt_tokens: \"empirical:hist.csv\"\nno_such_key: 1\n")
+	write("prompts.jsonl", "{\"prompt\": \"hello there\"}\n{\"prompt\": \"general kenobi\"}\n")
+	ds := write("ds.yaml", "dataset: prompts.jsonl\ndataset_format: prompts-jsonl\n")
 	t.Chdir(t.TempDir())
 	code, stdout, stderr := surge(t, "workload", "inspect", good, "--count", "400")
 	if code != exitOK || !strings.Contains(stdout, "requests: 400") {
@@ -194,6 +196,10 @@ func TestEmpiricalPathRelativeToTheFile(t *testing.T) {
 	}
 	if !regexp.MustCompile(`prompt \(intended\)\s+700\s+900`).MatchString(stdout) {
 		t.Errorf("the histogram beside the file was not used:\n%s", stdout)
+	}
+	code, stdout, stderr = surge(t, "workload", "inspect", ds, "--count", "10")
+	if code != exitOK || !strings.Contains(stdout, "10 from dataset rows") {
+		t.Errorf("inspect of a dataset named beside its file: exit %d:\n%s%s", code, stdout, stderr)
 	}
 	code, _, stderr = surge(t, "workload", "inspect", bad)
 	if code != exitUsage || !strings.Contains(stderr, "bad.yaml:3: unknown field \"no_such_key\"") {

@@ -148,11 +148,15 @@ func (f *Fit) Write(dir string) (Files, error) {
 	fmt.Fprintf(&run, "# surge run -f %s — fitted by surge workload fit from %d rows of %s.\n", fs.Run, f.Rows, filepath.Base(f.File))
 	fmt.Fprintf(&run, "# Lengths: the log's own histograms (empirical:FILE; max_tokens = each output draw).\n")
 	run.WriteString(dists)
-	if timed {
+	switch {
+	case timed && rates.Baseline <= 0:
+		fmt.Fprintf(&run, "# The log's timestamps give no full minute with requests: no baseline could be fitted; set your own rate.\n")
+		fmt.Fprintf(&run, "rate: 5\n")
+	case timed:
 		fmt.Fprintf(&run, "# The suggested baseline: the median per-minute rate of the log's full minutes.\n")
 		fmt.Fprintf(&run, "# Peak minute: %.3g req/s = %.2f× the baseline (try: surge burst -f %s).\n", rates.Peak, rates.PeakMultiplier(), filepath.Join(abs, BurstFile))
 		fmt.Fprintf(&run, "rate: %s\n", rateString(rates.Baseline))
-	} else {
+	default:
 		fmt.Fprintf(&run, "# The log has no timestamps: the rate is surge's default; set your own.\n")
 		fmt.Fprintf(&run, "rate: 5\n")
 	}

@@ -2,6 +2,7 @@ package logfit
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,4 +208,25 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rates %+v", r)
 		}
 	})
+}
+
+// A Mooncake trace read as a log: its timestamp is in milliseconds (150
+// rows 400 ms apart span 60 s, not 16.7 h).
+func TestReadMooncakeMilliseconds(t *testing.T) {
+	var b strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&b, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 20, \"hash_ids\": [1, 2]}\n", 400*i, 600+i)
+	}
+	path := filepath.Join(t.TempDir(), "mooncake.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := f.Rates()
+	if !ok || len(r.Minutes) != 1 || r.Minutes[0].Requests != 150 {
+		t.Fatalf("rates %+v (ok %v): the timestamps were not read as milliseconds", r.Minutes, ok)
+	}
 }

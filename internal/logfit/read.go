@@ -19,6 +19,8 @@
 //	timestamp      timestamp, time, ts, created, created_at, start_time,
 //	               request_time (seconds, or RFC 3339 / "2006-01-02
 //	               15:04:05.999"), timestamp_ms, offset_ms (milliseconds),
+//	               and timestamp in milliseconds beside Mooncake's
+//	               input_length and output_length,
 //	               offset_s (seconds)
 //
 // Every other column or key — prompts, responses, user ids — is skipped
@@ -421,7 +423,11 @@ func (f *Fit) jsonLine(b []byte, line int, timed *int) error {
 				s = ""
 			}
 		}
-		sec, abs, ok := parseTime(s, timeKeys[ts.key])
+		unit := timeKeys[ts.key]
+		if ts.key == "timestamp" && p.key == "input_length" && o.key == "output_length" {
+			unit = 1e-3 // a Mooncake trace: milliseconds since its start
+		}
+		sec, abs, ok := parseTime(s, unit)
 		if !ok {
 			return fmt.Errorf("%s:%d: %s: want seconds or a date-time such as 2025-06-01T12:00:00Z", f.File, line, ts.key)
 		}

@@ -138,8 +138,15 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
 	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network, Dataset: dataset}
 	if dataset != nil && dataset.Skipped > 0 {
-		logger.Warn(fmt.Sprintf("dataset %s: %d conversations without a human turn of text were skipped (conversations %v…); %d rows remain",
-			dataset.Path, dataset.Skipped, dataset.SkippedRows, dataset.Len()))
+		what, more := "conversation", ""
+		if dataset.Skipped > 1 {
+			what += "s"
+		}
+		if dataset.Skipped > len(dataset.SkippedRows) {
+			more = "…"
+		}
+		logger.Warn(fmt.Sprintf("dataset %s: %d %s without a human turn of text skipped (%v%s); %d rows remain",
+			dataset.Path, dataset.Skipped, what, dataset.SkippedRows, more, dataset.Len()))
 	}
 	if virtual && o.Retries > 0 {
 		// The engine model answers directly, without the HTTP client.

@@ -187,6 +187,18 @@ func (o *Options) Validate() error {
 	case o.DatasetFormat != "" && o.Dataset == "":
 		bad("dataset", "required with a dataset format (the file of prompts)")
 	}
+	if o.Dataset != "" {
+		// A dataset's prompts are its rows': settings that shape synthetic
+		// prompts would be silently ignored.
+		switch {
+		case o.PromptTokens.IsSet():
+			bad("prompt_tokens", "does not apply with a dataset: its rows are the prompts (use --max-tokens-cap or --output-tokens for the answers)")
+		case o.SharedPrefix > 0:
+			bad("shared_prefix", "does not apply with a dataset: its rows are the prompts, system messages included")
+		case len(o.Mix) > 0:
+			bad("mix", "does not apply with a dataset: its rows are the prompts (--profile still gives the output lengths of rows without max_tokens)")
+		}
+	}
 	if o.DatasetSample != "" && !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
 		bad("dataset_sample", "unknown %q (want %s)", o.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
 	}

@@ -13,7 +13,7 @@ import (
 const HistogramWidth = 40
 
 // WriteText renders the summary for a terminal: the counts, a table of
-// p50/p90/p99/max and mean for prompt tokens and max_tokens, their
+// p50/p90/p95/p99/max and mean for prompt tokens and max_tokens, their
 // output/prompt ratio, the profiles (when more than one), sessions and
 // turns, the shared-prefix share and, with histograms, one histogram per
 // length in log-spaced bins. Numbers only: no prompt text.
@@ -28,12 +28,12 @@ func (s *Summary) WriteText(w io.Writer, histograms bool) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "  %-22s %8s %8s %8s %8s %10s\n", "tokens", "p50", "p90", "p99", "max", "mean")
+	fmt.Fprintf(&b, "  %-22s %8s %8s %8s %8s %8s %10s\n", "tokens", "p50", "p90", "p95", "p99", "max", "mean")
 	for _, row := range []struct {
 		name string
 		l    *Lengths
 	}{{"prompt (intended)", &s.Prompt}, {"output (max_tokens)", &s.MaxTokens}} {
-		fmt.Fprintf(&b, "  %-22s %8d %8d %8d %8d %10.1f\n", row.name, row.l.Quantile(0.5), row.l.Quantile(0.9), row.l.Quantile(0.99), row.l.Max(), row.l.Mean())
+		fmt.Fprintf(&b, "  %-22s %8d %8d %8d %8d %8d %10.1f\n", row.name, row.l.Quantile(0.5), row.l.Quantile(0.9), row.l.Quantile(0.95), row.l.Quantile(0.99), row.l.Max(), row.l.Mean())
 	}
 	fmt.Fprintf(&b, "output/prompt: %.3f at the median (p50 max_tokens / p50 prompt), %.3f overall (Σ max_tokens / Σ prompt tokens)\n",
 		s.RatioAtMedian(), s.RatioOverall())
