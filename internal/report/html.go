@@ -216,7 +216,7 @@ type htmlCell struct {
 func newHTMLTable(t Table) htmlTable {
 	v := newTableView(t)
 	columns := v.cols
-	h := htmlTable{Title: t.Title, Meta: append(v.common, t.Meta...), Verdicts: t.Verdicts}
+	h := htmlTable{Title: t.Title, Meta: v.meta(t.Meta), Verdicts: t.Verdicts}
 	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
 		if len(v.rows) == 0 {
 			break

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,7 +24,7 @@ func WriteMarkdown(w io.Writer, t Table) error {
 		title = "surge results"
 	}
 	fmt.Fprintf(bw, "# %s\n\n", title)
-	meta := append(v.common, t.Meta...)
+	meta := v.meta(t.Meta)
 	for _, kv := range meta {
 		fmt.Fprintf(bw, "- %s: %s\n", kv.Key, orNA(kv.Value))
 	}
@@ -266,4 +267,16 @@ func orNA(s string) string {
 		return NA
 	}
 	return s
+}
+
+// meta is the header list: the columns common to every row, then the
+// table's own entries except those a common column already lists.
+func (v *tableView) meta(extra []KV) []KV {
+	meta := slices.Clone(v.common)
+	for _, kv := range extra {
+		if !slices.Contains(v.common, kv) {
+			meta = append(meta, kv)
+		}
+	}
+	return meta
 }

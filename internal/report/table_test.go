@@ -422,3 +422,23 @@ func TestNoteSharedByEveryRowOnce(t *testing.T) {
 		t.Errorf("a shared note is repeated per row:\n%s", md.String())
 	}
 }
+
+// A column common to every row is listed once in the header, even when
+// the table's own meta names it too.
+func TestCommonColumnListedOnce(t *testing.T) {
+	tb := Table{Title: "t", Meta: []KV{{Key: "model", Value: "m1"}, {Key: "surge", Value: "dev"}},
+		Rows: []Row{{Workload: "a", Model: "m1"}, {Workload: "b", Model: "m1"}}}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, HTMLReport{Title: "t", Tables: []Table{tb}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(md.String(), "- model: m1"); n != 1 {
+		t.Errorf("results.md lists the model %d times:\n%s", n, md.String())
+	}
+	if n := strings.Count(html.String(), ">m1<"); n != 1 {
+		t.Errorf("report.html lists the model %d times", n)
+	}
+}

@@ -9,6 +9,7 @@ package run
 import (
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -323,6 +324,9 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 // WorkloadName names the workload in tables and the manifest: the
 // profile, or "mix chat=0.7,rag=0.3".
 func (o *Options) WorkloadName() string {
+	if o.Dataset != "" {
+		return "dataset " + filepath.Base(o.Dataset)
+	}
 	if len(o.Mix) > 0 {
 		return "mix " + o.Mix.String()
 	}

@@ -24,6 +24,9 @@ func (s *Summary) WriteText(w io.Writer, histograms bool) error {
 		fmt.Fprintf(&b, " (%d from dataset rows)", s.DatasetRows)
 	}
 	b.WriteString("\n")
+	if s.DatasetRows > 0 {
+		b.WriteString("dataset prompts are counted by surge's estimate (4 bytes a token) before a run measures the target's tokenizer: expect the server's counts to differ\n")
+	}
 	if s.Requests == 0 {
 		_, err := io.WriteString(w, b.String())
 		return err
