@@ -399,7 +399,7 @@ func PrintSummary(w io.Writer, cr *Result, dir string) {
 		fmt.Fprintf(w, "Sustainable capacity: at least %s req/s (no step failed).\n", experiment.FmtRate(cr.SustainableRPS))
 	}
 	if cr.SustainableRPS > 0 {
-		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s\n",
+		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
 			experiment.FmtRate(cr.BaselineRPS), cr.BaselineFraction, experiment.FmtRate(cr.BaselineRPS), experiment.FmtRate(cr.SustainableRPS))
 	}
 	if cr.Note != "" {
