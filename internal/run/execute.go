@@ -298,7 +298,12 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		m.CacheState = s
 	}
 	if o.Sessions {
-		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); first turns unique (per-session nonce)"
+		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); "
+		if o.SharedPrefix > 0 {
+			m.CacheState += fmt.Sprintf("first turns share the %d-token prefix (--shared-prefix), unique after it (per-session nonce)", o.SharedPrefix)
+		} else {
+			m.CacheState += "first turns unique (per-session nonce)"
+		}
 		if o.NoNonce {
 			m.CacheState += ", except with --no-nonce"
 		}
