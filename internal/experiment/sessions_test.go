@@ -55,3 +55,34 @@ func TestSessionsRunReports(t *testing.T) {
 		}
 	}
 }
+
+// With --session-drain the plan shown — the run's banner and --dry-run —
+// holds the drain phase the run executes.
+func TestSessionDrainShown(t *testing.T) {
+	c := experiment.DefaultRunConfig()
+	c.Options.Quiet = true
+	c.Options.Sessions = true
+	c.Options.SessionTurns = workload.FixedLength(2)
+	c.Options.ThinkTime = workload.FixedThink(time.Second)
+	c.Options.SessionDrain = 20 * time.Second
+	c.Rate, c.Duration, c.DurationSet = 1, 10*time.Second, true
+	runs, err := c.Planned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry bytes.Buffer
+	if err := experiment.DryRun(&dry, "run", &c.Options, true, runs); err != nil {
+		t.Fatal(err)
+	}
+	if s := dry.String(); !strings.Contains(s, "run: 2 phase(s), 30s in all") || !strings.Contains(s, "\n  drain ") || !strings.Contains(s, "note: drain (--session-drain)") {
+		t.Errorf("dry run:\n%s", s)
+	}
+	env, _ := exptest.Env(t, c.Options, true)
+	var out bytes.Buffer
+	if _, err := experiment.Run(context.Background(), env, &c, exptest.Dir(t), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "surge run: 2 phase(s), 30s in all") {
+		t.Errorf("banner:\n%s", out.String())
+	}
+}
