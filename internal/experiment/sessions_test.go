@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -84,5 +86,25 @@ func TestSessionDrainShown(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "surge run: 2 phase(s), 30s in all") {
 		t.Errorf("banner:\n%s", out.String())
+	}
+}
+
+// The per-turn table shows a turn with no TTFT at all (every request
+// cancelled in flight) as n/a with the reason, not "> 0.0ms".
+func TestSessionTableInterruptedTurn(t *testing.T) {
+	none := analyze.Dist{P50Censored: true, P95Censored: true, P99Censored: true, Interrupted: true}
+	ss := &analyze.SessionResult{Sessions: 1, Unfinished: 1, Turns: []analyze.TurnResult{
+		{Turn: 1, Requests: 1, OK: 1, TTFTSend: analyze.Dist{Count: 1, P50Ms: 100, P95Ms: 100, P99Ms: 100}, TTFTSchedule: analyze.Dist{Count: 1, P50Ms: 100, P95Ms: 100, P99Ms: 100}, PromptTokensP50: 10},
+		{Turn: 2, Requests: 1, TTFTSend: none, TTFTSchedule: none},
+	}}
+	tab, ok := experiment.SessionTable("t", ss)
+	if !ok {
+		t.Fatal("no table")
+	}
+	var b bytes.Buffer
+	report.WriteLevelMarkdown(&b, tab)
+	out := b.String()
+	if strings.Contains(out, "> 0") || !strings.Contains(out, "n/a") || !strings.Contains(out, "cancelled in flight") {
+		t.Errorf("table:\n%s", out)
 	}
 }
