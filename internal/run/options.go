@@ -202,6 +202,16 @@ func (o *Options) Validate() error {
 		name, msg, _ := strings.Cut(err.Error(), ": ")
 		bad(name, "%s", msg)
 	}
+	if o.Sessions {
+		// 0 (or empty) unsets a Length; here it has no meaning of its own
+		// and must not fall back to a default silently.
+		if !o.SessionTurns.IsSet() {
+			bad("session_turns", "must be ≥ 1 turn (a count or a distribution), got 0")
+		}
+		if !o.TurnTokens.IsSet() {
+			bad("turn_tokens", "must be ≥ 1 token (a count or a distribution), got 0")
+		}
+	}
 	if !o.Sessions && o.Fanout > 0 {
 		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
 	}

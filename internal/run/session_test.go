@@ -175,6 +175,24 @@ func TestSessionsRefused(t *testing.T) {
 	if err := o.Validate(); err == nil {
 		t.Fatal("--fanout without --sessions accepted")
 	}
+	// 0 turns or 0-token later messages mean nothing: refused, not
+	// replaced by the defaults; without --sessions they are not looked at.
+	for _, key := range []string{"session_turns", "turn_tokens"} {
+		o := sessionOptions("3", time.Second)
+		if key == "session_turns" {
+			o.SessionTurns, _ = workload.ParseLength("0")
+		} else {
+			o.TurnTokens, _ = workload.ParseLength("0")
+		}
+		err := o.Validate()
+		if fe, ok := field.As(err); !ok || fe[0].Field != key || !strings.Contains(fe[0].Message, "must be ≥ 1") {
+			t.Fatalf("%s 0: %v", key, err)
+		}
+		o.Sessions = false
+		if err := o.Validate(); err != nil {
+			t.Fatalf("%s 0 without --sessions: %v", key, err)
+		}
+	}
 }
 
 // In sessions mode an arrival counts as finished only when its session has
