@@ -53,8 +53,9 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesH
     --dataset requests.jsonl --dataset-format openai-jsonl --max-tokens-cap 1024
 
   # agent-like traffic: a burst of 5x new sessions of 4 turns, each turn fanning
-  # out into 2 parallel sub-requests (the built-in simulator over HTTP)
-  surge burst --sessions --baseline-rps 1 --multipliers 5 --session-turns 4 --fanout 2`,
+  # out into 2 parallel sub-requests (the built-in simulator over HTTP); the rate
+  # is of sessions: 0.2/s × 4 turns × (1 + 2) requests ≈ 2.4 req/s at the baseline
+  surge burst --sessions --baseline-rps 0.2 --multipliers 5 --session-turns 4 --fanout 2`,
 
 		Args: cobra.NoArgs,
 	}

@@ -28,6 +28,12 @@ func (d Dist) Value(q Quantile) (ms float64, censored bool) {
 	}
 }
 
+// Unbounded reports that the censored percentiles have no bound at all:
+// no value was recorded and every request that could have given one was
+// cancelled in flight (an interrupted run), none timed out. Such a
+// percentile is unknown, not "> 0".
+func (d Dist) Unbounded() bool { return d.Count == 0 && d.Interrupted && d.CensorMs == 0 }
+
 // Text formats a quantile for people: "812ms", "1.52s", "> 60s" when it is
 // censored (">" followed by its lower bound: the timeout when the rank lies
 // among timeouts, else the largest value observed, as when it lies among
@@ -35,7 +41,7 @@ func (d Dist) Value(q Quantile) (ms float64, censored bool) {
 func (d Dist) Text(q Quantile) string {
 	v, cens := d.Value(q)
 	switch {
-	case cens && d.Interrupted && d.Count == 0 && d.CensorMs == 0:
+	case cens && d.Unbounded():
 		return "n/a (interrupted)" // nothing finished: no bound at all
 	case cens: // v is the bound: the timeout, or the largest value observed
 		return "> " + FormatMs(v)

@@ -79,3 +79,25 @@ func TestSessionsRowsAndAbsence(t *testing.T) {
 		t.Fatal("a session result for a run without sessions")
 	}
 }
+
+// A turn whose every request was cancelled in flight (Ctrl-C) has no TTFT
+// at all: its percentiles are unbounded, shown "n/a (interrupted)", not
+// "> 0".
+func TestSessionsInterruptedTurn(t *testing.T) {
+	cfg := Config{Phases: []Phase{{Name: "main", Start: 0, End: time.Hour}}, Deadlines: DefaultDeadlines, Timeout: 60 * s}
+	recs := []record.Record{
+		turnRec(okRec(1*s, 0, 100*ms, 1*s), 1, 1, 2, 500, 0),
+		turnRec(failRec(5*s, record.Cancelled), 1, 2, 2, 0, 600),
+	}
+	got := Sessions(cfg, recs)
+	t2 := got.Turns[1]
+	if t2.OK != 0 || !t2.TTFTSend.Unbounded() || !t2.TTFTSchedule.Unbounded() {
+		t.Fatalf("turn 2: %+v", t2)
+	}
+	if s := t2.TTFTSend.Text(Q50); s != "n/a (interrupted)" {
+		t.Fatalf("turn 2 TTFT p50 %q", s)
+	}
+	if got.Turns[0].TTFTSend.Unbounded() {
+		t.Fatal("turn 1 has a TTFT, yet unbounded")
+	}
+}

@@ -49,6 +49,13 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 		return err
 	}
 	for i, r := range runs {
+		n := len(r.Plan.Phases)
+		if r.Plan, err = o.SessionPlan(r.Plan); err != nil {
+			return &run.ConfigError{Err: err}
+		}
+		if len(r.Plan.Phases) > n {
+			r.Notes = append(slices.Clone(r.Notes), fmt.Sprintf("%s (--session-drain): sessions already started may send turns for %s more; no session starts in it", schedule.PhaseDrain, o.SessionDrain))
+		}
 		arrivals, err := schedule.Build(r.Plan, o.Seed)
 		if err != nil {
 			return &run.ConfigError{Err: err}

@@ -273,6 +273,9 @@ func percentiles(d analyze.Dist) report.Percentiles {
 	if d.Count == 0 && !d.P99Censored {
 		return report.PercentilesNA("no samples")
 	}
+	if d.Unbounded() {
+		return report.PercentilesNA("interrupted: every request was cancelled in flight before it gave a value")
+	}
 	one := func(q analyze.Quantile) report.Opt {
 		v, cens := d.Value(q)
 		if cens {

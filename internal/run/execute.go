@@ -48,15 +48,11 @@ const flushEvery = 500 * time.Millisecond
 // errors are found before any file is created.
 func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	o := &e.Opts
-	if o.Sessions && o.SessionDrain > 0 && spec.Closed == nil {
-		// The drain: sessions already started may send turns for this
-		// long after the plan; no session starts in it.
-		for _, ph := range spec.Plan.Phases {
-			if ph.Name == schedule.PhaseDrain {
-				return nil, configErr(&field.Error{Field: "session_drain", Message: "the plan already has a phase named " + schedule.PhaseDrain})
-			}
+	if spec.Closed == nil {
+		var err error
+		if spec.Plan, err = o.SessionPlan(spec.Plan); err != nil {
+			return nil, configErr(err)
 		}
-		spec.Plan.Phases = append(slices.Clone(spec.Plan.Phases), schedule.Phase{Name: schedule.PhaseDrain, Duration: o.SessionDrain, Arrival: schedule.ArrivalNone})
 	}
 	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
 	if spec.Closed == nil {
@@ -269,6 +265,25 @@ func LoadManifestConfig(m *record.Manifest) (plan schedule.Plan, o Options, expe
 	return c.Plan, c.Options, c.Experiment, nil
 }
 
+// SessionPlan is an open-loop plan as a run executes it: with --sessions
+// and --session-drain the drain phase follows it, in which sessions
+// already started may send turns and no session starts. The run
+// (Execute) and what is shown of it (the banner, --dry-run) both take the
+// plan from here. A *field.Error when the plan already has a phase named
+// drain.
+func (o *Options) SessionPlan(p schedule.Plan) (schedule.Plan, error) {
+	if !o.Sessions || o.SessionDrain <= 0 {
+		return p, nil
+	}
+	for _, ph := range p.Phases {
+		if ph.Name == schedule.PhaseDrain {
+			return p, &field.Error{Field: "session_drain", Message: "the plan already has a phase named " + schedule.PhaseDrain}
+		}
+	}
+	p.Phases = append(slices.Clone(p.Phases), schedule.Phase{Name: schedule.PhaseDrain, Duration: o.SessionDrain, Arrival: schedule.ArrivalNone})
+	return p, nil
+}
+
 func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	o := &e.Opts
 	m := &record.Manifest{
@@ -298,7 +313,12 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		m.CacheState = s
 	}
 	if o.Sessions {
-		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); first turns unique (per-session nonce)"
+		m.CacheState = "multi-turn sessions: every later turn resends the conversation so far, so a prefix cache serves all of it but the last answer (replayed as synthetic text); "
+		if o.SharedPrefix > 0 {
+			m.CacheState += fmt.Sprintf("first turns share the %d-token prefix (--shared-prefix), unique after it (per-session nonce)", o.SharedPrefix)
+		} else {
+			m.CacheState += "first turns unique (per-session nonce)"
+		}
 		if o.NoNonce {
 			m.CacheState += ", except with --no-nonce"
 		}

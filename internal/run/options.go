@@ -7,6 +7,7 @@
 package run
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -214,6 +215,16 @@ func (o *Options) Validate() error {
 		name, msg, _ := strings.Cut(err.Error(), ": ")
 		bad(name, "%s", msg)
 	}
+	if o.Sessions {
+		// 0 (or empty) unsets a Length; here it has no meaning of its own
+		// and must not fall back to a default silently.
+		if !o.SessionTurns.IsSet() {
+			bad("session_turns", "must be ≥ 1 turn (a count or a distribution), got 0")
+		}
+		if !o.TurnTokens.IsSet() {
+			bad("turn_tokens", "must be ≥ 1 token (a count or a distribution), got 0")
+		}
+	}
 	if !o.Sessions && o.Fanout > 0 {
 		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
 	}
@@ -283,12 +294,23 @@ func (o *Options) Validate() error {
 }
 
 // LoadDataset reads the dataset file, or returns nil when there is none.
-// Its errors name the file, the line (or conversation) and the field.
+// Its errors name the file, the line (or conversation) and the field; a
+// dataset whose rows carry tools or a response format is refused with
+// --api completions (field api), which has no place for them.
 func (o *Options) LoadDataset() (*workload.Dataset, error) {
 	if o.Dataset == "" {
 		return nil, nil
 	}
-	return workload.LoadDataset(o.Dataset, o.DatasetFormat)
+	d, err := workload.LoadDataset(o.Dataset, o.DatasetFormat)
+	if err != nil {
+		return nil, err
+	}
+	if n := d.ExtraRow(); n > 0 && o.API == "completions" {
+		// The completions endpoint takes a prompt only: sending the rows
+		// without their tools would measure another workload.
+		return nil, &field.Error{Field: "api", Message: fmt.Sprintf("completions has no tools, tool_choice or response_format, but --dataset %s line %d carries them: use --api chat", o.Dataset, n)}
+	}
+	return d, nil
 }
 
 // validateWorkload checks the custom profiles, the profile and the mix,

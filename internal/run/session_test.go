@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -174,6 +175,24 @@ func TestSessionsRefused(t *testing.T) {
 	if err := o.Validate(); err == nil {
 		t.Fatal("--fanout without --sessions accepted")
 	}
+	// 0 turns or 0-token later messages mean nothing: refused, not
+	// replaced by the defaults; without --sessions they are not looked at.
+	for _, key := range []string{"session_turns", "turn_tokens"} {
+		o := sessionOptions("3", time.Second)
+		if key == "session_turns" {
+			o.SessionTurns, _ = workload.ParseLength("0")
+		} else {
+			o.TurnTokens, _ = workload.ParseLength("0")
+		}
+		err := o.Validate()
+		if fe, ok := field.As(err); !ok || fe[0].Field != key || !strings.Contains(fe[0].Message, "must be ≥ 1") {
+			t.Fatalf("%s 0: %v", key, err)
+		}
+		o.Sessions = false
+		if err := o.Validate(); err != nil {
+			t.Fatalf("%s 0 without --sessions: %v", key, err)
+		}
+	}
 }
 
 // In sessions mode an arrival counts as finished only when its session has
@@ -237,5 +256,74 @@ func TestExecuteSessionDrain(t *testing.T) {
 				t.Fatalf("drain: %d turns in it, %d phases, sessions %+v", inDrain, len(res.Plan.Phases), ss)
 			}
 		})
+	}
+}
+
+// Sessions with a shared prefix and the engine's prefix cache on: over
+// HTTP and in virtual time alike, turn 1 is labelled with the shared
+// prefix and later turns find their history in the cache; the two paths
+// agree on the cached tokens of each turn.
+func TestSessionsPrefixCache(t *testing.T) {
+	o := sessionOptions("3", time.Second)
+	o.SharedPrefix = 256
+	o.Sim.PrefixCacheTokens = 200_000
+	plan := onePhase(1, 20*time.Second)
+	// meanCached is each turn's mean cached tokens; every record's labels
+	// are checked on the way.
+	meanCached := func(res *Result) [3]int {
+		var sum, n [3]int
+		for _, r := range res.Records {
+			if r.Outcome != record.OK || r.Branch != 0 {
+				continue
+			}
+			if r.Turn == 1 && r.PrefixTokens != 256 {
+				t.Fatalf("turn 1 record %d: prefix_tokens %d, want the shared 256", r.Seq, r.PrefixTokens)
+			}
+			if r.Turn > 1 && r.PrefixTokens <= 256 {
+				t.Fatalf("turn %d record %d: prefix_tokens %d, want the history (above 256)", r.Turn, r.Seq, r.PrefixTokens)
+			}
+			sum[r.Turn-1] += r.CachedTokens
+			n[r.Turn-1]++
+		}
+		var out [3]int
+		for k := range out {
+			if n[k] == 0 {
+				t.Fatalf("no successful turn %d", k+1)
+			}
+			out[k] = sum[k] / n[k]
+		}
+		return out
+	}
+	var http [3]int
+	synctest.Test(t, func(t *testing.T) {
+		env := bubbleEnv(t, o, nil)
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		http = meanCached(res)
+		if !strings.Contains(res.Manifest.CacheState, "first turns share the 256-token prefix") {
+			t.Fatalf("cache_state %q", res.Manifest.CacheState)
+		}
+	})
+	o.Quiet = true
+	env, err := PrepareWith(context.Background(), o, true, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	virt := meanCached(res)
+	t.Logf("mean cached tokens by turn: HTTP %v, virtual %v", http, virt)
+	for k := range virt {
+		if virt[k] == 0 || virt[k] < http[k]*3/4 || virt[k] > http[k]*4/3 {
+			t.Errorf("turn %d: %d cached tokens in virtual time, %d over HTTP", k+1, virt[k], http[k])
+		}
+	}
+	if virt[1] <= virt[0] {
+		t.Errorf("turn 2 caches %d tokens, turn 1 %d: the history is not found", virt[1], virt[0])
 	}
 }

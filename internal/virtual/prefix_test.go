@@ -87,6 +87,40 @@ func TestClosedPrefixCache(t *testing.T) {
 	}
 }
 
+// Sessions hash every turn and sub-request once, as it is submitted (its
+// messages, which the run drops right after); every request of a later
+// turn finds the conversation before it in the cache (a sub-request is
+// sent with its turn, so turn 1's find nothing yet).
+func TestSessionsPrefixCache(t *testing.T) {
+	calls := 0
+	cfg := prefixConfig(&calls)
+	cfg.CountPrompt = func(texts ...string) int { return cfg.Sim.PromptTokens(true, texts...) }
+	cfg.Blocks = func(r *workload.Request, dst []uint64) []uint64 {
+		calls++
+		h := cfg.Sim.NewPrefixHasher(dst)
+		for _, m := range r.Messages {
+			h.Message(m.Role, m.Content)
+		}
+		return h.Hashes
+	}
+	arr := constant(t, "main", 1, 10*time.Second)
+	out, err := Sessions(context.Background(), cfg, testSessions(t, 3, 1, time.Second), arr, nil, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != len(out.Records) {
+		t.Fatalf("Blocks called %d times for %d requests", calls, len(out.Records))
+	}
+	for _, r := range out.Records {
+		if r.Turn > 1 && r.CachedTokens == 0 {
+			t.Fatalf("session %d turn %d branch %d: no cached tokens (%d prompt)", r.Session, r.Turn, r.Branch, r.PromptTokens)
+		}
+		if r.CachedTokens >= r.PromptTokens {
+			t.Fatalf("record %+v: all of the prompt cached", r)
+		}
+	}
+}
+
 // BenchmarkOpenPrefixCache runs 2,000 arrivals of 2500-token prompts sharing
 // 2000 tokens through the engine model with its prefix cache on: the cost
 // of making and hashing each prompt at submit and of the cache itself.

@@ -143,7 +143,7 @@ func (q *sessReq) Finished(now time.Duration, res sim.Result) {
 	if q.done {
 		return
 	}
-	q.out.DoneAt, q.out.PromptTokens, q.out.FinishReason = now, res.PromptTokens, res.FinishReason
+	q.out.DoneAt, q.out.PromptTokens, q.out.CachedTokens, q.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
 	q.done = true
 	q.run.fin = append(q.run.fin, q)
 }
@@ -193,6 +193,7 @@ type sessRun struct {
 	checkAt   time.Duration // the next question to stop; -1 = none
 	stoppedAt time.Duration
 	stopWhy   string
+	blocks    []uint64 // block hashes of the request being submitted (prefix cache)
 }
 
 func (r *sessRun) run(ctx context.Context) ([]scrape.Sample, error) {
@@ -323,13 +324,19 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 			r.seq++
 		}
 		req := reqs[i]
-		prompt := r.cfg.promptTokens(&req)
+		sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}
+		if r.cfg.prefixCache() {
+			// Hashed at submit, from the messages about to be dropped; the
+			// engine keeps its copy until the prefill is done.
+			r.blocks = r.cfg.Blocks(&req, r.blocks[:0])
+			sr.Blocks = r.blocks
+		}
 		req.Seq, req.Messages, req.Prompt = seq, nil, ""
 		q := &sessReq{a: schedule.Arrival{Seq: seq, At: t, Phase: phase}, req: req, s: s, last: t, deadline: sim.Never, run: r}
 		q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 		r.all = append(r.all, q)
 		s.reqs = append(s.reqs, q)
-		tk, err := r.c.Submit(t, sim.Request{PromptTokens: prompt, MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}, q)
+		tk, err := r.c.Submit(t, sr, q)
 		q.out.Ticket, q.out.Fault, q.out.Replica = tk, tk.Fault.Kind, tk.Replica
 		var qf *sim.QueueFullError
 		switch {

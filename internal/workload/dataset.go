@@ -99,6 +99,18 @@ type datasetRow struct {
 // Len is the number of rows (requests) of the dataset.
 func (d *Dataset) Len() int { return len(d.rows) }
 
+// ExtraRow is the row number (RowNumber) of the first row that carries
+// request members besides its messages (Request.Extra: tools, tool_choice,
+// response_format); 0 when none does.
+func (d *Dataset) ExtraRow() int {
+	for _, r := range d.rows {
+		if r.extraN > 0 {
+			return int(r.number)
+		}
+	}
+	return 0
+}
+
 // RowNumber is the 1-based number of row i (0 ≤ i < Len): its JSONL line,
 // or its conversation's index in a ShareGPT array.
 func (d *Dataset) RowNumber(i int) int { return int(d.rows[i].number) }

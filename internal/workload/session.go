@@ -150,8 +150,10 @@ func (c *Conversation) Think(turn int) time.Duration { return c.cfg.Think.Sample
 // conversation so far and a new user message; turn 1's is the Generator's
 // prompt for the arrival. Each sub-request shares the turn's messages and
 // adds a short sub-task of its own. PrefixTokens is the intended length of
-// what the request shares with the turn before (the history; for a
-// sub-request also the turn's user message).
+// what the request shares with others: on turn 1 the Generator's shared
+// prefix, later the history (which holds that prefix); for a sub-request
+// also the turn's user message. Every request carries the first request's
+// Extra (a dataset row's tools, tool_choice, response_format).
 func (c *Conversation) Turn(turn int) []Request {
 	out := make([]Request, 1+c.cfg.Fanout)
 	main := &out[0]
@@ -165,17 +167,19 @@ func (c *Conversation) Turn(turn int) []Request {
 	} else {
 		text, n := c.users.Next(turn, 0)
 		c.user, c.userTokens = Message{Role: "user", Content: text}, n
-		*main = Request{Seq: c.a.Seq, Profile: c.first.Profile, MaxTokens: c.maxTokens(), IgnoreEOS: c.first.IgnoreEOS}
+		*main = Request{Seq: c.a.Seq, Profile: c.first.Profile, MaxTokens: c.maxTokens(), IgnoreEOS: c.first.IgnoreEOS, Extra: c.first.Extra}
 	}
 	main.Prompt = ""
 	main.Messages = append(c.history[:len(c.history):len(c.history)], c.user)
 	main.PromptTokens = c.prefix + c.userTokens
-	main.PrefixTokens = c.prefix
+	if turn > 1 { // turn 1 keeps the Generator's shared prefix, which the history holds from then on
+		main.PrefixTokens = c.prefix
+	}
 	c.label(main, turn, 0)
 	for b := 1; b <= c.cfg.Fanout; b++ {
 		text, n := c.users.Next(turn, b)
 		r := &out[b]
-		*r = Request{Seq: c.a.Seq, Profile: c.first.Profile, MaxTokens: c.maxTokens(), IgnoreEOS: c.first.IgnoreEOS}
+		*r = Request{Seq: c.a.Seq, Profile: c.first.Profile, MaxTokens: c.maxTokens(), IgnoreEOS: c.first.IgnoreEOS, Extra: c.first.Extra}
 		r.Messages = append(main.Messages[:len(main.Messages):len(main.Messages)], Message{Role: "user", Content: text})
 		r.PrefixTokens = main.PromptTokens
 		r.PromptTokens = main.PromptTokens + n

@@ -262,3 +262,52 @@ func TestSessionsKeepTheMix(t *testing.T) {
 		t.Fatalf("profiles of first turns %v: the session's generator lost the mix", seen)
 	}
 }
+
+// With a shared prefix, turn 1 keeps the Generator's prefix label (its
+// prompt starts with the prefix) and later turns share their history, which
+// starts with it.
+func TestConversationSharedPrefix(t *testing.T) {
+	p, _ := Lookup(ProfileChat)
+	s, err := NewSessions(Config{Profile: p, Seed: 7, SharedPrefix: 256}, SessionConfig{Turns: FixedLength(3), Fanout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Start(schedule.Arrival{Seq: 3})
+	reqs := c.Turn(1)
+	if reqs[0].PrefixTokens != 256 {
+		t.Fatalf("turn 1: prefix %d, want the shared 256", reqs[0].PrefixTokens)
+	}
+	if reqs[1].PrefixTokens != reqs[0].PromptTokens {
+		t.Fatalf("turn 1 branch: prefix %d, want the turn's %d", reqs[1].PrefixTokens, reqs[0].PromptTokens)
+	}
+	c.Answered(1, 40)
+	r := c.Turn(2)[0]
+	if r.PrefixTokens != reqs[0].PromptTokens+40 {
+		t.Fatalf("turn 2: prefix %d, want the history's %d", r.PrefixTokens, reqs[0].PromptTokens+40)
+	}
+}
+
+// A dataset row's tools and response format go with every request of its
+// session: later turns and fan-out sub-requests too.
+func TestSessionsCarryExtra(t *testing.T) {
+	d := loadTestdata(t, "openai.jsonl", FormatOpenAIJSONL)
+	p, _ := Lookup(ProfileChat)
+	s, err := NewSessions(Config{Profile: p, Seed: 7, Dataset: d, DatasetSample: SampleSequential}, SessionConfig{Turns: FixedLength(3), Fanout: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Start(schedule.Arrival{Seq: 2}) // the row with tools
+	want := string(c.first.Extra)
+	if !strings.Contains(want, `"tools"`) {
+		t.Fatalf("first request's extra %s, want the row's tools", want)
+	}
+	for turn := 1; turn <= 3; turn++ {
+		reqs := c.Turn(turn)
+		for b, r := range reqs {
+			if string(r.Extra) != want {
+				t.Fatalf("turn %d branch %d: extra %q, want the first request's", turn, b, r.Extra)
+			}
+		}
+		c.Answered(turn, 10)
+	}
+}

@@ -113,6 +113,9 @@ func (c *Config) Validate() error {
 	if len(c.Concurrency) > 0 && len(c.Rates) > 0 {
 		bad("concurrency", "give either --concurrency (closed loop) or --rates (open loop), not both")
 	}
+	if c.closed() && c.Options.Sessions {
+		bad("sessions", "needs open-loop arrivals to start sessions; a concurrency sweep (closed loop) has none — sweep --rates instead")
+	}
 	flag := "concurrency"
 	if !c.closed() {
 		flag = "rates"

@@ -222,8 +222,16 @@ func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
 		"zero tpot budget":    {Mutate: func(c *Config) { c.TPOTBudget = 0 }, Want: "--tpot-budget: must be > 0"},
 		"zero knee threshold": {Mutate: func(c *Config) { c.KneeThreshold = 0 }, Want: "--knee-threshold: must be > 0"},
 		"zero duration":       {Mutate: func(c *Config) { c.Duration = 0 }, Want: "--duration: must be > 0"},
+		"sessions closed":     {Mutate: func(c *Config) { c.Options.Sessions = true }, Want: "--sessions: needs open-loop arrivals"},
+		"sessions users":      {Mutate: func(c *Config) { c.Options.Sessions, c.Concurrency = true, []int{1, 2} }, Want: "--sessions: needs open-loop arrivals"},
 	}
 	exptest.ConfigErrors(t, DefaultConfig, (*Config).Validate, cases)
+	// A rate sweep of sessions is an open loop: allowed.
+	c := DefaultConfig()
+	c.Options.Sessions, c.Rates = true, []float64{0.5, 1}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("rate sweep with sessions: %v", err)
+	}
 }
 
 func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
