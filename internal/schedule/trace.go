@@ -204,7 +204,7 @@ func (b *traceBuilder) addTime(line int, raw string) error {
 		return b.errorf(line, b.column, "%v", err)
 	}
 	if !b.rebase && ns < 0 {
-		return b.errorf(line, b.column, "must be >= 0, got %s", quoteShort(raw))
+		return b.errorf(line, b.column, "must be >= 0, got %s", raw) // a number: safe to show
 	}
 	b.addEntry(ns)
 	return nil
@@ -230,7 +230,7 @@ func (b *traceBuilder) setTokens(line int, field, raw string, dst *int) error {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil {
-		return b.errorf(line, field, "not an integer %s", quoteShort(raw))
+		return b.errorf(line, field, "%s", notInteger(raw))
 	}
 	if n < 0 || n > MaxTraceTokens {
 		return b.errorf(line, field, "must be in [0, %d], got %d", MaxTraceTokens, n)
@@ -278,7 +278,8 @@ func (b *traceBuilder) finish() (*Trace, error) {
 // and output_tokens are optional; other columns are ignored. A header with
 // Azure's columns (TIMESTAMP,ContextTokens,GeneratedTokens) is read as the
 // Azure LLM inference trace instead (see readAzure). name is used in
-// errors, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
+// errors, e.g. `schedule: trace.csv:14: offset_s: not a number (a 1-byte
+// text, not shown)`: a cell that is not a number is never shown.
 func ReadCSV(r io.Reader, name string) (*Trace, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
@@ -468,18 +469,26 @@ func jsonNumber(v json.RawMessage) (string, error) {
 	case c == '"':
 		var s string
 		if json.Unmarshal(v, &s) == nil {
-			return "", fmt.Errorf("not a number %s (a JSON string)", quoteShort(s))
+			return "", fmt.Errorf("not a number (a %d-byte JSON string, not shown)", len(s))
 		}
+	case c == '[':
+		return "", errors.New("not a number (a JSON array)")
+	case c == '{':
+		return "", errors.New("not a number (a JSON object)")
+	case c == 't' || c == 'f':
+		return "", errors.New("not a number (a JSON boolean)")
+	case c == 'n':
+		return "", errors.New("not a number (null)")
 	}
-	return "", fmt.Errorf("not a number %s", quoteShort(string(v)))
+	return "", fmt.Errorf("not a number %s", hidden(string(v)))
 }
 
-// jsonErrorText shortens a json error to its kind, without echoing content
-// from the line beyond a character.
+// jsonErrorText shortens a json error to its kind, without echoing any
+// content from the line (encoding/json quotes the offending character).
 func jsonErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("%v (offset %d)", se, se.Offset)
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -488,13 +497,27 @@ func jsonErrorText(err error) string {
 	return err.Error()
 }
 
-// quoteShort quotes s for an error message, cut to 32 bytes.
-func quoteShort(s string) string {
-	const limit = 32
-	if len(s) > limit {
-		return strconv.Quote(s[:limit]) + "…"
+// hidden stands for the text of a cell or value in an error: its length,
+// never the text itself, which may be content (a trace exported from logs
+// can hold prompts in any column). A value that parsed as a number may be
+// shown; anything else goes through hidden.
+func hidden(s string) string {
+	return fmt.Sprintf("(a %d-byte text, not shown)", len(s))
+}
+
+// notInteger describes raw, which is not an integer, for an error: the
+// number when it is one (1.5), its length otherwise.
+func notInteger(raw string) string {
+	if f, err := strconv.ParseFloat(raw, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return "not an integer, got " + plainNumber(f)
 	}
-	return strconv.Quote(s)
+	return "not an integer " + hidden(raw)
+}
+
+// plainNumber formats f for an error without an exponent: 99999999999,
+// not 9.9999999999e+10.
+func plainNumber(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // parseDecimal converts s, a decimal number of units, to nanoseconds, where
@@ -513,16 +536,16 @@ func parseDecimal(s string, unit int64) (int64, error) {
 	if err != nil {
 		var ne *strconv.NumError
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("out of range %s", quoteShort(s))
+			return 0, fmt.Errorf("out of range (a %d-byte number)", len(s))
 		}
-		return 0, fmt.Errorf("not a number %s", quoteShort(s))
+		return 0, fmt.Errorf("not a number %s", hidden(s))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("not a finite number %s", quoteShort(s))
+		return 0, errors.New("not a finite number")
 	}
 	ns := math.Round(f * float64(unit))
 	if ns >= math.MaxInt64 || ns < math.MinInt64 {
-		return 0, fmt.Errorf("out of range %s", quoteShort(s))
+		return 0, fmt.Errorf("out of range, got %s", plainNumber(f))
 	}
 	return int64(ns), nil
 }
