@@ -94,18 +94,33 @@ func TestEmpirical(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("drew lengths outside the histogram: %v", seen)
 	}
+	// Errors name the file and its line (blank lines counted), the column,
+	// and never a cell's text.
 	for body, want := range map[string]string{
-		"tokens,count\n": "no row with a count > 0",
-		"100,1\n200\n":   "line 2: want tokens,count, got 1 fields",
-		"100,1\nx,2\n":   `line 2: want whole numbers tokens,count`,
-		"0,5\n":          "line 1: tokens: must be in [1, 1048576], got 0",
-		"100,-1\n":       "line 1: count: must be >= 0, got -1",
+		"tokens,count\n":          ": no row with a count > 0",
+		"100,1\n200\n":            ":2: want tokens,count, got 1 fields",
+		"100,1\nx,2\n":            ":2: tokens: not a whole number (a 1-byte text, not shown)",
+		"100,1\n\n\n200,x\n":      ":4: count: not a whole number (a 1-byte text, not shown)",
+		"100,1\n12.5,2\n":         ":2: tokens: not a whole number, got 12.5",
+		"0,5\n":                   ":1: tokens: must be in [1, 1048576], got 0",
+		"100,-1\n":                ":1: count: must be >= 0, got -1",
+		"100,1\nZEBRA-CANARY,3\n": ":2: tokens: not a whole number (a 12-byte text, not shown)",
+		"100,1\n3,ZEBRA-CANARY\n": ":2: count: not a whole number (a 12-byte text, not shown)",
+		"100,1\n\"ZEBRA-CANARY\n": ":2: extraneous or missing \" in quoted-field",
+		"100,1\nZEBRA-CANARY\n":   ":2: want tokens,count, got 1 fields",
+		"100,1\n3,ZEBRA,CANARY\n": ":2: want tokens,count, got 3 fields",
+		"100,1\n99999999999,3\n":  ":2: tokens: must be in [1, 1048576], got 99999999999",
+		"100,1\n1e11,3\n":         ":2: tokens: want plain digits, got 100000000000",
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseDist("empirical:" + path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%q: error %v, want %q naming the file", body, err, want)
+		_, err := ParseDist("empirical:" + path)
+		if err == nil || !strings.HasPrefix(err.Error(), "empirical: "+path+want) {
+			t.Errorf("%q: error %v, want %q", body, err, "empirical: "+path+want)
+		}
+		if err != nil && strings.Contains(err.Error(), "ZEBRA") {
+			t.Errorf("%q: error shows a cell's text: %v", body, err)
 		}
 	}
 }
