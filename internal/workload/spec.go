@@ -61,7 +61,7 @@ func ParseDist(spec string) (Dist, error) {
 			return def, nil
 		}
 		if v != math.Trunc(v) {
-			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %g", kind, name, v)
+			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %s", kind, name, plainNumber(v))
 		}
 		return int(v), nil
 	}
@@ -111,6 +111,9 @@ func ParseDist(spec string) (Dist, error) {
 			if !ok {
 				return Dist{}, errors.New("lognormal: median: required")
 			}
+			if !(median > 0) { // before p95 makes a σ of it
+				return Dist{}, fmt.Errorf("lognormal: median: must be > 0, got %s", plainNumber(median))
+			}
 			d.Median = median
 			p95, hasP95 := take("p95")
 			sigma, hasSigma := take("sigma")
@@ -119,7 +122,7 @@ func ParseDist(spec string) (Dist, error) {
 				return Dist{}, errors.New("lognormal: give p95 or sigma, not both")
 			case hasP95:
 				if !(p95 > median) {
-					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%g), got %g", median, p95)
+					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%s), got %s", plainNumber(median), plainNumber(p95))
 				}
 				d.Sigma = math.Log(p95/median) / z95
 			case hasSigma:

@@ -53,12 +53,20 @@ func TestParseDistErrors(t *testing.T) {
 		"uniform:min=10,max=5":                  "uniform: max: must be >= min (10), got 5",
 		"uniform:min=1.5,max=5":                 "uniform: min: must be a whole number of tokens, got 1.5",
 		"uniform:min=1,min=2,max=5":             "uniform: min: given twice",
+		"lognormal:median=-800,p95=6000":        "lognormal: median: must be > 0, got -800",
+		"lognormal:median=0,sigma=1":            "lognormal: median: must be > 0, got 0",
+		"lognormal:median=99999999999,sigma=1":  "lognormal: median: must be in [min, max] = [1, 1048576], got 99999999999",
+		"normal:mean=500,sd=-1e12":              "normal: sd: must be >= 0, got -1000000000000",
+		"fixed:1e11":                            "fixed: value: must be in [1, 1048576], got 100000000000",
 		"empirical:":                            "empirical: want empirical:FILE",
 		"empirical:/no/such/file.csv":           "empirical: open /no/such/file.csv",
 	} {
 		_, err := ParseDist(spec)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", spec, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "e+") || strings.Contains(err.Error(), "NaN")) {
+			t.Errorf("%q: error %v: want plain numbers", spec, err)
 		}
 	}
 }
@@ -157,5 +165,13 @@ func TestSampledQuantiles(t *testing.T) {
 	}
 	if got, want := sum/n, nm.Mean(); math.Abs(got-want) > 1 || v[0] != 50 || v[n-1] > 400 {
 		t.Errorf("normal clamped to [50, 400]: sample mean %g, Mean() %g, range [%d, %d]", got, want, v[0], v[n-1])
+	}
+}
+
+// A dataset's max_tokens out of range prints as a plain number.
+func TestMaxTokensPlainNumber(t *testing.T) {
+	_, rerr := maxTokens([]byte("99999999999"), "max_tokens")
+	if rerr == nil || rerr.problem != "must be a whole number in [1, 1048576], got 99999999999" {
+		t.Errorf("got %+v", rerr)
 	}
 }
