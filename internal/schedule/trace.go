@@ -86,8 +86,8 @@ const LongReplay = 24 * time.Hour
 // padded with an idle tail that would lower the offered rate. A replay
 // longer than LongReplay gets a warning with its length.
 func FitTrace(ph *Phase, explicit bool) []string {
-	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 {
-		return nil
+	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 || !finite(ph.Speed) || ph.Speed < 0 {
+		return nil // nothing to fit, or a bad speed that Validate reports
 	}
 	t := ph.Trace
 	span := t.Span(ph.Speed)
