@@ -184,13 +184,44 @@ func TestTraceWriteCSVRoundTrip(t *testing.T) {
 	}
 }
 
+// A replay lasts the last arrival plus one mean gap, so the trace is
+// offered at its own rate; a window cut from a longer trace lasts the
+// window; arrivals at one instant last OneInstant past it.
 func TestTraceSpan(t *testing.T) {
-	tr := &Trace{Entries: []TraceEntry{{Offset: 0}, {Offset: 3 * time.Second}}}
-	if got, want := tr.Span(0), 3*time.Second+1; got != want {
-		t.Errorf("Span(0) = %v, want %v", got, want)
+	at := func(offs ...time.Duration) *Trace {
+		tr := &Trace{}
+		for _, o := range offs {
+			tr.Entries = append(tr.Entries, TraceEntry{Offset: o})
+		}
+		return tr
 	}
-	if got, want := tr.Span(2), 1500*time.Millisecond+1; got != want {
-		t.Errorf("Span(2) = %v, want %v", got, want)
+	ms := time.Millisecond
+	cut := at(0, 100*ms)
+	cut.Window, cut.cut = 5*time.Second, true
+	rest := at(0, 100*ms)
+	rest.Window = 5 * time.Second // reaches past the trace's end
+	cases := []struct {
+		name  string
+		tr    *Trace
+		speed float64
+		want  time.Duration
+	}{
+		{"two entries 3 s apart", at(0, 3*time.Second), 0, 6 * time.Second},
+		{"at speed 2", at(0, 3*time.Second), 2, 3 * time.Second},
+		{"README sample at speed 2", at(0, 130*ms), 2, 130 * ms}, // 15.38 req/s: the trace's own 7.69 × 2
+		{"five entries over 1 s", at(0, 100*ms, 200*ms, 500*ms, time.Second), 1, 1250 * ms},
+		{"starting late", at(time.Second, 2*time.Second, 3*time.Second), 1, 4 * time.Second},
+		{"one entry", at(0), 1, time.Second},
+		{"one entry at speed 4", at(0), 4, 250 * ms},
+		{"one burst at 2 s", at(2*time.Second, 2*time.Second), 1, 3 * time.Second},
+		{"cut by a window", cut, 2, 2500 * ms},
+		{"window past the end", rest, 1, 200 * ms},
+		{"huge speed still holds the last", at(0, 3), 1e9, 1},
+	}
+	for _, tc := range cases {
+		if got := tc.tr.Span(tc.speed); got != tc.want {
+			t.Errorf("%s: Span(%g) = %v, want %v", tc.name, tc.speed, got, tc.want)
+		}
 	}
 	if got := (*Trace)(nil).Span(1); got != 0 {
 		t.Errorf("nil Span = %v, want 0", got)
@@ -350,11 +381,16 @@ func FuzzParseDecimal(f *testing.F) {
 	})
 }
 
-// A replay runs the whole trace by default; an explicit duration shorter
-// than the trace cuts it with a warning; a longer one is not padded (an
-// idle tail lowered the offered rate); a replay over 24 h is announced.
+// A replay runs the whole trace by default (its Span); an explicit
+// duration shorter than the trace cuts it with a warning; a longer one is
+// not padded (an idle tail lowered the offered rate); a replay over 24 h is
+// announced. A trace at one instant has no rate: a note says how long it
+// plays, and an explicit duration stands.
 func TestFitTrace(t *testing.T) {
 	tr := func(last time.Duration) *Trace {
+		if last == 0 {
+			return &Trace{Name: "prod.csv", Entries: []TraceEntry{{Offset: 0}}}
+		}
 		return &Trace{Name: "prod.csv", Entries: []TraceEntry{{Offset: 0}, {Offset: last / 2}, {Offset: last}}}
 	}
 	cases := []struct {
@@ -366,12 +402,16 @@ func TestFitTrace(t *testing.T) {
 		want     time.Duration
 		note     string
 	}{
-		{"default: the whole trace", 100 * time.Second, 0, 30 * time.Second, false, 100*time.Second + 1, ""},
-		{"default at speed 2", 100 * time.Second, 2, 30 * time.Second, false, 50*time.Second + 1, ""},
-		{"explicit shorter: cut", 100 * time.Second, 1, 30 * time.Second, true, 30 * time.Second, "WARNING: --duration 30s cuts the trace prod.csv, which spans 1m40s at speed 1: replaying its first 1 of 3 arrivals"},
-		{"explicit longer: not padded", 10 * time.Second, 1, time.Minute, true, 10*time.Second + 1, "replaying the trace once, 10s"},
-		{"longer than 24 h", 30 * time.Hour, 1, 0, false, 30*time.Hour + 1, "WARNING: replaying prod.csv at speed 1 takes 30h0m0s (more than 24h0m0s)"},
-		{"24 h at speed 2 is 15 h", 30 * time.Hour, 2, 0, false, 15*time.Hour + 1, ""},
+		{"default: the whole trace and one gap", 100 * time.Second, 0, 30 * time.Second, false, 150 * time.Second, ""},
+		{"default at speed 2", 100 * time.Second, 2, 30 * time.Second, false, 75 * time.Second, ""},
+		{"explicit shorter: cut", 100 * time.Second, 1, 30 * time.Second, true, 30 * time.Second, "WARNING: --duration 30s cuts the trace prod.csv, which spans 2m30s at speed 1: replaying its first 1 of 3 arrivals"},
+		{"explicit after the last arrival: kept", 100 * time.Second, 1, 120 * time.Second, true, 120 * time.Second, ""},
+		{"explicit longer: not padded", 10 * time.Second, 1, time.Minute, true, 15 * time.Second, "replaying the trace once, 15s"},
+		{"longer than 24 h", 20 * time.Hour, 1, 0, false, 30 * time.Hour, "WARNING: replaying prod.csv at speed 1 takes 30h0m0s (more than 24h0m0s)"},
+		{"30 h at speed 2 is 15 h", 20 * time.Hour, 2, 0, false, 15 * time.Hour, ""},
+		{"one entry", 0, 2, 0, false, 500 * time.Millisecond, "note: the trace prod.csv has one arrival, so it has no rate of its own: replaying it in 500ms (500ms past it at speed 2)"},
+		{"one entry, explicit", 0, 2, time.Minute, true, time.Minute, ""},
+		{"rounded for people", 13319410001 * time.Nanosecond, 1, time.Second, true, time.Second, "which spans 19.979s at speed 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -385,5 +425,19 @@ func TestFitTrace(t *testing.T) {
 				t.Errorf("notes %q, want %q", joined, tc.note)
 			}
 		})
+	}
+}
+
+func TestShowDuration(t *testing.T) {
+	for in, want := range map[time.Duration]string{
+		13319410001 * time.Nanosecond: "13.319s",
+		700000001 * time.Nanosecond:   "700ms",
+		1500 * time.Microsecond:       "1.5ms",
+		999:                           "999ns",
+		-2500000001:                   "-2.5s",
+	} {
+		if got := ShowDuration(in).String(); got != want {
+			t.Errorf("ShowDuration(%d) = %s, want %s", int64(in), got, want)
+		}
 	}
 }
