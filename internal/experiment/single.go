@@ -178,7 +178,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
-	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(plan.Phases), plan.Duration(), d.Path())
+	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(plan.Phases), schedule.ShowDuration(plan.Duration()), d.Path())
 	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "run", Plan: plan, Exclude: exclude, Experiment: c})
 	if res == nil {
 		return Outcome{}, err
