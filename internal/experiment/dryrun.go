@@ -83,7 +83,8 @@ func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival) {
 	for _, a := range arrivals {
 		actual[a.Phase]++
 	}
-	fmt.Fprintf(b, "\n%s: %d phase(s), %s in all", r.Name, len(r.Plan.Phases), r.Plan.Duration())
+	show := schedule.ShowDuration
+	fmt.Fprintf(b, "\n%s: %d phase(s), %s in all", r.Name, len(r.Plan.Phases), show(r.Plan.Duration()))
 	if r.Plan.BaselineRPS > 0 {
 		fmt.Fprintf(b, "; baseline %g req/s", r.Plan.BaselineRPS)
 	}
@@ -99,11 +100,14 @@ func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival) {
 		if slices.Contains(r.Exclude, ph.Name) {
 			name += " (excl.)"
 		}
-		fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9.2f %6s %10.1f %9d\n", name, ph.Start, ph.End-ph.Start, ph.Arrival, ph.Rate, mult, ph.Expected, actual[ph.Name])
+		fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9.2f %6s %10.1f %9d\n", name, show(ph.Start), show(ph.End-ph.Start), ph.Arrival, ph.Rate, mult, ph.Expected, actual[ph.Name])
 		expected += ph.Expected
 	}
-	fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9s %6s %10.1f %9d\n", "total", time.Duration(0), r.Plan.Duration(), "", "", "", expected, len(arrivals))
+	fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9s %6s %10.1f %9d\n", "total", time.Duration(0), show(r.Plan.Duration()), "", "", "", expected, len(arrivals))
 	for _, n := range r.Notes {
-		fmt.Fprintf(b, "  note: %s\n", n)
+		if !strings.HasPrefix(n, "note: ") && !strings.HasPrefix(n, "WARNING: ") { // FitTrace's notes say which they are
+			n = "note: " + n
+		}
+		fmt.Fprintf(b, "  %s\n", n)
 	}
 }

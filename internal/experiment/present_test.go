@@ -206,8 +206,8 @@ func TestRunReplaysWholeTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Duration(); got != 119*time.Second+1 || len(notes) != 0 {
-		t.Fatalf("replay of %s, notes %q; want the whole trace (119 s), silently", got, notes)
+	if got := p.Duration(); got != 120*time.Second || len(notes) != 0 {
+		t.Fatalf("replay of %s, notes %q; want the whole trace (119 s and one gap: 120 arrivals at 1/s), silently", got, notes)
 	}
 	c.Duration, c.DurationSet = time.Minute, true
 	p, _, notes, err = c.PlanNotes()

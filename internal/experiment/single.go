@@ -182,7 +182,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	if err != nil {
 		return Outcome{}, &run.ConfigError{Err: err}
 	}
-	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(shown.Phases), shown.Duration(), d.Path())
+	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(shown.Phases), schedule.ShowDuration(shown.Duration()), d.Path())
 	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "run", Plan: plan, Exclude: exclude, Experiment: c})
 	if res == nil {
 		return Outcome{}, err

@@ -72,7 +72,10 @@
 // exactly (no float rounding up to nanosecond resolution). Entries are
 // sorted by offset (stable), since logs are often written in completion
 // order. CSV lines starting with '#' are comments. Errors name the file,
-// line and field, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
+// line and field and what kind of value is wrong, never the value's text
+// unless it is a number (any column may hold an exported prompt), e.g.
+// `schedule: trace.csv:14: offset_s: not a number (a 5-byte text, not
+// shown)` or `prompt_tokens: must be in [0, 10000000], got -5`.
 //
 // Two published formats are recognised by their names, without a flag:
 //

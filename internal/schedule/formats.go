@@ -108,7 +108,7 @@ func parseDatetime(s string) (int64, error) {
 		return 0, errors.New("missing value")
 	}
 	bad := func() (int64, error) {
-		return 0, fmt.Errorf("not a date and time %s (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)", quoteShort(s))
+		return 0, fmt.Errorf("not a date and time %s; want YYYY-MM-DD hh:mm:ss[.fraction], UTC", hidden(s))
 	}
 	t := s
 	var zone int64 // seconds east of UTC
@@ -157,7 +157,7 @@ func parseDatetime(s string) (int64, error) {
 		return bad()
 	}
 	if y < 1678 || y > 2261 { // UnixNano's range
-		return 0, fmt.Errorf("out of range %s", quoteShort(s))
+		return 0, fmt.Errorf("out of range, year %d (want 1678 to 2261)", y)
 	}
 	return tm.UnixNano() + frac - zone*int64(time.Second), nil
 }
@@ -270,7 +270,7 @@ func (b *traceBuilder) appendHashIDs(line int, v json.RawMessage) error {
 		tok := string(bytes.TrimSpace(rest[:end]))
 		id, err := strconv.ParseInt(tok, 10, 64)
 		if err != nil || tok == "" || tok[0] == '+' {
-			return b.errorf(line, fmt.Sprintf("%s[%d]", MooncakeHashIDs, i), "not an integer %s", quoteShort(tok))
+			return b.errorf(line, fmt.Sprintf("%s[%d]", MooncakeHashIDs, i), "%s", notInteger(tok))
 		}
 		b.ids = append(b.ids, id)
 		if end >= len(rest) || rest[end] == ']' {

@@ -166,8 +166,8 @@ func TestLoadTracesSlice(t *testing.T) {
 		t.Fatalf("kept %d entries, want 2 (3 s and 4.5 s)", got)
 	}
 	notes := FitTrace(ph, false)
-	if ph.Duration != 750*time.Millisecond+1 {
-		t.Errorf("duration %s, want 750ms + 1ns (1.5 s of trace at speed 2)", ph.Duration)
+	if ph.Duration != time.Second {
+		t.Errorf("duration %s, want 1s (the 2 s window at speed 2, not its last arrival)", ph.Duration)
 	}
 	joined := strings.Join(notes, "\n")
 	if !strings.Contains(joined, "replaying 2 of the 6 arrivals of the mooncake trace testdata/mooncake_good.jsonl (from 3s, for 2s)") {
@@ -181,10 +181,17 @@ func TestLoadTracesSlice(t *testing.T) {
 		t.Errorf("arrivals %+v", arr)
 	}
 
-	// Offset only: to the end.
-	ph, err = load(6*time.Second, 0, 0)
-	if err != nil || len(ph.Trace.Entries) != 2 {
-		t.Fatalf("offset 6s: %v, %d entries", err, len(ph.Trace.Entries))
+	// Offset only: to the end, which lasts the last arrival plus one mean
+	// gap (6 s and 7 s: 2 s of trace, 1 s at speed 2). So does a window
+	// that reaches past the trace's end: no idle tail.
+	for _, win := range []time.Duration{0, 10 * time.Second} {
+		ph, err = load(6*time.Second, win, 0)
+		if err != nil || len(ph.Trace.Entries) != 2 {
+			t.Fatalf("offset 6s, window %s: %v, %d entries", win, err, len(ph.Trace.Entries))
+		}
+		if FitTrace(ph, false); ph.Duration != time.Second {
+			t.Errorf("offset 6s, window %s: duration %s, want 1s", win, ph.Duration)
+		}
 	}
 
 	bad := []struct {

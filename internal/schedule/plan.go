@@ -109,6 +109,11 @@ func (ph *Phase) validate(label, path string) error {
 	if ph.Name == "" {
 		return bad("name", "required")
 	}
+	// Speed first: a replay phase's duration is derived from it (FitTrace),
+	// so a bad speed shows up as a bad duration otherwise.
+	if !finite(ph.Speed) || ph.Speed < 0 {
+		return bad("speed", "must be > 0 (or 0 for 1), got %g", ph.Speed)
+	}
 	if ph.Duration <= 0 {
 		return bad("duration", "must be > 0, got %v", ph.Duration)
 	}
@@ -123,9 +128,6 @@ func (ph *Phase) validate(label, path string) error {
 	}
 	if !finite(ph.Burstiness) || ph.Burstiness < 0 {
 		return bad("burstiness", "must be > 0, got %g", ph.Burstiness)
-	}
-	if !finite(ph.Speed) || ph.Speed < 0 {
-		return bad("speed", "must be > 0, got %g", ph.Speed)
 	}
 	kind := ph.kind()
 	switch kind {

@@ -51,7 +51,7 @@ func TestPlanValidate(t *testing.T) {
 		{"replay without trace", ok(func(p *Phase) { p.Multiplier, p.Arrival = 0, ArrivalReplay }), `schedule: phase "burst": trace: required for replay arrivals`},
 		{"replay trace not loaded", ok(func(p *Phase) { p.Multiplier, p.Arrival, p.TraceFile = 0, ArrivalReplay, "t.csv" }), `schedule: phase "burst": trace: "t.csv" not loaded (see Plan.LoadTraces)`},
 		{"replay empty trace", ok(func(p *Phase) { p.Multiplier, p.Arrival, p.Trace = 0, ArrivalReplay, &Trace{} }), `schedule: phase "burst": trace: no entries`},
-		{"replay negative speed", ok(func(p *Phase) { p.Multiplier, p.Arrival, p.Trace, p.Speed = 0, ArrivalReplay, trace, -1 }), `schedule: phase "burst": speed: must be > 0, got -1`},
+		{"replay negative speed", ok(func(p *Phase) { p.Multiplier, p.Arrival, p.Trace, p.Speed = 0, ArrivalReplay, trace, -1 }), `schedule: phase "burst": speed: must be > 0 (or 0 for 1), got -1`},
 		{"total overflows", Plan{Phases: []Phase{
 			{Name: "a", Duration: math.MaxInt64 / 2, Rate: 1},
 			{Name: "b", Duration: math.MaxInt64/2 + 2, Rate: 1},
@@ -125,7 +125,7 @@ func TestLoadTraces(t *testing.T) {
 		t.Errorf("trace name %q", got)
 	}
 	bad := Plan{Phases: []Phase{{Name: "replay", Duration: time.Minute, Arrival: ArrivalReplay, TraceFile: "bad_offset.csv"}}}
-	if err := bad.LoadTraces("testdata"); err == nil || err.Error() != `schedule: testdata/bad_offset.csv:4: offset_s: not a number "x"` {
+	if err := bad.LoadTraces("testdata"); err == nil || err.Error() != `schedule: testdata/bad_offset.csv:4: offset_s: not a number (a 1-byte text, not shown)` {
 		t.Errorf("bad trace: %v", err)
 	}
 }

@@ -41,7 +41,9 @@ type Blocks struct {
 // offset ≤ Offset < offset + window, their offsets minus offset. Prompt blocks (Blocks) are
 // laid out in blocks of blockTokens tokens (0: DefaultBlockTokens) and
 // compared within the slice (Common, Reused). t is not modified; the
-// result shares its hash ids.
+// result shares its hash ids. When the trace goes on past the window, the
+// slice's Span is the window (÷ speed), not its last arrival; a window
+// that reaches past the trace's last arrival is the rest of the trace.
 func (t *Trace) Slice(offset, window time.Duration, blockTokens int) *Trace {
 	if blockTokens <= 0 {
 		blockTokens = DefaultBlockTokens
@@ -53,6 +55,7 @@ func (t *Trace) Slice(offset, window time.Duration, blockTokens int) *Trace {
 	}
 	out := *t
 	out.Offset, out.Window = offset, window
+	out.cut = window > 0 && hi < len(t.Entries) // an arrival at or past the window's end
 	out.Entries = make([]TraceEntry, hi-lo)
 	copy(out.Entries, t.Entries[lo:hi])
 	for i := range out.Entries {

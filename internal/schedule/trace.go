@@ -60,17 +60,52 @@ type Trace struct {
 	Rows    int           // entries in the file (Entries may hold a slice of them, see Slice)
 	Offset  time.Duration // the slice of the file held: entries from Offset on, rebased to 0 (see Slice)
 	Window  time.Duration // … and for Window after it; 0 = to the end
+	cut     bool          // Slice: the trace goes on past Window (Span is then Window)
 	Entries []TraceEntry  // sorted by Offset (stable)
 }
 
-// Span is the shortest phase duration that holds every entry when the trace
-// is replayed at speed (0 means 1): the last scaled offset plus 1 ns, since
-// a phase excludes its end.
+// OneInstant is the trace time a replay of arrivals that all share one
+// offset (a trace of one entry, or of one burst) lasts past that offset:
+// such a trace has no rate of its own (FitTrace says so in a note).
+const OneInstant = time.Second
+
+// Span is the duration of a phase that replays the trace at speed (0
+// means 1), in three cases:
+//
+//   - a slice that a window cut (Slice, the trace going on past it): the
+//     window ÷ speed, the slice's trace time, however early its last
+//     arrival;
+//   - otherwise, n ≥ 2 arrivals from offset first to last: the last
+//     offset plus one mean gap, last + (last−first)/(n−1), ÷ speed, so
+//     that a trace from 0 is offered at its own rate, (n−1)/last arrivals
+//     per second of trace time (the arrivals, not the instants between
+//     them, decide where it ends: ending at the last arrival would offer
+//     a two-entry trace 130 ms apart at 2/0.13 s = 15.4 req/s instead of
+//     7.7);
+//   - arrivals all at one offset: that offset plus OneInstant, ÷ speed.
+//
+// It always ends after the last scaled arrival (a phase excludes its end).
 func (t *Trace) Span(speed float64) time.Duration {
 	if t == nil || len(t.Entries) == 0 {
 		return 0
 	}
-	return scaleOffset(t.Entries[len(t.Entries)-1].Offset, speed) + 1
+	first, last := t.Entries[0].Offset, t.last()
+	var span time.Duration
+	switch n := len(t.Entries); {
+	case t.cut:
+		span = t.Window
+	case last > first:
+		span = last + (last-first)/time.Duration(n-1)
+	default:
+		span = last + OneInstant
+	}
+	return max(scaleOffset(span, speed), scaleOffset(last, speed)+1)
+}
+
+// oneInstant reports whether the trace's arrivals share one offset (and
+// no window gives the replay a length): Span then adds OneInstant.
+func (t *Trace) oneInstant() bool {
+	return !t.cut && len(t.Entries) > 0 && t.Entries[0].Offset == t.last()
 }
 
 // LongReplay is the replay length above which FitTrace warns before the
@@ -80,14 +115,17 @@ const LongReplay = 24 * time.Hour
 // FitTrace sets the duration of replay phase ph (its Trace loaded) from the
 // trace and returns the notes to print before the run starts. By default
 // (explicit false, or a duration of 0) the phase replays the whole trace:
-// its duration is the trace's span ÷ speed (Span). An explicit duration
-// shorter than that cuts the trace, with a note saying how much is left
-// out; one longer than that is shortened to the span, with a note, never
-// padded with an idle tail that would lower the offered rate. A replay
-// longer than LongReplay gets a warning with its length.
+// its duration is Span at the phase's speed. An explicit duration shorter
+// than that cuts the trace, with a note saying how much is left out; one
+// longer than that is shortened to the span, with a note, never padded
+// with an idle tail that would lower the offered rate — except for a trace
+// whose arrivals share one instant, which has no rate to lower: there an
+// explicit duration stands, and without one a note says the phase lasts
+// OneInstant past it. A replay longer than LongReplay gets a warning with
+// its length.
 func FitTrace(ph *Phase, explicit bool) []string {
-	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 {
-		return nil
+	if ph.kind() != ArrivalReplay || ph.Trace == nil || len(ph.Trace.Entries) == 0 || !finite(ph.Speed) || ph.Speed < 0 {
+		return nil // nothing to fit, or a bad speed that Validate reports
 	}
 	t := ph.Trace
 	span := t.Span(ph.Speed)
@@ -99,17 +137,25 @@ func FitTrace(ph *Phase, explicit bool) []string {
 	switch {
 	case !explicit || ph.Duration <= 0:
 		ph.Duration = span
-	case ph.Duration < span:
+		if t.oneInstant() {
+			what := fmt.Sprintf("the %d arrivals of the trace %s share one instant", len(t.Entries), t.label())
+			if len(t.Entries) == 1 {
+				what = fmt.Sprintf("the trace %s has one arrival", t.label())
+			}
+			notes = append(notes, fmt.Sprintf("note: %s, so it has no rate of its own: replaying it in %s (%s past it at speed %g); set --duration for another length.",
+				what, ShowDuration(span), ShowDuration(scaleOffset(OneInstant, ph.Speed)), speed))
+		}
+	case ph.Duration < span && replayCount(ph) < len(t.Entries):
 		notes = append(notes, fmt.Sprintf("WARNING: --duration %s cuts the trace %s, which spans %s at speed %g: replaying its first %d of %d arrivals. Drop --duration to replay it all.",
-			ph.Duration, t.label(), span.Round(time.Millisecond), speed, replayCount(ph), len(t.Entries)))
-	case ph.Duration > span:
+			ShowDuration(ph.Duration), t.label(), ShowDuration(span), speed, replayCount(ph), len(t.Entries)))
+	case ph.Duration > span && !t.oneInstant():
 		notes = append(notes, fmt.Sprintf("note: --duration %s is longer than the trace %s (%s at speed %g): replaying the trace once, %s; an idle tail would lower the offered rate.",
-			ph.Duration, t.label(), span.Round(time.Millisecond), speed, span.Round(time.Millisecond)))
+			ShowDuration(ph.Duration), t.label(), ShowDuration(span), speed, ShowDuration(span)))
 		ph.Duration = span
 	}
 	if t.Offset > 0 || t.Window > 0 {
 		notes = append(notes, fmt.Sprintf("note: replaying %d of the %d arrivals of the %s trace %s (from %s, %s), in %s at speed %g.",
-			replayCount(ph), t.Rows, t.Format, t.Name, t.Offset, windowText(t.Window), ph.Duration.Round(time.Millisecond), speed))
+			replayCount(ph), t.Rows, t.Format, t.Name, ShowDuration(t.Offset), windowText(t.Window), ShowDuration(ph.Duration), speed))
 	}
 	if n := t.BlockMismatch(); n > 0 {
 		bt := t.Entries[0].Blocks
@@ -126,19 +172,32 @@ func FitTrace(ph *Phase, explicit bool) []string {
 	return notes
 }
 
+// ShowDuration rounds d for people to read: to the millisecond from a
+// second up, to the microsecond from a millisecond up (a replay's length
+// is trace time ÷ speed, 13.319410001s or 700.000001ms before rounding).
+func ShowDuration(d time.Duration) time.Duration {
+	switch a := d.Abs(); {
+	case a >= time.Second:
+		return d.Round(time.Millisecond)
+	case a >= time.Millisecond:
+		return d.Round(time.Microsecond)
+	}
+	return d
+}
+
 // label names the trace in notes: its file, and the slice it holds.
 func (t *Trace) label() string {
 	if t.Offset == 0 && t.Window == 0 {
 		return t.Name
 	}
-	return fmt.Sprintf("%s (from %s, %s)", t.Name, t.Offset, windowText(t.Window))
+	return fmt.Sprintf("%s (from %s, %s)", t.Name, ShowDuration(t.Offset), windowText(t.Window))
 }
 
 func windowText(w time.Duration) string {
 	if w == 0 {
 		return "to the end"
 	}
-	return "for " + w.String()
+	return "for " + ShowDuration(w).String()
 }
 
 // scaleOffset returns off/speed rounded to the nearest nanosecond; speed 0
@@ -204,7 +263,7 @@ func (b *traceBuilder) addTime(line int, raw string) error {
 		return b.errorf(line, b.column, "%v", err)
 	}
 	if !b.rebase && ns < 0 {
-		return b.errorf(line, b.column, "must be >= 0, got %s", quoteShort(raw))
+		return b.errorf(line, b.column, "must be >= 0, got %s", raw) // a number: safe to show
 	}
 	b.addEntry(ns)
 	return nil
@@ -230,7 +289,7 @@ func (b *traceBuilder) setTokens(line int, field, raw string, dst *int) error {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil {
-		return b.errorf(line, field, "not an integer %s", quoteShort(raw))
+		return b.errorf(line, field, "%s", notInteger(raw))
 	}
 	if n < 0 || n > MaxTraceTokens {
 		return b.errorf(line, field, "must be in [0, %d], got %d", MaxTraceTokens, n)
@@ -278,7 +337,8 @@ func (b *traceBuilder) finish() (*Trace, error) {
 // and output_tokens are optional; other columns are ignored. A header with
 // Azure's columns (TIMESTAMP,ContextTokens,GeneratedTokens) is read as the
 // Azure LLM inference trace instead (see readAzure). name is used in
-// errors, e.g. `schedule: trace.csv:14: offset_s: not a number "x"`.
+// errors, e.g. `schedule: trace.csv:14: offset_s: not a number (a 1-byte
+// text, not shown)`: a cell that is not a number is never shown.
 func ReadCSV(r io.Reader, name string) (*Trace, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
@@ -468,18 +528,26 @@ func jsonNumber(v json.RawMessage) (string, error) {
 	case c == '"':
 		var s string
 		if json.Unmarshal(v, &s) == nil {
-			return "", fmt.Errorf("not a number %s (a JSON string)", quoteShort(s))
+			return "", fmt.Errorf("not a number (a %d-byte JSON string, not shown)", len(s))
 		}
+	case c == '[':
+		return "", errors.New("not a number (a JSON array)")
+	case c == '{':
+		return "", errors.New("not a number (a JSON object)")
+	case c == 't' || c == 'f':
+		return "", errors.New("not a number (a JSON boolean)")
+	case c == 'n':
+		return "", errors.New("not a number (null)")
 	}
-	return "", fmt.Errorf("not a number %s", quoteShort(string(v)))
+	return "", fmt.Errorf("not a number %s", hidden(string(v)))
 }
 
-// jsonErrorText shortens a json error to its kind, without echoing content
-// from the line beyond a character.
+// jsonErrorText shortens a json error to its kind, without echoing any
+// content from the line (encoding/json quotes the offending character).
 func jsonErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("%v (offset %d)", se, se.Offset)
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -488,13 +556,27 @@ func jsonErrorText(err error) string {
 	return err.Error()
 }
 
-// quoteShort quotes s for an error message, cut to 32 bytes.
-func quoteShort(s string) string {
-	const limit = 32
-	if len(s) > limit {
-		return strconv.Quote(s[:limit]) + "…"
+// hidden stands for the text of a cell or value in an error: its length,
+// never the text itself, which may be content (a trace exported from logs
+// can hold prompts in any column). A value that parsed as a number may be
+// shown; anything else goes through hidden.
+func hidden(s string) string {
+	return fmt.Sprintf("(a %d-byte text, not shown)", len(s))
+}
+
+// notInteger describes raw, which is not an integer, for an error: the
+// number when it is one (1.5), its length otherwise.
+func notInteger(raw string) string {
+	if f, err := strconv.ParseFloat(raw, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return "not an integer, got " + plainNumber(f)
 	}
-	return strconv.Quote(s)
+	return "not an integer " + hidden(raw)
+}
+
+// plainNumber formats f for an error without an exponent: 99999999999,
+// not 9.9999999999e+10.
+func plainNumber(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // parseDecimal converts s, a decimal number of units, to nanoseconds, where
@@ -513,16 +595,16 @@ func parseDecimal(s string, unit int64) (int64, error) {
 	if err != nil {
 		var ne *strconv.NumError
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("out of range %s", quoteShort(s))
+			return 0, fmt.Errorf("out of range (a %d-byte number)", len(s))
 		}
-		return 0, fmt.Errorf("not a number %s", quoteShort(s))
+		return 0, fmt.Errorf("not a number %s", hidden(s))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("not a finite number %s", quoteShort(s))
+		return 0, errors.New("not a finite number")
 	}
 	ns := math.Round(f * float64(unit))
 	if ns >= math.MaxInt64 || ns < math.MinInt64 {
-		return 0, fmt.Errorf("out of range %s", quoteShort(s))
+		return 0, fmt.Errorf("out of range, got %s", plainNumber(f))
 	}
 	return int64(ns), nil
 }

@@ -67,37 +67,37 @@ func TestReadTraceFileErrors(t *testing.T) {
 		{"bad_no_time_column.csv", `schedule: testdata/bad_no_time_column.csv:1: header: want a timestamp, offset_s or offset_ms column`},
 		{"bad_two_time_columns.csv", `schedule: testdata/bad_two_time_columns.csv:1: header: more than one time column (offset_s and offset_ms)`},
 		{"bad_duplicate_column.csv", `schedule: testdata/bad_duplicate_column.csv:1: header: duplicate column "prompt_tokens"`},
-		{"bad_offset.csv", `schedule: testdata/bad_offset.csv:4: offset_s: not a number "x"`},
-		{"bad_negative_offset.csv", `schedule: testdata/bad_negative_offset.csv:3: offset_ms: must be >= 0, got "-5"`},
-		{"bad_nan.csv", `schedule: testdata/bad_nan.csv:3: offset_s: not a finite number "NaN"`},
-		{"bad_prompt_tokens.csv", `schedule: testdata/bad_prompt_tokens.csv:2: prompt_tokens: not an integer "12.5"`},
+		{"bad_offset.csv", `schedule: testdata/bad_offset.csv:4: offset_s: not a number (a 1-byte text, not shown)`},
+		{"bad_negative_offset.csv", `schedule: testdata/bad_negative_offset.csv:3: offset_ms: must be >= 0, got -5`},
+		{"bad_nan.csv", `schedule: testdata/bad_nan.csv:3: offset_s: not a finite number`},
+		{"bad_prompt_tokens.csv", `schedule: testdata/bad_prompt_tokens.csv:2: prompt_tokens: not an integer, got 12.5`},
 		{"bad_output_tokens.csv", `schedule: testdata/bad_output_tokens.csv:2: output_tokens: must be in [0, 10000000], got -1`},
 		{"bad_field_count.csv", `schedule: testdata/bad_field_count.csv:3: wrong number of fields`},
 		{"bad_header_only.csv", `schedule: testdata/bad_header_only.csv: no entries`},
 		{"bad_quote.csv", `schedule: testdata/bad_quote.csv:3: bare " in non-quoted-field`},
 		{"bad_missing_offset.csv", `schedule: testdata/bad_missing_offset.csv:2: offset_s: missing value`},
-		{"bad_timestamp_ms.csv", `schedule: testdata/bad_timestamp_ms.csv:2: timestamp: out of range "1700000000000"`},
-		{"bad_syntax.jsonl", `schedule: testdata/bad_syntax.jsonl:2: invalid JSON object: invalid character '}' looking for beginning of object key string (offset 16)`},
-		{"bad_string_offset.jsonl", `schedule: testdata/bad_string_offset.jsonl:1: offset_s: not a number "x" (a JSON string)`},
+		{"bad_timestamp_ms.csv", `schedule: testdata/bad_timestamp_ms.csv:2: timestamp: out of range, got 1700000000000`},
+		{"bad_syntax.jsonl", `schedule: testdata/bad_syntax.jsonl:2: invalid JSON object: syntax error at byte 16`},
+		{"bad_string_offset.jsonl", `schedule: testdata/bad_string_offset.jsonl:1: offset_s: not a number (a 1-byte JSON string, not shown)`},
 		{"bad_missing_time.jsonl", `schedule: testdata/bad_missing_time.jsonl:3: offset_ms: missing`},
 		{"bad_mixed_time.jsonl", `schedule: testdata/bad_mixed_time.jsonl:2: timestamp: the trace uses offset_s`},
 		{"bad_two_time_keys.jsonl", `schedule: testdata/bad_two_time_keys.jsonl:1: offset_ms: more than one time key (offset_s and offset_ms)`},
 		{"bad_array.jsonl", `schedule: testdata/bad_array.jsonl:1: invalid JSON object: not an object`},
 		{"bad_no_time_key.jsonl", `schedule: testdata/bad_no_time_key.jsonl:1: want a timestamp, offset_s or offset_ms key`},
-		{"bad_bool_tokens.jsonl", `schedule: testdata/bad_bool_tokens.jsonl:1: prompt_tokens: not a number "true"`},
-		{"bad_float_tokens.jsonl", `schedule: testdata/bad_float_tokens.jsonl:1: output_tokens: not an integer "1.5"`},
+		{"bad_bool_tokens.jsonl", `schedule: testdata/bad_bool_tokens.jsonl:1: prompt_tokens: not a number (a JSON boolean)`},
+		{"bad_float_tokens.jsonl", `schedule: testdata/bad_float_tokens.jsonl:1: output_tokens: not an integer, got 1.5`},
 		{"bad_null.jsonl", `schedule: testdata/bad_null.jsonl:2: invalid JSON object: null`},
 		{"bad_empty.jsonl", `schedule: testdata/bad_empty.jsonl: no entries`},
 		{"bad_huge_tokens.jsonl", `schedule: testdata/bad_huge_tokens.jsonl:1: prompt_tokens: must be in [0, 10000000], got 10000001`},
 		{"does_not_exist.csv", `schedule: trace: open testdata/does_not_exist.csv: no such file or directory`},
-		{"bad_azure_timestamp.csv", `schedule: testdata/bad_azure_timestamp.csv:3: TIMESTAMP: not a date and time "2023-11-16 25:15:50.9951690" (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)`},
-		{"bad_azure_date.csv", `schedule: testdata/bad_azure_date.csv:2: TIMESTAMP: not a date and time "2023-02-30 18:15:46" (want YYYY-MM-DD hh:mm:ss[.fraction], UTC)`},
+		{"bad_azure_timestamp.csv", `schedule: testdata/bad_azure_timestamp.csv:3: TIMESTAMP: not a date and time (a 27-byte text, not shown); want YYYY-MM-DD hh:mm:ss[.fraction], UTC`},
+		{"bad_azure_date.csv", `schedule: testdata/bad_azure_date.csv:2: TIMESTAMP: not a date and time (a 19-byte text, not shown); want YYYY-MM-DD hh:mm:ss[.fraction], UTC`},
 		{"bad_azure_negative.csv", `schedule: testdata/bad_azure_negative.csv:3: ContextTokens: must be in [0, 10000000], got -5`},
 		{"bad_azure_missing_column.csv", `schedule: testdata/bad_azure_missing_column.csv:1: header: an Azure trace (ContextTokens, GeneratedTokens) needs a GeneratedTokens column`},
 		{"bad_azure_missing_value.csv", `schedule: testdata/bad_azure_missing_value.csv:2: GeneratedTokens: missing value`},
-		{"bad_mooncake_hash_element.jsonl", `schedule: testdata/bad_mooncake_hash_element.jsonl:2: hash_ids[1]: not an integer "\"two\""`},
+		{"bad_mooncake_hash_element.jsonl", `schedule: testdata/bad_mooncake_hash_element.jsonl:2: hash_ids[1]: not an integer (a 5-byte text, not shown)`},
 		{"bad_mooncake_hash_string.jsonl", `schedule: testdata/bad_mooncake_hash_string.jsonl:1: hash_ids: want an array of integer block ids, got a JSON string`},
-		{"bad_mooncake_hash_float.jsonl", `schedule: testdata/bad_mooncake_hash_float.jsonl:1: hash_ids[0]: not an integer "1.5"`},
+		{"bad_mooncake_hash_float.jsonl", `schedule: testdata/bad_mooncake_hash_float.jsonl:1: hash_ids[0]: not an integer, got 1.5`},
 		{"bad_mooncake_missing_input.jsonl", `schedule: testdata/bad_mooncake_missing_input.jsonl:2: input_length: missing`},
 		{"bad_mooncake_negative_output.jsonl", `schedule: testdata/bad_mooncake_negative_output.jsonl:1: output_length: must be in [0, 10000000], got -3`},
 		{"bad_mooncake_missing_timestamp.jsonl", `schedule: testdata/bad_mooncake_missing_timestamp.jsonl:1: timestamp: missing`},
@@ -184,13 +184,44 @@ func TestTraceWriteCSVRoundTrip(t *testing.T) {
 	}
 }
 
+// A replay lasts the last arrival plus one mean gap, so the trace is
+// offered at its own rate; a window cut from a longer trace lasts the
+// window; arrivals at one instant last OneInstant past it.
 func TestTraceSpan(t *testing.T) {
-	tr := &Trace{Entries: []TraceEntry{{Offset: 0}, {Offset: 3 * time.Second}}}
-	if got, want := tr.Span(0), 3*time.Second+1; got != want {
-		t.Errorf("Span(0) = %v, want %v", got, want)
+	at := func(offs ...time.Duration) *Trace {
+		tr := &Trace{}
+		for _, o := range offs {
+			tr.Entries = append(tr.Entries, TraceEntry{Offset: o})
+		}
+		return tr
 	}
-	if got, want := tr.Span(2), 1500*time.Millisecond+1; got != want {
-		t.Errorf("Span(2) = %v, want %v", got, want)
+	ms := time.Millisecond
+	cut := at(0, 100*ms)
+	cut.Window, cut.cut = 5*time.Second, true
+	rest := at(0, 100*ms)
+	rest.Window = 5 * time.Second // reaches past the trace's end
+	cases := []struct {
+		name  string
+		tr    *Trace
+		speed float64
+		want  time.Duration
+	}{
+		{"two entries 3 s apart", at(0, 3*time.Second), 0, 6 * time.Second},
+		{"at speed 2", at(0, 3*time.Second), 2, 3 * time.Second},
+		{"README sample at speed 2", at(0, 130*ms), 2, 130 * ms}, // 15.38 req/s: the trace's own 7.69 × 2
+		{"five entries over 1 s", at(0, 100*ms, 200*ms, 500*ms, time.Second), 1, 1250 * ms},
+		{"starting late", at(time.Second, 2*time.Second, 3*time.Second), 1, 4 * time.Second},
+		{"one entry", at(0), 1, time.Second},
+		{"one entry at speed 4", at(0), 4, 250 * ms},
+		{"one burst at 2 s", at(2*time.Second, 2*time.Second), 1, 3 * time.Second},
+		{"cut by a window", cut, 2, 2500 * ms},
+		{"window past the end", rest, 1, 200 * ms},
+		{"huge speed still holds the last", at(0, 3), 1e9, 1},
+	}
+	for _, tc := range cases {
+		if got := tc.tr.Span(tc.speed); got != tc.want {
+			t.Errorf("%s: Span(%g) = %v, want %v", tc.name, tc.speed, got, tc.want)
+		}
 	}
 	if got := (*Trace)(nil).Span(1); got != 0 {
 		t.Errorf("nil Span = %v, want 0", got)
@@ -350,11 +381,16 @@ func FuzzParseDecimal(f *testing.F) {
 	})
 }
 
-// A replay runs the whole trace by default; an explicit duration shorter
-// than the trace cuts it with a warning; a longer one is not padded (an
-// idle tail lowered the offered rate); a replay over 24 h is announced.
+// A replay runs the whole trace by default (its Span); an explicit
+// duration shorter than the trace cuts it with a warning; a longer one is
+// not padded (an idle tail lowered the offered rate); a replay over 24 h is
+// announced. A trace at one instant has no rate: a note says how long it
+// plays, and an explicit duration stands.
 func TestFitTrace(t *testing.T) {
 	tr := func(last time.Duration) *Trace {
+		if last == 0 {
+			return &Trace{Name: "prod.csv", Entries: []TraceEntry{{Offset: 0}}}
+		}
 		return &Trace{Name: "prod.csv", Entries: []TraceEntry{{Offset: 0}, {Offset: last / 2}, {Offset: last}}}
 	}
 	cases := []struct {
@@ -366,12 +402,16 @@ func TestFitTrace(t *testing.T) {
 		want     time.Duration
 		note     string
 	}{
-		{"default: the whole trace", 100 * time.Second, 0, 30 * time.Second, false, 100*time.Second + 1, ""},
-		{"default at speed 2", 100 * time.Second, 2, 30 * time.Second, false, 50*time.Second + 1, ""},
-		{"explicit shorter: cut", 100 * time.Second, 1, 30 * time.Second, true, 30 * time.Second, "WARNING: --duration 30s cuts the trace prod.csv, which spans 1m40s at speed 1: replaying its first 1 of 3 arrivals"},
-		{"explicit longer: not padded", 10 * time.Second, 1, time.Minute, true, 10*time.Second + 1, "replaying the trace once, 10s"},
-		{"longer than 24 h", 30 * time.Hour, 1, 0, false, 30*time.Hour + 1, "WARNING: replaying prod.csv at speed 1 takes 30h0m0s (more than 24h0m0s)"},
-		{"24 h at speed 2 is 15 h", 30 * time.Hour, 2, 0, false, 15*time.Hour + 1, ""},
+		{"default: the whole trace and one gap", 100 * time.Second, 0, 30 * time.Second, false, 150 * time.Second, ""},
+		{"default at speed 2", 100 * time.Second, 2, 30 * time.Second, false, 75 * time.Second, ""},
+		{"explicit shorter: cut", 100 * time.Second, 1, 30 * time.Second, true, 30 * time.Second, "WARNING: --duration 30s cuts the trace prod.csv, which spans 2m30s at speed 1: replaying its first 1 of 3 arrivals"},
+		{"explicit after the last arrival: kept", 100 * time.Second, 1, 120 * time.Second, true, 120 * time.Second, ""},
+		{"explicit longer: not padded", 10 * time.Second, 1, time.Minute, true, 15 * time.Second, "replaying the trace once, 15s"},
+		{"longer than 24 h", 20 * time.Hour, 1, 0, false, 30 * time.Hour, "WARNING: replaying prod.csv at speed 1 takes 30h0m0s (more than 24h0m0s)"},
+		{"30 h at speed 2 is 15 h", 20 * time.Hour, 2, 0, false, 15 * time.Hour, ""},
+		{"one entry", 0, 2, 0, false, 500 * time.Millisecond, "note: the trace prod.csv has one arrival, so it has no rate of its own: replaying it in 500ms (500ms past it at speed 2)"},
+		{"one entry, explicit", 0, 2, time.Minute, true, time.Minute, ""},
+		{"rounded for people", 13319410001 * time.Nanosecond, 1, time.Second, true, time.Second, "which spans 19.979s at speed 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -385,5 +425,19 @@ func TestFitTrace(t *testing.T) {
 				t.Errorf("notes %q, want %q", joined, tc.note)
 			}
 		})
+	}
+}
+
+func TestShowDuration(t *testing.T) {
+	for in, want := range map[time.Duration]string{
+		13319410001 * time.Nanosecond: "13.319s",
+		700000001 * time.Nanosecond:   "700ms",
+		1500 * time.Microsecond:       "1.5ms",
+		999:                           "999ns",
+		-2500000001:                   "-2.5s",
+	} {
+		if got := ShowDuration(in).String(); got != want {
+			t.Errorf("ShowDuration(%d) = %s, want %s", int64(in), got, want)
+		}
 	}
 }

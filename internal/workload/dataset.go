@@ -628,7 +628,7 @@ func maxTokens(raw json.RawMessage, field string) (int, *rowError) {
 		return 0, bad(field, "want a whole number of tokens, got %s", jsonKind(raw))
 	}
 	if v != math.Trunc(v) || v < 1 || v > MaxPromptTokens {
-		return 0, bad(field, "must be a whole number in [1, %d], got %g", MaxPromptTokens, v)
+		return 0, bad(field, "must be a whole number in [1, %d], got %s", MaxPromptTokens, plainNumber(v))
 	}
 	return int(v), nil
 }

@@ -197,7 +197,7 @@ func TestDatasetErrors(t *testing.T) {
 		{"prompt not a string", FormatPromptsJSONL, `{"prompt":["SECRET-TEXT"]}`, "workload: f:1: prompt: want a string, got an array"},
 		{"empty prompt", FormatPromptsJSONL, `{"prompt":"  "}`, "workload: f:1: prompt: empty text"},
 		{"max_tokens zero", FormatPromptsJSONL, `{"prompt":"SECRET-TEXT","max_tokens":0}`, "workload: f:1: max_tokens: must be a whole number in [1, 1048576], got 0"},
-		{"max_tokens absurd", FormatPromptsJSONL, `{"prompt":"SECRET-TEXT","max_tokens":1e9}`, "workload: f:1: max_tokens: must be a whole number in [1, 1048576], got 1e+09"},
+		{"max_tokens absurd", FormatPromptsJSONL, `{"prompt":"SECRET-TEXT","max_tokens":1e9}`, "workload: f:1: max_tokens: must be a whole number in [1, 1048576], got 1000000000"},
 		{"max_tokens fraction", FormatPromptsJSONL, `{"prompt":"SECRET-TEXT","max_tokens":2.5}`, "workload: f:1: max_tokens: must be a whole number in [1, 1048576], got 2.5"},
 		{"max_tokens text", FormatPromptsJSONL, `{"prompt":"SECRET-TEXT","max_tokens":"SECRET-TEXT"}`, "workload: f:1: max_tokens: want a whole number of tokens, got a string"},
 		{"messages not an array", FormatOpenAIJSONL, `{"messages":"SECRET-TEXT"}`, "workload: f:1: messages: want an array of messages, got a string"},

@@ -142,7 +142,7 @@ func (d *Dist) Validate() error {
 // range [Min, Max] and its centre inside it.
 func (d *Dist) clamped(inRange func(string, int) error, spreadName string, spread float64, centreName string, centre float64) error {
 	if math.IsNaN(spread) || math.IsInf(spread, 0) || spread < 0 {
-		return fmt.Errorf("%s: must be >= 0, got %g", spreadName, spread)
+		return fmt.Errorf("%s: must be >= 0, got %s", spreadName, plainNumber(spread))
 	}
 	if err := inRange("min", d.Min); err != nil {
 		return err
@@ -151,7 +151,7 @@ func (d *Dist) clamped(inRange func(string, int) error, spreadName string, sprea
 		return err
 	}
 	if !(centre >= float64(d.Min) && centre <= float64(d.Max)) {
-		return fmt.Errorf("%s: must be in [min, max] = [%d, %d], got %g", centreName, d.Min, d.Max, centre)
+		return fmt.Errorf("%s: must be in [min, max] = [%d, %d], got %s", centreName, d.Min, d.Max, plainNumber(centre))
 	}
 	return nil
 }

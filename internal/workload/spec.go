@@ -61,7 +61,7 @@ func ParseDist(spec string) (Dist, error) {
 			return def, nil
 		}
 		if v != math.Trunc(v) {
-			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %g", kind, name, v)
+			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %s", kind, name, plainNumber(v))
 		}
 		return int(v), nil
 	}
@@ -111,6 +111,9 @@ func ParseDist(spec string) (Dist, error) {
 			if !ok {
 				return Dist{}, errors.New("lognormal: median: required")
 			}
+			if !(median > 0) { // before p95 makes a σ of it
+				return Dist{}, fmt.Errorf("lognormal: median: must be > 0, got %s", plainNumber(median))
+			}
 			d.Median = median
 			p95, hasP95 := take("p95")
 			sigma, hasSigma := take("sigma")
@@ -119,7 +122,7 @@ func ParseDist(spec string) (Dist, error) {
 				return Dist{}, errors.New("lognormal: give p95 or sigma, not both")
 			case hasP95:
 				if !(p95 > median) {
-					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%g), got %g", median, p95)
+					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%s), got %s", plainNumber(median), plainNumber(p95))
 				}
 				d.Sigma = math.Log(p95/median) / z95
 			case hasSigma:
@@ -177,7 +180,10 @@ func orValue(name string) string {
 
 // ReadEmpirical reads a histogram CSV exported from logs: rows of
 // tokens,count (a header row is allowed), tokens in [1, 2^20], counts ≥ 0,
-// at least one count > 0. Rows of one length are added up.
+// at least one count > 0. Rows of one length are added up. Errors name the
+// file and its line, e.g. `empirical: hist.csv:3: tokens: not an integer (a
+// 5-byte text, not shown)`; a cell's text is never shown (a histogram is
+// numbers, but a wrong file given by mistake may hold prompts).
 func ReadEmpirical(path string) (Dist, error) {
 	if path == "" {
 		return Dist{}, errors.New("empirical: want empirical:FILE (a CSV of tokens,count rows)")
@@ -186,45 +192,54 @@ func ReadEmpirical(path string) (Dist, error) {
 	if err != nil {
 		return Dist{}, fmt.Errorf("empirical: %w", err)
 	}
-	d, err := parseEmpirical(b)
+	d, err := parseEmpirical(b, path)
 	if err != nil {
-		return Dist{}, fmt.Errorf("empirical: %s: %w", path, err)
+		return Dist{}, fmt.Errorf("empirical: %w", err)
 	}
 	return d, nil
 }
 
-func parseEmpirical(b []byte) (Dist, error) {
+func parseEmpirical(b []byte, name string) (Dist, error) {
 	r := csv.NewReader(bytes.NewReader(b))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
 	counts := map[int]int64{}
-	for line := 1; ; line++ {
+	for first := true; ; first = false {
 		row, err := r.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return Dist{}, err
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return Dist{}, fmt.Errorf("%s:%d: %v", name, pe.Line, pe.Err)
+			}
+			return Dist{}, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := r.FieldPos(0)
 		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
 			continue
 		}
 		if len(row) != 2 {
-			return Dist{}, fmt.Errorf("line %d: want tokens,count, got %d fields", line, len(row))
+			return Dist{}, fmt.Errorf("%s:%d: want tokens,count, got %d fields", name, line, len(row))
 		}
-		tok, err1 := strconv.Atoi(strings.TrimSpace(row[0]))
-		n, err2 := strconv.ParseInt(strings.TrimSpace(row[1]), 10, 64)
+		tokText, nText := strings.TrimSpace(row[0]), strings.TrimSpace(row[1])
+		tok, err1 := strconv.Atoi(tokText)
+		n, err2 := strconv.ParseInt(nText, 10, 64)
 		if err1 != nil || err2 != nil {
-			if line == 1 { // a header
+			if first { // a header
 				continue
 			}
-			return Dist{}, fmt.Errorf("line %d: want whole numbers tokens,count, got %q,%q", line, row[0], row[1])
+			if err1 != nil {
+				return Dist{}, fmt.Errorf("%s:%d: tokens: %s", name, line, notWhole(tokText))
+			}
+			return Dist{}, fmt.Errorf("%s:%d: count: %s", name, line, notWhole(nText))
 		}
 		if tok < 1 || tok > MaxPromptTokens {
-			return Dist{}, fmt.Errorf("line %d: tokens: must be in [1, %d], got %d", line, MaxPromptTokens, tok)
+			return Dist{}, fmt.Errorf("%s:%d: tokens: must be in [1, %d], got %d", name, line, MaxPromptTokens, tok)
 		}
 		if n < 0 {
-			return Dist{}, fmt.Errorf("line %d: count: must be >= 0, got %d", line, n)
+			return Dist{}, fmt.Errorf("%s:%d: count: must be >= 0, got %d", name, line, n)
 		}
 		counts[tok] += n
 	}
@@ -236,7 +251,32 @@ func parseEmpirical(b []byte) (Dist, error) {
 		}
 	}
 	if len(d.Values) == 0 {
-		return Dist{}, errors.New("no row with a count > 0")
+		return Dist{}, fmt.Errorf("%s: no row with a count > 0", name)
 	}
-	return d, d.Validate()
+	if err := d.Validate(); err != nil {
+		return Dist{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
+
+// notWhole describes s, which is not a whole number, for an error: the
+// number when it is one (12.5), only its length otherwise (it may be text
+// from a wrong file).
+func notWhole(s string) string {
+	if s == "" {
+		return "missing value"
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		if f == math.Trunc(f) {
+			return "want plain digits, got " + plainNumber(f)
+		}
+		return "not a whole number, got " + plainNumber(f)
+	}
+	return fmt.Sprintf("not a whole number (a %d-byte text, not shown)", len(s))
+}
+
+// plainNumber formats f for an error without an exponent: 99999999999,
+// not 9.9999999999e+10.
+func plainNumber(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }

@@ -53,12 +53,20 @@ func TestParseDistErrors(t *testing.T) {
 		"uniform:min=10,max=5":                  "uniform: max: must be >= min (10), got 5",
 		"uniform:min=1.5,max=5":                 "uniform: min: must be a whole number of tokens, got 1.5",
 		"uniform:min=1,min=2,max=5":             "uniform: min: given twice",
+		"lognormal:median=-800,p95=6000":        "lognormal: median: must be > 0, got -800",
+		"lognormal:median=0,sigma=1":            "lognormal: median: must be > 0, got 0",
+		"lognormal:median=99999999999,sigma=1":  "lognormal: median: must be in [min, max] = [1, 1048576], got 99999999999",
+		"normal:mean=500,sd=-1e12":              "normal: sd: must be >= 0, got -1000000000000",
+		"fixed:1e11":                            "fixed: value: must be in [1, 1048576], got 100000000000",
 		"empirical:":                            "empirical: want empirical:FILE",
 		"empirical:/no/such/file.csv":           "empirical: open /no/such/file.csv",
 	} {
 		_, err := ParseDist(spec)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", spec, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "e+") || strings.Contains(err.Error(), "NaN")) {
+			t.Errorf("%q: error %v: want plain numbers", spec, err)
 		}
 	}
 }
@@ -94,18 +102,33 @@ func TestEmpirical(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("drew lengths outside the histogram: %v", seen)
 	}
+	// Errors name the file and its line (blank lines counted), the column,
+	// and never a cell's text.
 	for body, want := range map[string]string{
-		"tokens,count\n": "no row with a count > 0",
-		"100,1\n200\n":   "line 2: want tokens,count, got 1 fields",
-		"100,1\nx,2\n":   `line 2: want whole numbers tokens,count`,
-		"0,5\n":          "line 1: tokens: must be in [1, 1048576], got 0",
-		"100,-1\n":       "line 1: count: must be >= 0, got -1",
+		"tokens,count\n":          ": no row with a count > 0",
+		"100,1\n200\n":            ":2: want tokens,count, got 1 fields",
+		"100,1\nx,2\n":            ":2: tokens: not a whole number (a 1-byte text, not shown)",
+		"100,1\n\n\n200,x\n":      ":4: count: not a whole number (a 1-byte text, not shown)",
+		"100,1\n12.5,2\n":         ":2: tokens: not a whole number, got 12.5",
+		"0,5\n":                   ":1: tokens: must be in [1, 1048576], got 0",
+		"100,-1\n":                ":1: count: must be >= 0, got -1",
+		"100,1\nZEBRA-CANARY,3\n": ":2: tokens: not a whole number (a 12-byte text, not shown)",
+		"100,1\n3,ZEBRA-CANARY\n": ":2: count: not a whole number (a 12-byte text, not shown)",
+		"100,1\n\"ZEBRA-CANARY\n": ":2: extraneous or missing \" in quoted-field",
+		"100,1\nZEBRA-CANARY\n":   ":2: want tokens,count, got 1 fields",
+		"100,1\n3,ZEBRA,CANARY\n": ":2: want tokens,count, got 3 fields",
+		"100,1\n99999999999,3\n":  ":2: tokens: must be in [1, 1048576], got 99999999999",
+		"100,1\n1e11,3\n":         ":2: tokens: want plain digits, got 100000000000",
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseDist("empirical:" + path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%q: error %v, want %q naming the file", body, err, want)
+		_, err := ParseDist("empirical:" + path)
+		if err == nil || !strings.HasPrefix(err.Error(), "empirical: "+path+want) {
+			t.Errorf("%q: error %v, want %q", body, err, "empirical: "+path+want)
+		}
+		if err != nil && strings.Contains(err.Error(), "ZEBRA") {
+			t.Errorf("%q: error shows a cell's text: %v", body, err)
 		}
 	}
 }
@@ -142,5 +165,13 @@ func TestSampledQuantiles(t *testing.T) {
 	}
 	if got, want := sum/n, nm.Mean(); math.Abs(got-want) > 1 || v[0] != 50 || v[n-1] > 400 {
 		t.Errorf("normal clamped to [50, 400]: sample mean %g, Mean() %g, range [%d, %d]", got, want, v[0], v[n-1])
+	}
+}
+
+// A dataset's max_tokens out of range prints as a plain number.
+func TestMaxTokensPlainNumber(t *testing.T) {
+	_, rerr := maxTokens([]byte("99999999999"), "max_tokens")
+	if rerr == nil || rerr.problem != "must be a whole number in [1, 1048576], got 99999999999" {
+		t.Errorf("got %+v", rerr)
 	}
 }
