@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,8 +33,13 @@ func engine(t *testing.T) (base, model string) {
 func surge(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	base, model := engine(t)
-	// The defaults go right after the subcommand, so a test's own flags win.
-	all := append([]string{args[0], "--target", base, "--model", model, "--prompt-tokens", "64", "--output-tokens", "32", "-q"}, args[1:]...)
+	// The defaults go right after the subcommand, so a test's own flags win
+	// (a dataset's rows are the prompts: no prompt length then).
+	defaults := []string{"--target", base, "--model", model, "--prompt-tokens", "64", "--output-tokens", "32", "-q"}
+	if slices.Contains(args, "--dataset") {
+		defaults = slices.Delete(defaults, 4, 6)
+	}
+	all := append(append([]string{args[0]}, defaults...), args[1:]...)
 	cmd := exec.Command(surgeBin, all...)
 	out, err := cmd.CombinedOutput()
 	code := 0
