@@ -258,12 +258,16 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	switch {
 	case out.Partial:
 		fmt.Fprintln(stdout, "Interrupted: the results above are partial (marked so in every file).")
+		fmt.Fprintln(stdout, "exit 1: interrupted (the files are marked partial)")
 		return &exitError{exitSLO, errSilent}
 	case out.Unusable:
+		fmt.Fprintln(stdout, "exit 3: the target was unusable: no request succeeded")
 		return &exitError{exitTarget, errSilent}
 	case !out.SLOPass:
+		fmt.Fprintln(stdout, "exit 1: an SLO failed (the verdicts above say which and by how much)")
 		return &exitError{exitSLO, errSilent}
 	}
+	fmt.Fprintln(stdout, "exit 0: every SLO held")
 	return nil
 }
 

@@ -206,3 +206,22 @@ func TestEmpiricalPathRelativeToTheFile(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want the unknown key on line 3", code, stderr)
 	}
 }
+
+// Every command ends with its verdicts and one line saying what its exit
+// code means.
+func TestVerdictsAndExitLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		line string
+	}{
+		{[]string{"run", "--rate", "2", "--duration", "10s", "-q", "-o", filepath.Join(dir, "ok")}, exitOK, "exit 0: every SLO held"},
+		{[]string{"run", "--rate", "2", "--duration", "10s", "--slo-ttft-p95", "1ms", "-q", "-o", filepath.Join(dir, "fail")}, exitSLO, "exit 1: an SLO failed"},
+	} {
+		code, out := runVirtual(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.line) || !strings.Contains(out, "Verdicts (SLO clauses: measured vs limit):\n  overall  ") {
+			t.Errorf("%v: exit %d, want %d and %q after the verdicts:\n%s", tc.args, code, tc.code, tc.line, out)
+		}
+	}
+}

@@ -143,6 +143,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
+	var why []string // what explains the verdicts, for the terminal
 	for i := range runs {
 		r := &runs[i]
 		res := r.Result
@@ -161,8 +162,10 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
 		if b, ok := res.Analysis.Phase(schedule.PhaseBaseline); ok {
 			if probs := baselineProblems(b); len(probs) > 0 {
-				t.Notes = append(t.Notes, fmt.Sprintf("%s: the baseline phase already missed the SLO (%s; %d requests) — the baseline may not be sustainable, so the burst results overstate the burst's effect.",
-					scope, strings.Join(probs, "; "), b.Offered))
+				note := fmt.Sprintf("%s: the baseline phase already missed the SLO (%s; %d requests) — the baseline may not be sustainable, so the burst results overstate the burst's effect.",
+					scope, strings.Join(probs, "; "), b.Offered)
+				t.Notes = append(t.Notes, note)
+				why = append(why, note)
 			}
 		}
 		if !res.Analysis.Verdict.Pass {
@@ -212,6 +215,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	out.Unusable = len(runs) > 0 && !anyOK
 	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
 	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
+	experiment.PrintVerdicts(w, t.Verdicts, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil
 }
