@@ -39,6 +39,9 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
+	// A closed stdout (surge run | head) must not kill a run before it has
+	// written its report: writes to it fail quietly instead.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -309,7 +309,7 @@ func (e *Env) TargetName() string {
 	case e.Virtual:
 		return "engine model in virtual time (--simulate)"
 	case e.Simulated:
-		return "in-process simulator at " + e.BaseURL
+		return "built-in simulator" // its loopback port is this process's alone: meaningless in a report
 	}
 	return record.RedactURL(e.BaseURL)
 }
