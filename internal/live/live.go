@@ -33,11 +33,22 @@ type Status struct {
 	Goodput  float64       // completions within the deadline/s in the last window
 	InFlight int64
 	Waiting  float64       // engine waiting queue (NaN when unknown)
-	P99      time.Duration // P99 completion (from schedule) of requests finished in the last window
+	// TTFTP95 and P99 are the p95 TTFT and the p99 completion (both from
+	// the schedule) of the successful requests that finished in the last
+	// window; NoData when none did.
+	TTFTP95  time.Duration
+	P99      time.Duration
 	Drops    int64
 	LagMax   time.Duration // largest schedule lag so far
 	Errors   int64         // failed requests so far
 }
+
+// NoData marks a latency of a window in which no request finished.
+const NoData time.Duration = -1
+
+// Draining reports whether the plan's arrivals are over and the run only
+// waits for the requests still in flight.
+func (s Status) Draining() bool { return s.Total > 0 && s.Elapsed >= s.Total }
 
 // Source returns the current status; it is called once per tick.
 type Source func() Status
@@ -105,22 +116,44 @@ func (v *View) Draw(s Status) {
 
 // Line is the one-line form of s, for logs and pipes.
 func Line(s Status) string {
-	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s completed %.1f/s goodput %.1f/s in-flight %d waiting %s p99 %s drops %d lag %s errors %d",
-		s.Run, fmtDur(s.Elapsed), s.Phase, s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors)
+	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s completed %.1f/s goodput %.1f/s in-flight %d waiting %s TTFT p95 %s completion p99 %s drops %d lag %s errors %d",
+		s.Run, fmtDur(s.Elapsed), s.phase(), s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtLatency(s.TTFTP95), fmtLatency(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors)
 }
 
 // Block is the multi-line form of s, for a terminal.
 func Block(s Status) []string {
-	eta := "?"
-	if s.Total > 0 {
-		eta = fmtDur(max(0, s.Total-s.Elapsed))
+	eta := "ETA ?"
+	switch {
+	case s.Draining():
+		eta = fmt.Sprintf("plan over, waiting for %d in flight", s.InFlight)
+	case s.Total > 0:
+		eta = "ETA " + fmtDur(max(0, s.Total-s.Elapsed))
 	}
 	return []string{
-		fmt.Sprintf("── %s ── phase %-9s elapsed %s  ETA %s", s.Run, s.Phase, fmtDur(s.Elapsed), eta),
+		fmt.Sprintf("── %s ── phase %-9s elapsed %s  %s", s.Run, s.phase(), fmtDur(s.Elapsed), eta),
 		fmt.Sprintf("   offered %7.1f/s  sent %7.1f/s  completed %7.1f/s  goodput %7.1f/s", s.Offered, s.Sent, s.OK, s.Goodput),
-		fmt.Sprintf("   in-flight %6d  engine waiting %6s  p99 (window) %8s", s.InFlight, fmtNum(s.Waiting), fmtDur(s.P99)),
+		fmt.Sprintf("   in-flight %6d  engine waiting %6s  last %s: TTFT p95 %8s  completion p99 %8s", s.InFlight, fmtNum(s.Waiting), fmtDur(Window), fmtLatency(s.TTFTP95), fmtLatency(s.P99)),
 		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s", s.Drops, s.Errors, fmtDur(s.LagMax)),
 	}
+}
+
+// Window is the span of finished requests the live latencies describe.
+const Window = 10 * time.Second
+
+// phase is the phase shown: "draining" once the plan is over.
+func (s Status) phase() string {
+	if s.Draining() {
+		return "draining"
+	}
+	return s.Phase
+}
+
+// fmtLatency is a window latency, "—" when the window had no request.
+func fmtLatency(d time.Duration) string {
+	if d < 0 {
+		return "—"
+	}
+	return fmtDur(d)
 }
 
 func fmtDur(d time.Duration) string {
@@ -164,7 +197,8 @@ func Serve(addr string, src Source) (*Exporter, error) {
 	gauge("goodput_rps", "Completions within the per-request deadline per second in the last window.", func(s Status) float64 { return s.Goodput })
 	gauge("in_flight", "Requests in flight.", func(s Status) float64 { return float64(s.InFlight) })
 	gauge("engine_waiting", "Engine waiting queue as last scraped (NaN when unknown).", func(s Status) float64 { return s.Waiting })
-	gauge("p99_seconds", "P99 completion latency (from schedule) of requests finished in the last window.", func(s Status) float64 { return s.P99.Seconds() })
+	gauge("p99_seconds", "P99 completion latency (from schedule) of requests finished in the last window (NaN when none did).", func(s Status) float64 { return seconds(s.P99) })
+	gauge("ttft_p95_seconds", "P95 TTFT (from schedule) of requests finished in the last window (NaN when none did).", func(s Status) float64 { return seconds(s.TTFTP95) })
 	gauge("generator_drops", "Arrivals dropped by the in-flight cap so far.", func(s Status) float64 { return float64(s.Drops) })
 	gauge("schedule_lag_max_seconds", "Largest schedule lag so far.", func(s Status) float64 { return s.LagMax.Seconds() })
 	gauge("elapsed_seconds", "Seconds since the run origin.", func(s Status) float64 { return s.Elapsed.Seconds() })
@@ -177,6 +211,14 @@ func Serve(addr string, src Source) (*Exporter, error) {
 	e := &Exporter{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go e.srv.Serve(ln)
 	return e, nil
+}
+
+// seconds is a window latency in seconds, NaN for NoData.
+func seconds(d time.Duration) float64 {
+	if d < 0 {
+		return math.NaN()
+	}
+	return d.Seconds()
 }
 
 // Addr is the address the exporter listens on.

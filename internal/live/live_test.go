@@ -16,9 +16,9 @@ func TestPlainViewPrintsLines(t *testing.T) {
 	if v.tty {
 		t.Fatal("a buffer is not a terminal")
 	}
-	v.Draw(Status{Run: "burst-5x", Phase: "burst", Elapsed: 75 * time.Second, Offered: 50, InFlight: 12, Waiting: math.NaN(), P99: 1500 * time.Millisecond, Drops: 3})
+	v.Draw(Status{Run: "burst-5x", Phase: "burst", Elapsed: 75 * time.Second, Offered: 50, InFlight: 12, Waiting: math.NaN(), TTFTP95: NoData, P99: 1500 * time.Millisecond, Drops: 3})
 	got := buf.String()
-	for _, want := range []string{"burst-5x", "1m15s", "burst:", "offered 50.0/s", "in-flight 12", "waiting n/a", "p99 1.5s", "drops 3"} {
+	for _, want := range []string{"burst-5x", "1m15s", "burst:", "offered 50.0/s", "in-flight 12", "waiting n/a", "TTFT p95 —", "completion p99 1.5s", "drops 3"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("line %q lacks %q", got, want)
 		}
@@ -59,5 +59,25 @@ func TestExporterServesGauges(t *testing.T) {
 	}
 	if _, err := Serve("not-an-address", nil); err == nil || !strings.Contains(err.Error(), "--prometheus-addr") {
 		t.Errorf("bad address: %v", err)
+	}
+}
+
+// After the plan's end the view says it drains, with what is in flight,
+// instead of an ETA of 0s; a window without requests shows "—".
+func TestBlockDrainingAndNoData(t *testing.T) {
+	b := strings.Join(Block(Status{Run: "r", Phase: "main", Total: time.Minute, Elapsed: 70 * time.Second, InFlight: 5, TTFTP95: NoData, P99: NoData}), "\n")
+	for _, want := range []string{"phase draining", "plan over, waiting for 5 in flight", "TTFT p95        —", "completion p99        —"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("block lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(b, "ETA") || strings.Contains(b, "p95       0s") || strings.Contains(b, "p99       0s") {
+		t.Errorf("a draining run shows an ETA or a zero latency:\n%s", b)
+	}
+	b = strings.Join(Block(Status{Run: "r", Phase: "main", Total: time.Minute, Elapsed: 10 * time.Second, TTFTP95: 250 * time.Millisecond, P99: 2 * time.Second}), "\n")
+	for _, want := range []string{"phase main", "ETA 50.0s", "last 10.0s: TTFT p95    250ms  completion p99     2.0s"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("block lacks %q:\n%s", want, b)
+		}
 	}
 }

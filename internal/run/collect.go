@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -116,12 +117,13 @@ func (c *collector) firstUnsent() (time.Duration, bool) {
 	return 0, false
 }
 
-// recentP99 is the P99 completion time from the scheduled arrival of the
-// successful requests that finished at or after sinceNs (0 if none). The
-// records are kept in completion order, so only the recent tail is read.
-func (c *collector) recentP99(sinceNs int64) time.Duration {
+// recentLatency is the p95 TTFT and the p99 completion time, both from
+// the scheduled arrival, of the successful requests that finished at or
+// after sinceNs (live.NoData if none). The records are kept in completion
+// order, so only the recent tail is read.
+func (c *collector) recentLatency(sinceNs int64) (ttftP95, e2eP99 time.Duration) {
 	c.mu.Lock()
-	var v []int64
+	var ttft, e2e []int64
 	for i := len(c.recs) - 1; i >= 0; i-- {
 		r := &c.recs[i]
 		if r.DoneNs == record.None {
@@ -131,15 +133,24 @@ func (c *collector) recentP99(sinceNs int64) time.Duration {
 			break
 		}
 		if r.Outcome == record.OK {
-			v = append(v, r.E2ESchedule())
+			e2e = append(e2e, r.E2ESchedule())
+			if t := r.TTFTSchedule(); t != record.None {
+				ttft = append(ttft, t)
+			}
 		}
 	}
 	c.mu.Unlock()
+	return nearestRank(ttft, 95), nearestRank(e2e, 99)
+}
+
+// nearestRank is the p-th percentile of v by nearest rank (v is sorted in
+// place), live.NoData for none.
+func nearestRank(v []int64, p int) time.Duration {
 	if len(v) == 0 {
-		return 0
+		return live.NoData
 	}
 	slices.Sort(v)
-	return time.Duration(v[(99*len(v)+99)/100-1])
+	return time.Duration(v[(p*len(v)+99)/100-1])
 }
 
 // records returns every record, in schedule order.

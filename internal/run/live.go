@@ -260,18 +260,16 @@ func (l *liveState) status() live.Status {
 		}
 	}
 	el := now.Sub(l.origin)
+	ttft, e2e := l.col.recentLatency(int64(el - live.Window))
 	return live.Status{
 		Run: l.spec.Name, Phase: phase, Elapsed: el, Total: l.total,
 		Offered: l.rates[0], Sent: l.rates[1], OK: l.rates[2], Goodput: l.rates[3],
 		InFlight: l.c.InFlight.Load(), Waiting: waiting, Drops: l.c.Dropped.Load(),
-		P99:    l.col.recentP99(int64(el - liveWindow)),
+		TTFTP95: ttft, P99: e2e,
 		LagMax: time.Duration(l.c.LagMaxNs.Load()),
 		Errors: l.c.Completed.Load() - l.c.OK.Load(),
 	}
 }
-
-// liveWindow is the span of finished requests the live P99 describes.
-const liveWindow = 10 * time.Second
 
 // closedSpanCap bounds the spans a closed-loop or sessions run keeps
 // waiting for their records (an open-loop run keeps at most one per

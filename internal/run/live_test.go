@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/workload"
@@ -58,11 +59,12 @@ func TestLiveStatusLine(t *testing.T) {
 
 // The window P99: nearest rank over the successful requests that finished
 // at or after the window's start, computed by hand.
-func TestRecentP99(t *testing.T) {
+func TestRecentLatency(t *testing.T) {
 	c := newCollector(nil, false)
 	add := func(seq int64, sched, done time.Duration, out record.Outcome) {
 		r := record.New("x", seq, "p", int64(sched))
 		r.DoneNs, r.Outcome = int64(done), out
+		r.FirstTokenNs = int64(sched + (done-sched)/2) // TTFT: half the completion time
 		c.add(&r)
 	}
 	// Completion order, as the sink sees it.
@@ -74,11 +76,11 @@ func TestRecentP99(t *testing.T) {
 	}
 	// Since 10 s: 99 successes (one of 11 s, 98 of 2 s); the error does not
 	// count. Nearest rank: ⌈0.99·99⌉ = 99th of the sorted values = 11 s.
-	if got := c.recentP99(int64(10 * time.Second)); got != 11*time.Second {
-		t.Errorf("P99 %s, want 11s", got)
+	if ttft, got := c.recentLatency(int64(10 * time.Second)); got != 11*time.Second || ttft != time.Second {
+		t.Errorf("P99 %s, TTFT p95 %s; want 11s and 1s (⌈0.95·99⌉ = 95th value: a 2 s request's)", got, ttft)
 	}
 	// Since 13 s: the 98 of 2 s only.
-	if got := c.recentP99(int64(13 * time.Second)); got != 2*time.Second {
+	if _, got := c.recentLatency(int64(13 * time.Second)); got != 2*time.Second {
 		t.Errorf("P99 %s, want 2s", got)
 	}
 	// A generator_drop (no done time) recorded after them does not hide
@@ -86,11 +88,11 @@ func TestRecentP99(t *testing.T) {
 	drop := record.New("x", 101, "p", int64(14*time.Second))
 	drop.Outcome = record.GeneratorDrop
 	c.add(&drop)
-	if got := c.recentP99(int64(13 * time.Second)); got != 2*time.Second {
+	if _, got := c.recentLatency(int64(13 * time.Second)); got != 2*time.Second {
 		t.Errorf("P99 after a drop %s, want 2s", got)
 	}
-	if got := c.recentP99(int64(20 * time.Second)); got != 0 {
-		t.Errorf("P99 of an empty window %s, want 0", got)
+	if ttft, got := c.recentLatency(int64(20 * time.Second)); got != live.NoData || ttft != live.NoData {
+		t.Errorf("an empty window: P99 %s, TTFT p95 %s; want NoData", got, ttft)
 	}
 }
 
