@@ -32,15 +32,15 @@ type Status struct {
 	OK       float64       // successful completions/s in the last window, by completion time (the tables' completed/s)
 	Goodput  float64       // completions within the deadline/s in the last window
 	InFlight int64
-	Waiting  float64       // engine waiting queue (NaN when unknown)
+	Waiting  float64 // engine waiting queue (NaN when unknown)
 	// TTFTP95 and P99 are the p95 TTFT and the p99 completion (both from
 	// the schedule) of the successful requests that finished in the last
 	// window; NoData when none did.
-	TTFTP95  time.Duration
-	P99      time.Duration
-	Drops    int64
-	LagMax   time.Duration // largest schedule lag so far
-	Errors   int64         // failed requests so far
+	TTFTP95 time.Duration
+	P99     time.Duration
+	Drops   int64
+	LagMax  time.Duration // largest schedule lag so far
+	Errors  int64         // failed requests so far
 }
 
 // NoData marks a latency of a window in which no request finished.
