@@ -142,9 +142,9 @@ func PercentilesNA(reason string) Percentiles {
 	return Percentiles{P50: na, P95: na, P99: na}
 }
 
-// GoodputPct returns 100 × goodput RPS / offered RPS, or n/a when either is
+// GoodputRatio returns goodput RPS / offered RPS (a fraction), or n/a when either is
 // unavailable or nothing was offered.
-func (r *Row) GoodputPct() Opt {
+func (r *Row) GoodputRatio() Opt {
 	g, o := r.GoodputRPS, r.OfferedRPS
 	gv, _ := g.state()
 	ov, _ := o.state()
@@ -156,7 +156,7 @@ func (r *Row) GoodputPct() Opt {
 	case o.V <= 0:
 		return Unavailable("nothing offered")
 	}
-	return Val(100 * g.V / o.V)
+	return Val(g.V / o.V)
 }
 
 // VerdictStatus is the outcome of one SLO check.
@@ -246,9 +246,9 @@ var columns = []column{
 	optCol("offered_rps", "offered", groupLoad, kindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
 	optCol("sent_rps", "sent", groupLoad, kindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
 	optCol("completed_rps", "completed/s", groupLoad, kindRPS, "complete, valid responses whose completion fell in the phase / its length: what the target completed", func(r *Row) Opt { return r.CompletedRPS }),
-	optCol("arrivals_ok_pct", "arrivals ok %", groupLoad, kindRate, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
+	optCol("arrivals_ok_ratio", "arrivals ok %", groupLoad, kindRate, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
 	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "arrivals of the phase that met the per-request deadline / its length", func(r *Row) Opt { return r.GoodputRPS }),
-	optCol("goodput_pct", "goodput %", groupLoad, kindPct, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputPct() }),
+	optCol("goodput_ratio", "goodput %", groupLoad, kindRate, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputRatio() }),
 	optCol("attempts_per_arrival", "attempts/arrival", groupLoad, kindPct, "HTTP attempts per scheduled arrival: above 1, retries multiplied the load", func(r *Row) Opt { return r.AttemptsPerArrival }),
 	optCol("attempts_rps", "attempts/s", groupLoad, kindRPS, "HTTP attempts sent per second, retries included: the load the target received", func(r *Row) Opt { return r.AttemptsRPS }),
 

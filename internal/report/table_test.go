@@ -255,8 +255,8 @@ func TestGoodputPct(t *testing.T) {
 		goodput, offerd Opt
 		want            string
 	}{
-		{"measured", Val(9), Val(10), "90"},
-		{"all good", Val(10), Val(10), "100"},
+		{"measured", Val(9), Val(10), "0.9"},
+		{"all good", Val(10), Val(10), "1"},
 		// Sad paths: never a made-up number.
 		{"nothing offered", Val(0), Val(0), NA},
 		{"goodput unknown", Opt{}, Val(10), NA},
@@ -267,8 +267,8 @@ func TestGoodputPct(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Row{GoodputRPS: tc.goodput, OfferedRPS: tc.offerd}
-			if got := r.GoodputPct().raw(); got != tc.want {
-				t.Errorf("GoodputPct = %s, want %s", got, tc.want)
+			if got := r.GoodputRatio().raw(); got != tc.want {
+				t.Errorf("GoodputRatio = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -130,7 +130,7 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	header := strings.SplitN(string(csv), "\n", 2)[0]
-	for _, col := range []string{"offered_rps", "sent_rps", "completed_rps", "arrivals_ok_pct", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+	for _, col := range []string{"offered_rps", "sent_rps", "completed_rps", "arrivals_ok_ratio", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
 		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("results.csv lacks column %s: %s", col, header)

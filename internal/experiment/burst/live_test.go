@@ -62,7 +62,7 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 	}
 	row := tbl.Rows[0]
 	// Every docs/method.md §13 column is present, and measured where it can be.
-	for _, col := range []string{"offered_rps", "sent_rps", "completed_rps", "arrivals_ok_pct", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+	for _, col := range []string{"offered_rps", "sent_rps", "completed_rps", "arrivals_ok_ratio", "goodput_rps", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
 		"completion_p50_ms", "completion_p95_ms", "completion_p99_ms", "queue_wait_p50_ms", "rejection_rate", "timeout_rate", "recovery_s", "samples"} {
 		v, ok := row[col]
 		if !ok {
