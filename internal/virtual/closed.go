@@ -63,40 +63,18 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 // closedReq follows one request of the closed loop; it is the request's
 // sim.Observer.
 type closedReq struct {
-	a        schedule.Arrival
-	out      sim.Outcome
-	tag      tag // max_tokens and the request's labels
-	user     int
-	last     time.Duration // the last token, for the longest gap
-	deadline time.Duration // sim.Never without a timeout
-	done     bool
-	run      *closedRun // where Finished reports
-}
-
-// Scheduled notes the admission into the running batch.
-func (q *closedReq) Scheduled(now time.Duration) { q.out.AdmittedAt = now }
-
-// Tokens notes the first token and the longest gap between tokens.
-func (q *closedReq) Tokens(now time.Duration, total int) {
-	if q.done {
-		return
-	}
-	if total == 1 {
-		q.out.FirstTokenAt = now
-	} else {
-		q.out.MaxGap = max(q.out.MaxGap, now-q.last)
-	}
-	q.last, q.out.OutputTokens = now, total
+	inflight
+	a    schedule.Arrival
+	tag  tag // max_tokens and the request's labels
+	user int
+	run  *closedRun // where Finished reports
 }
 
 // Finished ends the request and hands its user back to the loop.
 func (q *closedReq) Finished(now time.Duration, res sim.Result) {
-	if q.done {
-		return
+	if q.finish(now, res) {
+		q.run.fin = append(q.run.fin, q)
 	}
-	q.out.DoneAt, q.out.PromptTokens, q.out.CachedTokens, q.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
-	q.done = true
-	q.run.fin = append(q.run.fin, q)
 }
 
 // wake is a user due to send again at a moment (after a failure pause).
@@ -146,8 +124,7 @@ func (r *closedRun) run(ctx context.Context) ([]scrape.Sample, error) {
 		r.fin = r.fin[:0]
 		kept := r.active[:0]
 		for _, q := range r.active {
-			if !q.done && q.deadline != sim.Never && q.deadline <= t {
-				q.out.TimedOut, q.out.DoneAt, q.done = true, q.deadline, true
+			if q.timeOut(t) {
 				r.c.Cancel(t, q.out.Ticket.ID)
 				restart = append(restart, q.user)
 			}
@@ -212,7 +189,7 @@ func (r *closedRun) start(u int, t time.Duration) {
 	}
 	a := schedule.Arrival{Seq: int64(len(r.all)), At: t, Phase: r.loop.PhaseAt(t)}
 	req := r.gen.Generate(a)
-	q := &closedReq{a: a, tag: tagOf(&req), user: u, last: t, deadline: sim.Never, run: r}
+	q := &closedReq{inflight: inflight{last: t, deadline: sim.Never}, a: a, tag: tagOf(&req), user: u, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
 	sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}

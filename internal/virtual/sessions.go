@@ -115,37 +115,17 @@ type vsession struct {
 
 // sessReq follows one request of a session; it is its sim.Observer.
 type sessReq struct {
-	a        schedule.Arrival // Seq, ready time and phase
-	req      workload.Request // labels and max_tokens (messages dropped once sent)
-	out      sim.Outcome
-	s        *vsession
-	last     time.Duration
-	deadline time.Duration
-	done     bool
-	run      *sessRun
-}
-
-func (q *sessReq) Scheduled(now time.Duration) { q.out.AdmittedAt = now }
-
-func (q *sessReq) Tokens(now time.Duration, total int) {
-	if q.done {
-		return
-	}
-	if total == 1 {
-		q.out.FirstTokenAt = now
-	} else {
-		q.out.MaxGap = max(q.out.MaxGap, now-q.last)
-	}
-	q.last, q.out.OutputTokens = now, total
+	inflight
+	a   schedule.Arrival // Seq, ready time and phase
+	req workload.Request // labels and max_tokens (messages dropped once sent)
+	s   *vsession
+	run *sessRun
 }
 
 func (q *sessReq) Finished(now time.Duration, res sim.Result) {
-	if q.done {
-		return
+	if q.finish(now, res) {
+		q.run.fin = append(q.run.fin, q)
 	}
-	q.out.DoneAt, q.out.PromptTokens, q.out.CachedTokens, q.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
-	q.done = true
-	q.run.fin = append(q.run.fin, q)
 }
 
 // turnWake is a session whose next turn is ready at a moment.
@@ -216,8 +196,7 @@ func (r *sessRun) run(ctx context.Context) ([]scrape.Sample, error) {
 		r.fin = r.fin[:0]
 		kept := r.active[:0]
 		for _, q := range r.active {
-			if !q.done && q.deadline != sim.Never && q.deadline <= t {
-				q.out.TimedOut, q.out.DoneAt, q.done = true, q.deadline, true
+			if q.timeOut(t) {
 				r.c.Cancel(t, q.out.Ticket.ID)
 				ended = append(ended, q)
 			}
@@ -332,7 +311,7 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 			sr.Blocks = r.blocks
 		}
 		req.Seq, req.Messages, req.Prompt = seq, nil, ""
-		q := &sessReq{a: schedule.Arrival{Seq: seq, At: t, Phase: phase}, req: req, s: s, last: t, deadline: sim.Never, run: r}
+		q := &sessReq{inflight: inflight{last: t, deadline: sim.Never}, a: schedule.Arrival{Seq: seq, At: t, Phase: phase}, req: req, s: s, run: r}
 		q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 		r.all = append(r.all, q)
 		s.reqs = append(s.reqs, q)

@@ -223,3 +223,51 @@ func sample(t time.Duration, s sim.Snapshot) scrape.Sample {
 	x.PromptTokens, x.GenerationTokens, x.Success = float64(s.PromptTokens), float64(s.GenerationTokens), float64(s.Finished)
 	return x
 }
+
+// inflight is what the ideal client observes of one request in the engine
+// model, for the closed loop and sessions (their requests are the
+// sim.Observers; Finished, which says where a finished request goes, is
+// theirs).
+type inflight struct {
+	out      sim.Outcome
+	last     time.Duration // the last token, for the longest gap
+	deadline time.Duration // sim.Never without a timeout
+	done     bool
+}
+
+// Scheduled notes the admission into the running batch.
+func (f *inflight) Scheduled(now time.Duration) { f.out.AdmittedAt = now }
+
+// Tokens notes the first token and the longest gap between tokens.
+func (f *inflight) Tokens(now time.Duration, total int) {
+	if f.done {
+		return
+	}
+	if total == 1 {
+		f.out.FirstTokenAt = now
+	} else {
+		f.out.MaxGap = max(f.out.MaxGap, now-f.last)
+	}
+	f.last, f.out.OutputTokens = now, total
+}
+
+// finish records the engine's result; false when the request had already
+// ended (timed out).
+func (f *inflight) finish(now time.Duration, res sim.Result) bool {
+	if f.done {
+		return false
+	}
+	f.out.DoneAt, f.out.PromptTokens, f.out.CachedTokens, f.out.FinishReason = now, res.PromptTokens, res.CachedTokens, res.FinishReason
+	f.done = true
+	return true
+}
+
+// timeOut ends the request at its deadline if that has come, and reports
+// whether it did (the caller cancels it in the engine).
+func (f *inflight) timeOut(t time.Duration) bool {
+	if f.done || f.deadline == sim.Never || f.deadline > t {
+		return false
+	}
+	f.out.TimedOut, f.out.DoneAt, f.done = true, f.deadline, true
+	return true
+}
