@@ -99,8 +99,9 @@ type Marker struct {
 // per entry of T. Rates are requests per second, latencies milliseconds,
 // counts requests and ages seconds.
 type RunCharts struct {
-	Name string    // section heading, e.g. "burst 5× (40 req/s over 8 req/s)"
-	Meta []KV      // summary shown above the charts
+	Name    string      // section heading, e.g. "burst 5× (40 req/s over 8 req/s)"
+	Meta    []KV        // summary shown above the charts
+	Summary *RunSummary // the verdict and diagnosis block above the charts; nil for none
 	T    []float64 // window start, seconds since the run's start, ascending
 
 	Offered, Sent, Goodput Series // requests/s per arrival window

@@ -15,6 +15,9 @@ type Table struct {
 	Rows     []Row     // one per model × workload × deployment × multiplier; rendered sorted
 	Verdicts []Verdict // SLO verdicts, shown below the rows in the given order
 	Notes    []string  // free-form notes shown below the verdicts
+	// Diagnoses say, per run, how the target held or failed (shown after
+	// the verdicts).
+	Diagnoses []Diagnosis
 	// Omit lists column keys the Markdown and HTML layouts leave out
 	// because they do not apply — a run or a capacity step has no burst, so
 	// BurstColumns are not its columns. CSV and JSON keep every column (as
