@@ -102,7 +102,7 @@ type RunCharts struct {
 	Name    string      // section heading, e.g. "burst 5× (40 req/s over 8 req/s)"
 	Meta    []KV        // summary shown above the charts
 	Summary *RunSummary // the verdict and diagnosis block above the charts; nil for none
-	T    []float64 // window start, seconds since the run's start, ascending
+	T       []float64   // window start, seconds since the run's start, ascending
 
 	Offered, Sent, Goodput Series // requests/s per arrival window
 	Completed              Series // ok completions/s per window, by completion time
