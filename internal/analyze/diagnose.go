@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/surge-bench/surge/internal/record"
 )
@@ -268,6 +269,9 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		c.ref = c.cmpFrom
 	}
 	c.rej = countRejections(in.Records, c.stress.phases, c.stress.s.Offered)
+	if in.Records == nil {
+		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
+	}
 	return c
 }
 
@@ -286,7 +290,8 @@ func (c *diagCase) windowPair(phases []string) (first, last *group) {
 	}
 	mk := func(which string, i int) *group {
 		w := &c.r.Windows[i]
-		l := fmt.Sprintf("%s window (%s–%s)", which, FormatMs(w.StartMs), FormatMs(w.EndMs))
+		sec := func(ms float64) string { return time.Duration(ms * 1e6).Round(time.Millisecond).String() }
+		l := fmt.Sprintf("%s window (%s–%s)", which, sec(w.StartMs), sec(w.EndMs))
 		return &group{label: l, noun: "the " + l, s: &w.Stats, engine: "overall"}
 	}
 	return mk("first", idx[0]), mk("last", idx[len(idx)-1])
@@ -360,7 +365,7 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 			[]Hint{{
 				Hypothesis: "the in-flight cap filled because the target held requests longer than the cap allows at this rate",
 				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(st.DropRate), st.Latency.TTFTSend.Text(Q95)),
-				Check:      "raise --max-in-flight to at least the arrival rate × the longest latency you expect, to see how the target itself fails",
+				Check:      "the requests in flight against --max-in-flight; raise it to at least the arrival rate × the longest latency you expect, to see how the target itself fails",
 			}}, true
 	}
 	return "", nil, false
@@ -386,7 +391,7 @@ func (c *diagCase) retriesHints() []Hint {
 	st := c.stress.s
 	ev := fmt.Sprintf("%s attempts/s against %s req/s offered in %s", num(st.Client.AttemptsRPS), num(st.OfferedRPS), c.stress.noun)
 	if c.ref != nil {
-		ev += fmt.Sprintf(" (%s attempts per arrival in %s)", num(c.ref.s.Client.AttemptsPerArrival), c.ref.label)
+		ev += fmt.Sprintf(" (%s: %s attempts per arrival)", c.ref.label, num(c.ref.s.Client.AttemptsPerArrival))
 	}
 	return []Hint{{
 		Hypothesis: "retries added load while the target was already overloaded, so the overload lasted longer",
@@ -512,7 +517,7 @@ func (c *diagCase) backlogEvidence() []string {
 		parts = append(parts, fmt.Sprintf("%s succeeded but only %s in time", pct(st.ArrivalsOKRatio), pct(st.GoodputRatio)))
 	}
 	if c.rej.share() >= DiagRejectShare && !c.rej.fast() {
-		parts = append(parts, fmt.Sprintf("%s got 429/503, but only after a median %s", pct(c.rej.share()), FormatMs(c.rej.medianMs)))
+		parts = append(parts, fmt.Sprintf("%s of %s's arrivals were rejected (429/503), but only after a median %s", pct(c.rej.share()), c.stress.noun, FormatMs(c.rej.medianMs)))
 	}
 	if len(parts) == 0 {
 		return nil
@@ -527,9 +532,12 @@ func (c *diagCase) backlogEvidence() []string {
 			}
 		}
 		if rec := c.r.Recovery; rec.Judged {
-			if rec.Recovered {
+			switch {
+			case rec.Recovered && rec.RecoveryTimeMs == 0:
+				parts = append(parts, "recovered from the first window after the burst")
+			case rec.Recovered:
 				parts = append(parts, "recovered "+FormatMs(rec.RecoveryTimeMs)+" after the burst")
-			} else {
+			default:
 				parts = append(parts, "not recovered "+FormatMs(rec.ObservedMs)+" after the burst")
 			}
 		}
@@ -562,7 +570,7 @@ func (c *diagCase) relationHints(mode string) []Hint {
 		ttftRose := rose(a, b, Q95)
 		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty {
 			outside = true
-			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, to.noun)
+			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.stress.noun)
 			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
 				ev += ", connection wait p95 " + cw.Text(Q95)
 			}
@@ -651,7 +659,7 @@ func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) 
 	}
 	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
 		h.Hypothesis = "requests queued in the engine before their first token"
-		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), to.noun)
+		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), c.stress.noun)
 		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && c.burst {
 			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.WaitingMax))
 		}
@@ -689,7 +697,7 @@ func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 		ev += fmt.Sprintf(", output tokens per request %s → %s", num(oa), num(ob))
 	}
 	if eng != nil && !math.IsNaN(eng.RunningMax) && eng.Scrapes > 0 {
-		ev += fmt.Sprintf("; the engine's running batch peaked at %s in %s", num(eng.RunningMax), to.noun)
+		ev += fmt.Sprintf("; the engine's running batch peaked at %s in %s", num(eng.RunningMax), c.stress.noun)
 		if re := c.engine(from.engine); re != nil && !math.IsNaN(re.RunningMax) && c.burst {
 			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.RunningMax))
 		}
