@@ -190,19 +190,9 @@ func diagScenarios() []diagScenario {
 				lag := time.Duration(k) * 5 * ms
 				return okRec(t, lag, lag+100*ms, lag+1100*ms)
 			}, 30),
-			generator: func(recs []record.Record) Generator {
-				var sched, sent []int64
-				for _, r := range recs {
-					if r.Phase == "burst" {
-						sched, sent = append(sched, r.ScheduledNs), append(sent, r.SentNs)
-					}
-				}
-				b := analyseDiagQuiet(recs)
-				p, _ := b.Phase("burst")
-				return GeneratorCheck(sched, sent, p.Latency.ScheduleLag.P99Ms)
-			},
-			mode:  ModeGeneratorLimited,
-			hints: []string{"the machine running surge could not keep the schedule"},
+			generator: burstGenerator,
+			mode:      ModeGeneratorLimited,
+			hints:     []string{"the machine running surge could not keep the schedule"},
 		},
 		{
 			// The same lag without a generator verdict (virtual time or
@@ -213,6 +203,34 @@ func diagScenarios() []diagScenario {
 				return okRec(t, lag, lag+100*ms, lag+1100*ms)
 			}, 30),
 			mode: ModeGeneratorLimited,
+		},
+		{
+			// Six late sends of 301 (150 ms): the generator check fails the
+			// burst on its lag p99, but the target was tested — it held.
+			name: "lag-spikes",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				lag := time.Duration(0)
+				if k%50 == 7 {
+					lag = 150 * ms
+				}
+				return okRec(t, lag, lag+100*ms, lag+1100*ms)
+			}, 30),
+			generator: burstGenerator,
+			mode:      ModeHeld,
+		},
+		{
+			// TTFT from send rises 20× and TPOT 6×: the batch filled and
+			// a queue formed — saturation, not waiting alone.
+			name: "saturated",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k < 100 {
+					return normal(k, t)
+				}
+				return okRec(t, 0, 2400*ms+time.Duration(k%5)*10*ms, 2400*ms+6*time.Second)
+			}, 30),
+			engine: queuedEngine,
+			mode:   ModeBacklogged,
+			hints:  []string{"saturation: requests waited before their first token and a fuller batch"},
 		},
 		{
 			// A fifth of the burst never left: the in-flight cap was full.
@@ -305,6 +323,19 @@ func diagScenarios() []diagScenario {
 	}
 }
 
+// burstGenerator is GeneratorCheck over the burst's sends, as the
+// experiment computes it.
+func burstGenerator(recs []record.Record) Generator {
+	var sched, sent []int64
+	for _, r := range recs {
+		if r.Phase == "burst" && r.SentNs != record.None {
+			sched, sent = append(sched, r.ScheduledNs), append(sent, r.SentNs)
+		}
+	}
+	p, _ := analyseDiagQuiet(recs).Phase("burst")
+	return GeneratorCheck(sched, sent, p.Latency.ScheduleLag.P99Ms)
+}
+
 func analyseDiagQuiet(recs []record.Record) *Result {
 	r, _ := Records(Config{Phases: diagPhases(), Timeout: time.Minute, SLO: DefaultSLO}, recs, 0)
 	return r
@@ -325,6 +356,9 @@ func TestDiagnose(t *testing.T) {
 				in.Generator = tc.generator(tc.recs)
 			}
 			d := Diagnose(in)
+			if tc.name == "lag-spikes" && !in.Generator.Behind {
+				t.Fatalf("the case needs a generator check that fails on lag p99: %+v", in.Generator)
+			}
 			if d.Mode != tc.mode {
 				t.Errorf("mode %q, want %q (summary: %s)", d.Mode, tc.mode, d.Summary)
 			}

@@ -212,8 +212,8 @@
 // between its first and last windows of ≥ 20 TTFT values. Shares are of
 // the judged group's offered arrivals; a latency "rose" when its
 // percentile at least doubled and grew by ≥ 250 ms, "held" when it grew
-// by ≤ 25%. The first mode that applies wins: generator-limited (the
-// generator check, lag p99 > 100 ms, or drops > 1%), retries amplified
+// by ≤ 25%. The first mode that applies wins: generator-limited (sent <
+// 95% of the schedule, lag p95 > 100 ms, or drops > 1%), retries amplified
 // (attempts/arrival ≥ 1.5), rejected fast (429 + 503 ≥ 5%, median
 // done − sent ≤ 1 s), failing (other errors ≥ 5%), backlogged (timeouts
 // > 1%, ok − good ≥ 10 points, or TTFT p95 from schedule > the TTFT

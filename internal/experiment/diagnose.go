@@ -86,6 +86,17 @@ func ReportDiagnosis(d analyze.Diagnosis) report.Diagnosis {
 	return out
 }
 
+// WithDiagnosis returns s with its Diagnosis set to d; a nil s becomes a
+// summary holding only the diagnosis, every number unknown (NaN).
+func WithDiagnosis(s *report.RunSummary, d report.Diagnosis) *report.RunSummary {
+	if s == nil {
+		nan := math.NaN()
+		s = &report.RunSummary{Mu: nan, PredictedPeakBacklog: nan, MeasuredPeakBacklog: nan, PredictedRecoveryS: nan, MeasuredRecoveryS: nan}
+	}
+	s.Diagnosis = &d
+	return s
+}
+
 // PrintDiagnoses writes the diagnosis of each run right after the
 // verdicts: one line per scope ("  5×  backlogged: <summary>") and its
 // first hint, if any, on the line below — the others are in results.md.

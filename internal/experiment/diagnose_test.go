@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,19 @@ func TestDiagnoseRun(t *testing.T) {
 	noEngine.Engine = nil
 	if in := DiagnosisInput("5×", noEngine); in.Engine != nil {
 		t.Errorf("engine queues without engine samples: %+v", in.Engine)
+	}
+}
+
+// WithDiagnosis keeps a summary the report already has and makes one,
+// every number unknown, when there is none.
+func TestWithDiagnosis(t *testing.T) {
+	d := report.Diagnosis{Scope: "5×", Mode: analyze.ModeHeld}
+	s := WithDiagnosis(nil, d)
+	if s.Diagnosis == nil || s.Diagnosis.Mode != analyze.ModeHeld || !math.IsNaN(s.Mu) || !math.IsNaN(s.MeasuredRecoveryS) {
+		t.Errorf("new summary %+v", s)
+	}
+	have := &report.RunSummary{Mu: 9.1, MuSource: "measured"}
+	if got := WithDiagnosis(have, d); got != have || got.Mu != 9.1 || got.Diagnosis.Scope != "5×" {
+		t.Errorf("kept summary %+v", got)
 	}
 }

@@ -240,10 +240,7 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	diag := Diagnose("run", res)
 	t.Diagnoses = []report.Diagnosis{diag}
 	charts := Charts(res, &env.Opts, res.Spec.Name)
-	if charts.Summary == nil {
-		charts.Summary = &report.RunSummary{}
-	}
-	charts.Summary.Diagnosis = &diag
+	charts.Summary = WithDiagnosis(charts.Summary, diag)
 	ht := t
 	ht.Meta = nil
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},

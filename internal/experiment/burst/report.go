@@ -199,10 +199,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		diag := experiment.Diagnose(scope, res)
 		t.Diagnoses = append(t.Diagnoses, diag)
-		if charts.Summary == nil {
-			charts.Summary = &report.RunSummary{}
-		}
-		charts.Summary.Diagnosis = &diag
+		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
 		h.Runs = append(h.Runs, charts)
 		if pt, ok := experiment.ProfileTable(scope, res, &env.Opts, schedule.PhaseBurst); ok {
 			h.Breakdowns = append(h.Breakdowns, pt)
