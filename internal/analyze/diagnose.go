@@ -596,12 +596,11 @@ func (c *diagCase) relationHints(mode string) []Hint {
 		}
 	}
 	st := c.stress.s
-	if peak, ok := c.peakCompletions(); ok && mode == ModeBacklogged && peak < DiagPlateauRatio*st.OfferedRPS && st.RateLimitRate < DiagRejectShare {
+	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*st.OfferedRPS && st.RateLimitRate < DiagRejectShare {
 		out = append(out, Hint{
-			Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(peak)),
-			Evidence: fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on) while %s req/s arrived in %s",
-				num(peak), FormatMs(c.r.Settings.WindowMs), c.stress.noun, num(st.OfferedRPS), c.stress.noun),
-			Check: "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
+			Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(rate)),
+			Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), c.stress.noun),
+			Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
 		})
 	}
 	if h, ok := c.staleHint(); ok {
@@ -617,26 +616,36 @@ func (c *diagCase) relationHints(mode string) []Hint {
 	return out
 }
 
-// peakCompletions is the highest completed/s of the windows from the
-// judged group's start on (of the measured phases, for a run): the most
-// the target completed once loaded. A phase's own completed/s would
-// undercount a burst shorter than a request's latency.
-func (c *diagCase) peakCompletions() (float64, bool) {
+// completionRate is the most the target completed once loaded, and how it
+// was found: for a burst, μ as MeasureCapacity finds it (ok completions
+// per second while the backlog drained); otherwise the highest completed/s
+// of the windows from the judged group's start on. A phase's own
+// completed/s would undercount a burst shorter than a request's latency.
+func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 	from := math.Inf(-1)
 	if c.burst {
-		if p, ok := c.r.Phase(c.r.Settings.BurstPhase); ok {
-			from = p.StartMs
+		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
+		from = p.StartMs
+		var done []int64
+		for i := range c.in.Records {
+			if r := &c.in.Records[i]; r.Outcome == record.OK && r.DoneNs != record.None {
+				done = append(done, r.DoneNs)
+			}
+		}
+		slices.Sort(done)
+		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
+		if mc := MeasureCapacity(c.r, done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
+			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
 		}
 	}
-	peak, ok := 0.0, false
 	for i := range c.r.Windows {
 		w := &c.r.Windows[i]
 		if w.StartMs < from || w.Phase == "" || !c.burst && !slices.Contains(c.stress.phases, w.Phase) {
 			continue
 		}
-		peak, ok = max(peak, w.CompletedRPS), true
+		rate, ok = max(rate, w.CompletedRPS), true
 	}
-	return peak, ok
+	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), c.stress.noun), ok
 }
 
 // engine is the engine queue of key, or nil without engine metrics.
@@ -687,6 +696,10 @@ func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) 
 	}
 	if eng != nil && eng.Wait.Available {
 		ev += ", engine queue wait p95 " + FormatMs(eng.Wait.P95Ms)
+		if eng.Wait.P95Ms >= 0.5*value(b, Q95) {
+			// The engine's own queue time explains most of the TTFT.
+			h.Check = "the engine's capacity for this workload (replicas, max_num_seqs, KV-cache): its queue wait accounts for most of the TTFT"
+		}
 	}
 	h.Evidence = ev
 	return h, true
