@@ -204,4 +204,19 @@
 // time), in requests/s. The generator fell behind — the run measures surge
 // on this machine, not the target — when the achieved rate is below 95 % of
 // the scheduled rate or the schedule lag's p99 exceeds 100 ms.
+//
+// # How a run held or failed (Diagnose)
+//
+// A burst run is judged on its burst phase against its baseline phase; a
+// run without a burst on its measured phases, its latencies compared
+// between its first and last windows of ≥ 20 TTFT values. Shares are of
+// the judged group's offered arrivals; a latency "rose" when its
+// percentile at least doubled and grew by ≥ 250 ms, "held" when it grew
+// by ≤ 25%. The first mode that applies wins: generator-limited (sent <
+// 95% of the schedule, lag p95 > 100 ms, or drops > 1%), retries amplified
+// (attempts/arrival ≥ 1.5), rejected fast (429 + 503 ≥ 5%, median
+// done − sent ≤ 1 s), failing (other errors ≥ 5%), backlogged (timeouts
+// > 1%, ok − good ≥ 10 points, or TTFT p95 from schedule > the TTFT
+// deadline and ≥ 3× the reference's), else held. The hints and their
+// thresholds are the Diag* constants; docs/metrics.md lists them.
 package analyze

@@ -203,6 +203,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	}
 	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: d.Path(), Unusable: Unusable(res)}
 	PrintVerdicts(w, SLOVerdicts("overall", res.Analysis.Verdict), nil)
+	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
 	fmt.Fprintf(w, "\nreports: %s\n", filepath.Join(d.Path(), "results.md"))
 	if out.Unusable {
 		fmt.Fprintln(w, "The target was unusable: no request succeeded. See the error classes above and requests.jsonl.")
@@ -236,10 +237,14 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	}
 	t.Meta = append(t.Meta, pkv...)
 	t.Notes = append(t.Notes, pnotes...)
+	diag := Diagnose("run", res)
+	t.Diagnoses = []report.Diagnosis{diag}
+	charts := Charts(res, &env.Opts, res.Spec.Name)
+	charts.Summary = WithDiagnosis(charts.Summary, diag)
 	ht := t
 	ht.Meta = nil
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta, Tables: []report.Table{ht},
-		Runs: []report.RunCharts{Charts(res, &env.Opts, res.Spec.Name)}}
+		Runs: []report.RunCharts{charts}}
 	if pt, ok := ProfileTable("", res, &env.Opts, ""); ok {
 		h.Breakdowns = append(h.Breakdowns, pt)
 	}

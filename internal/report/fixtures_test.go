@@ -152,6 +152,22 @@ func fixtureTables() map[string]Table {
 			},
 			Notes: []string{"the generator fell behind during the 10× burst: schedule lag p99 38ms"},
 		},
+		"diagnosed": {
+			Title: "surge burst: 2× and 10×",
+			Meta:  fixtureMeta,
+			Rows:  []Row{fullRow(), censoredRow()},
+			Verdicts: []Verdict{
+				{Scope: "2×", Check: "p95 TTFT ≤ 2s", Status: VerdictPass, Detail: "observed 611ms"},
+				{Scope: "10×", Check: "p99 completion ≤ 12s", Status: VerdictFail, Detail: "observed > 60s"},
+			},
+			Diagnoses: []Diagnosis{
+				{Scope: "2×", Mode: "held", Summary: "goodput 99.5% of the burst's arrivals, TTFT p95 from schedule 343ms → 557ms (1.62×, baseline → burst)"},
+				{Scope: "10×", Mode: "backlogged", Summary: "24.8% of the burst's arrivals timed out", Hints: []Hint{
+					{Hypothesis: "requests queued in the engine before their first token", Evidence: "TTFT from send p95 343ms → > 60s (≥ 175×, baseline → burst); the engine's waiting queue peaked at 604", Check: "whether the engine's queue time accounts for the TTFT"},
+					{Hypothesis: "the target kept working on requests the client had given up on (stale work)", Evidence: "24.8% of the burst's arrivals timed out (timeout 60s)", Check: "whether the server aborts a request when the client disconnects"},
+				}},
+			},
+		},
 	}
 }
 

@@ -9,7 +9,10 @@ import (
 
 // WriteJSON writes t as indented JSON:
 //
-//	{"title": …, "meta": [{"key", "value"}], "rows": [{…}], "verdicts": […], "notes": […]}
+//	{"title": …, "meta": [{"key", "value"}], "rows": [{…}], "verdicts": […], "diagnoses": […], "notes": […]}
+//
+// Each diagnosis is {"scope", "mode", "summary", "hints": [{"hypothesis",
+// "evidence", "check"}]} (see Diagnosis).
 //
 // Each row has the same fields, in the same order, as the CSV header. A
 // number that can be unavailable is an object: {"value": 12.5} when
@@ -27,12 +30,13 @@ func WriteJSON(w io.Writer, t Table) error {
 		rows = append(rows, b)
 	}
 	doc := struct {
-		Title    string            `json:"title"`
-		Meta     []KV              `json:"meta"`
-		Rows     []json.RawMessage `json:"rows"`
-		Verdicts []Verdict         `json:"verdicts"`
-		Notes    []string          `json:"notes"`
-	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Notes)}
+		Title     string            `json:"title"`
+		Meta      []KV              `json:"meta"`
+		Rows      []json.RawMessage `json:"rows"`
+		Verdicts  []Verdict         `json:"verdicts"`
+		Diagnoses []Diagnosis       `json:"diagnoses"`
+		Notes     []string          `json:"notes"`
+	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Diagnoses), nonNil(t.Notes)}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("report: encode json: %w", err)

@@ -74,6 +74,18 @@ func WriteMarkdown(w io.Writer, t Table) error {
 		fmt.Fprintln(bw)
 	}
 
+	if len(t.Diagnoses) > 0 {
+		fmt.Fprint(bw, "## Diagnosis\n\n")
+		fmt.Fprint(bw, "How each run held or failed, and what the metrics' relationships suggest: hypotheses to check, not conclusions.\n\n")
+		for _, d := range t.Diagnoses {
+			fmt.Fprintf(bw, "- **%s %s**: %s\n", d.Scope, d.Mode, d.Summary)
+			for _, h := range d.Hints {
+				fmt.Fprintf(bw, "  - %s\n", h.Text())
+			}
+		}
+		fmt.Fprintln(bw)
+	}
+
 	fmt.Fprint(bw, "## Legend\n\n")
 	for i := range v.cols {
 		c := &v.cols[i]

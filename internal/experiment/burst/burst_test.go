@@ -439,3 +439,40 @@ func TestResultsTableShowsMuAndSource(t *testing.T) {
 		t.Errorf("mu_rps %q; results.md:\n%s", col(d.Path(), "mu_rps"), md)
 	}
 }
+
+// Each multiplier gets a diagnosis: in the terminal right after the
+// verdicts, in results.md and results.json — one that held, one that
+// backlogged past the simulator's capacity.
+func TestBurstDiagnosis(t *testing.T) {
+	_, dir, out := virtualBurst(t, func(c *Config) {
+		c.Multipliers = []float64{1, 4}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 3*time.Minute
+	})
+	term := out.String()
+	v, d := strings.Index(term, "\nVerdicts"), strings.Index(term, "\nDiagnosis")
+	if v < 0 || d < v {
+		t.Fatalf("no diagnosis after the verdicts:\n%s", term)
+	}
+	for _, want := range []string{"  1×  " + analyze.ModeHeld + ": ", "  4×  " + analyze.ModeBacklogged + ": ", "suggests "} {
+		if !strings.Contains(term[d:], want) {
+			t.Errorf("terminal diagnosis lacks %q:\n%s", want, term[d:])
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
+	if !strings.Contains(string(md), "## Diagnosis") || !strings.Contains(string(md), "**4× backlogged**") {
+		t.Errorf("results.md lacks the diagnosis:\n%s", md)
+	}
+	var doc struct {
+		Diagnoses []struct {
+			Scope, Mode string
+			Hints       []struct{ Hypothesis, Evidence, Check string }
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Diagnoses) != 2 || doc.Diagnoses[0].Mode != analyze.ModeHeld || doc.Diagnoses[1].Mode != analyze.ModeBacklogged || len(doc.Diagnoses[1].Hints) == 0 {
+		t.Errorf("results.json diagnoses: %+v", doc.Diagnoses)
+	}
+}

@@ -197,6 +197,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Prediction != nil && !r.Prediction.Never {
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
 		}
+		diag := experiment.Diagnose(scope, res)
+		t.Diagnoses = append(t.Diagnoses, diag)
+		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
 		h.Runs = append(h.Runs, charts)
 		if pt, ok := experiment.ProfileTable(scope, res, &env.Opts, schedule.PhaseBurst); ok {
 			h.Breakdowns = append(h.Breakdowns, pt)
@@ -216,6 +219,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
 	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
 	experiment.PrintVerdicts(w, t.Verdicts, why)
+	experiment.PrintDiagnoses(w, t.Diagnoses)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil
 }

@@ -1,0 +1,872 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// The failure modes of a Diagnosis (docs/metrics.md "Diagnosis").
+const (
+	ModeHeld             = "held"              // no failure mode applies
+	ModeRejectedFast     = "rejected fast"     // 429/503 for a share of the arrivals, answered quickly
+	ModeBacklogged       = "backlogged"        // accepted, then waited: TTFT growth, timeouts, late successes
+	ModeRetriesAmplified = "retries amplified" // retries multiplied the load the target received
+	ModeGeneratorLimited = "generator-limited" // surge did not send the schedule: the target was not tested
+	ModeFailing          = "failing"           // errors (5xx other than 503, resets, broken streams) instead of answers
+	ModeNotJudged        = "not judged"        // nothing to judge (no arrivals in the group)
+)
+
+// Thresholds of Diagnose. Each is a share of the judged group's offered
+// arrivals, a factor between two groups, or a duration in ms.
+const (
+	// DiagMinSamples is how many values a distribution needs before its
+	// percentiles are compared between groups: GeneratorMinSamples, the
+	// smallest count surge judges anything on.
+	DiagMinSamples = GeneratorMinSamples
+
+	// DiagDropShare: generator drops above 1% of the arrivals mean the
+	// schedule was not sent — 1% is where a P99 stops being about the
+	// requests the schedule asked for.
+	DiagDropShare = 0.01
+
+	// DiagRetryAmplification: 1.5 HTTP attempts per arrival means the
+	// target received half as much load again as was offered — enough to
+	// turn a recoverable overload into a lasting one.
+	DiagRetryAmplification = 1.5
+
+	// DiagRejectShare: 429/503 for at least 5% of the arrivals is a
+	// policy, not an accident (one rejection in twenty requests).
+	DiagRejectShare = 0.05
+	// DiagRejectFastMs: rejections answered within 1 s (median) are fast:
+	// sooner than the default 2 s TTFT deadline, so the target said "no"
+	// instead of making the client wait.
+	DiagRejectFastMs = 1000.0
+
+	// DiagErrorShare: other failures (5xx but 503, connection, stream,
+	// invalid responses) for at least 5% of the arrivals, as for
+	// rejections.
+	DiagErrorShare = 0.05
+
+	// DiagBacklogTimeoutShare: more than 1% timeouts make P99 unknown
+	// (docs/method.md §7): requests waited longer than the client would.
+	DiagBacklogTimeoutShare = 0.01
+	// DiagBacklogLateShare: at least 10% of the arrivals succeeded but
+	// missed their deadline (arrivals ok − goodput). Below that a few long
+	// answers past the completion deadline can explain it without any
+	// queue.
+	DiagBacklogLateShare = 0.10
+	// DiagBacklogTTFTFactor: TTFT p95 (from schedule) above the TTFT
+	// deadline and at least 3× the reference's is a queue, not noise.
+	DiagBacklogTTFTFactor = 3.0
+
+	// DiagRiseFactor and DiagRiseMinMs: a latency "rose" when its
+	// percentile at least doubled and grew by at least 250 ms — doubling
+	// alone is noise for a 40 ms TTFT.
+	DiagRiseFactor = 2.0
+	DiagRiseMinMs  = 250.0
+	// DiagHoldFactor: a latency "held" when it grew by at most 25%.
+	DiagHoldFactor = 1.25
+	// DiagWaitDominates: TTFT grew at least 4× as much (as a factor) as
+	// TPOT: the time before the first token, not decoding, is what grew.
+	DiagWaitDominates = 4.0
+	// DiagCompletionRiseFactor and DiagCompletionRiseMinMs: completion p50
+	// grew by half and by at least 500 ms.
+	DiagCompletionRiseFactor = 1.5
+	DiagCompletionRiseMinMs  = 500.0
+	// DiagTTFTShareOfRise: TTFT is "steady" next to a slower completion when
+	// its p50 grew by at most a fifth of the completion p50's growth.
+	DiagTTFTShareOfRise = 0.2
+
+	// DiagEngineNearEmpty and DiagEngineMinScrapes: the engine's waiting
+	// queue peaked at ≤ 1 request over at least 3 scrapes of the group: the
+	// engine admitted requests as they came.
+	DiagEngineNearEmpty  = 1.0
+	DiagEngineMinScrapes = 3
+	// DiagConnWaitMs: a connection-wait p95 of 100 ms is a client-side
+	// queue worth naming (an idle pool hands out connections in µs).
+	DiagConnWaitMs = 100.0
+	// DiagPlateauRatio: completions below 90% of the arrival rate while
+	// requests were accepted mean throughput stopped following the load.
+	DiagPlateauRatio = 0.9
+	// DiagStaleTimeoutShare: timeouts for at least 5% of a phase's arrivals
+	// and at least half of its failures.
+	DiagStaleTimeoutShare = 0.05
+)
+
+// Diagnosis is how one run held or failed under its load (docs/metrics.md
+// "Diagnosis"): a failure mode, the evidence for it in one sentence, and
+// hypotheses drawn from how metrics moved together. It mirrors
+// report.Diagnosis.
+type Diagnosis struct {
+	Scope   string `json:"scope"`   // e.g. "5×", "run"
+	Mode    string `json:"mode"`    // one of the Mode constants
+	Summary string `json:"summary"` // the evidence: which metric moved, by how much, in which phase
+	Hints   []Hint `json:"hints,omitempty"`
+}
+
+// Hint is a hypothesis with the evidence behind it and what to check next.
+type Hint struct {
+	Hypothesis string `json:"hypothesis"`
+	Evidence   string `json:"evidence"`
+	Check      string `json:"check"`
+}
+
+// Text is the hint for people: "suggests <hypothesis>: <evidence>; check <check>".
+func (h Hint) Text() string {
+	return "suggests " + h.Hypothesis + ": " + h.Evidence + "; check " + h.Check
+}
+
+// Text renders the diagnosis for people: "<scope>  <mode>: <summary>",
+// then one indented line per hint.
+func (d Diagnosis) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s: %s\n", d.Scope, d.Mode, d.Summary)
+	for _, h := range d.Hints {
+		fmt.Fprintf(&b, "    %s\n", h.Text())
+	}
+	return b.String()
+}
+
+// EngineQueue is what the engine's own metrics said about one group (a
+// phase, or "overall"): its waiting and running gauges over the scrapes
+// taken in the group's interval, and its measured queue wait.
+type EngineQueue struct {
+	Scrapes     int     // scrapes with the waiting gauge in the interval
+	WaitingMax  float64 // requests
+	WaitingMean float64 // requests
+	RunningMax  float64 // requests; NaN when the running gauge was not scraped
+	Wait        QueueWait
+}
+
+// DiagnosisInput is what Diagnose looks at for one run.
+type DiagnosisInput struct {
+	Scope  string
+	Result *Result
+	// Records are the run's records: the response times of rejections and
+	// the 503s among the HTTP errors come from them. nil: rejections are
+	// the 429s only and their speed is unknown.
+	Records []record.Record
+	// Generator is GeneratorCheck over the judged group's sends (the burst
+	// phase, or the measured phases of a run); zero when not judged (virtual
+	// time, too few sends).
+	Generator Generator
+	// Engine is the engine's queue per phase name and "overall"; nil
+	// without engine metrics.
+	Engine map[string]EngineQueue
+}
+
+// group is one set of arrivals Diagnose compares: a phase, a window or the
+// measured phases together.
+type group struct {
+	label  string // "baseline", "burst", "first window (0s–10s)", …
+	noun   string // the label in a sentence: "the burst", "the run"
+	s      *Stats
+	phases []string // phase labels of its records, for rejections
+	engine string   // key into DiagnosisInput.Engine
+}
+
+// Diagnose judges the failure mode of one run and the hints its metrics
+// support (docs/metrics.md "Diagnosis"). A burst run is judged on its
+// burst phase against its baseline phase (and the phase after the burst);
+// a run without a burst phase on its measured phases together, its
+// latencies compared between its first and last windows with enough
+// samples. Modes are tried in this order, the first that applies wins:
+//
+//	not judged         the judged group has no arrivals
+//	generator-limited  sent < GeneratorMinSendRatio of the schedule (Generator), schedule lag p95 > GeneratorMaxLagP99,
+//	                   or drops > DiagDropShare
+//	retries amplified  attempts per arrival ≥ DiagRetryAmplification
+//	rejected fast      429 + 503 ≥ DiagRejectShare, median response ≤ DiagRejectFastMs
+//	failing            other errors ≥ DiagErrorShare
+//	backlogged         timeouts > DiagBacklogTimeoutShare, late successes ≥ DiagBacklogLateShare,
+//	                   or TTFT p95 > the TTFT deadline and ≥ DiagBacklogTTFTFactor × the reference's
+//	held               none of the above
+//
+// Generator-limited wins over every target mode: the target did not get
+// the load the schedule meant.
+func Diagnose(in DiagnosisInput) Diagnosis {
+	d := Diagnosis{Scope: in.Scope, Mode: ModeNotJudged}
+	r := in.Result
+	if r == nil {
+		d.Summary = "no analysis"
+		return d
+	}
+	c := newDiagCase(in)
+	st := c.stress.s
+	if st.Offered == 0 {
+		d.Summary = c.stress.noun + " had no arrivals"
+		return d
+	}
+	if sum, hints, ok := c.generator(); ok {
+		d.Mode, d.Summary, d.Hints = ModeGeneratorLimited, sum, hints
+		return d
+	}
+	var modeHints []Hint
+	switch {
+	case st.Client.AttemptsPerArrival >= DiagRetryAmplification:
+		d.Mode, d.Summary, modeHints = ModeRetriesAmplified, c.retriesSummary(), c.retriesHints()
+	case c.rej.share() >= DiagRejectShare && c.rej.fast():
+		d.Mode, d.Summary, modeHints = ModeRejectedFast, c.rejectedSummary(), c.rejectedHints()
+	case st.ErrorRate-c.rej.share503() >= DiagErrorShare:
+		d.Mode, d.Summary, modeHints = ModeFailing, c.failingSummary(), c.failingHints()
+	default:
+		if parts := c.backlogEvidence(); len(parts) > 0 {
+			d.Mode, d.Summary = ModeBacklogged, strings.Join(parts, "; ")
+		} else {
+			d.Mode, d.Summary = ModeHeld, c.heldSummary()
+		}
+	}
+	d.Hints = append(modeHints, c.relationHints(d.Mode)...)
+	return d
+}
+
+// diagCase holds the groups of one diagnosis.
+type diagCase struct {
+	in     DiagnosisInput
+	r      *Result
+	stress group  // the group judged
+	ref    *group // the reference its latencies are compared with; nil if none
+	after  *group // the phase after the burst; nil if none
+	// cmpFrom, cmpTo are the groups latency relationships compare: the
+	// reference and the stress group for a burst, the first and last
+	// windows for a run.
+	cmpFrom, cmpTo *group
+	rej            rejections
+	burst          bool
+}
+
+func newDiagCase(in DiagnosisInput) *diagCase {
+	r := in.Result
+	c := &diagCase{in: in, r: r}
+	bi := slices.IndexFunc(r.Phases, func(p PhaseResult) bool { return p.Name == r.Settings.BurstPhase })
+	if bi >= 0 {
+		c.burst = true
+		p := &r.Phases[bi]
+		c.stress = group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name}
+		if b, ok := r.Phase(r.Settings.BaselinePhase); ok && b.Offered > 0 {
+			i := slices.IndexFunc(r.Phases, func(p PhaseResult) bool { return p.Name == b.Name })
+			c.ref = &group{label: b.Name, noun: "the " + b.Name, s: &r.Phases[i].Stats, phases: []string{b.Name}, engine: b.Name}
+		}
+		if bi+1 < len(r.Phases) && r.Phases[bi+1].Offered > 0 {
+			p := &r.Phases[bi+1]
+			c.after = &group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name}
+		}
+		c.cmpFrom, c.cmpTo = c.ref, &c.stress
+	} else {
+		var names []string
+		for _, p := range r.Phases {
+			if !p.Excluded {
+				names = append(names, p.Name)
+			}
+		}
+		c.stress = group{label: "run", noun: "the run", s: &r.Overall, phases: names, engine: "overall"}
+		c.cmpFrom, c.cmpTo = c.windowPair(names)
+		c.ref = c.cmpFrom
+	}
+	c.rej = countRejections(in.Records, c.stress.phases, c.stress.s.Offered)
+	if in.Records == nil {
+		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
+	}
+	return c
+}
+
+// windowPair is the first and the last window of a run's measured phases
+// with at least DiagMinSamples TTFT values; nil, nil when there are not two.
+func (c *diagCase) windowPair(phases []string) (first, last *group) {
+	var idx []int
+	for i := range c.r.Windows {
+		w := &c.r.Windows[i]
+		if slices.Contains(phases, w.Phase) && w.Latency.TTFTSend.Count >= DiagMinSamples {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return nil, nil
+	}
+	mk := func(which string, i int) *group {
+		w := &c.r.Windows[i]
+		sec := func(ms float64) string { return time.Duration(ms * 1e6).Round(time.Millisecond).String() }
+		l := fmt.Sprintf("%s window (%s–%s)", which, sec(w.StartMs), sec(w.EndMs))
+		return &group{label: l, noun: "the " + l, s: &w.Stats, engine: "overall"}
+	}
+	return mk("first", idx[0]), mk("last", idx[len(idx)-1])
+}
+
+// rejections are the judged group's 429s and 503s.
+type rejections struct {
+	n429, n503 int64
+	offered    int64
+	medianMs   float64 // median response time (done − sent) of the rejections; NaN unknown
+}
+
+func (j rejections) share() float64    { return ratio(j.n429+j.n503, j.offered) }
+func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
+
+// fast is true when the rejections' median response is within
+// DiagRejectFastMs, or unknown (no records: a 429 is usually immediate).
+func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
+
+func countRejections(recs []record.Record, phases []string, offered int64) rejections {
+	j := rejections{offered: offered, medianMs: math.NaN()}
+	var times []float64
+	for i := range recs {
+		rc := &recs[i]
+		if !slices.Contains(phases, rc.Phase) {
+			continue
+		}
+		switch {
+		case rc.Outcome == record.RateLimited:
+			j.n429++
+		case rc.Outcome == record.HTTPError && rc.Status == 503:
+			j.n503++
+		default:
+			continue
+		}
+		if rc.SentNs != record.None && rc.DoneNs != record.None {
+			times = append(times, nsToMs(rc.DoneNs-rc.SentNs))
+		}
+	}
+	if len(times) > 0 {
+		slices.Sort(times)
+		j.medianMs = times[(len(times)-1)/2]
+	}
+	return j
+}
+
+// generator says whether surge failed to send the schedule.
+func (c *diagCase) generator() (string, []Hint, bool) {
+	st, g := c.stress.s, c.in.Generator
+	lag := st.Latency.ScheduleLag
+	lagLimit := float64(GeneratorMaxLagP99) / 1e6
+	// The generator check also fails a phase on its lag p99 alone; a few
+	// late sends (one in fifty 110 ms late on a busy machine) do not keep
+	// the target from being tested, so the diagnosis asks for a sustained
+	// lag: p95 above the same limit.
+	short := g.ScheduledRPS > 0 && g.AchievedRPS < GeneratorMinSendRatio*g.ScheduledRPS
+	sustained := lag.Count >= DiagMinSamples && lag.P95Ms > lagLimit
+	switch {
+	case short || sustained:
+		var why []string
+		if short {
+			why = append(why, fmt.Sprintf("surge sent %s of the %s req/s scheduled in %s (%s)", num(g.AchievedRPS), num(g.ScheduledRPS), c.stress.noun, pct(g.AchievedRPS/g.ScheduledRPS)))
+		}
+		if sustained {
+			why = append(why, fmt.Sprintf("schedule lag p95 %s, p99 %s in %s (limit %s)", lag.Text(Q95), lag.Text(Q99), c.stress.noun, FormatMs(lagLimit)))
+		}
+		return strings.Join(why, ", ") + ": the target was not tested at this load", []Hint{busyHint(lag)}, true
+	case st.DropRate > DiagDropShare:
+		drops := st.Outcomes[record.GeneratorDrop]
+		return fmt.Sprintf("%d of %s's %d arrivals (%s) were dropped at the in-flight cap, never sent: the target was not tested at this load", drops, c.stress.noun, st.Offered, pct(st.DropRate)),
+			[]Hint{{
+				Hypothesis: "the in-flight cap filled because the target held requests longer than the cap allows at this rate",
+				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(st.DropRate), st.Latency.TTFTSend.Text(Q95)),
+				Check:      "the requests in flight against --max-in-flight; raise it to at least the arrival rate × the longest latency you expect, to see how the target itself fails",
+			}}, true
+	}
+	return "", nil, false
+}
+
+func busyHint(lag Dist) Hint {
+	return Hint{
+		Hypothesis: "the machine running surge could not keep the schedule (CPU, or too many arrivals per second for one generator)",
+		Evidence:   "schedule lag (sent − scheduled) " + lag.String(),
+		Check:      "surge's CPU use during the run; fewer arrivals/s per generator, or a faster machine",
+	}
+}
+
+func (c *diagCase) retriesSummary() string {
+	st := c.stress.s
+	cl := st.Client
+	s := fmt.Sprintf("%s attempts per arrival in %s (%d attempts for %d arrivals): the target received %s req/s for the %s offered",
+		num(cl.AttemptsPerArrival), c.stress.noun, cl.Attempts, st.Offered, num(cl.AttemptsRPS), num(st.OfferedRPS))
+	return s + c.failureTail(st)
+}
+
+func (c *diagCase) retriesHints() []Hint {
+	st := c.stress.s
+	ev := fmt.Sprintf("%s attempts/s against %s req/s offered in %s", num(st.Client.AttemptsRPS), num(st.OfferedRPS), c.stress.noun)
+	if c.ref != nil {
+		ev += fmt.Sprintf(" (%s: %s attempts per arrival)", c.ref.label, num(c.ref.s.Client.AttemptsPerArrival))
+	}
+	return []Hint{{
+		Hypothesis: "retries added load while the target was already overloaded, so the overload lasted longer",
+		Evidence:   ev,
+		Check:      "the retry policy (--retries, backoff, Retry-After honoured) and a retry budget; the 429/5xx that triggered the retries",
+	}}
+}
+
+// failureTail lists a group's rejection, timeout and error shares, when
+// any: "; 429 12%, timeouts 3%".
+func (c *diagCase) failureTail(st *Stats) string {
+	var parts []string
+	if st.RateLimitRate > 0 {
+		parts = append(parts, "429 "+pct(st.RateLimitRate))
+	}
+	if st.TimeoutRate > 0 {
+		parts = append(parts, "timeouts "+pct(st.TimeoutRate))
+	}
+	if st.ErrorRate > 0 {
+		parts = append(parts, "errors "+pct(st.ErrorRate))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func (c *diagCase) rejectedSummary() string {
+	st, j := c.stress.s, c.rej
+	var codes []string
+	if j.n429 > 0 {
+		codes = append(codes, fmt.Sprintf("%d × 429", j.n429))
+	}
+	if j.n503 > 0 {
+		codes = append(codes, fmt.Sprintf("%d × 503", j.n503))
+	}
+	s := fmt.Sprintf("%s of %s's arrivals were rejected (%s)", pct(j.share()), c.stress.noun, strings.Join(codes, ", "))
+	if !math.IsNaN(j.medianMs) {
+		s += " with a median response of " + FormatMs(j.medianMs)
+	}
+	s += fmt.Sprintf("; goodput %s of offered", pct(st.GoodputRatio))
+	if st.Latency.TTFTSchedule.Count > 0 {
+		s += ", TTFT p95 of the served " + st.Latency.TTFTSchedule.Text(Q95)
+		if c.ref != nil && c.burst {
+			s += fmt.Sprintf(" (%s %s)", c.ref.label, c.ref.s.Latency.TTFTSchedule.Text(Q95))
+		}
+	}
+	return s
+}
+
+func (c *diagCase) rejectedHints() []Hint {
+	st := c.stress.s
+	rl := st.Client.RateLimit
+	switch {
+	case rl.Responses > 0 && (rl.LowestRemainingRequests == 0 || rl.LowestRemainingTokens == 0):
+		which := "requests"
+		if rl.LowestRemainingRequests != 0 {
+			which = "tokens"
+		}
+		return []Hint{{
+			Hypothesis: "an account or gateway rate limit rejected the requests, not the engine's queue",
+			Evidence:   fmt.Sprintf("x-ratelimit-remaining-%s reached 0 in %s (%d responses carried rate-limit headers)", which, c.stress.noun, rl.Responses),
+			Check:      "the quota's limits per minute and per day for this account and model; whether the 429s carried Retry-After",
+		}}
+	case rl.RetryAfter > 0:
+		return []Hint{{
+			Hypothesis: "the target sheds load with an admission limit (a bounded queue answering 429 with Retry-After)",
+			Evidence:   fmt.Sprintf("%d responses in %s carried Retry-After (longest %s)", rl.RetryAfter, c.stress.noun, FormatMs(rl.LongestRetryAfterMs)),
+			Check:      "the admission limit against the capacity (a longer queue trades rejections for waiting); whether clients honour Retry-After",
+		}}
+	}
+	return []Hint{{
+		Hypothesis: "something in front of the engine or the engine itself refuses work beyond a limit",
+		Evidence:   fmt.Sprintf("%s of %s's arrivals got 429/503, without Retry-After", pct(c.rej.share()), c.stress.noun),
+		Check:      "the gateway's and the engine's admission or rate-limit settings; the status codes in requests.jsonl",
+	}}
+}
+
+func (c *diagCase) failingSummary() string {
+	st := c.stress.s
+	var parts []string
+	for _, o := range []record.Outcome{record.HTTPError, record.ConnError, record.StreamError, record.InvalidResponse} {
+		if n := st.Outcomes[o]; n > 0 {
+			if o == record.HTTPError && c.rej.n503 > 0 {
+				n -= c.rej.n503
+			}
+			if n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", o, n))
+			}
+		}
+	}
+	return fmt.Sprintf("%s of %s's arrivals failed (%s)", pct(st.ErrorRate-c.rej.share503()), c.stress.noun, strings.Join(parts, ", "))
+}
+
+func (c *diagCase) failingHints() []Hint {
+	ev := fmt.Sprintf("errors %s of the arrivals in %s", pct(c.stress.s.ErrorRate), c.stress.noun)
+	if c.ref != nil {
+		ev += fmt.Sprintf(", %s in %s", pct(c.ref.s.ErrorRate), c.ref.label)
+	}
+	return []Hint{{
+		Hypothesis: "the target, or something in front of it, breaks under this load instead of queueing or rejecting",
+		Evidence:   ev,
+		Check:      "the outcome and status of the failed requests in requests.jsonl, and the server's and gateway's logs for the same minutes",
+	}}
+}
+
+// backlogEvidence lists what says the target accepted work and then made
+// it wait; empty when nothing does.
+func (c *diagCase) backlogEvidence() []string {
+	st := c.stress.s
+	var parts []string
+	deadline := c.r.Settings.TTFTDeadlineMs
+	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
+		a, b := from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule
+		if f, ok := factor(a, b, Q95); ok && f >= DiagBacklogTTFTFactor && value(b, Q95) > deadline {
+			parts = append(parts, "TTFT p95 from schedule "+move(a, b, Q95, fromTo(from, to)))
+		}
+	}
+	if st.TimeoutRate > DiagBacklogTimeoutShare {
+		parts = append(parts, fmt.Sprintf("%s of %s's arrivals timed out", pct(st.TimeoutRate), c.stress.noun))
+	}
+	if late := st.ArrivalsOKRatio - st.GoodputRatio; late >= DiagBacklogLateShare {
+		parts = append(parts, fmt.Sprintf("%s succeeded but only %s in time", pct(st.ArrivalsOKRatio), pct(st.GoodputRatio)))
+	}
+	if c.rej.share() >= DiagRejectShare && !c.rej.fast() {
+		parts = append(parts, fmt.Sprintf("%s of %s's arrivals were rejected (429/503), but only after a median %s", pct(c.rej.share()), c.stress.noun, FormatMs(c.rej.medianMs)))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if c.burst {
+		if c.after != nil {
+			a := c.after.s.Latency.TTFTSchedule
+			if c.ref != nil {
+				if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
+					parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
+				}
+			}
+		}
+		if rec := c.r.Recovery; rec.Judged {
+			switch {
+			case rec.Recovered && rec.RecoveryTimeMs == 0:
+				parts = append(parts, "recovered from the first window after the burst")
+			case rec.Recovered:
+				parts = append(parts, "recovered "+FormatMs(rec.RecoveryTimeMs)+" after the burst")
+			default:
+				parts = append(parts, "not recovered "+FormatMs(rec.ObservedMs)+" after the burst")
+			}
+		}
+	}
+	return parts
+}
+
+func (c *diagCase) heldSummary() string {
+	st := c.stress.s
+	s := fmt.Sprintf("goodput %s of %s's arrivals", pct(st.GoodputRatio), c.stress.noun)
+	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
+		s += ", TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
+	} else if st.Latency.TTFTSchedule.Count > 0 {
+		s += ", TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
+	}
+	if st.FailureRate == 0 {
+		return s + "; no rejections, timeouts, errors or drops"
+	}
+	return s + "; failures " + pct(st.FailureRate)
+}
+
+// relationHints are the hypotheses from how metrics moved together.
+func (c *diagCase) relationHints(mode string) []Hint {
+	var out []Hint
+	from, to := c.cmpFrom, c.cmpTo
+	eng := c.engine(c.stress.engine)
+	outside := false
+	if from != nil && to != nil {
+		a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
+		ttftRose := rose(a, b, Q95)
+		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty {
+			outside = true
+			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.stress.noun)
+			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
+				ev += ", connection wait p95 " + cw.Text(Q95)
+			}
+			out = append(out, Hint{
+				Hypothesis: "requests waited outside the engine (gateway, connection pool, network)",
+				Evidence:   ev,
+				Check:      "connection wait and --max-conns, a gateway or proxy in front of the engine (its queue, admission limit, Server-Timing), the network path",
+			})
+		}
+		if cw := to.s.Latency.ConnWait; cw.Count >= DiagMinSamples && value(cw, Q95) >= DiagConnWaitMs {
+			out = append(out, Hint{
+				Hypothesis: "requests waited for one of surge's own connections before being sent",
+				Evidence:   fmt.Sprintf("connection wait p95 %s in %s", cw.Text(Q95), to.noun),
+				Check:      "--max-conns against the concurrency (arrival rate × latency); the connection-wait column per phase",
+			})
+		}
+		if h, ok := c.waitingHint(from, to, eng, outside); ok {
+			out = append(out, h)
+		}
+		if h, ok := c.decodeHint(from, to, eng); ok {
+			out = append(out, h)
+		}
+	}
+	st := c.stress.s
+	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*st.OfferedRPS && st.RateLimitRate < DiagRejectShare {
+		out = append(out, Hint{
+			Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(rate)),
+			Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), c.stress.noun),
+			Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
+		})
+	}
+	if h, ok := c.staleHint(); ok {
+		out = append(out, h)
+	}
+	if cl := st.Client; cl.MaxTokensIgnored > 0 {
+		out = append(out, Hint{
+			Hypothesis: "the server ignored max_tokens, so answers ran longer than the workload asked and took more decode time",
+			Evidence:   fmt.Sprintf("%d of %d successful requests in %s returned more tokens than asked", cl.MaxTokensIgnored, cl.MaxTokensChecked, c.stress.noun),
+			Check:      "the server's handling of max_tokens (or max_completion_tokens) and output_tokens in requests.jsonl",
+		})
+	}
+	return out
+}
+
+// completionRate is the most the target completed once loaded, and how it
+// was found: for a burst, μ as MeasureCapacity finds it (ok completions
+// per second while the backlog drained); otherwise the highest completed/s
+// of the windows from the judged group's start on. A phase's own
+// completed/s would undercount a burst shorter than a request's latency.
+func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
+	from := math.Inf(-1)
+	if c.burst {
+		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
+		from = p.StartMs
+		var done []int64
+		for i := range c.in.Records {
+			if r := &c.in.Records[i]; r.Outcome == record.OK && r.DoneNs != record.None {
+				done = append(done, r.DoneNs)
+			}
+		}
+		slices.Sort(done)
+		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
+		if mc := MeasureCapacity(c.r, done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
+			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
+		}
+	}
+	for i := range c.r.Windows {
+		w := &c.r.Windows[i]
+		if w.StartMs < from || w.Phase == "" || !c.burst && !slices.Contains(c.stress.phases, w.Phase) {
+			continue
+		}
+		rate, ok = max(rate, w.CompletedRPS), true
+	}
+	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), c.stress.noun), ok
+}
+
+// engine is the engine queue of key, or nil without engine metrics.
+func (c *diagCase) engine(key string) *EngineQueue {
+	if c.in.Engine == nil {
+		return nil
+	}
+	e, ok := c.in.Engine[key]
+	if !ok || e.Scrapes == 0 && !e.Wait.Available {
+		return nil
+	}
+	return &e
+}
+
+// waitingHint: TTFT from send rose while decode speed held (or grew far
+// less) — the time before the first token is what grew.
+func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) (Hint, bool) {
+	a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
+	if outside || !rose(a, b, Q95) {
+		return Hint{}, false
+	}
+	ta, tb := from.s.Latency.TPOT, to.s.Latency.TPOT
+	tf, tok := factor(ta, tb, Q50)
+	ff, _ := factor(a, b, Q95)
+	if !tok || tb.Count < DiagMinSamples {
+		return Hint{}, false
+	}
+	ev := "TTFT from send p95 " + move(a, b, Q95, fromTo(from, to))
+	switch {
+	case tf <= DiagHoldFactor:
+		ev += " while TPOT p50 held, " + move(ta, tb, Q50)
+	case ff >= DiagWaitDominates*tf:
+		ev += " while TPOT p50 grew far less, " + move(ta, tb, Q50)
+	default:
+		return c.saturatedHint(from, to, eng, ev+", and TPOT p50 "+move(ta, tb, Q50))
+	}
+	h := Hint{
+		Hypothesis: "requests waited before their first token: queueing or prefill pressure",
+		Check:      "engine queue telemetry (--metrics-url: waiting requests, queue time) and the prompt-length distribution (prompt_tokens in requests.jsonl)",
+	}
+	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
+		h.Hypothesis = "requests queued in the engine before their first token"
+		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), c.stress.noun)
+		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && c.burst {
+			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.WaitingMax))
+		}
+		h.Check = "whether the engine's queue time accounts for the TTFT, then prompt lengths (prompt_tokens in requests.jsonl) for prefill pressure"
+	}
+	if eng != nil && eng.Wait.Available {
+		ev += ", engine queue wait p95 " + FormatMs(eng.Wait.P95Ms)
+		if eng.Wait.P95Ms >= 0.5*value(b, Q95) {
+			// The engine's own queue time explains most of the TTFT.
+			h.Check = "the engine's capacity for this workload (replicas, max_num_seqs, KV-cache): its queue wait accounts for most of the TTFT"
+		}
+	}
+	h.Evidence = ev
+	return h, true
+}
+
+// saturatedHint: TTFT and TPOT both rose — requests waited for a place
+// and the fuller batch decoded each token slower.
+func (c *diagCase) saturatedHint(from, to *group, eng *EngineQueue, ev string) (Hint, bool) {
+	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
+		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s", num(eng.WaitingMax))
+		if !math.IsNaN(eng.RunningMax) {
+			ev += fmt.Sprintf(" and its running batch at %s", num(eng.RunningMax))
+		}
+		ev += " in " + c.stress.noun
+		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && c.burst {
+			ev += fmt.Sprintf(" (%s %s", from.label, num(re.WaitingMax))
+			if !math.IsNaN(re.RunningMax) {
+				ev += " and " + num(re.RunningMax)
+			}
+			ev += ")"
+		}
+	}
+	return Hint{
+		Hypothesis: "saturation: requests waited before their first token and a fuller batch decoded each token slower",
+		Evidence:   ev,
+		Check:      "the engine's running batch against its limit (max_num_seqs) and KV-cache use, its queue time, then prompt and output lengths",
+	}, true
+}
+
+// decodeHint: TTFT steady while completion grew — decoding took longer.
+func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
+	ea, eb := from.s.Latency.E2ESend, to.s.Latency.E2ESend
+	ta, tb := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
+	ef, ok := factor(ea, eb, Q50)
+	if !ok || eb.P50Censored || tb.P50Censored || eb.Count < DiagMinSamples || ta.Count < DiagMinSamples {
+		return Hint{}, false
+	}
+	de := eb.P50Ms - ea.P50Ms
+	dt := tb.P50Ms - ta.P50Ms
+	if ef < DiagCompletionRiseFactor || de < DiagCompletionRiseMinMs || dt > DiagTTFTShareOfRise*de {
+		return Hint{}, false
+	}
+	ev := fmt.Sprintf("completion p50 %s while TTFT p50 moved only %s", move(ea, eb, Q50, fromTo(from, to)), move(ta, tb, Q50))
+	pf, pok := factor(from.s.Latency.TPOT, to.s.Latency.TPOT, Q50)
+	if pok {
+		ev += "; TPOT p50 " + move(from.s.Latency.TPOT, to.s.Latency.TPOT, Q50)
+	}
+	oa, ob := perOK(from.s.OutputTokens, from.s.Succeeded), perOK(to.s.OutputTokens, to.s.Succeeded)
+	of := math.NaN()
+	if oa > 0 && ob > 0 {
+		of = ob / oa
+		ev += fmt.Sprintf(", output tokens per request %s → %s", num(oa), num(ob))
+	}
+	if eng != nil && !math.IsNaN(eng.RunningMax) && eng.Scrapes > 0 {
+		ev += fmt.Sprintf("; the engine's running batch peaked at %s in %s", num(eng.RunningMax), c.stress.noun)
+		if re := c.engine(from.engine); re != nil && !math.IsNaN(re.RunningMax) && c.burst {
+			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.RunningMax))
+		}
+	}
+	hyp := "decode contention or longer outputs"
+	switch {
+	case of >= DiagHoldFactor:
+		hyp = "longer outputs: answers grew, so decoding took longer"
+	case pok && pf >= DiagHoldFactor:
+		hyp = "decode contention: more sequences shared each decode step, so each token came slower"
+	}
+	return Hint{
+		Hypothesis: hyp,
+		Evidence:   ev,
+		Check:      "the output-token distribution (output_tokens in requests.jsonl), the engine's running batch size and KV-cache use",
+	}, true
+}
+
+// staleHint: timeouts dominate the failures of the burst or the phase
+// after it — the target may still be working on requests nobody waits for.
+func (c *diagCase) staleHint() (Hint, bool) {
+	gs := []*group{&c.stress}
+	if c.after != nil {
+		gs = append(gs, c.after)
+	}
+	var parts []string
+	for _, g := range gs {
+		s := g.s
+		if s.TimeoutRate >= DiagStaleTimeoutShare && s.TimeoutRate >= s.FailureRate/2 {
+			parts = append(parts, fmt.Sprintf("%s of %s's arrivals timed out", pct(s.TimeoutRate), g.noun))
+		}
+	}
+	if len(parts) == 0 {
+		return Hint{}, false
+	}
+	ev := strings.Join(parts, ", ")
+	if t := c.r.Settings.TimeoutMs; t > 0 {
+		ev += " (timeout " + FormatMs(t) + ")"
+	}
+	return Hint{
+		Hypothesis: "the target kept working on requests the client had given up on (stale work), which slows the drain",
+		Evidence:   ev,
+		Check:      "whether the server aborts a request when the client disconnects, and the engine's running/waiting after the timeouts; an admission limit (429) sheds load sooner than a timeout",
+	}, true
+}
+
+// factor is b's quantile / a's, when a has an uncensored value from at
+// least DiagMinSamples values and b has a value (a lower bound when
+// censored). ok is false otherwise.
+func factor(a, b Dist, q Quantile) (float64, bool) {
+	av, ac := a.Value(q)
+	bv, _ := b.Value(q)
+	if a.Count < DiagMinSamples || ac || av <= 0 || (b.Count == 0 && !censored(b, q)) {
+		return 0, false
+	}
+	return bv / av, true
+}
+
+func censored(d Dist, q Quantile) bool { _, c := d.Value(q); return c }
+
+func value(d Dist, q Quantile) float64 { v, _ := d.Value(q); return v }
+
+// rose: the quantile at least doubled and grew by DiagRiseMinMs.
+func rose(a, b Dist, q Quantile) bool {
+	f, ok := factor(a, b, q)
+	return ok && f >= DiagRiseFactor && value(b, q)-value(a, q) >= DiagRiseMinMs
+}
+
+// move formats a change: "343ms → 2.73s (8×)", "343ms → > 60s (≥ 175×)";
+// where, when given, joins the factor: "343ms → 2.73s (8×, baseline → burst)".
+func move(a, b Dist, q Quantile, where ...string) string {
+	s := a.Text(q) + " → " + b.Text(q)
+	var in []string
+	if f, ok := factor(a, b, q); ok {
+		ge := ""
+		if censored(b, q) {
+			ge = "≥ "
+		}
+		in = append(in, ge+times(f))
+	}
+	in = append(in, where...)
+	if len(in) > 0 {
+		s += " (" + strings.Join(in, ", ") + ")"
+	}
+	return s
+}
+
+func times(f float64) string {
+	if f >= 10 {
+		return strconv.FormatFloat(f, 'f', 0, 64) + "×"
+	}
+	return trimZeros(strconv.FormatFloat(f, 'f', 2, 64)) + "×"
+}
+
+func fromTo(a, b *group) string { return a.label + " → " + b.label }
+
+func perOK(n, ok int64) float64 {
+	if ok == 0 {
+		return 0
+	}
+	return float64(n) / float64(ok)
+}
+
+// num formats a rate or count with three significant digits at most.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return trimZeros(strconv.FormatFloat(v, 'f', 1, 64))
+	}
+	return trimZeros(strconv.FormatFloat(v, 'f', 2, 64))
+}

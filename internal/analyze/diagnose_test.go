@@ -1,0 +1,466 @@
+package analyze
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./internal/analyze -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/analyze -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// diagPhases: baseline 0–30 s, burst 30–40 s, recovery 40–70 s.
+func diagPhases() []Phase {
+	return []Phase{
+		{Name: "baseline", Start: 0, End: 30 * s, Rate: 10},
+		{Name: "burst", Start: 30 * s, End: 40 * s, Rate: 30},
+		{Name: "recovery", Start: 40 * s, End: 70 * s, Rate: 10},
+	}
+}
+
+// arrivals makes one record per arrival of phase [from, to) at rate/s:
+// f gets the arrival's index in the phase and its scheduled time.
+func arrivals(phase string, from, to time.Duration, rate float64, f func(k int, t time.Duration) *record.Record) []record.Record {
+	var out []record.Record
+	gap := time.Duration(float64(time.Second) / rate)
+	for k, t := 0, from; t < to; k, t = k+1, t+gap {
+		if r := f(k, t); r != nil {
+			r.Phase = phase
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// normal is a request of a healthy target: TTFT 80–120 ms, 11 tokens at
+// 100 ms per token.
+func normal(k int, t time.Duration) *record.Record {
+	ttft := 80*ms + time.Duration(k%5)*10*ms
+	return okRec(t, 0, ttft, ttft+time.Second)
+}
+
+// calm is a baseline and a recovery of normal requests, around a burst
+// made by burst.
+func calm(burst func(k int, t time.Duration) *record.Record, burstRate float64) []record.Record {
+	recs := arrivals("baseline", 0, 30*s, 10, normal)
+	recs = append(recs, arrivals("burst", 30*s, 40*s, burstRate, burst)...)
+	return append(recs, arrivals("recovery", 40*s, 70*s, 10, normal)...)
+}
+
+func analyseDiag(t *testing.T, phases []Phase, recs []record.Record) *Result {
+	t.Helper()
+	r, err := Records(Config{Phases: phases, Timeout: time.Minute, SLO: DefaultSLO}, recs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// queuedEngine is an engine whose waiting queue grew in the burst.
+var queuedEngine = map[string]EngineQueue{
+	"baseline": {Scrapes: 30, WaitingMax: 1, WaitingMean: 0.1, RunningMax: 4},
+	"burst":    {Scrapes: 10, WaitingMax: 180, WaitingMean: 90, RunningMax: 16},
+	"recovery": {Scrapes: 30, WaitingMax: 120, WaitingMean: 20, RunningMax: 16},
+}
+
+// emptyEngine is an engine whose waiting queue stayed empty throughout.
+var emptyEngine = map[string]EngineQueue{
+	"baseline": {Scrapes: 30, WaitingMax: 0, RunningMax: 2},
+	"burst":    {Scrapes: 10, WaitingMax: 0, RunningMax: 6},
+	"recovery": {Scrapes: 30, WaitingMax: 0, RunningMax: 2},
+}
+
+// backlogBurst is a burst at 30/s into a queue: arrival k waits 60 ms × k
+// more before its first token (up to 18 s), decoding at the same speed;
+// the last 50 time out.
+func backlogBurst(k int, t time.Duration) *record.Record {
+	if k >= 250 {
+		return failRec(t, record.Timeout)
+	}
+	ttft := 100*ms + time.Duration(k)*60*ms
+	return okRec(t, 0, ttft, ttft+time.Second)
+}
+
+type diagScenario struct {
+	name      string
+	phases    []Phase // nil: diagPhases
+	recs      []record.Record
+	engine    map[string]EngineQueue
+	generator func(recs []record.Record) Generator
+	mode      string
+	hints     []string // hypotheses (prefixes) that must be there, in order
+}
+
+func diagScenarios() []diagScenario {
+	return []diagScenario{
+		{
+			name: "held", recs: calm(normal, 20), mode: ModeHeld,
+		},
+		{
+			// Two of three burst arrivals are refused at once with
+			// Retry-After; the rest are served as usual.
+			name: "rejecting",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%3 != 0 {
+					r := failRec(t, record.RateLimited)
+					r.RetryAfterNs = int64(time.Second)
+					return r
+				}
+				return normal(k, t)
+			}, 30),
+			engine: emptyEngine,
+			mode:   ModeRejectedFast,
+			hints:  []string{"the target sheds load with an admission limit"},
+		},
+		{
+			// 503s after a long wait are not a fast rejection: the target
+			// queued them first.
+			name: "slow-503",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%3 != 0 {
+					r := failRec(t, record.HTTPError)
+					r.Status = 503
+					r.DoneNs = r.SentNs + int64(8*s)
+					return r
+				}
+				return normal(k, t)
+			}, 30),
+			mode: ModeBacklogged,
+		},
+		{
+			name: "backlogging", recs: calm(backlogBurst, 30), engine: queuedEngine, mode: ModeBacklogged,
+			hints: []string{"requests queued in the engine before their first token", "throughput saturated", "the target kept working on requests the client had given up on"},
+		},
+		{
+			// The same run without engine metrics: the hint can only say
+			// "waiting or prefill", and to check the engine's queue.
+			name: "backlogging-no-engine", recs: calm(backlogBurst, 30), mode: ModeBacklogged,
+			hints: []string{"requests waited before their first token: queueing or prefill pressure"},
+		},
+		{
+			// Every arrival is retried after 429s: 3 attempts per arrival.
+			name: "retry-storm",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%2 == 0 {
+					r := failRec(t, record.RateLimited)
+					r.Attempts = 4
+					return r
+				}
+				r := normal(k, t)
+				r.Attempts = 2
+				return r
+			}, 30),
+			mode:  ModeRetriesAmplified,
+			hints: []string{"retries added load"},
+		},
+		{
+			// The generator fell behind: each burst arrival is sent 5 ms
+			// later than the one before (up to 1.5 s late), and the target
+			// looks backlogged from the schedule's point of view.
+			name: "generator-behind",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				lag := time.Duration(k) * 5 * ms
+				return okRec(t, lag, lag+100*ms, lag+1100*ms)
+			}, 30),
+			generator: burstGenerator,
+			mode:      ModeGeneratorLimited,
+			hints:     []string{"the machine running surge could not keep the schedule"},
+		},
+		{
+			// The same lag without a generator verdict (virtual time or
+			// too few sends for it): the schedule lag alone decides.
+			name: "lagging-no-verdict",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				lag := time.Duration(k) * 5 * ms
+				return okRec(t, lag, lag+100*ms, lag+1100*ms)
+			}, 30),
+			mode: ModeGeneratorLimited,
+		},
+		{
+			// Six late sends of 301 (150 ms): the generator check fails the
+			// burst on its lag p99, but the target was tested — it held.
+			name: "lag-spikes",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				lag := time.Duration(0)
+				if k%50 == 7 {
+					lag = 150 * ms
+				}
+				return okRec(t, lag, lag+100*ms, lag+1100*ms)
+			}, 30),
+			generator: burstGenerator,
+			mode:      ModeHeld,
+		},
+		{
+			// TTFT from send rises 20× and TPOT 6×: the batch filled and
+			// a queue formed — saturation, not waiting alone.
+			name: "saturated",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k < 100 {
+					return normal(k, t)
+				}
+				return okRec(t, 0, 2400*ms+time.Duration(k%5)*10*ms, 2400*ms+6*time.Second)
+			}, 30),
+			engine: queuedEngine,
+			mode:   ModeBacklogged,
+			hints:  []string{"saturation: requests waited before their first token and a fuller batch"},
+		},
+		{
+			// A fifth of the burst never left: the in-flight cap was full.
+			name: "drops",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%5 == 0 {
+					return failRec(t, record.GeneratorDrop)
+				}
+				return normal(k, t)
+			}, 30),
+			mode:  ModeGeneratorLimited,
+			hints: []string{"the in-flight cap filled"},
+		},
+		{
+			// TTFT from send grows to 6 s while the engine's queue stays
+			// empty: the wait is in front of the engine.
+			name: "queue-outside-engine",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				ttft := 100*ms + time.Duration(k)*20*ms
+				return okRec(t, 0, ttft, ttft+time.Second)
+			}, 30),
+			engine: emptyEngine,
+			mode:   ModeBacklogged,
+			hints:  []string{"requests waited outside the engine"},
+		},
+		{
+			// TTFT steady, each token three times slower: decode contention.
+			name: "decode-contention",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				ttft := 80*ms + time.Duration(k%5)*10*ms
+				return okRec(t, 0, ttft, ttft+3*time.Second)
+			}, 15),
+			engine: queuedEngine,
+			mode:   ModeHeld,
+			hints:  []string{"decode contention"},
+		},
+		{
+			// TTFT and TPOT steady, answers three times longer than asked:
+			// longer outputs, and the server ignored max_tokens.
+			name: "longer-outputs",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				ttft := 80*ms + time.Duration(k%5)*10*ms
+				r := okRec(t, 0, ttft, ttft+3*time.Second)
+				r.OutputTokens, r.Chunks, r.MaxTokens = 31, 31, 16
+				r.TPOTNs = (r.DoneNs - r.FirstTokenNs) / 30
+				return r
+			}, 15),
+			mode:  ModeHeld,
+			hints: []string{"longer outputs", "the server ignored max_tokens"},
+		},
+		{
+			name: "failing",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%4 == 0 {
+					return failRec(t, record.HTTPError)
+				}
+				return normal(k, t)
+			}, 30),
+			mode:  ModeFailing,
+			hints: []string{"the target, or something in front of it, breaks"},
+		},
+		{
+			// A plain run (no burst phase) whose TTFT grows in its second
+			// half: judged on the run, compared between its first and
+			// last windows.
+			name:   "run-no-burst",
+			phases: []Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
+			recs: arrivals("main", 0, 60*s, 10, func(k int, t time.Duration) *record.Record {
+				ttft := 100 * ms
+				if t > 30*s {
+					ttft += (t - 30*s) / 4
+				}
+				return okRec(t, 0, ttft, ttft+time.Second)
+			}),
+			mode:  ModeBacklogged,
+			hints: []string{"requests waited before their first token"},
+		},
+		{
+			name:   "run-held",
+			phases: []Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
+			recs:   arrivals("main", 0, 60*s, 10, normal),
+			mode:   ModeHeld,
+		},
+		{
+			// The burst phase exists but nothing arrived in it.
+			name: "zero-offered",
+			recs: append(arrivals("baseline", 0, 30*s, 10, normal), arrivals("recovery", 40*s, 70*s, 10, normal)...),
+			mode: ModeNotJudged,
+		},
+	}
+}
+
+// burstGenerator is GeneratorCheck over the burst's sends, as the
+// experiment computes it.
+func burstGenerator(recs []record.Record) Generator {
+	var sched, sent []int64
+	for _, r := range recs {
+		if r.Phase == "burst" && r.SentNs != record.None {
+			sched, sent = append(sched, r.ScheduledNs), append(sent, r.SentNs)
+		}
+	}
+	p, _ := analyseDiagQuiet(recs).Phase("burst")
+	return GeneratorCheck(sched, sent, p.Latency.ScheduleLag.P99Ms)
+}
+
+func analyseDiagQuiet(recs []record.Record) *Result {
+	r, _ := Records(Config{Phases: diagPhases(), Timeout: time.Minute, SLO: DefaultSLO}, recs, 0)
+	return r
+}
+
+// TestDiagnose judges constructed runs, one per failure mode and hint,
+// and compares the rendered diagnosis with testdata/diagnose/<case>.golden.
+func TestDiagnose(t *testing.T) {
+	for _, tc := range diagScenarios() {
+		t.Run(tc.name, func(t *testing.T) {
+			phases := tc.phases
+			if phases == nil {
+				phases = diagPhases()
+			}
+			res := analyseDiag(t, phases, tc.recs)
+			in := DiagnosisInput{Scope: "5×", Result: res, Records: tc.recs, Engine: tc.engine}
+			if tc.generator != nil {
+				in.Generator = tc.generator(tc.recs)
+			}
+			d := Diagnose(in)
+			if tc.name == "lag-spikes" && !in.Generator.Behind {
+				t.Fatalf("the case needs a generator check that fails on lag p99: %+v", in.Generator)
+			}
+			if d.Mode != tc.mode {
+				t.Errorf("mode %q, want %q (summary: %s)", d.Mode, tc.mode, d.Summary)
+			}
+			i := 0
+			for _, h := range d.Hints {
+				if i < len(tc.hints) && strings.HasPrefix(h.Hypothesis, tc.hints[i]) {
+					i++
+				}
+				if h.Hypothesis == "" || h.Evidence == "" || h.Check == "" {
+					t.Errorf("hint with an empty part: %+v", h)
+				}
+			}
+			if i < len(tc.hints) {
+				t.Errorf("missing hint %q (in order %q); got:\n%s", tc.hints[i], tc.hints, d.Text())
+			}
+			golden(t, "diagnose/"+tc.name+".golden", []byte(d.Text()))
+		})
+	}
+}
+
+// TestDiagnoseGeneratorWins: a generator that fell behind wins over every
+// target mode — here a target that also rejected most of the burst.
+func TestDiagnoseGeneratorWins(t *testing.T) {
+	recs := calm(func(k int, t time.Duration) *record.Record {
+		if k%5 == 0 {
+			return failRec(t, record.GeneratorDrop)
+		}
+		return failRec(t, record.RateLimited)
+	}, 30)
+	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs), Records: recs})
+	if d.Mode != ModeGeneratorLimited {
+		t.Fatalf("mode %q, want %q: %s", d.Mode, ModeGeneratorLimited, d.Summary)
+	}
+	for _, h := range d.Hints {
+		if strings.Contains(h.Hypothesis, "admission") || strings.Contains(h.Hypothesis, "rate limit") {
+			t.Errorf("a target hint on an untested target: %+v", h)
+		}
+	}
+}
+
+// TestDiagnoseRejectionsWithoutRecords: without records a 429 share still
+// says "rejected fast" (their speed unknown), and 503s are not counted.
+func TestDiagnoseRejectionsWithoutRecords(t *testing.T) {
+	recs := calm(func(k int, t time.Duration) *record.Record {
+		if k%2 == 0 {
+			return failRec(t, record.RateLimited)
+		}
+		return normal(k, t)
+	}, 30)
+	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs)})
+	if d.Mode != ModeRejectedFast || strings.Contains(d.Summary, "median response") {
+		t.Fatalf("got %q: %s", d.Mode, d.Summary)
+	}
+}
+
+// TestDiagnoseNil: no analysis is "not judged", never a panic.
+func TestDiagnoseNil(t *testing.T) {
+	if d := Diagnose(DiagnosisInput{Scope: "run"}); d.Mode != ModeNotJudged {
+		t.Fatalf("mode %q", d.Mode)
+	}
+}
+
+// TestDiagnoseThresholdEdges pins the thresholds the modes turn on.
+func TestDiagnoseThresholdEdges(t *testing.T) {
+	share := func(every int, o record.Outcome) []record.Record {
+		return calm(func(k int, t time.Duration) *record.Record {
+			if k%every == 0 {
+				return failRec(t, o)
+			}
+			return normal(k, t)
+		}, 30)
+	}
+	for _, tc := range []struct {
+		name string
+		recs []record.Record
+		want string
+	}{
+		{"429 at 1 in 25 (4%) is below DiagRejectShare", share(25, record.RateLimited), ModeHeld},
+		{"429 at 1 in 20 (5%) reaches it", share(20, record.RateLimited), ModeRejectedFast},
+		{"errors at 1 in 25 are below DiagErrorShare", share(25, record.HTTPError), ModeHeld},
+		{"timeouts at 1 in 50 (2%) exceed DiagBacklogTimeoutShare", share(50, record.Timeout), ModeBacklogged},
+		{"drops at 1 in 150 (0.67%) are below DiagDropShare", share(150, record.GeneratorDrop), ModeHeld},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Diagnose(DiagnosisInput{Scope: "k", Result: analyseDiag(t, diagPhases(), tc.recs), Records: tc.recs})
+			if d.Mode != tc.want {
+				t.Errorf("mode %q, want %q: %s", d.Mode, tc.want, d.Summary)
+			}
+		})
+	}
+}
+
+func TestMoveText(t *testing.T) {
+	a := Dist{Count: 100, P95Ms: 343}
+	b := Dist{Count: 10, P95Ms: 60000, P95Censored: true, CensorMs: 60000}
+	if got, want := move(a, b, Q95, "baseline → burst"), "343ms → > 60s (≥ 175×, baseline → burst)"; got != want {
+		t.Errorf("move = %q, want %q", got, want)
+	}
+	if _, ok := factor(Dist{Count: 5, P95Ms: 10}, b, Q95); ok {
+		t.Error("a reference of 5 values was compared")
+	}
+	if !math.IsNaN(countRejections(nil, nil, 10).medianMs) {
+		t.Error("median of no rejections should be unknown")
+	}
+}

@@ -1,0 +1,121 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/scrape"
+)
+
+// Diagnose is analyze.Diagnose of one run, for the reports: the
+// generator verdict over the judged phase's sends (the burst phase, or
+// the measured phases of a run without one), the engine's waiting and
+// running gauges and its queue wait per phase, and the records.
+func Diagnose(scope string, res *run.Result) report.Diagnosis {
+	return ReportDiagnosis(analyze.Diagnose(DiagnosisInput(scope, res)))
+}
+
+// DiagnosisInput gathers what analyze.Diagnose looks at from a run.
+func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
+	a := res.Analysis
+	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records}
+	from, to := int64(math.MaxInt64), int64(math.MinInt64)
+	judged := false
+	for _, p := range a.Phases {
+		if p.Name == a.Settings.BurstPhase {
+			from, to, judged = int64(p.StartMs*1e6), int64(p.EndMs*1e6), true
+			break
+		}
+	}
+	if !judged {
+		for _, p := range a.Phases {
+			if !p.Excluded {
+				from, to = min(from, int64(p.StartMs*1e6)), max(to, int64(p.EndMs*1e6))
+			}
+		}
+	}
+	if !res.Virtual && res.Spec.Closed == nil && from < to {
+		var lag float64
+		if p, ok := a.Phase(a.Settings.BurstPhase); ok {
+			lag = p.Latency.ScheduleLag.P99Ms
+		} else {
+			lag = a.Overall.Latency.ScheduleLag.P99Ms
+		}
+		in.Generator = GeneratorOf(res.Records, from, to, lag)
+	}
+	if len(res.Engine) == 0 {
+		return in
+	}
+	in.Engine = map[string]analyze.EngineQueue{}
+	queue := func(name string, fromNs, toNs int64) {
+		w := scrape.Gauge(res.Engine, scrape.Waiting, fromNs, toNs)
+		r := scrape.Gauge(res.Engine, scrape.Running, fromNs, toNs)
+		e := analyze.EngineQueue{Scrapes: w.N, WaitingMax: w.Max, WaitingMean: w.Mean, RunningMax: r.Max}
+		if et, ok := res.EngineTiming[name]; ok && et.Queue.Available {
+			e.Wait = et.Queue
+		} else {
+			e.Wait = res.QueueWait[name]
+		}
+		in.Engine[name] = e
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, p := range a.Phases {
+		s, e := int64(p.StartMs*1e6), int64(p.EndMs*1e6)
+		queue(p.Name, s, e)
+		if !p.Excluded {
+			lo, hi = min(lo, s), max(hi, e)
+		}
+	}
+	if lo < hi {
+		queue("overall", lo, hi)
+	}
+	return in
+}
+
+// ReportDiagnosis converts an analysis diagnosis for the reports.
+func ReportDiagnosis(d analyze.Diagnosis) report.Diagnosis {
+	out := report.Diagnosis{Scope: d.Scope, Mode: d.Mode, Summary: d.Summary}
+	for _, h := range d.Hints {
+		out.Hints = append(out.Hints, report.Hint{Hypothesis: h.Hypothesis, Evidence: h.Evidence, Check: h.Check})
+	}
+	return out
+}
+
+// WithDiagnosis returns s with its Diagnosis set to d; a nil s becomes a
+// summary holding only the diagnosis, every number unknown (NaN).
+func WithDiagnosis(s *report.RunSummary, d report.Diagnosis) *report.RunSummary {
+	if s == nil {
+		nan := math.NaN()
+		s = &report.RunSummary{Mu: nan, PredictedPeakBacklog: nan, MeasuredPeakBacklog: nan, PredictedRecoveryS: nan, MeasuredRecoveryS: nan}
+	}
+	s.Diagnosis = &d
+	return s
+}
+
+// PrintDiagnoses writes the diagnosis of each run right after the
+// verdicts: one line per scope ("  5×  backlogged: <summary>") and its
+// first hint, if any, on the line below — the others are in results.md.
+// It prints nothing without diagnoses.
+func PrintDiagnoses(w io.Writer, ds []report.Diagnosis) {
+	if len(ds) == 0 {
+		return
+	}
+	width := 0
+	for _, d := range ds {
+		width = max(width, len([]rune(d.Scope)))
+	}
+	var b strings.Builder
+	b.WriteString("\nDiagnosis (hypotheses to check, not conclusions; all hints in results.md):\n")
+	for _, d := range ds {
+		fmt.Fprintf(&b, "  %s%s  %s: %s\n", d.Scope, strings.Repeat(" ", width-len([]rune(d.Scope))), d.Mode, d.Summary)
+		if len(d.Hints) > 0 {
+			fmt.Fprintf(&b, "  %s  %s\n", strings.Repeat(" ", width), d.Hints[0].Text())
+		}
+	}
+	io.WriteString(w, b.String())
+}
