@@ -93,19 +93,40 @@
             ctx.setLineDash([]);
             label(ctx, rule.label, u.bbox.left + 4 * r, y - 4 * r, "#444", false);
           });
-          run.markers.forEach(function (m, j) {
+          // Markers: a line each and a numbered tag (the list above the
+          // charts gives each number its label and time). Tags are placed
+          // greedily in rows from the top so that none overlaps another;
+          // a tag that fits in no row is left out (its line stays).
+          ctx.font = "bold " + (11 * r) + "px system-ui, sans-serif";
+          var rowRight = [], rowH = 15 * r, maxRows = Math.max(1, Math.floor(u.bbox.height / rowH) - 1);
+          run.markers.forEach(function (m) {
             var x = u.valToPos(m.t, "x", true);
             if (!(x >= u.bbox.left && x <= u.bbox.left + u.bbox.width)) return;
             ctx.strokeStyle = m.color;
-            ctx.lineWidth = 2 * r;
+            ctx.lineWidth = 1.5 * r;
             ctx.setLineDash(m.dash ? m.dash.map(function (d) { return d * r; }) : []);
             ctx.beginPath();
             ctx.moveTo(x, u.bbox.top);
             ctx.lineTo(x, u.bbox.top + u.bbox.height);
             ctx.stroke();
             ctx.setLineDash([]);
-            var right = x > u.bbox.left + u.bbox.width * 0.7;
-            label(ctx, m.label, right ? x - 3 * r : x + 3 * r, u.bbox.top + (14 + 16 * j) * r, m.color, right);
+            var text = String(m.n), w = ctx.measureText(text).width + 6 * r;
+            var lx = Math.min(Math.max(x - w / 2, u.bbox.left), u.bbox.left + u.bbox.width - w);
+            for (var row = 0; row < maxRows; row++) {
+              if (rowRight[row] == null || lx > rowRight[row] + 2 * r) break;
+            }
+            if (row >= maxRows) return;
+            rowRight[row] = lx + w;
+            var y = u.bbox.top + 2 * r + row * rowH;
+            ctx.fillStyle = "#fff";
+            ctx.strokeStyle = m.color;
+            ctx.lineWidth = 1 * r;
+            ctx.fillRect(lx, y, w, rowH - 3 * r);
+            ctx.strokeRect(lx, y, w, rowH - 3 * r);
+            ctx.fillStyle = m.color;
+            ctx.textAlign = "center";
+            ctx.textBaseline = "middle";
+            ctx.fillText(text, lx + w / 2, y + (rowH - 3 * r) / 2 + 0.5 * r);
           });
           ctx.restore();
         }]
@@ -127,34 +148,80 @@
     };
   }
 
+  // lastFinite is the latest value of a series: what its legend shows
+  // when the cursor is not over the chart.
+  function lastFinite(arr) {
+    for (var i = arr.length - 1; i >= 0; i--) {
+      if (arr[i] != null && isFinite(arr[i])) return arr[i];
+    }
+    return null;
+  }
+
+  // decades are the log axis' ticks: powers of ten only, each labelled.
+  function decades(u, ai, min, max) {
+    var out = [];
+    for (var e = Math.floor(Math.log10(min)); Math.pow(10, e) <= max * 1.0001; e++) {
+      var v = Math.pow(10, e);
+      if (v >= min * 0.9999) out.push(v);
+    }
+    return out;
+  }
+  function fmtMs(v) {
+    if (v >= 1000) return (v / 1000) + " s";
+    return (v >= 1 ? v.toFixed(0) : String(v)) + " ms";
+  }
+
   function makeChart(run, spec, el) {
     var scales = {
       x: { time: false, range: function () { return [run.x_min, run.x_max]; } },
       y: { range: range(spec, "y") }
     };
     if (spec.log) { scales.y.distr = 3; scales.y.log = 10; }
+    var grid = { stroke: "#eef0f3" }, ticks = { stroke: "#d1d5db" };
+    var yAxis = { label: spec.y, labelSize: 22, size: 58, stroke: "#4b5563", grid: grid, ticks: ticks };
+    if (spec.log) {
+      yAxis.splits = decades;
+      yAxis.values = function (u, splits) { return splits.map(fmtMs); };
+    }
     var axes = [
-      { label: "seconds since run start", labelSize: 20, stroke: "#4b5563", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#d1d5db" } },
-      { label: spec.y, labelSize: 22, size: 58, stroke: "#4b5563", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#d1d5db" } }
+      { label: "seconds since run start", labelSize: 20, stroke: "#4b5563", grid: grid, ticks: ticks },
+      yAxis
     ];
-    var series = [{ label: "time", value: function (u, v) { return v == null ? "—" : v.toFixed(0) + " s"; } }];
+    var t = spec.t || run.t;
+    var counts = spec.counts || null;
+    var series = [{
+      label: "time",
+      value: function (u, v, si, idx) {
+        if (idx == null) return t.length ? "latest (" + t[t.length - 1].toFixed(0) + " s)" : "—";
+        var s = v == null ? "—" : v.toFixed(0) + " s";
+        if (counts && counts[idx] != null) s += " · " + counts[idx].toFixed(0) + " " + (spec.count_label || "samples");
+        return s;
+      }
+    }];
+    var stepped = spec.step && uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : null;
     spec.series.forEach(function (s) {
-      series.push({
+      var o = {
         label: s.label,
         stroke: s.color,
-        width: 1.75,
+        width: s.width || 1.75,
         dash: s.dash || undefined,
+        fill: s.fill || undefined,
         scale: s.scale,
-        spanGaps: false,
-        points: { show: false },
-        value: function (u, v) { return fmtNum(v, s.unit); }
-      });
+        spanGaps: !!s.span,
+        points: s.points ? { show: true, size: 4, width: 1, fill: "#fff" } : { show: false },
+        value: function (u, v, si, idx) {
+          if (idx == null) v = lastFinite(u.data[si]);
+          return fmtNum(v, s.unit);
+        }
+      };
+      if (stepped) o.paths = stepped;
+      series.push(o);
     });
     if (spec.y2) {
       scales.y2 = { range: range(spec, "y2") };
-      axes.push({ scale: "y2", side: 1, label: spec.y2, labelSize: 22, size: 52, stroke: "#4b5563", grid: { show: false }, ticks: { stroke: "#d1d5db" } });
+      axes.push({ scale: "y2", side: 1, label: spec.y2, labelSize: 22, size: 52, stroke: "#4b5563", grid: { show: false }, ticks: ticks });
     }
-    var data = [spec.t || run.t].concat(spec.series.map(function (s) { return s.values; }));
+    var data = [t].concat(spec.series.map(function (s) { return s.values; }));
     var first = true;
     var opts = {
       width: Math.max(320, el.clientWidth || 600),
@@ -174,7 +241,10 @@
         }]
       }
     };
-    plots.push({ plot: new uPlot(opts, data, el), el: el });
+    var plot = new uPlot(opts, data, el);
+    el.setAttribute("data-chart-id", spec.id);
+    el.setAttribute("data-points", String(t.length));
+    plots.push({ plot: plot, el: el });
   }
 
   function drawAll() {
