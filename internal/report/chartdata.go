@@ -244,14 +244,15 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		return c
 	}
 
-	// Arrivals: offered lies under sent and goodput when all is well, so it
-	// is wide, pale and dashed beneath them; sent is thin with markers.
+	// Arrivals: when all is well offered, sent and goodput coincide, so
+	// goodput is a shaded area, offered a wide dashed line over it, and sent
+	// a thin line with a marker at every point, drawn last, on top.
 	load := stepped(chart{ID: "load", Title: "Arrivals: offered, sent and goodput by arrival window", Y: "requests/s",
 		Counts: sum(rc.Counts), CountLabel: "requests"})
 	load.Series = present(
-		chartSeries{Label: "offered", Color: "#a3a3a3", Dash: []int{7, 4}, Width: 4, Values: mean(rc.Offered)},
-		chartSeries{Label: "sent", Color: "#1f77b4", Width: 1.25, Points: true, Values: mean(rc.Sent)},
-		chartSeries{Label: "goodput", Color: "#7b3fb3", Width: 2, Values: mean(rc.Goodput)},
+		chartSeries{Label: "goodput", Color: "#7b3fb3", Fill: "rgba(123,63,179,0.16)", Width: 1.5, Values: mean(rc.Goodput)},
+		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{8, 4}, Width: 3.5, Values: mean(rc.Offered)},
+		chartSeries{Label: "sent", Color: "#0b4f8a", Width: 1, Points: true, Values: mean(rc.Sent)},
 	)
 	withUnit(load.Series, "req/s", "y")
 	add(load, "load series unavailable")
@@ -264,31 +265,6 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		done.Note = "the target cannot complete faster than μ for long; a backlog drains at μ − offered"
 	}
 	add(done, "")
-
-	for _, l := range []struct {
-		id, title string
-		s         LatencySeries
-		deadline  float64
-		what      string
-	}{
-		{"ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, "TTFT"},
-		{"completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, "completion"},
-	} {
-		c := stepped(chart{ID: l.id, Title: l.title, Y: "ms (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
-		c.Series = present(
-			chartSeries{Label: "p50", Color: "#2ca02c", Values: peak(positive(l.s.P50))},
-			chartSeries{Label: "p95", Color: "#ff7f0e", Values: peak(positive(l.s.P95))},
-			chartSeries{Label: "p99", Color: "#d62728", Values: peak(positive(l.s.P99))},
-		)
-		withUnit(c.Series, "ms", "y")
-		if allGaps(c.Series) {
-			c.Series = nil
-		}
-		if l.deadline > 0 && finite(l.deadline) {
-			c.Rules = []chartRule{{Label: "deadline " + fmtSeconds(l.deadline/1000), Value: l.deadline}}
-		}
-		add(c, l.what+" latency unavailable: no samples")
-	}
 
 	if b := backlogChart(rc); b != nil {
 		add(*b, "")
@@ -314,6 +290,31 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		q.Note = strings.TrimSuffix(q.Note, "; ")
 	}
 	add(q, "")
+
+	for _, l := range []struct {
+		id, title string
+		s         LatencySeries
+		deadline  float64
+		what      string
+	}{
+		{"ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, "TTFT"},
+		{"completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, "completion"},
+	} {
+		c := stepped(chart{ID: l.id, Title: l.title, Y: "ms (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
+		c.Series = present(
+			chartSeries{Label: "p50", Color: "#2ca02c", Values: peak(positive(l.s.P50))},
+			chartSeries{Label: "p95", Color: "#ff7f0e", Values: peak(positive(l.s.P95))},
+			chartSeries{Label: "p99", Color: "#d62728", Values: peak(positive(l.s.P99))},
+		)
+		withUnit(c.Series, "ms", "y")
+		if allGaps(c.Series) {
+			c.Series = nil
+		}
+		if l.deadline > 0 && finite(l.deadline) {
+			c.Rules = []chartRule{{Label: "deadline " + fmtSeconds(l.deadline/1000), Value: l.deadline}}
+		}
+		add(c, l.what+" latency unavailable: no samples")
+	}
 
 	if len(rc.EngineT) > 0 {
 		if err := ascending(rc.EngineT); err != nil {

@@ -65,9 +65,26 @@ func bodyAttrs(t *testing.T, dom []byte) map[string]string {
 	return attrs
 }
 
+// chartDivs returns, for every chart element of a dumped DOM, its
+// attributes (data-chart-id, data-points, data-ink, id…).
+func chartDivs(dom []byte) []map[string]string {
+	var out []map[string]string
+	for _, m := range regexp.MustCompile(`<div class="plot"([^>]*)>`).FindAllSubmatch(dom, -1) {
+		attrs := map[string]string{}
+		for _, a := range regexp.MustCompile(`([\w-]+)="([^"]*)"`).FindAllSubmatch(m[1], -1) {
+			attrs[string(a[1])] = string(a[2])
+		}
+		out = append(out, attrs)
+	}
+	return out
+}
+
 // TestReportDrawsInChromium opens the fixture report in headless Chromium:
-// every chart must be drawn by uPlot with no JavaScript error, and a
-// screenshot is kept for people to look at (one browser start does both).
+// every chart must be drawn by uPlot with no JavaScript or console error,
+// each run must have the summary block and the new charts (arrivals,
+// completed/s with μ, backlog), every chart's plot area must hold ink, and
+// screenshots are kept for people to look at: the whole page, and the 5×
+// run alone (the one README shows).
 func TestReportDrawsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
@@ -92,7 +109,7 @@ func TestReportDrawsInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(dir, "report.png")
-	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,2000",
+	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,6400",
 		"--dump-dom", "--screenshot="+shot, "file://"+page)
 	attrs := bodyAttrs(t, dom)
 	if e := attrs["data-js-errors"]; e != "" {
@@ -110,15 +127,61 @@ func TestReportDrawsInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte(`class="u-legend`)); n < want {
 		t.Errorf("%d uPlot legends, want at least %d", n, want)
 	}
+	if n := bytes.Count(dom, []byte(`<div class="summary">`)); n != len(rep.Runs) {
+		t.Errorf("%d summary blocks, want %d (one per run)", n, len(rep.Runs))
+	}
+	for _, s := range []string{`<span class="badge LATE"`, `<span class="mode">backlogged</span>`, `<th>burst</th>`, `class="marker-list"`} {
+		if !bytes.Contains(dom, []byte(s)) {
+			t.Errorf("the page lacks %s", s)
+		}
+	}
+	ids := map[string]int{}
+	for _, c := range chartDivs(dom) {
+		ids[c["data-chart-id"]]++
+		ink, err := strconv.Atoi(c["data-ink"])
+		if err != nil || ink < 5 {
+			t.Errorf("chart %s (%s): data-ink = %q: the plot area is (nearly) blank", c["id"], c["data-chart-id"], c["data-ink"])
+		}
+		if c["data-points"] == "" || c["data-points"] == "0" {
+			t.Errorf("chart %s (%s) drew no points", c["id"], c["data-chart-id"])
+		}
+	}
+	for _, id := range []string{"load", "completed", "ttft", "completion", "backlog", "waiting"} {
+		if ids[id] != len(rep.Runs) {
+			t.Errorf("%d %q charts drawn, want %d (one per run)", ids[id], id, len(rep.Runs))
+		}
+	}
+	checkShot(t, shot)
 
-	st, err := os.Stat(shot)
+	// The 5× run alone, for README: summary, diagnosis, milestones, charts.
+	one := HTMLReport{Title: rep.Title, Runs: rep.Runs[1:2]}
+	b.Reset()
+	if err := WriteHTML(&b, one); err != nil {
+		t.Fatal(err)
+	}
+	page5 := filepath.Join(dir, "report-5x.html")
+	if err := os.WriteFile(page5, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot5 := filepath.Join(dir, "report-5x.png")
+	attrs = bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--window-size=1300,1560",
+		"--dump-dom", "--screenshot="+shot5, "file://"+page5))
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors (5× page): %s", e)
+	}
+	checkShot(t, shot5)
+	t.Logf("report and screenshots in %s", dir)
+}
+
+func checkShot(t *testing.T, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
 	}
 	if st.Size() < 20_000 {
-		t.Errorf("screenshot is only %d bytes: blank page?", st.Size())
+		t.Errorf("screenshot %s is only %d bytes: blank page?", path, st.Size())
 	}
-	t.Logf("report and screenshot in %s", dir)
 }
 
 // TestChromiumCheckCatchesErrors shows that the check above can fail: a page

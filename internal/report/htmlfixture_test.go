@@ -185,7 +185,7 @@ func burstReport() HTMLReport {
 			Mu: mu, MuSource: "estimated from the burst's backlog",
 			PredictedPeakBacklog: backlog, MeasuredPeakBacklog: slices.Max(rc.MeasuredBacklog), MeasuredBacklogSource: rc.MeasuredBacklogLabel,
 			PredictedRecoveryS: predRec, MeasuredRecoveryS: measRec,
-			RecoveryLate: !math.IsNaN(measRec) && measRec > predRec*1.1,
+			RecoveryLate: math.IsNaN(measRec) || measRec > predRec*1.1,
 			Verdicts: []Verdict{
 				{Scope: "baseline", Check: "p95 TTFT <= 2s", Status: VerdictPass, Detail: "310ms"},
 				{Scope: "burst", Check: "p95 TTFT <= 2s", Status: VerdictFail, Detail: "4.1s"},

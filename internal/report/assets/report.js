@@ -5,7 +5,10 @@
 // For checks by a headless browser it sets on <body>:
 //   data-charts-expected  charts described by the data
 //   data-charts-drawn     charts uPlot has drawn at least once
-//   data-js-errors        every JavaScript error, joined by " | " (empty if none)
+//   data-js-errors        every JavaScript error and console.error, joined by " | " (empty if none)
+// and on each chart's element data-chart-id, data-points (points drawn) and
+// data-ink (per mille of the plot area that is not blank after the first
+// draw: the series, marks and bands really reached the canvas).
 (function () {
   "use strict";
   var errors = [];
@@ -20,6 +23,13 @@
       el.textContent = "Some charts could not be drawn:\n" + errors.join("\n");
       el.hidden = false;
     }
+  }
+  if (window.console && console.error) {
+    var consoleError = console.error;
+    console.error = function () {
+      noteError("console: " + Array.prototype.join.call(arguments, " "));
+      return consoleError.apply(console, arguments);
+    };
   }
   window.addEventListener("error", function (e) {
     noteError((e.message || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
@@ -150,9 +160,16 @@
 
   // lastFinite is the latest value of a series: what its legend shows
   // when the cursor is not over the chart.
-  function lastFinite(arr) {
+  // (within the charted time: a prediction may reach beyond it).
+  function lastFinite(arr, t, xMax) {
     for (var i = arr.length - 1; i >= 0; i--) {
-      if (arr[i] != null && isFinite(arr[i])) return arr[i];
+      if (t[i] <= xMax && arr[i] != null && isFinite(arr[i])) return arr[i];
+    }
+    return null;
+  }
+  function lastTime(t, xMax) {
+    for (var i = t.length - 1; i >= 0; i--) {
+      if (t[i] <= xMax) return t[i];
     }
     return null;
   }
@@ -169,6 +186,17 @@
   function fmtMs(v) {
     if (v >= 1000) return (v / 1000) + " s";
     return (v >= 1 ? v.toFixed(0) : String(v)) + " ms";
+  }
+
+  // ink is the per mille of the plot area's pixels that are not blank.
+  function ink(u) {
+    var b = u.bbox, w = Math.floor(b.width), h = Math.floor(b.height);
+    if (w <= 0 || h <= 0) return 0;
+    var px = u.ctx.getImageData(Math.floor(b.left), Math.floor(b.top), w, h).data, n = 0;
+    for (var i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 0 && (px[i] < 225 || px[i + 1] < 225 || px[i + 2] < 225)) n++;
+    }
+    return Math.round(1000 * n / (w * h));
   }
 
   function makeChart(run, spec, el) {
@@ -192,7 +220,10 @@
     var series = [{
       label: "time",
       value: function (u, v, si, idx) {
-        if (idx == null) return t.length ? "latest (" + t[t.length - 1].toFixed(0) + " s)" : "—";
+        if (idx == null) {
+          var lt = lastTime(t, run.x_max);
+          return lt == null ? "—" : "latest (" + lt.toFixed(0) + " s)";
+        }
         var s = v == null ? "—" : v.toFixed(0) + " s";
         if (counts && counts[idx] != null) s += " · " + counts[idx].toFixed(0) + " " + (spec.count_label || "samples");
         return s;
@@ -210,7 +241,7 @@
         spanGaps: !!s.span,
         points: s.points ? { show: true, size: 4, width: 1, fill: "#fff" } : { show: false },
         value: function (u, v, si, idx) {
-          if (idx == null) v = lastFinite(u.data[si]);
+          if (idx == null) v = lastFinite(u.data[si], t, run.x_max);
           return fmtNum(v, s.unit);
         }
       };
@@ -233,9 +264,10 @@
       cursor: { drag: { x: true, y: false } },
       plugins: [overlays(run, spec)],
       hooks: {
-        draw: [function () {
+        draw: [function (u) {
           if (!first) return;
           first = false;
+          el.setAttribute("data-ink", String(ink(u)));
           drawn++;
           document.body.setAttribute("data-charts-drawn", String(drawn));
         }]
