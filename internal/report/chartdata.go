@@ -257,13 +257,14 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	withUnit(load.Series, "req/s", "y")
 	add(load, "load series unavailable")
 
-	done := stepped(chart{ID: "completed", Title: "Completed/s by completion time", Y: "requests/s"})
-	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: mean(rc.Completed)})
-	withUnit(done.Series, "req/s", "y")
+	done := chart{ID: "completed", Title: "Completed/s by completion time", Y: "requests/s"}
 	if sm := rc.Summary; sm != nil && sm.Mu > 0 && finite(sm.Mu) {
 		done.Rules = []chartRule{{Label: "μ " + strconv.FormatFloat(sm.Mu, 'f', 2, 64) + " req/s", Value: sm.Mu}}
 		done.Note = "the target cannot complete faster than μ for long; a backlog drains at μ − offered"
 	}
+	done = stepped(done)
+	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: mean(rc.Completed)})
+	withUnit(done.Series, "req/s", "y")
 	add(done, "")
 
 	if b := backlogChart(rc); b != nil {

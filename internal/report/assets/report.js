@@ -78,11 +78,7 @@
             ctx.fillStyle = p.color;
             ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
           });
-          ctx.restore();
-        }],
-        draw: [function (u) {
-          var ctx = u.ctx, r = dpr();
-          ctx.save();
+          // Phase names go behind the series, so they never hide a line.
           ctx.font = (11 * r) + "px system-ui, sans-serif";
           run.phases.forEach(function (p) {
             var x0 = clampX(u, p.start), x1 = clampX(u, p.end);
@@ -90,6 +86,12 @@
               label(ctx, p.name, x0 + 2 * r, u.bbox.top + u.bbox.height - 5 * r, "#6b7280", false);
             }
           });
+          ctx.restore();
+        }],
+        draw: [function (u) {
+          var ctx = u.ctx, r = dpr();
+          ctx.save();
+          ctx.font = (11 * r) + "px system-ui, sans-serif";
           spec.rules.forEach(function (rule) {
             var y = u.valToPos(rule.value, "y", true);
             if (!(y >= u.bbox.top && y <= u.bbox.top + u.bbox.height)) return;
@@ -163,13 +165,13 @@
   // (within the charted time: a prediction may reach beyond it).
   function lastFinite(arr, t, xMax) {
     for (var i = arr.length - 1; i >= 0; i--) {
-      if (t[i] <= xMax && arr[i] != null && isFinite(arr[i])) return arr[i];
+      if (t[i] < xMax && arr[i] != null && isFinite(arr[i])) return arr[i];
     }
     return null;
   }
   function lastTime(t, xMax) {
     for (var i = t.length - 1; i >= 0; i--) {
-      if (t[i] <= xMax) return t[i];
+      if (t[i] < xMax) return t[i];
     }
     return null;
   }
