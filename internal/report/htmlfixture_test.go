@@ -186,7 +186,7 @@ func burstReport() HTMLReport {
 			PredictedPeakBacklog: backlog, MeasuredPeakBacklog: slices.Max(rc.MeasuredBacklog), MeasuredBacklogSource: rc.MeasuredBacklogLabel,
 			PredictedRecoveryS: predRec, MeasuredRecoveryS: measRec,
 			RecoveryLate: math.IsNaN(measRec) || measRec > predRec*1.1,
-			Verdicts: fixtureVerdicts(k),
+			Verdicts:     fixtureVerdicts(k),
 		}
 		if math.IsNaN(measRec) {
 			rc.Summary.RecoveryNote = "not recovered by the end of the run"
