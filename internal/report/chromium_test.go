@@ -84,7 +84,9 @@ func chartDivs(dom []byte) []map[string]string {
 // each run must have the summary block and the new charts (arrivals,
 // completed/s with μ, backlog), every chart's plot area must hold ink, and
 // screenshots are kept for people to look at: the whole page, and the 5×
-// run alone (the one README shows).
+// run alone (the one README shows; refresh it with
+// SURGE_ARTIFACTS=/tmp/a go test ./internal/report/ -run Chromium and
+// cp /tmp/a/report-5x.png docs/report-burst.png).
 func TestReportDrawsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
