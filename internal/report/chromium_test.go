@@ -212,3 +212,42 @@ func TestChromiumCheckCatchesErrors(t *testing.T) {
 		t.Errorf("data-charts-drawn = %q, want 0", got)
 	}
 }
+
+// TestLegendLatestAndHoverCounts checks the legends in a browser: away from
+// the chart they show each series' latest value (not "—"); with the cursor
+// on a window they show its value and the window's sample count.
+func TestLegendLatestAndHoverCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rep := smallReport()
+	rep.Runs = rep.Runs[:1]
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	// After drawing, note the first chart's legend, move the cursor onto
+	// the third window (t = 10 s) and note it again.
+	probe := `<script>window.addEventListener("load", function () {
+  function legend(p) { return Array.prototype.map.call(p.root.querySelectorAll(".u-legend .u-value"), function (e) { return e.textContent; }).join("|"); }
+  var p = window.surgePlots[0].plot;
+  document.body.setAttribute("data-legend-idle", legend(p));
+  p.setCursor({ left: p.valToPos(10, "x"), top: 10 });
+  document.body.setAttribute("data-legend-hover", legend(p));
+});</script></body>`
+	page := filepath.Join(t.TempDir(), "legend.html")
+	if err := os.WriteFile(page, []byte(strings.Replace(b.String(), "</body>", probe, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	attrs := bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--dump-dom", "file://"+page))
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	// The arrivals chart: time, goodput, offered, sent.
+	if got, want := attrs["data-legend-idle"], "latest (25 s)|8.00 req/s|8.00 req/s|8.00 req/s"; got != want {
+		t.Errorf("idle legend %q, want %q", got, want)
+	}
+	if got, want := attrs["data-legend-hover"], "10 s · 80 requests|6.00 req/s|16.00 req/s|16.00 req/s"; got != want {
+		t.Errorf("legend on the 10 s window %q, want %q", got, want)
+	}
+}

@@ -13,6 +13,8 @@
   "use strict";
   var errors = [];
   var plots = [];
+  // For checks by a headless browser: the uPlot instances, in page order.
+  window.surgePlots = plots;
   var drawn = 0;
 
   function noteError(msg) {
