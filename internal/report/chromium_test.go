@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,4 +251,68 @@ func TestLegendLatestAndHoverCounts(t *testing.T) {
 	if got, want := attrs["data-legend-hover"], "10 s · 80 requests|6.00 req/s|16.00 req/s|16.00 req/s"; got != want {
 		t.Errorf("legend on the 10 s window %q, want %q", got, want)
 	}
+}
+
+// TestMarkerTagsNeverOverlap draws twelve milestones within three seconds
+// of each other: their numbered tags are stacked in rows, and no two
+// rectangles intersect.
+func TestMarkerTagsNeverOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rep := smallReport()
+	rep.Runs = rep.Runs[:1]
+	rc := &rep.Runs[0]
+	for i := range 12 {
+		rc.Markers = append(rc.Markers, Marker{Kind: MarkerScaling, T: 12 + float64(i)*0.25, Label: fmt.Sprintf("milestone %d", i)})
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "tags.html")
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,3000", "--dump-dom", "file://"+page)
+	if e := bodyAttrs(t, dom)["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	charts := regexp.MustCompile(`data-tags="([^"]*)" data-tags-skipped="(\d+)"`).FindAllSubmatch(dom, -1)
+	if len(charts) == 0 {
+		t.Fatal("no chart reports its tags")
+	}
+	for ci, m := range charts {
+		var rects [][4]int
+		for _, f := range strings.Fields(string(m[1])) {
+			var r [4]int
+			if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &r[0], &r[1], &r[2], &r[3]); err != nil {
+				t.Fatalf("tag %q: %v", f, err)
+			}
+			rects = append(rects, r)
+		}
+		inRange := len(rc.Markers) - 1 // the fixture's "scale_up" at 40 s is beyond the charted 35 s
+		if len(rects)+mustAtoi(t, string(m[2])) != inRange {
+			t.Errorf("chart %d: %d tags placed + %s skipped, want %d markers", ci, len(rects), m[2], inRange)
+		}
+		if len(rects) < 12 {
+			t.Errorf("chart %d: only %d of %d tags found room", ci, len(rects), len(rc.Markers))
+		}
+		for i, a := range rects {
+			for _, c := range rects[i+1:] {
+				if a[0] < c[0]+c[2] && c[0] < a[0]+a[2] && a[1] < c[1]+c[3] && c[1] < a[1]+a[3] {
+					t.Errorf("chart %d: tags %v and %v overlap", ci, a, c)
+				}
+			}
+		}
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -112,7 +112,7 @@
           // greedily in rows from the top so that none overlaps another;
           // a tag that fits in no row is left out (its line stays).
           ctx.font = "bold " + (11 * r) + "px system-ui, sans-serif";
-          var rowRight = [], rowH = 15 * r, maxRows = Math.max(1, Math.floor(u.bbox.height / rowH) - 1);
+          var rowRight = [], rowH = 15 * r, maxRows = Math.max(1, Math.floor(u.bbox.height / rowH) - 1), skipped = 0, tags = [];
           run.markers.forEach(function (m) {
             var x = u.valToPos(m.t, "x", true);
             if (!(x >= u.bbox.left && x <= u.bbox.left + u.bbox.width)) return;
@@ -129,7 +129,7 @@
             for (var row = 0; row < maxRows; row++) {
               if (rowRight[row] == null || lx > rowRight[row] + 2 * r) break;
             }
-            if (row >= maxRows) return;
+            if (row >= maxRows) { skipped++; return; }
             rowRight[row] = lx + w;
             var y = u.bbox.top + 2 * r + row * rowH;
             ctx.fillStyle = "#fff";
@@ -137,11 +137,16 @@
             ctx.lineWidth = 1 * r;
             ctx.fillRect(lx, y, w, rowH - 3 * r);
             ctx.strokeRect(lx, y, w, rowH - 3 * r);
+            tags.push([Math.round(lx), Math.round(y), Math.round(w), Math.round(rowH - 3 * r)].join(","));
             ctx.fillStyle = m.color;
             ctx.textAlign = "center";
             ctx.textBaseline = "middle";
             ctx.fillText(text, lx + w / 2, y + (rowH - 3 * r) / 2 + 0.5 * r);
           });
+          // For checks: where the tags went (x,y,w,h in canvas pixels) and
+          // how many found no room.
+          u.root.setAttribute("data-tags", tags.join(" "));
+          u.root.setAttribute("data-tags-skipped", String(skipped));
           ctx.restore();
         }]
       }
