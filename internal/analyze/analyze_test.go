@@ -408,7 +408,10 @@ func TestVLLMFields(t *testing.T) {
 }
 
 // Windows are aligned to the burst end; their rates use the part inside the run.
-func TestWindowsAlignedToBurstEnd(t *testing.T) {
+// Windows start at each phase's start, so none holds two phases (a 10 s
+// window from 25 s would put 5 s of burst into a "baseline" window); after
+// the burst they count from its end, as the recovery rule needs.
+func TestWindowsAlignedToPhases(t *testing.T) {
 	phases := []Phase{
 		{Name: "baseline", Start: 0, End: 30 * s},
 		{Name: "burst", Start: 30 * s, End: 35 * s},
@@ -420,7 +423,7 @@ func TestWindowsAlignedToBurstEnd(t *testing.T) {
 	}
 	ws := a.Result().Windows
 	if len(ws) != 7 {
-		t.Fatalf("got %d windows, want 7 (starts -5, 5, …, 55 s)", len(ws))
+		t.Fatalf("got %d windows, want 7 (starts 0, 10, 20, 30, 35, 45, 55 s)", len(ws))
 	}
 	want := []struct {
 		k            int64
@@ -428,7 +431,7 @@ func TestWindowsAlignedToBurstEnd(t *testing.T) {
 		dur, offered float64
 		phase        string
 	}{
-		{-4, -5000, 5000, 5, "baseline"}, {-1, 25000, 10000, 10, "baseline"},
+		{-4, 0, 10000, 10, "baseline"}, {-2, 20000, 10000, 10, "baseline"}, {-1, 30000, 5000, 5, "burst"},
 		{0, 35000, 10000, 10, "recovery"}, {2, 55000, 7000, 7, "recovery"},
 	}
 	byK := map[int64]WindowResult{}
@@ -444,6 +447,62 @@ func TestWindowsAlignedToBurstEnd(t *testing.T) {
 		if got.OfferedRPS != 1 {
 			t.Errorf("window %d offered rps = %v, want 1", w.k, got.OfferedRPS)
 		}
+	}
+}
+
+// No window straddles a phase boundary, whatever the phase lengths, and
+// the windows tile the run without gaps or overlaps, W/2 to 3W/2 long (a
+// whole phase when it is shorter).
+func TestWindowsNeverStraddlePhases(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lengths []time.Duration // warmup, baseline, burst, recovery
+		window  time.Duration
+	}{
+		{"demo", []time.Duration{5 * s, 20 * s, 8 * s, 30 * s}, 2 * s},
+		{"odd lengths", []time.Duration{3 * s, 17 * s, 7 * s, 23 * s}, 2 * s},
+		{"sliver merged", []time.Duration{4500 * ms, 10300 * ms, 5100 * ms, 20 * s}, 2 * s},
+		{"phase shorter than a window", []time.Duration{1 * s, 25 * s, 3 * s, 40 * s}, 5 * s},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"warmup", "baseline", "burst", "recovery"}
+			var phases []Phase
+			var at time.Duration
+			for i, l := range tc.lengths {
+				phases = append(phases, Phase{Name: names[i], Start: at, End: at + l, Excluded: i == 0})
+				at += l
+			}
+			a := mustNew(t, Config{Phases: phases, Window: tc.window, Recovery: RecoveryRule{Window: tc.window}})
+			for ti := time.Duration(0); ti < at; ti += 100 * ms {
+				a.Add(okRec(ti, 0, 10*ms, 20*ms))
+			}
+			ws := a.Result().Windows
+			if ws[0].StartMs != 0 {
+				t.Errorf("first window starts at %v ms, want 0 (the run's start)", ws[0].StartMs)
+			}
+			for i, w := range ws {
+				if i > 0 && w.StartMs != ws[i-1].EndMs {
+					t.Errorf("window %d starts at %v, the one before ends at %v", w.Index, w.StartMs, ws[i-1].EndMs)
+				}
+				for _, p := range phases[1:] {
+					b := durMs(p.Start)
+					if w.StartMs < b && b < w.EndMs {
+						t.Errorf("window %d [%v, %v) ms straddles the start of %s at %v ms", w.Index, w.StartMs, w.EndMs, p.Name, b)
+					}
+				}
+				short := false
+				for _, p := range phases {
+					short = short || (durMs(p.Start) == w.StartMs && durMs(p.End) == w.EndMs)
+				}
+				d, wm := w.EndMs-w.StartMs, durMs(tc.window)
+				if !short && (d < wm/2 || d >= 1.5*wm) {
+					t.Errorf("window %d is %v ms long, want [%v, %v)", w.Index, d, wm/2, 1.5*wm)
+				}
+				if w.Index == 0 && w.StartMs != durMs(phases[2].End) {
+					t.Errorf("window 0 starts at %v, want the burst end %v", w.StartMs, durMs(phases[2].End))
+				}
+			}
+		})
 	}
 }
 

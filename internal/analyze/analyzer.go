@@ -246,31 +246,101 @@ func (a *acc) offered() int64 {
 	return n
 }
 
-// windowSeries holds the accumulators of arrival-time windows of one width
-// aligned to one anchor: window k covers [anchor + k·width, anchor + (k+1)·width).
+// windowSeries holds the accumulators of arrival-time windows of one width,
+// aligned to the phases so that no window straddles a phase boundary.
+//
+// The grid: every phase start and end but the last end is a boundary b₀ <
+// b₁ < … < bₙ. Between two boundaries, windows of the configured width W
+// start at the earlier one; the remainder at the end is a window of its own
+// when it is at least W/2 long, and otherwise joins the window before it (so
+// a window is W/2 to 3W/2 long, or the whole span when that is shorter than
+// W). Before b₀ and from bₙ on, windows of exactly W continue the grid
+// without end. Window k is numbered so that the one starting at the anchor
+// (the burst's end when there is a burst) is 0: windows after the burst are
+// k ≥ 0 and cover [anchor + k·W, anchor + (k+1)·W), as the recovery rule
+// counts them.
 type windowSeries struct {
-	width, anchor int64
-	accs          map[int64]*acc
-	lastK         int64
-	last          *acc
+	width  int64
+	anchor int64
+	starts []int64 // window starts in [b₀, bₙ), ascending
+	last   int64   // bₙ
+	k0     int64   // ordinal of the window starting at the anchor
+	accs   map[int64]*acc
+	lastK  int64
+	lastA  *acc
 }
 
-func newWindowSeries(width, anchor int64) *windowSeries {
-	return &windowSeries{width: width, anchor: anchor, accs: map[int64]*acc{}}
+// newWindowSeries builds the grid for phases given as boundaries
+// (unsorted, duplicates allowed, at least one) and an anchor among them.
+func newWindowSeries(width, anchor int64, bounds []int64) *windowSeries {
+	b := slices.Clone(bounds)
+	slices.Sort(b)
+	b = slices.Compact(b)
+	w := &windowSeries{width: width, anchor: anchor, last: b[len(b)-1], accs: map[int64]*acc{}}
+	for i := 0; i+1 < len(b); i++ {
+		s, e := b[i], b[i+1]
+		n := (e - s) / width
+		if n == 0 || e-s-n*width >= width/2 {
+			n++
+		}
+		for j := range n {
+			w.starts = append(w.starts, s+j*width)
+		}
+	}
+	w.k0 = w.ordinal(anchor)
+	return w
 }
 
-func (w *windowSeries) index(t int64) int64 { return floorDiv(t-w.anchor, w.width) }
+// ordinal numbers the windows from the first at or after b₀ (0).
+func (w *windowSeries) ordinal(t int64) int64 {
+	n := int64(len(w.starts))
+	switch {
+	case t >= w.last:
+		return n + floorDiv(t-w.last, w.width)
+	case n == 0 || t < w.starts[0]:
+		return floorDiv(t-w.first(), w.width)
+	}
+	i, found := slices.BinarySearch(w.starts, t)
+	if !found {
+		i--
+	}
+	return int64(i)
+}
+
+func (w *windowSeries) first() int64 {
+	if len(w.starts) > 0 {
+		return w.starts[0]
+	}
+	return w.last
+}
+
+func (w *windowSeries) index(t int64) int64 { return w.ordinal(t) - w.k0 }
+
+// bounds returns window k's [start, end).
+func (w *windowSeries) bounds(k int64) (start, end int64) {
+	g, n := k+w.k0, int64(len(w.starts))
+	switch {
+	case g < 0:
+		return w.first() + g*w.width, w.first() + (g+1)*w.width
+	case g >= n:
+		s := w.last + (g-n)*w.width
+		return s, s + w.width
+	case g+1 < n:
+		return w.starts[g], w.starts[g+1]
+	}
+	return w.starts[g], w.last
+}
 
 func (w *windowSeries) get(k int64) *acc {
-	if w.last != nil && k == w.lastK {
-		return w.last
+	if w.lastA != nil && k == w.lastK {
+		return w.lastA
 	}
 	a := w.accs[k]
 	if a == nil {
 		a = &acc{packed: true}
 		w.accs[k] = a
 	}
-	w.lastK, w.last = k, a
+	w.lastK, w.lastA = k, a
 	return a
 }
 
@@ -321,14 +391,22 @@ func New(cfg Config) (*Analyzer, error) {
 		}
 	}
 	slices.SortFunc(a.byStart, func(i, j int) int { return cmp.Compare(cfg.Phases[i].Start, cfg.Phases[j].Start) })
-	anchor := int64(0)
+	anchor := a.runStart
+	var bounds []int64
 	if a.burst >= 0 {
 		anchor = int64(cfg.Phases[a.burst].End)
+		bounds = append(bounds, anchor)
 	}
-	a.windows = newWindowSeries(int64(cfg.Window), anchor)
+	for _, p := range cfg.Phases {
+		bounds = append(bounds, int64(p.Start))
+		if int64(p.End) < a.runEnd {
+			bounds = append(bounds, int64(p.End))
+		}
+	}
+	a.windows = newWindowSeries(int64(cfg.Window), anchor, bounds)
 	a.recov = a.windows
 	if cfg.Recovery.Window != cfg.Window {
-		a.recov = newWindowSeries(int64(cfg.Recovery.Window), anchor)
+		a.recov = newWindowSeries(int64(cfg.Recovery.Window), anchor, bounds)
 	}
 	a.timeline = newTimeline(int64(cfg.SampleEvery), a.runEnd+int64(max(cfg.Timeout, timelineTail)))
 	return a, nil

@@ -24,10 +24,14 @@
 // (scheduled_ns), never of its completion. Phases are half-open intervals
 // [start, end) of offsets from the run origin; a record scheduled outside every
 // phase is counted in Anomalies.Unassigned and only appears in windows.
-// Windows are half-open intervals of length W (default 10 s) aligned to an
-// anchor: the end of the burst phase when there is one (so window k ≥ 0 covers
-// [burstEnd + k·W, burstEnd + (k+1)·W)), else the run origin. Window rates use
-// the part of the window inside the run, [first phase start, last phase end].
+// Windows are half-open intervals of length W (default 10 s) that start at
+// each phase's start, so that no window holds two phases: a phase's last
+// window is shorter (at least W/2) or, when the remainder is under W/2,
+// longer (under 3W/2); a phase shorter than W is one window. From the last
+// phase's start (the burst end, when there is a burst) windows of exactly W
+// continue without end, so window k ≥ 0 covers [burstEnd + k·W,
+// burstEnd + (k+1)·W). Window rates use the window's own length, clipped to
+// the run, [first phase start, last phase end].
 // "Overall" aggregates every phase that is not Excluded (warmup is excluded).
 //
 // # Rates (requests/s; D = phase or window duration in seconds)

@@ -183,7 +183,7 @@ type PhaseResult struct {
 // WindowResult is the analysis of one arrival-time window. StartMs and EndMs
 // are its bounds; DurationMs is the part inside the run.
 type WindowResult struct {
-	Index   int64   `json:"index"` // k: the window covers [anchor + k·W, anchor + (k+1)·W)
+	Index   int64   `json:"index"` // k: 0 starts at the anchor (the burst end); windows never straddle a phase boundary (see windowSeries)
 	StartMs float64 `json:"start_ms"`
 	EndMs   float64 `json:"end_ms"`
 	Phase   string  `json:"phase"` // phase containing the window's (clipped) start; "" if none
@@ -332,11 +332,11 @@ func (a *Analyzer) windowResults(w *windowSeries, timeoutMs float64) []WindowRes
 	out := make([]WindowResult, 0, len(ks))
 	empty := &acc{packed: true}
 	for _, k := range ks {
-		start, end := w.anchor+k*w.width, w.anchor+(k+1)*w.width
+		start, end := w.bounds(k)
 		cs, ce := max(start, a.runStart), min(end, a.runEnd)
 		d := ce - cs
 		if d <= 0 { // outside the run: rate over the whole window
-			cs, d = start, w.width
+			cs, d = start, end-start
 		}
 		ac := w.accs[k]
 		if ac == nil {

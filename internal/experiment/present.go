@@ -16,6 +16,7 @@ import (
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
 )
 
 // PrintPhases writes the per-phase summary of a run, the way `surge run`
@@ -301,6 +302,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.Sent = append(c.Sent, win.SentRPS)
 		c.Completed = append(c.Completed, win.CompletedRPS)
 		c.Goodput = append(c.Goodput, win.GoodputRPS)
+		c.Counts = append(c.Counts, float64(win.Offered))
 		add := func(ls *report.LatencySeries, d analyze.Dist) {
 			get := func(q analyze.Quantile) float64 {
 				if d.Count == 0 {
@@ -312,6 +314,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 			ls.P50 = append(ls.P50, get(analyze.Q50))
 			ls.P95 = append(ls.P95, get(analyze.Q95))
 			ls.P99 = append(ls.P99, get(analyze.Q99))
+			ls.N = append(ls.N, float64(d.Count))
 		}
 		add(&c.TTFT, win.Latency.TTFTSchedule)
 		add(&c.Completion, win.Latency.E2ESchedule)
@@ -346,7 +349,40 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	for _, p := range a.Phases {
 		c.Phases = append(c.Phases, report.Phase{Name: p.Name, Start: p.StartMs / 1000, End: p.EndMs / 1000})
 	}
+	for _, e := range res.SimEvents {
+		c.Markers = append(c.Markers, report.Marker{Kind: report.MarkerScaling, T: e.At.Seconds(), Label: milestoneLabel(e)})
+	}
 	return c
+}
+
+// milestoneLabel names a scaling milestone for the report, e.g. "model
+// ready (replica 1)".
+func milestoneLabel(e sim.Event) string {
+	return strings.ReplaceAll(e.Kind, "_", " ") + " (replica " + strconv.Itoa(e.Replica) + ")"
+}
+
+// MeasuredBacklog is the backlog a run measured over time (seconds since
+// its start, requests): the engine's waiting + running at every scrape when
+// it was scraped, else the client's in-flight count on the analysis
+// timeline; label names which.
+func MeasuredBacklog(res *run.Result) (t, v report.Series, label string) {
+	for _, smp := range res.Engine {
+		wv, wok := smp.Value(scrape.Waiting)
+		rv, rok := smp.Value(scrape.Running)
+		if !wok || !rok {
+			continue
+		}
+		t = append(t, float64(smp.TNs)/1e9)
+		v = append(v, wv+rv)
+	}
+	if len(t) > 0 {
+		return t, v, "engine waiting + running"
+	}
+	for _, s := range res.Analysis.Timeline {
+		t = append(t, s.TMs/1000)
+		v = append(v, float64(s.InFlight))
+	}
+	return t, v, "client in flight"
 }
 
 // HTMLMeta describes the target and run for the report header.

@@ -16,6 +16,7 @@ import (
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/sim"
 )
 
 // Every n/a of the engine's queue wait carries its true reason: scraping
@@ -250,5 +251,32 @@ func TestRowQueueWaitInFirstBucket(t *testing.T) {
 		if !strings.Contains(o.reason, "mean wait 0.03ms") {
 			t.Errorf("queue wait %s reason %q lacks the exact mean", name, o.reason)
 		}
+	}
+}
+
+// The simulator's scaling milestones become numbered marks on every chart,
+// and the measured backlog is the engine's waiting + running at each scrape
+// when scraped, else the client's in-flight timeline.
+func TestChartsMilestonesAndMeasuredBacklog(t *testing.T) {
+	a := &analyze.Result{Windows: []analyze.WindowResult{{StartMs: 0, EndMs: 10_000}}, Timeline: []analyze.Sample{{TMs: 0, InFlight: 3}, {TMs: 1000, InFlight: 5}}}
+	res := &run.Result{Analysis: a, SimEvents: []sim.Event{
+		{At: 12 * time.Second, Kind: sim.EventScaleTrigger, Replica: 1},
+		{At: 47 * time.Second, Kind: sim.EventModelReady, Replica: 1},
+	}}
+	c := Charts(res, &run.Options{}, "r")
+	if len(c.Markers) != 2 || c.Markers[1].Kind != report.MarkerScaling || c.Markers[1].T != 47 || c.Markers[1].Label != "model ready (replica 1)" {
+		t.Errorf("markers %+v", c.Markers)
+	}
+	bt, bv, label := MeasuredBacklog(res)
+	if label != "client in flight" || len(bt) != 2 || bt[1] != 1 || bv[1] != 5 {
+		t.Errorf("backlog without engine metrics: %v %v %q", bt, bv, label)
+	}
+	s := scrape.EmptySample(2e9)
+	s.Has = s.Has.With(scrape.Waiting).With(scrape.Running)
+	s.Waiting, s.Running = 7, 8
+	res.Engine = []scrape.Sample{s}
+	bt, bv, label = MeasuredBacklog(res)
+	if label != "engine waiting + running" || len(bt) != 1 || bt[0] != 2 || bv[0] != 15 {
+		t.Errorf("backlog with engine metrics: %v %v %q", bt, bv, label)
 	}
 }

@@ -1,9 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // chartData is the JSON block that report.js draws: everything it needs,
@@ -25,24 +28,37 @@ type chartRun struct {
 }
 
 type chart struct {
-	ID     string        `json:"id"`
-	Title  string        `json:"title"`
-	T      Series        `json:"t,omitempty"` // the chart's own time axis; empty: the run's windows
-	Note   string        `json:"note,omitempty"`
-	Y      string        `json:"y"`            // left axis label with unit
-	Y2     string        `json:"y2,omitempty"` // right axis label, for series on scale "y2"
-	Log    bool          `json:"log"`          // left axis on a log scale
-	Series []chartSeries `json:"series"`
-	Rules  []chartRule   `json:"rules"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	T     Series `json:"t,omitempty"` // the chart's own time axis; empty: the run's windows
+	Note  string `json:"note,omitempty"`
+	Y     string `json:"y"`            // left axis label with unit
+	Y2    string `json:"y2,omitempty"` // right axis label, for series on scale "y2"
+	Log   bool   `json:"log"`          // left axis on a log scale
+	// Step draws each value as a flat line over its window (until the next
+	// point): window statistics hold for the whole window.
+	Step bool `json:"step,omitempty"`
+	// Counts are the samples behind each point, shown on hover with
+	// CountLabel ("requests", "samples"); empty for none.
+	Counts     Series        `json:"counts,omitempty"`
+	CountLabel string        `json:"count_label,omitempty"`
+	Series     []chartSeries `json:"series"`
+	Rules      []chartRule   `json:"rules"`
 }
 
+// chartSeries is one line. Series are drawn in order, so a later one lies
+// on top; Width, Points and Dash tell apart lines that coincide.
 type chartSeries struct {
-	Label  string `json:"label"`
-	Unit   string `json:"unit"`
-	Color  string `json:"color"`
-	Dash   []int  `json:"dash,omitempty"`
-	Scale  string `json:"scale"` // "y" or "y2"
-	Values Series `json:"values"`
+	Label  string  `json:"label"`
+	Unit   string  `json:"unit"`
+	Color  string  `json:"color"`
+	Dash   []int   `json:"dash,omitempty"`
+	Width  float64 `json:"width,omitempty"`  // line width in CSS pixels; 0: 1.75
+	Points bool    `json:"points,omitempty"` // draw a marker at every point
+	Fill   string  `json:"fill,omitempty"`   // area fill under the line
+	Span   bool    `json:"span,omitempty"`   // join across missing points (series on a merged time axis)
+	Scale  string  `json:"scale"`            // "y" or "y2"
+	Values Series  `json:"values"`
 }
 
 type chartRule struct {
@@ -57,7 +73,11 @@ type chartPhase struct {
 	Color string  `json:"color"`
 }
 
+// chartMarker is a vertical mark. In the charts it carries only its
+// number (N, from 1 in time order), staggered so that tags never collide;
+// the key above the charts gives each number its label and time.
 type chartMarker struct {
+	N     int        `json:"n"`
 	Kind  MarkerKind `json:"kind"`
 	T     float64    `json:"t"`
 	Label string     `json:"label"`
@@ -84,7 +104,13 @@ var markerStyles = map[MarkerKind]struct {
 	MarkerBurstEnd:          {"burst end", "#d62728", nil},
 	MarkerRecovered:         {"recovered (measured)", "#2ca02c", nil},
 	MarkerPredictedRecovery: {"predicted recovery", "#7b3fb3", []int{6, 4}},
+	MarkerScaling:           {"scaling", "#b8860b", []int{2, 3}},
 }
+
+// maxDrawnPoints bounds the points of every drawn series: longer series are
+// downsampled for drawing (never for the statistics, which the tables and
+// files keep whole), so a report of a long run stays small.
+const maxDrawnPoints = 1200
 
 // buildChartData validates the runs and turns them into chart specs.
 func buildChartData(r HTMLReport) (chartData, error) {
@@ -122,6 +148,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		{"offered", rc.Offered}, {"sent", rc.Sent}, {"completed", rc.Completed}, {"goodput", rc.Goodput},
 		{"TTFT p50", rc.TTFT.P50}, {"TTFT p95", rc.TTFT.P95}, {"TTFT p99", rc.TTFT.P99},
 		{"completion p50", rc.Completion.P50}, {"completion p95", rc.Completion.P95}, {"completion p99", rc.Completion.P99},
+		{"TTFT samples", rc.TTFT.N}, {"completion samples", rc.Completion.N}, {"counts", rc.Counts},
 		{"in flight", rc.InFlight}, {"engine waiting", rc.EngineWaiting}, {"engine running", rc.EngineRunning},
 		{"oldest waiting age", rc.OldestWaitingAge},
 	}
@@ -141,7 +168,9 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		}
 		run.Phases = append(run.Phases, chartPhase{Name: p.Name, Start: p.Start, End: p.End, Color: c})
 	}
-	for _, m := range rc.Markers {
+	markers := slices.Clone(rc.Markers)
+	slices.SortStableFunc(markers, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
+	for _, m := range markers {
 		if !finite(m.T) {
 			return fail("marker %q: time is %v", m.Kind, m.T)
 		}
@@ -153,15 +182,29 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		if label == "" {
 			label = st.label
 		}
-		run.Markers = append(run.Markers, chartMarker{Kind: m.Kind, T: m.T, Label: label, Color: st.color, Dash: st.dash})
+		run.Markers = append(run.Markers, chartMarker{N: len(run.Markers) + 1, Kind: m.Kind, T: m.T, Label: label, Color: st.color, Dash: st.dash})
+	}
+	for _, s := range []struct {
+		name string
+		t, v Series
+	}{{"predicted backlog", rc.PredictedBacklogT, rc.PredictedBacklog}, {"measured backlog", rc.MeasuredBacklogT, rc.MeasuredBacklog}} {
+		if len(s.t) != len(s.v) {
+			return fail("%s has %d points on %d times", s.name, len(s.v), len(s.t))
+		}
+		if err := ascending(s.t); err != nil {
+			return fail("%s: %v", s.name, err)
+		}
 	}
 	if len(rc.T) == 0 {
 		run.Notes = append(run.Notes, "no time windows recorded: nothing to chart")
 		return run, nil
 	}
-	run.XMin, run.XMax = rc.T[0], rc.T[len(rc.T)-1]
+	// Times are seconds since the run's start: the axis starts there, and
+	// windows before it (records scheduled before the first phase) are off
+	// the chart.
+	run.XMin, run.XMax = 0, rc.T[len(rc.T)-1]
 	for _, p := range rc.Phases {
-		run.XMin, run.XMax = math.Min(run.XMin, p.Start), math.Max(run.XMax, p.End)
+		run.XMax = math.Max(run.XMax, p.End)
 	}
 	for _, m := range run.Markers {
 		if m.T < run.XMin || m.T > run.XMax {
@@ -183,15 +226,71 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		run.Charts = append(run.Charts, c)
 	}
 
-	load := chart{ID: "load", Title: "Load per window", Y: "requests/s"}
+	// The windows, downsampled for drawing when there are too many: each
+	// drawn point stands for a run of windows (rates averaged, latencies
+	// and queues at their peak, counts summed).
+	ds := newBuckets(len(rc.T))
+	run.T = ds.first(rc.T)
+	winNote := ""
+	if ds.per > 1 {
+		winNote = fmt.Sprintf("each point is %d windows: rates averaged, latencies and queues at their peak", ds.per)
+	}
+	mean, peak, sum := ds.mean, ds.max, ds.sum
+	stepped := func(c chart) chart {
+		c.Step = true
+		if winNote != "" {
+			c.Note = strings.TrimPrefix(c.Note+"; "+winNote, "; ")
+		}
+		return c
+	}
+
+	// Arrivals: when all is well offered, sent and goodput coincide, so
+	// goodput is a shaded area, offered a wide dashed line over it, and sent
+	// a thin line with a marker at every point, drawn last, on top.
+	load := stepped(chart{ID: "load", Title: "Arrivals: offered, sent and goodput by arrival window", Y: "requests/s",
+		Counts: sum(rc.Counts), CountLabel: "requests"})
 	load.Series = present(
-		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{5, 4}, Values: rc.Offered},
-		chartSeries{Label: "sent", Color: "#1f77b4", Values: rc.Sent},
-		chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Values: rc.Completed},
-		chartSeries{Label: "goodput", Color: "#7b3fb3", Values: rc.Goodput},
+		chartSeries{Label: "goodput", Color: "#7b3fb3", Fill: "rgba(123,63,179,0.16)", Width: 1.5, Values: mean(rc.Goodput)},
+		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{8, 4}, Width: 3.5, Values: mean(rc.Offered)},
+		chartSeries{Label: "sent", Color: "#0b4f8a", Width: 1, Points: true, Values: mean(rc.Sent)},
 	)
 	withUnit(load.Series, "req/s", "y")
 	add(load, "load series unavailable")
+
+	done := chart{ID: "completed", Title: "Completed/s by completion time", Y: "requests/s"}
+	if sm := rc.Summary; sm != nil && sm.Mu > 0 && finite(sm.Mu) {
+		done.Rules = []chartRule{{Label: "μ " + strconv.FormatFloat(sm.Mu, 'f', 2, 64) + " req/s", Value: sm.Mu}}
+		done.Note = "the target cannot complete faster than μ for long; a backlog drains at μ − offered"
+	}
+	done = stepped(done)
+	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: mean(rc.Completed)})
+	withUnit(done.Series, "req/s", "y")
+	add(done, "")
+
+	if b := backlogChart(rc); b != nil {
+		add(*b, "")
+	}
+
+	// Waiting: the engine's running batch is a pale area, its queue a solid
+	// line, and the client's in-flight count a dashed line drawn last, on
+	// top, so that it shows where it equals the engine's count.
+	q := stepped(chart{ID: "waiting", Title: "In flight and waiting", Y: "requests", Counts: sum(rc.Counts), CountLabel: "requests"})
+	q.Series = present(
+		chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: peak(rc.EngineRunning)},
+		chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: peak(rc.EngineWaiting)},
+		chartSeries{Label: "in flight (client)", Color: "#1f77b4", Dash: []int{6, 3}, Width: 2, Values: peak(rc.InFlight)},
+	)
+	withUnit(q.Series, "", "y")
+	if rc.OldestWaitingAge != nil {
+		q.Y2 = "oldest waiting age (s)"
+		q.Series = append(q.Series, chartSeries{Label: "oldest waiting age", Unit: "s", Color: "#8c564b", Dash: []int{2, 3}, Scale: "y2", Values: peak(rc.OldestWaitingAge)})
+	}
+	if rc.EngineWaiting == nil && rc.EngineRunning == nil {
+		run.Notes = append(run.Notes, NoteEngineUnavailable)
+		q.Note = strings.TrimPrefix("engine metrics unavailable; "+q.Note, "; ")
+		q.Note = strings.TrimSuffix(q.Note, "; ")
+	}
+	add(q, "")
 
 	for _, l := range []struct {
 		id, title string
@@ -202,11 +301,11 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		{"ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, "TTFT"},
 		{"completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, "completion"},
 	} {
-		c := chart{ID: l.id, Title: l.title, Y: "ms (log scale)", Log: true}
+		c := stepped(chart{ID: l.id, Title: l.title, Y: "ms (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
 		c.Series = present(
-			chartSeries{Label: "p50", Color: "#2ca02c", Values: positive(l.s.P50)},
-			chartSeries{Label: "p95", Color: "#ff7f0e", Values: positive(l.s.P95)},
-			chartSeries{Label: "p99", Color: "#d62728", Values: positive(l.s.P99)},
+			chartSeries{Label: "p50", Color: "#2ca02c", Values: peak(positive(l.s.P50))},
+			chartSeries{Label: "p95", Color: "#ff7f0e", Values: peak(positive(l.s.P95))},
+			chartSeries{Label: "p99", Color: "#d62728", Values: peak(positive(l.s.P99))},
 		)
 		withUnit(c.Series, "ms", "y")
 		if allGaps(c.Series) {
@@ -218,44 +317,147 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		add(c, l.what+" latency unavailable: no samples")
 	}
 
-	q := chart{ID: "waiting", Title: "In flight and waiting", Y: "requests"}
-	q.Series = present(
-		chartSeries{Label: "in flight (client)", Color: "#1f77b4", Values: rc.InFlight},
-		chartSeries{Label: "engine running", Color: "#2ca02c", Values: rc.EngineRunning},
-		chartSeries{Label: "engine waiting", Color: "#d62728", Values: rc.EngineWaiting},
-	)
-	withUnit(q.Series, "", "y")
-	if rc.OldestWaitingAge != nil {
-		q.Y2 = "oldest waiting age (s)"
-		q.Series = append(q.Series, chartSeries{Label: "oldest waiting age", Unit: "s", Color: "#8c564b", Dash: []int{2, 3}, Scale: "y2", Values: rc.OldestWaitingAge})
-	}
-	if rc.EngineWaiting == nil && rc.EngineRunning == nil {
-		run.Notes = append(run.Notes, NoteEngineUnavailable)
-		q.Note = "engine metrics unavailable"
-	}
-	add(q, "")
-
 	if len(rc.EngineT) > 0 {
-		for i, t := range rc.EngineT {
-			if !finite(t) || i > 0 && t <= rc.EngineT[i-1] {
-				return fail("engine sample times not ascending at %d", i)
-			}
+		if err := ascending(rc.EngineT); err != nil {
+			return fail("engine sample %v", err)
 		}
 		for _, s := range []Series{rc.EngineWaitingSamples, rc.EngineRunningSamples} {
 			if s != nil && len(s) != len(rc.EngineT) {
 				return fail("engine series has %d points, want %d (one per engine sample)", len(s), len(rc.EngineT))
 			}
 		}
-		e := chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: rc.EngineT,
+		eb := newBuckets(len(rc.EngineT))
+		e := chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: eb.first(rc.EngineT),
 			Note: "at the engine's scrape resolution; the chart above shows each window's peak"}
+		if eb.per > 1 {
+			e.Note = fmt.Sprintf("the peak of every %d scrapes (%d in all); the chart above shows each window's peak", eb.per, len(rc.EngineT))
+		}
 		e.Series = present(
-			chartSeries{Label: "engine running", Color: "#2ca02c", Values: rc.EngineRunningSamples},
-			chartSeries{Label: "engine waiting", Color: "#d62728", Values: rc.EngineWaitingSamples},
+			chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: eb.max(rc.EngineRunningSamples)},
+			chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: eb.max(rc.EngineWaitingSamples)},
 		)
 		withUnit(e.Series, "", "y")
 		add(e, "")
 	}
 	return run, nil
+}
+
+// backlogChart draws the prediction's backlog against the measured one on
+// one time axis (the union of both, each series joined across the other's
+// times); nil when neither is there.
+func backlogChart(rc *RunCharts) *chart {
+	if len(rc.PredictedBacklog) == 0 && len(rc.MeasuredBacklog) == 0 {
+		return nil
+	}
+	pb, mb := newBuckets(len(rc.PredictedBacklogT)), newBuckets(len(rc.MeasuredBacklogT))
+	pt, pv := pb.first(rc.PredictedBacklogT), pb.max(rc.PredictedBacklog)
+	mt, mv := mb.first(rc.MeasuredBacklogT), mb.max(rc.MeasuredBacklog)
+	t := slices.Concat(pt, mt)
+	slices.Sort(t)
+	t = slices.Compact(t)
+	spread := func(at, v Series) Series {
+		out := make(Series, len(t))
+		j := 0
+		for i, x := range t {
+			out[i] = math.NaN()
+			if j < len(at) && at[j] == x {
+				out[i] = v[j]
+				j++
+			}
+		}
+		return out
+	}
+	label := rc.MeasuredBacklogLabel
+	if label == "" {
+		label = "measured"
+	}
+	c := &chart{ID: "backlog", Title: "Backlog: predicted against measured", Y: "requests", T: t,
+		Note: "the model counts requests queued beyond μ, from an empty queue at the burst start; the measured curve also holds the requests being served"}
+	if len(rc.MeasuredBacklog) > 0 {
+		c.Series = append(c.Series, chartSeries{Label: "measured: " + label, Color: "#1f77b4", Fill: "rgba(31,119,180,0.10)", Width: 2, Span: true, Values: spread(mt, mv)})
+	}
+	if len(rc.PredictedBacklog) > 0 {
+		c.Series = append(c.Series, chartSeries{Label: "predicted (fluid model)", Color: "#7b3fb3", Dash: []int{6, 4}, Width: 2.25, Span: true, Values: spread(pt, pv)})
+	}
+	withUnit(c.Series, "", "y")
+	c.Rules = []chartRule{}
+	return c
+}
+
+// buckets groups n consecutive points into runs of per for drawing, so that
+// at most maxDrawnPoints remain; per is 1 (no grouping) for short series.
+type buckets struct{ n, per int }
+
+func newBuckets(n int) buckets {
+	return buckets{n: n, per: max(1, (n+maxDrawnPoints-1)/maxDrawnPoints)}
+}
+
+func (b buckets) fold(s Series, f func(run Series) float64) Series {
+	if s == nil || b.per == 1 {
+		return s
+	}
+	out := make(Series, 0, (len(s)+b.per-1)/b.per)
+	for i := 0; i < len(s); i += b.per {
+		out = append(out, f(s[i:min(i+b.per, len(s))]))
+	}
+	return out
+}
+
+// first keeps each run's first value: the time axis (a point is drawn at
+// the start of what it stands for).
+func (b buckets) first(s Series) Series { return b.fold(s, func(r Series) float64 { return r[0] }) }
+
+// max keeps each run's largest finite value (NaN when none): peaks survive.
+func (b buckets) max(s Series) Series {
+	return b.fold(s, func(r Series) float64 {
+		m := math.NaN()
+		for _, v := range r {
+			if finite(v) && (math.IsNaN(m) || v > m) {
+				m = v
+			}
+		}
+		return m
+	})
+}
+
+// mean averages each run's finite values (NaN when none): rates.
+func (b buckets) mean(s Series) Series {
+	return b.fold(s, func(r Series) float64 {
+		var sum float64
+		n := 0
+		for _, v := range r {
+			if finite(v) {
+				sum += v
+				n++
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	})
+}
+
+// sum adds each run's finite values: counts.
+func (b buckets) sum(s Series) Series {
+	return b.fold(s, func(r Series) float64 {
+		var sum float64
+		for _, v := range r {
+			if finite(v) {
+				sum += v
+			}
+		}
+		return sum
+	})
+}
+
+func ascending(t Series) error {
+	for i, x := range t {
+		if !finite(x) || i > 0 && x <= t[i-1] {
+			return fmt.Errorf("times not ascending at %d", i)
+		}
+	}
+	return nil
 }
 
 // present keeps the series that are not nil.

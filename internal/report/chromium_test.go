@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,9 +66,28 @@ func bodyAttrs(t *testing.T, dom []byte) map[string]string {
 	return attrs
 }
 
+// chartDivs returns, for every chart element of a dumped DOM, its
+// attributes (data-chart-id, data-points, data-ink, id…).
+func chartDivs(dom []byte) []map[string]string {
+	var out []map[string]string
+	for _, m := range regexp.MustCompile(`<div class="plot"([^>]*)>`).FindAllSubmatch(dom, -1) {
+		attrs := map[string]string{}
+		for _, a := range regexp.MustCompile(`([\w-]+)="([^"]*)"`).FindAllSubmatch(m[1], -1) {
+			attrs[string(a[1])] = string(a[2])
+		}
+		out = append(out, attrs)
+	}
+	return out
+}
+
 // TestReportDrawsInChromium opens the fixture report in headless Chromium:
-// every chart must be drawn by uPlot with no JavaScript error, and a
-// screenshot is kept for people to look at (one browser start does both).
+// every chart must be drawn by uPlot with no JavaScript or console error,
+// each run must have the summary block and the new charts (arrivals,
+// completed/s with μ, backlog), every chart's plot area must hold ink, and
+// screenshots are kept for people to look at: the whole page, and the 5×
+// run alone (the one README shows; refresh it with
+// SURGE_ARTIFACTS=/tmp/a go test ./internal/report/ -run Chromium and
+// cp /tmp/a/report-5x.png docs/report-burst.png).
 func TestReportDrawsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
@@ -92,7 +112,7 @@ func TestReportDrawsInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(dir, "report.png")
-	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,2000",
+	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,6400",
 		"--dump-dom", "--screenshot="+shot, "file://"+page)
 	attrs := bodyAttrs(t, dom)
 	if e := attrs["data-js-errors"]; e != "" {
@@ -110,15 +130,61 @@ func TestReportDrawsInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte(`class="u-legend`)); n < want {
 		t.Errorf("%d uPlot legends, want at least %d", n, want)
 	}
+	if n := bytes.Count(dom, []byte(`<div class="summary">`)); n != len(rep.Runs) {
+		t.Errorf("%d summary blocks, want %d (one per run)", n, len(rep.Runs))
+	}
+	for _, s := range []string{`<span class="badge LATE"`, `<span class="mode">backlogged</span>`, `<th>burst</th>`, `class="marker-list"`} {
+		if !bytes.Contains(dom, []byte(s)) {
+			t.Errorf("the page lacks %s", s)
+		}
+	}
+	ids := map[string]int{}
+	for _, c := range chartDivs(dom) {
+		ids[c["data-chart-id"]]++
+		ink, err := strconv.Atoi(c["data-ink"])
+		if err != nil || ink < 5 {
+			t.Errorf("chart %s (%s): data-ink = %q: the plot area is (nearly) blank", c["id"], c["data-chart-id"], c["data-ink"])
+		}
+		if c["data-points"] == "" || c["data-points"] == "0" {
+			t.Errorf("chart %s (%s) drew no points", c["id"], c["data-chart-id"])
+		}
+	}
+	for _, id := range []string{"load", "completed", "ttft", "completion", "backlog", "waiting"} {
+		if ids[id] != len(rep.Runs) {
+			t.Errorf("%d %q charts drawn, want %d (one per run)", ids[id], id, len(rep.Runs))
+		}
+	}
+	checkShot(t, shot)
 
-	st, err := os.Stat(shot)
+	// The 5× run alone, for README: summary, diagnosis, milestones, charts.
+	one := HTMLReport{Title: rep.Title, Runs: rep.Runs[1:2]}
+	b.Reset()
+	if err := WriteHTML(&b, one); err != nil {
+		t.Fatal(err)
+	}
+	page5 := filepath.Join(dir, "report-5x.html")
+	if err := os.WriteFile(page5, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot5 := filepath.Join(dir, "report-5x.png")
+	attrs = bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--window-size=1300,1560",
+		"--dump-dom", "--screenshot="+shot5, "file://"+page5))
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors (5× page): %s", e)
+	}
+	checkShot(t, shot5)
+	t.Logf("report and screenshots in %s", dir)
+}
+
+func checkShot(t *testing.T, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
 	}
 	if st.Size() < 20_000 {
-		t.Errorf("screenshot is only %d bytes: blank page?", st.Size())
+		t.Errorf("screenshot %s is only %d bytes: blank page?", path, st.Size())
 	}
-	t.Logf("report and screenshot in %s", dir)
 }
 
 // TestChromiumCheckCatchesErrors shows that the check above can fail: a page
@@ -146,4 +212,107 @@ func TestChromiumCheckCatchesErrors(t *testing.T) {
 	if got := attrs["data-charts-drawn"]; got != "0" {
 		t.Errorf("data-charts-drawn = %q, want 0", got)
 	}
+}
+
+// TestLegendLatestAndHoverCounts checks the legends in a browser: away from
+// the chart they show each series' latest value (not "—"); with the cursor
+// on a window they show its value and the window's sample count.
+func TestLegendLatestAndHoverCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rep := smallReport()
+	rep.Runs = rep.Runs[:1]
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	// After drawing, note the first chart's legend, move the cursor onto
+	// the third window (t = 10 s) and note it again.
+	probe := `<script>window.addEventListener("load", function () {
+  function legend(p) { return Array.prototype.map.call(p.root.querySelectorAll(".u-legend .u-value"), function (e) { return e.textContent; }).join("|"); }
+  var p = window.surgePlots[0].plot;
+  document.body.setAttribute("data-legend-idle", legend(p));
+  p.setCursor({ left: p.valToPos(10, "x"), top: 10 });
+  document.body.setAttribute("data-legend-hover", legend(p));
+});</script></body>`
+	page := filepath.Join(t.TempDir(), "legend.html")
+	if err := os.WriteFile(page, []byte(strings.Replace(b.String(), "</body>", probe, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	attrs := bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--dump-dom", "file://"+page))
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	// The arrivals chart: time, goodput, offered, sent.
+	if got, want := attrs["data-legend-idle"], "latest (25 s)|8.00 req/s|8.00 req/s|8.00 req/s"; got != want {
+		t.Errorf("idle legend %q, want %q", got, want)
+	}
+	if got, want := attrs["data-legend-hover"], "10 s · 80 requests|6.00 req/s|16.00 req/s|16.00 req/s"; got != want {
+		t.Errorf("legend on the 10 s window %q, want %q", got, want)
+	}
+}
+
+// TestMarkerTagsNeverOverlap draws twelve milestones within three seconds
+// of each other: their numbered tags are stacked in rows, and no two
+// rectangles intersect.
+func TestMarkerTagsNeverOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rep := smallReport()
+	rep.Runs = rep.Runs[:1]
+	rc := &rep.Runs[0]
+	for i := range 12 {
+		rc.Markers = append(rc.Markers, Marker{Kind: MarkerScaling, T: 12 + float64(i)*0.25, Label: fmt.Sprintf("milestone %d", i)})
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "tags.html")
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,3000", "--dump-dom", "file://"+page)
+	if e := bodyAttrs(t, dom)["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	charts := regexp.MustCompile(`data-tags="([^"]*)" data-tags-skipped="(\d+)"`).FindAllSubmatch(dom, -1)
+	if len(charts) == 0 {
+		t.Fatal("no chart reports its tags")
+	}
+	for ci, m := range charts {
+		var rects [][4]int
+		for _, f := range strings.Fields(string(m[1])) {
+			var r [4]int
+			if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &r[0], &r[1], &r[2], &r[3]); err != nil {
+				t.Fatalf("tag %q: %v", f, err)
+			}
+			rects = append(rects, r)
+		}
+		inRange := len(rc.Markers) - 1 // the fixture's "scale_up" at 40 s is beyond the charted 35 s
+		if len(rects)+mustAtoi(t, string(m[2])) != inRange {
+			t.Errorf("chart %d: %d tags placed + %s skipped, want %d markers", ci, len(rects), m[2], inRange)
+		}
+		if len(rects) < 12 {
+			t.Errorf("chart %d: only %d of %d tags found room", ci, len(rects), len(rc.Markers))
+		}
+		for i, a := range rects {
+			for _, c := range rects[i+1:] {
+				if a[0] < c[0]+c[2] && c[0] < a[0]+a[2] && a[1] < c[1]+c[3] && c[1] < a[1]+a[3] {
+					t.Errorf("chart %d: tags %v and %v overlap", ci, a, c)
+				}
+			}
+		}
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -65,9 +65,11 @@ func (s Series) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// LatencySeries holds P50, P95 and P99 per arrival window, in milliseconds.
+// LatencySeries holds P50, P95 and P99 per arrival window, in milliseconds,
+// and N, the samples behind them (shown on hover; nil for unknown).
 type LatencySeries struct {
 	P50, P95, P99 Series
+	N             Series
 }
 
 // Phase is a named interval of the run, drawn as a shaded band. Times are
@@ -86,6 +88,10 @@ const (
 	MarkerBurstEnd          MarkerKind = "burst_end"          // the end of the burst phase
 	MarkerRecovered         MarkerKind = "recovered"          // measured recovery
 	MarkerPredictedRecovery MarkerKind = "predicted_recovery" // the backlog model's recovery
+	// MarkerScaling is a scaling milestone (the simulator's autoscaler:
+	// trigger, capacity requested, node, container and model ready, first
+	// served, scale down); Label says which.
+	MarkerScaling MarkerKind = "scaling"
 )
 
 // Marker is a vertical line at T seconds since the run's start.
@@ -106,6 +112,7 @@ type RunCharts struct {
 
 	Offered, Sent, Goodput Series // requests/s per arrival window
 	Completed              Series // ok completions/s per window, by completion time
+	Counts                 Series // requests scheduled in each window (sample counts on hover); nil for unknown
 
 	TTFT       LatencySeries // by arrival window, ms
 	Completion LatencySeries // by arrival window, ms
@@ -122,6 +129,13 @@ type RunCharts struct {
 	// metrics. They draw the engine's queue as it was scraped.
 	EngineT, EngineWaitingSamples, EngineRunningSamples Series
 	OldestWaitingAge                                    Series // seconds the oldest unanswered request has waited (client side)
+
+	// The backlog chart: the prediction's backlog over time (requests,
+	// internal/predict Timeline) against the measured one, each on its own
+	// time axis (seconds since the run's start); nil for none.
+	PredictedBacklogT, PredictedBacklog Series
+	MeasuredBacklogT, MeasuredBacklog   Series
+	MeasuredBacklogLabel                string // what the measured curve counts, e.g. "engine waiting + running"
 
 	Phases  []Phase
 	Markers []Marker
@@ -160,7 +174,7 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 		return err
 	}
 	for i, run := range data.Runs {
-		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta})
+		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta, Summary: newHTMLSummary(r.Runs[i].Summary)})
 	}
 	var b bytes.Buffer
 	if err := pageTmpl.Execute(&b, page); err != nil {
@@ -183,9 +197,105 @@ type htmlPage struct {
 }
 
 type htmlRun struct {
-	Index int
-	Run   chartRun
-	Meta  []KV
+	Index   int
+	Run     chartRun
+	Meta    []KV
+	Summary *htmlSummary
+}
+
+// htmlSummary is a RunSummary prepared for the template: facts in words,
+// and the verdicts as a grid of SLO clauses by phase.
+type htmlSummary struct {
+	Facts     []htmlFact
+	Scopes    []string // column heads: baseline, burst, recovery, overall (those present)
+	Rows      []htmlVerdictRow
+	Diagnosis *Diagnosis
+}
+
+type htmlFact struct {
+	Key, Value, Note string
+	Late             bool // flagged: a recovery later than predicted
+}
+
+type htmlVerdictRow struct {
+	Check string
+	Cells []htmlVerdictCell // one per scope; Status "" for a clause not judged there
+}
+
+type htmlVerdictCell struct {
+	Status, Detail string
+}
+
+// summaryScopes is the order of the verdict grid's columns.
+var summaryScopes = []string{"baseline", "burst", "recovery", "overall"}
+
+func newHTMLSummary(s *RunSummary) *htmlSummary {
+	if s == nil {
+		return nil
+	}
+	h := &htmlSummary{Diagnosis: s.Diagnosis}
+	num := func(v float64, prec int) string {
+		if !finite(v) {
+			return "n/a"
+		}
+		return strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	mu := htmlFact{Key: "capacity μ", Value: "n/a", Note: s.MuSource}
+	if s.Mu > 0 && finite(s.Mu) {
+		mu.Value = num(s.Mu, 2) + " req/s"
+	}
+	h.Facts = append(h.Facts, mu)
+	backlog := htmlFact{Key: "peak backlog", Value: "predicted " + num(s.PredictedPeakBacklog, 0) + ", measured " + num(s.MeasuredPeakBacklog, 0) + " requests"}
+	if s.MeasuredBacklogSource != "" {
+		backlog.Note = "measured: " + s.MeasuredBacklogSource
+	}
+	h.Facts = append(h.Facts, backlog)
+	secs := func(v float64) string {
+		if !finite(v) {
+			return "n/a"
+		}
+		return num(v, 1) + " s"
+	}
+	h.Facts = append(h.Facts, htmlFact{Key: "recovery after the burst",
+		Value: "predicted " + secs(s.PredictedRecoveryS) + ", measured " + secs(s.MeasuredRecoveryS),
+		Note:  s.RecoveryNote, Late: s.RecoveryLate})
+
+	idx := map[string]int{}
+	for _, sc := range summaryScopes {
+		for _, v := range s.Verdicts {
+			if v.Scope == sc {
+				idx[sc] = len(h.Scopes)
+				h.Scopes = append(h.Scopes, sc)
+				break
+			}
+		}
+	}
+	for _, v := range s.Verdicts {
+		if _, ok := idx[v.Scope]; !ok {
+			idx[v.Scope] = len(h.Scopes)
+			h.Scopes = append(h.Scopes, v.Scope)
+		}
+	}
+	rows := map[string]int{}
+	for _, v := range s.Verdicts {
+		ri, ok := rows[v.Check]
+		if !ok {
+			ri = len(h.Rows)
+			rows[v.Check] = ri
+			h.Rows = append(h.Rows, htmlVerdictRow{Check: v.Check})
+		}
+		r := &h.Rows[ri]
+		for len(r.Cells) < len(h.Scopes) {
+			r.Cells = append(r.Cells, htmlVerdictCell{})
+		}
+		r.Cells[idx[v.Scope]] = htmlVerdictCell{Status: v.Status.String(), Detail: v.Detail}
+	}
+	for i := range h.Rows {
+		for len(h.Rows[i].Cells) < len(h.Scopes) {
+			h.Rows[i].Cells = append(h.Rows[i].Cells, htmlVerdictCell{})
+		}
+	}
+	return h
 }
 
 // htmlTable is a results table prepared for the template: like the Markdown

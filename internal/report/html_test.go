@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -210,4 +211,216 @@ func TestEngineChartAtScrapeResolution(t *testing.T) {
 		}
 	}
 	t.Fatalf("no engine chart in %+v", run.Charts)
+}
+
+// The summary block shows μ with its source, predicted against measured
+// backlog and recovery, LATE for a late recovery, the verdicts as a grid of
+// clauses by phase (— where a clause was not judged), and the diagnosis
+// with each hint's evidence and check.
+func TestHTMLRunSummary(t *testing.T) {
+	rc := smallReport().Runs[0]
+	rc.Summary = &RunSummary{
+		Mu: 9.1416, MuSource: "simulated engine", PredictedPeakBacklog: 651.5, MeasuredPeakBacklog: 686,
+		MeasuredBacklogSource: "engine waiting + running", PredictedRecoveryS: 126.7, MeasuredRecoveryS: 190,
+		RecoveryLate: true, RecoveryNote: "recovery was extended",
+		Verdicts: []Verdict{
+			{Scope: "overall", Check: "p95 TTFT ≤ 2s", Status: VerdictFail, Detail: "> 60s"},
+			{Scope: "baseline", Check: "p95 TTFT ≤ 2s", Status: VerdictPass, Detail: "343ms"},
+			{Scope: "burst", Check: "goodput ≥ 99% of offered", Status: VerdictFail, Detail: "3.1%"},
+		},
+		Diagnosis: &Diagnosis{Scope: "5×", Mode: "backlogged", Summary: "TTFT p95 rose 343ms → 60s in the burst",
+			Hints: []Hint{{Hypothesis: "requests wait outside the engine", Evidence: "engine waiting stayed 0 <b>", Check: "the gateway's queue"}}},
+	}
+	page := renderHTML(t, HTMLReport{Runs: []RunCharts{rc}})
+	for _, want := range []string{
+		`<dt>capacity μ</dt><dd>9.14 req/s <span class="detail">(simulated engine)</span></dd>`,
+		`<dd>predicted 652, measured 686 requests <span class="detail">(measured: engine waiting &#43; running)</span></dd>`,
+		`<dd>predicted 126.7 s, measured 190.0 s <span class="badge LATE"`,
+		`<th>SLO clause</th><th>baseline</th><th>burst</th><th>overall</th>`,
+		`<tr><td>p95 TTFT ≤ 2s</td><td><span class="badge PASS" title="343ms">PASS</span> <span class="detail">343ms</span></td><td><span class="na">—</span></td><td><span class="badge FAIL"`,
+		`<tr><td>goodput ≥ 99% of offered</td><td><span class="na">—</span></td><td><span class="badge FAIL"`,
+		`<span class="mode">backlogged</span> TTFT p95 rose 343ms → 60s in the burst`,
+		`<b>Hypothesis:</b> requests wait outside the engine`,
+		`<b>evidence:</b> engine waiting stayed 0 &lt;b&gt;`,
+		`<b>check:</b> the gateway&#39;s queue`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	rc.Summary = &RunSummary{Mu: math.NaN(), MuSource: "μ unknown: pass --capacity-rps", PredictedPeakBacklog: math.NaN(), MeasuredPeakBacklog: 3, PredictedRecoveryS: math.NaN(), MeasuredRecoveryS: math.NaN()}
+	page = renderHTML(t, HTMLReport{Runs: []RunCharts{rc}})
+	for _, want := range []string{`<dd>n/a <span class="detail">(μ unknown: pass --capacity-rps)</span></dd>`, `predicted n/a, measured 3 requests`, `predicted n/a, measured n/a`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, `class="badge LATE"`) || strings.Contains(page, `<div class="diagnosis">`) || strings.Contains(page, `<table class="verdict-grid">`) {
+		t.Error("a summary without late recovery, diagnosis or verdicts shows them")
+	}
+	rc.Summary = nil
+	if page := renderHTML(t, HTMLReport{Runs: []RunCharts{rc}}); strings.Contains(page, `<div class="summary">`) {
+		t.Error("a run without a summary shows the block")
+	}
+}
+
+// The new charts: completed/s with the μ line, the backlog chart on the
+// union of both time axes, scaling milestones numbered in time order.
+func TestChartsBacklogMuAndMilestones(t *testing.T) {
+	rc := smallReport().Runs[0]
+	run, err := buildRun(&rc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]chart{}
+	for _, c := range run.Charts {
+		byID[c.ID] = c
+	}
+	if c := byID["completed"]; len(c.Rules) != 1 || c.Rules[0].Value != 10 || c.Rules[0].Label != "μ 10.00 req/s" {
+		t.Errorf("completed chart rules = %+v, want the μ line at 10", c.Rules)
+	}
+	b, ok := byID["backlog"]
+	if !ok {
+		t.Fatal("no backlog chart")
+	}
+	if want := (Series{0, 10, 15, 20, 27.5, 30}); !slices.Equal(b.T, want) {
+		t.Errorf("backlog t = %v, want the union %v", b.T, want)
+	}
+	if len(b.Series) != 2 || b.Series[0].Label != "measured: engine waiting + running" || !b.Series[1].Span {
+		t.Fatalf("backlog series %+v", b.Series)
+	}
+	if got := b.Series[1].Values; !math.IsNaN(got[0]) || got[2] != 30 || got[4] != 0 {
+		t.Errorf("predicted on the union axis = %v", got)
+	}
+	var labels []string
+	for i, m := range run.Markers {
+		if m.N != i+1 || i > 0 && m.T < run.Markers[i-1].T {
+			t.Errorf("marker %d: n %d at %v: not numbered in time order", i, m.N, m.T)
+		}
+		labels = append(labels, m.Label)
+	}
+	if labels[0] != "scale trigger (replica 1)" {
+		t.Errorf("first marker %q, want the scale trigger at 12 s", labels[0])
+	}
+	if run.XMin != 0 {
+		t.Errorf("x starts at %v, want 0", run.XMin)
+	}
+	if c := byID["ttft"]; !c.Step || c.CountLabel != "samples" || byID["load"].Counts[2] != 80 {
+		t.Errorf("windows not drawn as steps with counts: ttft %+v", c)
+	}
+}
+
+// Long series are downsampled for drawing: peaks kept for latencies and
+// queues, rates averaged, counts summed; short ones are drawn as they are.
+func TestDownsampledForDrawing(t *testing.T) {
+	n := 3*maxDrawnPoints + 7
+	rc := RunCharts{}
+	for i := range n {
+		rc.T = append(rc.T, float64(i))
+		rc.Offered = append(rc.Offered, float64(i%3))
+		rc.Counts = append(rc.Counts, 1)
+		rc.TTFT.P99 = append(rc.TTFT.P99, 100)
+		rc.InFlight = append(rc.InFlight, 1)
+	}
+	rc.TTFT.P99[1000] = 9000
+	run, err := buildRun(&rc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.T) > maxDrawnPoints || run.T[1] != 4 {
+		t.Fatalf("%d drawn windows (t[1] = %v), want at most %d in runs of 4", len(run.T), run.T[1], maxDrawnPoints)
+	}
+	for _, c := range run.Charts {
+		switch c.ID {
+		case "load":
+			if c.Series[0].Values[0] != 0.75 || c.Counts[0] != 4 || !strings.Contains(c.Note, "each point is 4 windows") {
+				t.Errorf("load: offered %v, counts %v, note %q; want the mean 0.75, the sum 4 and a note", c.Series[0].Values[0], c.Counts[0], c.Note)
+			}
+		case "ttft":
+			if c.Series[0].Values[250] != 9000 {
+				t.Errorf("ttft p99 of the run holding the spike = %v, want its peak 9000", c.Series[0].Values[250])
+			}
+		}
+	}
+	short := smallReport().Runs[0]
+	r2, err := buildRun(&short, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2.T) != len(short.T) {
+		t.Errorf("a short run drawn with %d of its %d windows", len(r2.T), len(short.T))
+	}
+}
+
+// millionRecordReport is a burst report as 1 M records make it: three runs
+// of 333,334 records each at 10 req/s (9.3 h each), 10 s windows, the
+// engine scraped every second and the client timeline every second, with
+// a scaling milestone every 10 minutes.
+func millionRecordReport() HTMLReport {
+	rep := burstReport()
+	for i := range rep.Runs {
+		rc := &rep.Runs[i]
+		const secs = 333_334 / 10
+		*rc = RunCharts{Name: rc.Name, Summary: rc.Summary, TTFTDeadlineMs: 2000, CompletionDeadlineMs: 12000,
+			Phases: []Phase{{"warmup", 0, 600}, {"baseline", 600, 10_000}, {"burst", 10_000, 10_600}, {"recovery", 10_600, secs}}}
+		for t := 0.0; t < secs; t += 10 {
+			w := 1 + 0.1*math.Sin(t/37)
+			rc.T = append(rc.T, t)
+			for _, s := range []*Series{&rc.Offered, &rc.Sent, &rc.Completed, &rc.Goodput} {
+				*s = append(*s, 10*w+0.0123456789)
+			}
+			rc.Counts = append(rc.Counts, 100)
+			for _, l := range []*LatencySeries{&rc.TTFT, &rc.Completion} {
+				l.P50, l.P95, l.P99 = append(l.P50, 180.123*w), append(l.P95, 310.456*w), append(l.P99, 420.789*w)
+				l.N = append(l.N, 100)
+			}
+			rc.InFlight = append(rc.InFlight, 27.3*w)
+			rc.EngineWaiting, rc.EngineRunning = append(rc.EngineWaiting, 3.1*w), append(rc.EngineRunning, 24.2*w)
+			rc.OldestWaitingAge = append(rc.OldestWaitingAge, 0.2345*w)
+		}
+		for t := 0.0; t < secs; t++ {
+			w := 1 + 0.1*math.Sin(t/37)
+			rc.EngineT = append(rc.EngineT, t+0.000123)
+			rc.EngineWaitingSamples = append(rc.EngineWaitingSamples, math.Round(3*w))
+			rc.EngineRunningSamples = append(rc.EngineRunningSamples, math.Round(24*w))
+			rc.MeasuredBacklogT = append(rc.MeasuredBacklogT, t+0.000123)
+			rc.MeasuredBacklog = append(rc.MeasuredBacklog, math.Round(27*w))
+			if t >= 10_000 && t < 12_000 {
+				rc.PredictedBacklogT = append(rc.PredictedBacklogT, t)
+				rc.PredictedBacklog = append(rc.PredictedBacklog, math.Max(0, 600-math.Abs(t-10_600)))
+			}
+		}
+		for t := 600.0; t < secs; t += 600 {
+			rc.Markers = append(rc.Markers, Marker{Kind: MarkerScaling, T: t, Label: "scale trigger (replica 1)"})
+		}
+	}
+	return rep
+}
+
+// A report of 1 M records stays under 5 MB: the drawn series are
+// downsampled (the statistics in the tables are not touched).
+func TestMillionRecordReportSize(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, millionRecordReport()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report.html of 1 M records: %d bytes", b.Len())
+	if b.Len() > 5_000_000 {
+		t.Errorf("report.html of 1 M records is %d bytes, want under 5 MB", b.Len())
+	}
+	d, err := buildChartData(millionRecordReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Runs {
+		for _, c := range r.Charts {
+			n := len(r.T)
+			if c.T != nil {
+				n = len(c.T)
+			}
+			if n > 2*maxDrawnPoints { // the backlog chart joins two axes of maxDrawnPoints each
+				t.Errorf("%s, %s: %d points drawn", r.Name, c.ID, n)
+			}
+		}
+	}
 }

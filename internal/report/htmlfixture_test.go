@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // smallReport is a tiny hand-made report for the golden chart data: one run
@@ -28,7 +29,14 @@ func smallReport() HTMLReport {
 				EngineRunning:        Series{24, 24, 30, 30, 30, 24},
 				OldestWaitingAge:     Series{0.2, 0.2, 3, 6, 1.5, 0.2},
 				Phases:               []Phase{{"baseline", 0, 10}, {"burst", 10, 20}, {"recovery", 20, 30}, {"extended", 30, 35}},
-				Markers:              []Marker{{Kind: MarkerBurstEnd, T: 20}, {Kind: MarkerRecovered, T: 25}, {Kind: MarkerPredictedRecovery, T: 27.5, Label: "predicted recovery (7.5s)"}, {Kind: "scale_up", T: 40}},
+				Markers:              []Marker{{Kind: MarkerBurstEnd, T: 20}, {Kind: MarkerRecovered, T: 25}, {Kind: MarkerPredictedRecovery, T: 27.5, Label: "predicted recovery (7.5s)"}, {Kind: "scale_up", T: 40}, {Kind: MarkerScaling, T: 12, Label: "scale trigger (replica 1)"}},
+				Counts:               Series{40, 40, 80, 80, 40, 40},
+				PredictedBacklogT:    Series{10, 15, 20, 27.5},
+				PredictedBacklog:     Series{0, 30, 60, 0},
+				MeasuredBacklogT:     Series{0, 10, 20, 30},
+				MeasuredBacklog:      Series{24, 54, 84, 24},
+				MeasuredBacklogLabel: "engine waiting + running",
+				Summary:              &RunSummary{Mu: 10, MuSource: "--capacity-rps", PredictedPeakBacklog: 60, MeasuredPeakBacklog: 60, PredictedRecoveryS: 7.5, MeasuredRecoveryS: 5},
 			},
 			{
 				Name:           "burst 10×, no engine metrics",
@@ -148,14 +156,81 @@ func burstReport() HTMLReport {
 			}
 		}
 		backlog := math.Min((k*lambda-mu)*burst, limit)
-		rc.Markers = []Marker{
-			{Kind: MarkerBurstEnd, T: burstEnd},
-			{Kind: MarkerPredictedRecovery, T: burstEnd + backlog/(mu-lambda)},
+		predRec := backlog / (mu - lambda)
+		for t := 0.0; t <= burst+predRec+1; t++ {
+			b := math.Min((k*lambda-mu)*t, backlog)
+			if t > burst {
+				b = math.Max(0, backlog-(mu-lambda)*(t-burst))
+			}
+			rc.PredictedBacklogT = append(rc.PredictedBacklogT, burstStart+t)
+			rc.PredictedBacklog = append(rc.PredictedBacklog, b)
 		}
+		rc.MeasuredBacklogT, rc.MeasuredBacklog = rc.T, rc.InFlight
+		rc.MeasuredBacklogLabel = "client in flight"
+		if engine {
+			rc.MeasuredBacklogLabel = "engine waiting + running"
+			rc.MeasuredBacklog = nil
+			for i := range rc.T {
+				rc.MeasuredBacklog = append(rc.MeasuredBacklog, rc.EngineWaiting[i]+rc.EngineRunning[i])
+			}
+		}
+		for range rc.T {
+			rc.Counts = append(rc.Counts, lambda*dt)
+		}
+		measRec := math.NaN()
+		if !math.IsNaN(recovered) {
+			measRec = recovered - burstEnd
+		}
+		rc.Summary = &RunSummary{
+			Mu: mu, MuSource: "estimated from the burst's backlog",
+			PredictedPeakBacklog: backlog, MeasuredPeakBacklog: slices.Max(rc.MeasuredBacklog), MeasuredBacklogSource: rc.MeasuredBacklogLabel,
+			PredictedRecoveryS: predRec, MeasuredRecoveryS: measRec,
+			RecoveryLate: math.IsNaN(measRec) || measRec > predRec*1.1,
+			Verdicts:     fixtureVerdicts(k),
+		}
+		if math.IsNaN(measRec) {
+			rc.Summary.RecoveryNote = "not recovered by the end of the run"
+		}
+		if k == 5 {
+			rc.Summary.Diagnosis = &Diagnosis{Scope: "5×", Mode: "backlogged",
+				Summary: "TTFT p95 rose 310ms → > 60s from the burst on and goodput fell to 9% while requests kept completing at μ",
+				Hints: []Hint{{Hypothesis: "requests waited in the engine's queue (waiting or prefill pressure), not in decode",
+					Evidence: "engine waiting rose 0 → 900 in the burst while completions held at 10 req/s", Check: "the engine's queue-time histogram and KV-cache use"}}}
+			for i, ev := range []string{"scale trigger", "capacity requested", "node ready", "container ready", "model ready", "first served"} {
+				rc.Markers = append(rc.Markers, Marker{Kind: MarkerScaling, T: burstStart + []float64{5, 6, 14, 18, 30, 30.2}[i], Label: ev + " (replica 1)"})
+			}
+		}
+		rc.Markers = append(rc.Markers, []Marker{
+			{Kind: MarkerBurstEnd, T: burstEnd},
+			{Kind: MarkerPredictedRecovery, T: burstEnd + predRec},
+		}...)
 		if !math.IsNaN(recovered) {
 			rc.Markers = append(rc.Markers, Marker{Kind: MarkerRecovered, T: recovered})
 		}
 		rep.Runs = append(rep.Runs, rc)
 	}
 	return rep
+}
+
+// fixtureVerdicts are burstReport's SLO verdicts by phase, consistent with
+// its series: the 2× run holds, the 5× and 10× runs never recover.
+func fixtureVerdicts(k float64) []Verdict {
+	v := func(scope, check string, pass bool, detail string) Verdict {
+		st := VerdictFail
+		if pass {
+			st = VerdictPass
+		}
+		return Verdict{Scope: scope, Check: check, Status: st, Detail: detail}
+	}
+	const ttft, good = "p95 TTFT ≤ 2s", "goodput ≥ 99% of offered"
+	if k == 2 {
+		return []Verdict{
+			v("baseline", ttft, true, "310ms"), v("burst", ttft, true, "1.2s"), v("recovery", ttft, true, "420ms"), v("overall", ttft, true, "640ms"),
+			v("baseline", good, true, "100%"), v("burst", good, true, "99.6%"), v("recovery", good, true, "100%"), v("overall", good, true, "99.9%"),
+		}
+	}
+	return []Verdict{
+		v("baseline", ttft, true, "310ms"), v("burst", ttft, false, "> 60s (too many timeouts)"), v("recovery", ttft, false, "> 60s (too many timeouts)"), v("overall", ttft, false, "> 60s (too many timeouts)"),
+		v("baseline", good, true, "100%"), v("burst", good, false, "9.1%"), v("recovery", good, false, "0.0%"), v("overall", good, false, "31.4%"),
+	}
 }

@@ -314,12 +314,23 @@ func (e *Env) TargetName() string {
 	return record.RedactURL(e.BaseURL)
 }
 
-// SimEvents returns the in-process simulator's scaling milestones so far.
-func (e *Env) SimEvents() []sim.Event {
+// SimEvents returns the in-process simulator's scaling milestones from
+// origin on, with At counted from origin (a run's start) rather than from
+// the simulator's own start: the simulator serves every run of an
+// experiment, and its earlier runs' milestones are not this run's.
+func (e *Env) SimEvents(origin time.Time) []sim.Event {
 	if e.server == nil {
 		return nil
 	}
-	return e.server.Events()
+	shift := origin.Sub(e.server.Origin())
+	var out []sim.Event
+	for _, ev := range e.server.Events() {
+		if ev.At >= shift {
+			ev.At -= shift
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // ClientConfig is the client configuration every request to the target

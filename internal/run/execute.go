@@ -113,7 +113,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
 	} else {
 		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
-		res.SimEvents = e.SimEvents()
+		res.SimEvents = e.SimEvents(started)
 	}
 	res.Elapsed = time.Since(started)
 	closeErr := w.Close()

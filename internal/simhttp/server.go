@@ -198,6 +198,10 @@ func (s *Server) Snapshot() sim.Snapshot {
 	return s.cluster.Snapshot(s.now()) // advances to now
 }
 
+// Origin is the wall time of the server's start: an Event's At counts
+// from it.
+func (s *Server) Origin() time.Time { return s.origin }
+
 // Events returns the cluster's scaling events so far. It is safe for
 // concurrent use.
 func (s *Server) Events() []sim.Event {

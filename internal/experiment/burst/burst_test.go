@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/workload"
@@ -474,5 +476,67 @@ func TestBurstDiagnosis(t *testing.T) {
 	}
 	if len(doc.Diagnoses) != 2 || doc.Diagnoses[0].Mode != analyze.ModeHeld || doc.Diagnoses[1].Mode != analyze.ModeBacklogged || len(doc.Diagnoses[1].Hints) == 0 {
 		t.Errorf("results.json diagnoses: %+v", doc.Diagnoses)
+	}
+}
+
+// The summary block of a burst above capacity: μ and its source, the
+// prediction's peak backlog against the engine's measured one, recovery
+// predicted against measured, late only when clearly later, verdicts of
+// baseline, burst, recovery and overall, and the prediction's backlog
+// curve starting at the burst.
+func TestRunSummaryOfABurst(t *testing.T) {
+	var cfg Config
+	runs, dir, out := virtualBurst(t, func(c *Config) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 30*time.Second, 3*time.Minute, 5*time.Minute
+		cfg = *c
+	})
+	r := runs[0]
+	s := runSummary(&cfg, &r, 10*time.Second)
+	if s.Mu != r.Mu || !strings.Contains(s.MuSource, "simulated engine") {
+		t.Errorf("μ %v (%s), want %v", s.Mu, s.MuSource, r.Mu)
+	}
+	if r.Prediction == nil || s.PredictedPeakBacklog != r.Prediction.PeakBacklog || s.PredictedPeakBacklog < 50 {
+		t.Fatalf("predicted peak %v; prediction %+v\n%s", s.PredictedPeakBacklog, r.Prediction, out)
+	}
+	// The measurement also counts the engine's running batch, which the
+	// model does not (here ~75 requests over a predicted 176).
+	if s.MeasuredBacklogSource != "engine waiting + running" || s.MeasuredPeakBacklog < 0.8*s.PredictedPeakBacklog || s.MeasuredPeakBacklog > 1.6*s.PredictedPeakBacklog {
+		t.Errorf("measured peak %v (%s), predicted %v", s.MeasuredPeakBacklog, s.MeasuredBacklogSource, s.PredictedPeakBacklog)
+	}
+	if s.PredictedRecoveryS != r.Prediction.RecoveryTime.Seconds() || s.MeasuredRecoveryS != r.Recovery.Seconds || s.RecoveryLate {
+		t.Errorf("recovery predicted %v measured %v late %v", s.PredictedRecoveryS, s.MeasuredRecoveryS, s.RecoveryLate)
+	}
+	scopes := map[string]int{}
+	for _, v := range s.Verdicts {
+		scopes[v.Scope]++
+	}
+	for _, sc := range []string{"baseline", "burst", "recovery", "overall"} {
+		if scopes[sc] != 3 {
+			t.Errorf("%d verdicts for %s, want one per SLO clause (3): %+v", scopes[sc], sc, s.Verdicts)
+		}
+	}
+	late := r
+	late.Recovery = report.RecoveredAfter(2*s.PredictedRecoveryS + 20)
+	if !runSummary(&cfg, &late, 10*time.Second).RecoveryLate {
+		t.Error("a recovery twice as long as predicted is not flagged late")
+	}
+	late.Recovery = report.NotRecoveredWithin(3 * s.PredictedRecoveryS)
+	if ls := runSummary(&cfg, &late, 10*time.Second); !ls.RecoveryLate || !math.IsNaN(ls.MeasuredRecoveryS) || !strings.Contains(ls.RecoveryNote, "not recovered") {
+		t.Errorf("not recovered: %+v", ls)
+	}
+	pt, pv := predictedBacklog(&cfg, &r)
+	burstStart := (r.BurstEnd - cfg.Burst).Seconds()
+	if len(pt) == 0 || pt[0] != burstStart || pv[0] != 0 || slices.Max(pv) != r.Prediction.PeakBacklog {
+		t.Errorf("predicted backlog from %v (burst at %v), peak %v", pt[:1], burstStart, slices.Max(pv))
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<div class="summary">`, `<th>recovery</th>`, `"id":"backlog"`, `"id":"completed"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %s", want)
+		}
 	}
 }

@@ -222,6 +222,19 @@ func testChainedSettle(t *testing.T, modelReady, minWait time.Duration) {
 	if len(first.Result.SimEvents) == 0 {
 		t.Fatalf("the first burst did not scale the simulator up\n%s", out)
 	}
+	// Milestones count from each run's own start, and a run lists only its
+	// own: the first run's trigger comes during its burst, and no run has a
+	// milestone before its start or after its end.
+	for _, r := range runs {
+		for _, ev := range r.Result.SimEvents {
+			if ev.At < 0 || ev.At > r.Result.Elapsed {
+				t.Errorf("burst %g×: %s at %s, outside the run (0 to %s)", r.K, ev.Kind, ev.At, r.Result.Elapsed)
+			}
+		}
+	}
+	if trig := first.Result.SimEvents[0]; trig.At < first.BurstEnd-c.Burst {
+		t.Errorf("first run's %s at %s, before its burst at %s", trig.Kind, trig.At, first.BurstEnd-c.Burst)
+	}
 	// The extra replica leaves after 30 s idle: the second gate waited
 	// for it, then found the queue empty and the probes fast.
 	if second.Settle < minWait || !strings.HasPrefix(second.SettleNote, "queue empty") {

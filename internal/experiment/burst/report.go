@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -69,6 +70,8 @@ func recoveryText(r recovery) string {
 	return "n/a (" + r.Reason + ")"
 }
 
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) + " s" }
 
 func printRun(w io.Writer, run *Run) {
@@ -129,6 +132,101 @@ func baselineProblems(p analyze.PhaseResult) []string {
 		}
 	}
 	return out
+}
+
+// lateSlack is how much later than predicted a measured recovery may come
+// before the summary flags it late: the recovery is measured to one window,
+// and the fluid model is an optimistic bound, so only a clear miss counts
+// (later than predicted × 1.25 + one window).
+const lateSlack = 1.25
+
+// runSummary is the block report.html shows above a multiplier's charts:
+// μ, predicted against measured peak backlog and recovery, and the
+// verdicts of each phase and overall. The Diagnosis is set by its own
+// analysis.
+func runSummary(c *Config, r *Run, window time.Duration) report.RunSummary {
+	nan := math.NaN()
+	res := r.Result
+	s := report.RunSummary{Mu: nan, MuSource: r.MuSource, PredictedPeakBacklog: nan, PredictedRecoveryS: nan, MeasuredRecoveryS: nan}
+	if r.Mu > 0 {
+		s.Mu = r.Mu
+	}
+	if p := r.Prediction; p != nil {
+		s.PredictedPeakBacklog = p.PeakBacklog
+		if !p.Never {
+			s.PredictedRecoveryS = p.RecoveryTime.Seconds()
+		}
+	}
+	// The measured peak from the burst's start on: the baseline's own level
+	// is not the burst's backlog.
+	mt, mv, label := experiment.MeasuredBacklog(res)
+	s.MeasuredPeakBacklog, s.MeasuredBacklogSource = nan, label
+	burstStart := (r.BurstEnd - c.Burst).Seconds()
+	for i, t := range mt {
+		if t >= burstStart && finite(mv[i]) && (math.IsNaN(s.MeasuredPeakBacklog) || mv[i] > s.MeasuredPeakBacklog) {
+			s.MeasuredPeakBacklog = mv[i]
+		}
+	}
+	switch rec := r.Recovery; rec.State {
+	case report.Recovered:
+		s.MeasuredRecoveryS = rec.Seconds
+	case report.NotRecovered:
+		s.RecoveryNote = fmt.Sprintf("not recovered by the end of the run (> %s after the burst)", fmtSeconds(rec.Seconds))
+	default:
+		s.RecoveryNote = "measured recovery n/a: " + rec.Reason
+	}
+	switch p := r.Prediction; {
+	case p == nil:
+	case p.Never:
+		s.RecoveryNote = strings.TrimPrefix(s.RecoveryNote+"; predicted never to recover (baseline at or above μ)", "; ")
+		s.RecoveryLate = false
+	case r.Recovery.State == report.Recovered:
+		s.RecoveryLate = s.MeasuredRecoveryS > lateSlack*s.PredictedRecoveryS+window.Seconds()
+	case r.Recovery.State == report.NotRecovered:
+		s.RecoveryLate = r.Recovery.Seconds > lateSlack*s.PredictedRecoveryS+window.Seconds()
+	}
+	for _, name := range []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedule.PhaseRecovery} {
+		if p, ok := res.Analysis.Phase(name); ok {
+			s.Verdicts = append(s.Verdicts, clauseVerdicts(name, p.SLO)...)
+		}
+	}
+	s.Verdicts = append(s.Verdicts, clauseVerdicts("overall", res.Analysis.Verdict)...)
+	return s
+}
+
+// clauseVerdicts lists an SLO verdict's clauses with the measured value
+// alone as the detail (the clause names the limit).
+func clauseVerdicts(scope string, v analyze.Verdict) []report.Verdict {
+	out := experiment.SLOVerdicts(scope, v)
+	for i, c := range v.Clauses {
+		d := analyze.FormatMs(c.Measured)
+		if c.Name == analyze.ClauseGoodputRatio {
+			d = strconv.FormatFloat(100*c.Measured, 'f', 1, 64) + "%"
+		}
+		if c.Censored {
+			d = "> " + d + " (too many timeouts)"
+		}
+		out[i].Detail = d
+	}
+	return out
+}
+
+// predictedBacklog is the prediction's backlog curve, in seconds since the
+// run's start; nil without a prediction.
+func predictedBacklog(c *Config, r *Run) (t, v report.Series) {
+	if r.Prediction == nil || r.Mu <= 0 {
+		return nil, nil
+	}
+	pts, err := predict.Timeline(predictParams(c, r.K, r.Mu), time.Second)
+	if err != nil {
+		return nil, nil
+	}
+	start := (r.BurstEnd - c.Burst).Seconds()
+	for _, p := range pts {
+		t = append(t, start+p.T.Seconds())
+		v = append(v, p.Backlog)
+	}
+	return t, v
 }
 
 // writeReports writes the top-level results table and report.html: the
@@ -197,6 +295,10 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Prediction != nil && !r.Prediction.Never {
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
 		}
+		sum := runSummary(c, r, env.Opts.Window)
+		charts.Summary = &sum
+		charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
+		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
 		diag := experiment.Diagnose(scope, res)
 		t.Diagnoses = append(t.Diagnoses, diag)
 		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
