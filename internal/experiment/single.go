@@ -202,7 +202,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 		return Outcome{}, err
 	}
 	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: d.Path(), Unusable: Unusable(res)}
-	PrintVerdicts(w, SLOVerdicts("overall", res.Analysis.Verdict), nil)
+	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis), nil)
 	fmt.Fprintf(w, "\nreports: %s\n", filepath.Join(d.Path(), "results.md"))
 	if out.Unusable {
 		fmt.Fprintln(w, "The target was unusable: no request succeeded. See the error classes above and requests.jsonl.")

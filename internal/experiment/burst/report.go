@@ -120,11 +120,11 @@ func baselineProblems(p analyze.PhaseResult) []string {
 		switch {
 		case c.Pass:
 		case c.Name == analyze.ClauseTTFTP95:
-			out = append(out, c.Text)
+			out = append(out, experiment.ClauseText(c))
 		case c.Name == analyze.ClauseGoodputRatio:
 			missing := (c.Limit - c.Measured) * float64(p.Offered)
 			if missing > max(2, 0.01*float64(p.Offered)) {
-				out = append(out, c.Text)
+				out = append(out, experiment.ClauseText(c))
 			}
 		}
 	}
@@ -143,7 +143,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
-	var why []string // what explains the verdicts, for the terminal
+	why := baselineNotes(runs) // what explains the verdicts, first in the notes and in the terminal
+	t.Notes = append(t.Notes, why...)
 	for i := range runs {
 		r := &runs[i]
 		res := r.Result
@@ -159,15 +160,12 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		t.Rows = append(t.Rows, row)
 		scope := fmtK(r.K) + "×"
-		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
-		if b, ok := res.Analysis.Phase(schedule.PhaseBaseline); ok {
-			if probs := baselineProblems(b); len(probs) > 0 {
-				note := fmt.Sprintf("%s: the baseline phase already missed the SLO (%s; %d requests) — the baseline may not be sustainable, so the burst results overstate the burst's effect.",
-					scope, strings.Join(probs, "; "), b.Offered)
-				t.Notes = append(t.Notes, note)
-				why = append(why, note)
+		for _, name := range verdictPhases {
+			if p, ok := res.Analysis.Phase(name); ok {
+				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, p.SLO)...)
 			}
 		}
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
 		if !res.Analysis.Verdict.Pass {
 			out.SLOPass = false
 		}
@@ -213,9 +211,10 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		return out, err
 	}
 	out.Unusable = len(runs) > 0 && !anyOK
+	out.Meaning = meaning(runs)
 	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
 	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
-	experiment.PrintVerdicts(w, t.Verdicts, why)
+	printVerdicts(w, &env.Opts, runs, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil
 }

@@ -376,8 +376,8 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	if err := WriteReports(env, c, d, cr); err != nil {
 		return experiment.Outcome{}, err
 	}
-	PrintSummary(w, cr, d.Path())
-	out := experiment.Outcome{SLOPass: cr.SustainableRPS > 0 && !cr.GeneratorLimited, Partial: cr.Partial, Dir: d.Path()}
+	printEnd(w, &env.Opts, cr, d.Path())
+	out := experiment.Outcome{SLOPass: cr.SustainableRPS > 0 && !cr.GeneratorLimited, Partial: cr.Partial, Dir: d.Path(), Meaning: meaning(cr)}
 	var results []*run.Result
 	for _, s := range cr.Steps {
 		results = append(results, s.Result)
@@ -386,8 +386,19 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	return out, nil
 }
 
-// PrintSummary prints what the search found.
+// PrintSummary prints what the search found, its note and where the
+// reports are.
 func PrintSummary(w io.Writer, cr *Result, dir string) {
+	printFound(w, cr)
+	if cr.Note != "" {
+		fmt.Fprintln(w, "Note:", cr.Note)
+	}
+	printPartial(w, cr)
+	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+// printFound prints the sustainable rate and the suggested baseline.
+func printFound(w io.Writer, cr *Result) {
 	fmt.Fprintln(w)
 	switch {
 	case cr.SustainableRPS == 0:
@@ -402,13 +413,23 @@ func PrintSummary(w io.Writer, cr *Result, dir string) {
 		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
 			experiment.FmtRate(cr.BaselineRPS), cr.BaselineFraction, experiment.FmtRate(cr.BaselineRPS), experiment.FmtRate(cr.SustainableRPS))
 	}
-	if cr.Note != "" {
-		fmt.Fprintln(w, "Note:", cr.Note)
-	}
+}
+
+func printPartial(w io.Writer, cr *Result) {
 	if cr.Partial {
 		fmt.Fprintln(w, "PARTIAL: the search was interrupted.")
 	}
-	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+// printEnd ends `surge capacity`'s output: what the search found, the
+// verdicts of the steps that bound it (the note on why the search ended
+// there is their why), and where the reports are.
+func printEnd(w io.Writer, o *run.Options, cr *Result, dir string) {
+	printFound(w, cr)
+	printPartial(w, cr)
+	lines, why := verdictLines(cr)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", lines, why)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
 // columns are the step table's columns.

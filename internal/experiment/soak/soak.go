@@ -242,13 +242,8 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 	if err := writeReports(env, c, d, sr); err != nil {
 		return experiment.Outcome{}, err
 	}
-	fmt.Fprintf(w, "\ndrift over %d windows of %s:\n", len(sr.Windows), c.Options.Window)
-	for _, t := range sr.Trends {
-		fmt.Fprintln(w, "  "+t.Text)
-	}
-	fmt.Fprintf(w, "verdict: %s\nSLO (overall): %s\nreports: %s  %s\n", strings.ToUpper(sr.Verdict), experiment.VerdictWord(res.Analysis.Verdict.Pass),
-		filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
-	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res)}, nil
+	printEnd(w, &env.Opts, sr, d.Path())
+	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
 }
 
 var soakWindowColumns = []report.LevelColumn{

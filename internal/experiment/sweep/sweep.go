@@ -296,7 +296,7 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		return experiment.Outcome{}, err
 	}
 	printSummary(w, c, sr, d.Path())
-	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path()}
+	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path(), Meaning: meaning(sr)}
 	var results []*run.Result
 	for _, l := range sr.Levels {
 		results = append(results, l.Result)
@@ -417,14 +417,12 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	fmt.Fprintf(w, "throughput knee:       %s\n", at(f.Knee, "not reached (throughput still grew ≥ "+strconv.FormatFloat(100*c.KneeThreshold, 'g', -1, 64)+"% at every level)"))
 	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
 	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
-	fmt.Fprintf(w, "headroom:              %s\n", f.Headroom)
-	if sr.Note != "" {
-		fmt.Fprintln(w, "Note:", sr.Note)
-	}
 	if sr.Partial {
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
 	}
-	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+	lines, why := verdictLines(sr) // the headroom and the note explain them
+	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; measured vs limit", c.TTFTBudget, c.TPOTBudget), lines, why)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
 var columns = []report.LevelColumn{

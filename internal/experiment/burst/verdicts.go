@@ -1,0 +1,110 @@
+package burst
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// verdictPhases are the phases a burst's verdict block shows, in order.
+var verdictPhases = []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedule.PhaseRecovery}
+
+// printVerdicts ends a burst experiment's terminal output: a line per
+// multiplier, then why (the baselines that were not sustainable first).
+func printVerdicts(w io.Writer, o *run.Options, runs []Run, why []string) {
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(runs), why)
+}
+
+// verdictLines is a burst's closing verdict block: one line per
+// multiplier with its overall SLO verdict (which decides the exit code),
+// each phase's verdict, and the failing clauses of the phase that matters
+// (focusPhase).
+func verdictLines(runs []Run) []experiment.VerdictLine {
+	var lines []experiment.VerdictLine
+	for i := range runs {
+		a := runs[i].Result.Analysis
+		l := experiment.VerdictLine{Scope: fmtK(runs[i].K) + "×", Label: "overall", Pass: a.Verdict.Pass}
+		for _, name := range verdictPhases {
+			if p, ok := a.Phase(name); ok {
+				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass})
+			}
+		}
+		if name, v, ok := focusPhase(a); ok {
+			l.Detail = name + ": " + experiment.Clauses(v, true)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// focusPhase picks the phase whose failing clauses a multiplier's verdict
+// line shows: the burst, the phase under test, when it failed; else the
+// first failing of baseline and recovery; else overall when it failed
+// (only the whole run missed, e.g. on goodput summed over the phases).
+// ok is false when every verdict held.
+func focusPhase(a *analyze.Result) (string, analyze.Verdict, bool) {
+	order := []string{schedule.PhaseBurst, schedule.PhaseBaseline, schedule.PhaseRecovery}
+	for _, name := range order {
+		if p, ok := a.Phase(name); ok && !p.SLO.Pass {
+			return name, p.SLO, true
+		}
+	}
+	if !a.Verdict.Pass {
+		return "overall", a.Verdict, true
+	}
+	return "", analyze.Verdict{}, false
+}
+
+// baselineNotes explain baselines that already missed the SLO, first in
+// the verdicts' notes: one sentence per distinct finding, naming the
+// multipliers it holds for ("every run" when all share it), so that runs
+// with the same baseline verdict do not repeat the same sentence.
+func baselineNotes(runs []Run) []string {
+	var order []string
+	scopes := map[string][]string{}
+	for i := range runs {
+		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
+		if !ok {
+			continue
+		}
+		probs := baselineProblems(b)
+		if len(probs) == 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s over %d requests", strings.Join(probs, "; "), b.Offered)
+		if _, seen := scopes[key]; !seen {
+			order = append(order, key)
+		}
+		scopes[key] = append(scopes[key], fmtK(runs[i].K)+"×")
+	}
+	var notes []string
+	for _, key := range order {
+		who := strings.Join(scopes[key], ", ")
+		if len(runs) > 1 && len(scopes[key]) == len(runs) {
+			who = "every run"
+		}
+		notes = append(notes, fmt.Sprintf("%s: the baseline phase already missed the SLO — %s; the baseline may not be sustainable, so the burst results overstate the burst's effect.", who, key))
+	}
+	return notes
+}
+
+// meaning is what the exit code says about a burst experiment: 1 when the
+// SLO failed over a whole run (warmup excluded) at any multiplier, naming
+// them; a phase failing inside a run that held overall fails nothing.
+func meaning(runs []Run) string {
+	var failed []string
+	for i := range runs {
+		if !runs[i].Result.Analysis.Verdict.Pass {
+			failed = append(failed, fmtK(runs[i].K)+"×")
+		}
+	}
+	if len(failed) == 0 {
+		return "the SLO held over every whole run"
+	}
+	return fmt.Sprintf("the SLO failed over the whole run at %s (the verdicts above say which clauses and by how much)", strings.Join(failed, ", "))
+}
