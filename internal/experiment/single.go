@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -253,8 +254,14 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 // of the experiment the run belonged to (nil: none).
 func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.RecoveryRule) error {
 	r, err := run.Reload(path)
+	if errors.Is(err, rundir.ErrNoRecords) {
+		return &run.ConfigError{Err: err} // bad input: nothing to render
+	}
 	if err != nil {
 		return err
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "WARNING: "+p)
 	}
 	d, err := rundir.Reopen(path, "surge report")
 	if err != nil {
@@ -277,5 +284,8 @@ func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.Reco
 	}
 	PrintPhases(w, res)
 	fmt.Fprintf(w, "\nre-rendered %s\n", path)
+	if len(r.Problems) > 0 {
+		fmt.Fprintf(w, "with %s (above): the reports lack what those files held\n", Count(len(r.Problems), "warning"))
+	}
 	return nil
 }

@@ -148,3 +148,11 @@ func RunVerdictLines(a *analyze.Result) []VerdictLine {
 	}
 	return append(lines, VerdictLine{Scope: "overall", Pass: a.Verdict.Pass, Detail: Clauses(a.Verdict, false)})
 }
+
+// Count is n and the noun, plural unless n is 1: "1 warning", "3 warnings".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
