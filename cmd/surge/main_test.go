@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -225,7 +226,36 @@ func TestLevelCommandsSimulate(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 				t.Error(err)
 			}
+			sloColumns(t, filepath.Join(out, "results.csv"))
 		})
+	}
+}
+
+// sloColumns checks that results.csv has a verdict column per SLO clause
+// and that every row holds PASS or FAIL in the goodput one (checked by
+// default), and PASS, FAIL or N/A in the others.
+func sloColumns(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %v, %d rows", path, err, len(rows))
+	}
+	for _, col := range []string{"slo_ttft_p95", "slo_e2e_p99", "slo_goodput_ratio"} {
+		j := slices.Index(rows[0], col)
+		if j < 0 {
+			t.Errorf("%s: no %s column in %v", path, col, rows[0])
+			continue
+		}
+		for _, r := range rows[1:] {
+			if v := r[j]; v != "PASS" && v != "FAIL" && (col == "slo_goodput_ratio" || v != "N/A") {
+				t.Errorf("%s: %s = %q", path, col, v)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/report"
 )
 
 // VerdictLine is one line of a command's closing verdict block: a scope
@@ -155,4 +156,18 @@ func Count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// SLOStatus is each clause of v by name, PASS or FAIL, for the slo_*
+// columns of results.csv and results.json; a clause v did not check is
+// absent (N/A).
+func SLOStatus(v analyze.Verdict) map[string]report.VerdictStatus {
+	out := map[string]report.VerdictStatus{}
+	for _, c := range v.Clauses {
+		out[c.Name] = report.VerdictFail
+		if c.Pass {
+			out[c.Name] = report.VerdictPass
+		}
+	}
+	return out
 }

@@ -37,7 +37,7 @@ const (
 // LevelColumn describes one column of a LevelTable.
 type LevelColumn struct {
 	Key  string    // CSV header and JSON field name, e.g. "ttft_p95_ms"
-	Head string    // Markdown and HTML header, e.g. "TTFT p95"
+	Head string    // Markdown and HTML header, e.g. "TTFT p95"; "" for a column in CSV and JSON only
 	Kind LevelKind // how values are formatted
 	Desc string    // legend line; empty for self-explanatory columns
 }
@@ -64,6 +64,56 @@ type LevelTable struct {
 	Rows     [][]LevelCell // each row has one cell per column, in column order
 	Verdicts []Verdict
 	Notes    []string
+}
+
+// SLOLevelColumns are the machine-readable verdicts of each SLO clause
+// over a level (slo_ttft_p95, slo_e2e_p99, slo_goodput_ratio: PASS, FAIL
+// or N/A), in CSV and JSON only; fill them with SLOLevelCells.
+var SLOLevelColumns = func() []LevelColumn {
+	var out []LevelColumn
+	for _, c := range SLOClauses {
+		out = append(out, LevelColumn{Key: "slo_" + c, Kind: LevelText})
+	}
+	return out
+}()
+
+// SLOLevelCells are the cells of SLOLevelColumns for one level's verdicts
+// by clause name (see Row.SLO).
+func SLOLevelCells(slo map[string]VerdictStatus) []LevelCell {
+	var out []LevelCell
+	for _, c := range SLOClauses {
+		out = append(out, TextCell(slo[c].String()))
+	}
+	return out
+}
+
+// forPeople is t without its CSV-and-JSON-only columns (an empty Head).
+func (t LevelTable) forPeople() LevelTable {
+	keep := make([]bool, len(t.Columns))
+	all := true
+	for j, c := range t.Columns {
+		keep[j] = c.Head != ""
+		all = all && keep[j]
+	}
+	if all {
+		return t
+	}
+	var cols []LevelColumn
+	for j, c := range t.Columns {
+		if keep[j] {
+			cols = append(cols, c)
+		}
+	}
+	rows := make([][]LevelCell, len(t.Rows))
+	for i, r := range t.Rows {
+		for j, c := range r {
+			if j < len(keep) && keep[j] {
+				rows[i] = append(rows[i], c)
+			}
+		}
+	}
+	t.Columns, t.Rows = cols, rows
+	return t
 }
 
 // validate reports a row whose width does not match the columns.
@@ -189,6 +239,7 @@ func WriteLevelMarkdown(w io.Writer, t LevelTable) error {
 	if err := t.validate(); err != nil {
 		return err
 	}
+	t = t.forPeople()
 	bw := bufio.NewWriter(w)
 	v := t.view()
 	title := t.Title
@@ -747,6 +798,7 @@ func levelHTMLTables(ts []LevelTable) ([]levelHTMLTable, error) {
 		if err := t.validate(); err != nil {
 			return nil, err
 		}
+		t = t.forPeople()
 		v := t.view()
 		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: append(append([]string(nil), t.Notes...), v.reasons...)}
 		for _, c := range t.Columns {

@@ -262,3 +262,36 @@ func TestLevelReportInChromium(t *testing.T) {
 		t.Errorf("%d SVG charts in the DOM, want 2", n)
 	}
 }
+
+// The SLO verdict columns of a level table are in CSV and JSON only:
+// people read the verdicts below the table.
+func TestSLOLevelColumnsMachineOnly(t *testing.T) {
+	lt := LevelTable{Title: "t", Columns: append([]LevelColumn{{Key: "level", Head: "level", Kind: LevelText}}, SLOLevelColumns...)}
+	lt.Rows = [][]LevelCell{append([]LevelCell{TextCell("c1")}, SLOLevelCells(map[string]VerdictStatus{"ttft_p95": VerdictPass, "goodput_ratio": VerdictFail})...)}
+	var md, c, j bytes.Buffer
+	if err := WriteLevelMarkdown(&md, lt); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLevelCSV(&c, lt); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLevelJSON(&j, lt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "PASS") || strings.Contains(md.String(), "slo_") {
+		t.Errorf("markdown shows a machine-only column:\n%s", md.String())
+	}
+	if want := "level,slo_ttft_p95,slo_e2e_p99,slo_goodput_ratio\nc1,PASS,N/A,FAIL\n"; c.String() != want {
+		t.Errorf("csv %q, want %q", c.String(), want)
+	}
+	if !strings.Contains(j.String(), `"slo_goodput_ratio": "FAIL"`) {
+		t.Errorf("json lacks the verdict:\n%s", j.String())
+	}
+	var h bytes.Buffer
+	if err := WriteLevelHTML(&h, LevelReport{HTMLReport: HTMLReport{Title: "t"}, Levels: []LevelTable{lt}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.String(), ">PASS<") {
+		t.Errorf("html shows a machine-only column")
+	}
+}

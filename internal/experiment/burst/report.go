@@ -155,6 +155,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		row.BurstRPS = report.Val(r.K * c.BaselineRPS)
 		row.Recovery = r.Recovery
 		row.PredictedRecovery = predictedRecovery(r.Prediction, r.MuSource)
+		row.RecoveryLate = recoveryLate(r, env.Opts.Window)
 		row.Mu, row.MuSource = report.Unavailable(r.MuSource), r.MuSource
 		if r.Mu > 0 {
 			row.Mu = report.Val(r.Mu)

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/schedule"
 )
@@ -107,4 +109,30 @@ func meaning(runs []Run) string {
 		return "the SLO held over every whole run"
 	}
 	return fmt.Sprintf("the SLO failed over the whole run at %s (the verdicts above say which clauses and by how much)", strings.Join(failed, ", "))
+}
+
+// recoveryLate is whether run r recovered clearly later than predicted:
+// later than predicted × 1.25 + one analysis window (the recovery is
+// measured to a window, and the fluid model is an optimistic bound, so
+// only a clear miss counts), or not recovered within that long. nil when
+// either recovery is unknown, or the model predicts none.
+func recoveryLate(r *Run, window time.Duration) *bool {
+	p := r.Prediction
+	if p == nil || p.Never {
+		return nil
+	}
+	limit := 1.25*p.RecoveryTime.Seconds() + window.Seconds()
+	var late bool
+	switch r.Recovery.State {
+	case report.Recovered:
+		late = r.Recovery.Seconds > limit
+	case report.NotRecovered:
+		if r.Recovery.Seconds <= limit {
+			return nil // not recovered, but not watched long enough to call it late
+		}
+		late = true
+	default:
+		return nil
+	}
+	return &late
 }

@@ -1,11 +1,15 @@
 package burst
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/schedule"
 )
@@ -69,5 +73,33 @@ func TestVerdictsGolden(t *testing.T) {
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
 			exptest.Golden(t, tc.name, b.String())
 		})
+	}
+}
+
+// A recovery is late only when it clearly misses the prediction (× 1.25
+// + one window); unknown when either side is.
+func TestRecoveryLate(t *testing.T) {
+	pred := &predict.Prediction{RecoveryTime: 100 * time.Second}
+	w := 10 * time.Second
+	for _, tc := range []struct {
+		name string
+		r    Run
+		want string
+	}{
+		{"on time", Run{Prediction: pred, Recovery: report.RecoveredAfter(130)}, "false"},
+		{"late", Run{Prediction: pred, Recovery: report.RecoveredAfter(140)}, "true"},
+		{"never recovered, watched long", Run{Prediction: pred, Recovery: report.NotRecoveredWithin(300)}, "true"},
+		{"never recovered, watched briefly", Run{Prediction: pred, Recovery: report.NotRecoveredWithin(60)}, "nil"},
+		{"no prediction", Run{Recovery: report.RecoveredAfter(500)}, "nil"},
+		{"predicted never", Run{Prediction: &predict.Prediction{Never: true}, Recovery: report.RecoveredAfter(500)}, "nil"},
+		{"recovery unknown", Run{Prediction: pred, Recovery: report.RecoveryNA("x")}, "nil"},
+	} {
+		got := "nil"
+		if l := recoveryLate(&tc.r, w); l != nil {
+			got = strconv.FormatBool(*l)
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -453,6 +454,9 @@ var columns = []report.LevelColumn{
 	{Key: "note", Head: "note", Kind: report.LevelText},
 }
 
+// columns with the SLO clauses' verdicts, in CSV and JSON only.
+var allColumns = append(slices.Clip(columns), report.SLOLevelColumns...)
+
 func stepRow(st *Step) []report.LevelCell {
 	p := &st.Measure.Phase
 	ttft := experiment.DistOpts(p.Latency.TTFTSchedule)
@@ -468,12 +472,12 @@ func stepRow(st *Step) []report.LevelCell {
 	if st.Measure.GeneratorNote != "" {
 		note = strings.TrimSpace(note + " " + st.Measure.GeneratorNote)
 	}
-	return []report.LevelCell{
+	return append([]report.LevelCell{
 		report.TextCell(st.Name), experiment.Num(st.Rate), experiment.Num(p.DurationMs / 1000), experiment.Num(p.OfferedRPS), report.NumCell(achieved),
 		experiment.Num(p.CompletedRPS), experiment.Num(p.GoodputRPS), experiment.Num(p.GoodputRatio), report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(e2e[2]), experiment.Num(p.FailureRate), report.NumCell(experiment.DistOpts(p.Latency.ScheduleLag)[2]), experiment.Num(float64(p.Offered)),
 		report.TextCell(st.verdictText()), report.TextCell(experiment.OrDash(note)),
-	}
+	}, report.SLOLevelCells(experiment.SLOStatus(st.Verdict))...)
 }
 
 // WriteReports writes the search's step table, capacity.json and
@@ -486,7 +490,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		report.KV{Key: "search", Value: fmt.Sprintf("from %s req/s × %g, then bisection to %g%%; %s arrivals; steps of %d requests within [%s, %s] after %d warmup requests",
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)
-	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: columns}
+	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: allColumns}
 	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	for i := range cr.Steps {
