@@ -130,8 +130,8 @@ type Row struct {
 	// predicted (later than predicted × 1.25 + one window, or not within
 	// that long); nil when either is unknown or the model predicts none.
 	RecoveryLate *bool
-	Mu                Opt      // the capacity μ the prediction used, req/s
-	MuSource          string   // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
+	Mu           Opt    // the capacity μ the prediction used, req/s
+	MuSource     string // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
 
 	// SLO is the verdict of each SLO clause over the row's phase, by
 	// clause name (SLOClauses); a clause not checked, or a row without a
