@@ -215,15 +215,23 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 // row per measured phase: the run layout (no burst columns).
 func WriteRunReports(env *run.Env, res *run.Result) error {
 	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
+	measured := 0
+	for _, ph := range res.Analysis.Phases {
+		if !ph.Excluded {
+			measured++
+		}
+	}
 	for _, ph := range res.Analysis.Phases {
 		if ph.Excluded {
 			continue
 		}
 		row := Row(res, &env.Opts, ph.Name)
 		NoBurst(&row)
-		row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
+		if measured > 1 { // the rows are phases: name them; one phase is the run itself
+			row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
+			t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
+		}
 		t.Rows = append(t.Rows, row)
-		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)

@@ -87,22 +87,26 @@ func SLOLevelCells(slo map[string]VerdictStatus) []LevelCell {
 	return out
 }
 
-// forPeople is t without its CSV-and-JSON-only columns (an empty Head).
+// forPeople is t as Markdown and HTML show it: without its
+// CSV-and-JSON-only columns (an empty Head), and with the unit in every
+// millisecond column's head ("TTFT p95 ms") and a percent sign in every
+// ratio's ("goodput %"); rates carry theirs in the head already
+// ("goodput/s"), seconds in the cell ("42s").
 func (t LevelTable) forPeople() LevelTable {
 	keep := make([]bool, len(t.Columns))
-	all := true
-	for j, c := range t.Columns {
-		keep[j] = c.Head != ""
-		all = all && keep[j]
-	}
-	if all {
-		return t
-	}
 	var cols []LevelColumn
 	for j, c := range t.Columns {
-		if keep[j] {
-			cols = append(cols, c)
+		keep[j] = c.Head != ""
+		if !keep[j] {
+			continue
 		}
+		switch {
+		case c.Kind == LevelMs && !strings.HasSuffix(c.Head, "ms") && !strings.HasSuffix(c.Head, "(ms)"):
+			c.Head += " ms"
+		case c.Kind == LevelRatio && !strings.Contains(c.Head, "%"):
+			c.Head += " %"
+		}
+		cols = append(cols, c)
 	}
 	rows := make([][]LevelCell, len(t.Rows))
 	for i, r := range t.Rows {
@@ -322,6 +326,54 @@ func WriteLevelMarkdown(w io.Writer, t LevelTable) error {
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: write markdown: %w", err)
+	}
+	return nil
+}
+
+// WriteLevelText writes t for a terminal the way surge's other terminal
+// tables look: the title as a plain line, the metadata indented below it,
+// the columns aligned (numbers to the right) without Markdown's pipes,
+// and the reason for every n/a or censored value; no legend (results.md
+// has it).
+func WriteLevelText(w io.Writer, t LevelTable) error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	t = t.forPeople()
+	v := t.view()
+	bw := bufio.NewWriter(w)
+	if t.Title != "" {
+		fmt.Fprintf(bw, "%s\n", t.Title)
+	}
+	for _, kv := range t.Meta {
+		fmt.Fprintf(bw, "  %s: %s\n", kv.Key, orNA(kv.Value))
+	}
+	width := make([]int, len(t.Columns))
+	for j, c := range t.Columns {
+		width[j] = utf8.RuneCountInString(c.Head)
+		for i := range v.text {
+			width[j] = max(width[j], utf8.RuneCountInString(v.text[i][j]))
+		}
+	}
+	line := func(cell func(j int) string) {
+		var b strings.Builder
+		for j := range t.Columns {
+			b.WriteString("  ")
+			b.WriteString(pad(cell(j), width[j], numericKind(t.Columns[j].Kind)))
+		}
+		fmt.Fprintln(bw, strings.TrimRight(b.String(), " "))
+	}
+	if len(t.Rows) > 0 {
+		line(func(j int) string { return t.Columns[j].Head })
+		for i := range v.text {
+			line(func(j int) string { return v.text[i][j] })
+		}
+	}
+	for _, n := range v.reasons {
+		fmt.Fprintf(bw, "  n/a: %s\n", n)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: write text: %w", err)
 	}
 	return nil
 }

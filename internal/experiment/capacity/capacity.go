@@ -436,7 +436,7 @@ func printEnd(w io.Writer, o *run.Options, cr *Result, dir string) {
 // columns are the step table's columns.
 var columns = []report.LevelColumn{
 	{Key: "step", Head: "step", Kind: report.LevelText},
-	{Key: "rate_rps", Head: "rate", Kind: report.LevelRPS, Desc: "the step's offered rate (requests/s)"},
+	{Key: "rate_rps", Head: "rate req/s", Kind: report.LevelRPS, Desc: "the step's planned arrival rate"},
 	{Key: "duration_s", Head: "measured", Kind: report.LevelSeconds, Desc: "length of the measured phase (cut short when stopped early)"},
 	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS, Desc: "arrivals scheduled in the measured phase / its length"},
 	{Key: "achieved_send_rps", Head: "sent/s", Kind: report.LevelRPS, Desc: "rate the generator actually sent at (n−1 over the span of send times)"},
