@@ -144,7 +144,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
-	why := baselineNotes(runs) // what explains the verdicts, first in the notes and in the terminal
+	why := append(baselineNotes(runs), minorBaselineNotes(runs)...) // what explains the verdicts, first in the notes and in the terminal
 	t.Notes = append(t.Notes, why...)
 	for i := range runs {
 		r := &runs[i]

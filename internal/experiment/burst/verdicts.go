@@ -86,11 +86,42 @@ func baselineNotes(runs []Run) []string {
 	}
 	var notes []string
 	for _, key := range order {
-		who := strings.Join(scopes[key], ", ")
-		if len(runs) > 1 && len(scopes[key]) == len(runs) {
-			who = "every run"
+		notes = append(notes, fmt.Sprintf("%s: the baseline phase already missed the SLO — %s; the baseline may not be sustainable, so the burst results overstate the burst's effect.", who(scopes[key], len(runs)), key))
+	}
+	return notes
+}
+
+// who names the multipliers a note holds for: "every run" when it holds
+// for all of several.
+func who(scopes []string, runs int) string {
+	if runs > 1 && len(scopes) == runs {
+		return "every run"
+	}
+	return strings.Join(scopes, ", ")
+}
+
+// minorBaselineNotes explain a baseline that failed the SLO without
+// saying it was unsustainable (baselineProblems found nothing): only on
+// completion time, or on goodput by a request or two. They follow
+// baselineNotes, so that a "baseline FAIL" in the verdict block is never
+// left unexplained.
+func minorBaselineNotes(runs []Run) []string {
+	var order []string
+	scopes := map[string][]string{}
+	for i := range runs {
+		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
+		if !ok || b.SLO.Pass || len(baselineProblems(b)) > 0 {
+			continue
 		}
-		notes = append(notes, fmt.Sprintf("%s: the baseline phase already missed the SLO — %s; the baseline may not be sustainable, so the burst results overstate the burst's effect.", who, key))
+		key := experiment.Clauses(b.SLO, true)
+		if _, seen := scopes[key]; !seen {
+			order = append(order, key)
+		}
+		scopes[key] = append(scopes[key], fmtK(runs[i].K)+"×")
+	}
+	var notes []string
+	for _, key := range order {
+		notes = append(notes, fmt.Sprintf("%s: the baseline missed only by long answers or a request or two (%s): not a sign of queueing.", who(scopes[key], len(runs)), key))
 	}
 	return notes
 }

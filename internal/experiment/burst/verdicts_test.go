@@ -57,6 +57,10 @@ func TestVerdictsGolden(t *testing.T) {
 			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
 			constructedRun(10, 83, slowBase, burstMiss, burstMiss, overallMiss),
 		}},
+		{"verdicts-baseline-minor-miss.txt", []Run{
+			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(653, 2000, false, 83), exptest.E2E(14900, 12000, false, 83), exptest.Goodput(0.988, 0.99, 83)), burstSoft, ok, ok),
+			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
+		}},
 		{"verdicts-all-pass.txt", []Run{
 			constructedRun(2, 300, ok, ok, ok, ok),
 			constructedRun(3, 300, ok, ok, ok, ok),
@@ -68,7 +72,7 @@ func TestVerdictsGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			why := baselineNotes(tc.runs)
+			why := append(baselineNotes(tc.runs), minorBaselineNotes(tc.runs)...)
 			printVerdicts(&b, &o, tc.runs, why)
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
 			exptest.Golden(t, tc.name, b.String())
