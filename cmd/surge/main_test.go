@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -202,11 +203,11 @@ func TestLevelCommandsSimulate(t *testing.T) {
 		want []string
 	}{
 		{"capacity", []string{"capacity", "--simulate", "--slo-e2e-p99", "0", "--e2e-deadline", "10m", "--timeout", "10m"}, exitOK,
-			[]string{"step  1:", "Sustainable capacity: 9", "Suggested baseline: 6"}},
+			[]string{"step  1:", "Sustainable capacity: 9", "Suggested baseline: 6", "\n  sustainable 9", "exit 0: a sustainable rate was found"}},
 		{"sweep", []string{"sweep", "--simulate", "--max-num-seqs", "16", "--concurrency", "4,16,64", "--duration", "1m"}, exitOK,
-			[]string{"throughput knee:       c16", "usable level:          c16"}},
-		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"verdict: STABLE"}},
-		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"verdict: DRIFTING"}},
+			[]string{"throughput knee:       c16", "usable level:          c16", "\n  usable c16 ", "budget PASS  p95 TTFT", "exit 0: a usable level was found: c16"}},
+		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"  soak  drift STABLE", "exit 0: the SLO held and nothing drifted"}},
+		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"  soak  drift DRIFTING", "a metric drifted"}},
 		{"burst auto", []string{"burst", "--simulate", "--baseline-rps", "auto", "--multipliers", "2", "--warmup", "30s", "--baseline", "1m", "--burst", "30s", "--recovery", "1m", "--recovery-limit", "2m"}, -1,
 			[]string{"--baseline-rps auto: searching", "burst baseline: ", "μ = ", "(capacity search: sustainable"}},
 	}
@@ -225,7 +226,36 @@ func TestLevelCommandsSimulate(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 				t.Error(err)
 			}
+			sloColumns(t, filepath.Join(out, "results.csv"))
 		})
+	}
+}
+
+// sloColumns checks that results.csv has a verdict column per SLO clause
+// and that every row holds PASS or FAIL in the goodput one (checked by
+// default), and PASS, FAIL or N/A in the others.
+func sloColumns(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %v, %d rows", path, err, len(rows))
+	}
+	for _, col := range []string{"slo_ttft_p95", "slo_e2e_p99", "slo_goodput_ratio"} {
+		j := slices.Index(rows[0], col)
+		if j < 0 {
+			t.Errorf("%s: no %s column in %v", path, col, rows[0])
+			continue
+		}
+		for _, r := range rows[1:] {
+			if v := r[j]; v != "PASS" && v != "FAIL" && (col == "slo_goodput_ratio" || v != "N/A") {
+				t.Errorf("%s: %s = %q", path, col, v)
+			}
+		}
 	}
 }
 

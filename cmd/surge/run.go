@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -264,10 +265,10 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		fmt.Fprintln(stdout, "exit 3: the target was unusable: no request succeeded")
 		return &exitError{exitTarget, errSilent}
 	case !out.SLOPass:
-		fmt.Fprintln(stdout, "exit 1: an SLO failed (the verdicts above say which and by how much)")
+		fmt.Fprintln(stdout, "exit 1: "+cmp.Or(out.Meaning, "an SLO failed (the verdicts above say which and by how much)"))
 		return &exitError{exitSLO, errSilent}
 	}
-	fmt.Fprintln(stdout, "exit 0: every SLO held")
+	fmt.Fprintln(stdout, "exit 0: "+cmp.Or(out.Meaning, "every SLO held"))
 	return nil
 }
 

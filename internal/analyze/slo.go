@@ -61,6 +61,10 @@ func latencyClause(name, label string, d Dist, p99 bool, limitMs float64) Clause
 	return c
 }
 
+// Check applies the SLO to s: the verdict of a group the analysis does
+// not judge itself, such as a soak's window.
+func (slo SLO) Check(s *Stats) Verdict { return slo.check(s) }
+
 // check applies the SLO to s.
 func (slo SLO) check(s *Stats) Verdict {
 	v := Verdict{Pass: true, Clauses: []Clause{}}

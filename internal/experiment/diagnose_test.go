@@ -1,64 +1,32 @@
 package experiment
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/scrape"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./internal/experiment -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./internal/experiment -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 // The end of a burst's terminal output for the 3-multiplier demo: the
 // verdicts, the why line, and a diagnosis line plus at most one hint per
 // multiplier — with the reports and exit lines, about 15 lines.
 func TestTerminalVerdictsAndDiagnosis(t *testing.T) {
-	clause := func(pass bool, text string) analyze.Clause {
-		return analyze.Clause{Name: analyze.ClauseGoodputRatio, Pass: pass, Text: text}
+	ph := func(b, u, r bool) []PhaseVerdict {
+		return []PhaseVerdict{{Name: "baseline", Pass: b}, {Name: "burst", Pass: u}, {Name: "recovery", Pass: r}}
 	}
-	verdict := func(cs ...analyze.Clause) analyze.Verdict {
-		v := analyze.Verdict{Pass: true, Clauses: cs}
-		for _, c := range cs {
-			v.Pass = v.Pass && c.Pass
-		}
-		return v
+	lines := []VerdictLine{
+		{Scope: "2×", Label: "overall", Pass: true, Phases: ph(true, true, true)},
+		{Scope: "5×", Label: "overall", Phases: ph(false, false, true), Detail: "burst: p95 TTFT > 60s (limit 2s); goodput 68.97% (limit 99%)"},
+		{Scope: "10×", Label: "overall", Phases: ph(false, false, false), Detail: "burst: p95 TTFT > 60s (limit 2s); goodput 55.08% (limit 99%)"},
 	}
-	var vs []report.Verdict
-	vs = append(vs, SLOVerdicts("2× overall", verdict(clause(true, "p95 TTFT 380ms <= 2s: pass"), clause(true, "goodput 99.47% of offered >= 99%: pass")))...)
-	vs = append(vs, SLOVerdicts("5× overall", verdict(clause(false, "p95 TTFT > 60s (unknown: too many timeouts), limit 2s: FAIL"), clause(false, "goodput 68.97% of offered < 99%: FAIL")))...)
-	vs = append(vs, SLOVerdicts("10× overall", verdict(clause(false, "p95 TTFT > 60s (unknown: too many timeouts), limit 2s: FAIL"), clause(false, "goodput 55.08% of offered < 99%: FAIL")))...)
 	ds := []report.Diagnosis{
 		{Scope: "2×", Mode: analyze.ModeHeld, Summary: "goodput 96.49% of the burst's arrivals, TTFT p95 from schedule 343ms → 557ms (1.62×, baseline → burst); no rejections, timeouts, errors or drops",
 			Hints: []report.Hint{{Hypothesis: "decode contention", Evidence: "completion p50 3.23s → 5.48s (1.69×, baseline → burst)", Check: "the output-token distribution"}}},
@@ -70,10 +38,10 @@ func TestTerminalVerdictsAndDiagnosis(t *testing.T) {
 		{Scope: "10×", Mode: analyze.ModeRejectedFast, Summary: "75.27% of the burst's arrivals were rejected (1796 × 429) with a median response of 2ms"},
 	}
 	var b strings.Builder
-	PrintVerdicts(&b, vs, []string{"5×: the baseline phase already missed the SLO (goodput 95% of offered < 99%)"})
+	PrintVerdicts(&b, "SLO p95 TTFT ≤ 2s, goodput ≥ 99% of offered; measured vs limit", lines, []string{"5×: the baseline phase already missed the SLO (goodput 95% of offered < 99%)"})
 	PrintDiagnoses(&b, ds)
 	out := b.String()
-	golden(t, "terminal-burst.golden", []byte(out))
+	exptest.Golden(t, "terminal-burst.golden", out)
 	if strings.Contains(out, "not printed in the terminal") {
 		t.Error("a second hint reached the terminal")
 	}

@@ -26,6 +26,11 @@ type Outcome struct {
 	Unusable bool // the target answered nothing usable
 	Partial  bool // interrupted, or stopped by a write error
 	Dir      string
+	// Meaning says in a few words what decided SLOPass for this command,
+	// for the exit-code line, e.g. "a sustainable rate was found (6.5
+	// req/s)" or "no level stayed within the latency budget"; empty means
+	// "every SLO held" or "an SLO failed".
+	Meaning string
 }
 
 // VerdictWord is PASS or FAIL.

@@ -212,6 +212,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 		return r
 	}
 	s := &p.Stats
+	r.SLO = SLOStatus(p.SLO)
 	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
 	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)

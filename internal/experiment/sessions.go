@@ -76,6 +76,6 @@ func SessionTables(title string, a *analyze.Result) []report.LevelTable {
 func PrintSessions(w io.Writer, a *analyze.Result) {
 	for _, t := range SessionTables("Sessions, per turn", a) {
 		fmt.Fprintln(w)
-		report.WriteLevelMarkdown(w, report.LevelTable{Columns: t.Columns, Rows: t.Rows, Meta: t.Meta, Title: t.Title})
+		report.WriteLevelText(w, report.LevelTable{Columns: t.Columns, Rows: t.Rows, Meta: t.Meta, Title: t.Title})
 	}
 }

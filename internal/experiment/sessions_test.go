@@ -55,6 +55,10 @@ func TestSessionsRunReports(t *testing.T) {
 		if sessions && !strings.Contains(files["results.md"], "| 2    |") {
 			t.Errorf("results.md has no row for turn 2:\n%s", files["results.md"])
 		}
+		// The terminal shows it plainly, as its other tables: no Markdown.
+		if sessions && (strings.Contains(files["terminal"], "# Sessions") || strings.Contains(files["terminal"], "| 2    |") || !strings.Contains(files["terminal"], "\n  turn  requests")) {
+			t.Errorf("the terminal's per-turn table is not plain:\n%s", files["terminal"])
+		}
 	}
 }
 

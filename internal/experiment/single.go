@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -202,7 +203,7 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 		return Outcome{}, err
 	}
 	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: d.Path(), Unusable: Unusable(res)}
-	PrintVerdicts(w, SLOVerdicts("overall", res.Analysis.Verdict), nil)
+	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis), nil)
 	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
 	fmt.Fprintf(w, "\nreports: %s\n", filepath.Join(d.Path(), "results.md"))
 	if out.Unusable {
@@ -215,15 +216,23 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 // row per measured phase: the run layout (no burst columns).
 func WriteRunReports(env *run.Env, res *run.Result) error {
 	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
+	measured := 0
+	for _, ph := range res.Analysis.Phases {
+		if !ph.Excluded {
+			measured++
+		}
+	}
 	for _, ph := range res.Analysis.Phases {
 		if ph.Excluded {
 			continue
 		}
 		row := Row(res, &env.Opts, ph.Name)
 		NoBurst(&row)
-		row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
+		if measured > 1 { // the rows are phases: name them; one phase is the run itself
+			row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
+			t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
+		}
 		t.Rows = append(t.Rows, row)
-		t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
@@ -258,8 +267,14 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 // of the experiment the run belonged to (nil: none).
 func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.RecoveryRule) error {
 	r, err := run.Reload(path)
+	if errors.Is(err, rundir.ErrNoRecords) {
+		return &run.ConfigError{Err: err} // bad input: nothing to render
+	}
 	if err != nil {
 		return err
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "WARNING: "+p)
 	}
 	d, err := rundir.Reopen(path, "surge report")
 	if err != nil {
@@ -282,5 +297,8 @@ func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.Reco
 	}
 	PrintPhases(w, res)
 	fmt.Fprintf(w, "\nre-rendered %s\n", path)
+	if len(r.Problems) > 0 {
+		fmt.Fprintf(w, "with %s (above): the reports lack what those files held\n", Count(len(r.Problems), "warning"))
+	}
 	return nil
 }

@@ -3,48 +3,171 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/report"
 )
 
-// PrintVerdicts ends a command's terminal output with its verdicts: one
-// line per scope (a multiplier, a phase, "overall") holding PASS or FAIL
-// and every SLO clause with its measured value and limit, then the notes
-// that explain them (first, e.g. a baseline that was not sustainable). It
-// prints nothing without verdicts.
-func PrintVerdicts(w io.Writer, verdicts []report.Verdict, why []string) {
-	if len(verdicts) == 0 {
+// VerdictLine is one line of a command's closing verdict block: a scope
+// (a multiplier, a capacity step, a sweep level, a soak, a run), whether
+// it passed, the verdicts of its phases when they differ in meaning (a
+// burst's baseline, burst and recovery), and the detail that explains the
+// status: the SLO clauses with their measured values and limits.
+type VerdictLine struct {
+	Scope  string         // e.g. "5×", "sustainable 6.5 req/s", "usable c64"
+	Label  string         // what Pass judges, e.g. "overall", "SLO", "budget", "drift"; "" for none
+	Pass   bool           // the scope's verdict (decides the exit code where the command says so)
+	Status string         // the status word when PASS/FAIL says too little, e.g. "DRIFTING", "GENERATOR-LIMITED"
+	Phases []PhaseVerdict // per-phase verdicts shown after the status, in order
+	Detail string         // measured vs limit, e.g. "burst: goodput 3.1% (limit 99%)"
+}
+
+// PhaseVerdict is one phase's PASS or FAIL in a VerdictLine.
+type PhaseVerdict struct {
+	Name string
+	Pass bool
+}
+
+// PrintVerdicts ends a command's terminal output with its verdicts: a
+// heading naming what was checked (the SLO, a budget), one aligned line
+// per scope — its status, its phases' statuses, and the detail (measured
+// value against limit) — then the notes that explain them, each as
+// "why: …", the first one first (a baseline that was not sustainable). It
+// prints nothing without lines.
+func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []string) {
+	if len(lines) == 0 {
 		return
 	}
-	var scopes []string
-	byScope := map[string][]report.Verdict{}
-	for _, v := range verdicts {
-		if _, ok := byScope[v.Scope]; !ok {
-			scopes = append(scopes, v.Scope)
-		}
-		byScope[v.Scope] = append(byScope[v.Scope], v)
-	}
-	width := 0
-	for _, s := range scopes {
-		width = max(width, len([]rune(s)))
-	}
 	var b strings.Builder
-	b.WriteString("\nVerdicts (SLO clauses: measured vs limit):\n")
-	for _, s := range scopes {
-		status := report.VerdictPass
-		var clauses []string
-		for _, v := range byScope[s] {
-			if v.Status != report.VerdictPass {
-				status = report.VerdictFail
-			}
-			d := strings.TrimSuffix(strings.TrimSuffix(v.Detail, ": pass"), ": FAIL") // the status says it
-			clauses = append(clauses, d)
+	b.WriteString("\nVerdicts")
+	if heading != "" {
+		b.WriteString(" (" + heading + ")")
+	}
+	b.WriteString(":\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, l := range lines {
+		status := l.Status
+		if status == "" {
+			status = VerdictWord(l.Pass)
 		}
-		fmt.Fprintf(&b, "  %s%s  %s  %s\n", s, strings.Repeat(" ", width-len([]rune(s))), status, strings.Join(clauses, "; "))
+		if l.Label != "" {
+			status = l.Label + " " + status
+		}
+		var phases []string
+		for _, p := range l.Phases {
+			phases = append(phases, p.Name+" "+VerdictWord(p.Pass))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t", l.Scope, status)
+		if len(phases) > 0 {
+			fmt.Fprintf(tw, "%s\t", strings.Join(phases, "  "))
+		}
+		fmt.Fprintf(tw, "%s\n", l.Detail)
+	}
+	tw.Flush()
+	// tabwriter pads the last cell of a line without a detail.
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line != "" {
+			io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
+		}
 	}
 	for _, n := range why {
-		fmt.Fprintf(&b, "  why: %s\n", n)
+		fmt.Fprintf(w, "  why: %s\n", n)
 	}
-	io.WriteString(w, b.String())
+}
+
+// Clauses lists the SLO clauses of v as measured vs limit, e.g. "p95
+// TTFT > 60s (limit 2s); goodput 3.1% (limit 99%)": every clause, or only
+// the failing ones.
+func Clauses(v analyze.Verdict, failingOnly bool) string {
+	var parts []string
+	for _, c := range v.Clauses {
+		if failingOnly && c.Pass {
+			continue
+		}
+		parts = append(parts, ClauseText(c))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ClauseText is one SLO clause as measured vs limit: "p95 TTFT 2.5s
+// (limit 2s)", "p99 completion > 60s (limit 12s)" when only a lower bound
+// is known, "goodput 96.5% (limit 99%)".
+func ClauseText(c analyze.Clause) string {
+	switch c.Name {
+	case analyze.ClauseTTFTP95, analyze.ClauseE2EP99:
+		label := "p95 TTFT"
+		if c.Name == analyze.ClauseE2EP99 {
+			label = "p99 completion"
+		}
+		v := analyze.FormatMs(c.Measured)
+		switch {
+		case c.Censored:
+			v = "> " + v
+		case c.Samples == 0:
+			v = "n/a"
+		}
+		return fmt.Sprintf("%s %s (limit %s)", label, v, analyze.FormatMs(c.Limit))
+	}
+	v := "n/a"
+	if c.Samples > 0 {
+		v = fmtShare(c.Measured, c.Limit, c.Pass)
+	}
+	return fmt.Sprintf("goodput %s (limit %s)", v, strconv.FormatFloat(100*c.Limit, 'f', -1, 64)+"%")
+}
+
+// fmtShare prints a fraction as a percentage with one decimal, or two when
+// one would round a failing value onto its limit (98.96% shown as 99.0%
+// against a 99% limit would read as a pass).
+func fmtShare(v, limit float64, pass bool) string {
+	s := strconv.FormatFloat(100*v, 'f', 1, 64)
+	if !pass {
+		if r, _ := strconv.ParseFloat(s, 64); r >= 100*limit {
+			s = strconv.FormatFloat(100*v, 'f', 2, 64)
+		}
+	}
+	return s + "%"
+}
+
+// RunVerdictLines is the verdict block of one run of arbitrary phases
+// (`surge run`, a soak): a line per measured phase when there are several,
+// then overall, each with every SLO clause as measured vs limit.
+func RunVerdictLines(a *analyze.Result) []VerdictLine {
+	var lines []VerdictLine
+	var measured []analyze.PhaseResult
+	for _, p := range a.Phases {
+		if !p.Excluded {
+			measured = append(measured, p)
+		}
+	}
+	if len(measured) > 1 {
+		for _, p := range measured {
+			lines = append(lines, VerdictLine{Scope: p.Name, Pass: p.SLO.Pass, Detail: Clauses(p.SLO, false)})
+		}
+	}
+	return append(lines, VerdictLine{Scope: "overall", Pass: a.Verdict.Pass, Detail: Clauses(a.Verdict, false)})
+}
+
+// Count is n and the noun, plural unless n is 1: "1 warning", "3 warnings".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// SLOStatus is each clause of v by name, PASS or FAIL, for the slo_*
+// columns of results.csv and results.json; a clause v did not check is
+// absent (N/A).
+func SLOStatus(v analyze.Verdict) map[string]report.VerdictStatus {
+	out := map[string]report.VerdictStatus{}
+	for _, c := range v.Clauses {
+		out[c.Name] = report.VerdictFail
+		if c.Pass {
+			out[c.Name] = report.VerdictPass
+		}
+	}
+	return out
 }

@@ -5,33 +5,69 @@ import (
 	"testing"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/run"
 )
 
-// The terminal's verdicts: one line per scope with PASS or FAIL and every
-// clause's measured value against its limit, then what explains them.
-func TestPrintVerdicts(t *testing.T) {
-	pass := analyze.Verdict{Pass: true, Clauses: []analyze.Clause{
-		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 380, Pass: true, Text: "p95 TTFT 380ms <= 2s: pass"},
-		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 0.995, Pass: true, Text: "goodput 99.5% of offered >= 99%: pass"},
-	}}
-	fail := analyze.Verdict{Clauses: []analyze.Clause{
-		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 380, Pass: true, Text: "p95 TTFT 380ms <= 2s: pass"},
-		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 0.69, Text: "goodput 69% of offered < 99%: FAIL"},
-	}}
-	var b strings.Builder
-	PrintVerdicts(&b, append(SLOVerdicts("2× overall", pass), SLOVerdicts("10× overall", fail)...), []string{"2×: the baseline phase already missed the SLO"})
-	want := `
-Verdicts (SLO clauses: measured vs limit):
-  2× overall   PASS  p95 TTFT 380ms <= 2s; goodput 99.5% of offered >= 99%
-  10× overall  FAIL  p95 TTFT 380ms <= 2s; goodput 69% of offered < 99%
-  why: 2×: the baseline phase already missed the SLO
-`
-	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+// The closing verdict block of `surge run`, on constructed results: one
+// line for a single measured phase, a line per measured phase and overall
+// when there are several (the excluded warmup never), every clause as
+// measured vs limit; then the why notes.
+func TestRunVerdictsGolden(t *testing.T) {
+	o := run.DefaultOptions()
+	pass := exptest.Verdict(exptest.TTFT(380, 2000, false, 600), exptest.E2E(10600, 12000, false, 600), exptest.Goodput(0.995, 0.99, 600))
+	fail := exptest.Verdict(exptest.TTFT(2400, 2000, false, 600), exptest.E2E(60000, 12000, true, 600), exptest.Goodput(0.69, 0.99, 600))
+	empty := exptest.Verdict(exptest.TTFT(0, 2000, false, 0), exptest.E2E(0, 12000, false, 0), exptest.Goodput(0, 0.99, 0))
+	phase := func(name string, excluded bool, v analyze.Verdict) analyze.PhaseResult {
+		return analyze.PhaseResult{Name: name, Excluded: excluded, SLO: v}
 	}
-	b.Reset()
-	PrintVerdicts(&b, nil, nil)
+	cases := []struct {
+		name string
+		a    analyze.Result
+		why  []string
+	}{
+		{"verdicts-run-pass.txt", analyze.Result{Phases: []analyze.PhaseResult{phase("warmup", true, fail), phase("main", false, pass)}, Verdict: pass}, nil},
+		{"verdicts-run-phases.txt", analyze.Result{Phases: []analyze.PhaseResult{phase("warmup", true, pass), phase("steady", false, pass), phase("peak", false, fail), phase("idle", false, empty)}, Verdict: fail},
+			[]string{"a note that explains the verdicts"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			PrintVerdicts(&b, "SLO "+SLOText(&o)+"; measured vs limit", RunVerdictLines(&tc.a), tc.why)
+			exptest.Golden(t, tc.name, b.String())
+		})
+	}
+}
+
+// Without lines nothing is printed; a status word replaces PASS/FAIL.
+func TestPrintVerdictsEdges(t *testing.T) {
+	var b strings.Builder
+	PrintVerdicts(&b, "x", nil, []string{"ignored"})
 	if b.Len() != 0 {
-		t.Errorf("no verdicts printed %q", b.String())
+		t.Errorf("no lines printed %q", b.String())
+	}
+	PrintVerdicts(&b, "", []VerdictLine{{Scope: "a", Label: "drift", Status: "DRIFTING"}, {Scope: "bb", Pass: true, Phases: []PhaseVerdict{{"p", false}}, Detail: "d"}}, nil)
+	want := "\nVerdicts:\n  a   drift DRIFTING\n  bb  PASS            p FAIL  d\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// A failing goodput that one decimal would round onto its limit gets two.
+func TestClauseText(t *testing.T) {
+	for _, tc := range []struct {
+		c    analyze.Clause
+		want string
+	}{
+		{exptest.Goodput(0.9896, 0.99, 900), "goodput 98.96% (limit 99%)"},
+		{exptest.Goodput(0.9951, 0.99, 900), "goodput 99.5% (limit 99%)"},
+		{exptest.Goodput(0, 0.99, 0), "goodput n/a (limit 99%)"},
+		{exptest.TTFT(60000, 2000, true, 9), "p95 TTFT > 60s (limit 2s)"},
+		{exptest.E2E(0, 12000, false, 0), "p99 completion n/a (limit 12s)"},
+		{exptest.E2E(12400, 12000, false, 9), "p99 completion 12.4s (limit 12s)"},
+	} {
+		if got := ClauseText(tc.c); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
 	}
 }

@@ -53,6 +53,8 @@ func fullRow() Row {
 		DropRate:          Val(0),
 		Recovery:          RecoveredAfter(24),
 		PredictedRecovery: RecoveredAfter(30),
+		RecoveryLate:      new(bool),
+		SLO:               map[string]VerdictStatus{"ttft_p95": VerdictPass, "goodput_ratio": VerdictFail}, // e2e_p99 not checked
 		Samples:           5760,
 	}
 }

@@ -37,7 +37,7 @@ const (
 // LevelColumn describes one column of a LevelTable.
 type LevelColumn struct {
 	Key  string    // CSV header and JSON field name, e.g. "ttft_p95_ms"
-	Head string    // Markdown and HTML header, e.g. "TTFT p95"
+	Head string    // Markdown and HTML header, e.g. "TTFT p95"; "" for a column in CSV and JSON only
 	Kind LevelKind // how values are formatted
 	Desc string    // legend line; empty for self-explanatory columns
 }
@@ -64,6 +64,60 @@ type LevelTable struct {
 	Rows     [][]LevelCell // each row has one cell per column, in column order
 	Verdicts []Verdict
 	Notes    []string
+}
+
+// SLOLevelColumns are the machine-readable verdicts of each SLO clause
+// over a level (slo_ttft_p95, slo_e2e_p99, slo_goodput_ratio: PASS, FAIL
+// or N/A), in CSV and JSON only; fill them with SLOLevelCells.
+var SLOLevelColumns = func() []LevelColumn {
+	var out []LevelColumn
+	for _, c := range SLOClauses {
+		out = append(out, LevelColumn{Key: "slo_" + c, Kind: LevelText})
+	}
+	return out
+}()
+
+// SLOLevelCells are the cells of SLOLevelColumns for one level's verdicts
+// by clause name (see Row.SLO).
+func SLOLevelCells(slo map[string]VerdictStatus) []LevelCell {
+	var out []LevelCell
+	for _, c := range SLOClauses {
+		out = append(out, TextCell(slo[c].String()))
+	}
+	return out
+}
+
+// forPeople is t as Markdown and HTML show it: without its
+// CSV-and-JSON-only columns (an empty Head), and with the unit in every
+// millisecond column's head ("TTFT p95 ms") and a percent sign in every
+// ratio's ("goodput %"); rates carry theirs in the head already
+// ("goodput/s"), seconds in the cell ("42s").
+func (t LevelTable) forPeople() LevelTable {
+	keep := make([]bool, len(t.Columns))
+	var cols []LevelColumn
+	for j, c := range t.Columns {
+		keep[j] = c.Head != ""
+		if !keep[j] {
+			continue
+		}
+		switch {
+		case c.Kind == LevelMs && !strings.HasSuffix(c.Head, "ms") && !strings.HasSuffix(c.Head, "(ms)"):
+			c.Head += " ms"
+		case c.Kind == LevelRatio && !strings.Contains(c.Head, "%"):
+			c.Head += " %"
+		}
+		cols = append(cols, c)
+	}
+	rows := make([][]LevelCell, len(t.Rows))
+	for i, r := range t.Rows {
+		for j, c := range r {
+			if j < len(keep) && keep[j] {
+				rows[i] = append(rows[i], c)
+			}
+		}
+	}
+	t.Columns, t.Rows = cols, rows
+	return t
 }
 
 // validate reports a row whose width does not match the columns.
@@ -189,6 +243,7 @@ func WriteLevelMarkdown(w io.Writer, t LevelTable) error {
 	if err := t.validate(); err != nil {
 		return err
 	}
+	t = t.forPeople()
 	bw := bufio.NewWriter(w)
 	v := t.view()
 	title := t.Title
@@ -271,6 +326,54 @@ func WriteLevelMarkdown(w io.Writer, t LevelTable) error {
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: write markdown: %w", err)
+	}
+	return nil
+}
+
+// WriteLevelText writes t for a terminal the way surge's other terminal
+// tables look: the title as a plain line, the metadata indented below it,
+// the columns aligned (numbers to the right) without Markdown's pipes,
+// and the reason for every n/a or censored value; no legend (results.md
+// has it).
+func WriteLevelText(w io.Writer, t LevelTable) error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	t = t.forPeople()
+	v := t.view()
+	bw := bufio.NewWriter(w)
+	if t.Title != "" {
+		fmt.Fprintf(bw, "%s\n", t.Title)
+	}
+	for _, kv := range t.Meta {
+		fmt.Fprintf(bw, "  %s: %s\n", kv.Key, orNA(kv.Value))
+	}
+	width := make([]int, len(t.Columns))
+	for j, c := range t.Columns {
+		width[j] = utf8.RuneCountInString(c.Head)
+		for i := range v.text {
+			width[j] = max(width[j], utf8.RuneCountInString(v.text[i][j]))
+		}
+	}
+	line := func(cell func(j int) string) {
+		var b strings.Builder
+		for j := range t.Columns {
+			b.WriteString("  ")
+			b.WriteString(pad(cell(j), width[j], numericKind(t.Columns[j].Kind)))
+		}
+		fmt.Fprintln(bw, strings.TrimRight(b.String(), " "))
+	}
+	if len(t.Rows) > 0 {
+		line(func(j int) string { return t.Columns[j].Head })
+		for i := range v.text {
+			line(func(j int) string { return v.text[i][j] })
+		}
+	}
+	for _, n := range v.reasons {
+		fmt.Fprintf(bw, "  n/a: %s\n", n)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: write text: %w", err)
 	}
 	return nil
 }
@@ -747,6 +850,7 @@ func levelHTMLTables(ts []LevelTable) ([]levelHTMLTable, error) {
 		if err := t.validate(); err != nil {
 			return nil, err
 		}
+		t = t.forPeople()
 		v := t.view()
 		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: append(append([]string(nil), t.Notes...), v.reasons...)}
 		for _, c := range t.Columns {

@@ -43,7 +43,7 @@ func TestLevelTableRenderers(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# capacity search", "- target: sim", "| step    |", "123", "> 60s", `FAIL \| stopped`, "n/a",
-		"step-02: TTFT p95: more than 5% timed out", "step-03: TTFT p95: no samples",
+		"step-02: TTFT p95 ms: more than 5% timed out", "step-03: TTFT p95 ms: no samples", "| TTFT p95 ms |",
 		"- PASS step-01: p95 TTFT ≤ 2s — 123ms", "- sustainable: 2 req/s", "- offered: arrivals per second",
 	} {
 		if !strings.Contains(md.String(), want) {
@@ -260,5 +260,61 @@ func TestLevelReportInChromium(t *testing.T) {
 	}
 	if n := bytes.Count(dom, []byte(`class="xychart"`)); n != 2 {
 		t.Errorf("%d SVG charts in the DOM, want 2", n)
+	}
+}
+
+// The SLO verdict columns of a level table are in CSV and JSON only:
+// people read the verdicts below the table.
+func TestSLOLevelColumnsMachineOnly(t *testing.T) {
+	lt := LevelTable{Title: "t", Columns: append([]LevelColumn{{Key: "level", Head: "level", Kind: LevelText}}, SLOLevelColumns...)}
+	lt.Rows = [][]LevelCell{append([]LevelCell{TextCell("c1")}, SLOLevelCells(map[string]VerdictStatus{"ttft_p95": VerdictPass, "goodput_ratio": VerdictFail})...)}
+	var md, c, j bytes.Buffer
+	if err := WriteLevelMarkdown(&md, lt); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLevelCSV(&c, lt); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLevelJSON(&j, lt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "PASS") || strings.Contains(md.String(), "slo_") {
+		t.Errorf("markdown shows a machine-only column:\n%s", md.String())
+	}
+	if want := "level,slo_ttft_p95,slo_e2e_p99,slo_goodput_ratio\nc1,PASS,N/A,FAIL\n"; c.String() != want {
+		t.Errorf("csv %q, want %q", c.String(), want)
+	}
+	if !strings.Contains(j.String(), `"slo_goodput_ratio": "FAIL"`) {
+		t.Errorf("json lacks the verdict:\n%s", j.String())
+	}
+	var h bytes.Buffer
+	if err := WriteLevelHTML(&h, LevelReport{HTMLReport: HTMLReport{Title: "t"}, Levels: []LevelTable{lt}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.String(), ">PASS<") {
+		t.Errorf("html shows a machine-only column")
+	}
+}
+
+// The terminal form of a level table is plain like surge's other terminal
+// tables: a title line, indented metadata and aligned columns, no
+// Markdown headings or pipes, units in the heads.
+func TestWriteLevelText(t *testing.T) {
+	lt := LevelTable{Title: "Sessions, per turn", Meta: []KV{{Key: "sessions", Value: "3 started"}},
+		Columns: []LevelColumn{{Key: "turn", Head: "turn", Kind: LevelText}, {Key: "ttft_ms", Head: "TTFT p95", Kind: LevelMs}, {Key: "g", Head: "goodput", Kind: LevelRatio}},
+		Rows:    [][]LevelCell{{TextCell("1"), NumCell(Val(105)), NumCell(Val(1))}, {TextCell("2"), NumCell(Unavailable("no samples")), NumCell(Val(0.5))}}}
+	var b bytes.Buffer
+	if err := WriteLevelText(&b, lt); err != nil {
+		t.Fatal(err)
+	}
+	want := `Sessions, per turn
+  sessions: 3 started
+  turn  TTFT p95 ms  goodput %
+  1             105     100.00
+  2             n/a      50.00
+  n/a: 2: TTFT p95 ms: no samples
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

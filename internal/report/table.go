@@ -29,7 +29,7 @@ type Table struct {
 // BurstColumns are the columns only a burst experiment fills: the
 // multiplier, the baseline and burst rates, the recovery measured and
 // predicted.
-var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s", "mu_rps", "mu_source"}
+var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery_s", "predicted_recovery_s", "recovery_late", "mu_rps", "mu_source"}
 
 // cols is the table's columns for people: every column but those it
 // omits, and but the columns that would say nothing in any row — the TTFT
@@ -126,8 +126,17 @@ type Row struct {
 
 	Recovery          Recovery // measured: seconds after the burst ended
 	PredictedRecovery Recovery // the backlog model's prediction, seconds after the burst ended
-	Mu                Opt      // the capacity μ the prediction used, req/s
-	MuSource          string   // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
+	// RecoveryLate says the measured recovery came clearly later than
+	// predicted (later than predicted × 1.25 + one window, or not within
+	// that long); nil when either is unknown or the model predicts none.
+	RecoveryLate *bool
+	Mu           Opt    // the capacity μ the prediction used, req/s
+	MuSource     string // where μ came from (--capacity-rps, the simulator, measured from a backlog), or why it is unknown
+
+	// SLO is the verdict of each SLO clause over the row's phase, by
+	// clause name (SLOClauses); a clause not checked, or a row without a
+	// verdict, is N/A.
+	SLO map[string]VerdictStatus
 
 	Samples       int64  // requests counted in the row
 	Partial       bool   // the run was cut short (interrupted, budget, error)
@@ -161,6 +170,10 @@ func (r *Row) GoodputRatio() Opt {
 	}
 	return Val(g.V / o.V)
 }
+
+// SLOClauses are the names of the SLO clauses (analyze's clause names),
+// in the order of their slo_<name> columns in CSV and JSON.
+var SLOClauses = []string{"ttft_p95", "e2e_p99", "goodput_ratio"}
 
 // VerdictStatus is the outcome of one SLO check.
 type VerdictStatus int
@@ -281,6 +294,15 @@ var columns = []column{
 	optCol("drop_rate", "drop %", groupFailures, kindRate, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
 	recoveryCol("recovery_s", "recovery", "seconds after the burst until P99 is back within 10% of the pre-burst P99 for 3 windows", func(r *Row) Recovery { return r.Recovery }),
 	recoveryCol("predicted_recovery_s", "predicted", "backlog model: backlog / (capacity − baseline rate); never when baseline ≥ capacity", func(r *Row) Recovery { return r.PredictedRecovery }),
+	{key: "recovery_late", head: "late", group: groupFailures, kind: kindText, desc: "yes: recovery came later than predicted × 1.25 + one window (the fluid model is an optimistic bound)", get: func(r *Row) cell {
+		switch {
+		case r.RecoveryLate == nil:
+			return cell{text: NA, raw: NA, json: nil, na: true, reason: "measured or predicted recovery unknown"}
+		case *r.RecoveryLate:
+			return cell{text: "yes", raw: "true", json: true}
+		}
+		return cell{text: "no", raw: "false", json: false}
+	}},
 	optCol("mu_rps", "μ", groupFailures, kindRPS, "the capacity the prediction used, req/s; its source in the μ source column", func(r *Row) Opt { return r.Mu }),
 	{key: "mu_source", head: "μ source", group: groupFailures, kind: kindText, desc: "--capacity-rps, the simulator, or measured from the burst's backlog", get: func(r *Row) cell {
 		if r.MuSource == "" {
@@ -288,6 +310,7 @@ var columns = []column{
 		}
 		return cell{text: r.MuSource, raw: r.MuSource, json: r.MuSource}
 	}},
+	sloCol("ttft_p95"), sloCol("e2e_p99"), sloCol("goodput_ratio"),
 	{key: "samples", head: "samples", group: groupFailures, kind: kindCount, desc: "requests counted in the row", get: func(r *Row) cell {
 		s := strconv.FormatInt(r.Samples, 10)
 		return cell{text: s, raw: s, json: r.Samples}
@@ -302,6 +325,16 @@ var columns = []column{
 	{key: "partial_reason", group: groupFailures, kind: kindText, get: func(r *Row) cell {
 		return cell{raw: r.PartialReason, json: r.PartialReason}
 	}},
+}
+
+// sloCol is the machine-readable verdict of one SLO clause over the row,
+// slo_<clause>: PASS, FAIL or N/A (people read the verdicts below the
+// table instead).
+func sloCol(clause string) column {
+	return column{key: "slo_" + clause, group: groupFailures, kind: kindText, get: func(r *Row) cell {
+		st := r.SLO[clause].String()
+		return cell{raw: st, json: st}
+	}}
 }
 
 // legendHead names c in the legend; a P50 column stands for its P95 and P99

@@ -42,6 +42,7 @@ func TestTableGolden(t *testing.T) {
 func TestUnavailableIsNeverZero(t *testing.T) {
 	tab := Table{Rows: []Row{naRow()}}
 	always := map[string]bool{"samples": true, "partial": true, "partial_reason": true}
+	verdicts := map[string]bool{"slo_ttft_p95": true, "slo_e2e_p99": true, "slo_goodput_ratio": true} // a status: N/A
 
 	var c bytes.Buffer
 	if err := WriteCSV(&c, tab); err != nil {
@@ -55,6 +56,12 @@ func TestUnavailableIsNeverZero(t *testing.T) {
 		t.Fatalf("got %d CSV records, want header + 1", len(recs))
 	}
 	for i, k := range recs[0] {
+		if verdicts[k] {
+			if recs[1][i] != "N/A" {
+				t.Errorf("CSV %s = %q, want N/A", k, recs[1][i])
+			}
+			continue
+		}
 		if !always[k] && recs[1][i] != NA {
 			t.Errorf("CSV %s = %q, want %q", k, recs[1][i], NA)
 		}
@@ -71,6 +78,12 @@ func TestUnavailableIsNeverZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, raw := range doc.Rows[0] {
+		if verdicts[k] {
+			if string(raw) != `"N/A"` {
+				t.Errorf("JSON %s = %s, want \"N/A\"", k, raw)
+			}
+			continue
+		}
 		if always[k] {
 			continue
 		}

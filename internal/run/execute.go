@@ -255,6 +255,9 @@ func LoadManifestConfig(m *record.Manifest) (plan schedule.Plan, o Options, expe
 		Options    Options         `json:"options"`
 		Experiment json.RawMessage `json:"extra"`
 	}
+	// An option a manifest from an older surge lacks keeps its default
+	// (an analysis window of 0 would otherwise break the analysis).
+	c.Options = DefaultOptions()
 	b, err := json.Marshal(m.Config)
 	if err == nil {
 		err = json.Unmarshal(b, &c)

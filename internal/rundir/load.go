@@ -17,31 +17,31 @@ import (
 // Run is a run folder read back by Load.
 type Run struct {
 	Path     string           // the folder
-	Manifest *record.Manifest // manifest.json
+	Manifest *record.Manifest // manifest.json; empty (never nil) when missing or unreadable
 	Records  []record.Record  // requests.jsonl (or requests.jsonl.gz), in file order
-	Engine   []scrape.Sample  // engine.csv; nil when absent
-	Summary  json.RawMessage  // summary.json as written; nil when absent
+	Engine   []scrape.Sample  // engine.csv; nil when absent or unreadable
+	Summary  json.RawMessage  // summary.json as written; nil when absent or unreadable
+	// Problems names each file that was missing or unreadable and what
+	// that costs, one line per file, e.g. "manifest.json: missing: …".
+	// A folder from an older surge version or one that lost a file still
+	// loads: only the records are indispensable.
+	Problems []string
 }
 
-// Load reads the run folder path: manifest.json and requests.jsonl (or
-// requests.jsonl.gz), which must be there, and engine.csv and summary.json
-// if they are. Errors name the file, and for requests.jsonl the line (a
-// truncated last line included).
-func Load(path string) (*Run, error) {
-	run := &Run{Path: path}
-	mp := filepath.Join(path, manifestFile)
-	b, err := os.ReadFile(mp)
-	if err != nil {
-		return nil, fileError(mp, err)
-	}
-	run.Manifest = new(record.Manifest)
-	if err := json.Unmarshal(b, run.Manifest); err != nil {
-		return nil, fileError(mp, err)
-	}
+// ErrNoRecords is wrapped by Load's error when the folder has no records
+// file: there is nothing to re-analyse.
+var ErrNoRecords = errors.New("no requests.jsonl (or requests.jsonl.gz): nothing to re-analyse")
 
+// Load reads the run folder path: requests.jsonl (or requests.jsonl.gz),
+// which must be there and readable (errors name the file and line, a
+// truncated last line included), and manifest.json, engine.csv and
+// summary.json as far as they are there and readable — each one that is
+// not is named in Run.Problems, and the run loads without it.
+func Load(path string) (*Run, error) {
+	run := &Run{Path: path, Manifest: new(record.Manifest)}
 	rp, ok := recordsPath(path)
 	if !ok {
-		return nil, fileError(filepath.Join(path, recordsFile), fs.ErrNotExist)
+		return nil, fmt.Errorf("rundir: %s: %w", path, ErrNoRecords)
 	}
 	if err := record.ReadFile(rp, func(r *record.Record) error {
 		run.Records = append(run.Records, *r)
@@ -50,27 +50,52 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("rundir: %w", err) // names the file and line
 	}
 
+	mp := filepath.Join(path, manifestFile)
+	if b, err := os.ReadFile(mp); err != nil {
+		run.problem(manifestFile, err, "the target, model, options and plan are unknown: defaults are used and the phases are taken from the records")
+	} else if err := json.Unmarshal(b, run.Manifest); err != nil {
+		*run.Manifest = record.Manifest{}
+		run.problem(manifestFile, err, "the target, model, options and plan are unknown: defaults are used and the phases are taken from the records")
+	}
+
 	ep := filepath.Join(path, engineFile)
 	if f, err := os.Open(ep); err == nil {
 		run.Engine, err = scrape.ReadCSV(f)
 		f.Close()
 		if err != nil {
-			return nil, fileError(ep, err)
+			run.Engine = nil
+			run.problem(engineFile, err, "no engine samples in the charts")
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fileError(ep, err)
+		run.problem(engineFile, err, "no engine samples in the charts")
 	}
 
 	sp := filepath.Join(path, "summary.json")
 	if b, err := os.ReadFile(sp); err == nil {
 		if !json.Valid(b) {
-			return nil, fileError(sp, errors.New("not valid JSON"))
+			run.problem("summary.json", errors.New("not valid JSON"), summaryCost)
+		} else {
+			run.Summary = b
 		}
-		run.Summary = b
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fileError(sp, err)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		run.problem("summary.json", fs.ErrNotExist, summaryCost)
+	} else {
+		run.problem("summary.json", err, summaryCost)
 	}
 	return run, nil
+}
+
+// summaryCost is what a run loses without its summary.json: what only the
+// run itself knew (it is written again from the records).
+const summaryCost = "what only the run knew is unknown (the burst's prediction and μ, engine scrape status and queue-wait histograms, settle time)"
+
+// problem records that file could not be used, why, and what that costs.
+func (r *Run) problem(file string, err error, cost string) {
+	why := "unreadable: " + describe(filepath.Join(r.Path, file), err)
+	if errors.Is(err, fs.ErrNotExist) {
+		why = "missing"
+	}
+	r.Problems = append(r.Problems, fmt.Sprintf("%s: %s — %s", file, why, cost))
 }
 
 // recordsPath is the records file of the run folder path, plain or gzipped.
@@ -96,6 +121,17 @@ func IsRun(path string) bool {
 // numbers within names compare by value, so burst-2x comes before
 // burst-10x.
 func Runs(path, pattern string) ([]string, error) {
+	all, err := Folders(path, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(p string) bool { return !IsRun(p) }), nil
+}
+
+// Folders is Runs without the check that each folder holds records: the
+// folders a caller expects to be runs, so that it can say which one lost
+// its records instead of passing over it in silence.
+func Folders(path, pattern string) ([]string, error) {
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return nil, fmt.Errorf("rundir: pattern %q: %w", pattern, err)
 	}
@@ -105,7 +141,7 @@ func Runs(path, pattern string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if ok, _ := filepath.Match(pattern, e.Name()); ok && e.IsDir() && IsRun(filepath.Join(path, e.Name())) {
+		if ok, _ := filepath.Match(pattern, e.Name()); ok && e.IsDir() {
 			names = append(names, e.Name())
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/surge-bench/surge/internal/record"
@@ -66,6 +67,8 @@ func TestLoadOptionalFiles(t *testing.T) {
 	}
 }
 
+// Only the records are indispensable: without them, or with a line
+// that does not parse, Load fails naming the file (and line).
 func TestLoadErrors(t *testing.T) {
 	good := rec(0)
 	line := string(good.AppendJSON(nil)) + "\n"
@@ -74,18 +77,10 @@ func TestLoadErrors(t *testing.T) {
 		files map[string]string
 		want  string // the message, with %s for the folder
 	}{
-		{"no manifest", map[string]string{"requests.jsonl": line},
-			"rundir: %s/manifest.json: open: no such file or directory"},
-		{"bad manifest", map[string]string{"manifest.json": "{", "requests.jsonl": line},
-			"rundir: %s/manifest.json: unexpected end of JSON input"},
 		{"no records", map[string]string{"manifest.json": "{}"},
-			"rundir: %s/requests.jsonl: file does not exist"},
+			"rundir: %s: no requests.jsonl (or requests.jsonl.gz): nothing to re-analyse"},
 		{"truncated last line", map[string]string{"manifest.json": "{}", "requests.jsonl": line + line + line[:len(line)/2]},
 			"rundir: record: %s/requests.jsonl:3: unexpected end of JSON input"},
-		{"bad engine.csv", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "engine.csv": "waiting\n1\n"},
-			"rundir: %s/engine.csv: scrape: engine.csv: no t_s column"},
-		{"bad summary.json", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "summary.json": "{\"a\":"},
-			"rundir: %s/summary.json: not valid JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,6 +93,56 @@ func TestLoadErrors(t *testing.T) {
 			run, err := Load(dir)
 			if want := fmt.Sprintf(c.want, dir); err == nil || err.Error() != want {
 				t.Fatalf("got %v (run %v)\nwant %s", err, run, want)
+			}
+		})
+	}
+}
+
+// A missing or unreadable manifest.json, engine.csv or summary.json does
+// not stop Load: the run loads without it, and Problems names the file,
+// what was wrong and what that costs — one line per file.
+func TestLoadProblems(t *testing.T) {
+	good := rec(0)
+	line := string(good.AppendJSON(nil)) + "\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  []string // prefixes of the problems, in order
+	}{
+		{"no manifest", map[string]string{"requests.jsonl": line, "summary.json": "{}"},
+			[]string{"manifest.json: missing — the target"}},
+		{"bad manifest", map[string]string{"manifest.json": "{", "requests.jsonl": line, "summary.json": "{}"},
+			[]string{"manifest.json: unreadable: unexpected end of JSON input — "}},
+		{"bad engine.csv", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "engine.csv": "waiting\n1\n", "summary.json": "{}"},
+			[]string{"engine.csv: unreadable: scrape: engine.csv: no t_s column — no engine samples"}},
+		{"bad summary.json", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "summary.json": "{\"a\":"},
+			[]string{"summary.json: unreadable: not valid JSON — what only the run knew"}},
+		{"no summary.json, no manifest", map[string]string{"requests.jsonl": line},
+			[]string{"manifest.json: missing", "summary.json: missing — "}},
+		{"complete", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "summary.json": "{}"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range c.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(run.Records) != 1 || run.Manifest == nil {
+				t.Fatalf("records %d, manifest %v", len(run.Records), run.Manifest)
+			}
+			if len(run.Problems) != len(c.want) {
+				t.Fatalf("problems %q, want %d", run.Problems, len(c.want))
+			}
+			for i, w := range c.want {
+				if !strings.HasPrefix(run.Problems[i], w) {
+					t.Errorf("problem %d: %q, want it to start %q", i, run.Problems[i], w)
+				}
 			}
 		})
 	}

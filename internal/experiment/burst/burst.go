@@ -247,6 +247,9 @@ type Run struct {
 	SettleNote string
 	Recovery   recovery
 	BurstEnd   time.Duration
+	// Problems are the files `surge report` found missing or unreadable
+	// in the run's folder, and what the reports lack for them.
+	Problems []string
 }
 
 // Burst executes the burst experiment into d: one run folder per

@@ -123,22 +123,16 @@ func baselineProblems(p analyze.PhaseResult) []string {
 		switch {
 		case c.Pass:
 		case c.Name == analyze.ClauseTTFTP95:
-			out = append(out, c.Text)
+			out = append(out, experiment.ClauseText(c))
 		case c.Name == analyze.ClauseGoodputRatio:
 			missing := (c.Limit - c.Measured) * float64(p.Offered)
 			if missing > max(2, 0.01*float64(p.Offered)) {
-				out = append(out, c.Text)
+				out = append(out, experiment.ClauseText(c))
 			}
 		}
 	}
 	return out
 }
-
-// lateSlack is how much later than predicted a measured recovery may come
-// before the summary flags it late: the recovery is measured to one window,
-// and the fluid model is an optimistic bound, so only a clear miss counts
-// (later than predicted × 1.25 + one window).
-const lateSlack = 1.25
 
 // runSummary is the block report.html shows above a multiplier's charts:
 // μ, predicted against measured peak backlog and recovery, and the
@@ -180,10 +174,12 @@ func runSummary(c *Config, r *Run, window time.Duration) report.RunSummary {
 	case p.Never:
 		s.RecoveryNote = strings.TrimPrefix(s.RecoveryNote+"; predicted never to recover (baseline at or above μ)", "; ")
 		s.RecoveryLate = false
-	case r.Recovery.State == report.Recovered:
-		s.RecoveryLate = s.MeasuredRecoveryS > lateSlack*s.PredictedRecoveryS+window.Seconds()
-	case r.Recovery.State == report.NotRecovered:
-		s.RecoveryLate = r.Recovery.Seconds > lateSlack*s.PredictedRecoveryS+window.Seconds()
+	default:
+		late := recoveryLate(r, window)
+		s.RecoveryLate = late != nil && *late
+		if late == nil && r.Recovery.State == report.NotRecovered {
+			s.RecoveryNote += "; not watched long enough to call it late"
+		}
 	}
 	for _, name := range []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedule.PhaseRecovery} {
 		if p, ok := res.Analysis.Phase(name); ok {
@@ -241,7 +237,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
-	var why []string // what explains the verdicts, for the terminal
+	why := append(baselineNotes(runs), minorBaselineNotes(runs)...) // what explains the verdicts, first in the notes and in the terminal
+	t.Notes = append(t.Notes, why...)
 	for i := range runs {
 		r := &runs[i]
 		res := r.Result
@@ -251,21 +248,19 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		row.BurstRPS = report.Val(r.K * c.BaselineRPS)
 		row.Recovery = r.Recovery
 		row.PredictedRecovery = predictedRecovery(r.Prediction, r.MuSource)
+		row.RecoveryLate = recoveryLate(r, env.Opts.Window)
 		row.Mu, row.MuSource = report.Unavailable(r.MuSource), r.MuSource
 		if r.Mu > 0 {
 			row.Mu = report.Val(r.Mu)
 		}
 		t.Rows = append(t.Rows, row)
 		scope := fmtK(r.K) + "×"
-		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
-		if b, ok := res.Analysis.Phase(schedule.PhaseBaseline); ok {
-			if probs := baselineProblems(b); len(probs) > 0 {
-				note := fmt.Sprintf("%s: the baseline phase already missed the SLO (%s; %d requests) — the baseline may not be sustainable, so the burst results overstate the burst's effect.",
-					scope, strings.Join(probs, "; "), b.Offered)
-				t.Notes = append(t.Notes, note)
-				why = append(why, note)
+		for _, name := range verdictPhases {
+			if p, ok := res.Analysis.Phase(name); ok {
+				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, p.SLO)...)
 			}
 		}
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
 		if !res.Analysis.Verdict.Pass {
 			out.SLOPass = false
 		}
@@ -283,6 +278,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		for _, n := range experiment.ClientNotes(res.Analysis) {
 			t.Notes = append(t.Notes, scope+": "+n)
+		}
+		for _, p := range r.Problems {
+			t.Notes = append(t.Notes, scope+": re-rendered without "+p)
 		}
 		if r.Settle > 0 || r.SettleNote != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
@@ -318,9 +316,10 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		return out, err
 	}
 	out.Unusable = len(runs) > 0 && !anyOK
+	out.Meaning = meaning(runs)
 	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
 	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
-	experiment.PrintVerdicts(w, t.Verdicts, why)
+	printVerdicts(w, &env.Opts, runs, why)
 	experiment.PrintDiagnoses(w, t.Diagnoses)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil
@@ -339,12 +338,12 @@ func Rerender(path string, w io.Writer) error {
 			return analyze.RecoveryRule{}
 		})
 	}
-	paths, err := rundir.Runs(path, "burst-*x")
+	paths, err := rundir.Folders(path, "burst-*x")
 	if err != nil {
 		return err
 	}
 	if len(paths) == 0 {
-		return &run.ConfigError{Err: fmt.Errorf("report: %s holds neither requests.jsonl nor burst-<k>x run folders", path)}
+		return &run.ConfigError{Err: fmt.Errorf("report: %s holds neither requests.jsonl nor burst-<k>x run folders (a capacity or sweep folder: give one step-*/level-* folder at a time)", path)}
 	}
 	d, err := rundir.Reopen(path, "surge report")
 	if err != nil {
@@ -354,37 +353,118 @@ func Rerender(path string, w io.Writer) error {
 	var runs []Run
 	var env *run.Env
 	var cfg *Config
+	var problems []string // what could not be used, one line per file, for the terminal
 	partial := false
 	for _, rd := range paths {
+		name := filepath.Base(rd)
 		r, err := run.Reload(rd)
 		if err != nil {
-			return err
+			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
+			continue
 		}
 		c, ok := decodeConfig(r)
-		if !ok || r.Summary.Burst == nil {
-			return &run.ConfigError{Err: fmt.Errorf("report: %s: not a burst run (summary.json has no burst section)", rd)}
+		if !ok {
+			c = configFromPlan(r)
+			if len(r.Experiment) > 0 {
+				r.Problems = append(r.Problems, "manifest.json: no burst settings — the phases and baseline are taken from the plan, the recovery rule is the default")
+			}
 		}
-		sub, err := d.Existing(filepath.Base(rd))
+		b := r.Summary.Burst
+		if b == nil {
+			b = burstFromPlan(r.Plan, name)
+			if r.Summary.Analysis != nil || len(r.Dir.Summary) > 0 {
+				r.Problems = append(r.Problems, "summary.json: no burst section — the prediction and μ are unknown")
+			}
+		}
+		sub, err := d.Existing(name)
 		if err != nil {
 			return err
 		}
 		res, err := r.Result(sub, c.RecoveryRule())
 		if err != nil {
-			return err
+			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
+			continue
 		}
 		if err := run.Save(sub, res); err != nil {
 			return err
 		}
-		env, cfg = r.Env, c
-		b := res.Burst
+		if env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
+			env, cfg = r.Env, c
+		}
+		for _, p := range r.Problems {
+			problems = append(problems, name+": "+p)
+		}
 		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
 			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
-			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs))})
+			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
 		partial = partial || res.Partial
 	}
+	for _, p := range problems {
+		fmt.Fprintln(w, "WARNING: "+p)
+	}
+	if len(runs) == 0 {
+		return &run.ConfigError{Err: fmt.Errorf("report: %s: no burst-<k>x run could be re-rendered (%d problems above)", path, len(problems))}
+	}
 	_, err = writeReports(env, cfg, d, runs, partial, w)
+	if err == nil && len(problems) > 0 {
+		fmt.Fprintf(w, "re-rendered %s with %s (above, and in the notes of results.md): the reports lack what those files held\n", path, experiment.Count(len(problems), "warning"))
+	}
 	return err
 }
+
+// configFromPlan is the burst settings of a run whose manifest does not
+// record them (missing, or from an older surge): the phases and the
+// baseline rate as the plan (or the records) give them, the rest defaults.
+func configFromPlan(r *run.Reloaded) *Config {
+	c := DefaultConfig()
+	c.Options = r.Env.Opts
+	for _, p := range r.Plan.Phases {
+		switch p.Name {
+		case schedule.PhaseWarmup:
+			c.Warmup = p.Duration
+		case schedule.PhaseBaseline:
+			c.Baseline, c.BaselineRPS = p.Duration, p.Rate
+		case schedule.PhaseBurst:
+			c.Burst = p.Duration
+		case schedule.PhaseRecovery:
+			c.Recovery = p.Duration
+			c.RecoveryLimit = max(c.RecoveryLimit, p.Duration)
+		}
+	}
+	return &c
+}
+
+// burstFromPlan is what summary.json would have said about a burst run,
+// as far as the plan tells: the multiplier (from the folder's name
+// burst-<k>x, else burst rate / baseline rate), the burst's end and the
+// planned recovery; no prediction, μ unknown.
+func burstFromPlan(p schedule.Plan, folder string) *rundir.BurstInfo {
+	b := &rundir.BurstInfo{MuSource: "μ unknown: summary.json has no burst section"}
+	var at time.Duration
+	var base, burst float64
+	for _, ph := range p.Phases {
+		at += ph.Duration
+		switch ph.Name {
+		case schedule.PhaseBaseline:
+			base = ph.Rate
+		case schedule.PhaseBurst:
+			burst = ph.Rate
+			b.BurstEndNs = int64(at)
+		case schedule.PhaseRecovery:
+			b.PlannedRecoveryNs = int64(ph.Duration)
+		}
+	}
+	b.BaselineRPS = base
+	if k, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(folder, "burst-"), "x"), 64); err == nil && k > 0 {
+		b.K = k
+	} else if base > 0 {
+		b.K = roundK(burst / base)
+	}
+	return b
+}
+
+// roundK rounds a multiplier measured from rates to two decimals.
+func roundK(k float64) float64 { return math.Round(k*100) / 100 }
 
 // decodeConfig reads the burst settings a run's manifest recorded: under
 // the JSON names of Config, or — in a run folder written before the

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -376,8 +377,8 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	if err := WriteReports(env, c, d, cr); err != nil {
 		return experiment.Outcome{}, err
 	}
-	PrintSummary(w, cr, d.Path())
-	out := experiment.Outcome{SLOPass: cr.SustainableRPS > 0 && !cr.GeneratorLimited, Partial: cr.Partial, Dir: d.Path()}
+	printEnd(w, &env.Opts, cr, d.Path())
+	out := experiment.Outcome{SLOPass: cr.SustainableRPS > 0 && !cr.GeneratorLimited, Partial: cr.Partial, Dir: d.Path(), Meaning: meaning(cr)}
 	var results []*run.Result
 	for _, s := range cr.Steps {
 		results = append(results, s.Result)
@@ -386,8 +387,19 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	return out, nil
 }
 
-// PrintSummary prints what the search found.
+// PrintSummary prints what the search found, its note and where the
+// reports are.
 func PrintSummary(w io.Writer, cr *Result, dir string) {
+	printFound(w, cr)
+	if cr.Note != "" {
+		fmt.Fprintln(w, "Note:", cr.Note)
+	}
+	printPartial(w, cr)
+	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+// printFound prints the sustainable rate and the suggested baseline.
+func printFound(w io.Writer, cr *Result) {
 	fmt.Fprintln(w)
 	switch {
 	case cr.SustainableRPS == 0:
@@ -402,19 +414,29 @@ func PrintSummary(w io.Writer, cr *Result, dir string) {
 		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
 			experiment.FmtRate(cr.BaselineRPS), cr.BaselineFraction, experiment.FmtRate(cr.BaselineRPS), experiment.FmtRate(cr.SustainableRPS))
 	}
-	if cr.Note != "" {
-		fmt.Fprintln(w, "Note:", cr.Note)
-	}
+}
+
+func printPartial(w io.Writer, cr *Result) {
 	if cr.Partial {
 		fmt.Fprintln(w, "PARTIAL: the search was interrupted.")
 	}
-	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+// printEnd ends `surge capacity`'s output: what the search found, the
+// verdicts of the steps that bound it (the note on why the search ended
+// there is their why), and where the reports are.
+func printEnd(w io.Writer, o *run.Options, cr *Result, dir string) {
+	printFound(w, cr)
+	printPartial(w, cr)
+	lines, why := verdictLines(cr)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", lines, why)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
 // columns are the step table's columns.
 var columns = []report.LevelColumn{
 	{Key: "step", Head: "step", Kind: report.LevelText},
-	{Key: "rate_rps", Head: "rate", Kind: report.LevelRPS, Desc: "the step's offered rate (requests/s)"},
+	{Key: "rate_rps", Head: "rate req/s", Kind: report.LevelRPS, Desc: "the step's planned arrival rate"},
 	{Key: "duration_s", Head: "measured", Kind: report.LevelSeconds, Desc: "length of the measured phase (cut short when stopped early)"},
 	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS, Desc: "arrivals scheduled in the measured phase / its length"},
 	{Key: "achieved_send_rps", Head: "sent/s", Kind: report.LevelRPS, Desc: "rate the generator actually sent at (n−1 over the span of send times)"},
@@ -432,6 +454,9 @@ var columns = []report.LevelColumn{
 	{Key: "note", Head: "note", Kind: report.LevelText},
 }
 
+// columns with the SLO clauses' verdicts, in CSV and JSON only.
+var allColumns = append(slices.Clip(columns), report.SLOLevelColumns...)
+
 func stepRow(st *Step) []report.LevelCell {
 	p := &st.Measure.Phase
 	ttft := experiment.DistOpts(p.Latency.TTFTSchedule)
@@ -447,12 +472,12 @@ func stepRow(st *Step) []report.LevelCell {
 	if st.Measure.GeneratorNote != "" {
 		note = strings.TrimSpace(note + " " + st.Measure.GeneratorNote)
 	}
-	return []report.LevelCell{
+	return append([]report.LevelCell{
 		report.TextCell(st.Name), experiment.Num(st.Rate), experiment.Num(p.DurationMs / 1000), experiment.Num(p.OfferedRPS), report.NumCell(achieved),
 		experiment.Num(p.CompletedRPS), experiment.Num(p.GoodputRPS), experiment.Num(p.GoodputRatio), report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(e2e[2]), experiment.Num(p.FailureRate), report.NumCell(experiment.DistOpts(p.Latency.ScheduleLag)[2]), experiment.Num(float64(p.Offered)),
 		report.TextCell(st.verdictText()), report.TextCell(experiment.OrDash(note)),
-	}
+	}, report.SLOLevelCells(experiment.SLOStatus(st.Verdict))...)
 }
 
 // WriteReports writes the search's step table, capacity.json and
@@ -465,7 +490,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		report.KV{Key: "search", Value: fmt.Sprintf("from %s req/s × %g, then bisection to %g%%; %s arrivals; steps of %d requests within [%s, %s] after %d warmup requests",
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)
-	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: columns}
+	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: allColumns}
 	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	for i := range cr.Steps {

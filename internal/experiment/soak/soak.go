@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,13 +243,8 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 	if err := writeReports(env, c, d, sr); err != nil {
 		return experiment.Outcome{}, err
 	}
-	fmt.Fprintf(w, "\ndrift over %d windows of %s:\n", len(sr.Windows), c.Options.Window)
-	for _, t := range sr.Trends {
-		fmt.Fprintln(w, "  "+t.Text)
-	}
-	fmt.Fprintf(w, "verdict: %s\nSLO (overall): %s\nreports: %s  %s\n", strings.ToUpper(sr.Verdict), experiment.VerdictWord(res.Analysis.Verdict.Pass),
-		filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
-	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res)}, nil
+	printEnd(w, &env.Opts, sr, d.Path())
+	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
 }
 
 var soakWindowColumns = []report.LevelColumn{
@@ -292,7 +288,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			100*c.Confidence, 100*c.DriftLatency, 100*c.DriftErrorRate, 100*c.DriftKV)},
 	)
 	soakStart := float64(c.Warmup) / 1e6
-	wt := report.LevelTable{Title: title + " — windows", Meta: meta, Columns: soakWindowColumns}
+	wt := report.LevelTable{Title: title + " — windows", Meta: meta, Columns: append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...)}
+	slo := o.SLO()
 	for i := range sr.Windows {
 		w := &sr.Windows[i]
 		ttft, e2e := experiment.DistOpts(w.Latency.TTFTSchedule), experiment.DistOpts(w.Latency.E2ESchedule)
@@ -300,13 +297,13 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		if finite(w.KVUsage) {
 			kv = report.Val(w.KVUsage)
 		}
-		wt.Rows = append(wt.Rows, []report.LevelCell{
+		wt.Rows = append(wt.Rows, append([]report.LevelCell{
 			report.TextCell(fmt.Sprintf("%.1f–%.1f min", (w.StartMs-soakStart)/60000, (w.EndMs-soakStart)/60000)),
 			experiment.Num(w.OfferedRPS), experiment.Num(w.CompletedRPS), experiment.Num(w.GoodputRPS),
 			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 			report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 			experiment.Num(w.FailureRate), report.NumCell(kv), experiment.Num(float64(w.Offered)),
-		})
+		}, report.SLOLevelCells(experiment.SLOStatus(slo.Check(&w.Stats)))...))
 	}
 	tt := report.LevelTable{Title: "Drift: verdict " + strings.ToUpper(sr.Verdict), Columns: soakTrendColumns}
 	for _, t := range sr.Trends {

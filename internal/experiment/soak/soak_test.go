@@ -79,7 +79,7 @@ func TestSoakDrift(t *testing.T) {
 			if tr := trendOf(sr, "engine KV-cache usage"); tr.Trend.CILow <= 0 {
 				t.Errorf("no significant rise: %s", tr.Text)
 			}
-			if !strings.Contains(out, "verdict: DRIFTING") || !strings.Contains(out, "DRIFTING up") {
+			if !strings.Contains(out, "drift DRIFTING") || !strings.Contains(out, "DRIFTING up") {
 				t.Errorf("output does not say so:\n%s", out)
 			}
 		})
@@ -140,7 +140,7 @@ func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if err != nil || len(rows) < 1+analyze.MinDriftWindows {
 		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
 	}
-	if !strings.Contains(out.String(), "verdict: ") {
+	if !strings.Contains(out.String(), "  soak  drift ") {
 		t.Errorf("no verdict printed:\n%s", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -296,7 +297,7 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		return experiment.Outcome{}, err
 	}
 	printSummary(w, c, sr, d.Path())
-	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path()}
+	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path(), Meaning: meaning(sr)}
 	var results []*run.Result
 	for _, l := range sr.Levels {
 		results = append(results, l.Result)
@@ -417,14 +418,12 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	fmt.Fprintf(w, "throughput knee:       %s\n", at(f.Knee, "not reached (throughput still grew ≥ "+strconv.FormatFloat(100*c.KneeThreshold, 'g', -1, 64)+"% at every level)"))
 	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
 	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
-	fmt.Fprintf(w, "headroom:              %s\n", f.Headroom)
-	if sr.Note != "" {
-		fmt.Fprintln(w, "Note:", sr.Note)
-	}
 	if sr.Partial {
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
 	}
-	fmt.Fprintf(w, "reports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+	lines, why := verdictLines(sr) // the headroom and the note explain them
+	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; measured vs limit", c.TTFTBudget, c.TPOTBudget), lines, why)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
 var columns = []report.LevelColumn{
@@ -482,14 +481,14 @@ func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
 	if i == f.Usable {
 		marks = append(marks, "usable")
 	}
-	return []report.LevelCell{
+	return append([]report.LevelCell{
 		report.TextCell(lv.Name), experiment.Num(lv.Level), experiment.Num(m.RequestRPS), experiment.Num(m.OutputTPS), experiment.Num(m.TotalTPS),
 		report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(tpot[0]), report.NumCell(tpot[1]), report.NumCell(tpot[2]),
 		report.NumCell(itlMean), report.NumCell(itl[0]), report.NumCell(itl[1]), report.NumCell(itl[2]), report.NumCell(itlMax),
 		report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 		experiment.Num(p.FailureRate), experiment.Num(float64(p.Offered)), report.TextCell(b), report.TextCell(experiment.OrDash(strings.Join(marks, ", "))),
-	}
+	}, report.SLOLevelCells(experiment.SLOStatus(p.SLO))...)
 }
 
 // writeReports writes the level table, sweep.json and report.html: the
@@ -507,7 +506,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		report.KV{Key: "latency budget", Value: fmt.Sprintf("p95 TTFT ≤ %s, p95 TPOT ≤ %s", c.TTFTBudget, c.TPOTBudget)},
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
-	lt := report.LevelTable{Title: title, Meta: meta, Columns: columns}
+	lt := report.LevelTable{Title: title, Meta: meta, Columns: append(slices.Clip(columns), report.SLOLevelColumns...)}
 	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings

@@ -1,0 +1,109 @@
+package burst
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/predict"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// constructedRun is a burst run at k× whose baseline, burst and recovery
+// phases and whole run have the given verdicts; the baseline offered n
+// requests.
+func constructedRun(k float64, n int64, baseline, burst, recovery, overall analyze.Verdict) Run {
+	a := &analyze.Result{Verdict: overall}
+	for _, p := range []struct {
+		name string
+		v    analyze.Verdict
+	}{{schedule.PhaseWarmup, exptest.Verdict()}, {schedule.PhaseBaseline, baseline}, {schedule.PhaseBurst, burst}, {schedule.PhaseRecovery, recovery}} {
+		pr := analyze.PhaseResult{Name: p.name, Excluded: p.name == schedule.PhaseWarmup, SLO: p.v}
+		pr.Offered = n
+		a.Phases = append(a.Phases, pr)
+	}
+	return Run{K: k, Result: &run.Result{Analysis: a}}
+}
+
+// The burst's closing block, on constructed verdicts: a line per
+// multiplier with each phase's verdict and the failing clauses of the
+// phase that matters; a baseline that already missed the SLO in every run
+// explained once, first; the exit line names the multipliers that failed.
+func TestVerdictsGolden(t *testing.T) {
+	o := run.DefaultOptions()
+	ok := exptest.Verdict(exptest.TTFT(380, 2000, false, 300), exptest.E2E(9100, 12000, false, 300), exptest.Goodput(0.995, 0.99, 300))
+	slowBase := exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(10400, 12000, false, 83), exptest.Goodput(0.9518, 0.99, 83))
+	burstMiss := exptest.Verdict(exptest.TTFT(60000, 2000, true, 892), exptest.E2E(60000, 12000, true, 892), exptest.Goodput(0.031, 0.99, 1186))
+	burstSoft := exptest.Verdict(exptest.TTFT(557, 2000, false, 485), exptest.E2E(15400, 12000, false, 485), exptest.Goodput(0.965, 0.99, 485))
+	overallMiss := exptest.Verdict(exptest.TTFT(60000, 2000, true, 3635), exptest.E2E(60000, 12000, true, 3635), exptest.Goodput(0.6897, 0.99, 4860))
+	onlyOverall := exptest.Verdict(exptest.TTFT(400, 2000, false, 900), exptest.E2E(11000, 12000, false, 900), exptest.Goodput(0.9896, 0.99, 900))
+
+	cases := []struct {
+		name string
+		runs []Run
+	}{
+		{"verdicts-baseline-fails.txt", []Run{
+			constructedRun(2, 83, slowBase, burstSoft, ok, ok),
+			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
+			constructedRun(10, 83, slowBase, burstMiss, burstMiss, overallMiss),
+		}},
+		{"verdicts-baseline-fails-some.txt", []Run{
+			constructedRun(2, 300, ok, ok, ok, ok),
+			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
+			constructedRun(10, 83, slowBase, burstMiss, burstMiss, overallMiss),
+		}},
+		{"verdicts-baseline-minor-miss.txt", []Run{
+			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(653, 2000, false, 83), exptest.E2E(14900, 12000, false, 83), exptest.Goodput(0.988, 0.99, 83)), burstSoft, ok, ok),
+			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
+		}},
+		{"verdicts-all-pass.txt", []Run{
+			constructedRun(2, 300, ok, ok, ok, ok),
+			constructedRun(3, 300, ok, ok, ok, ok),
+		}},
+		{"verdicts-only-overall-fails.txt", []Run{
+			constructedRun(2, 300, ok, ok, ok, onlyOverall),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			why := append(baselineNotes(tc.runs), minorBaselineNotes(tc.runs)...)
+			printVerdicts(&b, &o, tc.runs, why)
+			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
+			exptest.Golden(t, tc.name, b.String())
+		})
+	}
+}
+
+// A recovery is late only when it clearly misses the prediction (× 1.25
+// + one window); unknown when either side is.
+func TestRecoveryLate(t *testing.T) {
+	pred := &predict.Prediction{RecoveryTime: 100 * time.Second}
+	w := 10 * time.Second
+	for _, tc := range []struct {
+		name string
+		r    Run
+		want string
+	}{
+		{"on time", Run{Prediction: pred, Recovery: report.RecoveredAfter(130)}, "false"},
+		{"late", Run{Prediction: pred, Recovery: report.RecoveredAfter(140)}, "true"},
+		{"never recovered, watched long", Run{Prediction: pred, Recovery: report.NotRecoveredWithin(300)}, "true"},
+		{"never recovered, watched briefly", Run{Prediction: pred, Recovery: report.NotRecoveredWithin(60)}, "nil"},
+		{"no prediction", Run{Recovery: report.RecoveredAfter(500)}, "nil"},
+		{"predicted never", Run{Prediction: &predict.Prediction{Never: true}, Recovery: report.RecoveredAfter(500)}, "nil"},
+		{"recovery unknown", Run{Prediction: pred, Recovery: report.RecoveryNA("x")}, "nil"},
+	} {
+		got := "nil"
+		if l := recoveryLate(&tc.r, w); l != nil {
+			got = strconv.FormatBool(*l)
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

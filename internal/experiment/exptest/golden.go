@@ -1,0 +1,66 @@
+package exptest
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/surge-bench/surge/internal/analyze"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// Golden compares got with testdata/name, or rewrites that file with
+// -update.
+func Golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -update rewrites it):\ngot\n%s\nwant\n%s", path, got, want)
+	}
+}
+
+// TTFT, E2E and Goodput are SLO clauses for constructed verdicts: a p95
+// TTFT or p99 completion in ms against a limit in ms (censored: only a
+// lower bound is known), a goodput fraction against a limit, over n
+// requests.
+func TTFT(measured, limit float64, censored bool, n int64) analyze.Clause {
+	return latency(analyze.ClauseTTFTP95, measured, limit, censored, n)
+}
+
+// E2E is a p99 completion clause; see TTFT.
+func E2E(measured, limit float64, censored bool, n int64) analyze.Clause {
+	return latency(analyze.ClauseE2EP99, measured, limit, censored, n)
+}
+
+func latency(name string, measured, limit float64, censored bool, n int64) analyze.Clause {
+	return analyze.Clause{Name: name, Limit: limit, Measured: measured, Samples: n, Censored: censored, Pass: !censored && n > 0 && measured <= limit}
+}
+
+// Goodput is a goodput-ratio clause; see TTFT.
+func Goodput(measured, limit float64, n int64) analyze.Clause {
+	return analyze.Clause{Name: analyze.ClauseGoodputRatio, Limit: limit, Measured: measured, Samples: n, Pass: n > 0 && measured >= limit}
+}
+
+// Verdict is the verdict of the clauses: Pass when every one passes.
+func Verdict(cs ...analyze.Clause) analyze.Verdict {
+	v := analyze.Verdict{Pass: true, Clauses: cs}
+	for _, c := range cs {
+		v.Pass = v.Pass && c.Pass
+	}
+	return v
+}

@@ -1,0 +1,81 @@
+package soak
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/run"
+)
+
+// printEnd ends a soak's terminal output: the drift test of each series,
+// the verdicts, and where the reports are.
+func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
+	fmt.Fprintf(w, "\ndrift over %d windows of %s:\n", len(sr.Windows), sr.Window)
+	for _, t := range sr.Trends {
+		fmt.Fprintln(w, "  "+t.Text)
+	}
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(sr), nil)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
+}
+
+// verdictLines is a soak's closing verdict block: the SLO over the soak
+// (the warmup excluded) (every clause, measured vs limit) and the drift verdict naming
+// the series that drift (their slopes and changes are in the drift lines
+// printed above it).
+func verdictLines(sr *Result) []experiment.VerdictLine {
+	v := sr.Result.Analysis.Verdict // the warmup is excluded: the soak phase's
+	lines := []experiment.VerdictLine{{Scope: "soak", Label: "SLO", Pass: v.Pass, Detail: experiment.Clauses(v, false)}}
+	d := experiment.VerdictLine{Scope: "soak", Label: "drift", Pass: sr.Verdict != analyze.DriftDrifting, Status: strings.ToUpper(sr.Verdict)}
+	var drifting, untested []string
+	tested := 0
+	for _, t := range sr.Trends {
+		switch {
+		case t.Drifting:
+			drifting = append(drifting, t.Metric)
+		case !t.Tested:
+			untested = append(untested, t.Metric+" ("+t.Why+")")
+		}
+		if t.Tested {
+			tested++
+		}
+	}
+	switch {
+	case len(drifting) > 0:
+		d.Detail = fmt.Sprintf("%s drift%s (slope, interval and change in the drift lines above)", strings.Join(drifting, ", "), plural(len(drifting)))
+	case tested > 0:
+		d.Detail = fmt.Sprintf("no series drifts (%d tested)", tested)
+	default:
+		d.Detail = "no series could be tested: " + strings.Join(untested, ", ")
+	}
+	return append(lines, d)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+// meaning is what the exit code says about a soak: 1 when its SLO failed
+// or a series drifted, 0 otherwise (an inconclusive drift test fails
+// nothing, and says so).
+func meaning(sr *Result) string {
+	slo := sr.Result.Analysis.Verdict.Pass
+	drift := sr.Verdict == analyze.DriftDrifting
+	switch {
+	case !slo && drift:
+		return "the SLO failed and a metric drifted"
+	case !slo:
+		return "the SLO failed (the verdicts above say which and by how much)"
+	case drift:
+		return "a metric drifted over the soak"
+	case sr.Verdict == analyze.DriftInconclusive:
+		return "the SLO held; the drift test was inconclusive (no series could be tested)"
+	}
+	return "the SLO held and nothing drifted"
+}
