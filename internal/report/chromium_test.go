@@ -2,97 +2,30 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/surge-bench/surge/internal/report/browsertest"
 )
-
-// chromiumPath is where Debian's chromium package installs the browser.
-const chromiumPath = "/usr/bin/chromium"
-
-// runChromium runs headless Chromium with a fresh profile and every
-// background network feature off, and returns its standard output.
-func runChromium(t *testing.T, args ...string) []byte {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("browser check skipped: %s not found (apt-get install -y chromium)", chromiumPath)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	base := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir(),
-	}
-	cmd := exec.CommandContext(ctx, chromiumPath, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return stdout.Bytes()
-}
-
-// artifactDir is $SURGE_ARTIFACTS (kept after the test) or a temp dir.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("SURGE_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
-// bodyAttrs returns the attributes of the <body> tag of a dumped DOM.
-func bodyAttrs(t *testing.T, dom []byte) map[string]string {
-	t.Helper()
-	m := regexp.MustCompile(`<body([^>]*)>`).FindSubmatch(dom)
-	if m == nil {
-		t.Fatalf("no <body> in the dumped DOM:\n%.2000s", dom)
-	}
-	attrs := map[string]string{}
-	for _, a := range regexp.MustCompile(`([\w-]+)="([^"]*)"`).FindAllSubmatch(m[1], -1) {
-		attrs[string(a[1])] = string(a[2])
-	}
-	return attrs
-}
-
-// chartDivs returns, for every chart element of a dumped DOM, its
-// attributes (data-chart-id, data-points, data-ink, id…).
-func chartDivs(dom []byte) []map[string]string {
-	var out []map[string]string
-	for _, m := range regexp.MustCompile(`<div class="plot"([^>]*)>`).FindAllSubmatch(dom, -1) {
-		attrs := map[string]string{}
-		for _, a := range regexp.MustCompile(`([\w-]+)="([^"]*)"`).FindAllSubmatch(m[1], -1) {
-			attrs[string(a[1])] = string(a[2])
-		}
-		out = append(out, attrs)
-	}
-	return out
-}
 
 // TestReportDrawsInChromium opens the fixture report in headless Chromium:
 // every chart must be drawn by uPlot with no JavaScript or console error,
 // each run must have the summary block and the new charts (arrivals,
 // completed/s with μ, backlog), every chart's plot area must hold ink, and
 // screenshots are kept for people to look at: the whole page, and the 5×
-// run alone (the one README shows; refresh it with
-// SURGE_ARTIFACTS=/tmp/a go test ./internal/report/ -run Chromium and
-// cp /tmp/a/report-5x.png docs/report-burst.png).
+// run alone (SURGE_ARTIFACTS=/tmp/a go test ./internal/report/ -run
+// Chromium keeps them in /tmp/a). README's picture comes from a real run:
+// TestBurstReportInChromium in internal/experiment/burst.
 func TestReportDrawsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
 	}
-	dir := artifactDir(t)
+	dir := browsertest.ArtifactDir(t)
 	page := filepath.Join(dir, "report.html")
 	rep := burstReport()
 	var b bytes.Buffer
@@ -112,9 +45,9 @@ func TestReportDrawsInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(dir, "report.png")
-	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,6400",
+	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1400,6400",
 		"--dump-dom", "--screenshot="+shot, "file://"+page)
-	attrs := bodyAttrs(t, dom)
+	attrs := browsertest.BodyAttrs(t, dom)
 	if e := attrs["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
 	}
@@ -139,7 +72,7 @@ func TestReportDrawsInChromium(t *testing.T) {
 		}
 	}
 	ids := map[string]int{}
-	for _, c := range chartDivs(dom) {
+	for _, c := range browsertest.ChartDivs(dom) {
 		ids[c["data-chart-id"]]++
 		ink, err := strconv.Atoi(c["data-ink"])
 		if err != nil || ink < 5 {
@@ -154,7 +87,7 @@ func TestReportDrawsInChromium(t *testing.T) {
 			t.Errorf("%d %q charts drawn, want %d (one per run)", ids[id], id, len(rep.Runs))
 		}
 	}
-	checkShot(t, shot)
+	browsertest.CheckShot(t, shot)
 
 	// The 5× run alone, for README: summary, diagnosis, milestones, charts.
 	one := HTMLReport{Title: rep.Title, Runs: rep.Runs[1:2]}
@@ -167,24 +100,13 @@ func TestReportDrawsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot5 := filepath.Join(dir, "report-5x.png")
-	attrs = bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--window-size=1300,1560",
+	attrs = browsertest.BodyAttrs(t, browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1300,1560",
 		"--dump-dom", "--screenshot="+shot5, "file://"+page5))
 	if e := attrs["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors (5× page): %s", e)
 	}
-	checkShot(t, shot5)
+	browsertest.CheckShot(t, shot5)
 	t.Logf("report and screenshots in %s", dir)
-}
-
-func checkShot(t *testing.T, path string) {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	if st.Size() < 20_000 {
-		t.Errorf("screenshot %s is only %d bytes: blank page?", path, st.Size())
-	}
 }
 
 // TestChromiumCheckCatchesErrors shows that the check above can fail: a page
@@ -205,7 +127,7 @@ func TestChromiumCheckCatchesErrors(t *testing.T) {
 	if err := os.WriteFile(page, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	attrs := bodyAttrs(t, runChromium(t, "--virtual-time-budget=3000", "--dump-dom", "file://"+page))
+	attrs := browsertest.BodyAttrs(t, browsertest.Run(t, "--virtual-time-budget=3000", "--dump-dom", "file://"+page))
 	if e := attrs["data-js-errors"]; !strings.Contains(e, "uplot-broken") || !strings.Contains(e, "did not load") {
 		t.Errorf("data-js-errors = %q, want the thrown error and the missing library", e)
 	}
@@ -240,7 +162,7 @@ func TestLegendLatestAndHoverCounts(t *testing.T) {
 	if err := os.WriteFile(page, []byte(strings.Replace(b.String(), "</body>", probe, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	attrs := bodyAttrs(t, runChromium(t, "--virtual-time-budget=5000", "--dump-dom", "file://"+page))
+	attrs := browsertest.BodyAttrs(t, browsertest.Run(t, "--virtual-time-budget=5000", "--dump-dom", "file://"+page))
 	if e := attrs["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
 	}
@@ -274,8 +196,8 @@ func TestMarkerTagsNeverOverlap(t *testing.T) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,3000", "--dump-dom", "file://"+page)
-	if e := bodyAttrs(t, dom)["data-js-errors"]; e != "" {
+	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1400,3000", "--dump-dom", "file://"+page)
+	if e := browsertest.BodyAttrs(t, dom)["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
 	}
 	charts := regexp.MustCompile(`data-tags="([^"]*)" data-tags-skipped="(\d+)"`).FindAllSubmatch(dom, -1)

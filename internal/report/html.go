@@ -168,7 +168,11 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 		page.Title = "surge report"
 	}
 	for _, t := range r.Tables {
-		page.Tables = append(page.Tables, newHTMLTable(t))
+		ht := newHTMLTable(t)
+		if ht.Title == page.Title {
+			ht.Title = "" // the page's heading already says it
+		}
+		page.Tables = append(page.Tables, ht)
 	}
 	if page.Breakdowns, err = breakdownHTML(r.Breakdowns); err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/report/browsertest"
 )
 
 func levelFixture() LevelTable {
@@ -241,7 +243,7 @@ func TestLevelReportInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
 	}
-	dir := artifactDir(t)
+	dir := browsertest.ArtifactDir(t)
 	page := filepath.Join(dir, "levels.html")
 	var b bytes.Buffer
 	if err := WriteLevelHTML(&b, LevelReport{HTMLReport: smallReport(), Levels: []LevelTable{levelFixture()}, Charts: []XYChart{chartFixture(), chartFixture()}}); err != nil {
@@ -250,8 +252,8 @@ func TestLevelReportInChromium(t *testing.T) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := runChromium(t, "--virtual-time-budget=5000", "--window-size=1400,2000", "--dump-dom", "--screenshot="+filepath.Join(dir, "levels.png"), "file://"+page)
-	attrs := bodyAttrs(t, dom)
+	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1400,2000", "--dump-dom", "--screenshot="+filepath.Join(dir, "levels.png"), "file://"+page)
+	attrs := browsertest.BodyAttrs(t, dom)
 	if e := attrs["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
 	}
