@@ -67,7 +67,10 @@ func PrintPhases(w io.Writer, res *run.Result) {
 				{"TTFT (answer text) from schedule", l.TTFTTextSched}, {"TTFT (answer text) from send", l.TTFTTextSend},
 			}
 		}
-		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT}, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
+		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT})
+		if !res.Virtual { // virtual time sends on schedule, over no connection
+			lines = append(lines, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
+		}
 		for _, m := range lines {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", name, m.label, m.d.Text(analyze.Q50), m.d.Text(analyze.Q95), m.d.Text(analyze.Q99), m.d.Count)
 			name = ""
@@ -223,6 +226,9 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	r.AttemptsPerArrival, r.AttemptsRPS = report.Val(s.Client.AttemptsPerArrival), report.Val(s.Client.AttemptsRPS)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
 	r.ConnWait = percentiles(s.Latency.ConnWait)
+	if res.Virtual {
+		r.ConnWait = report.PercentilesNA("virtual time: no connections, no connection pool")
+	}
 	r.RejectionRate, r.TimeoutRate, r.ErrorRate, r.DropRate = report.Val(s.RateLimitRate), report.Val(s.TimeoutRate), report.Val(s.ErrorRate), report.Val(s.DropRate)
 	r.Samples = s.Offered
 	qw := res.QueueWait[phase]

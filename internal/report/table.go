@@ -47,6 +47,9 @@ func (t *Table) cols() []column {
 	if !t.any(func(r *Row) bool { v, c := r.EngineQueue.P50.state(); return v || c }) {
 		omit = append(slices.Clip(omit), EngineQueueColumns...)
 	}
+	if !t.any(func(r *Row) bool { v, c := r.ConnWait.P50.state(); return v || c }) {
+		omit = append(slices.Clip(omit), ConnWaitColumns...)
+	}
 	if len(omit) == 0 {
 		return columns
 	}
@@ -59,7 +62,7 @@ func (t *Table) cols() []column {
 	return out
 }
 
-// TTFTTextColumns, AttemptColumns and EngineQueueColumns are shown to people only where they
+// TTFTTextColumns, AttemptColumns, EngineQueueColumns and ConnWaitColumns are shown to people only where they
 // differ from what the other columns say (CSV and JSON always have them).
 var (
 	TTFTTextColumns = []string{"ttft_text_p50_ms", "ttft_text_p95_ms", "ttft_text_p99_ms"}
@@ -67,6 +70,9 @@ var (
 	// EngineQueueColumns hold the per-request engine queue (OTLP spans,
 	// TGI's headers), n/a in every row of a run without them.
 	EngineQueueColumns = []string{"engine_queue_p50_ms", "engine_queue_p95_ms", "engine_queue_p99_ms"}
+	// ConnWaitColumns are n/a in every row of a virtual-time run, which
+	// has no connections.
+	ConnWaitColumns = []string{"conn_wait_p50_ms", "conn_wait_p95_ms", "conn_wait_p99_ms"}
 )
 
 func (t *Table) any(f func(*Row) bool) bool {
