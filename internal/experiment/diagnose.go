@@ -110,11 +110,13 @@ func PrintDiagnoses(w io.Writer, ds []report.Diagnosis) {
 		width = max(width, len([]rune(d.Scope)))
 	}
 	var b strings.Builder
-	b.WriteString("\nDiagnosis (hypotheses to check, not conclusions; all hints in results.md):\n")
+	b.WriteString("\nDiagnosis (hypotheses to check, not conclusions; evidence and every hint in results.md):\n")
 	for _, d := range ds {
 		fmt.Fprintf(&b, "  %s%s  %s: %s\n", d.Scope, strings.Repeat(" ", width-len([]rune(d.Scope))), d.Mode, d.Summary)
 		if len(d.Hints) > 0 {
-			fmt.Fprintf(&b, "  %s  %s\n", strings.Repeat(" ", width), d.Hints[0].Text())
+			// The evidence stays in results.md: the terminal keeps the
+			// hypothesis and what to check, one line.
+			fmt.Fprintf(&b, "  %s  suggests %s; check %s\n", strings.Repeat(" ", width), d.Hints[0].Hypothesis, d.Hints[0].Check)
 		}
 	}
 	io.WriteString(w, b.String())
