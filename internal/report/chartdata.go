@@ -226,6 +226,11 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		run.Charts = append(run.Charts, c)
 	}
 
+	// A last window much shorter than the others (the run's end cut it)
+	// is not drawn: its few or no samples would show as a drop to zero
+	// and be the legends' "latest".
+	rc = mergeTailWindow(rc, run.XMax)
+
 	// The windows, downsampled for drawing when there are too many: each
 	// drawn point stands for a run of windows (rates averaged, latencies
 	// and queues at their peak, counts summed).
@@ -301,11 +306,14 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		{"ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, "TTFT"},
 		{"completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, "completion"},
 	} {
-		c := stepped(chart{ID: l.id, Title: l.title, Y: "ms (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
+		// The ticks carry their unit (100 ms, 1 s, 10 s). When saturated
+		// windows put p95 and p99 together, p95 is a wide line and p99 a
+		// thin dashed one on top of it: both stay visible.
+		c := stepped(chart{ID: l.id, Title: l.title, Y: "latency (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
 		c.Series = present(
 			chartSeries{Label: "p50", Color: "#2ca02c", Values: peak(positive(l.s.P50))},
-			chartSeries{Label: "p95", Color: "#ff7f0e", Values: peak(positive(l.s.P95))},
-			chartSeries{Label: "p99", Color: "#d62728", Values: peak(positive(l.s.P99))},
+			chartSeries{Label: "p95", Color: "#ff7f0e", Width: 3.5, Values: peak(positive(l.s.P95))},
+			chartSeries{Label: "p99", Color: "#b91c1c", Width: 1.5, Dash: []int{5, 3}, Values: peak(positive(l.s.P99))},
 		)
 		withUnit(c.Series, "ms", "y")
 		if allGaps(c.Series) {
@@ -340,6 +348,54 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		add(e, "")
 	}
 	return run, nil
+}
+
+// mergeTailWindow returns rc, or for drawing a copy of it whose last window
+// is merged into the one before when it is shorter than half the windows'
+// typical (median) length: that window's point becomes the end of the one
+// before (time end, the same values, no count), so that the step of the last
+// full window reaches the end of the run and nothing drops to zero. end is
+// where the last window ends; statistics (tables, files) are untouched.
+func mergeTailWindow(rc *RunCharts, end float64) *RunCharts {
+	n := len(rc.T)
+	if n < 3 {
+		return rc
+	}
+	d := make([]float64, 0, n-1)
+	for i := 1; i < n; i++ {
+		d = append(d, rc.T[i]-rc.T[i-1])
+	}
+	slices.Sort(d)
+	w := d[len(d)/2]
+	tail := end - rc.T[n-1]
+	if !(tail > 0 && tail < w/2) {
+		return rc
+	}
+	c := *rc
+	c.T = slices.Clone(rc.T)
+	c.T[n-1] = end
+	repeat := func(s Series) Series {
+		if s == nil {
+			return nil
+		}
+		s = slices.Clone(s)
+		s[n-1] = s[n-2]
+		return s
+	}
+	blank := func(s Series) Series {
+		if s == nil {
+			return nil
+		}
+		s = slices.Clone(s)
+		s[n-1] = math.NaN()
+		return s
+	}
+	c.Offered, c.Sent, c.Goodput, c.Completed = repeat(rc.Offered), repeat(rc.Sent), repeat(rc.Goodput), repeat(rc.Completed)
+	c.InFlight, c.EngineWaiting, c.EngineRunning, c.OldestWaitingAge = repeat(rc.InFlight), repeat(rc.EngineWaiting), repeat(rc.EngineRunning), repeat(rc.OldestWaitingAge)
+	c.TTFT = LatencySeries{P50: repeat(rc.TTFT.P50), P95: repeat(rc.TTFT.P95), P99: repeat(rc.TTFT.P99), N: blank(rc.TTFT.N)}
+	c.Completion = LatencySeries{P50: repeat(rc.Completion.P50), P95: repeat(rc.Completion.P95), P99: repeat(rc.Completion.P99), N: blank(rc.Completion.N)}
+	c.Counts = blank(rc.Counts)
+	return &c
 }
 
 // backlogChart draws the prediction's backlog against the measured one on

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,6 +57,9 @@ func TestReportDrawsInChromium(t *testing.T) {
 	}
 	if got := attrs["data-charts-drawn"]; got != strconv.Itoa(want) {
 		t.Errorf("data-charts-drawn = %q, want %d", got, want)
+	}
+	if b := attrs["data-charts-blank"]; b != "" {
+		t.Errorf("charts whose series drew nothing: %s", b)
 	}
 	if n := bytes.Count(dom, []byte("<canvas")); n < want {
 		t.Errorf("%d canvases, want at least %d", n, want)
@@ -136,6 +140,77 @@ func TestChromiumCheckCatchesErrors(t *testing.T) {
 	}
 }
 
+// TestChromiumCheckCatchesBlankCharts shows that the "charts drew" check
+// can fail: in a run whose every series is NaN, each chart is drawn (bands,
+// grid, deadlines, milestones) but its series put nothing on the canvas, and
+// in a run where only the completions are NaN, that chart alone is blank.
+func TestChromiumCheckCatchesBlankCharts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rep := smallReport()
+	full := rep.Runs[0]
+	nans := func(s Series) Series {
+		if s == nil {
+			return nil
+		}
+		out := make(Series, len(s))
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}
+	empty := full
+	empty.Name = "every series NaN"
+	for _, s := range []*Series{&empty.Offered, &empty.Sent, &empty.Goodput, &empty.Completed, &empty.InFlight,
+		&empty.EngineWaiting, &empty.EngineRunning, &empty.OldestWaitingAge, &empty.PredictedBacklog, &empty.MeasuredBacklog,
+		&empty.TTFT.P50, &empty.TTFT.P95, &empty.TTFT.P99, &empty.Completion.P50, &empty.Completion.P95, &empty.Completion.P99} {
+		*s = nans(*s)
+	}
+	oneBlank := full
+	oneBlank.Name = "completions NaN"
+	oneBlank.Completed = nans(full.Completed)
+	rep.Runs = []RunCharts{empty, oneBlank}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "blank.html")
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1400,4000", "--dump-dom", "file://"+page)
+	attrs := browsertest.BodyAttrs(t, dom)
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	blank := map[string]bool{}
+	for _, f := range strings.Fields(attrs["data-charts-blank"]) {
+		blank[f] = true
+	}
+	charts := browsertest.ChartDivs(dom)
+	if len(charts) == 0 {
+		t.Fatal("no charts")
+	}
+	for _, c := range charts {
+		id := c["id"] + ":" + c["data-chart-id"]
+		ink, err := strconv.Atoi(c["data-ink"])
+		if err != nil {
+			t.Fatalf("chart %s: data-ink = %q", id, c["data-ink"])
+		}
+		wantBlank := c["data-run"] == "0" || c["data-chart-id"] == "completed"
+		if wantBlank {
+			if ink >= 5 || c["data-points"] != "0" || !blank[id] {
+				t.Errorf("chart %s has no values but data-ink = %d, data-points = %s, in data-charts-blank: %v", id, ink, c["data-points"], blank[id])
+			}
+			continue
+		}
+		if ink < 5 || c["data-points"] == "0" || blank[id] {
+			t.Errorf("chart %s has values but data-ink = %d, data-points = %s, in data-charts-blank: %v", id, ink, c["data-points"], blank[id])
+		}
+	}
+}
+
 // TestLegendLatestAndHoverCounts checks the legends in a browser: away from
 // the chart they show each series' latest value (not "—"); with the cursor
 // on a window they show its value and the window's sample count.
@@ -175,9 +250,39 @@ func TestLegendLatestAndHoverCounts(t *testing.T) {
 	}
 }
 
+// TestLegendLatestSkipsPartialTail: with a 0.135 s last window of no
+// samples, the legends' latest is the last full window (56 s), not 0.
+func TestLegendLatestSkipsPartialTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	rc := RunCharts{
+		Name: "2×", T: []float64{46, 51, 56, 61},
+		Offered: Series{4, 3.2, 4, 0}, Sent: Series{4, 3.2, 4, 0}, Goodput: Series{4, 3.2, 3.9, 0},
+		Counts: Series{20, 16, 20, 0}, Phases: []Phase{{"recovery", 46, 61.135}},
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, HTMLReport{Runs: []RunCharts{rc}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := `<script>window.addEventListener("load", function () {
+  var p = window.surgePlots[0].plot;
+  document.body.setAttribute("data-legend-idle", Array.prototype.map.call(p.root.querySelectorAll(".u-legend .u-value"), function (e) { return e.textContent; }).join("|"));
+});</script></body>`
+	page := filepath.Join(t.TempDir(), "tail.html")
+	if err := os.WriteFile(page, []byte(strings.Replace(b.String(), "</body>", probe, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	attrs := browsertest.BodyAttrs(t, browsertest.Run(t, "--virtual-time-budget=5000", "--dump-dom", "file://"+page))
+	if got, want := attrs["data-legend-idle"], "latest (56 s)|3.90 req/s|4.00 req/s|4.00 req/s"; got != want {
+		t.Errorf("idle legend %q, want %q", got, want)
+	}
+}
+
 // TestMarkerTagsNeverOverlap draws twelve milestones within three seconds
-// of each other: their numbered tags are stacked in rows, and no two
-// rectangles intersect.
+// of each other: their numbered tags are stacked in rows above the plot
+// area (none reaches into it, so none hides data), and no two rectangles
+// intersect; every phase band gets its name.
 func TestMarkerTagsNeverOverlap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
@@ -200,22 +305,31 @@ func TestMarkerTagsNeverOverlap(t *testing.T) {
 	if e := browsertest.BodyAttrs(t, dom)["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
 	}
-	charts := regexp.MustCompile(`data-tags="([^"]*)" data-tags-skipped="(\d+)"`).FindAllSubmatch(dom, -1)
+	charts := regexp.MustCompile(`data-band-labels="([^"]*)" data-tags="([^"]*)" data-tags-skipped="(\d+)" data-plot-top="(\d+)"`).FindAllSubmatch(dom, -1)
 	if len(charts) == 0 {
 		t.Fatal("no chart reports its tags")
 	}
 	for ci, m := range charts {
+		// Every band gets its name (above the plot area, where no line
+		// crosses it), even the narrow ones.
+		if got, want := string(m[1]), "baseline,burst,recovery,extended"; got != want {
+			t.Errorf("chart %d: band labels %q, want %q", ci, got, want)
+		}
+		plotTop := mustAtoi(t, string(m[4]))
 		var rects [][4]int
-		for _, f := range strings.Fields(string(m[1])) {
+		for _, f := range strings.Fields(string(m[2])) {
 			var r [4]int
 			if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &r[0], &r[1], &r[2], &r[3]); err != nil {
 				t.Fatalf("tag %q: %v", f, err)
 			}
 			rects = append(rects, r)
+			if r[1]+r[3] > plotTop {
+				t.Errorf("chart %d: tag %v reaches into the plot area (top %d)", ci, r, plotTop)
+			}
 		}
 		inRange := len(rc.Markers) - 1 // the fixture's "scale_up" at 40 s is beyond the charted 35 s
-		if len(rects)+mustAtoi(t, string(m[2])) != inRange {
-			t.Errorf("chart %d: %d tags placed + %s skipped, want %d markers", ci, len(rects), m[2], inRange)
+		if len(rects)+mustAtoi(t, string(m[3])) != inRange {
+			t.Errorf("chart %d: %d tags placed + %s skipped, want %d markers", ci, len(rects), m[3], inRange)
 		}
 		if len(rects) < 12 {
 			t.Errorf("chart %d: only %d of %d tags found room", ci, len(rects), len(rc.Markers))

@@ -167,8 +167,14 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 	if page.Title == "" {
 		page.Title = "surge report"
 	}
+	summarized := len(r.Runs) > 0
+	for _, rc := range r.Runs {
+		if rc.Summary == nil || len(rc.Summary.Verdicts) == 0 {
+			summarized = false
+		}
+	}
 	for _, t := range r.Tables {
-		ht := newHTMLTable(t)
+		ht := newHTMLTable(t, summarized)
 		if ht.Title == page.Title {
 			ht.Title = "" // the page's heading already says it
 		}
@@ -309,8 +315,57 @@ type htmlTable struct {
 	Meta     []KV
 	Parts    []htmlPart
 	Notes    []string
-	Verdicts []Verdict
+	Verdicts *htmlVerdicts
 	Legend   []KV
+}
+
+// htmlVerdicts is a table's verdicts as a compact grid: one row per scope
+// (a multiplier and phase, "2× burst"), one column per SLO clause, the
+// observed value on hover. Open unless every run's summary below repeats
+// them by phase.
+type htmlVerdicts struct {
+	Checks     []string
+	Rows       []htmlVerdictScope
+	Pass, Fail int
+	Other      int // N/A
+	Open       bool
+}
+
+type htmlVerdictScope struct {
+	Scope string
+	Cells []htmlVerdictCell // one per check; Status "" for a clause not judged there
+}
+
+func newHTMLVerdicts(vs []Verdict, open bool) *htmlVerdicts {
+	if len(vs) == 0 {
+		return nil
+	}
+	h := &htmlVerdicts{Open: open}
+	col, row := map[string]int{}, map[string]int{}
+	for _, v := range vs {
+		if _, ok := col[v.Check]; !ok {
+			col[v.Check] = len(h.Checks)
+			h.Checks = append(h.Checks, v.Check)
+		}
+	}
+	for _, v := range vs {
+		ri, ok := row[v.Scope]
+		if !ok {
+			ri = len(h.Rows)
+			row[v.Scope] = ri
+			h.Rows = append(h.Rows, htmlVerdictScope{Scope: v.Scope, Cells: make([]htmlVerdictCell, len(h.Checks))})
+		}
+		h.Rows[ri].Cells[col[v.Check]] = htmlVerdictCell{Status: v.Status.String(), Detail: v.Detail}
+		switch v.Status.String() {
+		case "PASS":
+			h.Pass++
+		case "FAIL":
+			h.Fail++
+		default:
+			h.Other++
+		}
+	}
+	return h
 }
 
 type htmlPart struct {
@@ -328,10 +383,12 @@ type htmlCell struct {
 	Text, Title, Class string
 }
 
-func newHTMLTable(t Table) htmlTable {
+// newHTMLTable prepares t; summarized says that every run's summary in the
+// page repeats its verdicts (they are then collapsed here).
+func newHTMLTable(t Table, summarized bool) htmlTable {
 	v := newTableView(t)
 	columns := v.cols
-	h := htmlTable{Title: t.Title, Meta: v.meta(t.Meta), Verdicts: t.Verdicts}
+	h := htmlTable{Title: t.Title, Meta: v.meta(t.Meta), Verdicts: newHTMLVerdicts(t.Verdicts, !summarized)}
 	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
 		if len(v.rows) == 0 {
 			break

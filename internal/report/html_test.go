@@ -85,6 +85,36 @@ func TestHTMLLoadsNothingFromTheNetwork(t *testing.T) {
 	}
 }
 
+// TestHTMLVerdictsCompact: a table's verdicts are a grid of one row per
+// scope and one column per SLO clause, not a flat list; collapsed when every
+// run's summary repeats them by phase, open (with the observed values shown)
+// otherwise.
+func TestHTMLVerdictsCompact(t *testing.T) {
+	rep := burstReport()
+	page := renderHTML(t, rep)
+	if !strings.Contains(page, `<details class="verdicts">`) {
+		t.Errorf("verdicts not collapsed although every run has a summary")
+	}
+	grid := page[strings.Index(page, `<details class="verdicts"`):]
+	grid = grid[:strings.Index(grid, "</details>")]
+	if got := strings.Count(grid, "<tr><td>"); got != 3 {
+		t.Errorf("%d verdict rows, want 3 (2×, 5×, 10×)", got)
+	}
+	if got := strings.Count(grid, "<th>"); got != 5 {
+		t.Errorf("%d verdict heads, want 5 (scope and 4 clauses)", got)
+	}
+	if strings.Contains(page, `<ul class="verdicts">`) {
+		t.Error("the flat verdict list is still there")
+	}
+	for i := range rep.Runs {
+		rep.Runs[i].Summary = nil
+	}
+	page = renderHTML(t, rep)
+	if !strings.Contains(page, `<details class="verdicts" open>`) || !strings.Contains(page, `<span class="detail">observed 70.14%</span>`) {
+		t.Errorf("without run summaries the verdicts should be open with their details")
+	}
+}
+
 func TestHTMLContent(t *testing.T) {
 	page := renderHTML(t, burstReport())
 	for _, want := range []string{
@@ -94,7 +124,7 @@ func TestHTMLContent(t *testing.T) {
 		`<td class="na num" title="` + ReasonNoEngineTelemetry + `">n/a</td>`,
 		`did not recover within 300s`,
 		`<td class="bad" title="interrupted (SIGINT) at 2m41s, during the burst">PARTIAL</td>`,
-		`<span class="badge FAIL">FAIL</span>`,
+		`<span class="badge FAIL" title="observed 70.14%">FAIL</span>`,
 		NoteEngineUnavailable,
 		`predicted recovery at 560s is outside the charted time (0s to 260s)`,
 		`id="chart-2-3"`, // 10× run: the waiting chart exists, without engine series
@@ -422,5 +452,63 @@ func TestMillionRecordReportSize(t *testing.T) {
 				t.Errorf("%s, %s: %d points drawn", r.Name, c.ID, n)
 			}
 		}
+	}
+}
+
+// TestPartialTailWindowMerged: a last window of 0.135 s (the run's end cut
+// it; no samples) is not drawn as a drop to zero: its point becomes the end
+// of the window before, with that window's values and no count, so that the
+// legends' "latest" (the last point before the end) is the last full window.
+// A last window of ordinary length is drawn as it is.
+func TestPartialTailWindowMerged(t *testing.T) {
+	nan := math.NaN()
+	rc := RunCharts{
+		Name:       "2×",
+		T:          []float64{46, 51, 56, 61},
+		Offered:    Series{4, 3.2, 4, 0},
+		Sent:       Series{4, 3.2, 4, 0},
+		Goodput:    Series{4, 3.2, 3.9, 0},
+		Completed:  Series{4, 3.4, 4.1, 0},
+		Counts:     Series{20, 16, 20, 0},
+		InFlight:   Series{5, 4, 6, 0},
+		TTFT:       LatencySeries{P50: Series{300, 310, 320, nan}, P95: Series{600, 610, 620, nan}, P99: Series{700, 710, 720, nan}, N: Series{20, 16, 20, 0}},
+		Completion: LatencySeries{P50: Series{3000, 3100, 3200, nan}, P95: Series{6000, 6100, 6200, nan}, P99: Series{7000, 7100, 7200, nan}, N: Series{20, 16, 20, 0}},
+		Phases:     []Phase{{"recovery", 46, 61.135}},
+	}
+	d, err := buildChartData(HTMLReport{Runs: []RunCharts{rc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := d.Runs[0]
+	if got := run.T[len(run.T)-1]; got != 61.135 || run.XMax != 61.135 {
+		t.Errorf("last drawn time %v, x max %v: want the run's end 61.135", got, run.XMax)
+	}
+	for _, c := range run.Charts {
+		if c.T != nil {
+			continue
+		}
+		for _, s := range c.Series {
+			if n := len(s.Values); s.Values[n-1] != s.Values[n-2] {
+				t.Errorf("%s / %s: tail %v, want the last full window's %v", c.ID, s.Label, s.Values[n-1], s.Values[n-2])
+			}
+		}
+		if c.Counts != nil && !math.IsNaN(c.Counts[len(c.Counts)-1]) {
+			t.Errorf("%s: the merged tail has a count %v, want none", c.ID, c.Counts[len(c.Counts)-1])
+		}
+	}
+	if rc.Sent[3] != 0 || rc.T[3] != 61 {
+		t.Error("the report's own series were changed")
+	}
+
+	rc.Phases[0].End = 64 // a 3 s tail of a 5 s window: drawn as it is
+	d, err = buildChartData(HTMLReport{Runs: []RunCharts{rc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Runs[0].T[3]; got != 61 {
+		t.Errorf("a 3 s tail moved to %v", got)
+	}
+	if got := d.Runs[0].Charts[0].Series[2].Values[3]; got != 0 {
+		t.Errorf("a 3 s tail's sent = %v, want its own 0", got)
 	}
 }

@@ -6,9 +6,12 @@
 //   data-charts-expected  charts described by the data
 //   data-charts-drawn     charts uPlot has drawn at least once
 //   data-js-errors        every JavaScript error and console.error, joined by " | " (empty if none)
-// and on each chart's element data-chart-id, data-points (points drawn) and
-// data-ink (per mille of the plot area that is not blank after the first
-// draw: the series, marks and bands really reached the canvas).
+//   data-charts-blank     the charts (element id:chart id) whose series put (almost) nothing
+//                         on the canvas: no value to draw, or under 5 per mille of ink
+// and on each chart's element data-chart-id, data-points (the series' values
+// that are not null within the charted time) and data-ink (per mille of the
+// plot area that the series changed at the first draw, counted against the
+// canvas just before them: bands, grid, rules and markers do not count).
 (function () {
   "use strict";
   var errors = [];
@@ -16,6 +19,7 @@
   // For checks by a headless browser: the uPlot instances, in page order.
   window.surgePlots = plots;
   var drawn = 0;
+  var blank = [];
 
   function noteError(msg) {
     errors.push(String(msg));
@@ -49,25 +53,63 @@
     return unit ? s + " " + unit : s;
   }
 
-  // overlays draws phase bands behind the series, and markers and rules
-  // (deadlines) on top of them.
-  function overlays(run, spec) {
+  var rowH = 15, bandRow = 17;
+
+  // tagRows lays out the markers' numbered tags in rows so that none
+  // overlaps another: each tag is centred on its marker where it can be and
+  // goes in the first row (row 0 lies next to the plot) with room. xOf maps
+  // a time to pixels; it returns, per marker, [row, left, width] (null when
+  // outside [left, left + width]) and the rows used.
+  function tagRows(ctx, markers, xOf, left, width, r) {
+    var rowRight = [], out = [];
+    ctx.font = "bold " + (11 * r) + "px system-ui, sans-serif";
+    markers.forEach(function (m) {
+      var x = xOf(m.t);
+      if (!(x >= left && x <= left + width)) { out.push(null); return; }
+      var w = ctx.measureText(String(m.n)).width + 6 * r;
+      var lx = Math.min(Math.max(x - w / 2, left), left + width - w);
+      var row = 0;
+      while (rowRight[row] != null && lx <= rowRight[row] + 2 * r) row++;
+      rowRight[row] = lx + w;
+      out.push([row, lx, w]);
+    });
+    return { tags: out, rows: rowRight.length };
+  }
+
+  // topPadding is the room above the plot area: a row for the phase names
+  // and rows for the markers' tags, so that neither covers the data. The
+  // tag rows are laid out on an estimate of the plot's width (a little
+  // narrower than the real one, so that the real layout needs no more rows).
+  function topPadding(run, el, spec) {
+    var rows = 0;
+    if (run.markers.length) {
+      var plotW = Math.max(320, el.clientWidth || 600) - 58 - (spec.y2 ? 52 : 12) - 8;
+      var ctx = document.createElement("canvas").getContext("2d");
+      var span = run.x_max - run.x_min || 1;
+      rows = tagRows(ctx, run.markers, function (t) { return (t - run.x_min) / span * plotW * 0.96; }, 0, plotW * 0.96, 1).rows;
+    }
+    return { rows: rows, px: (run.phases.length ? bandRow : 6) + rows * rowH + (rows ? 2 : 0) };
+  }
+
+  // overlays draws phase bands behind the series with their names above the
+  // plot area, deadlines and μ on top of the series, and the milestones:
+  // a light line in the plot and a numbered tag above it.
+  function overlays(run, spec, pad) {
     function clampX(u, v) {
       var x = u.valToPos(v, "x", true);
       return Math.min(Math.max(x, u.bbox.left), u.bbox.left + u.bbox.width);
     }
-    function label(ctx, text, x, y, color, alignRight) {
+    function label(ctx, text, x, y, color) {
       var r = dpr();
       ctx.font = (11 * r) + "px system-ui, sans-serif";
       var w = ctx.measureText(text).width;
       var pad = 3 * r;
-      var lx = alignRight ? x - w - 2 * pad : x;
       ctx.textAlign = "left";
       ctx.textBaseline = "alphabetic";
       ctx.fillStyle = "rgba(255,255,255,0.85)";
-      ctx.fillRect(lx, y - 11 * r, w + 2 * pad, 14 * r);
+      ctx.fillRect(x, y - 11 * r, w + 2 * pad, 14 * r);
       ctx.fillStyle = color;
-      ctx.fillText(text, lx + pad, y);
+      ctx.fillText(text, x + pad, y);
     }
     return {
       hooks: {
@@ -80,14 +122,28 @@
             ctx.fillStyle = p.color;
             ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
           });
-          // Phase names go behind the series, so they never hide a line.
+          // Phase names go above the plot area, each centred over its band
+          // (pushed right of the name before when bands are narrow), so that
+          // no line crosses them and every band gets its name.
           ctx.font = (11 * r) + "px system-ui, sans-serif";
+          ctx.textAlign = "left";
+          ctx.textBaseline = "alphabetic";
+          var right = -Infinity, names = [];
           run.phases.forEach(function (p) {
             var x0 = clampX(u, p.start), x1 = clampX(u, p.end);
-            if (x1 - x0 > ctx.measureText(p.name).width + 10 * r) {
-              label(ctx, p.name, x0 + 2 * r, u.bbox.top + u.bbox.height - 5 * r, "#6b7280", false);
-            }
+            if (x1 <= x0) return;
+            var w = ctx.measureText(p.name).width, full = w + 11 * r;
+            var x = Math.max((x0 + x1 - full) / 2, 4 * r, right + 8 * r);
+            x = Math.min(x, u.ctx.canvas.width - full - 2 * r);
+            var y = u.bbox.top - (pad.rows * rowH + 5) * r;
+            ctx.fillStyle = p.color.replace(/[\d.]+\)$/, "0.9)");
+            ctx.fillRect(x, y - 8 * r, 8 * r, 8 * r);
+            ctx.fillStyle = "#4b5563";
+            ctx.fillText(p.name, x + 11 * r, y);
+            right = x + 11 * r + w;
+            names.push(p.name);
           });
+          u.root.setAttribute("data-band-labels", names.join(","));
           ctx.restore();
         }],
         draw: [function (u) {
@@ -105,48 +161,55 @@
             ctx.lineTo(u.bbox.left + u.bbox.width, y);
             ctx.stroke();
             ctx.setLineDash([]);
-            label(ctx, rule.label, u.bbox.left + 4 * r, y - 4 * r, "#444", false);
+            label(ctx, rule.label, u.bbox.left + 4 * r, y - 4 * r, "#444");
           });
-          // Markers: a line each and a numbered tag (the list above the
-          // charts gives each number its label and time). Tags are placed
-          // greedily in rows from the top so that none overlaps another;
-          // a tag that fits in no row is left out (its line stays).
-          ctx.font = "bold " + (11 * r) + "px system-ui, sans-serif";
-          var rowRight = [], rowH = 15 * r, maxRows = Math.max(1, Math.floor(u.bbox.height / rowH) - 1), skipped = 0, tags = [];
-          run.markers.forEach(function (m) {
+          // Markers: a light line each from its tag down through the plot,
+          // and a numbered tag in the rows above the plot area (the list
+          // above the charts gives each number its label and time). Lines
+          // go first and the opaque tags over them, so that no line runs
+          // through a tag; a tag that fits in none of the rows reserved is
+          // left out (its line stays).
+          var lay = tagRows(ctx, run.markers, function (t) { return u.valToPos(t, "x", true); }, u.bbox.left, u.bbox.width, r);
+          var skipped = 0, tags = [], boxH = rowH - 3;
+          function tagTop(row) { return u.bbox.top - ((row + 1) * rowH) * r; }
+          run.markers.forEach(function (m, i) {
+            var g = lay.tags[i];
+            if (!g) return;
             var x = u.valToPos(m.t, "x", true);
-            if (!(x >= u.bbox.left && x <= u.bbox.left + u.bbox.width)) return;
+            var top = g[0] < pad.rows ? tagTop(g[0]) + boxH * r : u.bbox.top;
+            ctx.globalAlpha = 0.55;
             ctx.strokeStyle = m.color;
-            ctx.lineWidth = 1.5 * r;
+            ctx.lineWidth = 1 * r;
             ctx.setLineDash(m.dash ? m.dash.map(function (d) { return d * r; }) : []);
             ctx.beginPath();
-            ctx.moveTo(x, u.bbox.top);
+            ctx.moveTo(x, top);
             ctx.lineTo(x, u.bbox.top + u.bbox.height);
             ctx.stroke();
             ctx.setLineDash([]);
-            var text = String(m.n), w = ctx.measureText(text).width + 6 * r;
-            var lx = Math.min(Math.max(x - w / 2, u.bbox.left), u.bbox.left + u.bbox.width - w);
-            for (var row = 0; row < maxRows; row++) {
-              if (rowRight[row] == null || lx > rowRight[row] + 2 * r) break;
-            }
-            if (row >= maxRows) { skipped++; return; }
-            rowRight[row] = lx + w;
-            var y = u.bbox.top + 2 * r + row * rowH;
+            ctx.globalAlpha = 1;
+          });
+          ctx.font = "bold " + (11 * r) + "px system-ui, sans-serif";
+          run.markers.forEach(function (m, i) {
+            var g = lay.tags[i];
+            if (!g) return;
+            if (g[0] >= pad.rows) { skipped++; return; }
+            var lx = g[1], w = g[2], y = tagTop(g[0]);
             ctx.fillStyle = "#fff";
             ctx.strokeStyle = m.color;
             ctx.lineWidth = 1 * r;
-            ctx.fillRect(lx, y, w, rowH - 3 * r);
-            ctx.strokeRect(lx, y, w, rowH - 3 * r);
-            tags.push([Math.round(lx), Math.round(y), Math.round(w), Math.round(rowH - 3 * r)].join(","));
+            ctx.fillRect(lx, y, w, boxH * r);
+            ctx.strokeRect(lx, y, w, boxH * r);
+            tags.push([Math.round(lx), Math.round(y), Math.round(w), Math.round(boxH * r)].join(","));
             ctx.fillStyle = m.color;
             ctx.textAlign = "center";
             ctx.textBaseline = "middle";
-            ctx.fillText(text, lx + w / 2, y + (rowH - 3 * r) / 2 + 0.5 * r);
+            ctx.fillText(String(m.n), lx + w / 2, y + boxH * r / 2 + 0.5 * r);
           });
-          // For checks: where the tags went (x,y,w,h in canvas pixels) and
-          // how many found no room.
+          // For checks: where the tags went (x,y,w,h in canvas pixels),
+          // how many found no room, and the plot area's top.
           u.root.setAttribute("data-tags", tags.join(" "));
           u.root.setAttribute("data-tags-skipped", String(skipped));
+          u.root.setAttribute("data-plot-top", String(Math.round(u.bbox.top)));
           ctx.restore();
         }]
       }
@@ -197,15 +260,36 @@
     return (v >= 1 ? v.toFixed(0) : String(v)) + " ms";
   }
 
-  // ink is the per mille of the plot area's pixels that are not blank.
-  function ink(u) {
+  // snapshot is the plot area's pixels; seriesInk is the per mille of them
+  // that changed since the snapshot taken before the series were drawn:
+  // what the series alone put on the canvas (bands, grid, rules, markers
+  // and their labels are not counted).
+  function snapshot(u) {
     var b = u.bbox, w = Math.floor(b.width), h = Math.floor(b.height);
-    if (w <= 0 || h <= 0) return 0;
-    var px = u.ctx.getImageData(Math.floor(b.left), Math.floor(b.top), w, h).data, n = 0;
-    for (var i = 0; i < px.length; i += 4) {
-      if (px[i + 3] > 0 && (px[i] < 225 || px[i + 1] < 225 || px[i + 2] < 225)) n++;
+    if (w <= 0 || h <= 0) return null;
+    return u.ctx.getImageData(Math.floor(b.left), Math.floor(b.top), w, h);
+  }
+  function seriesInk(u, before) {
+    var after = snapshot(u);
+    if (!before || !after || after.data.length !== before.data.length) return 0;
+    var a = after.data, p = before.data, n = 0;
+    for (var i = 0; i < a.length; i += 4) {
+      if (Math.abs(a[i] - p[i]) + Math.abs(a[i + 1] - p[i + 1]) + Math.abs(a[i + 2] - p[i + 2]) + Math.abs(a[i + 3] - p[i + 3]) > 12) n++;
     }
-    return Math.round(1000 * n / (w * h));
+    return Math.round(1000 * n / (after.width * after.height));
+  }
+
+  // pointsDrawn counts the values of every series that can reach the
+  // chart: not null, finite, within the charted time.
+  function pointsDrawn(t, series, xMin, xMax) {
+    var n = 0;
+    series.forEach(function (s) {
+      for (var i = 0; i < s.values.length; i++) {
+        var v = s.values[i];
+        if (v != null && isFinite(v) && t[i] >= xMin && t[i] <= xMax) n++;
+      }
+    });
+    return n;
   }
 
   function makeChart(run, spec, el) {
@@ -215,6 +299,7 @@
     };
     if (spec.log) { scales.y.distr = 3; scales.y.log = 10; }
     var grid = { stroke: "#eef0f3" }, ticks = { stroke: "#d1d5db" };
+    var pad = topPadding(run, el, spec);
     var yAxis = { label: spec.y, labelSize: 22, size: 58, stroke: "#4b5563", grid: grid, ticks: ticks };
     if (spec.log) {
       yAxis.splits = decades;
@@ -262,21 +347,33 @@
       axes.push({ scale: "y2", side: 1, label: spec.y2, labelSize: 22, size: 52, stroke: "#4b5563", grid: { show: false }, ticks: ticks });
     }
     var data = [t].concat(spec.series.map(function (s) { return s.values; }));
-    var first = true;
+    var first = true, before = null;
     var opts = {
       width: Math.max(320, el.clientWidth || 600),
-      height: 250,
+      height: 250 + pad.px,
+      padding: [pad.px, null, null, null],
       scales: scales,
       axes: axes,
       series: series,
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
-      plugins: [overlays(run, spec)],
+      plugins: [overlays(run, spec, pad)],
+      // These hooks run before the plugin's: drawAxes after the bands and
+      // the grid, draw after the series and before the rules and markers.
       hooks: {
+        drawAxes: [function (u) {
+          if (first) before = snapshot(u);
+        }],
         draw: [function (u) {
           if (!first) return;
           first = false;
-          el.setAttribute("data-ink", String(ink(u)));
+          var n = seriesInk(u, before);
+          el.setAttribute("data-ink", String(n));
+          before = null;
+          if (n < 5 || pointsDrawn(t, spec.series, run.x_min, run.x_max) === 0) {
+            blank.push(el.id + ":" + spec.id);
+            document.body.setAttribute("data-charts-blank", blank.join(" "));
+          }
           drawn++;
           document.body.setAttribute("data-charts-drawn", String(drawn));
         }]
@@ -284,8 +381,8 @@
     };
     var plot = new uPlot(opts, data, el);
     el.setAttribute("data-chart-id", spec.id);
-    el.setAttribute("data-points", String(t.length));
-    plots.push({ plot: plot, el: el });
+    el.setAttribute("data-points", String(pointsDrawn(t, spec.series, run.x_min, run.x_max)));
+    plots.push({ plot: plot, el: el, height: 250 + pad.px });
   }
 
   function drawAll() {
@@ -316,7 +413,7 @@
     });
     window.addEventListener("resize", function () {
       plots.forEach(function (p) {
-        p.plot.setSize({ width: Math.max(320, p.el.clientWidth), height: 250 });
+        p.plot.setSize({ width: Math.max(320, p.el.clientWidth), height: p.height });
       });
     });
   }
