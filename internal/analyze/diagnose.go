@@ -681,7 +681,7 @@ func (c *diagCase) scalingHint() (Hint, bool) {
 	}
 	ev := strings.TrimPrefix(s, "capacity changed during the run: ")
 	if rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs; rec.Judged && rec.Recovered && pr >= 0 && !math.IsInf(pr, 0) {
-		ev += fmt.Sprintf("; recovered %s after the burst against %s predicted", FormatMs(rec.RecoveryTimeMs), FormatMs(pr))
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
 	}
 	if mu := c.in.Capacity.Mu; mu > 0 {
 		ev += fmt.Sprintf(" with a fixed μ %s req/s", num(mu))
@@ -696,13 +696,14 @@ func (c *diagCase) scalingHint() (Hint, bool) {
 func (c *diagCase) heldSummary() string {
 	st := c.stress.s
 	s := fmt.Sprintf("goodput %s of %s's arrivals", pct(st.GoodputRatio), c.stress.noun)
+	sep := ", "
 	if v := c.stress.slo; v != nil && !v.Pass {
-		s = "no queueing or rejections, but the SLO missed: " + c.missedText(*v)
+		s, sep = "no queueing or rejections, but the SLO missed: "+c.missedText(*v), "; "
 	}
 	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
-		s += ", TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
+		s += sep + "TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
 	} else if st.Latency.TTFTSchedule.Count > 0 {
-		s += ", TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
+		s += sep + "TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
 	}
 	if st.FailureRate == 0 {
 		return s + "; no rejections, timeouts, errors or drops"
@@ -826,7 +827,7 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 		src = " (" + c.in.Capacity.Source + ")"
 	}
 	f := rate / mu
-	h.Evidence += fmt.Sprintf("; %s of the capacity μ %s req/s%s", pct(f), num(mu), src)
+	h.Evidence += fmt.Sprintf("; μ %s req/s%s", num(mu), src)
 	switch {
 	case f >= DiagPlateauRatio && f <= 1/DiagPlateauRatio:
 		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, at the capacity μ %s req/s: the target's own limit, not another layer", num(rate), num(mu))
@@ -1028,7 +1029,7 @@ func (c *diagCase) staleHint() (Hint, bool) {
 	// simulator does) — the opposite of stale work.
 	rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs
 	if c.burst && rec.Judged && rec.Recovered && pr > 0 && !math.IsInf(pr, 0) {
-		ev += fmt.Sprintf("; recovered %s after the burst against %s predicted", FormatMs(rec.RecoveryTimeMs), FormatMs(pr))
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
 		if rec.RecoveryTimeMs < pr {
 			if len(c.served()) > 0 {
 				ev += " (replicas were also added)"
@@ -1115,4 +1116,13 @@ func num(v float64) string {
 		return trimZeros(strconv.FormatFloat(v, 'f', 1, 64))
 	}
 	return trimZeros(strconv.FormatFloat(v, 'f', 2, 64))
+}
+
+// recoveredText is a measured recovery: "recovered 90s after the burst",
+// "recovered from the first window after the burst".
+func recoveredText(ms float64) string {
+	if ms == 0 {
+		return "recovered from the first window after the burst"
+	}
+	return "recovered " + FormatMs(ms) + " after the burst"
 }
