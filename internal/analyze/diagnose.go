@@ -791,7 +791,7 @@ func (c *diagCase) relationHints(mode string) []Hint {
 		}
 	}
 	st := c.stress.s
-	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*st.OfferedRPS && st.RateLimitRate < DiagRejectShare {
+	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*c.engGroup().s.OfferedRPS && st.RateLimitRate < DiagRejectShare {
 		out = append(out, c.plateauHint(rate, how))
 	}
 	if h, ok := c.staleHint(); ok {
@@ -812,10 +812,11 @@ func (c *diagCase) relationHints(mode string) []Hint {
 // target's own limit was reached; well below it, some other layer
 // limited, or timed-out requests took capacity without completing.
 func (c *diagCase) plateauHint(rate float64, how string) Hint {
-	st := c.stress.s
+	g := c.engGroup()
+	st := g.s
 	h := Hint{
 		Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(rate)),
-		Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), c.stress.noun),
+		Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), g.noun),
 		Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
 	}
 	mu := c.in.Capacity.Mu
@@ -834,7 +835,7 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 		h.Check = "the capacity for this workload (replicas, max_num_seqs, KV-cache) against the burst rate"
 	case f < DiagPlateauRatio && st.TimeoutRate >= DiagStaleTimeoutShare:
 		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: timed-out requests took capacity without completing, or another layer limits", num(rate), pct(f), num(mu))
-		h.Evidence += fmt.Sprintf("; %s of %s's arrivals timed out", pct(st.TimeoutRate), c.stress.noun)
+		h.Evidence += fmt.Sprintf("; %s of %s's arrivals timed out", pct(st.TimeoutRate), g.noun)
 		h.Check = "how much work the timed-out requests got before they left (output_tokens of the timeouts in requests.jsonl), then " + h.Check
 	case f < DiagPlateauRatio:
 		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: a bottleneck in another layer", num(rate), pct(f), num(mu))
@@ -851,7 +852,10 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 // of the windows from the judged group's start on. A phase's own
 // completed/s would undercount a burst shorter than a request's latency.
 func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
-	from := math.Inf(-1)
+	from, noun := math.Inf(-1), c.stress.noun
+	if c.phased {
+		from, noun = c.r.Phases[slices.IndexFunc(c.r.Phases, func(p PhaseResult) bool { return p.Name == c.cmpTo.label })].StartMs, c.cmpTo.noun
+	}
 	if c.burst {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
@@ -874,7 +878,7 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 		}
 		rate, ok = max(rate, w.CompletedRPS), true
 	}
-	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), c.stress.noun), ok
+	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), noun), ok
 }
 
 // engine is the engine queue of key, or nil without engine metrics.
@@ -1005,7 +1009,7 @@ func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 // staleHint: timeouts dominate the failures of the burst or the phase
 // after it — the target may still be working on requests nobody waits for.
 func (c *diagCase) staleHint() (Hint, bool) {
-	gs := []*group{&c.stress}
+	gs := []*group{c.engGroup()}
 	if c.after != nil {
 		gs = append(gs, c.after)
 	}
