@@ -69,7 +69,8 @@ func focusPhase(a *analyze.Result) (string, analyze.Verdict, bool) {
 // verdicts' notes. The explanation comes from the evidence, not from how
 // big the miss is: a baseline queued (its TTFT p95 clause failed, its
 // TTFT from send p95 passed the TTFT deadline, or it ran at or above the
-// capacity μ) — then it may not be sustainable, one sentence per distinct
+// capacity μ, or more than 1% of its arrivals timed out) — then it may
+// not be sustainable, one sentence per distinct
 // finding; otherwise its first tokens came in time below μ and the misses
 // were long answers past the completion deadline, or failed requests —
 // one sentence for every run that shares it, naming the multipliers
@@ -116,6 +117,9 @@ func baselineQueued(r *Run, b analyze.PhaseResult) (string, bool) {
 	deadline := r.Result.Analysis.Settings.TTFTDeadlineMs
 	if t := b.Latency.TTFTSend; t.Count > 0 && deadline > 0 && t.P95Ms > deadline && len(ev) == 0 {
 		ev = append(ev, "TTFT from send p95 "+t.Text(analyze.Q95)+" over the "+analyze.FormatMs(deadline)+" TTFT deadline")
+	}
+	if b.TimeoutRate > analyze.DiagBacklogTimeoutShare {
+		ev = append(ev, fmt.Sprintf("%.1f%% of its arrivals timed out", 100*b.TimeoutRate))
 	}
 	if r.Mu > 0 && b.OfferedRPS >= r.Mu {
 		ev = append(ev, fmt.Sprintf("%s req/s offered at or above the capacity μ %s req/s", fmtRate(b.OfferedRPS), fmtRate(r.Mu)))

@@ -82,6 +82,11 @@ func TestVerdictsGolden(t *testing.T) {
 			constructedRun(2, 83, slowBase, burstSoft, ok, ok),
 			constructedRun(5, 83, exptest.Verdict(exptest.TTFT(2600, 2000, false, 83), exptest.E2E(14000, 12000, false, 83), exptest.Goodput(0.988, 0.99, 83)), burstMiss, burstMiss, overallMiss),
 		}},
+		// First tokens in time below μ, but one answer in eight too
+		// long: not queueing, a completion deadline short for them.
+		{"verdicts-baseline-many-late.txt", []Run{
+			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(16000, 12000, false, 83), exptest.Goodput(0.88, 0.99, 83)), burstSoft, ok, ok),
+		}},
 		{"verdicts-all-pass.txt", []Run{
 			constructedRun(2, 300, ok, ok, ok, ok),
 			constructedRun(3, 300, ok, ok, ok, ok),
@@ -98,6 +103,30 @@ func TestVerdictsGolden(t *testing.T) {
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
 			exptest.Golden(t, tc.name, b.String())
 		})
+	}
+}
+
+// A baseline shows queueing by its TTFT, its timeouts or its rate against
+// μ — not by how many requests missed their deadline.
+func TestBaselineQueued(t *testing.T) {
+	slow := exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(14000, 12000, false, 83), exptest.Goodput(0.90, 0.99, 83))
+	for _, tc := range []struct {
+		name string
+		edit func(r *Run, b *analyze.PhaseResult)
+		want bool
+	}{
+		{"long answers, many misses", func(*Run, *analyze.PhaseResult) {}, false},
+		{"first tokens late", func(_ *Run, b *analyze.PhaseResult) { b.Latency.TTFTSend.P95Ms = 2500 }, true},
+		{"timeouts", func(_ *Run, b *analyze.PhaseResult) { b.TimeoutRate = 0.03 }, true},
+		{"at capacity", func(r *Run, _ *analyze.PhaseResult) { r.Mu = 4 }, true},
+		{"μ unknown", func(r *Run, _ *analyze.PhaseResult) { r.Mu = 0 }, false},
+	} {
+		r := constructedRun(2, 83, slow, slow, slow, slow)
+		b, _ := r.Result.Analysis.Phase(schedule.PhaseBaseline)
+		tc.edit(&r, &b)
+		if ev, got := baselineQueued(&r, b); got != tc.want {
+			t.Errorf("%s: queued %v (%q), want %v", tc.name, got, ev, tc.want)
+		}
 	}
 }
 
