@@ -167,7 +167,7 @@ func calmBaselineNote(runs []Run, idx []int) string {
 	}
 	per := perRun(misses, scopes)
 	if many {
-		return s + fmt.Sprintf("; %s requests missed their deadline: the completion deadline is short for these answers (a longer --slo-e2e, or shorter answers).", per)
+		return s + fmt.Sprintf("; %s requests missed their deadline: the completion deadline is short for these answers (a longer --e2e-deadline, or shorter answers).", per)
 	}
 	return s + fmt.Sprintf("; %s requests missed their deadline, too few to say the baseline is not sustainable.", per)
 }
