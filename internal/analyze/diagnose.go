@@ -600,14 +600,10 @@ func (c *diagCase) backlogEvidence() []string {
 	if len(parts) == 0 {
 		return nil
 	}
-	if c.after != nil {
-		{
-			a := c.after.s.Latency.TTFTSchedule
-			if c.ref != nil {
-				if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
-					parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
-				}
-			}
+	if c.after != nil && c.ref != nil {
+		a := c.after.s.Latency.TTFTSchedule
+		if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
+			parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
 		}
 	}
 	if c.burst {
