@@ -612,7 +612,11 @@ func (c *diagCase) backlogEvidence() []string {
 			case rec.Recovered && rec.RecoveryTimeMs == 0:
 				parts = append(parts, "recovered from the first window after the burst")
 			case rec.Recovered:
-				parts = append(parts, "recovered "+FormatMs(rec.RecoveryTimeMs)+" after the burst")
+				s := "recovered " + FormatMs(rec.RecoveryTimeMs) + " after the burst"
+				if pr := c.in.Capacity.PredictedRecoveryMs; pr >= 0 && !math.IsInf(pr, 0) {
+					s += " (predicted " + FormatMs(pr) + ")"
+				}
+				parts = append(parts, s)
 			default:
 				parts = append(parts, "not recovered "+FormatMs(rec.ObservedMs)+" after the burst")
 			}
