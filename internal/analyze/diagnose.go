@@ -159,6 +159,30 @@ type DiagnosisInput struct {
 	// Engine is the engine's queue per phase name and "overall"; nil
 	// without engine metrics.
 	Engine map[string]EngineQueue
+	// Capacity is what the run knows of the target's capacity and the
+	// fluid model's prediction; zero when unknown.
+	Capacity DiagCapacity
+	// Scaling are the simulator's scaling milestones (nil for a real
+	// target): capacity that changed during the run.
+	Scaling []ScaleEvent
+}
+
+// DiagCapacity is the target's capacity μ the run knows (the simulator's,
+// --capacity-rps or measured from the burst's backlog) and what the fluid
+// model predicted with it.
+type DiagCapacity struct {
+	Mu                  float64 // req/s; 0 unknown
+	Source              string  // where Mu came from
+	PredictedRecoveryMs float64 // the fluid model's recovery after the burst; NaN or < 0 unknown, +Inf never
+}
+
+// ScaleEvent is one scaling milestone of the simulator's autoscaler
+// (sim.Event): Kind "first_served" is when an added replica first admitted
+// a request.
+type ScaleEvent struct {
+	AtMs    float64 // since the run's start, as phases' StartMs
+	Kind    string
+	Replica int
 }
 
 // group is one set of arrivals Diagnose compares: a phase, a window or the
@@ -169,6 +193,7 @@ type group struct {
 	s      *Stats
 	phases []string // phase labels of its records, for rejections
 	engine string   // key into DiagnosisInput.Engine
+	slo    *Verdict // the group's SLO verdict; nil for windows
 }
 
 // Diagnose judges the failure mode of one run and the hints its metrics
@@ -239,6 +264,16 @@ type diagCase struct {
 	cmpFrom, cmpTo *group
 	rej            rejections
 	burst          bool
+	phased         bool // a run without a burst compared phase by phase (phasePair)
+}
+
+// engGroup is the group whose engine gauges the hints quote: the burst,
+// or a phased run's worst phase.
+func (c *diagCase) engGroup() *group {
+	if c.phased {
+		return c.cmpTo
+	}
+	return &c.stress
 }
 
 func newDiagCase(in DiagnosisInput) *diagCase {
@@ -248,7 +283,7 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 	if bi >= 0 {
 		c.burst = true
 		p := &r.Phases[bi]
-		c.stress = group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name}
+		c.stress = group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: &p.SLO}
 		if b, ok := r.Phase(r.Settings.BaselinePhase); ok && b.Offered > 0 {
 			i := slices.IndexFunc(r.Phases, func(p PhaseResult) bool { return p.Name == b.Name })
 			c.ref = &group{label: b.Name, noun: "the " + b.Name, s: &r.Phases[i].Stats, phases: []string{b.Name}, engine: b.Name}
@@ -265,8 +300,12 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 				names = append(names, p.Name)
 			}
 		}
-		c.stress = group{label: "run", noun: "the run", s: &r.Overall, phases: names, engine: "overall"}
-		c.cmpFrom, c.cmpTo = c.windowPair(names)
+		c.stress = group{label: "run", noun: "the run", s: &r.Overall, phases: names, engine: "overall", slo: &r.Verdict}
+		if from, to, after, ok := c.phasePair(); ok {
+			c.cmpFrom, c.cmpTo, c.after, c.phased = from, to, after, true
+		} else {
+			c.cmpFrom, c.cmpTo = c.windowPair(names)
+		}
 		c.ref = c.cmpFrom
 	}
 	c.rej = countRejections(in.Records, c.stress.phases, c.stress.s.Offered)
@@ -274,6 +313,44 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
 	}
 	return c
+}
+
+// phasePair is, for a run of several measured phases, its first phase
+// with at least DiagMinSamples TTFT values (the reference) and its worst
+// phase after it — lowest goodput ratio, then highest TTFT p95 from
+// schedule — and the phase after the worst, if any. ok is false with
+// fewer than two such phases or when the first is the worst.
+func (c *diagCase) phasePair() (first, worst, after *group, ok bool) {
+	var idx []int
+	for i := range c.r.Phases {
+		p := &c.r.Phases[i]
+		if !p.Excluded && p.Latency.TTFTSchedule.Count >= DiagMinSamples {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return nil, nil, nil, false
+	}
+	mk := func(i int) *group {
+		p := &c.r.Phases[i]
+		return &group{label: p.Name, noun: "phase " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: &p.SLO}
+	}
+	w := idx[1]
+	for _, i := range idx[2:] {
+		a, b := &c.r.Phases[i], &c.r.Phases[w]
+		if a.GoodputRatio < b.GoodputRatio || a.GoodputRatio == b.GoodputRatio && value(a.Latency.TTFTSchedule, Q95) > value(b.Latency.TTFTSchedule, Q95) {
+			w = i
+		}
+	}
+	f, fw := &c.r.Phases[idx[0]], &c.r.Phases[w]
+	if fw.GoodputRatio >= f.GoodputRatio && value(fw.Latency.TTFTSchedule, Q95) <= value(f.Latency.TTFTSchedule, Q95) {
+		return nil, nil, nil, false
+	}
+	first, worst = mk(idx[0]), mk(w)
+	if w+1 < len(c.r.Phases) && !c.r.Phases[w+1].Excluded && c.r.Phases[w+1].Offered > 0 {
+		after = mk(w + 1)
+	}
+	return first, worst, after, true
 }
 
 // windowPair is the first and the last window of a run's measured phases
@@ -523,36 +600,110 @@ func (c *diagCase) backlogEvidence() []string {
 	if len(parts) == 0 {
 		return nil
 	}
-	if c.burst {
-		if c.after != nil {
-			a := c.after.s.Latency.TTFTSchedule
-			if c.ref != nil {
-				if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
-					parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
-				}
-			}
+	if c.after != nil && c.ref != nil {
+		a := c.after.s.Latency.TTFTSchedule
+		if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
+			parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
 		}
+	}
+	if c.burst {
 		if rec := c.r.Recovery; rec.Judged {
 			switch {
 			case rec.Recovered && rec.RecoveryTimeMs == 0:
 				parts = append(parts, "recovered from the first window after the burst")
 			case rec.Recovered:
-				parts = append(parts, "recovered "+FormatMs(rec.RecoveryTimeMs)+" after the burst")
+				s := "recovered " + FormatMs(rec.RecoveryTimeMs) + " after the burst"
+				if pr := c.in.Capacity.PredictedRecoveryMs; pr >= 0 && !math.IsInf(pr, 0) {
+					s += " (predicted " + FormatMs(pr) + ")"
+				}
+				parts = append(parts, s)
 			default:
 				parts = append(parts, "not recovered "+FormatMs(rec.ObservedMs)+" after the burst")
 			}
+		}
+		if s := c.scalingText(); s != "" {
+			parts = append(parts, s)
 		}
 	}
 	return parts
 }
 
+// served are the times (ms since the run's start) the replicas the
+// autoscaler added first served a request, in order.
+func (c *diagCase) served() []ScaleEvent {
+	var out []ScaleEvent
+	for _, e := range c.in.Scaling {
+		if e.Kind == "first_served" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// scalingText says that capacity changed during a burst run: "the
+// autoscaler added 2 replicas (replica 1 first served 51.7s after the
+// burst's end, …)"; empty when no replica was added.
+func (c *diagCase) scalingText() string {
+	sv := c.served()
+	p, ok := c.r.Phase(c.r.Settings.BurstPhase)
+	if len(sv) == 0 || !ok {
+		return ""
+	}
+	var at []string
+	for _, e := range sv {
+		at = append(at, fmt.Sprintf("replica %d first served %s", e.Replica, relTo(e.AtMs, p.StartMs, p.EndMs)))
+	}
+	n := "a replica"
+	if len(sv) > 1 {
+		n = strconv.Itoa(len(sv)) + " replicas"
+	}
+	return fmt.Sprintf("capacity changed during the run: the autoscaler added %s (%s)", n, strings.Join(at, ", "))
+}
+
+// relTo places t against the burst: "12s after the burst's start" while
+// it lasted, "51.7s after the burst's end" after it, "before the burst".
+func relTo(t, start, end float64) string {
+	switch {
+	case t < start:
+		return FormatMs(start-t) + " before the burst"
+	case t <= end:
+		return FormatMs(t-start) + " after the burst's start"
+	}
+	return FormatMs(t-end) + " after the burst's end"
+}
+
+// scalingHint: the fluid prediction assumed a fixed μ, but replicas were
+// added — a recovery faster than predicted is expected.
+func (c *diagCase) scalingHint() (Hint, bool) {
+	s := c.scalingText()
+	if s == "" {
+		return Hint{}, false
+	}
+	ev := strings.TrimPrefix(s, "capacity changed during the run: ")
+	if rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs; rec.Judged && rec.Recovered && pr >= 0 && !math.IsInf(pr, 0) {
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
+	}
+	if mu := c.in.Capacity.Mu; mu > 0 {
+		ev += fmt.Sprintf(" with a fixed μ %s req/s", num(mu))
+	}
+	return Hint{
+		Hypothesis: "capacity grew during the run (the autoscaler added replicas); the fluid prediction assumed a fixed μ, so a recovery faster than predicted is expected",
+		Evidence:   ev,
+		Check:      "the scaling milestones in report.html (scale_trigger → first_served) against the burst's length: how long the burst ran on one replica",
+	}, true
+}
+
 func (c *diagCase) heldSummary() string {
 	st := c.stress.s
 	s := fmt.Sprintf("goodput %s of %s's arrivals", pct(st.GoodputRatio), c.stress.noun)
+	sep := ", "
+	if v := c.stress.slo; v != nil && !v.Pass {
+		s, sep = "no queueing or rejections, but the SLO missed: "+c.missedText(*v), "; "
+	}
 	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
-		s += ", TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
+		s += sep + "TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
 	} else if st.Latency.TTFTSchedule.Count > 0 {
-		s += ", TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
+		s += sep + "TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
 	}
 	if st.FailureRate == 0 {
 		return s + "; no rejections, timeouts, errors or drops"
@@ -560,18 +711,62 @@ func (c *diagCase) heldSummary() string {
 	return s + "; failures " + pct(st.FailureRate)
 }
 
+// missedText names the failing clauses of v, measured vs limit, and why
+// when the evidence says: first tokens came in time while completion
+// failed — long answers missed the completion deadline.
+func (c *diagCase) missedText(v Verdict) string {
+	var parts []string
+	ttftOK, e2eFail := true, false
+	for _, cl := range v.Clauses {
+		if cl.Name == ClauseTTFTP95 && !cl.Pass {
+			ttftOK = false
+		}
+		if cl.Name == ClauseE2EP99 && !cl.Pass {
+			e2eFail = true
+		}
+		if !cl.Pass {
+			parts = append(parts, clauseText(cl))
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if ttftOK && e2eFail {
+		s += fmt.Sprintf(" — first tokens came in time, long answers missed the %s completion deadline", FormatMs(c.r.Settings.E2EDeadlineMs))
+	}
+	return s
+}
+
+// clauseText is one clause as measured vs limit: "p99 completion 15.4s
+// (limit 12s)", "goodput 96.49% (limit 99%)".
+func clauseText(c Clause) string {
+	if c.Name == ClauseGoodputRatio {
+		return fmt.Sprintf("goodput %s (limit %s)", pct(c.Measured), pct(c.Limit))
+	}
+	label := "p95 TTFT"
+	if c.Name == ClauseE2EP99 {
+		label = "p99 completion"
+	}
+	v := FormatMs(c.Measured)
+	if c.Censored {
+		v = "> " + v
+	}
+	return fmt.Sprintf("%s %s (limit %s)", label, v, FormatMs(c.Limit))
+}
+
 // relationHints are the hypotheses from how metrics moved together.
 func (c *diagCase) relationHints(mode string) []Hint {
 	var out []Hint
+	if h, ok := c.scalingHint(); ok {
+		out = append(out, h)
+	}
 	from, to := c.cmpFrom, c.cmpTo
-	eng := c.engine(c.stress.engine)
+	eng := c.engine(c.engGroup().engine)
 	outside := false
 	if from != nil && to != nil {
 		a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
 		ttftRose := rose(a, b, Q95)
 		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty {
 			outside = true
-			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.stress.noun)
+			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.engGroup().noun)
 			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
 				ev += ", connection wait p95 " + cw.Text(Q95)
 			}
@@ -596,12 +791,8 @@ func (c *diagCase) relationHints(mode string) []Hint {
 		}
 	}
 	st := c.stress.s
-	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*st.OfferedRPS && st.RateLimitRate < DiagRejectShare {
-		out = append(out, Hint{
-			Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(rate)),
-			Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), c.stress.noun),
-			Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
-		})
+	if rate, how, ok := c.completionRate(); ok && mode == ModeBacklogged && rate < DiagPlateauRatio*c.engGroup().s.OfferedRPS && st.RateLimitRate < DiagRejectShare {
+		out = append(out, c.plateauHint(rate, how))
 	}
 	if h, ok := c.staleHint(); ok {
 		out = append(out, h)
@@ -616,13 +807,55 @@ func (c *diagCase) relationHints(mode string) []Hint {
 	return out
 }
 
+// plateauHint: completions stopped following the arrivals. Against the
+// capacity μ the run knows it says how far apart they are: at μ the
+// target's own limit was reached; well below it, some other layer
+// limited, or timed-out requests took capacity without completing.
+func (c *diagCase) plateauHint(rate float64, how string) Hint {
+	g := c.engGroup()
+	st := g.s
+	h := Hint{
+		Hypothesis: fmt.Sprintf("throughput saturated near %s req/s: a bottleneck in some layer", num(rate)),
+		Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), g.noun),
+		Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
+	}
+	mu := c.in.Capacity.Mu
+	if mu <= 0 {
+		return h
+	}
+	src := ""
+	if c.in.Capacity.Source != "" {
+		src = " (" + c.in.Capacity.Source + ")"
+	}
+	f := rate / mu
+	h.Evidence += fmt.Sprintf("; μ %s req/s%s", num(mu), src)
+	switch {
+	case f >= DiagPlateauRatio && f <= 1/DiagPlateauRatio:
+		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, at the capacity μ %s req/s: the target's own limit, not another layer", num(rate), num(mu))
+		h.Check = "the capacity for this workload (replicas, max_num_seqs, KV-cache) against the burst rate"
+	case f < DiagPlateauRatio && st.TimeoutRate >= DiagStaleTimeoutShare:
+		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: timed-out requests took capacity without completing, or another layer limits", num(rate), pct(f), num(mu))
+		h.Evidence += fmt.Sprintf("; %s of %s's arrivals timed out", pct(st.TimeoutRate), g.noun)
+		h.Check = "how much work the timed-out requests got before they left (output_tokens of the timeouts in requests.jsonl), then " + h.Check
+	case f < DiagPlateauRatio:
+		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: a bottleneck in another layer", num(rate), pct(f), num(mu))
+	default:
+		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, above the capacity μ %s req/s the prediction used: μ underestimates this target", num(rate), num(mu))
+		h.Check = "where μ came from" + src + "; --capacity-rps"
+	}
+	return h
+}
+
 // completionRate is the most the target completed once loaded, and how it
 // was found: for a burst, μ as MeasureCapacity finds it (ok completions
 // per second while the backlog drained); otherwise the highest completed/s
 // of the windows from the judged group's start on. A phase's own
 // completed/s would undercount a burst shorter than a request's latency.
 func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
-	from := math.Inf(-1)
+	from, noun := math.Inf(-1), c.stress.noun
+	if c.phased {
+		from, noun = c.r.Phases[slices.IndexFunc(c.r.Phases, func(p PhaseResult) bool { return p.Name == c.cmpTo.label })].StartMs, c.cmpTo.noun
+	}
 	if c.burst {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
@@ -645,7 +878,7 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 		}
 		rate, ok = max(rate, w.CompletedRPS), true
 	}
-	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), c.stress.noun), ok
+	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), noun), ok
 }
 
 // engine is the engine queue of key, or nil without engine metrics.
@@ -688,8 +921,8 @@ func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) 
 	}
 	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
 		h.Hypothesis = "requests queued in the engine before their first token"
-		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), c.stress.noun)
-		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && c.burst {
+		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), c.engGroup().noun)
+		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && (c.burst || c.phased) {
 			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.WaitingMax))
 		}
 		h.Check = "whether the engine's queue time accounts for the TTFT, then prompt lengths (prompt_tokens in requests.jsonl) for prefill pressure"
@@ -713,8 +946,8 @@ func (c *diagCase) saturatedHint(from, to *group, eng *EngineQueue, ev string) (
 		if !math.IsNaN(eng.RunningMax) {
 			ev += fmt.Sprintf(" and its running batch at %s", num(eng.RunningMax))
 		}
-		ev += " in " + c.stress.noun
-		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && c.burst {
+		ev += " in " + c.engGroup().noun
+		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && (c.burst || c.phased) {
 			ev += fmt.Sprintf(" (%s %s", from.label, num(re.WaitingMax))
 			if !math.IsNaN(re.RunningMax) {
 				ev += " and " + num(re.RunningMax)
@@ -754,8 +987,8 @@ func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 		ev += fmt.Sprintf(", output tokens per request %s → %s", num(oa), num(ob))
 	}
 	if eng != nil && !math.IsNaN(eng.RunningMax) && eng.Scrapes > 0 {
-		ev += fmt.Sprintf("; the engine's running batch peaked at %s in %s", num(eng.RunningMax), c.stress.noun)
-		if re := c.engine(from.engine); re != nil && !math.IsNaN(re.RunningMax) && c.burst {
+		ev += fmt.Sprintf("; the engine's running batch peaked at %s in %s", num(eng.RunningMax), c.engGroup().noun)
+		if re := c.engine(from.engine); re != nil && !math.IsNaN(re.RunningMax) && (c.burst || c.phased) {
 			ev += fmt.Sprintf(" (%s %s)", from.label, num(re.RunningMax))
 		}
 	}
@@ -776,7 +1009,7 @@ func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 // staleHint: timeouts dominate the failures of the burst or the phase
 // after it — the target may still be working on requests nobody waits for.
 func (c *diagCase) staleHint() (Hint, bool) {
-	gs := []*group{&c.stress}
+	gs := []*group{c.engGroup()}
 	if c.after != nil {
 		gs = append(gs, c.after)
 	}
@@ -793,6 +1026,24 @@ func (c *diagCase) staleHint() (Hint, bool) {
 	ev := strings.Join(parts, ", ")
 	if t := c.r.Settings.TimeoutMs; t > 0 {
 		ev += " (timeout " + FormatMs(t) + ")"
+	}
+	// The drain's speed against the fluid model's says whether stale work
+	// slowed it: a recovery faster than predicted means the timed-out
+	// requests left the queue (a server that aborts on disconnect, as the
+	// simulator does) — the opposite of stale work.
+	rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs
+	if c.burst && rec.Judged && rec.Recovered && pr > 0 && !math.IsInf(pr, 0) {
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
+		if rec.RecoveryTimeMs < pr {
+			if len(c.served()) > 0 {
+				ev += " (replicas were also added)"
+			}
+			return Hint{
+				Hypothesis: "timeouts shortened the recovery: requests gave up and left the queue, so the backlog drained faster than the fluid model predicts",
+				Evidence:   ev,
+				Check:      "that the server aborts a request when the client disconnects (the engine's running/waiting dropping at the timeouts); those requests were lost, not served — an admission limit (429) would tell the clients sooner",
+			}, true
+		}
 	}
 	return Hint{
 		Hypothesis: "the target kept working on requests the client had given up on (stale work), which slows the drain",
@@ -869,4 +1120,13 @@ func num(v float64) string {
 		return trimZeros(strconv.FormatFloat(v, 'f', 1, 64))
 	}
 	return trimZeros(strconv.FormatFloat(v, 'f', 2, 64))
+}
+
+// recoveredText is a measured recovery: "recovered 90s after the burst",
+// "recovered from the first window after the burst".
+func recoveredText(ms float64) string {
+	if ms == 0 {
+		return "recovered from the first window after the burst"
+	}
+	return "recovered " + FormatMs(ms) + " after the burst"
 }

@@ -117,6 +117,19 @@ type diagScenario struct {
 	generator func(recs []record.Record) Generator
 	mode      string
 	hints     []string // hypotheses (prefixes) that must be there, in order
+	capacity  DiagCapacity
+	scaling   []ScaleEvent
+	absent    []string // hypotheses (prefixes) that must not be there
+	summary   []string // parts the summary must hold
+}
+
+// longAnswers is a burst of normal first tokens where one answer in
+// twenty runs 15 s, past the 12 s completion deadline.
+func longAnswers(k int, t time.Duration) *record.Record {
+	if k%20 == 0 {
+		return okRec(t, 0, 100*ms, 15*s)
+	}
+	return normal(k, t)
 }
 
 func diagScenarios() []diagScenario {
@@ -315,6 +328,56 @@ func diagScenarios() []diagScenario {
 			mode:   ModeHeld,
 		},
 		{
+			// The backlog drained faster than the fluid model predicts
+			// while a sixth of the burst timed out: the timed-out requests
+			// left (the stale-work hint would contradict the recovery).
+			// μ near the measured drain rate: the target's own limit.
+			name: "drained-faster", recs: calm(backlogBurst, 30), engine: queuedEngine, mode: ModeBacklogged,
+			capacity: DiagCapacity{Mu: 8.2, Source: "the simulator", PredictedRecoveryMs: 45000},
+			hints:    []string{"requests queued in the engine", "throughput saturated near 7.97 req/s, at the capacity μ 8.2 req/s", "timeouts shortened the recovery"},
+			absent:   []string{"the target kept working on requests the client had given up on"},
+		},
+		{
+			// The drain rate far below the known μ, with timeouts.
+			name: "plateau-below-mu", recs: calm(backlogBurst, 30), engine: queuedEngine, mode: ModeBacklogged,
+			capacity: DiagCapacity{Mu: 20, Source: "--capacity-rps", PredictedRecoveryMs: math.NaN()},
+			hints:    []string{"requests queued in the engine", "throughput saturated near 7.97 req/s, 39.84% of the capacity μ 20 req/s: timed-out requests", "the target kept working"},
+		},
+		{
+			// The autoscaler added a replica 10 s after the burst: capacity
+			// changed, the fixed-μ prediction does not hold.
+			name: "autoscaled", recs: calm(backlogBurst, 30), engine: queuedEngine, mode: ModeBacklogged,
+			capacity: DiagCapacity{Mu: 8.2, Source: "the simulator", PredictedRecoveryMs: 45000},
+			scaling:  []ScaleEvent{{AtMs: 20000, Kind: "scale_trigger", Replica: 1}, {AtMs: 50000, Kind: "first_served", Replica: 1}},
+			hints:    []string{"capacity grew during the run (the autoscaler added replicas); the fluid prediction assumed a fixed μ"},
+			summary:  []string{"capacity changed during the run: the autoscaler added a replica (replica 1 first served 10s after the burst's end)"},
+		},
+		{
+			// No queue, no rejections, but one answer in twenty ran past
+			// the completion deadline: held, and the SLO missed anyway.
+			name: "held-slo-missed", recs: calm(longAnswers, 20), mode: ModeHeld,
+			summary: []string{"no queueing or rejections, but the SLO missed: p99 completion 15s (limit 12s)", "long answers missed the 12s completion deadline"},
+		},
+		{
+			// A run of named phases (no burst phase): its first phase
+			// against its worst, and the phase after it.
+			name: "run-phases",
+			phases: []Phase{
+				{Name: "base", Start: 0, End: 30 * s, Rate: 10},
+				{Name: "spike", Start: 30 * s, End: 40 * s, Rate: 30},
+				{Name: "after", Start: 40 * s, End: 70 * s, Rate: 10},
+			},
+			recs: append(append(arrivals("base", 0, 30*s, 10, normal), arrivals("spike", 30*s, 40*s, 30, backlogBurst)...),
+				arrivals("after", 40*s, 70*s, 10, func(k int, t time.Duration) *record.Record {
+					ttft := 100*ms + time.Duration(max(0, 150-k))*100*ms
+					return okRec(t, 0, ttft, ttft+time.Second)
+				})...),
+			engine:  map[string]EngineQueue{"base": queuedEngine["baseline"], "spike": queuedEngine["burst"], "after": queuedEngine["recovery"], "overall": queuedEngine["burst"]},
+			mode:    ModeBacklogged,
+			hints:   []string{"requests queued in the engine before their first token"},
+			summary: []string{"TTFT p95 from schedule 120ms → > 60s (≥ 500×, base → spike)", "it persisted into phase after"},
+		},
+		{
 			// The burst phase exists but nothing arrived in it.
 			name: "zero-offered",
 			recs: append(arrivals("baseline", 0, 30*s, 10, normal), arrivals("recovery", 40*s, 70*s, 10, normal)...),
@@ -351,7 +414,7 @@ func TestDiagnose(t *testing.T) {
 				phases = diagPhases()
 			}
 			res := analyseDiag(t, phases, tc.recs)
-			in := DiagnosisInput{Scope: "5×", Result: res, Records: tc.recs, Engine: tc.engine}
+			in := DiagnosisInput{Scope: "5×", Result: res, Records: tc.recs, Engine: tc.engine, Capacity: tc.capacity, Scaling: tc.scaling}
 			if tc.generator != nil {
 				in.Generator = tc.generator(tc.recs)
 			}
@@ -369,6 +432,18 @@ func TestDiagnose(t *testing.T) {
 				}
 				if h.Hypothesis == "" || h.Evidence == "" || h.Check == "" {
 					t.Errorf("hint with an empty part: %+v", h)
+				}
+			}
+			for _, h := range d.Hints {
+				for _, a := range tc.absent {
+					if strings.HasPrefix(h.Hypothesis, a) {
+						t.Errorf("hint %q must not be there:\n%s", a, d.Text())
+					}
+				}
+			}
+			for _, part := range tc.summary {
+				if !strings.Contains(d.Summary, part) {
+					t.Errorf("summary lacks %q: %s", part, d.Summary)
 				}
 			}
 			if i < len(tc.hints) {

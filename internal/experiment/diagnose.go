@@ -20,10 +20,22 @@ func Diagnose(scope string, res *run.Result) report.Diagnosis {
 	return ReportDiagnosis(analyze.Diagnose(DiagnosisInput(scope, res)))
 }
 
+// DiagnoseWith is Diagnose with the capacity μ the run knows and the
+// fluid model's prediction (a burst's), which the hints compare the
+// measured throughput and recovery with.
+func DiagnoseWith(scope string, res *run.Result, capacity analyze.DiagCapacity) report.Diagnosis {
+	in := DiagnosisInput(scope, res)
+	in.Capacity = capacity
+	return ReportDiagnosis(analyze.Diagnose(in))
+}
+
 // DiagnosisInput gathers what analyze.Diagnose looks at from a run.
 func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
 	a := res.Analysis
-	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records}
+	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records, Capacity: analyze.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
+	for _, e := range res.SimEvents {
+		in.Scaling = append(in.Scaling, analyze.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
+	}
 	from, to := int64(math.MaxInt64), int64(math.MinInt64)
 	judged := false
 	for _, p := range a.Phases {

@@ -227,33 +227,6 @@ func TestMeasuredMuMatchesCapacity(t *testing.T) {
 	}
 }
 
-func TestBaselineProblems(t *testing.T) {
-	phase := func(offered int64, cl ...analyze.Clause) analyze.PhaseResult {
-		p := analyze.PhaseResult{}
-		p.Offered = offered
-		p.SLO.Clauses = cl
-		return p
-	}
-	good := func(measured float64) analyze.Clause {
-		return analyze.Clause{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: measured, Pass: measured >= 0.99, Text: "goodput"}
-	}
-	cases := map[string]struct {
-		p    analyze.PhaseResult
-		want int
-	}{
-		"one late answer of 80":     {phase(80, good(79.0/80)), 0},
-		"seven late answers of 80":  {phase(80, good(73.0/80)), 1},
-		"ttft fails":                {phase(80, analyze.Clause{Name: analyze.ClauseTTFTP95, Text: "ttft"}), 1},
-		"completion only fails":     {phase(80, analyze.Clause{Name: analyze.ClauseE2EP99, Text: "e2e"}), 0},
-		"large baseline, 2% missed": {phase(10000, good(0.97)), 1},
-	}
-	for name, tc := range cases {
-		if got := baselineProblems(tc.p); len(got) != tc.want {
-			t.Errorf("%s: %v, want %d problem(s)", name, got, tc.want)
-		}
-	}
-}
-
 // --baseline-rps auto runs the search first; the burst uses its suggestion
 // as the baseline and its sustainable rate as μ for the prediction.
 func TestBurstBaselineAuto(t *testing.T) {

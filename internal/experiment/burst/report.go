@@ -111,27 +111,17 @@ func abandonmentNote(run *Run) string {
 		timedOut, offered, 100*float64(timedOut)/float64(offered))
 }
 
-// baselineProblems lists the baseline phase's SLO clauses that say the
-// service was not keeping up: TTFT, or goodput short by more than a couple
-// of requests (one late answer in a short baseline of 80 requests already
-// misses a 99% goodput clause, and says nothing about sustainability). A
-// completion-time clause can fail at any load when answers are long, and
-// says nothing about queueing.
-func baselineProblems(p analyze.PhaseResult) []string {
-	var out []string
-	for _, c := range p.SLO.Clauses {
-		switch {
-		case c.Pass:
-		case c.Name == analyze.ClauseTTFTP95:
-			out = append(out, experiment.ClauseText(c))
-		case c.Name == analyze.ClauseGoodputRatio:
-			missing := (c.Limit - c.Measured) * float64(p.Offered)
-			if missing > max(2, 0.01*float64(p.Offered)) {
-				out = append(out, experiment.ClauseText(c))
-			}
+// diagCapacity is the μ a burst run knows and the fluid model's recovery
+// with it, for the diagnosis.
+func diagCapacity(r *Run) analyze.DiagCapacity {
+	dc := analyze.DiagCapacity{Mu: r.Mu, Source: r.MuSource, PredictedRecoveryMs: math.NaN()}
+	if p := r.Prediction; p != nil {
+		dc.PredictedRecoveryMs = math.Inf(1)
+		if !p.Never {
+			dc.PredictedRecoveryMs = float64(p.RecoveryTime) / 1e6
 		}
 	}
-	return out
+	return dc
 }
 
 // runSummary is the block report.html shows above a multiplier's charts:
@@ -237,7 +227,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })
 	anyOK := false
-	why := append(baselineNotes(runs), minorBaselineNotes(runs)...) // what explains the verdicts, first in the notes and in the terminal
+	why := baselineNotes(runs) // what explains the verdicts, first in the notes and in the terminal
 	t.Notes = append(t.Notes, why...)
 	for i := range runs {
 		r := &runs[i]
@@ -297,7 +287,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		charts.Summary = &sum
 		charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
 		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
-		diag := experiment.Diagnose(scope, res)
+		diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
 		t.Diagnoses = append(t.Diagnoses, diag)
 		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
 		h.Runs = append(h.Runs, charts)

@@ -3,6 +3,9 @@ package burst
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,23 +65,31 @@ func focusPhase(a *analyze.Result) (string, analyze.Verdict, bool) {
 	return "", analyze.Verdict{}, false
 }
 
-// baselineNotes explain baselines that already missed the SLO, first in
-// the verdicts' notes: one sentence per distinct finding, naming the
-// multipliers it holds for ("every run" when all share it), so that runs
-// with the same baseline verdict do not repeat the same sentence.
+// baselineNotes explain baselines that missed the SLO, first in the
+// verdicts' notes. The explanation comes from the evidence, not from how
+// big the miss is: a baseline queued (its TTFT p95 clause failed, its
+// TTFT from send p95 passed the TTFT deadline, or it ran at or above the
+// capacity μ, or more than 1% of its arrivals timed out) — then it may
+// not be sustainable, one sentence per distinct
+// finding; otherwise its first tokens came in time below μ and the misses
+// were long answers past the completion deadline, or failed requests —
+// one sentence for every run that shares it, naming the multipliers
+// ("every run" when all share it).
 func baselineNotes(runs []Run) []string {
 	var order []string
 	scopes := map[string][]string{}
+	var calm []int // runs whose baseline missed without queueing
 	for i := range runs {
 		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
-		if !ok {
+		if !ok || b.SLO.Pass {
 			continue
 		}
-		probs := baselineProblems(b)
-		if len(probs) == 0 {
+		ev, queued := baselineQueued(&runs[i], b)
+		if !queued {
+			calm = append(calm, i)
 			continue
 		}
-		key := fmt.Sprintf("%s over %d requests", strings.Join(probs, "; "), b.Offered)
+		key := fmt.Sprintf("%s over %d requests (%s)", experiment.Clauses(b.SLO, true), b.Offered, ev)
 		if _, seen := scopes[key]; !seen {
 			order = append(order, key)
 		}
@@ -86,9 +97,103 @@ func baselineNotes(runs []Run) []string {
 	}
 	var notes []string
 	for _, key := range order {
-		notes = append(notes, fmt.Sprintf("%s: the baseline phase already missed the SLO — %s; the baseline may not be sustainable, so the burst results overstate the burst's effect.", who(scopes[key], len(runs)), key))
+		notes = append(notes, fmt.Sprintf("%s: the baseline phase already missed the SLO with signs of queueing — %s; the baseline may not be sustainable, so the burst results overstate the burst's effect.", who(scopes[key], len(runs)), key))
+	}
+	if len(calm) > 0 {
+		notes = append(notes, calmBaselineNote(runs, calm))
 	}
 	return notes
+}
+
+// baselineQueued says whether a baseline that missed the SLO shows
+// queueing, and the evidence that does.
+func baselineQueued(r *Run, b analyze.PhaseResult) (string, bool) {
+	var ev []string
+	for _, c := range b.SLO.Clauses {
+		if c.Name == analyze.ClauseTTFTP95 && !c.Pass {
+			ev = append(ev, "its first tokens came late")
+		}
+	}
+	deadline := r.Result.Analysis.Settings.TTFTDeadlineMs
+	if t := b.Latency.TTFTSend; t.Count > 0 && deadline > 0 && t.P95Ms > deadline && len(ev) == 0 {
+		ev = append(ev, "TTFT from send p95 "+t.Text(analyze.Q95)+" over the "+analyze.FormatMs(deadline)+" TTFT deadline")
+	}
+	if b.TimeoutRate > analyze.DiagBacklogTimeoutShare {
+		ev = append(ev, fmt.Sprintf("%.1f%% of its arrivals timed out", 100*b.TimeoutRate))
+	}
+	if r.Mu > 0 && b.OfferedRPS >= r.Mu {
+		ev = append(ev, fmt.Sprintf("%s req/s offered at or above the capacity μ %s req/s", fmtRate(b.OfferedRPS), fmtRate(r.Mu)))
+	}
+	return strings.Join(ev, "; "), len(ev) > 0
+}
+
+// calmBaselineNote is the one sentence for the baselines that missed the
+// SLO without queueing: their TTFT p95 against the deadline, their rate
+// against μ, and how many of their requests missed — late answers
+// (succeeded past the deadline) or failures — per multiplier.
+func calmBaselineNote(runs []Run, idx []int) string {
+	var scopes, ttfts, misses []string
+	var late, failed int64
+	var rates, mus []float64
+	var deadline, e2e float64
+	many := false
+	for _, i := range idx {
+		r := &runs[i]
+		b, _ := r.Result.Analysis.Phase(schedule.PhaseBaseline)
+		set := r.Result.Analysis.Settings
+		deadline, e2e = set.TTFTDeadlineMs, set.E2EDeadlineMs
+		scopes = append(scopes, fmtK(r.K)+"×")
+		ttfts = append(ttfts, b.Latency.TTFTSend.Text(analyze.Q95))
+		late += b.Succeeded - b.Good
+		failed += b.Offered - b.Succeeded
+		misses = append(misses, fmt.Sprintf("%d of %d", b.Offered-b.Good, b.Offered))
+		many = many || float64(b.Offered-b.Good) > max(2, analyze.DiagBacklogLateShare*float64(b.Offered))
+		rates = append(rates, b.OfferedRPS)
+		if r.Mu > 0 {
+			mus = append(mus, r.Mu)
+		}
+	}
+	cause := fmt.Sprintf("long answers past the %s completion deadline", analyze.FormatMs(e2e))
+	switch {
+	case failed > late:
+		cause = "failed requests (see the failure columns)"
+	case failed > 0:
+		cause += ", and a few failed requests"
+	}
+	s := fmt.Sprintf("%s: the baseline missed the SLO by %s, not by queueing — its first tokens came in time (TTFT from send p95 %s, deadline %s) at %s req/s",
+		who(scopes, len(runs)), cause, perRun(ttfts, scopes), analyze.FormatMs(deadline), rateRange(rates))
+	if len(mus) == len(idx) {
+		s += fmt.Sprintf(", below the capacity μ %s req/s", rateRange(mus))
+	}
+	per := perRun(misses, scopes)
+	if many {
+		return s + fmt.Sprintf("; %s requests missed their deadline: the completion deadline is short for these answers (a longer --e2e-deadline, or shorter answers).", per)
+	}
+	return s + fmt.Sprintf("; %s requests missed their deadline, too few to say the baseline is not sustainable.", per)
+}
+
+// rateRange is one rate, or "lo–hi" when they differ.
+func rateRange(v []float64) string {
+	lo, hi := slices.Min(v), slices.Max(v)
+	if fmtRate(lo) == fmtRate(hi) {
+		return fmtRate(lo)
+	}
+	return fmtRate(lo) + "–" + fmtRate(hi)
+}
+
+func fmtRate(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
+
+// perRun is one value when every run shares it, else each value with its
+// multiplier: "640ms", "653ms (2×), 640ms (5×)".
+func perRun(v, scopes []string) string {
+	if !slices.ContainsFunc(v, func(x string) bool { return x != v[0] }) {
+		return v[0]
+	}
+	out := make([]string, len(v))
+	for i := range v {
+		out[i] = v[i] + " (" + scopes[i] + ")"
+	}
+	return strings.Join(out, ", ")
 }
 
 // who names the multipliers a note holds for: "every run" when it holds
@@ -98,32 +203,6 @@ func who(scopes []string, runs int) string {
 		return "every run"
 	}
 	return strings.Join(scopes, ", ")
-}
-
-// minorBaselineNotes explain a baseline that failed the SLO without
-// saying it was unsustainable (baselineProblems found nothing): only on
-// completion time, or on goodput by a request or two. They follow
-// baselineNotes, so that a "baseline FAIL" in the verdict block is never
-// left unexplained.
-func minorBaselineNotes(runs []Run) []string {
-	var order []string
-	scopes := map[string][]string{}
-	for i := range runs {
-		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
-		if !ok || b.SLO.Pass || len(baselineProblems(b)) > 0 {
-			continue
-		}
-		key := experiment.Clauses(b.SLO, true)
-		if _, seen := scopes[key]; !seen {
-			order = append(order, key)
-		}
-		scopes[key] = append(scopes[key], fmtK(runs[i].K)+"×")
-	}
-	var notes []string
-	for _, key := range order {
-		notes = append(notes, fmt.Sprintf("%s: the baseline missed only by long answers or a request or two (%s): not a sign of queueing.", who(scopes[key], len(runs)), key))
-	}
-	return notes
 }
 
 // meaning is what the exit code says about a burst experiment: 1 when the

@@ -1,6 +1,7 @@
 package burst
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,17 +18,30 @@ import (
 // constructedRun is a burst run at k× whose baseline, burst and recovery
 // phases and whole run have the given verdicts; the baseline offered n
 // requests.
+//
+// The baseline's stats follow its verdict, as in the demo: 4 req/s
+// against a capacity μ of 9.14 req/s, TTFT from send p95 as its TTFT
+// clause, every request succeeded and the goodput clause's share in time.
 func constructedRun(k float64, n int64, baseline, burst, recovery, overall analyze.Verdict) Run {
 	a := &analyze.Result{Verdict: overall}
+	a.Settings.TTFTDeadlineMs, a.Settings.E2EDeadlineMs = 2000, 12000
 	for _, p := range []struct {
 		name string
 		v    analyze.Verdict
 	}{{schedule.PhaseWarmup, exptest.Verdict()}, {schedule.PhaseBaseline, baseline}, {schedule.PhaseBurst, burst}, {schedule.PhaseRecovery, recovery}} {
 		pr := analyze.PhaseResult{Name: p.name, Excluded: p.name == schedule.PhaseWarmup, SLO: p.v}
-		pr.Offered = n
+		pr.Offered, pr.Succeeded, pr.OfferedRPS = n, n, 4
+		for _, c := range p.v.Clauses {
+			switch c.Name {
+			case analyze.ClauseTTFTP95:
+				pr.Latency.TTFTSend = analyze.Dist{Count: c.Samples, P95Ms: c.Measured, P95Censored: c.Censored}
+			case analyze.ClauseGoodputRatio:
+				pr.Good = int64(math.Round(c.Measured * float64(n)))
+			}
+		}
 		a.Phases = append(a.Phases, pr)
 	}
-	return Run{K: k, Result: &run.Result{Analysis: a}}
+	return Run{K: k, Result: &run.Result{Analysis: a}, Mu: 9.14, MuSource: "simulated engine"}
 }
 
 // The burst's closing block, on constructed verdicts: a line per
@@ -61,6 +75,18 @@ func TestVerdictsGolden(t *testing.T) {
 			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(653, 2000, false, 83), exptest.E2E(14900, 12000, false, 83), exptest.Goodput(0.988, 0.99, 83)), burstSoft, ok, ok),
 			constructedRun(5, 83, slowBase, burstMiss, burstMiss, overallMiss),
 		}},
+		// A baseline whose first tokens came late queued: it may not be
+		// sustainable, whatever its goodput; the other run's baseline
+		// missed by long answers.
+		{"verdicts-baseline-queued.txt", []Run{
+			constructedRun(2, 83, slowBase, burstSoft, ok, ok),
+			constructedRun(5, 83, exptest.Verdict(exptest.TTFT(2600, 2000, false, 83), exptest.E2E(14000, 12000, false, 83), exptest.Goodput(0.988, 0.99, 83)), burstMiss, burstMiss, overallMiss),
+		}},
+		// First tokens in time below μ, but one answer in eight too
+		// long: not queueing, a completion deadline short for them.
+		{"verdicts-baseline-many-late.txt", []Run{
+			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(16000, 12000, false, 83), exptest.Goodput(0.88, 0.99, 83)), burstSoft, ok, ok),
+		}},
 		{"verdicts-all-pass.txt", []Run{
 			constructedRun(2, 300, ok, ok, ok, ok),
 			constructedRun(3, 300, ok, ok, ok, ok),
@@ -72,11 +98,35 @@ func TestVerdictsGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			why := append(baselineNotes(tc.runs), minorBaselineNotes(tc.runs)...)
+			why := baselineNotes(tc.runs)
 			printVerdicts(&b, &o, tc.runs, why)
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
 			exptest.Golden(t, tc.name, b.String())
 		})
+	}
+}
+
+// A baseline shows queueing by its TTFT, its timeouts or its rate against
+// μ — not by how many requests missed their deadline.
+func TestBaselineQueued(t *testing.T) {
+	slow := exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(14000, 12000, false, 83), exptest.Goodput(0.90, 0.99, 83))
+	for _, tc := range []struct {
+		name string
+		edit func(r *Run, b *analyze.PhaseResult)
+		want bool
+	}{
+		{"long answers, many misses", func(*Run, *analyze.PhaseResult) {}, false},
+		{"first tokens late", func(_ *Run, b *analyze.PhaseResult) { b.Latency.TTFTSend.P95Ms = 2500 }, true},
+		{"timeouts", func(_ *Run, b *analyze.PhaseResult) { b.TimeoutRate = 0.03 }, true},
+		{"at capacity", func(r *Run, _ *analyze.PhaseResult) { r.Mu = 4 }, true},
+		{"μ unknown", func(r *Run, _ *analyze.PhaseResult) { r.Mu = 0 }, false},
+	} {
+		r := constructedRun(2, 83, slow, slow, slow, slow)
+		b, _ := r.Result.Analysis.Phase(schedule.PhaseBaseline)
+		tc.edit(&r, &b)
+		if ev, got := baselineQueued(&r, b); got != tc.want {
+			t.Errorf("%s: queued %v (%q), want %v", tc.name, got, ev, tc.want)
+		}
 	}
 }
 
