@@ -422,7 +422,7 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
 	}
 	lines, why := verdictLines(sr) // the headroom and the note explain them
-	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; measured vs limit", c.TTFTBudget, c.TPOTBudget), lines, why)
+	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; SLO %s; measured vs limit", c.TTFTBudget, c.TPOTBudget, experiment.SLOText(&c.Options)), lines, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
@@ -518,6 +518,13 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			st = report.VerdictFail
 		}
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
+		if v := lv.Measure.Phase.SLO; len(v.Clauses) > 0 {
+			st := report.VerdictPass
+			if !v.Pass {
+				st = report.VerdictFail
+			}
+			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "SLO", Status: st, Detail: experiment.Clauses(v, false)})
+		}
 		row := experiment.Row(lv.Result, o, levelPhase)
 		experiment.NoBurst(&row)
 		row.Workload = o.WorkloadName() + " / " + lv.Name

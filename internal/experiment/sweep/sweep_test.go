@@ -264,7 +264,12 @@ func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if err := json.Unmarshal(b, &sr); err != nil || len(sr.Levels) != 3 {
 		t.Fatalf("sweep.json: %v", err)
 	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
 	for _, lv := range sr.Levels {
+		// Each level's SLO verdict sits beside its budget verdict.
+		if !strings.Contains(string(md), " "+lv.Name+": SLO — p95 TTFT") {
+			t.Errorf("results.md has no SLO verdict for %s:\n%s", lv.Name, md)
+		}
 		if lv.Measure.OutputTPS <= 0 || lv.Measure.CompletedOK == 0 {
 			t.Errorf("%s: no throughput measured: %+v", lv.Name, lv.Measure)
 		}
