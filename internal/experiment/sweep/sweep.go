@@ -507,7 +507,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
 	lt := report.LevelTable{Title: title, Meta: meta, Columns: append(slices.Clip(columns), report.SLOLevelColumns...)}
-	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns, PhaseHead: "level"}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings
 	for i := range sr.Levels {
@@ -527,7 +527,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		}
 		row := experiment.Row(lv.Result, o, levelPhase)
 		experiment.NoBurst(&row)
-		row.Workload = o.WorkloadName() + " / " + lv.Name
+		row.Phase = lv.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
 		results.Notes = append(results.Notes, experiment.LevelNotes(lv.Name, lv.Result)...)
