@@ -123,8 +123,11 @@ func WriteTerminalTables(w io.Writer, t Table, legendFile string) error {
 		v.writeMarkdown(bw, v.groupCols(g))
 		fmt.Fprintln(bw)
 	}
-	for _, n := range v.notes() {
-		fmt.Fprintf(bw, "- %s: %s: %s\n", n.row, strings.Join(n.cols, ", "), n.reason)
+	if notes := v.notes(); len(notes) > 0 {
+		for _, n := range notes {
+			fmt.Fprintf(bw, "- %s: %s: %s\n", n.row, strings.Join(n.cols, ", "), n.reason)
+		}
+		fmt.Fprintln(bw)
 	}
 	fmt.Fprintf(bw, "Column meanings: the legend in %s; n/a: unavailable; > x: only a lower bound is known.\n", legendFile)
 	if err := bw.Flush(); err != nil {
