@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,27 @@ func virtualSoak(t *testing.T, mutate func(*Config)) (*Result, experiment.Outcom
 		}
 	}
 	return &sr, res, out.String()
+}
+
+// results.csv gives each window's start and end as numbers of seconds
+// since the soak began (not a text like "0.0–1.0 min"), one window after
+// another.
+func TestSoakWindowColumnsNumeric(t *testing.T) {
+	_, res, _ := virtualSoak(t, func(c *Config) { c.Duration = 6 * time.Minute })
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(res.Dir, "results.csv"))).ReadAll()
+	if err != nil || len(rows) != 7 {
+		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+	}
+	if rows[0][0] != "window_start_s" || rows[0][1] != "window_end_s" {
+		t.Fatalf("header %v", rows[0][:3])
+	}
+	for i, r := range rows[1:] {
+		start, err1 := strconv.ParseFloat(r[0], 64)
+		end, err2 := strconv.ParseFloat(r[1], 64)
+		if err1 != nil || err2 != nil || start != float64(60*i) || end != float64(60*(i+1)) {
+			t.Errorf("window %d: %q–%q, want %d–%d", i, r[0], r[1], 60*i, 60*(i+1))
+		}
+	}
 }
 
 func trendOf(sr *Result, metric string) analyze.Drift {
