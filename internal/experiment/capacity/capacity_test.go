@@ -306,3 +306,12 @@ func TestStepFailuresBeyondGoodputBudgetFail(t *testing.T) {
 		t.Fatalf("a step with %.1f%% failures passed a 95%% goodput SLO: %+v\n%s", 100*p.FailureRate, st.Verdict, out)
 	}
 }
+
+// Every column of a capacity folder's results.csv is in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range allColumns {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
+}

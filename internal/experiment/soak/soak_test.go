@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,4 +167,14 @@ func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if !strings.Contains(out.String(), "  soak  drift ") {
 		t.Errorf("no verdict printed:\n%s", out)
 	}
+}
+
+// Every column of a soak folder's results.csv, and of its drift table, is
+// in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range append(append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...), soakTrendColumns...) {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
 }

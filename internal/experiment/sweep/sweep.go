@@ -446,7 +446,7 @@ var columns = []report.LevelColumn{
 	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
 	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.LevelMs},
 	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
-	{Key: "error_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
+	{Key: "failure_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
 	{Key: "samples", Head: "samples", Kind: report.LevelCount},
 	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets, and failures (non-ok outcomes) within the goodput SLO's budget, 1 − goodput target"},
 	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},

@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 			if err != nil || len(rows) != 1+len(c.Concurrency) {
 				t.Fatalf("results.csv: %v, %d lines", err, len(rows))
 			}
-			for _, col := range []string{"ttft_p95_ms", "tpot_p95_ms", "itl_max_p99_ms", "itl_max_max_ms", "output_tokens_per_s", "total_tokens_per_s", "request_rps", "completion_p99_ms", "error_rate"} {
+			for _, col := range []string{"ttft_p95_ms", "tpot_p95_ms", "itl_max_p99_ms", "itl_max_max_ms", "output_tokens_per_s", "total_tokens_per_s", "request_rps", "completion_p99_ms", "failure_rate"} {
 				if !strings.Contains(strings.Join(rows[0], ","), col) {
 					t.Errorf("results.csv lacks %s", col)
 				}
@@ -359,4 +361,13 @@ func TestSweepLevelNotesInResults(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every column of a sweep folder's results.csv is in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range append(slices.Clip(columns), report.SLOLevelColumns...) {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
 }
