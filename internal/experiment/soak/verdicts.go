@@ -114,10 +114,16 @@ func plural(n int) string {
 // meaning is what the exit code says about a soak: 1 when its SLO failed
 // or a series drifted, 0 otherwise (an inconclusive drift test fails
 // nothing, and says so).
-func meaning(sr *Result) string {
+func meaning(o *run.Options, sr *Result) string {
 	slo := sr.Result.Analysis.Verdict.Pass
 	drift := sr.Verdict == analyze.DriftDrifting
+	windows := ""
+	if n, _ := windowFailures(o, sr.Windows); n > 0 {
+		windows = fmt.Sprintf(" over the whole soak (%d of %d windows missed it; the verdicts above say which clause)", n, len(sr.Windows))
+	}
 	switch {
+	case slo && !drift && sr.Verdict != analyze.DriftInconclusive && windows != "":
+		return "the SLO held" + windows + " and nothing drifted"
 	case !slo && drift:
 		return "the SLO failed and a metric drifted"
 	case !slo:

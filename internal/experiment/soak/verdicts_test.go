@@ -56,7 +56,7 @@ func TestVerdictsGolden(t *testing.T) {
 			}
 			var b strings.Builder
 			printEnd(&b, &o, sr, "out/soak")
-			b.WriteString("exit line: " + meaning(sr) + "\n")
+			b.WriteString("exit line: " + meaning(&o, sr) + "\n")
 			exptest.Golden(t, tc.name, b.String())
 		})
 	}
