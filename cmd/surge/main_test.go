@@ -206,8 +206,8 @@ func TestLevelCommandsSimulate(t *testing.T) {
 			[]string{"step  1:", "Sustainable capacity: 9", "Suggested baseline: 6", "\n  sustainable 9", "exit 0: a sustainable rate was found"}},
 		{"sweep", []string{"sweep", "--simulate", "--max-num-seqs", "16", "--concurrency", "4,16,64", "--duration", "1m"}, exitOK,
 			[]string{"throughput knee:       c16", "usable level:          c16", "\n  usable c16 ", "budget PASS  p95 TTFT", "exit 0: a usable level was found: c16"}},
-		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"  soak  drift STABLE", "exit 0: the SLO held and nothing drifted"}},
-		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"  soak  drift DRIFTING", "a metric drifted"}},
+		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"drift STABLE", "exit 0: the SLO held", "and nothing drifted"}},
+		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"drift DRIFTING", "a metric drifted"}},
 		{"burst auto", []string{"burst", "--simulate", "--baseline-rps", "auto", "--multipliers", "2", "--warmup", "30s", "--baseline", "1m", "--burst", "30s", "--recovery", "1m", "--recovery-limit", "2m"}, -1,
 			[]string{"--baseline-rps auto: searching", "burst baseline: ", "μ = ", "(capacity search: sustainable"}},
 	}

@@ -100,14 +100,18 @@ func TestDrift(s Series, confidence float64) Drift {
 	}
 	st.Drifting = tr.Significant() && big
 	f := func(v float64) string { return fmtUnit(v, s.Unit) }
-	verdict := "stable"
+	// A stable series says which half of the rule it missed: a change
+	// past the threshold whose interval includes 0 is noise, not drift.
+	verdict := "stable: the CI includes 0 (not significant) and the change is under the threshold"
 	switch {
 	case st.Drifting && st.Change > 0:
 		verdict = "DRIFTING up"
 	case st.Drifting:
 		verdict = "DRIFTING down"
 	case tr.Significant():
-		verdict = "stable (a significant but small trend)"
+		verdict = "stable: a significant trend, but the change is under the threshold"
+	case big:
+		verdict = "stable: the change reaches the threshold, but the CI includes 0 (not significant)"
 	}
 	rel := ""
 	if s.Relative {

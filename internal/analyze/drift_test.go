@@ -52,6 +52,23 @@ func TestTestDrift(t *testing.T) {
 	}
 }
 
+// A change past the threshold whose interval includes 0 is stable, and the
+// line says why (the soak once printed "-20.4% … threshold 20% → stable"
+// with no reason).
+func TestDriftStableSaysWhy(t *testing.T) {
+	x := []float64{0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75}
+	// Noise around 1000 ms with a fitted change of about −25 %, far from
+	// significant.
+	y := []float64{1400, 600, 1500, 500, 1300, 700, 1000, 600}
+	d := TestDrift(Series{Metric: "p95 TTFT", Unit: "ms", X: x, Y: y, Threshold: 0.2, Relative: true}, 0.95)
+	if d.Trend.Significant() || math.Abs(d.Relative) < 0.2 || d.Drifting {
+		t.Fatalf("fixture: want a big, not significant change: %+v", d)
+	}
+	if want := "→ stable: the change reaches the threshold, but the CI includes 0 (not significant)"; !strings.HasSuffix(d.Text, want) {
+		t.Errorf("text %q\nwant it to end %q", d.Text, want)
+	}
+}
+
 // Series on dyadic numbers fit exactly (no rounding, SE = 0, p = 0 or 1),
 // so every number in the text is computed by hand: eight windows a quarter
 // of an hour apart, x = 0, 0.25, …, 1.75 h, so x_last − x_first = 1.75 h.
@@ -82,7 +99,7 @@ func TestDriftText(t *testing.T) {
 		// slope 32 ms/h, change 56 ms, mean 1028 ms: 5.4 % < 20 %.
 		{"significant but small", Series{Metric: "p95 TTFT", Unit: "ms", X: x, Y: line(1000, 8), Threshold: 0.2, Relative: true},
 			Drift{Windows: 8, Tested: true, Change: 56, Relative: 56.0 / 1028,
-				Text: "p95 TTFT: +32ms per hour (95% CI 32ms to 32ms, p = 0, 8 windows); fitted change over the soak +56ms (+5.4% of its mean 1.03s); drift threshold 20% of the mean → stable (a significant but small trend)"}},
+				Text: "p95 TTFT: +32ms per hour (95% CI 32ms to 32ms, p = 0, 8 windows); fitted change over the soak +56ms (+5.4% of its mean 1.03s); drift threshold 20% of the mean → stable: a significant trend, but the change is under the threshold"}},
 		// slope (1/256) / (1/4) = 1/64 = 1.5625 points/h; change 1.75/64 = 2.734375 points ≥ 1.
 		{"failure rate drifting up", Series{Metric: "failure rate", Unit: "fraction", X: x, Y: line(1.0/128, 1.0/256), Threshold: 0.01},
 			Drift{Windows: 8, Tested: true, Change: 1.75 / 64, Drifting: true,
@@ -92,7 +109,7 @@ func TestDriftText(t *testing.T) {
 				Text: "failure rate: +1.56% per hour (95% CI 1.56% to 1.56%, p = 0, 8 windows); fitted change over the soak +2.73%; drift threshold 2.73% → DRIFTING up"}},
 		{"failure rate flat", Series{Metric: "failure rate", Unit: "fraction", X: x, Y: line(1.0/64, 0), Threshold: 0.01},
 			Drift{Windows: 8, Tested: true,
-				Text: "failure rate: +0% per hour (95% CI 0% to 0%, p = 1, 8 windows); fitted change over the soak +0%; drift threshold 1% → stable"}},
+				Text: "failure rate: +0% per hour (95% CI 0% to 0%, p = 1, 8 windows); fitted change over the soak +0%; drift threshold 1% → stable: the CI includes 0 (not significant) and the change is under the threshold"}},
 		// The change runs from the first to the last window with a value:
 		// 256 ms/h × (1.5 − 0.25) h = 320 ms; mean 1000 + 64·3.5 = 1224 ms.
 		{"empty windows at both ends", Series{Metric: "p95 completion", Unit: "ms", X: x, Y: []float64{nan, 1064, 1128, 1192, 1256, 1320, 1384, nan}, Threshold: 0.2, Relative: true},
@@ -102,7 +119,7 @@ func TestDriftText(t *testing.T) {
 		// Sad paths.
 		{"relative with a zero mean never drifts", Series{Metric: "m", Unit: "ms", X: x, Y: line(-14, 4), Threshold: 0.2, Relative: true},
 			Drift{Windows: 8, Tested: true, Change: 28,
-				Text: "m: +16ms per hour (95% CI 16ms to 16ms, p = 0, 8 windows); fitted change over the soak +28ms (+0.0% of its mean 0ms); drift threshold 20% of the mean → stable (a significant but small trend)"}},
+				Text: "m: +16ms per hour (95% CI 16ms to 16ms, p = 0, 8 windows); fitted change over the soak +28ms (+0.0% of its mean 0ms); drift threshold 20% of the mean → stable: a significant trend, but the change is under the threshold"}},
 		{"five windows", Series{Metric: "m", Unit: "ms", X: x, Y: []float64{1, 2, 3, nan, 4, nan, 5, nan}, Threshold: 0.2, Relative: true},
 			Drift{Windows: 5, Why: "only 5 windows with values (need 6)", Text: "m: not tested, only 5 windows with values (need 6)"}},
 		{"no windows", Series{Metric: "engine KV-cache usage", Unit: "fraction", X: x, Y: line(nan, 0), Threshold: 0.1},

@@ -214,8 +214,26 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	if !ok {
 		return r
 	}
-	s := &p.Stats
-	r.SLO = SLOStatus(p.SLO)
+	return statsRow(r, res, phase, &p.Stats, p.SLO)
+}
+
+// OverallRow is the results-table row of a run's measured phases together
+// (analyze's Overall and the run's SLO verdict), phase "overall": the line
+// under a run's per-phase rows. The engine's queue wait is measured per
+// phase only.
+func OverallRow(res *run.Result, o *run.Options) report.Row {
+	r := Row(res, o, "")
+	r = statsRow(r, res, "", &res.Analysis.Overall, res.Analysis.Verdict)
+	r.Phase = "overall"
+	r.QueueWait = report.PercentilesNA("engine queue wait is measured per phase (see the phase rows)")
+	r.EngineQueue = r.QueueWait
+	return r
+}
+
+// statsRow fills r from one phase's statistics (phase names its engine
+// measurements; "" for none) and its SLO verdict.
+func statsRow(r report.Row, res *run.Result, phase string, s *analyze.Stats, slo analyze.Verdict) report.Row {
+	r.SLO = SLOStatus(slo)
 	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
 	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)

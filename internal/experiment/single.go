@@ -213,7 +213,8 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 }
 
 // WriteRunReports writes results.* and report.html of a single run, one
-// row per measured phase: the run layout (no burst columns).
+// row per measured phase in plan order, then their overall row when there
+// are several: the run layout (no burst columns).
 func WriteRunReports(env *run.Env, res *run.Result) error {
 	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
 	measured := 0
@@ -228,11 +229,14 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		}
 		row := Row(res, &env.Opts, ph.Name)
 		NoBurst(&row)
-		if measured > 1 { // the rows are phases: name them; one phase is the run itself
-			row.Workload = env.Opts.WorkloadName() + " / " + ph.Name
+		if measured > 1 { // the rows are phases, in plan order: name them; one phase is the run itself
+			row.Phase = ph.Name
 			t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
 		}
 		t.Rows = append(t.Rows, row)
+	}
+	if measured > 1 {
+		t.Rows = append(t.Rows, OverallRow(res, &env.Opts))
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)

@@ -154,6 +154,24 @@ func fixtureTables() map[string]Table {
 			},
 			Notes: []string{"the generator fell behind during the 10× burst: schedule lag p99 38ms"},
 		},
+		// A run of named phases: rows in plan order (base, spike, after —
+		// not alphabetical), the phase in its own column, then overall.
+		"phases": {
+			Title: "surge run: simulator",
+			Meta:  fixtureMeta,
+			Omit:  BurstColumns,
+			Rows: []Row{
+				phaseRow("base", fullRow()), phaseRow("spike", censoredRow()), phaseRow("after", fullRow()), phaseRow("overall", partialRow()),
+			},
+		},
+		// A capacity search's detail table: the phase column is headed
+		// "step".
+		"steps": {
+			Title:     "Results table, one row per step",
+			Omit:      BurstColumns,
+			PhaseHead: "step",
+			Rows:      []Row{phaseRow("step-01-1rps", fullRow()), phaseRow("step-02-2rps", censoredRow())},
+		},
 		"diagnosed": {
 			Title: "surge burst: 2× and 10×",
 			Meta:  fixtureMeta,
@@ -179,5 +197,13 @@ func thinkingRow() Row {
 	r := fullRow()
 	r.TTFTText = pct(900, 1400, 2100)
 	r.AttemptsPerArrival, r.AttemptsRPS = Val(251.0/77), Val(4.18)
+	return r
+}
+
+// phaseRow is r as the row of the named phase of a run (no multiplier).
+func phaseRow(phase string, r Row) Row {
+	r.Phase = phase
+	r.Workload = "chat"
+	r.Multiplier = Unavailable("not a burst")
 	return r
 }

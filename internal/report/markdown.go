@@ -100,6 +100,42 @@ func WriteMarkdown(w io.Writer, t Table) error {
 	return nil
 }
 
+// WriteTerminalTables writes t's rows for a terminal: its heading (the
+// command and target, as results.md names them), the identity shared by
+// every row, one aligned sub-table per column group and the reasons for
+// n/a and censored cells — no verdicts, diagnoses or legend: the command
+// prints its verdicts its own way, and the legend (what each column
+// means) is in legendFile, which the last line points to.
+func WriteTerminalTables(w io.Writer, t Table, legendFile string) error {
+	bw := bufio.NewWriter(w)
+	v := newTableView(t)
+	fmt.Fprintf(bw, "# %s\n\n", t.Title)
+	for _, kv := range v.meta(nil) {
+		fmt.Fprintf(bw, "- %s: %s\n", kv.Key, orNA(kv.Value))
+	}
+	fmt.Fprintln(bw)
+	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
+		if len(v.rows) == 0 {
+			fmt.Fprintln(bw, "No rows: nothing was measured.")
+			break
+		}
+		fmt.Fprintf(bw, "## %s\n\n", g)
+		v.writeMarkdown(bw, v.groupCols(g))
+		fmt.Fprintln(bw)
+	}
+	if notes := v.notes(); len(notes) > 0 {
+		for _, n := range notes {
+			fmt.Fprintf(bw, "- %s: %s: %s\n", n.row, strings.Join(n.cols, ", "), n.reason)
+		}
+		fmt.Fprintln(bw)
+	}
+	fmt.Fprintf(bw, "Column meanings: the legend in %s; n/a: unavailable; > x: only a lower bound is known.\n", legendFile)
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: write tables: %w", err)
+	}
+	return nil
+}
+
 // tableView is a table prepared for people: rows sorted, constant identity
 // columns lifted out, every cell formatted once.
 type tableView struct {

@@ -12,12 +12,16 @@ import (
 type Table struct {
 	Title    string    // heading, e.g. "surge burst: llama-3-8b on vllm"
 	Meta     []KV      // shown above the rows: named baseline, deadlines, SLOs, tool version…
-	Rows     []Row     // one per model × workload × deployment × multiplier; rendered sorted
+	Rows     []Row     // one per model × workload × deployment × multiplier (× phase, kept in the given order); rendered sorted
 	Verdicts []Verdict // SLO verdicts, shown below the rows in the given order
 	Notes    []string  // free-form notes shown below the verdicts
 	// Diagnoses say, per run, how the target held or failed (shown after
 	// the verdicts).
 	Diagnoses []Diagnosis
+	// PhaseHead names the phase column for people: "phase" when empty;
+	// "step" or "level" where the rows are a capacity search's steps or a
+	// sweep's levels. CSV and JSON always call it phase.
+	PhaseHead string
 	// Omit lists column keys the Markdown and HTML layouts leave out
 	// because they do not apply — a run or a capacity step has no burst, so
 	// BurstColumns are not its columns. CSV and JSON keep every column (as
@@ -50,14 +54,21 @@ func (t *Table) cols() []column {
 	if !t.any(func(r *Row) bool { v, c := r.ConnWait.P50.state(); return v || c }) {
 		omit = append(slices.Clip(omit), ConnWaitColumns...)
 	}
-	if len(omit) == 0 {
+	if !t.any(func(r *Row) bool { return r.Phase != "" }) {
+		omit = append(slices.Clip(omit), "phase") // rows are whole runs
+	}
+	if len(omit) == 0 && t.PhaseHead == "" {
 		return columns
 	}
 	var out []column
 	for _, c := range columns {
-		if !slices.Contains(omit, c.key) {
-			out = append(out, c)
+		if slices.Contains(omit, c.key) {
+			continue
 		}
+		if c.key == "phase" && t.PhaseHead != "" {
+			c.head = t.PhaseHead
+		}
+		out = append(out, c)
 	}
 	return out
 }
@@ -96,8 +107,12 @@ type KV struct {
 // failure rates fractions of the scheduled arrivals in [0, 1]. Any Opt left
 // at its zero value is unavailable and prints as n/a.
 type Row struct {
-	Model      string // model id/version; empty prints as n/a
-	Workload   string // workload profile, e.g. chat, rag, longgen
+	Model    string // model id/version; empty prints as n/a
+	Workload string // workload profile, e.g. chat, rag, longgen
+	// Phase is the measured phase the row covers, in plan order ("base",
+	// "spike", or "overall" for a run's phases together; a capacity step,
+	// a sweep level); empty when the row is a whole run.
+	Phase      string
 	Deployment string // deployment name or type
 	Multiplier Opt    // burst multiplier k (burst rate = k × baseline)
 
@@ -260,6 +275,7 @@ const (
 var columns = []column{
 	textCol("model", "model", "", func(r *Row) string { return r.Model }),
 	textCol("workload", "workload", "", func(r *Row) string { return r.Workload }),
+	textCol("phase", "phase", "", func(r *Row) string { return r.Phase }),
 	textCol("deployment", "deployment", "", func(r *Row) string { return r.Deployment }),
 	optCol("multiplier", "k×", groupID, kindMult, "burst rate = k × baseline rate", func(r *Row) Opt { return r.Multiplier }),
 

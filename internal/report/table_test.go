@@ -22,6 +22,8 @@ func TestTableGolden(t *testing.T) {
 		{"md", WriteMarkdown},
 		{"csv", WriteCSV},
 		{"json", WriteJSON},
+		// The terminal's tables: no verdicts, diagnoses or legend.
+		{"term", func(w io.Writer, t Table) error { return WriteTerminalTables(w, t, "out/results.md") }},
 	}
 	for name, tab := range fixtureTables() {
 		for _, r := range renderers {

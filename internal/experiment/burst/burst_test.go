@@ -116,10 +116,17 @@ func TestSeedExamplePrediction(t *testing.T) {
 
 // The run folders and the results table carry every docs/method.md §13 column.
 func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
-	_, dir, _ := virtualBurst(t, func(c *Config) {
+	_, dir, out := virtualBurst(t, func(c *Config) {
 		c.Multipliers = []float64{2, 4}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
 	})
+	// The terminal shows the tables under results.md's heading (command
+	// and target), without results.md's legend, which it points to.
+	term := out.String()
+	if !strings.Contains(term, "\n# surge burst: engine model in virtual time (--simulate) — one row per multiplier") || strings.Contains(term, "# surge results") ||
+		strings.Contains(term, "## Legend") || !strings.Contains(term, "Column meanings: the legend in "+filepath.Join(dir, "results.md")) {
+		t.Errorf("terminal tables:\n%s", term)
+	}
 	for _, f := range []string{"results.md", "results.csv", "results.json", "report.html",
 		"burst-2x/manifest.json", "burst-2x/requests.jsonl", "burst-2x/summary.json", "burst-2x/timeseries.csv", "burst-2x/engine.csv",
 		"burst-4x/requests.jsonl"} {

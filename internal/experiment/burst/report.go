@@ -307,8 +307,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	}
 	out.Unusable = len(runs) > 0 && !anyOK
 	out.Meaning = meaning(runs)
-	fmt.Fprintf(w, "\nResults (one row per multiplier; the burst phase by scheduled arrival):\n\n")
-	report.WriteMarkdown(w, report.Table{Rows: t.Rows})
+	fmt.Fprintln(w)
+	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit},
+		filepath.Join(d.Path(), "results.md"))
 	printVerdicts(w, &env.Opts, runs, why)
 	experiment.PrintDiagnoses(w, t.Diagnoses)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))

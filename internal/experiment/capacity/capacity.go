@@ -457,17 +457,23 @@ var columns = []report.LevelColumn{
 // columns with the SLO clauses' verdicts, in CSV and JSON only.
 var allColumns = append(slices.Clip(columns), report.SLOLevelColumns...)
 
+// achievedRPS is the rate the generator sent the step at (n−1 over the
+// span of send times), or n/a and why.
+func achievedRPS(st *Step) report.Opt {
+	switch {
+	case st.Measure.AchievedRPS > 0:
+		return report.Val(st.Measure.AchievedRPS)
+	case st.Result.Virtual:
+		return report.Unavailable("virtual time: no load generator")
+	}
+	return report.Unavailable("too few sends to measure")
+}
+
 func stepRow(st *Step) []report.LevelCell {
 	p := &st.Measure.Phase
 	ttft := experiment.DistOpts(p.Latency.TTFTSchedule)
 	e2e := experiment.DistOpts(p.Latency.E2ESchedule)
-	achieved := report.Unavailable("too few sends to measure")
-	if st.Result.Virtual {
-		achieved = report.Unavailable("virtual time: no load generator")
-	}
-	if st.Measure.AchievedRPS > 0 {
-		achieved = report.Val(st.Measure.AchievedRPS)
-	}
+	achieved := achievedRPS(st)
 	note := st.StoppedEarly
 	if st.Measure.GeneratorNote != "" {
 		note = strings.TrimSpace(note + " " + st.Measure.GeneratorNote)
@@ -491,7 +497,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)
 	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: allColumns}
-	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns, PhaseHead: "step"}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	for i := range cr.Steps {
 		st := &cr.Steps[i]
@@ -499,11 +505,12 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		scope := st.Name
 		lt.Verdicts = append(lt.Verdicts, experiment.SLOVerdicts(scope, st.Verdict)...)
 		if st.StoppedEarly != "" {
-			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: scope, Check: "not hopeless", Status: report.VerdictFail, Detail: st.StoppedEarly})
+			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: scope, Check: "ran to the end", Status: report.VerdictFail, Detail: st.StoppedEarly})
 		}
 		row := experiment.Row(st.Result, o, stepPhase)
 		experiment.NoBurst(&row)
-		row.Workload = o.WorkloadName() + " / " + st.Name
+		row.Phase = st.Name
+		row.SentRPS = achievedRPS(st) // the step table's sent/s, the same value or the same n/a
 		results.Rows = append(results.Rows, row)
 		results.Notes = append(results.Notes, experiment.LevelNotes(scope, st.Result)...)
 		h.Runs = append(h.Runs, experiment.Charts(st.Result, o, fmt.Sprintf("%s: %s req/s, %s", st.Name, experiment.FmtRate(st.Rate), st.verdictText())))

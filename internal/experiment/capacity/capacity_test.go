@@ -3,10 +3,13 @@ package capacity
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +172,48 @@ func TestHopelessStepStopsInVirtualTime(t *testing.T) {
 	}
 }
 
+// A capacity folder's results.md keeps the capacity layout in its detail
+// table too: one row per step, headed "step" (not "chat / step-01-30rps"
+// in the workload column); its sent rate is the step table's and CSV's
+// (here n/a: virtual time has no load generator), not the offered rate;
+// and a stopped step's verdict reads plainly.
+func TestCapacityResultsLayout(t *testing.T) {
+	c := DefaultConfig()
+	c.Simulate = true
+	queueingSLO(&c.Options)
+	env, out := capacityEnv(t, c.Options)
+	d := exptest.Dir(t)
+	st, err := runStep(context.Background(), env, &c, d, 1, 30)
+	if err != nil || st.StoppedEarly == "" {
+		t.Fatalf("step not stopped early (%v): %+v\n%s", err, st, out)
+	}
+	again := *st // a second row, so that the step column varies
+	again.Index, again.Name = 2, "step-02-30rps"
+	if err := WriteReports(env, &c, d, &Result{Steps: []Step{*st, again}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(d.Path(), "results.md"))
+	md := string(b)
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(d.Path(), "results.csv"))).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+	}
+	if i := slices.Index(rows[0], "achieved_send_rps"); i < 0 || rows[1][i] != "n/a" {
+		t.Fatalf("achieved_send_rps column %d: %v", i, rows)
+	}
+	if strings.Contains(md, "chat / ") || !strings.Contains(md, "| step    ") {
+		t.Errorf("detail table not in the step layout:\n%s", md)
+	}
+	// The detail table's Load row: step, offered, sent.
+	re := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(st.Name) + ` +\| +[0-9.]+ \| +(\S+) \|( +[0-9.]+ \|){4}$`)
+	if m := re.FindStringSubmatch(md); m == nil || m[1] != "n/a" {
+		t.Errorf("detail table's sent for %s = %v, want n/a like the CSV:\n%s", st.Name, m, md)
+	}
+	if strings.Contains(md, "not hopeless") || !strings.Contains(md, "FAIL "+st.Name+": ran to the end — stopped after") {
+		t.Errorf("stopped step's verdict:\n%s", md)
+	}
+}
+
 func TestCapacityConfigErrorsNameTheFlag(t *testing.T) {
 	cases := map[string]exptest.ConfigCase[Config]{
 		"zero start":         {Mutate: func(c *Config) { c.StartRPS = 0 }, Want: "--start-rps: must be > 0"},
@@ -260,4 +305,13 @@ func TestStepFailuresBeyondGoodputBudgetFail(t *testing.T) {
 	if st.Pass {
 		t.Fatalf("a step with %.1f%% failures passed a 95%% goodput SLO: %+v\n%s", 100*p.FailureRate, st.Verdict, out)
 	}
+}
+
+// Every column of a capacity folder's results.csv is in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range allColumns {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
 }

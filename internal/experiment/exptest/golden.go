@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -63,4 +64,34 @@ func Verdict(cs ...analyze.Clause) analyze.Verdict {
 		v.Pass = v.Pass && c.Pass
 	}
 	return v
+}
+
+// Documented fails t for each column key that docs/metrics.md does not
+// name as `key`: every column of results.csv and results.json is
+// documented there.
+func Documented(t testing.TB, keys []string) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = up
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("column %s is not in docs/metrics.md", k)
+		}
+	}
 }

@@ -244,11 +244,12 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 		return experiment.Outcome{}, err
 	}
 	printEnd(w, &env.Opts, sr, d.Path())
-	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
+	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&env.Opts, sr)}, nil
 }
 
 var soakWindowColumns = []report.LevelColumn{
-	{Key: "window", Head: "window", Kind: report.LevelText, Desc: "arrival-time window, minutes since the soak began"},
+	{Key: "window_start_s", Head: "from", Kind: report.LevelSeconds, Desc: "start of the window of arrival time, seconds since the soak began (after the warmup)"},
+	{Key: "window_end_s", Head: "to", Kind: report.LevelSeconds, Desc: "end of the window, seconds since the soak began"},
 	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS},
 	{Key: "completed_rps", Head: "completed/s", Kind: report.LevelRPS, Desc: "ok requests whose completion fell in the window / its length"},
 	{Key: "goodput_rps", Head: "goodput/s", Kind: report.LevelRPS},
@@ -298,7 +299,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			kv = report.Val(w.KVUsage)
 		}
 		wt.Rows = append(wt.Rows, append([]report.LevelCell{
-			report.TextCell(fmt.Sprintf("%.1f–%.1f min", (w.StartMs-soakStart)/60000, (w.EndMs-soakStart)/60000)),
+			experiment.Num((w.StartMs - soakStart) / 1000), experiment.Num((w.EndMs - soakStart) / 1000),
 			experiment.Num(w.OfferedRPS), experiment.Num(w.CompletedRPS), experiment.Num(w.GoodputRPS),
 			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 			report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),

@@ -5,8 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +43,27 @@ func virtualSoak(t *testing.T, mutate func(*Config)) (*Result, experiment.Outcom
 		}
 	}
 	return &sr, res, out.String()
+}
+
+// results.csv gives each window's start and end as numbers of seconds
+// since the soak began (not a text like "0.0–1.0 min"), one window after
+// another.
+func TestSoakWindowColumnsNumeric(t *testing.T) {
+	_, res, _ := virtualSoak(t, func(c *Config) { c.Duration = 6 * time.Minute })
+	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(res.Dir, "results.csv"))).ReadAll()
+	if err != nil || len(rows) != 7 {
+		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
+	}
+	if rows[0][0] != "window_start_s" || rows[0][1] != "window_end_s" {
+		t.Fatalf("header %v", rows[0][:3])
+	}
+	for i, r := range rows[1:] {
+		start, err1 := strconv.ParseFloat(r[0], 64)
+		end, err2 := strconv.ParseFloat(r[1], 64)
+		if err1 != nil || err2 != nil || start != float64(60*i) || end != float64(60*(i+1)) {
+			t.Errorf("window %d: %q–%q, want %d–%d", i, r[0], r[1], 60*i, 60*(i+1))
+		}
+	}
 }
 
 func trendOf(sr *Result, metric string) analyze.Drift {
@@ -143,4 +167,14 @@ func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if !strings.Contains(out.String(), "  soak  drift ") {
 		t.Errorf("no verdict printed:\n%s", out)
 	}
+}
+
+// Every column of a soak folder's results.csv, and of its drift table, is
+// in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range append(append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...), soakTrendColumns...) {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
 }

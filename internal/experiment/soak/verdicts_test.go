@@ -20,22 +20,43 @@ func TestVerdictsGolden(t *testing.T) {
 	stable := []analyze.Drift{{Metric: "p95 TTFT", Tested: true, Text: "p95 TTFT: -203ms per hour (…) → stable"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
 	drifting := []analyze.Drift{{Metric: "p95 TTFT", Tested: true, Drifting: true, Text: "p95 TTFT: +2.1s per hour (…) → DRIFTING"}, {Metric: "p95 completion", Tested: true, Drifting: true, Text: "p95 completion: +9s per hour (…) → DRIFTING"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
 	untested := []analyze.Drift{{Metric: "p95 TTFT", Why: "2 windows, need 3", Text: "p95 TTFT: not tested (2 windows, need 3)"}, {Metric: "failure rate", Why: "2 windows, need 3", Text: "failure rate: not tested (2 windows, need 3)"}}
+	// 20 windows, 6 of them over the p99 completion limit and 2 of those
+	// under the goodput target too, while the soak as a whole passes:
+	// the block says how many windows failed which clause.
+	wins := make([]Window, 20)
+	for i := range wins {
+		st := &wins[i].Stats
+		st.Offered, st.GoodputRatio = 60, 1
+		st.Latency.TTFTSchedule = analyze.Dist{Count: 60, P95Ms: 400}
+		st.Latency.E2ESchedule = analyze.Dist{Count: 60, P99Ms: 9000}
+		if i%3 == 0 && i > 0 { // windows 3, 6, …, 18: 6 of them
+			st.Latency.E2ESchedule.P99Ms = 13500
+		}
+		if i == 3 || i == 9 {
+			st.GoodputRatio = 0.95
+		}
+	}
 	cases := []struct {
 		name    string
 		v       analyze.Verdict
 		trends  []analyze.Drift
 		verdict string
+		windows []Window
 	}{
-		{"verdicts-stable.txt", pass, stable, analyze.DriftStable},
-		{"verdicts-drifting.txt", fail, drifting, analyze.DriftDrifting},
-		{"verdicts-inconclusive.txt", pass, untested, analyze.DriftInconclusive},
+		{"verdicts-windows-fail.txt", pass, stable, analyze.DriftStable, wins},
+		{"verdicts-stable.txt", pass, stable, analyze.DriftStable, nil},
+		{"verdicts-drifting.txt", fail, drifting, analyze.DriftDrifting, nil},
+		{"verdicts-inconclusive.txt", pass, untested, analyze.DriftInconclusive, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sr := &Result{Result: &run.Result{Analysis: &analyze.Result{Verdict: tc.v}}, Trends: tc.trends, Verdict: tc.verdict, Window: time.Minute, Windows: make([]Window, 10)}
+			sr := &Result{Result: &run.Result{Analysis: &analyze.Result{Verdict: tc.v}}, Trends: tc.trends, Verdict: tc.verdict, Window: time.Minute, Windows: tc.windows}
+			if sr.Windows == nil {
+				sr.Windows = make([]Window, 10)
+			}
 			var b strings.Builder
 			printEnd(&b, &o, sr, "out/soak")
-			b.WriteString("exit line: " + meaning(sr) + "\n")
+			b.WriteString("exit line: " + meaning(&o, sr) + "\n")
 			exptest.Golden(t, tc.name, b.String())
 		})
 	}

@@ -422,7 +422,7 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
 	}
 	lines, why := verdictLines(sr) // the headroom and the note explain them
-	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; measured vs limit", c.TTFTBudget, c.TPOTBudget), lines, why)
+	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; SLO %s; measured vs limit", c.TTFTBudget, c.TPOTBudget, experiment.SLOText(&c.Options)), lines, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
@@ -446,7 +446,7 @@ var columns = []report.LevelColumn{
 	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
 	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.LevelMs},
 	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
-	{Key: "error_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
+	{Key: "failure_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
 	{Key: "samples", Head: "samples", Kind: report.LevelCount},
 	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets, and failures (non-ok outcomes) within the goodput SLO's budget, 1 − goodput target"},
 	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},
@@ -507,7 +507,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
 	lt := report.LevelTable{Title: title, Meta: meta, Columns: append(slices.Clip(columns), report.SLOLevelColumns...)}
-	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns}
+	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns, PhaseHead: "level"}
 	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings
 	for i := range sr.Levels {
@@ -518,9 +518,16 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			st = report.VerdictFail
 		}
 		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
+		if v := lv.Measure.Phase.SLO; len(v.Clauses) > 0 {
+			st := report.VerdictPass
+			if !v.Pass {
+				st = report.VerdictFail
+			}
+			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "SLO", Status: st, Detail: experiment.Clauses(v, false)})
+		}
 		row := experiment.Row(lv.Result, o, levelPhase)
 		experiment.NoBurst(&row)
-		row.Workload = o.WorkloadName() + " / " + lv.Name
+		row.Phase = lv.Name
 		results.Rows = append(results.Rows, row)
 		h.Runs = append(h.Runs, experiment.Charts(lv.Result, o, "level "+lv.Name))
 		results.Notes = append(results.Notes, experiment.LevelNotes(lv.Name, lv.Result)...)

@@ -5,8 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 			if err != nil || len(rows) != 1+len(c.Concurrency) {
 				t.Fatalf("results.csv: %v, %d lines", err, len(rows))
 			}
-			for _, col := range []string{"ttft_p95_ms", "tpot_p95_ms", "itl_max_p99_ms", "itl_max_max_ms", "output_tokens_per_s", "total_tokens_per_s", "request_rps", "completion_p99_ms", "error_rate"} {
+			for _, col := range []string{"ttft_p95_ms", "tpot_p95_ms", "itl_max_p99_ms", "itl_max_max_ms", "output_tokens_per_s", "total_tokens_per_s", "request_rps", "completion_p99_ms", "failure_rate"} {
 				if !strings.Contains(strings.Join(rows[0], ","), col) {
 					t.Errorf("results.csv lacks %s", col)
 				}
@@ -264,7 +266,12 @@ func TestSweepEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if err := json.Unmarshal(b, &sr); err != nil || len(sr.Levels) != 3 {
 		t.Fatalf("sweep.json: %v", err)
 	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
 	for _, lv := range sr.Levels {
+		// Each level's SLO verdict sits beside its budget verdict.
+		if !strings.Contains(string(md), " "+lv.Name+": SLO — p95 TTFT") {
+			t.Errorf("results.md has no SLO verdict for %s:\n%s", lv.Name, md)
+		}
 		if lv.Measure.OutputTPS <= 0 || lv.Measure.CompletedOK == 0 {
 			t.Errorf("%s: no throughput measured: %+v", lv.Name, lv.Measure)
 		}
@@ -354,4 +361,13 @@ func TestSweepLevelNotesInResults(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every column of a sweep folder's results.csv is in docs/metrics.md.
+func TestColumnsDocumented(t *testing.T) {
+	var keys []string
+	for _, c := range append(slices.Clip(columns), report.SLOLevelColumns...) {
+		keys = append(keys, c.Key)
+	}
+	exptest.Documented(t, keys)
 }

@@ -2,19 +2,32 @@ package sweep
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/surge-bench/surge/internal/experiment"
 )
 
 // verdictLines is a sweep's closing verdict block: the usable level and
 // the first level whose latency budget broke, each with the budget's
-// clauses as measured vs limit; the headroom (knee against break) and the
-// sweep's note are its why.
+// clauses as measured vs limit; beside the usable level's budget, its SLO
+// verdict (the budget bounds p95 TTFT and TPOT, the SLO p99 completion and
+// goodput too, so a level can be within budget and still miss the SLO),
+// and the levels where the SLO fails; the headroom (knee against break)
+// and the sweep's note are its why.
 func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 	f := &sr.Findings
 	var lines []experiment.VerdictLine
 	if f.Usable >= 0 {
-		lines = append(lines, levelLine("usable", &sr.Levels[f.Usable]))
+		lv := &sr.Levels[f.Usable]
+		lines = append(lines, levelLine("usable", lv))
+		if len(lv.Measure.Phase.SLO.Clauses) > 0 {
+			lines = append(lines, experiment.VerdictLine{Scope: "usable " + lv.Name, Label: "SLO", Pass: lv.Measure.Phase.SLO.Pass,
+				Detail: experiment.Clauses(lv.Measure.Phase.SLO, false)})
+		}
+	}
+	if fails := sloFailing(sr); len(fails) > 0 {
+		lines = append(lines, experiment.VerdictLine{Scope: "SLO fails at", Status: strings.Join(fails, ", "),
+			Detail: fmt.Sprintf("%d of %d levels miss the SLO", len(fails), len(sr.Levels))})
 	}
 	if f.Break >= 0 {
 		lines = append(lines, levelLine("budget breaks at", &sr.Levels[f.Break]))
@@ -28,6 +41,18 @@ func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 		why = append(why, sr.Note)
 	}
 	return lines, why
+}
+
+// sloFailing names the levels whose measured phase missed the SLO, in
+// order of load.
+func sloFailing(sr *Result) []string {
+	var out []string
+	for i := range sr.Levels {
+		if v := &sr.Levels[i].Measure.Phase.SLO; len(v.Clauses) > 0 && !v.Pass {
+			out = append(out, sr.Levels[i].Name)
+		}
+	}
+	return out
 }
 
 func levelLine(role string, lv *Level) experiment.VerdictLine {
@@ -49,5 +74,10 @@ func meaning(sr *Result) string {
 	case sr.Findings.Usable < 0:
 		return "no level stayed within the latency budget: no usable level"
 	}
-	return fmt.Sprintf("a usable level was found: %s (levels past the knee or the budget break are findings, not a failure)", sr.Levels[sr.Findings.Usable].Name)
+	lv := &sr.Levels[sr.Findings.Usable]
+	slo := ""
+	if v := &lv.Measure.Phase.SLO; len(v.Clauses) > 0 && !v.Pass {
+		slo = "; it misses the SLO (" + experiment.Clauses(*v, true) + "), a finding too: the budget decides a sweep's exit"
+	}
+	return fmt.Sprintf("a usable level was found: %s (levels past the knee or the budget break are findings, not a failure)%s", lv.Name, slo)
 }

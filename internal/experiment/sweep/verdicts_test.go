@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 )
 
@@ -16,6 +17,15 @@ func TestVerdictsGolden(t *testing.T) {
 	within := func(i int, name string, ttft string) Level {
 		return Level{Index: i, Name: name, BudgetOK: true, BudgetWhy: "p95 TTFT " + ttft + " ≤ 2s, p95 TPOT 40ms ≤ 100ms, failures 0.0% ≤ 1%"}
 	}
+	pass := analyze.Verdict{Pass: true, Clauses: []analyze.Clause{
+		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 262, Samples: 100, Pass: true},
+		{Name: analyze.ClauseE2EP99, Limit: 12000, Measured: 9100, Samples: 100, Pass: true},
+		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 1, Samples: 100, Pass: true}}}
+	miss := analyze.Verdict{Clauses: []analyze.Clause{
+		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 417, Samples: 256, Pass: true},
+		{Name: analyze.ClauseE2EP99, Limit: 12000, Measured: 16769, Samples: 256},
+		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 0.953, Samples: 256}}}
+	slo := func(l Level, v analyze.Verdict) Level { l.Measure.Phase.SLO = v; return l }
 	broken := Level{Index: 4, Name: "c64", BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}
 	cases := []struct {
 		name string
@@ -23,6 +33,10 @@ func TestVerdictsGolden(t *testing.T) {
 	}{
 		{"verdicts-knee-and-break.txt", Result{Closed: true, Levels: []Level{within(1, "c1", "227ms"), within(2, "c4", "262ms"), within(3, "c16", "304ms"), broken}}},
 		{"verdicts-unbounded.txt", Result{Closed: true, Levels: []Level{within(1, "c1", "227ms"), within(2, "c4", "262ms")}}},
+		// Within budget at every level, yet the usable level misses the
+		// SLO's p99 completion and goodput: the block says so beside the
+		// budget, and names the levels where the SLO fails.
+		{"verdicts-usable-misses-slo.txt", Result{Closed: true, Levels: []Level{slo(within(1, "c1", "227ms"), pass), slo(within(2, "c4", "262ms"), miss), slo(within(3, "c16", "417ms"), miss)}}},
 		{"verdicts-first-breaks.txt", Result{Closed: true, Levels: []Level{{Index: 1, Name: "c1", BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}}}},
 	}
 	for _, tc := range cases {
