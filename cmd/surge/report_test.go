@@ -349,3 +349,30 @@ func TestReportSubfolders(t *testing.T) {
 		})
 	}
 }
+
+// Each experiment's --help says what exit codes 0 and 1 mean for it, as
+// its exit line does: a capacity search that finds a rate exits 0 though
+// steps above it failed.
+func TestHelpExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		command []string
+		zero    string
+	}{
+		{[]string{"capacity"}, "0 a sustainable rate was found (the failing steps above it bound the search; they do not fail the command); 1 no step met the SLO"},
+		{[]string{"sweep"}, "0 a usable level was found (levels past the knee or the latency-budget break are findings, not a failure); 1 no level stayed"},
+		{[]string{"soak"}, "0 the SLO held over the soak and no series drifted"},
+		{[]string{"burst"}, "0 the SLO held over every multiplier's whole run"},
+		{[]string{"run"}, "0 ran, and the SLO held over the whole run"},
+		{[]string{"report"}, "0 the reports were written, whatever the verdicts"},
+		{nil, "0 ran, and the command's verdict held (each command's --help says what that is)"},
+	} {
+		code, stdout, stderr := surge(t, append(tc.command, "--help")...)
+		help := strings.Join(strings.Fields(stdout), " ")
+		if code != exitOK || !strings.Contains(help, "Exit codes: "+tc.zero) {
+			t.Errorf("%v --help: exit %d, want %q in:\n%s%s", tc.command, code, tc.zero, stdout, stderr)
+		}
+		if strings.Contains(help, "1 ran and an SLO failed") && tc.command != nil {
+			t.Errorf("%v --help still says the generic exit codes", tc.command)
+		}
+	}
+}
