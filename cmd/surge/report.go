@@ -53,7 +53,15 @@ writing there; 4 anything else, e.g. a file could not be written.`,
 			if err != nil {
 				return classify(nil, err)
 			}
-			fmt.Fprintf(w, "exit 0: re-rendered (%s)\n", verdictExit(out))
+			if out.Part != "" { // the experiment's exit code weighs all its runs
+				held := "failed"
+				if out.SLOPass {
+					held = "held"
+				}
+				fmt.Fprintf(w, "exit 0: re-rendered (%s, whose exit code weighs all its runs: this run's SLO %s)\n", out.Part, held)
+				return nil
+			}
+			fmt.Fprintf(w, "exit 0: re-rendered (%s)\n", verdictExit(out.Outcome))
 			return nil
 		},
 	}

@@ -339,6 +339,11 @@ func TestReportSubfolders(t *testing.T) {
 			if code != exitOK || !strings.HasPrefix(stdout, run+" "+tc.layout) {
 				t.Errorf("report %s: exit %d\n%s\n%s", run, code, stdout, stderr)
 			}
+			// A failing step does not fail a capacity search: the exit
+			// line speaks of this run alone.
+			if !strings.Contains(stdout, ", whose exit code weighs all its runs: this run's SLO ") {
+				t.Errorf("report %s: the exit line does not say it is one run of an experiment:\n%s", run, stdout)
+			}
 			if tc.refusal == "" {
 				return
 			}

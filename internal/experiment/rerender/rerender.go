@@ -23,25 +23,40 @@ import (
 	"github.com/surge-bench/surge/internal/rundir"
 )
 
-// Folder re-renders the folder at path and returns the outcome of the
-// experiment it holds, as a fresh one's (the verdicts decide it). A path
-// that is not a folder surge can re-render is a *run.ConfigError naming
-// it and what to give instead.
-func Folder(path string, w io.Writer) (experiment.Outcome, error) {
+// Rendered is what Folder re-rendered.
+type Rendered struct {
+	// Outcome is the experiment's outcome as a fresh one's: what its
+	// verdicts make of the exit code.
+	experiment.Outcome
+	// Part names the experiment the folder is one run of ("one step of a
+	// capacity search"), whose exit code weighs all its runs; empty for a
+	// whole experiment.
+	Part string
+}
+
+// Folder re-renders the folder at path. A path that is not a folder surge
+// can re-render is a *run.ConfigError naming it and what to give instead.
+func Folder(path string, w io.Writer) (Rendered, error) {
+	out, part, err := folder(path, w)
+	return Rendered{Outcome: out, Part: part}, err
+}
+
+func folder(path string, w io.Writer) (experiment.Outcome, string, error) {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return experiment.Outcome{}, bad("report: %s: no such folder (give the folder a surge command wrote, e.g. out/burst-20261129-104500)", path)
+		return experiment.Outcome{}, "", bad("report: %s: no such folder (give the folder a surge command wrote, e.g. out/burst-20261129-104500)", path)
 	case err != nil:
-		return experiment.Outcome{}, bad("report: %s: %v", path, errors.Unwrap(err))
+		return experiment.Outcome{}, "", bad("report: %s: %v", path, errors.Unwrap(err))
 	case !st.IsDir():
-		return experiment.Outcome{}, bad("report: %s: not a folder (give the folder a surge command wrote, not one of its files)", path)
+		return experiment.Outcome{}, "", bad("report: %s: not a folder (give the folder a surge command wrote, not one of its files)", path)
 	}
 	if rundir.IsRun(path) {
 		return runFolder(path, w)
 	}
 	if runs, err := rundir.Folders(path, "burst-*x"); err == nil && len(runs) > 0 {
-		return burst.Rerender(path, w)
+		out, err := burst.Rerender(path, w)
+		return out, "", err
 	}
 	parent := func(kind, file, pattern, what string) error {
 		subs, _ := rundir.Folders(path, pattern)
@@ -55,23 +70,24 @@ func Folder(path string, w io.Writer) (experiment.Outcome, error) {
 		return bad("report: %s is a %s's folder: surge report does not re-render a %s's own table (%s); give one of its %s folders to re-render that run alone, in the single-run layout: surge report %s", path, kind, kind, what, pattern, example)
 	}
 	if err := parent("capacity search", "capacity.json", "step-*", "its steps' search decisions"); err != nil {
-		return experiment.Outcome{}, err
+		return experiment.Outcome{}, "", err
 	}
 	if err := parent("sweep", "sweep.json", "level-*", "the knee and the budget break across its levels"); err != nil {
-		return experiment.Outcome{}, err
+		return experiment.Outcome{}, "", err
 	}
-	return experiment.Outcome{}, bad("report: %s holds no run surge wrote: no requests.jsonl, and no burst-<k>x, step-* or level-* run folders", path)
+	return experiment.Outcome{}, "", bad("report: %s holds no run surge wrote: no requests.jsonl, and no burst-<k>x, step-* or level-* run folders", path)
 }
 
 // runFolder re-renders one run folder in the layout of the command that
-// wrote it, as its manifest says (or soak.json, without one).
-func runFolder(path string, w io.Writer) (experiment.Outcome, error) {
+// wrote it, as its manifest says (or soak.json, without one), and names
+// the experiment it is one run of.
+func runFolder(path string, w io.Writer) (experiment.Outcome, string, error) {
 	r, err := run.Reload(path)
 	if errors.Is(err, rundir.ErrNoRecords) {
-		return experiment.Outcome{}, &run.ConfigError{Err: err}
+		return experiment.Outcome{}, "", &run.ConfigError{Err: err}
 	}
 	if err != nil {
-		return experiment.Outcome{}, err
+		return experiment.Outcome{}, "", err
 	}
 	command := r.Dir.Manifest.Command
 	if command == "" && exists(filepath.Join(path, "soak.json")) {
@@ -79,18 +95,24 @@ func runFolder(path string, w io.Writer) (experiment.Outcome, error) {
 	}
 	up := filepath.Dir(path)
 	var rule analyze.RecoveryRule
+	var part string
 	switch command {
 	case "soak":
-		return soak.Rerender(r, w)
+		out, err := soak.Rerender(r, w)
+		return out, "", err
 	case "burst":
-		fmt.Fprintf(w, "%s is one run of a burst experiment: re-rendered in the single-run layout (one row per phase); for the burst layout, one row per multiplier: surge report %s\n", path, up)
+		part = "one run of a burst experiment"
+		fmt.Fprintf(w, "%s is %s: re-rendered in the single-run layout (one row per phase); for the burst layout, one row per multiplier: surge report %s\n", path, part, up)
 		rule = burst.RecoveryRule(r)
 	case "capacity":
-		fmt.Fprintf(w, "%s is one step of a capacity search: re-rendered in the single-run layout (one row per phase); the search's own table (%s) is not re-rendered\n", path, filepath.Join(up, "results.md"))
+		part = "one step of a capacity search"
+		fmt.Fprintf(w, "%s is %s: re-rendered in the single-run layout (one row per phase); the search's own table (%s) is not re-rendered\n", path, part, filepath.Join(up, "results.md"))
 	case "sweep":
-		fmt.Fprintf(w, "%s is one level of a sweep: re-rendered in the single-run layout (one row per phase); the sweep's own table (%s) is not re-rendered\n", path, filepath.Join(up, "results.md"))
+		part = "one level of a sweep"
+		fmt.Fprintf(w, "%s is %s: re-rendered in the single-run layout (one row per phase); the sweep's own table (%s) is not re-rendered\n", path, part, filepath.Join(up, "results.md"))
 	}
-	return experiment.RerenderRun(r, rule, w)
+	out, err := experiment.RerenderRun(r, rule, w)
+	return out, part, err
 }
 
 func bad(format string, args ...any) error {
