@@ -15,7 +15,7 @@
 // load the analysis (analyze.Records) and the writing of manifest.json,
 // summary.json and timeseries.csv. It leaves out what `surge run` does after
 // Execute returns: printing the phase table and rendering results.md/.csv/
-// .json and report.html (experiment.WriteRunReports).
+// .json and report.html (as experiment.Run writes them).
 //
 // # What it reports
 //

@@ -34,7 +34,7 @@ model predicted.
 
 With no --target, surge runs a ~3-minute demo against its built-in simulated
 engine. With --simulate, the whole experiment runs in virtual time against
-the engine model in seconds: a what-if tool for capacity planning.` + exitCodesHelp,
+the engine model in seconds: a what-if tool for capacity planning.` + exitCodesBurst,
 		Example: `  # the demo: the built-in simulator, short phases, about 3 minutes
   surge burst
 

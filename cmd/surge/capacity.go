@@ -33,7 +33,7 @@ table (results.md/.csv/.json), capacity.json and report.html.
 
 If the load generator itself cannot keep a step's schedule (it sends below
 95% of the rate, or its schedule lag p99 exceeds 100 ms), surge says so and
-stops: that is surge's limit on this machine, not the target's.` + exitCodesHelp,
+stops: that is surge's limit on this machine, not the target's.` + exitCodesCapacity,
 		Example: `  # in virtual time against the engine model: seconds
   surge capacity --simulate
 

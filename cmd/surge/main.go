@@ -88,7 +88,7 @@ happens in a 2x/5x/10x burst, where requests waited, and how long the service
 took to be healthy again.
 
 With no --target, every command runs against surge's built-in simulated
-inference engine, so you can try everything on a laptop.` + exitCodesHelp,
+inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -187,7 +187,7 @@ func TestReportRerendersBurst(t *testing.T) {
 			t.Errorf("%s not re-rendered: %v", f, err)
 		}
 	}
-	if code, _, stderr := surge(t, "report", t.TempDir()); code != exitUsage || !strings.Contains(stderr, "holds neither requests.jsonl") {
+	if code, _, stderr := surge(t, "report", t.TempDir()); code != exitUsage || !strings.Contains(stderr, "holds no run surge wrote: no requests.jsonl") {
 		t.Fatalf("empty folder: exit %d %q", code, stderr)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -31,7 +33,7 @@ the send, completion time, error/429/timeout rates, drops and schedule lag,
 and writes the run folder (requests.jsonl, summary.json, results.md,
 report.html, ...).
 
-With no --target it runs against the built-in simulated engine.` + exitCodesHelp,
+With no --target it runs against the built-in simulated engine.` + exitCodesRun,
 		Example: `  # 30 s of Poisson arrivals at 5 req/s against the built-in simulator
   surge run
 
@@ -152,15 +154,46 @@ func profileOrMix(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
 	}
 }
 
-// exitCodesHelp ends every experiment's --help.
-const exitCodesHelp = `
+// exitCodes ends an experiment's --help: what 0 and 1 mean for this
+// command (its Outcome.Meaning says the same at the end of a run), then
+// the codes every command shares.
+func exitCodes(zero, one string) string {
+	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted (its files are marked partial); "+
+		"2 usage or configuration error, or the output folder is in use or not empty; "+
+		"3 the target was unusable (no request succeeded); "+
+		"4 anything else, e.g. the run folder could not be written (disk full) — the run stops within a second and keeps every record written so far.", 78)
+}
 
-Exit codes: 0 ran and every SLO held; 1 ran and an SLO failed (or the run
-was interrupted: its files are marked partial); 2 usage or configuration
-error, or the output folder is in use or not empty; 3 the target was
-unusable (no request succeeded); 4 anything else, e.g. the run folder could
-not be written (disk full) — the run stops within a second and keeps every
-record written so far.`
+// The exit codes of each experiment command.
+var (
+	exitCodesRoot     = exitCodes("ran, and the command's verdict held (each command's --help says what that is)", "ran, and its verdict failed")
+	exitCodesRun      = exitCodes("ran, and the SLO held over the whole run (the warmup excluded; a phase may fail inside a run that held)", "the SLO failed over the whole run")
+	exitCodesBurst    = exitCodes("the SLO held over every multiplier's whole run (a burst phase may fail inside a run that held: the Verdicts block shows each phase)", "the SLO failed over the whole run at some multiplier")
+	exitCodesCapacity = exitCodes("a sustainable rate was found (the failing steps above it bound the search; they do not fail the command)", "no step met the SLO, or surge could not send the load (generator-limited)")
+	exitCodesSweep    = exitCodes("a usable level was found (levels past the knee or the latency-budget break are findings, not a failure)", "no level stayed within the latency budget, or surge could not send the load")
+	exitCodesSoak     = exitCodes("the SLO held over the soak and no series drifted (an inconclusive drift test fails nothing)", "the SLO failed over the soak or a series drifted")
+)
+
+// wrap breaks text into lines of at most width columns, at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(text) {
+		l := utf8.RuneCountInString(word)
+		switch {
+		case i == 0:
+		case n+1+l > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += l
+	}
+	return b.String()
+}
 
 // network replaces the real network when set: the command-line tests run
 // whole commands in virtual time (testing/synctest) over an in-memory one.

@@ -26,9 +26,7 @@ TTFT, p95 completion, the failure rate and, when engine metrics are scraped,
 the engine's KV-cache usage: a least-squares slope whose confidence interval
 (--confidence) excludes zero and whose fitted change over the soak is large
 enough (--drift-latency of the mean; --drift-error-rate, --drift-kv
-absolute). The verdict is "stable" or "drifting", with the numbers.
-
-Exit code 1 when it drifts or the SLO fails.` + exitCodesHelp,
+absolute). The verdict is "stable" or "drifting", with the numbers.` + exitCodesSoak,
 		Example: `  # an hour against a real endpoint with vLLM metrics
   surge soak --target https://llm.example.com/v1 --model my-model --rate 6 \
     --metrics-url https://llm.example.com/metrics

@@ -31,7 +31,7 @@ exceeds --ttft-budget or p95 TPOT exceeds --tpot-budget), the usable level
 (before the first of the two) and the headroom between them.
 
 Writes one run folder per level (DIR/level-NN-<level>/), the level table
-(results.md/.csv/.json), sweep.json and report.html with the charts.` + exitCodesHelp,
+(results.md/.csv/.json), sweep.json and report.html with the charts.` + exitCodesSweep,
 		Example: `  # the default concurrency sweep, in virtual time
   surge sweep --simulate --duration 2m
 

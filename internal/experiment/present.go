@@ -105,6 +105,8 @@ func PrintPhases(w io.Writer, res *run.Result) {
 // EngineReason says why the engine metric m is unavailable from a run
 // whose scraping ended as st, or "" when scraping found it:
 //   - no --metrics-url: scraping was off;
+//   - unknown: a re-rendered run lost the summary.json that said (and
+//     has no engine.csv to tell);
 //   - scrape failed (N of M): no scrape succeeded, N of the M attempts failed;
 //   - metric not exported by this engine: scrapes succeeded, but the
 //     preset has no such metric (llama.cpp has no queue-time histogram) or
@@ -112,6 +114,10 @@ func PrintPhases(w io.Writer, res *run.Result) {
 func EngineReason(st scrape.Status, m scrape.Metric) string {
 	name := m.String()
 	switch {
+	case st.State == scrape.StateUnknown && st.Samples == 0:
+		return st.Reason
+	case st.State == scrape.StateUnknown: // engine.csv has samples: the metric is there or not
+		return ""
 	case st.State == scrape.StateDisabled || st.State == "":
 		return report.ReasonNoMetricsURL
 	case st.State == scrape.StateUnavailable || st.State == scrape.StatePending || st.Samples == 0:
@@ -423,6 +429,8 @@ func HTMLMeta(env *run.Env) []report.KV {
 	}
 	if c := &env.Calibration; c.Method != "" {
 		kv = append(kv, report.KV{Key: "prompt sizing", Value: c.Describe()})
+	} else if env.CalibrationText != "" { // re-rendered: the calibration is the run's
+		kv = append(kv, report.KV{Key: "prompt sizing", Value: env.CalibrationText})
 	}
 	if o.SharedPrefix > 0 || o.NoNonce { // the default (unique prompts) is in the manifest only
 		kv = append(kv, report.KV{Key: "cache state", Value: run.CacheState(o, nil)})

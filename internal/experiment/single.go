@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -192,6 +191,13 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	if err != nil {
 		return Outcome{}, err
 	}
+	return runEnd(w, env, res, nil)
+}
+
+// runEnd writes the reports of a single run (notes added to results.md's)
+// and ends its terminal output: sessions, prompt sizing, the verdicts, the
+// diagnosis and where the reports are.
+func runEnd(w io.Writer, env *run.Env, res *run.Result, notes []string) (Outcome, error) {
 	PrintSessions(w, res.Analysis)
 	if kv, notes := PromptMeta(res.Prompt); len(kv) > 0 {
 		fmt.Fprintf(w, "%s: %s\n", kv[0].Key, kv[0].Value)
@@ -199,23 +205,25 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 			fmt.Fprintln(w, n)
 		}
 	}
-	if err := WriteRunReports(env, res); err != nil {
+	if err := writeRunReports(env, res, notes); err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: d.Path(), Unusable: Unusable(res)}
+	dir := res.Spec.Dir.Path()
+	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: dir, Unusable: Unusable(res)}
 	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis), nil)
 	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
-	fmt.Fprintf(w, "\nreports: %s\n", filepath.Join(d.Path(), "results.md"))
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 	if out.Unusable {
 		fmt.Fprintln(w, "The target was unusable: no request succeeded. See the error classes above and requests.jsonl.")
 	}
 	return out, nil
 }
 
-// WriteRunReports writes results.* and report.html of a single run, one
+// writeRunReports writes results.* and report.html of a single run, one
 // row per measured phase in plan order, then their overall row when there
-// are several: the run layout (no burst columns).
-func WriteRunReports(env *run.Env, res *run.Result) error {
+// are several: the run layout (no burst columns). notes come first among
+// results.md's (a re-render's missing files).
+func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 	t := report.Table{Title: "surge " + res.Spec.Command + ": " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
 	measured := 0
 	for _, ph := range res.Analysis.Phases {
@@ -239,15 +247,13 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 		t.Rows = append(t.Rows, OverallRow(res, &env.Opts))
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
+	t.Notes = append(t.Notes, notes...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}
 	t.Notes = append(t.Notes, EngineTimingLines(res)...)
 	pkv, pnotes := PromptMeta(res.Prompt)
-	if env.Calibration.Method == "" && res.Prompt != nil { // re-rendered: the calibration is the run's
-		t.Meta = append(t.Meta, report.KV{Key: "prompt sizing", Value: res.Prompt.Description})
-	}
 	t.Meta = append(t.Meta, pkv...)
 	t.Notes = append(t.Notes, pnotes...)
 	diag := Diagnose("run", res)
@@ -265,44 +271,42 @@ func WriteRunReports(env *run.Env, res *run.Result) error {
 	return WriteReports(res.Spec.Dir, t, h)
 }
 
-// RerenderRun re-analyses one run folder from its files and writes every
-// derived file again: summary.json, timeseries.csv, results.* and
-// report.html. Nothing is sent to any target. rule gives the recovery rule
-// of the experiment the run belonged to (nil: none).
-func RerenderRun(path string, w io.Writer, rule func(*run.Reloaded) analyze.RecoveryRule) error {
-	r, err := run.Reload(path)
-	if errors.Is(err, rundir.ErrNoRecords) {
-		return &run.ConfigError{Err: err} // bad input: nothing to render
-	}
-	if err != nil {
-		return err
-	}
+// RerenderRun re-analyses one run folder, read back by run.Reload, with
+// the recovery rule of the experiment it belonged to (zero for none), and
+// writes its derived files again in the single-run layout: summary.json
+// (when it had one: run.Reloaded.Save), timeseries.csv, results.* and
+// report.html. It prints what a fresh `surge run` prints — each file it
+// could not use as a WARNING first, then the phases, the verdicts and the
+// diagnosis — and returns the run's outcome. Nothing is sent to any
+// target.
+func RerenderRun(r *run.Reloaded, rule analyze.RecoveryRule, w io.Writer) (Outcome, error) {
 	for _, p := range r.Problems {
 		fmt.Fprintln(w, "WARNING: "+p)
 	}
-	d, err := rundir.Reopen(path, "surge report")
+	d, err := rundir.Reopen(r.Dir.Path, "surge report")
 	if err != nil {
-		return err
+		return Outcome{}, err
 	}
 	defer d.Close()
-	var rr analyze.RecoveryRule
-	if rule != nil {
-		rr = rule(r)
-	}
-	res, err := r.Result(d, rr)
+	res, err := r.Result(d, rule)
 	if err != nil {
-		return err
+		return Outcome{}, err
 	}
-	if err := run.Save(d, res); err != nil {
-		return err
+	if err := r.Save(d, res); err != nil {
+		return Outcome{}, err
 	}
-	if err := WriteRunReports(r.Env, res); err != nil {
-		return err
+	var notes []string
+	for _, p := range r.Problems {
+		notes = append(notes, "re-rendered without "+p)
 	}
 	PrintPhases(w, res)
-	fmt.Fprintf(w, "\nre-rendered %s\n", path)
-	if len(r.Problems) > 0 {
-		fmt.Fprintf(w, "with %s (above): the reports lack what those files held\n", Count(len(r.Problems), "warning"))
+	out, err := runEnd(w, r.Env, res, notes)
+	if err != nil {
+		return out, err
 	}
-	return nil
+	fmt.Fprintf(w, "re-rendered %s\n", r.Dir.Path)
+	if len(r.Problems) > 0 {
+		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", Count(len(r.Problems), "warning"))
+	}
+	return out, nil
 }

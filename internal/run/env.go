@@ -44,6 +44,9 @@ type Env struct {
 	// Calibration is how prompts are sized for the target's tokenizer,
 	// measured once by Prepare (see package calibrate).
 	Calibration calibrate.Result
+	// CalibrationText is a reloaded run's calibration as its files
+	// describe it (Reload; Calibration is then zero).
+	CalibrationText string
 	// Dataset is the file of real prompts (Options.Dataset), read once by
 	// Prepare; nil for synthetic prompts.
 	Dataset *workload.Dataset

@@ -186,19 +186,24 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 }
 
 // Save writes a run's manifest.json, summary.json and timeseries.csv —
-// each once — from its result. `surge report` calls it again to re-render.
+// each once — from its result. `surge report` writes the derived ones
+// again with Reloaded.Save.
 func Save(d *rundir.Dir, res *Result) error {
 	if err := d.WriteManifest(res.Manifest); err != nil {
 		return err
 	}
-	s := rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
-		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
-		SimEvents: res.SimEvents, Burst: res.Burst,
-		Prompt: res.Prompt}
-	if err := d.WriteJSON("summary.json", s); err != nil {
+	if err := d.WriteJSON("summary.json", res.summary()); err != nil {
 		return err
 	}
 	return d.WriteFile("timeseries.csv", func(w io.Writer) error { return rundir.WriteTimeseries(w, res.Analysis, res.Engine) })
+}
+
+// summary is the run's summary.json.
+func (res *Result) summary() rundir.Summary {
+	return rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
+		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
+		SimEvents: res.SimEvents, Burst: res.Burst,
+		Prompt: res.Prompt}
 }
 
 // QueueWaitOf turns the engine's queue-time histogram statistics of one

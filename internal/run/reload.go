@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 )
 
 // Reloaded is a run read back from its folder: enough to re-analyse it and
@@ -22,6 +24,11 @@ type Reloaded struct {
 	Plan       schedule.Plan   // the plan as executed
 	Experiment json.RawMessage // the experiment's own settings, for it to decode
 	Summary    rundir.Summary  // summary.json as written (the prediction made before the run, engine status)
+	// SummaryOK says summary.json was there and decoded. Without it,
+	// Summary.Engine says the scrape's status is unknown, and Save does
+	// not write a summary.json: it would claim to know what only the run
+	// knew.
+	SummaryOK bool
 	// Problems names each file that was missing or unreadable, or that
 	// held too little, and what the re-rendered reports lack for it: one
 	// line per file (rundir.Run.Problems and more).
@@ -57,10 +64,48 @@ func Reload(path string) (*Reloaded, error) {
 		if err := json.Unmarshal(d.Summary, &r.Summary); err != nil {
 			r.Summary = rundir.Summary{}
 			problems = append(problems, fmt.Sprintf("summary.json: does not decode (%v) — what only the run knew is unknown", err))
+		} else {
+			r.SummaryOK = true
 		}
+	}
+	if d.EngineAbsent {
+		switch m := d.Manifest; {
+		case r.SummaryOK && r.Summary.Engine.Samples > 0:
+			problems = append(problems, fmt.Sprintf("engine.csv: missing (summary.json counts %d engine samples) — %s", r.Summary.Engine.Samples, rundir.EngineCost))
+		case !r.SummaryOK && manifestOK && m.VirtualTime:
+			problems = append(problems, "engine.csv: missing (a run in virtual time writes the engine model's samples) — "+rundir.EngineCost)
+		case !r.SummaryOK && manifestOK && m.MetricsURL != "":
+			problems = append(problems, "engine.csv: missing (manifest.json names a metrics URL; without summary.json it is unknown whether a scrape succeeded) — if one did, "+rundir.EngineCost)
+		}
+	}
+	if !r.SummaryOK {
+		why := "not recorded: summary.json is missing or unreadable"
+		if d.EngineAbsent {
+			why += ", and there is no engine.csv"
+		}
+		r.Summary.Engine = scrape.Status{State: scrape.StateUnknown, Reason: why, Samples: len(d.Engine)}
+	}
+	if ps := cmp.Or(r.Summary.Prompt, d.Manifest.PromptSizing); ps != nil {
+		r.Env.CalibrationText = ps.Description
 	}
 	r.Problems = problems
 	return r, nil
+}
+
+// Save writes again the files a re-render derives from the records into
+// dir: timeseries.csv, and summary.json when the folder had a readable
+// one (it also holds what only the run knew — the prediction, the
+// engine's status, the settle time — which a summary.json rebuilt from
+// the records would claim to know). manifest.json, the record of what was
+// tested, is never written: a second re-render finds what the first found
+// missing.
+func (r *Reloaded) Save(dir *rundir.Dir, res *Result) error {
+	if r.SummaryOK {
+		if err := dir.WriteJSON("summary.json", res.summary()); err != nil {
+			return err
+		}
+	}
+	return dir.WriteFile("timeseries.csv", func(w io.Writer) error { return rundir.WriteTimeseries(w, res.Analysis, res.Engine) })
 }
 
 // planFromRecords rebuilds a plan from the records alone, for a folder
@@ -124,7 +169,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	res := &Result{
 		Spec:     Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule},
 		Analysis: an, Scrape: s.Engine, Engine: r.Dir.Engine, Records: r.Dir.Records,
-		Partial: m.Partial, PartialWhy: m.PartialWhy, Simulated: m.Simulated, Virtual: m.VirtualTime,
+		Partial: m.Partial || s.Partial, PartialWhy: cmp.Or(m.PartialWhy, s.PartialWhy), Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
 		EngineTiming: s.EngineTiming, Spans: s.EngineSpans,
@@ -135,6 +180,11 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	}
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
+		if !r.SummaryOK && len(res.Engine) > 0 { // engine.csv holds the queue-time histogram the summary derived it from
+			for _, b := range r.Plan.Bounds() {
+				res.QueueWait[b.Name] = QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(b.Start), int64(b.End)))
+			}
+		}
 	}
 	for i := range res.Records {
 		if res.Records[i].Outcome == record.OK {

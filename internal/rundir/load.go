@@ -21,6 +21,11 @@ type Run struct {
 	Records  []record.Record  // requests.jsonl (or requests.jsonl.gz), in file order
 	Engine   []scrape.Sample  // engine.csv; nil when absent or unreadable
 	Summary  json.RawMessage  // summary.json as written; nil when absent or unreadable
+	// EngineAbsent says engine.csv is not there. A run without engine
+	// metrics has none, so Load does not call it a problem: the caller,
+	// knowing from the manifest or summary.json whether the run scraped,
+	// does (run.Reload).
+	EngineAbsent bool
 	// Problems names each file that was missing or unreadable and what
 	// that costs, one line per file, e.g. "manifest.json: missing: …".
 	// A folder from an older surge version or one that lost a file still
@@ -64,10 +69,12 @@ func Load(path string) (*Run, error) {
 		f.Close()
 		if err != nil {
 			run.Engine = nil
-			run.problem(engineFile, err, "no engine samples in the charts")
+			run.problem(engineFile, err, EngineCost)
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		run.problem(engineFile, err, "no engine samples in the charts")
+	} else if errors.Is(err, fs.ErrNotExist) {
+		run.EngineAbsent = true
+	} else {
+		run.problem(engineFile, err, EngineCost)
 	}
 
 	sp := filepath.Join(path, "summary.json")
@@ -84,6 +91,10 @@ func Load(path string) (*Run, error) {
 	}
 	return run, nil
 }
+
+// EngineCost is what a run loses without its engine.csv: the engine's
+// samples over time.
+const EngineCost = "the engine's samples over time are lost: no engine queue evidence (waiting and running requests) for the diagnosis, no engine charts (queue depth, KV-cache use)"
 
 // summaryCost is what a run loses without its summary.json: what only the
 // run itself knew (it is written again from the records).

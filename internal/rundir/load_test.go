@@ -114,7 +114,7 @@ func TestLoadProblems(t *testing.T) {
 		{"bad manifest", map[string]string{"manifest.json": "{", "requests.jsonl": line, "summary.json": "{}"},
 			[]string{"manifest.json: unreadable: unexpected end of JSON input — "}},
 		{"bad engine.csv", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "engine.csv": "waiting\n1\n", "summary.json": "{}"},
-			[]string{"engine.csv: unreadable: scrape: engine.csv: no t_s column — no engine samples"}},
+			[]string{"engine.csv: unreadable: scrape: engine.csv: no t_s column — the engine's samples over time are lost"}},
 		{"bad summary.json", map[string]string{"manifest.json": "{}", "requests.jsonl": line, "summary.json": "{\"a\":"},
 			[]string{"summary.json: unreadable: not valid JSON — what only the run knew"}},
 		{"no summary.json, no manifest", map[string]string{"requests.jsonl": line},
@@ -135,6 +135,9 @@ func TestLoadProblems(t *testing.T) {
 			}
 			if len(run.Records) != 1 || run.Manifest == nil {
 				t.Fatalf("records %d, manifest %v", len(run.Records), run.Manifest)
+			}
+			if _, has := c.files["engine.csv"]; run.EngineAbsent == has {
+				t.Errorf("EngineAbsent %v with engine.csv there: %v", run.EngineAbsent, has)
 			}
 			if len(run.Problems) != len(c.want) {
 				t.Fatalf("problems %q, want %d", run.Problems, len(c.want))

@@ -93,6 +93,9 @@ const (
 	StateOK          State = "ok"          // scraping, every mapped metric found
 	StatePartial     State = "partial"     // scraping, some mapped metrics missing
 	StateUnavailable State = "unavailable" // gave up: the endpoint did not serve Prometheus text
+	// StateUnknown is a run re-rendered without its summary.json: whether
+	// and how it scraped is not recorded anywhere else (Reason says so).
+	StateUnknown State = "unknown"
 )
 
 // Status describes the scraping for the report and summary.json.
@@ -128,6 +131,8 @@ func (s Status) String() string {
 		return "engine metrics unavailable: " + s.Reason
 	case StatePending:
 		return "engine metrics: no scrape yet"
+	case StateUnknown:
+		return "engine metrics: unknown: " + s.Reason
 	}
 	out := fmt.Sprintf("engine metrics: %s (preset %s, %d samples, %d failed scrapes)", s.State, s.Preset, s.Samples, s.Failures)
 	if len(s.Missing) > 0 {

@@ -316,29 +316,32 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	return out, nil
 }
 
-// Rerender re-analyses a burst experiment's folder — or one run folder —
-// from the files it holds (manifest.json, requests.jsonl, engine.csv,
-// summary.json) and writes every derived file again: summary.json,
-// timeseries.csv, results.md/.csv/.json and report.html. Nothing is sent.
-func Rerender(path string, w io.Writer) error {
-	if rundir.IsRun(path) {
-		return experiment.RerenderRun(path, w, func(r *run.Reloaded) analyze.RecoveryRule {
-			if c, ok := decodeConfig(r); ok {
-				return c.RecoveryRule()
-			}
-			return analyze.RecoveryRule{}
-		})
+// RecoveryRule is the recovery rule a burst run's manifest records (the
+// zero rule when it records none), for re-rendering one burst-<k>x folder.
+func RecoveryRule(r *run.Reloaded) analyze.RecoveryRule {
+	if c, ok := decodeConfig(r); ok {
+		return c.RecoveryRule()
 	}
+	return analyze.RecoveryRule{}
+}
+
+// Rerender re-analyses a burst experiment's folder from the files each
+// burst-<k>x run holds (manifest.json, requests.jsonl, engine.csv,
+// summary.json) and writes the derived files again: each run's
+// timeseries.csv and summary.json (run.Reloaded.Save), the top-level
+// results.md/.csv/.json and report.html. It returns the experiment's
+// outcome, as a fresh burst's. Nothing is sent.
+func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 	paths, err := rundir.Folders(path, "burst-*x")
 	if err != nil {
-		return err
+		return experiment.Outcome{}, err
 	}
 	if len(paths) == 0 {
-		return &run.ConfigError{Err: fmt.Errorf("report: %s holds neither requests.jsonl nor burst-<k>x run folders (a capacity or sweep folder: give one step-*/level-* folder at a time)", path)}
+		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("report: %s holds no burst-<k>x run folders", path)}
 	}
 	d, err := rundir.Reopen(path, "surge report")
 	if err != nil {
-		return err
+		return experiment.Outcome{}, err
 	}
 	defer d.Close()
 	var runs []Run
@@ -369,15 +372,15 @@ func Rerender(path string, w io.Writer) error {
 		}
 		sub, err := d.Existing(name)
 		if err != nil {
-			return err
+			return experiment.Outcome{}, err
 		}
 		res, err := r.Result(sub, c.RecoveryRule())
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
 			continue
 		}
-		if err := run.Save(sub, res); err != nil {
-			return err
+		if err := r.Save(sub, res); err != nil {
+			return experiment.Outcome{}, err
 		}
 		if env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
 			env, cfg = r.Env, c
@@ -394,13 +397,17 @@ func Rerender(path string, w io.Writer) error {
 		fmt.Fprintln(w, "WARNING: "+p)
 	}
 	if len(runs) == 0 {
-		return &run.ConfigError{Err: fmt.Errorf("report: %s: no burst-<k>x run could be re-rendered (%d problems above)", path, len(problems))}
+		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("report: %s: no burst-<k>x run could be re-rendered (%d problems above)", path, len(problems))}
 	}
-	_, err = writeReports(env, cfg, d, runs, partial, w)
-	if err == nil && len(problems) > 0 {
-		fmt.Fprintf(w, "re-rendered %s with %s (above, and in the notes of results.md): the reports lack what those files held\n", path, experiment.Count(len(problems), "warning"))
+	out, err := writeReports(env, cfg, d, runs, partial, w)
+	if err != nil {
+		return out, err
 	}
-	return err
+	fmt.Fprintf(w, "re-rendered %s\n", path)
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", experiment.Count(len(problems), "warning"))
+	}
+	return out, nil
 }
 
 // configFromPlan is the burst settings of a run whose manifest does not

@@ -138,6 +138,8 @@ type Result struct {
 	Result  *run.Result     `json:"-"`
 	Window  time.Duration   `json:"window_ns"`
 	Partial bool            `json:"partial"`
+
+	rerendered []string // surge report: the files it could not use, for the notes
 }
 
 // soakWindows picks the analysis windows of the soak phase and adds the
@@ -329,6 +331,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			cell(t.Trend.Slope), cell(t.Trend.CILow), cell(t.Trend.CIHigh), cell(t.Trend.P), cell(t.Change), rel, report.TextCell(v)})
 		tt.Notes = append(tt.Notes, t.Text)
 	}
+	tt.Notes = append(tt.Notes, sr.rerendered...)
 	tt.Notes = append(tt.Notes, "The trend test treats windows as independent; under load they are not, so its interval is optimistic — hence the minimum change as well.")
 	if res.Partial {
 		tt.Notes = append(tt.Notes, "PARTIAL: the soak was interrupted; the trends cover what ran.")
