@@ -1,41 +1,15 @@
 package analyze
 
 import (
-	"bytes"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/record"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./internal/analyze -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./internal/analyze -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // diagPhases: baseline 0–30 s, burst 30–40 s, recovery 40–70 s.
 func diagPhases() []Phase {
@@ -449,7 +423,7 @@ func TestDiagnose(t *testing.T) {
 			if i < len(tc.hints) {
 				t.Errorf("missing hint %q (in order %q); got:\n%s", tc.hints[i], tc.hints, d.Text())
 			}
-			golden(t, "diagnose/"+tc.name+".golden", []byte(d.Text()))
+			golden.Check(t, "diagnose/"+tc.name+".golden", []byte(d.Text()))
 		})
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/analyze"
-	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
@@ -41,7 +42,7 @@ func TestTerminalVerdictsAndDiagnosis(t *testing.T) {
 	PrintVerdicts(&b, "SLO p95 TTFT ≤ 2s, goodput ≥ 99% of offered; measured vs limit", lines, []string{"5×: the baseline phase already missed the SLO (goodput 95% of offered < 99%)"})
 	PrintDiagnoses(&b, ds)
 	out := b.String()
-	exptest.Golden(t, "terminal-burst.golden", out)
+	golden.Check(t, "terminal-burst.golden", []byte(out))
 	if strings.Contains(out, "not printed in the terminal") {
 		t.Error("a second hint reached the terminal")
 	}

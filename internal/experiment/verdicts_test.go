@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/run"
@@ -34,7 +36,7 @@ func TestRunVerdictsGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
 			PrintVerdicts(&b, "SLO "+SLOText(&o)+"; measured vs limit", RunVerdictLines(&tc.a), tc.why)
-			exptest.Golden(t, tc.name, b.String())
+			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
 }

@@ -1,37 +1,5 @@
 package report
 
-import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
-	"testing"
-)
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./internal/report -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func pct(p50, p95, p99 float64) Percentiles {
 	return Percentiles{P50: Val(p50), P95: Val(p95), P99: Val(p99)}
 }

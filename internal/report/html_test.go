@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/golden"
 )
 
 func TestChartDataGolden(t *testing.T) {
@@ -22,7 +24,7 @@ func TestChartDataGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "html/chartdata.json", append(b, '\n'))
+	golden.Check(t, "html/chartdata.json", append(b, '\n'))
 }
 
 // TestHTMLDataBlockIsTheChartData checks that the page carries exactly the

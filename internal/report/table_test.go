@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/surge-bench/surge/internal/golden"
 )
 
 func TestTableGolden(t *testing.T) {
@@ -32,7 +34,7 @@ func TestTableGolden(t *testing.T) {
 				if err := r.write(&b, tab); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, "table/"+name+"."+r.ext, b.Bytes())
+				golden.Check(t, "table/"+name+"."+r.ext, b.Bytes())
 			})
 		}
 	}

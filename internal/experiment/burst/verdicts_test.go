@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/predict"
@@ -101,7 +103,7 @@ func TestVerdictsGolden(t *testing.T) {
 			why := baselineNotes(tc.runs)
 			printVerdicts(&b, &o, tc.runs, why)
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
-			exptest.Golden(t, tc.name, b.String())
+			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/run"
@@ -44,7 +46,7 @@ func TestVerdictsGolden(t *testing.T) {
 			var b strings.Builder
 			printEnd(&b, &o, &tc.cr, "out/capacity")
 			b.WriteString("exit line: " + meaning(&tc.cr) + "\n")
-			exptest.Golden(t, tc.name, b.String())
+			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package exptest
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,31 +8,6 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// Golden compares got with testdata/name, or rewrites that file with
-// -update.
-func Golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\ngot\n%s\nwant\n%s", path, got, want)
-	}
-}
 
 // TTFT, E2E and Goodput are SLO clauses for constructed verdicts: a p95
 // TTFT or p99 completion in ms against a limit in ms (censored: only a

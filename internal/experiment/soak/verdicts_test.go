@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/run"
@@ -57,7 +59,7 @@ func TestVerdictsGolden(t *testing.T) {
 			var b strings.Builder
 			printEnd(&b, &o, sr, "out/soak")
 			b.WriteString("exit line: " + meaning(&o, sr) + "\n")
-			exptest.Golden(t, tc.name, b.String())
+			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
 }

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/analyze"
-	"github.com/surge-bench/surge/internal/experiment/exptest"
 )
 
 // The end of `surge sweep`, on constructed levels: the findings, then the
@@ -52,7 +53,7 @@ func TestVerdictsGolden(t *testing.T) {
 			var b strings.Builder
 			printSummary(&b, &c, &sr, "out/sweep")
 			b.WriteString("exit line: " + meaning(&sr) + "\n")
-			exptest.Golden(t, tc.name, b.String())
+			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
 }
