@@ -586,6 +586,11 @@ func (c *diagCase) backlogEvidence() []string {
 		a, b := from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule
 		if f, ok := factor(a, b, Q95); ok && f >= DiagBacklogTTFTFactor && value(b, Q95) > deadline {
 			parts = append(parts, "TTFT p95 from schedule "+move(a, b, Q95, fromTo(from, to)))
+		} else if !ok && a.Count > 0 && b.Count > 0 && value(b, Q95) > deadline {
+			// Too few requests in the reference to compare quantiles, but
+			// the TTFT over its deadline is evidence in its own right.
+			parts = append(parts, fmt.Sprintf("TTFT p95 from schedule %s, over the %s deadline (%s had only %d requests to compare with)",
+				move(a, b, Q95, fromTo(from, to)), FormatMs(deadline), from.label, a.Count))
 		}
 	}
 	if st.TimeoutRate > DiagBacklogTimeoutShare {

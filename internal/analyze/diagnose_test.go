@@ -147,6 +147,19 @@ func diagScenarios() []diagScenario {
 			hints: []string{"requests queued in the engine before their first token", "throughput saturated", "the target kept working on requests the client had given up on"},
 		},
 		{
+			// A baseline of 15 requests is too few to compare quantiles
+			// with, but a burst TTFT far over its deadline still says
+			// "backlogged" with that evidence (seen on Ollama at 1 req/s).
+			name: "backlogging-short-baseline",
+			recs: func() []record.Record {
+				recs := arrivals("baseline", 0, 30*s, 0.5, normal)
+				recs = append(recs, arrivals("burst", 30*s, 40*s, 30, backlogBurst)...)
+				return append(recs, arrivals("recovery", 40*s, 70*s, 10, normal)...)
+			}(),
+			mode:    ModeBacklogged,
+			summary: []string{"over the 2s deadline (baseline had only 15 requests to compare with)"},
+		},
+		{
 			// The same run without engine metrics: the hint can only say
 			// "waiting or prefill", and to check the engine's queue.
 			name: "backlogging-no-engine", recs: calm(backlogBurst, 30), mode: ModeBacklogged,
