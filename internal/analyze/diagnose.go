@@ -88,6 +88,12 @@ const (
 	// engine admitted requests as they came.
 	DiagEngineNearEmpty  = 1.0
 	DiagEngineMinScrapes = 3
+	// DiagOutsideQueueShare and DiagOutsideScrapeSpan: the wait is called
+	// outside the engine only when the engine's queue-time p95 holds less
+	// than half the TTFT rise, and the TTFT p95 spans at least two scrape
+	// intervals (a gauge scraped every second cannot see a 300 ms queue).
+	DiagOutsideQueueShare = 0.5
+	DiagOutsideScrapeSpan = 2.0
 	// DiagConnWaitMs: a connection-wait p95 of 100 ms is a client-side
 	// queue worth naming (an idle pool hands out connections in µs).
 	DiagConnWaitMs = 100.0
@@ -757,6 +763,23 @@ func clauseText(c Clause) string {
 	return fmt.Sprintf("%s %s (limit %s)", label, v, FormatMs(c.Limit))
 }
 
+// engineCannotExplain is whether an engine whose waiting gauge stayed
+// near empty really had no queue to explain a TTFT rise of riseMs (to a
+// p95 of ttftMs over a group of durMs): the engine's own queue-time
+// histogram, when scraped, must hold less than DiagOutsideQueueShare of
+// the rise at its p95 (an upper bound counts as its bound), and the TTFT
+// must last at least DiagOutsideScrapeSpan scrape intervals — a shorter
+// wait can sit between two scrapes of the gauge. On vLLM at 2× its
+// capacity's half, TTFT p95 rose 137 → 388 ms with the gauge at ≤ 1 while
+// its queue-time p99 was 432 ms: the wait was inside.
+func engineCannotExplain(eng *EngineQueue, riseMs, ttftMs, durMs float64) bool {
+	if w := eng.Wait; w.Available && w.P95Ms >= DiagOutsideQueueShare*riseMs {
+		return false
+	}
+	interval := durMs / float64(eng.Scrapes)
+	return ttftMs >= DiagOutsideScrapeSpan*interval
+}
+
 // relationHints are the hypotheses from how metrics moved together.
 func (c *diagCase) relationHints(mode string) []Hint {
 	var out []Hint
@@ -769,7 +792,8 @@ func (c *diagCase) relationHints(mode string) []Hint {
 	if from != nil && to != nil {
 		a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
 		ttftRose := rose(a, b, Q95)
-		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty {
+		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty &&
+			engineCannotExplain(eng, value(b, Q95)-value(a, Q95), value(b, Q95), to.s.DurationMs) {
 			outside = true
 			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.engGroup().noun)
 			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
@@ -924,7 +948,12 @@ func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) 
 		Hypothesis: "requests waited before their first token: queueing or prefill pressure",
 		Check:      "engine queue telemetry (--metrics-url: waiting requests, queue time) and the prompt-length distribution (prompt_tokens in requests.jsonl)",
 	}
-	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
+	if eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty && !eng.Wait.Available {
+		// The gauge saw no queue, but the wait is shorter than what its
+		// scrapes can see: say where it might be, not that it was there.
+		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s over %d scrapes of %s, too coarse to see waits this short", num(eng.WaitingMax), eng.Scrapes, c.engGroup().noun)
+		h.Check = "the engine's queue-time histogram or per-request spans (--otlp-listen) for waits between scrapes, then prompt lengths (prompt_tokens in requests.jsonl)"
+	} else if eng != nil && eng.Scrapes >= DiagEngineMinScrapes {
 		h.Hypothesis = "requests queued in the engine before their first token"
 		ev += fmt.Sprintf("; the engine's waiting queue peaked at %s in %s", num(eng.WaitingMax), c.engGroup().noun)
 		if re := c.engine(from.engine); re != nil && re.Scrapes > 0 && (c.burst || c.phased) {

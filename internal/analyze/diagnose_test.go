@@ -257,6 +257,35 @@ func diagScenarios() []diagScenario {
 			hints:  []string{"requests waited outside the engine"},
 		},
 		{
+			// The same empty gauge, but the engine's queue-time histogram
+			// holds the rise (as on vLLM: p99 432 ms for a 250 ms rise):
+			// the wait was inside the engine, between two scrapes.
+			name: "queue-inside-between-scrapes",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				ttft := 100*ms + time.Duration(k)*20*ms
+				return okRec(t, 0, ttft, ttft+time.Second)
+			}, 30),
+			engine: map[string]EngineQueue{
+				"baseline": emptyEngine["baseline"],
+				"burst":    {Scrapes: 10, WaitingMax: 1, RunningMax: 6, Wait: QueueWait{Available: true, Count: 300, MeanMs: 2500, P50Ms: 2500, P95Ms: 5500, P99Ms: 5800}},
+				"recovery": emptyEngine["recovery"],
+			},
+			mode:   ModeBacklogged,
+			absent: []string{"requests waited outside the engine"},
+		},
+		{
+			// A TTFT rise of 300 ms with a gauge scraped once a second
+			// proves nothing about where the wait was.
+			name: "short-wait-under-scrape-interval",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				ttft := 100*ms + time.Duration(k%10)*40*ms
+				return okRec(t, 0, ttft, ttft+time.Second)
+			}, 30),
+			engine: emptyEngine,
+			mode:   ModeHeld,
+			absent: []string{"requests waited outside the engine"},
+		},
+		{
 			// TTFT steady, each token three times slower: decode contention.
 			name: "decode-contention",
 			recs: calm(func(k int, t time.Duration) *record.Record {
