@@ -802,14 +802,14 @@ func (c *diagCase) relationHints(mode string) []Hint {
 			out = append(out, Hint{
 				Hypothesis: "requests waited outside the engine (gateway, connection pool, network)",
 				Evidence:   ev,
-				Check:      "connection wait and --max-conns, a gateway or proxy in front of the engine (its queue, admission limit, Server-Timing), the network path",
+				Check:      "connection wait (surge opens up to --max-in-flight connections), a gateway or proxy in front of the engine (its queue, admission limit, Server-Timing), the network path",
 			})
 		}
 		if cw := to.s.Latency.ConnWait; cw.Count >= DiagMinSamples && value(cw, Q95) >= DiagConnWaitMs {
 			out = append(out, Hint{
 				Hypothesis: "requests waited for one of surge's own connections before being sent",
 				Evidence:   fmt.Sprintf("connection wait p95 %s in %s", cw.Text(Q95), to.noun),
-				Check:      "--max-conns against the concurrency (arrival rate × latency); the connection-wait column per phase",
+				Check:      "--max-in-flight (surge's connection pool is sized to it) against the concurrency (arrival rate × latency); the time to open a connection (TLS, DNS); the connection-wait column per phase",
 			})
 		}
 		if h, ok := c.waitingHint(from, to, eng, outside); ok {

@@ -306,7 +306,7 @@ var columns = []column{
 	optCol("engine_queue_p95_ms", "queue/req p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P95 }),
 	optCol("engine_queue_p99_ms", "queue/req p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P99 }),
 
-	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, kindMs, "connection wait: connection acquired − sent, the client's own queue when every connection is busy (--max-conns)", func(r *Row) Opt { return r.ConnWait.P50 }),
+	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, kindMs, "connection wait: connection acquired − sent, the client's own queue: opening a connection, or every one of its --max-in-flight connections busy", func(r *Row) Opt { return r.ConnWait.P50 }),
 	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
 	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
 
