@@ -141,7 +141,7 @@ func TestEngineQueueAtItsOwnResolution(t *testing.T) {
 }
 
 // Connection wait (connection acquired − sent, the client's own queue at
-// --max-conns) is its own boundary: a row's columns and a line of the
+// every --max-in-flight connection busy) is its own boundary: a row's columns and a line of the
 // end-of-run summary.
 func TestConnWaitIsReported(t *testing.T) {
 	an, err := analyze.New(analyze.Config{Phases: []analyze.Phase{{Name: "main", End: 10e9}}, Timeout: 60e9})
