@@ -140,9 +140,9 @@ func TestEngineQueueAtItsOwnResolution(t *testing.T) {
 	}
 }
 
-// Connection wait (connection acquired − sent, the client's own queue at
-// every --max-in-flight connection busy) is its own boundary: a row's columns and a line of the
-// end-of-run summary.
+// Connection wait (connection acquired − sent, the client's own queue)
+// is its own boundary: a row's columns and a line of the end-of-run
+// summary.
 func TestConnWaitIsReported(t *testing.T) {
 	an, err := analyze.New(analyze.Config{Phases: []analyze.Phase{{Name: "main", End: 10e9}}, Timeout: 60e9})
 	if err != nil {
