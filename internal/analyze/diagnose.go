@@ -736,7 +736,7 @@ func (c *diagCase) missedText(v Verdict) string {
 			e2eFail = true
 		}
 		if !cl.Pass {
-			parts = append(parts, clauseText(cl))
+			parts = append(parts, cl.Brief())
 		}
 	}
 	s := strings.Join(parts, ", ")
@@ -744,23 +744,6 @@ func (c *diagCase) missedText(v Verdict) string {
 		s += fmt.Sprintf(" — first tokens came in time, long answers missed the %s completion deadline", FormatMs(c.r.Settings.E2EDeadlineMs))
 	}
 	return s
-}
-
-// clauseText is one clause as measured vs limit: "p99 completion 15.4s
-// (limit 12s)", "goodput 96.49% (limit 99%)".
-func clauseText(c Clause) string {
-	if c.Name == ClauseGoodputRatio {
-		return fmt.Sprintf("goodput %s (limit %s)", pct(c.Measured), pct(c.Limit))
-	}
-	label := "p95 TTFT"
-	if c.Name == ClauseE2EP99 {
-		label = "p99 completion"
-	}
-	v := FormatMs(c.Measured)
-	if c.Censored {
-		v = "> " + v
-	}
-	return fmt.Sprintf("%s %s (limit %s)", label, v, FormatMs(c.Limit))
 }
 
 // engineCannotExplain is whether an engine whose waiting gauge stayed

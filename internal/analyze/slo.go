@@ -108,3 +108,43 @@ func censorWhy(d Dist) string {
 	}
 	return "too many timeouts"
 }
+
+// Brief is the clause as measured vs limit, for a line that already says
+// PASS or FAIL: "p95 TTFT 2.5s (limit 2s)", "p99 completion > 60s (limit
+// 12s)" when only a lower bound is known, "goodput 96.5% (limit 99%)";
+// "n/a" without samples.
+func (c Clause) Brief() string {
+	switch c.Name {
+	case ClauseTTFTP95, ClauseE2EP99:
+		label := "p95 TTFT"
+		if c.Name == ClauseE2EP99 {
+			label = "p99 completion"
+		}
+		v := FormatMs(c.Measured)
+		switch {
+		case c.Censored:
+			v = "> " + v
+		case c.Samples == 0:
+			v = "n/a"
+		}
+		return fmt.Sprintf("%s %s (limit %s)", label, v, FormatMs(c.Limit))
+	}
+	v := "n/a"
+	if c.Samples > 0 {
+		v = share(c.Measured, c.Limit, c.Pass)
+	}
+	return fmt.Sprintf("goodput %s (limit %s)", v, strconv.FormatFloat(100*c.Limit, 'f', -1, 64)+"%")
+}
+
+// share prints a fraction as a percentage with one decimal, or two when
+// one would round a failing value onto its limit (98.96% shown as 99.0%
+// against a 99% limit would read as a pass).
+func share(v, limit float64, pass bool) string {
+	s := strconv.FormatFloat(100*v, 'f', 1, 64)
+	if !pass {
+		if r, _ := strconv.ParseFloat(s, 64); r >= 100*limit {
+			s = strconv.FormatFloat(100*v, 'f', 2, 64)
+		}
+	}
+	return s + "%"
+}

@@ -92,44 +92,8 @@ func Clauses(v analyze.Verdict, failingOnly bool) string {
 	return strings.Join(parts, "; ")
 }
 
-// ClauseText is one SLO clause as measured vs limit: "p95 TTFT 2.5s
-// (limit 2s)", "p99 completion > 60s (limit 12s)" when only a lower bound
-// is known, "goodput 96.5% (limit 99%)".
-func ClauseText(c analyze.Clause) string {
-	switch c.Name {
-	case analyze.ClauseTTFTP95, analyze.ClauseE2EP99:
-		label := "p95 TTFT"
-		if c.Name == analyze.ClauseE2EP99 {
-			label = "p99 completion"
-		}
-		v := analyze.FormatMs(c.Measured)
-		switch {
-		case c.Censored:
-			v = "> " + v
-		case c.Samples == 0:
-			v = "n/a"
-		}
-		return fmt.Sprintf("%s %s (limit %s)", label, v, analyze.FormatMs(c.Limit))
-	}
-	v := "n/a"
-	if c.Samples > 0 {
-		v = fmtShare(c.Measured, c.Limit, c.Pass)
-	}
-	return fmt.Sprintf("goodput %s (limit %s)", v, strconv.FormatFloat(100*c.Limit, 'f', -1, 64)+"%")
-}
-
-// fmtShare prints a fraction as a percentage with one decimal, or two when
-// one would round a failing value onto its limit (98.96% shown as 99.0%
-// against a 99% limit would read as a pass).
-func fmtShare(v, limit float64, pass bool) string {
-	s := strconv.FormatFloat(100*v, 'f', 1, 64)
-	if !pass {
-		if r, _ := strconv.ParseFloat(s, 64); r >= 100*limit {
-			s = strconv.FormatFloat(100*v, 'f', 2, 64)
-		}
-	}
-	return s + "%"
-}
+// ClauseText is one SLO clause as measured vs limit (analyze.Clause.Brief).
+func ClauseText(c analyze.Clause) string { return c.Brief() }
 
 // RunVerdictLines is the verdict block of one run of arbitrary phases
 // (`surge run`, a soak): a line per measured phase when there are several,
