@@ -123,22 +123,6 @@ type Hint struct {
 	Check      string `json:"check"`
 }
 
-// Text is the hint for people: "suggests <hypothesis>: <evidence>; check <check>".
-func (h Hint) Text() string {
-	return "suggests " + h.Hypothesis + ": " + h.Evidence + "; check " + h.Check
-}
-
-// Text renders the diagnosis for people: "<scope>  <mode>: <summary>",
-// then one indented line per hint.
-func (d Diagnosis) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %s: %s\n", d.Scope, d.Mode, d.Summary)
-	for _, h := range d.Hints {
-		fmt.Fprintf(&b, "    %s\n", h.Text())
-	}
-	return b.String()
-}
-
 // EngineQueue is what the engine's own metrics said about one group (a
 // phase, or "overall"): its waiting and running gauges over the scrapes
 // taken in the group's interval, and its measured queue wait.

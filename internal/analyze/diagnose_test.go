@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/report"
+
 	"github.com/surge-bench/surge/internal/golden"
 
 	"github.com/surge-bench/surge/internal/record"
@@ -453,7 +455,7 @@ func TestDiagnose(t *testing.T) {
 			for _, h := range d.Hints {
 				for _, a := range tc.absent {
 					if strings.HasPrefix(h.Hypothesis, a) {
-						t.Errorf("hint %q must not be there:\n%s", a, d.Text())
+						t.Errorf("hint %q must not be there:\n%s", a, diagText(d))
 					}
 				}
 			}
@@ -463,9 +465,9 @@ func TestDiagnose(t *testing.T) {
 				}
 			}
 			if i < len(tc.hints) {
-				t.Errorf("missing hint %q (in order %q); got:\n%s", tc.hints[i], tc.hints, d.Text())
+				t.Errorf("missing hint %q (in order %q); got:\n%s", tc.hints[i], tc.hints, diagText(d))
 			}
-			golden.Check(t, "diagnose/"+tc.name+".golden", []byte(d.Text()))
+			golden.Check(t, "diagnose/"+tc.name+".golden", []byte(diagText(d)))
 		})
 	}
 }
@@ -554,4 +556,14 @@ func TestMoveText(t *testing.T) {
 	if !math.IsNaN(countRejections(nil, nil, 10).medianMs) {
 		t.Error("median of no rejections should be unknown")
 	}
+}
+
+// diagText renders d as results.md and the terminal word it, through the
+// report package's rendering.
+func diagText(d Diagnosis) string {
+	r := report.Diagnosis{Scope: d.Scope, Mode: d.Mode, Summary: d.Summary}
+	for _, h := range d.Hints {
+		r.Hints = append(r.Hints, report.Hint{Hypothesis: h.Hypothesis, Evidence: h.Evidence, Check: h.Check})
+	}
+	return r.Text()
 }
