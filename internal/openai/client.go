@@ -68,6 +68,68 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 		endpoint.Path = strings.TrimRight(base.Path, "/") + "/completions"
 	}
 
+	tr, err := newTransport(cfg, dial, base.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
+
+	h := cfg.header()
+	if cfg.Stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	body, err := newBodyTemplate(&cfg)
+	if err != nil { // checked by Validate
+		return nil, err
+	}
+	prefix := cfg.TracePrefix
+	if prefix == ([8]byte{}) {
+		prefix = randomPrefix()
+	}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body, prefix: prefix}, nil
+}
+
+// HTTP returns an HTTP client for cfg's endpoint with the client's own
+// transport (TLS settings, CA, proxy from the environment, no compression)
+// and the headers every request carries: Content-Type, User-Agent, the
+// API key's Authorization and Config.Headers. It is for requests other
+// than the measured ones (surge check's probes); the header values are
+// secret and must never be logged. cfg is validated.
+func HTTP(cfg Config) (*http.Client, http.Header, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	cfg = cfg.withDefaults()
+	u, _ := url.Parse(cfg.BaseURL) // checked by Validate
+	tr, err := newTransport(cfg, cfg.Dial, u.Scheme == "https")
+	if err != nil {
+		return nil, nil, err
+	}
+	return &http.Client{Transport: tr}, cfg.header(), nil
+}
+
+// header is the header set of every request: JSON body, surge's user
+// agent, the key and the configured extra headers.
+func (c Config) header() http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "surge")
+	if c.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	for k, v := range c.Headers {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// newTransport is the transport of cfg (defaults applied): its TLS
+// settings and CA, the dialer (nil: the network's), one connection pool
+// of MaxConns.
+func newTransport(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), h2 bool) (*http.Transport, error) {
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // the user asked for it
 	if cfg.CACertFile != "" {
 		pem, err := os.ReadFile(cfg.CACertFile)
@@ -96,34 +158,10 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		MaxConnsPerHost:     cfg.MaxConns,
 		IdleConnTimeout:     idleConnTimeout,
-		ForceAttemptHTTP2:   base.Scheme == "https",
+		ForceAttemptHTTP2:   h2,
 	}
 
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	if cfg.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
-	h.Set("User-Agent", "surge")
-	if cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	for k, v := range cfg.Headers {
-		h.Set(k, v)
-	}
-	body, err := newBodyTemplate(&cfg)
-	if err != nil { // checked by Validate
-		return nil, err
-	}
-	prefix := cfg.TracePrefix
-	if prefix == ([8]byte{}) {
-		prefix = randomPrefix()
-	}
-	fresh := tr.Clone()
-	fresh.DisableKeepAlives = true
-	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body, prefix: prefix}, nil
+	return tr, nil
 }
 
 // TracePrefix is the prefix of every trace id this client sends (see TraceID).

@@ -133,6 +133,10 @@ type Config struct {
 	// vLLM. 0 = no reasoning. The engine model does not see the split.
 	ReasoningTokens int `yaml:"reasoning_tokens"`
 
+	// Quirks make the HTTP facade misbehave on purpose (quirks.go):
+	// buffered streams, missing usage, ignored stop or max_tokens, …
+	Quirks []string `yaml:"quirks"`
+
 	// PrefixCacheTokens is the capacity of each replica's prefix cache in
 	// tokens: prompt blocks computed before are served from it, and only
 	// the uncached rest is prefilled (see PrefixHasher and the package
@@ -251,6 +255,9 @@ func (c *Config) Validate() error {
 			fmt.Sprintf("must be 0 (off) or at least prefix_block_tokens (%d), got %d", c.blockTokens(), c.PrefixCacheTokens)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
+	}
+	if err := c.checkQuirks(); err != nil {
+		return err
 	}
 	if f, msg := c.checkTokenizer(); f != "" {
 		checks = append(checks, check{true, f, msg})

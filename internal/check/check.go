@@ -1,0 +1,159 @@
+// Package check verifies the behaviour production traffic depends on, one
+// check at a time, before traffic is routed to an endpoint: streaming that
+// really streams, usage that is sent and right, tool calls and structured
+// output that parse, long prompts, stop/temperature/max_tokens/seed, and
+// what errors and overload look like (docs/checks.md).
+//
+// A Check sends a few requests through a Probe (a plain HTTP client that
+// keeps every chunk and its arrival time in memory) and returns a Result:
+// PASS, FAIL, WARN or SKIP with its evidence in a few words. Content —
+// prompts, answers, tool arguments — never leaves memory: evidence names
+// counts, lengths, times, statuses and field names only.
+package check
+
+import (
+	"context"
+	"time"
+)
+
+// Status is the verdict of one check.
+type Status string
+
+// The statuses, from best to worst for the exit code: a FAIL of a check
+// that ran fails the command; WARN and SKIP do not.
+const (
+	Pass Status = "PASS"
+	Warn Status = "WARN" // works, with a caveat the user should know
+	Skip Status = "SKIP" // not run or not applicable; Evidence says why
+	Fail Status = "FAIL"
+)
+
+// Groups of checks, in the order they run. --only, --skip and --require
+// take a group name or a check's full name.
+const (
+	GroupAPI        = "api"
+	GroupStreaming  = "streaming"
+	GroupUsage      = "usage"
+	GroupTools      = "tools"
+	GroupStructured = "structured"
+	GroupContext    = "context"
+	GroupSampling   = "sampling"
+	GroupErrors     = "errors"
+)
+
+// Names of the checks (group.check). The simulator quirk that breaks each
+// one is in the comment; the tests run every check both ways.
+const (
+	CheckAPI                 = "api"                   // is it an OpenAI API; is the model served
+	CheckStreamIncremental   = "streaming.incremental" // buffered-stream
+	CheckStreamLong          = "streaming.long"        // a long generation ends with [DONE]
+	CheckStreamKeepAlive     = "streaming.keepalive"   // close-after-response
+	CheckUsageStream         = "usage.stream"          // no-usage
+	CheckUsageCount          = "usage.count"           // usage = counted content chunks
+	CheckUsageUnary          = "usage.unary"           // no-usage
+	CheckToolsCall           = "tools.call"            // bad-tool-args
+	CheckToolsParallel       = "tools.parallel"        // bad-tool-args
+	CheckToolsEmptyArgs      = "tools.empty-args"      // bad-tool-args
+	CheckStructuredSchema    = "structured.schema"     // schema-violations
+	CheckContextLong         = "context.long"          // the profile's longest prompt is accepted
+	CheckContextExceeded     = "context.exceeded"      // a clean 400 past the context length
+	CheckSamplingStop        = "sampling.stop"         // ignore-stop
+	CheckSamplingTemperature = "sampling.temperature0" // same text twice at temperature 0 (WARN only)
+	CheckSamplingMaxTokens   = "sampling.max-tokens"   // ignore-max-tokens
+	CheckSamplingSeed        = "sampling.seed"         // same seed, same text
+	CheckErrorsMalformed     = "errors.malformed"      // 4xx with an OpenAI error body
+	CheckErrorsOverload      = "errors.overload"       // no-retry-after, truncate-on-overload
+)
+
+// Result is what one check found. Name and Group are filled by the
+// runner; Requests and Duration too.
+type Result struct {
+	Name     string        `json:"name"`
+	Group    string        `json:"group"`
+	Status   Status        `json:"status"`
+	Evidence string        `json:"evidence"` // a few words: measured values, statuses; never content
+	Required bool          `json:"required,omitempty"`
+	Requests int           `json:"requests"` // requests the check sent
+	Duration time.Duration `json:"-"`
+	Seconds  float64       `json:"seconds"`
+	// Details are the check's measurements by name (numbers, statuses,
+	// header names), for check.json; never content.
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Check is one verification.
+type Check struct {
+	Name  string // CheckStreamIncremental, …
+	Group string // GroupStreaming, …
+	// What is the one line docs and --help give: what it verifies.
+	What string
+	// Run sends its requests through t.Probe and returns its verdict.
+	// It must bound its own requests and time (t.Config), and return
+	// Skip with a reason when the endpoint lacks what it needs.
+	Run func(ctx context.Context, t *T) Result
+}
+
+// T is what a check gets: the probe, the configuration, and what the api
+// check learned about the server.
+type T struct {
+	Probe  *Probe
+	Config Config
+	Server Server
+}
+
+// Server is what the first check learned about the endpoint.
+type Server struct {
+	Models      []string // ids /v1/models listed
+	MaxModelLen int      // the served model's context length; 0 = not reported
+	// Engine is a guess from headers and /v1/models ("vllm", "ollama",
+	// "llama.cpp", "surge-sim", ""), for the report only.
+	Engine string
+}
+
+// Config is the check suite's configuration (cmd/surge binds a flag to
+// each field).
+type Config struct {
+	// Only runs just these checks or groups; Skip leaves these out;
+	// Require turns a SKIP of these (feature missing) into a FAIL.
+	Only, Skip, Require []string
+	// LongTokens is max_tokens of the long generation (streaming.long).
+	LongTokens int
+	// ContextTokens is the prompt length of context.long; 0 = the
+	// profile's longest prompt.
+	ContextTokens int
+	// OverloadRequests bounds every request errors.overload sends.
+	OverloadRequests int
+	// Timeout bounds each request (0 = DefaultTimeout).
+	Timeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultLongTokens       = 512
+	DefaultOverloadRequests = 512
+	DefaultTimeout          = 60 * time.Second
+)
+
+// DefaultConfig returns the defaults: every check, nothing required.
+func DefaultConfig() Config {
+	return Config{LongTokens: DefaultLongTokens, OverloadRequests: DefaultOverloadRequests, Timeout: DefaultTimeout}
+}
+
+// All returns every check in the order they run.
+func All() []Check {
+	var all []Check
+	for _, g := range [][]Check{apiChecks(), streamingChecks(), usageChecks(), toolChecks(), structuredChecks(), contextChecks(), samplingChecks(), errorChecks()} {
+		all = append(all, g...)
+	}
+	return all
+}
+
+// Find returns the check of that full name.
+func Find(name string) (Check, bool) {
+	for _, c := range All() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
+}

@@ -1,0 +1,462 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// The APIs a probe calls (as run.Options.API names them).
+const (
+	APIChat        = "chat"
+	APICompletions = "completions"
+)
+
+// maxBody bounds a non-streamed or error body kept in memory; maxLine an
+// SSE line.
+const (
+	maxBody = 1 << 20
+	maxLine = 1 << 20
+)
+
+// Probe sends check requests to one endpoint and keeps every chunk of a
+// response with its arrival time, in memory only. It is not the measured
+// client (package openai): a check is a handful of requests, so clarity
+// wins over allocations. Safe for concurrent use.
+type Probe struct {
+	base   string // base URL including /v1, no trailing slash
+	model  string
+	api    string // APIChat or APICompletions
+	client *http.Client
+	header http.Header // Content-Type, User-Agent, Authorization, extra headers: secret values
+	sent   atomic.Int64
+}
+
+// NewProbe returns a probe of the API at base (including /v1) for model,
+// with client and the headers every request carries (their values are
+// never logged or reported).
+func NewProbe(base, model, api string, client *http.Client, header http.Header) *Probe {
+	if api == "" {
+		api = APIChat
+	}
+	return &Probe{base: strings.TrimRight(base, "/"), model: model, api: api, client: client, header: header.Clone()}
+}
+
+// Model is the model name sent; API the API called.
+func (p *Probe) Model() string { return p.model }
+
+// API is APIChat or APICompletions.
+func (p *Probe) API() string { return p.api }
+
+// Chat reports whether the probe calls the chat API.
+func (p *Probe) Chat() bool { return p.api == APIChat }
+
+// Sent is the number of requests sent so far (every method counts).
+func (p *Probe) Sent() int { return int(p.sent.Load()) }
+
+// Req is one request. The probe writes model, the prompt (messages for
+// chat: Messages, or one user message of Prompt; prompt for completions),
+// max_tokens and stream; Extra adds every other member (stop,
+// temperature, seed, tools, response_format, stream_options, …) and wins
+// over the probe's own.
+type Req struct {
+	Prompt    string
+	Messages  []map[string]any // chat only; replaces Prompt
+	MaxTokens int              // 0 = not sent
+	Stream    bool
+	Extra     map[string]any
+	// Raw, when set, is sent verbatim as the body (malformed requests).
+	Raw []byte
+	// Timeout bounds the whole exchange (0 = none beyond ctx).
+	Timeout time.Duration
+}
+
+// Usage is a response's token usage.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// ToolCall is one assembled tool call: the name, and the arguments as
+// the concatenation of every delta (which may not be valid JSON).
+type ToolCall struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Chunk is one SSE data event.
+type Chunk struct {
+	At        time.Duration // since the request was sent
+	Content   string        // content (chat) or text (completions) of choice 0
+	Reasoning string        // reasoning / reasoning_content of choice 0
+	ToolDelta int           // tool-call deltas in the event
+	Finish    string        // finish_reason, if the event has one
+	Usage     bool          // the event carries usage
+}
+
+// Exchange is one request and everything its response showed.
+type Exchange struct {
+	Status    int
+	Header    http.Header
+	Sent      time.Time
+	HeadersAt time.Duration // response headers, since Sent
+	Elapsed   time.Duration // the last byte, or the error, since Sent
+	Reused    bool          // the request went on a reused connection
+	// Close is true when the response said it closes the connection
+	// (Connection: close, or HTTP/1.0 without keep-alive).
+	Close bool
+
+	Stream bool
+	Chunks []Chunk // streamed responses: every data event in order
+	Done   bool    // [DONE] arrived
+	// EndErr is why a stream ended without [DONE] or a body could not be
+	// read (nil for a complete response); TimedOut when the timeout did it.
+	EndErr   error
+	TimedOut bool
+
+	Text         string // assembled content (chat) or text (completions)
+	Reasoning    string
+	FinishReason string
+	Usage        *Usage
+	ToolCalls    []ToolCall
+	// Body is a non-streamed response's body, or an error response's
+	// (at most maxBody bytes).
+	Body []byte
+}
+
+// FirstContent is the arrival of the first chunk with content, reasoning
+// or a tool-call delta; -1 when none came.
+func (x *Exchange) FirstContent() time.Duration {
+	for _, c := range x.Chunks {
+		if c.Content != "" || c.Reasoning != "" || c.ToolDelta > 0 {
+			return c.At
+		}
+	}
+	return -1
+}
+
+// ContentChunks counts the chunks with content, reasoning or tool deltas.
+func (x *Exchange) ContentChunks() int {
+	n := 0
+	for _, c := range x.Chunks {
+		if c.Content != "" || c.Reasoning != "" || c.ToolDelta > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ErrorBody is the OpenAI error shape {"error":{"message":…,"type":…}},
+// decoded from Body; ok false when Body is not one.
+func (x *Exchange) ErrorBody() (typ string, ok bool) {
+	var e struct {
+		Error *struct {
+			Message *string `json:"message"`
+			Type    any     `json:"type"`
+			Code    any     `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(x.Body, &e) != nil || e.Error == nil || e.Error.Message == nil {
+		return "", false
+	}
+	if s, isStr := e.Error.Type.(string); isStr {
+		typ = s
+	}
+	return typ, true
+}
+
+// Body builds the JSON body of r.
+func (p *Probe) Body(r Req) []byte {
+	if r.Raw != nil {
+		return r.Raw
+	}
+	m := map[string]any{"model": p.model}
+	if p.Chat() {
+		msgs := r.Messages
+		if msgs == nil {
+			msgs = []map[string]any{{"role": "user", "content": r.Prompt}}
+		}
+		m["messages"] = msgs
+	} else {
+		m["prompt"] = r.Prompt
+	}
+	if r.MaxTokens > 0 {
+		m["max_tokens"] = r.MaxTokens
+	}
+	if r.Stream {
+		m["stream"] = true
+	}
+	maps.Copy(m, r.Extra)
+	b, _ := json.Marshal(m) // maps of JSON values always marshal
+	return b
+}
+
+func (p *Probe) path() string {
+	if p.Chat() {
+		return "/chat/completions"
+	}
+	return "/completions"
+}
+
+// Send sends r to the completion endpoint and reads the whole response.
+// The error is for a request that got no response (connection refused,
+// a timeout before the headers, a bad URL); a response that breaks off is
+// an Exchange with EndErr.
+func (p *Probe) Send(ctx context.Context, r Req) (*Exchange, error) {
+	return p.Do(ctx, http.MethodPost, p.path(), p.Body(r), r.Timeout, r.Stream)
+}
+
+// Get fetches path under the base URL (e.g. "/models") with the probe's
+// headers; the body is in Exchange.Body.
+func (p *Probe) Get(ctx context.Context, path string, timeout time.Duration) (*Exchange, error) {
+	return p.Do(ctx, http.MethodGet, path, nil, timeout, false)
+}
+
+// Do sends one request to base+path and reads the response: as SSE when
+// it is text/event-stream (or stream is true and the status is 200), else
+// as a body.
+func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeout time.Duration, stream bool) (*Exchange, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	x := &Exchange{}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { x.Reused = i.Reused },
+	})
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("check: building the request: %w", err)
+	}
+	req.Header = p.header.Clone()
+	if body == nil {
+		req.Header.Del("Content-Type")
+	}
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	p.sent.Add(1)
+	x.Sent = time.Now()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			x.TimedOut, x.EndErr, x.Elapsed = true, err, time.Since(x.Sent)
+			return x, nil // no headers before the timeout: an answer of its own
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	x.HeadersAt = time.Since(x.Sent)
+	x.Status, x.Header, x.Close = resp.StatusCode, resp.Header, resp.Close
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/event-stream") || (stream && resp.StatusCode == http.StatusOK && ct == "") {
+		x.Stream = true
+		x.readStream(resp.Body)
+		// Read what follows [DONE] (the chunked terminator), so that the
+		// connection can be reused: keep-alive is one of the checks.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	} else {
+		x.Body, x.EndErr = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		if x.EndErr == nil && resp.StatusCode == http.StatusOK {
+			x.decodeBody()
+		}
+	}
+	x.Elapsed = time.Since(x.Sent)
+	if x.EndErr != nil && ctx.Err() != nil {
+		x.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+	}
+	return x, nil
+}
+
+// wireChunk is the part of a streamed event the probe reads.
+type wireChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          *string    `json:"content"`
+			Reasoning        string     `json:"reasoning"`
+			ReasoningContent string     `json:"reasoning_content"`
+			ToolCalls        []wireTool `json:"tool_calls"`
+		} `json:"delta"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *Usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type wireTool struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// errBadEvent marks a data event that is not JSON; errStreamError an
+// error event inside the stream.
+var (
+	errBadEvent    = errors.New("a data event is not valid JSON")
+	errStreamError = errors.New("the stream carried an error event")
+	errNoDone      = errors.New("the stream ended without [DONE]")
+)
+
+// readStream reads SSE data events until [DONE], EOF or an error.
+func (x *Exchange) readStream(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var text, reasoning strings.Builder
+	tools := map[int]*ToolCall{}
+	var order []int
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = bytes.TrimSpace(data)
+				if string(data) == "[DONE]" {
+					x.Done = true
+					break
+				}
+				c := Chunk{At: time.Since(x.Sent)}
+				var w wireChunk
+				if json.Unmarshal(data, &w) != nil {
+					x.EndErr = errBadEvent
+					break
+				}
+				if len(w.Error) > 0 && string(w.Error) != "null" {
+					x.EndErr = errStreamError
+					x.Body = append([]byte(nil), data...)
+					break
+				}
+				for _, ch := range w.Choices {
+					if ch.Index != 0 {
+						continue
+					}
+					if ch.Delta.Content != nil {
+						c.Content = *ch.Delta.Content
+					} else if ch.Text != nil {
+						c.Content = *ch.Text
+					}
+					c.Reasoning = ch.Delta.Reasoning + ch.Delta.ReasoningContent
+					c.ToolDelta = len(ch.Delta.ToolCalls)
+					for _, d := range ch.Delta.ToolCalls {
+						tc, seen := tools[d.Index]
+						if !seen {
+							tc = &ToolCall{Index: d.Index}
+							tools[d.Index] = tc
+							order = append(order, d.Index)
+						}
+						if d.ID != "" {
+							tc.ID = d.ID
+						}
+						tc.Name += d.Function.Name
+						tc.Arguments += d.Function.Arguments
+					}
+					if ch.FinishReason != nil && *ch.FinishReason != "" {
+						c.Finish = *ch.FinishReason
+						x.FinishReason = c.Finish
+					}
+				}
+				if w.Usage != nil {
+					c.Usage = true
+					x.Usage = w.Usage
+				}
+				text.WriteString(c.Content)
+				reasoning.WriteString(c.Reasoning)
+				x.Chunks = append(x.Chunks, c)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				x.EndErr = err
+			} else {
+				x.EndErr = errNoDone
+			}
+			break
+		}
+	}
+	x.Text, x.Reasoning = text.String(), reasoning.String()
+	for _, i := range order {
+		x.ToolCalls = append(x.ToolCalls, *tools[i])
+	}
+}
+
+// readLine returns the next line without its end of line; a line longer
+// than maxLine is an error.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > maxLine {
+			return nil, errors.New("an SSE line is longer than 1 MiB")
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(line, "\r\n"), err
+	}
+}
+
+// decodeBody reads a non-streamed completion body.
+func (x *Exchange) decodeBody() {
+	var b struct {
+		Choices []struct {
+			Index   int `json:"index"`
+			Message struct {
+				Content          *string    `json:"content"`
+				Reasoning        string     `json:"reasoning"`
+				ReasoningContent string     `json:"reasoning_content"`
+				ToolCalls        []wireTool `json:"tool_calls"`
+			} `json:"message"`
+			Text         *string `json:"text"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(x.Body, &b); err != nil {
+		x.EndErr = errors.New("the body is not valid JSON")
+		return
+	}
+	x.Usage = b.Usage
+	for _, ch := range b.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		switch {
+		case ch.Message.Content != nil:
+			x.Text = *ch.Message.Content
+		case ch.Text != nil:
+			x.Text = *ch.Text
+		}
+		x.Reasoning = ch.Message.Reasoning + ch.Message.ReasoningContent
+		if ch.FinishReason != nil {
+			x.FinishReason = *ch.FinishReason
+		}
+		for i, t := range ch.Message.ToolCalls {
+			x.ToolCalls = append(x.ToolCalls, ToolCall{Index: i, ID: t.ID, Name: t.Function.Name, Arguments: t.Function.Arguments})
+		}
+	}
+}
+
+// CloseIdle closes the probe's idle connections, so the next request
+// dials a new one.
+func (p *Probe) CloseIdle() { p.client.CloseIdleConnections() }
