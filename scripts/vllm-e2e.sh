@@ -205,7 +205,12 @@ start_vllm() {
 	local args=(--model "$MODEL_DIR" --served-model-name "$MODEL"
 		--host 127.0.0.1 --enforce-eager --dtype float32
 		--max-num-seqs "$MAX_NUM_SEQS" --max-model-len "$MAX_MODEL_LEN"
-		--enable-prompt-tokens-details) # usage.prompt_tokens_details.cached_tokens: prefix-cache hits per request
+		--enable-prompt-tokens-details # usage.prompt_tokens_details.cached_tokens: prefix-cache hits per request
+		# Tool calls for surge check: vLLM refuses every tool_choice but
+		# "none" without a parser. A named or "required" tool_choice is
+		# answered by guided decoding whatever the parser; "pythonic" needs
+		# no special tokens in the tiny tokenizer.
+		--enable-auto-tool-choice --tool-call-parser pythonic)
 	[ -z "$OTLP" ] || args+=(--otlp-traces-endpoint "$OTLP")
 	# With a CPU list, the server and its engine run on those CPUs, and
 	# the engine's OpenMP threads are bound to them (vLLM's automatic
