@@ -224,7 +224,9 @@ func finish(r Result, c Selected, requests int, d time.Duration) Result {
 	return r
 }
 
-func roundSeconds(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+func roundSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
 
 // noResponse describes a request that got no response: the cause without
 // the URL the client repeats (it may hold credentials).
