@@ -38,7 +38,7 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 	models := p.apiPath("/models")
 	x, err := p.Get(ctx, "/models", t.Config.Timeout)
 	if err != nil {
-		why := noResponse(err)
+		why := transportCause(err)
 		return Result{Status: Fail, Evidence: "unreachable: " + why}, errors.New(why)
 	}
 	if x.TimedOut {
@@ -60,7 +60,7 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 	post := "POST " + p.apiPath(p.path())
 	switch {
 	case err != nil:
-		return Result{Status: Fail, Evidence: got + "; " + post + ": no response: " + noResponse(err)}, nil
+		return Result{Status: Fail, Evidence: got + "; " + post + ": no response: " + transportCause(err)}, nil
 	case c.TimedOut:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s; %s: no answer within %s", got, post, showDur(c.Elapsed))}, nil
 	}

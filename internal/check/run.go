@@ -228,9 +228,9 @@ func roundSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// noResponse describes a request that got no response: the cause without
+// transportCause describes a request that got no response: the cause without
 // the URL the client repeats (it may hold credentials).
-func noResponse(err error) string {
+func transportCause(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -265,7 +265,7 @@ func generate(ctx context.Context, t *T, r Req) (*Exchange, error) {
 func failed(x *Exchange, err error, what string) (r Result, bad bool) {
 	switch {
 	case err != nil:
-		return Result{Status: Fail, Evidence: what + ": no response: " + noResponse(err)}, true
+		return Result{Status: Fail, Evidence: what + ": no response: " + transportCause(err)}, true
 	case x.TimedOut:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: no end within %s (%d chunks)", what, showDur(x.Elapsed), len(x.Chunks))}, true
 	case x.Status != 200:

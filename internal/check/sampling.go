@@ -93,13 +93,13 @@ func judgeStop(learned, got, finish string, at int, stop string) Result {
 	d := map[string]any{"stop_at_byte": at, "stop_bytes": len(stop), "learned_bytes": len(learned), "got_bytes": len(got), "finish_reason": finish}
 	switch {
 	case strings.Contains(got, stop):
-		return Result{Status: Fail, Evidence: fmt.Sprintf("stop ignored: the answer (%d bytes, finish %s) holds the stop string (at byte %d)", len(got), orNone(finish), at), Details: d}
+		return Result{Status: Fail, Evidence: fmt.Sprintf("stop ignored: the answer (%d bytes, finish %s) holds the stop string (at byte %d)", len(got), finishOrNone(finish), at), Details: d}
 	case got == learned[:at] && finish == "stop":
 		return Result{Status: Pass, Evidence: fmt.Sprintf("stopped at byte %d of %d, where the %d-byte stop string begins; finish stop", at, len(learned), len(stop)), Details: d}
 	case got == learned[:at]:
-		return Result{Status: Warn, Evidence: fmt.Sprintf("stopped at the stop string (byte %d) but finish %s, not stop", at, orNone(finish)), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("stopped at the stop string (byte %d) but finish %s, not stop", at, finishOrNone(finish)), Details: d}
 	case strings.HasPrefix(learned, got):
-		return Result{Status: Warn, Evidence: fmt.Sprintf("ended at byte %d, the stop string begins at byte %d (finish %s)", len(got), at, orNone(finish)), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("ended at byte %d, the stop string begins at byte %d (finish %s)", len(got), at, finishOrNone(finish)), Details: d}
 	}
 	return Result{Status: Warn, Evidence: fmt.Sprintf("cannot judge: the two answers at temperature 0 differ from byte %d (the stop string at byte %d)", diffAt(learned, got), at), Details: d}
 }
@@ -159,7 +159,7 @@ func judgeMaxTokens(m, u, n int, finish string) Result {
 		count = fmt.Sprintf("%d tokens (usage), %d content chunks", u, n)
 		got = u
 	}
-	ev := fmt.Sprintf("max_tokens %d: %s, finish %s", m, count, orNone(finish))
+	ev := fmt.Sprintf("max_tokens %d: %s, finish %s", m, count, finishOrNone(finish))
 	switch {
 	case u > m || n > m:
 		return Result{Status: Fail, Evidence: "generated past max_tokens: " + ev, Details: d}

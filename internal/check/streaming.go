@@ -150,14 +150,14 @@ func checkLong(ctx context.Context, t *T) Result {
 	if x.Usage != nil {
 		details["completion_tokens"] = x.Usage.CompletionTokens
 	}
-	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), orNone(x.FinishReason))
+	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), finishOrNone(x.FinishReason))
 	if x.FinishReason == "" {
 		return Result{Status: Fail, Evidence: "no finish reason: " + ev, Details: details}
 	}
 	return Result{Status: Pass, Evidence: ev, Details: details}
 }
 
-func orNone(s string) string {
+func finishOrNone(s string) string {
 	if s == "" {
 		return "none"
 	}
@@ -184,7 +184,7 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 		}
 		x, err := generate(ctx, t, Req{Prompt: "Count to three.", MaxTokens: 4, Stream: true, Extra: map[string]any{"ignore_eos": true}})
 		if err != nil && i > 0 && closedUnderneath(err) {
-			return Result{Status: Fail, Evidence: fmt.Sprintf("the connection was closed after stream %d without Connection: close (the next request failed: %s)", i, noResponse(err))}
+			return Result{Status: Fail, Evidence: fmt.Sprintf("the connection was closed after stream %d without Connection: close (the next request failed: %s)", i, transportCause(err))}
 		}
 		if r, bad := failed(x, err, fmt.Sprintf("stream %d", i+1)); bad {
 			return r
