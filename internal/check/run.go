@@ -269,17 +269,17 @@ func failed(x *Exchange, err error, what string) (r Result, bad bool) {
 	case x.TimedOut:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: no end within %s (%d chunks)", what, showDur(x.Elapsed), len(x.Chunks))}, true
 	case x.Status != 200:
-		return Result{Status: Fail, Evidence: what + ": " + statusText(x)}, true
+		return Result{Status: Fail, Evidence: what + ": " + httpStatus(x)}, true
 	case x.EndErr != nil:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: %v after %d chunks at %s", what, x.EndErr, len(x.Chunks), showDur(x.Elapsed))}, true
 	}
 	return Result{}, false
 }
 
-// statusText is "HTTP 400" with the OpenAI error type when the body has
-// one, else the content type.
+// statusText is the status ("400") with the OpenAI error type when the
+// body has one, else the content type: "404 text/html".
 func statusText(x *Exchange) string {
-	s := fmt.Sprintf("HTTP %d", x.Status)
+	s := fmt.Sprint(x.Status)
 	if typ, ok := x.ErrorBody(); ok && typ != "" {
 		return s + " (" + typ + ")"
 	} else if ok {
@@ -290,6 +290,9 @@ func statusText(x *Exchange) string {
 	}
 	return s
 }
+
+// httpStatus is statusText after "HTTP ".
+func httpStatus(x *Exchange) string { return "HTTP " + statusText(x) }
 
 // contentType is the response's media type without parameters.
 func contentType(x *Exchange) string {

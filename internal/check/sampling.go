@@ -53,7 +53,7 @@ func checkStop(ctx context.Context, t *T) Result {
 	}
 	y, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: stopTokens, Stream: true, Extra: withStop})
 	if err == nil && refused(y) {
-		return Result{Status: Skip, Evidence: "stop refused: " + statusText(y)}
+		return Result{Status: Skip, Evidence: "stop refused: " + httpStatus(y)}
 	}
 	if r, bad := failed(y, err, "the answer with stop"); bad {
 		return r
@@ -180,7 +180,7 @@ func checkSeed(ctx context.Context, t *T) Result {
 	for i, seed := range []int{seedA, seedA, seedB} {
 		x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: sampleTokens, Extra: map[string]any{"temperature": 1, "seed": seed, "ignore_eos": true}})
 		if err == nil && refused(x) {
-			return Result{Status: Skip, Evidence: "seed refused: " + statusText(x)}
+			return Result{Status: Skip, Evidence: "seed refused: " + httpStatus(x)}
 		}
 		if r, bad := failed(x, err, fmt.Sprintf("answer %d", i+1)); bad {
 			return r

@@ -133,10 +133,10 @@ func checkLong(ctx context.Context, t *T) Result {
 		Extra: map[string]any{"ignore_eos": true, "stream_options": includeUsage()}})
 	what := fmt.Sprintf("max_tokens %d%s", maxTokens, capped)
 	if err == nil && refused(x) {
-		return Result{Status: Skip, Evidence: fmt.Sprintf("%s refused: %s; set --long-tokens below the model's cap", what, statusText(x))}
+		return Result{Status: Skip, Evidence: fmt.Sprintf("%s refused: %s; set --long-tokens below the model's cap", what, httpStatus(x))}
 	}
 	if r, bad := failed(x, err, what); bad {
-		if err == nil && x.Status == 200 && !x.Done {
+		if err == nil && x.Status == 200 && !x.Done && !x.TimedOut {
 			r.Evidence = fmt.Sprintf("dropped: %s: the stream ended without [DONE] after %d content chunks at %s (%v)", what, x.ContentChunks(), showDur(x.Elapsed), x.EndErr)
 		}
 		return r

@@ -28,7 +28,7 @@ func checkUsageStream(ctx context.Context, t *T) Result {
 	x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: usageTokens, Stream: true,
 		Extra: map[string]any{"ignore_eos": true, "stream_options": includeUsage()}})
 	if err == nil && refused(x) {
-		return Result{Status: Skip, Evidence: "stream_options refused: " + statusText(x)}
+		return Result{Status: Skip, Evidence: "stream_options refused: " + httpStatus(x)}
 	}
 	if r, bad := failed(x, err, "stream"); bad {
 		return r
@@ -64,7 +64,7 @@ func checkUsageCount(ctx context.Context, t *T) Result {
 	x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: countTokens, Stream: true,
 		Extra: map[string]any{"ignore_eos": true, "stream_options": includeUsage()}})
 	if err == nil && refused(x) {
-		return Result{Status: Skip, Evidence: "stream_options refused: " + statusText(x)}
+		return Result{Status: Skip, Evidence: "stream_options refused: " + httpStatus(x)}
 	}
 	if r, bad := failed(x, err, "stream"); bad {
 		return r
