@@ -66,7 +66,7 @@ func (r *Report) total() {
 
 // setServer copies what the api check learned into the report.
 func (r *Report) setServer(s Server) {
-	r.Server = ServerInfo{Models: s.Models, MaxModelLen: s.MaxModelLen, Engine: s.Engine}
+	r.Server = ServerInfo(s)
 	if r.Server.Models == nil {
 		r.Server.Models = []string{}
 	}
