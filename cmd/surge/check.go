@@ -140,7 +140,7 @@ func runCheck(cmd *cobra.Command, f *flags, o run.Options, cfg check.Config, qui
 	probe := check.NewProbe(env.BaseURL, o.Model, o.API, hc, header)
 	fmt.Fprintf(w, "surge check: %s, model %s, %s API\n", env.TargetName(), o.Model, o.API)
 	rep, runErr := check.Run(ctx, probe, cfg, check.Select(cfg), func(r check.Result) {
-		if !quiet || (r.Status != check.Pass && r.Status != check.Skip) || r.Required {
+		if !quiet || r.Status != check.Pass {
 			fmt.Fprintln(w, check.Line(r))
 		}
 	})
