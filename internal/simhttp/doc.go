@@ -104,6 +104,23 @@
 // is reset once token AtToken exists, gets a truncated JSON body, or is
 // answered Delay late.
 //
+// # Quirks
+//
+// sim.Config.Quirks make the facade misbehave on purpose, each the way
+// some endpoint or proxy does, so that every check of `surge check` can
+// be seen to fail: buffered-stream (headers at once, every chunk at the
+// end), no-usage (no usage chunk, no usage in a body), ignore-stop,
+// ignore-max-tokens (max(2×, +8) tokens, ignore_eos, finish "length"),
+// bad-tool-args (the arguments' closing brace never comes),
+// schema-violations (JSON that breaks the schema at its root: the first
+// required property dropped, else a wrong type or a value outside the
+// enum), no-retry-after (429 without Retry-After), truncate-on-overload
+// (a stream submitted while others waited sends 3 tokens, then the
+// connection is closed: no finish chunk, no [DONE]) and
+// close-after-response (no Connection: close, but the connection is
+// closed once each response went out whole; it needs Start, Listen or
+// Serve: a Handler mounted elsewhere does not close its connections).
+//
 // # Concurrency
 //
 // The sim.Cluster is a pure state machine, not safe for concurrent use; a
