@@ -307,6 +307,9 @@ func planAnswer(sh *shaping, chat bool, maxTokens int, noStop, brokenArgs, viola
 // the text. It returns the tokens the engine must generate to reach it
 // (at least 1), or 0 when no stop string occurs.
 func (a *answer) planStop(stops []string, maxTokens int) int {
+	if maxTokens <= 0 { // reasoning takes every token: no text to stop
+		return 0
+	}
 	longest := 0
 	for _, s := range stops {
 		longest = max(longest, len(s))

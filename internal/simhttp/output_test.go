@@ -168,6 +168,9 @@ func TestPlanStop(t *testing.T) {
 			}
 		})
 	}
+	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, -5, false, false, false); bound != 0 {
+		t.Errorf("no content tokens (reasoning takes them all): bound %d, want 0", bound)
+	}
 	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, 100, true, false, false); bound != 0 {
 		t.Errorf("ignore-stop: bound %d, want 0", bound)
 	}
@@ -529,5 +532,24 @@ func TestShapingBadRequestsOverHTTP(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || err != nil || eb.Error.Param != tt.param || eb.Error.Code != 400 || eb.Error.Message == "" {
 			t.Errorf("%s: status %d, error %+v (%v), want 400 naming %s", tt.body, resp.StatusCode, eb.Error, err, tt.param)
 		}
+	}
+}
+
+// TestShapingWithReasoning: reasoning tokens come first and count toward
+// max_tokens; a stop string and tool calls apply to what follows.
+func TestShapingWithReasoning(t *testing.T) {
+	cfg := fastConfig()
+	cfg.ReasoningTokens = 4
+	e := startServer(t, cfg)
+	u := e.unaryOf("/chat/completions", `{`+chatHead+`,"max_tokens":30,"stop":"with"}`)
+	if u.text() != "the engine answers " || u.Choices[0].FinishReason != "stop" || u.Usage.CompletionTokens != 4+4 {
+		t.Errorf("stop after reasoning: %q finish %q usage %+v", u.text(), u.Choices[0].FinishReason, u.Usage)
+	}
+	if u := e.unaryOf("/chat/completions", `{`+chatHead+`,"max_tokens":3,"stop":"with"}`); u.Choices[0].FinishReason != "length" || u.Usage.CompletionTokens != 3 {
+		t.Errorf("reasoning takes every token: finish %q usage %+v", u.Choices[0].FinishReason, u.Usage)
+	}
+	s := e.streamOf("/chat/completions", `{`+chatHead+`,"tools":[`+emptyTool+`],"stream":true,"stream_options":{"include_usage":true}}`)
+	if len(s.calls) != 1 || s.calls[0].args != "{}" || s.finish != "tool_calls" || s.usage.CompletionTokens != 4+1 {
+		t.Errorf("tools after reasoning: calls %+v finish %q usage %+v", s.calls, s.finish, s.usage)
 	}
 }
