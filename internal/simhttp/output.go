@@ -275,9 +275,6 @@ func (a *answer) json() bool { return a.frags != nil }
 // tools reports whether the answer is tool calls.
 func (a *answer) tools() bool { return a.calls != nil }
 
-// plainAnswer is the answer of a request without shaping.
-var plainAnswer = answer{seq: textSeq{0, 1}, send: -1}
-
 // planAnswer decides the answer of p for an engine limit of maxTokens
 // content tokens. It returns the engine's bound: the tokens to generate
 // when the answer decides them (stop, JSON), 0 when the engine decides.

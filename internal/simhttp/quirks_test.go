@@ -13,13 +13,6 @@ import (
 	"github.com/surge-bench/surge/internal/sim"
 )
 
-// quirky is fastConfig with the quirk on.
-func quirky(q string) sim.Config {
-	c := fastConfig()
-	c.Quirks = []string{q}
-	return c
-}
-
 // both runs f on the plain simulator and on one with the quirk.
 func both(t *testing.T, cfg sim.Config, quirk string, f func(t *testing.T, e *env, on bool)) {
 	t.Helper()
