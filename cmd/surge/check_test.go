@@ -102,7 +102,7 @@ func TestCheckQuirks(t *testing.T) {
 			if l := checkLines(out)[name]; !strings.HasPrefix(l, "FAIL") {
 				t.Errorf("%s: %q, want a FAIL\n%s", name, l, out)
 			}
-			if !strings.Contains(out, "exit 1: "+name) {
+			if exit := out[strings.LastIndex(out, "exit "):]; !strings.HasPrefix(exit, "exit 1: ") || !strings.Contains(exit, name) {
 				t.Errorf("exit line does not name %s:\n%s", name, out)
 			}
 			rep := readCheck(t, dir)

@@ -305,3 +305,40 @@ func TestReportFiles(t *testing.T) {
 		t.Errorf("line %q", l)
 	}
 }
+
+// Every check of this file's groups, both ways on the simulator: PASS
+// plain, FAIL with the quirk that breaks it (docs/checks.md).
+func TestChecksOnSimulatorBothWays(t *testing.T) {
+	for _, tc := range []struct {
+		check, quirk string
+		want         string // in the FAIL's evidence
+	}{
+		{CheckStreamIncremental, "buffered-stream", "buffered: "},
+		{CheckStreamKeepAlive, "close-after-response", "closed after each stream without Connection: close"},
+		{CheckUsageStream, "no-usage", "no usage chunk"},
+		{CheckUsageUnary, "no-usage", "no usage in the response body"},
+		{CheckSamplingStop, "ignore-stop", "stop ignored"},
+		{CheckSamplingMaxTokens, "ignore-max-tokens", "generated past max_tokens: max_tokens 12: 24 tokens (usage), 24 content chunks"},
+		{CheckStreamLong, "", ""},
+		{CheckUsageCount, "", ""},
+		{CheckSamplingTemperature, "", ""},
+		{CheckSamplingSeed, "", ""},
+	} {
+		t.Run(tc.check, func(t *testing.T) {
+			c, ok := Find(tc.check)
+			if !ok {
+				t.Fatalf("no check %s", tc.check)
+			}
+			cfg := DefaultConfig()
+			cfg.LongTokens = 128
+			plain := fastSim()
+			mustStatus(t, c.Run(context.Background(), &T{Probe: simProbe(t, plain, ""), Config: cfg}), Pass)
+			if tc.quirk == "" {
+				return
+			}
+			quirky := fastSim()
+			quirky.Quirks = []string{tc.quirk}
+			mustStatus(t, c.Run(context.Background(), &T{Probe: simProbe(t, quirky, ""), Config: cfg}), Fail, tc.want)
+		})
+	}
+}
