@@ -145,7 +145,9 @@ func runContextLong(ctx context.Context, t *T) Result {
 	if err != nil {
 		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
 	}
-	sent, failed := ps.calibrate(ctx, t, 64, median)
+	// Two sizes far enough apart for the fit, the larger within the
+	// context even under a tokenizer twice as dense as the estimate.
+	sent, failed := ps.calibrate(ctx, t, 64, min(512, max(long/2, 128)))
 	if failed != nil {
 		failed.Requests = sent
 		return *failed
@@ -215,7 +217,7 @@ func runContextExceeded(ctx context.Context, t *T) Result {
 	if err != nil {
 		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
 	}
-	if _, failed := ps.calibrate(ctx, t, 64, 256); failed != nil {
+	if _, failed := ps.calibrate(ctx, t, max(min(64, limit/16), 1), max(min(256, limit/4), 2)); failed != nil {
 		return *failed
 	}
 	target := limit + max(limit/10, 64)

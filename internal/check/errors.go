@@ -86,6 +86,8 @@ const (
 	overloadBaseline = 3
 	// overloadFirstWave is the first wave's size; each next one doubles.
 	overloadFirstWave = 8
+	// overloadMinQueue is the least TTFT growth that counts as queueing.
+	overloadMinQueue = 100 * time.Millisecond
 )
 
 const overloadPrompt = "Count from one to twenty, in words."
@@ -120,6 +122,7 @@ type shot struct {
 	class   overloadClass
 	ttft    time.Duration // completed only
 	headers []string      // rate-limit header names of the response
+	retry   int           // Retry-After in seconds; -1 for none or an HTTP date
 }
 
 // wave is the outcome of one wave of concurrent requests.
@@ -129,6 +132,19 @@ type wave struct {
 	ttfts   []time.Duration
 	headers []string
 	took    time.Duration
+	retry   []int // the Retry-After seconds seen
+}
+
+// retryRange is the Retry-After seconds seen: "Retry-After 1s", "1–3s".
+func (w *wave) retryRange() string {
+	if len(w.retry) == 0 {
+		return ""
+	}
+	lo, hi := slices.Min(w.retry), slices.Max(w.retry)
+	if lo == hi {
+		return fmt.Sprintf("; Retry-After %ds", lo)
+	}
+	return fmt.Sprintf("; Retry-After %d–%ds", lo, hi)
 }
 
 func (w *wave) rejected() bool {
@@ -154,8 +170,9 @@ func (w *wave) summary() string {
 // runErrorsOverload measures the unloaded TTFT and latency with a few
 // single requests, then sends waves of 8, 16, 32, … concurrent short
 // requests (max_tokens 16) until the server refuses or breaks some, or
-// queues (the wave's TTFT p95 reaches 4× the single request's TTFT and
-// twice its whole latency: requests wait for others to finish), or the
+// queues (the wave's TTFT p95 reaches 4× the single request's TTFT,
+// twice its whole latency and 100ms more than its TTFT: requests wait for
+// others to finish), or the
 // bounds are reached: Config.OverloadRequests requests in all, each
 // bounded by Config.Timeout, and OverloadMaxTime for the whole probe.
 func runErrorsOverload(ctx context.Context, t *T) Result {
@@ -192,7 +209,11 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 		return Result{Status: Skip, Evidence: fmt.Sprintf("--overload-requests %d leaves no request to measure with", bound)}
 	}
 	base, lat := medianDur(ttft1), medianDur(e2e1)
-	queued := max(4*base, 2*lat) // a wave's TTFT p95 this high: requests wait for others
+	// A wave's TTFT p95 this high means requests wait for others: 4× the
+	// single request's TTFT, twice its whole latency, and 100ms more than
+	// its TTFT (so that scheduling jitter on a server that answers in
+	// microseconds is no queue).
+	queued := max(4*base, 2*lat, base+overloadMinQueue)
 
 	var last wave
 	var waves []int
@@ -219,7 +240,8 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	details := map[string]any{
 		"requests": sent, "waves": waves, "wave": last.size, "seconds": time.Since(start).Seconds(),
 		"single_ttft_ms": millis(base), "single_latency_ms": millis(lat), "wave_ttft_p95_ms": millis(p95),
-		"rate_limit_headers": last.headers,
+		"rate_limit_headers":  last.headers,
+		"retry_after_seconds": last.retry,
 	}
 	for c := range olClasses {
 		details[olKeys[c]] = last.counts[c]
@@ -246,9 +268,9 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	case c[ol429] > 0:
 		r.Status, r.Evidence = Fail, fmt.Sprintf("429 without Retry-After %s (clients must guess their backoff): %s; %s", at, last.summary(), hdrs)
 	case c[ol503] > 0:
-		r.Status, r.Evidence = Warn, fmt.Sprintf("503 without Retry-After %s: %s; %s", at, last.summary(), hdrs)
+		r.Status, r.Evidence = Warn, fmt.Sprintf("503 without Retry-After %s: %s%s; %s", at, last.summary(), last.retryRange(), hdrs)
 	case c[ol429Retry] > 0 || c[ol503Retry] > 0:
-		r.Status, r.Evidence = Pass, fmt.Sprintf("refuses cleanly %s: %s; %s", at, last.summary(), hdrs)
+		r.Status, r.Evidence = Pass, fmt.Sprintf("refuses cleanly %s: %s%s; %s", at, last.summary(), last.retryRange(), hdrs)
 	case p95 >= queued:
 		r.Status, r.Evidence = Pass, fmt.Sprintf("queues: no rejections; TTFT p95 %s ×%.0f %s (single %s); %d requests",
 			roundDur(p95), growth, at, roundDur(base), sent)
@@ -284,6 +306,9 @@ func fireWave(ctx context.Context, t *T, n int, timeout time.Duration) wave {
 		if s.class == olCompleted && s.ttft >= 0 {
 			w.ttfts = append(w.ttfts, s.ttft)
 		}
+		if s.retry >= 0 {
+			w.retry = append(w.retry, s.retry)
+		}
 		for _, h := range s.headers {
 			if !slices.Contains(w.headers, h) {
 				w.headers = append(w.headers, h)
@@ -298,12 +323,16 @@ func fireWave(ctx context.Context, t *T, n int, timeout time.Duration) wave {
 func classify(x *Exchange, err error) shot {
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return shot{class: olTimeout}
+			return shot{class: olTimeout, retry: -1}
 		}
-		return shot{class: olConnErr}
+		return shot{class: olConnErr, retry: -1}
 	}
-	s := shot{headers: rateLimitHeaders(x.Header)}
-	retry := validRetryAfter(x.Header.Get("Retry-After"))
+	s := shot{headers: rateLimitHeaders(x.Header), retry: -1}
+	ra := strings.TrimSpace(x.Header.Get("Retry-After"))
+	retry := validRetryAfter(ra)
+	if n, err := strconv.Atoi(ra); err == nil && n >= 0 && (x.Status == 429 || x.Status == 503) {
+		s.retry = n
+	}
 	switch {
 	case x.TimedOut:
 		s.class = olTimeout
