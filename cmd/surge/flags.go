@@ -339,5 +339,10 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	})
 	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
 	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
+	if f.fs.Lookup("quirk") == nil { // the one setting whose flag is singular: it repeats
+		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (not with --simulate)")
+		f.byKey[prefix+"quirks"] = "quirk"
+		f.sim[prefix+"quirks"] = true
+	}
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }
