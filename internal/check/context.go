@@ -196,7 +196,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
 	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s, %s", roundDur(tl), counted(longX, long),
 		roundDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
-	if longX.Usage == nil {
+	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
 	}
 	if capped != "" {

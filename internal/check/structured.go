@@ -99,7 +99,7 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 			inst, jerr := jsonschema.UnmarshalJSON(strings.NewReader(x.Text))
 			if jerr != nil {
 				notJSON++
-				why = fmt.Sprintf("not JSON (%d bytes)", len(x.Text))
+				why = fmt.Sprintf("not JSON (%s)", nBytes(len(x.Text)))
 			} else if verr := sch.Validate(inst); verr != nil {
 				why = "violates the schema " + schemaViolation(verr)
 			}

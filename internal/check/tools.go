@@ -187,7 +187,7 @@ func argsProblem(tc ToolCall, sch *jsonschema.Schema) string {
 		if strings.TrimSpace(tc.Arguments) == "" {
 			return "empty arguments"
 		}
-		return fmt.Sprintf("arguments are not valid JSON (%d bytes)", len(tc.Arguments))
+		return fmt.Sprintf("arguments are not valid JSON (%s)", nBytes(len(tc.Arguments)))
 	}
 	if err := sch.Validate(inst); err != nil {
 		return "arguments violate the parameters schema " + schemaViolation(err)
@@ -225,10 +225,10 @@ func runToolsCall(ctx context.Context, t *T) Result {
 	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "deltas": toolDeltas(x), "finish_reason": x.FinishReason}
 	tc := x.ToolCalls[0]
 	fail := func(why string) Result {
-		return Result{Status: Fail, Evidence: why + " (tool_choice " + a.choice + ")", Details: details}
+		return Result{Status: Fail, Evidence: why + "; tool_choice " + a.choice, Details: details}
 	}
 	if tc.Name != toolFlights.name {
-		return fail(fmt.Sprintf("called an unknown tool (name of %d bytes)", len(tc.Name)))
+		return fail(fmt.Sprintf("called an unknown tool (a name of %s)", nBytes(len(tc.Name))))
 	}
 	if p := argsProblem(tc, schemas[tc.Name]); p != "" {
 		return fail(p)
@@ -270,7 +270,7 @@ func runToolsParallel(ctx context.Context, t *T) Result {
 		s, known := schemas[tc.Name]
 		if !known {
 			return Result{Status: Fail, Details: details,
-				Evidence: fmt.Sprintf("call %d names an unknown tool (name of %d bytes; calls merged at one index?); tool_choice %s", i+1, len(tc.Name), a.choice)}
+				Evidence: fmt.Sprintf("call %d names an unknown tool (a name of %s; calls merged at one index?); tool_choice %s", i+1, nBytes(len(tc.Name)), a.choice)}
 		}
 		if p := argsProblem(tc, s); p != "" {
 			return Result{Status: Fail, Details: details,
@@ -311,12 +311,12 @@ func runToolsEmptyArgs(ctx context.Context, t *T) Result {
 	tc := x.ToolCalls[0]
 	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "argument_bytes": len(tc.Arguments), "finish_reason": x.FinishReason}
 	if tc.Name != toolTime.name {
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("called an unknown tool (name of %d bytes); tool_choice %s", len(tc.Name), a.choice)}
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("called an unknown tool (a name of %s); tool_choice %s", nBytes(len(tc.Name)), a.choice)}
 	}
 	if !emptyObject.MatchString(tc.Arguments) {
 		return Result{Status: Fail, Details: details, Evidence: describeNotEmpty(tc.Arguments) + ", not {}; tool_choice " + a.choice}
 	}
-	return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("arguments {} (%d bytes); finish %s; tool_choice %s", len(tc.Arguments), orNone(x.FinishReason), a.choice)}
+	return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("arguments {} (%s); finish %s; tool_choice %s", nBytes(len(tc.Arguments)), orNone(x.FinishReason), a.choice)}
 }
 
 // describeNotEmpty says what arguments that are not {} are, without
@@ -328,7 +328,7 @@ func describeNotEmpty(args string) string {
 	}
 	var v any
 	if json.Unmarshal([]byte(s), &v) != nil {
-		return fmt.Sprintf("arguments are not valid JSON (%d bytes)", len(args))
+		return fmt.Sprintf("arguments are not valid JSON (%s)", nBytes(len(args)))
 	}
 	switch v := v.(type) {
 	case nil:
@@ -349,4 +349,12 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// nBytes is "1 byte", "84 bytes".
+func nBytes(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
