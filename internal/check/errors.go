@@ -219,8 +219,10 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	var waves []int
 	size := overloadFirstWave
 	for {
+		// The last wave may be cut to what the bound leaves, but not
+		// below the wave before it: a smaller one would measure less.
 		size = min(size, bound-sent)
-		if size < 2 {
+		if size < 2 || size < last.size {
 			break
 		}
 		if len(waves) > 0 && OverloadMaxTime-time.Since(start) < 2*last.took+time.Second {
