@@ -423,6 +423,9 @@ func worse(a, b Status) Status {
 // statusWord is a response's status for the evidence, with what kind of
 // body came ("500, an HTML page", "400 with an OpenAI error body").
 func statusWord(x *Exchange) string {
+	if x.Status == 0 && x.TimedOut {
+		return "no response headers before the timeout"
+	}
 	s := strconv.Itoa(x.Status)
 	if x.Status == 200 {
 		return s

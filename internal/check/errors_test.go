@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -218,5 +219,41 @@ func TestQuantileDur(t *testing.T) {
 	}
 	if quantileDur(nil, 0.95) != 0 || medianDur(nil) != 0 {
 		t.Error("empty input")
+	}
+}
+
+// No check of this file's groups lets content out: a server whose
+// answers, tool arguments, tool names and error messages all carry a
+// canary, and whose every third answer is an error, never sees it in
+// the evidence or the details; nor do the prompts' words appear.
+func TestChecksKeepContentInMemory(t *testing.T) {
+	const canary = "CANARY-7f3a"
+	var n atomic.Int32
+	p := serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch n.Add(1) % 3 {
+		case 0:
+			writeAPIError(w, 400, canary+" is not a valid value")
+		case 1:
+			writeSSE(w, true, toolEvents([]fakeCall{
+				{0, canary, canary, `{"origin": "` + canary + `"}`},
+				{1, "id2", "get_weather", `{"city": "` + canary + `"`},
+			}, canary)...)
+		default:
+			writeSSE(w, true, delta(map[string]any{"content": `{"id": "` + canary + `"}`}, nil), delta(map[string]any{}, "stop"),
+				map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 1}})
+		}
+	}, "")
+	conf := overloadConfig(20)
+	conf.Timeout = time.Second
+	for _, name := range []string{CheckToolsCall, CheckToolsParallel, CheckToolsEmptyArgs, CheckStructuredSchema,
+		CheckContextLong, CheckContextExceeded, CheckErrorsMalformed, CheckErrorsOverload} {
+		r := runCheck(t, name, p, conf, Server{MaxModelLen: 2000})
+		b, _ := json.Marshal(r)
+		for _, secret := range []string{canary, "Heathrow", "outage", "Count from", "Say hello"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s lets %q out: %s", name, secret, b)
+			}
+		}
 	}
 }

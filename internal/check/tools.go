@@ -137,14 +137,13 @@ func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []
 			return a
 		}
 		switch {
-		case x.Status == 200 && x.TimedOut:
-			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("no complete answer within %s (tool_choice %s)", roundDur(reqTimeout(t)), c.label)}
+		case x.TimedOut:
+			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("no complete answer within %s; tool_choice %s", roundDur(reqTimeout(t)), c.label)}
+			return a
+		case x.Status == 200 && x.EndErr != nil:
+			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("the stream broke after %d tool-call deltas: %s; tool_choice %s", toolDeltas(x), x.EndErr, c.label)}
 			return a
 		case x.Status == 200 && len(x.ToolCalls) > 0:
-			if x.EndErr != nil {
-				a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("the stream broke after %d tool-call deltas: %s (tool_choice %s)", toolDeltas(x), x.EndErr, c.label)}
-				return a
-			}
 			a.x, a.choice = x, c.label
 			return a
 		case x.Status == 200:
@@ -222,7 +221,7 @@ func runToolsCall(ctx context.Context, t *T) Result {
 		return *a.failed
 	}
 	x := a.x
-	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "deltas": toolDeltas(x), "finish_reason": x.FinishReason}
+	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "deltas": toolDeltas(x), "finish_reason": finishWord(x.FinishReason)}
 	tc := x.ToolCalls[0]
 	fail := func(why string) Result {
 		return Result{Status: Fail, Evidence: why + "; tool_choice " + a.choice, Details: details}
@@ -236,9 +235,9 @@ func runToolsCall(ctx context.Context, t *T) Result {
 	if tc.ID == "" {
 		return fail("the call has no id: the tool's result cannot be sent back")
 	}
-	ev := fmt.Sprintf("%d call, arguments valid, %d deltas; finish %s; tool_choice %s", len(x.ToolCalls), toolDeltas(x), orNone(x.FinishReason), a.choice)
+	ev := fmt.Sprintf("%d call, arguments valid, %d deltas; finish %s; tool_choice %s", len(x.ToolCalls), toolDeltas(x), finishWord(x.FinishReason), a.choice)
 	if len(x.ToolCalls) > 1 {
-		ev = fmt.Sprintf("%d calls (1 asked for), the first valid, %d deltas; finish %s; tool_choice %s", len(x.ToolCalls), toolDeltas(x), orNone(x.FinishReason), a.choice)
+		ev = fmt.Sprintf("%d calls (1 asked for), the first valid, %d deltas; finish %s; tool_choice %s", len(x.ToolCalls), toolDeltas(x), finishWord(x.FinishReason), a.choice)
 	}
 	if !finishOK(x.FinishReason, a.choice) {
 		return Result{Status: Warn, Evidence: ev + ", not tool_calls", Details: details}
@@ -263,7 +262,7 @@ func runToolsParallel(ctx context.Context, t *T) Result {
 		return *a.failed
 	}
 	x := a.x
-	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "deltas": toolDeltas(x), "finish_reason": x.FinishReason}
+	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "deltas": toolDeltas(x), "finish_reason": finishWord(x.FinishReason)}
 	var ids []string
 	var idx []string
 	for i, tc := range x.ToolCalls {
@@ -288,7 +287,7 @@ func runToolsParallel(ctx context.Context, t *T) Result {
 			Evidence: fmt.Sprintf("no parallel calls: 1 valid call of 3 asked for; tool_choice %s", a.choice)}
 	}
 	ev := fmt.Sprintf("%d calls at indexes %s, distinct ids, all valid; finish %s; tool_choice %s",
-		len(x.ToolCalls), strings.Join(idx, ","), orNone(x.FinishReason), a.choice)
+		len(x.ToolCalls), strings.Join(idx, ","), finishWord(x.FinishReason), a.choice)
 	if x.FinishReason != "tool_calls" {
 		return Result{Status: Warn, Evidence: ev + ", not tool_calls", Details: details}
 	}
@@ -309,14 +308,14 @@ func runToolsEmptyArgs(ctx context.Context, t *T) Result {
 	}
 	x := a.x
 	tc := x.ToolCalls[0]
-	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "argument_bytes": len(tc.Arguments), "finish_reason": x.FinishReason}
+	details := map[string]any{"tool_choice": a.choice, "calls": len(x.ToolCalls), "argument_bytes": len(tc.Arguments), "finish_reason": finishWord(x.FinishReason)}
 	if tc.Name != toolTime.name {
 		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("called an unknown tool (a name of %s); tool_choice %s", nBytes(len(tc.Name)), a.choice)}
 	}
 	if !emptyObject.MatchString(tc.Arguments) {
 		return Result{Status: Fail, Details: details, Evidence: describeNotEmpty(tc.Arguments) + ", not {}; tool_choice " + a.choice}
 	}
-	return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("arguments {} (%s); finish %s; tool_choice %s", nBytes(len(tc.Arguments)), orNone(x.FinishReason), a.choice)}
+	return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("arguments {} (%s); finish %s; tool_choice %s", nBytes(len(tc.Arguments)), finishWord(x.FinishReason), a.choice)}
 }
 
 // describeNotEmpty says what arguments that are not {} are, without
@@ -344,11 +343,16 @@ func describeNotEmpty(args string) string {
 	}
 }
 
-func orNone(s string) string {
-	if s == "" {
+// finishWord is a finish reason for the evidence: one of OpenAI's, or
+// "other" (a server's own value is not repeated: it could be anything).
+func finishWord(s string) string {
+	switch s {
+	case "":
 		return "none"
+	case "stop", "length", "tool_calls", "content_filter", "function_call":
+		return s
 	}
-	return s
+	return "other"
 }
 
 // nBytes is "1 byte", "84 bytes".

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/surge-bench/surge/internal/sim"
 )
@@ -260,4 +262,19 @@ func TestToolsSim(t *testing.T) {
 			wantStatus(t, r, Fail)
 		})
 	}
+}
+
+func TestToolsBrokenAndHung(t *testing.T) {
+	broken := serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, false, toolEvents([]fakeCall{{0, "call_1", "search_flights", validFlights}}, "")[:3]...)
+	}, "")
+	wantStatus(t, runCheck(t, CheckToolsCall, broken, DefaultConfig(), Server{}), Fail, "the stream broke after 2 tool-call deltas", "tool_choice named")
+
+	hung := serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}, "")
+	conf := DefaultConfig()
+	conf.Timeout = 200 * time.Millisecond
+	wantStatus(t, runCheck(t, CheckToolsEmptyArgs, hung, conf, Server{}), Fail, "no complete answer within 200ms")
 }
