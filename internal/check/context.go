@@ -199,6 +199,13 @@ func runContextLong(ctx context.Context, t *T) Result {
 	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
 	}
+	// The prompts are sized from the server's own counts: one it counts
+	// far shorter was cut (Ollama keeps the end of a prompt past num_ctx).
+	if ps.sizing.TokensPerByte > 0 && longX.Usage != nil && longX.Usage.PromptTokens > 0 &&
+		float64(longX.Usage.PromptTokens) < 0.9*float64(long) {
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s, %s)",
+			thousands(longX.Usage.PromptTokens), thousands(long), source, ps.how)}
+	}
 	if capped != "" {
 		return Result{Status: Warn, Details: details, Evidence: ev + "; " + capped}
 	}

@@ -179,3 +179,16 @@ func TestThousands(t *testing.T) {
 	}
 	_ = strings.Contains
 }
+
+// A server that keeps only the last 500 tokens of a prompt, as Ollama
+// does past num_ctx, fails context.long: the prompt was not taken whole.
+func TestContextLongTruncated(t *testing.T) {
+	p := lengthServer(t, 2000, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
+			map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 500, "completion_tokens": 1}})
+	})
+	conf := DefaultConfig()
+	conf.Profile = smallProfile()
+	r := runCheck(t, CheckContextLong, p, conf, Server{})
+	wantStatus(t, r, Fail, "the prompt was cut silently: the server counted 500 of ~1,000 tokens")
+}
