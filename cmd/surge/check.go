@@ -16,6 +16,7 @@ import (
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // exitCodesCheck ends surge check's --help.
@@ -81,7 +82,8 @@ misbehave.` + exitCodesCheck,
 	f.strings(&cfg.Skip, "skip", "skip", "leave these checks or groups out, e.g. --skip errors")
 	f.strings(&cfg.Require, "require", "require", "these checks or groups must run and pass: a SKIP of them (feature missing) is a FAIL, e.g. --require tools")
 	f.integer(&cfg.LongTokens, "long_tokens", "long-tokens", "max_tokens of streaming.long's generation; set it near the model's cap for your own endpoint")
-	f.integer(&cfg.ContextTokens, "context_tokens", "context-tokens", "prompt length of context.long, tokens (0 = the profile's longest prompt)")
+	f.integer(&cfg.ContextTokens, "context_tokens", "context-tokens", "prompt length of context.long, tokens (0 = the --profile's longest prompt)")
+	f.str(&o.Profile, "profile", "profile", "workload profile whose longest prompt context.long sends (and whose median it compares TTFT with): "+strings.Join(workload.Names(), ", "))
 	f.integer(&cfg.OverloadRequests, "overload_requests", "overload-requests", fmt.Sprintf("most requests the overload probe (errors.overload) may send, 1..%d", check.MaxOverloadRequests))
 	f.fs.StringVarP(&o.Out, "out", "o", "", "output folder for check.json and check.md (default out/check-<date>-<time>-<id>; an existing non-empty one is refused without --force)")
 	f.bind("out", "out")
@@ -93,6 +95,10 @@ misbehave.` + exitCodesCheck,
 		if err := cfg.Validate(); err != nil {
 			return f.explain(err)
 		}
+		if err := o.Validate(); err != nil {
+			return f.explain(err)
+		}
+		cfg.Profile, _ = workload.Lookup(o.Profile) // a name Validate accepted
 		return runCheck(cmd, f, o, cfg, quiet)
 	}
 	return cmd

@@ -130,6 +130,7 @@ func TestCheckUsageErrors(t *testing.T) {
 		"workload flag":    {[]string{"--rate", "5"}, "unknown flag: --rate"},
 		"positional":       {[]string{"streaming"}, `unknown command "streaming"`},
 		"zero timeout":     {[]string{"--timeout", "0s"}, "--timeout: must be > 0"},
+		"unknown profile":  {[]string{"--profile", "poetry"}, `--profile: unknown profile "poetry"`},
 		"ca cert missing":  {[]string{"--target", "https://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert: cannot read /nonexistent.pem"},
 		"key file missing": {[]string{"--target", "http://127.0.0.1:1/v1", "--api-key-file", "/nonexistent.key"}, "/nonexistent.key"},
 	} {
@@ -242,7 +243,7 @@ func TestCheckHelp(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--only", "--skip", "--require", "--long-tokens", "--context-tokens", "--overload-requests", "--out", "--force", "--quiet",
-		"--target", "--model", "--api", "--api-key-env", "--api-key-file", "--header", "--ca-cert", "--insecure", "--timeout", "--step-base",
+		"--target", "--model", "--api", "--api-key-env", "--api-key-file", "--header", "--ca-cert", "--insecure", "--timeout", "--step-base", "--profile", "--quirk",
 		"streaming.incremental", "surge check --target", "at most 2048"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)

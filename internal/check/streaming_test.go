@@ -96,7 +96,9 @@ func TestLongShapes(t *testing.T) {
 			Skip, "max_tokens 512 refused: HTTP 400 (BadRequestError); set --long-tokens below the model's cap"},
 		"server error": {func(w http.ResponseWriter, r *http.Request) { apiError(w, 500, "InternalServerError") },
 			Fail, "max_tokens 512: HTTP 500 (InternalServerError)"},
-		"bad event": {func(w http.ResponseWriter, r *http.Request) { streamEvents(w, true, contentEvent("a", ""), `{"choices":[{"delta":`) },
+		"bad event": {func(w http.ResponseWriter, r *http.Request) {
+			streamEvents(w, true, contentEvent("a", ""), `{"choices":[{"delta":`)
+		},
 			Fail, "a data event is not valid JSON"},
 	} {
 		t.Run(name, func(t *testing.T) {
