@@ -116,8 +116,16 @@ func (r *Report) Verdict() string {
 	default:
 		head = fmt.Sprintf("PASS — every check that ran passed (%d checks)", n)
 	}
-	return fmt.Sprintf("verdict: %s; %d passed, %d warned, %d skipped, %d failed; %d requests in %s",
-		head, r.Totals.Pass, r.Totals.Warn, r.Totals.Skip, r.Totals.Fail, r.Requests, showDur(r.Finished.Sub(r.Started)))
+	return fmt.Sprintf("verdict: %s; %d passed, %d warned, %d skipped, %d failed; %s in %s",
+		head, r.Totals.Pass, r.Totals.Warn, r.Totals.Skip, r.Totals.Fail, requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
+}
+
+// requestCount is "1 request", "2 requests".
+func requestCount(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
 }
 
 // WriteMarkdown writes check.md: what was checked, then one table row per
@@ -139,7 +147,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "- server: %s\n", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, "- surge %s, started %s, %d requests in %s\n", r.Version, r.Started.UTC().Format(time.RFC3339), r.Requests, showDur(r.Finished.Sub(r.Started)))
+	fmt.Fprintf(&b, "- surge %s, started %s, %s in %s\n", r.Version, r.Started.UTC().Format(time.RFC3339), requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
 	if r.Interrupted {
 		b.WriteString("- **interrupted**: the checks below are those that ran\n")
 	}
