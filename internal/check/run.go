@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -280,7 +281,7 @@ func failed(x *Exchange, err error, what string) (r Result, bad bool) {
 // body has one, else the content type: "404 text/html".
 func statusText(x *Exchange) string {
 	s := fmt.Sprint(x.Status)
-	if typ, ok := x.ErrorBody(); ok && typ != "" {
+	if typ, ok := x.ErrorBody(); ok && wordLike.MatchString(typ) {
 		return s + " (" + typ + ")"
 	} else if ok {
 		return s + " (error body)"
@@ -294,14 +295,25 @@ func statusText(x *Exchange) string {
 // httpStatus is statusText after "HTTP ".
 func httpStatus(x *Exchange) string { return "HTTP " + statusText(x) }
 
-// contentType is the response's media type without parameters.
+// contentType is the response's media type without parameters, when it
+// is a common one (a server's own value is not repeated).
 func contentType(x *Exchange) string {
 	if x.Header == nil {
 		return ""
 	}
 	ct, _, _ := strings.Cut(x.Header.Get("Content-Type"), ";")
-	return strings.TrimSpace(ct)
+	switch ct = strings.ToLower(strings.TrimSpace(ct)); ct {
+	case "":
+		return ""
+	case "text/html", "text/plain", "text/event-stream", "application/json", "application/xml", "text/xml", "application/octet-stream":
+		return ct
+	}
+	return "of another content type"
 }
+
+// wordLike is what a server's error type must look like to reach the
+// evidence (an identifier): anything else could be text of its own.
+var wordLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,39}$`)
 
 // refused reports whether a 4xx answer means the server does not take a
 // parameter (a 400/422 to a request that differs from a plain one by it):

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,5 +342,47 @@ func TestChecksOnSimulatorBothWays(t *testing.T) {
 			quirky.Quirks = []string{tc.quirk}
 			mustStatus(t, c.Run(context.Background(), &T{Probe: simProbe(t, quirky, ""), Config: cfg}), Fail, tc.want)
 		})
+	}
+}
+
+// No api, streaming, usage or sampling check lets content out: a server
+// whose answers, error messages, error types, finish reasons and content
+// types all carry a canary never sees it in a Result, nor do the prompts'
+// words appear.
+func TestCoreChecksKeepContentInMemory(t *testing.T) {
+	const canary = "CANARY-91be"
+	var n atomic.Int32
+	p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/v1/models" && n.Load()%2 == 0 {
+			w.Header().Set("Content-Type", "text/"+canary)
+			w.WriteHeader(404)
+			fmt.Fprint(w, canary)
+			n.Add(1)
+			return
+		}
+		switch n.Add(1) % 4 {
+		case 0:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"error":{"message":"%s","type":"%s is bad"}}`, canary, canary)
+		case 1:
+			streamEvents(w, true, contentEvent(canary+" one", ""), contentEvent(" two "+canary, canary), usageEvent(3, 2))
+		case 2:
+			fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"content":"%s"},"finish_reason":"%s"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, canary, canary)
+		default:
+			streamEvents(w, false, contentEvent(canary, ""))
+		}
+	})
+	for _, c := range append(apiChecks(), append(streamingChecks(), append(usageChecks(), samplingChecks()...)...)...) {
+		for range 3 { // each check meets several of the server's answers
+			r := c.Run(context.Background(), &T{Probe: p, Config: DefaultConfig()})
+			b, _ := json.Marshal(r)
+			for _, secret := range []string{canary, "lighthouse", "bridges", "Count to", "Say hi"} {
+				if strings.Contains(strings.ToLower(string(b)), strings.ToLower(secret)) {
+					t.Errorf("%s lets %q out: %s", c.Name, secret, b)
+				}
+			}
+		}
 	}
 }

@@ -90,16 +90,16 @@ func pickStop(text string) (at int, stop string, ok bool) {
 // answer without stop, got the answer with stop, which starts at byte at
 // of learned.
 func judgeStop(learned, got, finish string, at int, stop string) Result {
-	d := map[string]any{"stop_at_byte": at, "stop_bytes": len(stop), "learned_bytes": len(learned), "got_bytes": len(got), "finish_reason": finish}
+	d := map[string]any{"stop_at_byte": at, "stop_bytes": len(stop), "learned_bytes": len(learned), "got_bytes": len(got), "finish_reason": finishWord(finish)}
 	switch {
 	case strings.Contains(got, stop):
-		return Result{Status: Fail, Evidence: fmt.Sprintf("stop ignored: the answer (%d bytes, finish %s) holds the stop string (at byte %d)", len(got), finishOrNone(finish), at), Details: d}
+		return Result{Status: Fail, Evidence: fmt.Sprintf("stop ignored: the answer (%d bytes, finish %s) holds the stop string (at byte %d)", len(got), finishWord(finish), at), Details: d}
 	case got == learned[:at] && finish == "stop":
 		return Result{Status: Pass, Evidence: fmt.Sprintf("stopped at byte %d of %d, where the %d-byte stop string begins; finish stop", at, len(learned), len(stop)), Details: d}
 	case got == learned[:at]:
-		return Result{Status: Warn, Evidence: fmt.Sprintf("stopped at the stop string (byte %d) but finish %s, not stop", at, finishOrNone(finish)), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("stopped at the stop string (byte %d) but finish %s, not stop", at, finishWord(finish)), Details: d}
 	case strings.HasPrefix(learned, got):
-		return Result{Status: Warn, Evidence: fmt.Sprintf("ended at byte %d, the stop string begins at byte %d (finish %s)", len(got), at, finishOrNone(finish)), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("ended at byte %d, the stop string begins at byte %d (finish %s)", len(got), at, finishWord(finish)), Details: d}
 	}
 	return Result{Status: Warn, Evidence: fmt.Sprintf("cannot judge: the two answers at temperature 0 differ from byte %d (the stop string at byte %d)", diffAt(learned, got), at), Details: d}
 }
@@ -152,14 +152,14 @@ func checkMaxTokens(ctx context.Context, t *T) Result {
 // usage) with finish length → PASS; fewer with finish stop → WARN (the
 // answer ended by itself: cannot judge).
 func judgeMaxTokens(m, u, n int, finish string) Result {
-	d := map[string]any{"max_tokens": m, "completion_tokens": u, "content_chunks": n, "finish_reason": finish}
+	d := map[string]any{"max_tokens": m, "completion_tokens": u, "content_chunks": n, "finish_reason": finishWord(finish)}
 	count := fmt.Sprintf("%d content chunks", n)
 	got := n
 	if u >= 0 {
 		count = fmt.Sprintf("%d tokens (usage), %d content chunks", u, n)
 		got = u
 	}
-	ev := fmt.Sprintf("max_tokens %d: %s, finish %s", m, count, finishOrNone(finish))
+	ev := fmt.Sprintf("max_tokens %d: %s, finish %s", m, count, finishWord(finish))
 	switch {
 	case u > m || n > m:
 		return Result{Status: Fail, Evidence: "generated past max_tokens: " + ev, Details: d}

@@ -146,23 +146,17 @@ func checkLong(ctx context.Context, t *T) Result {
 	if x.Usage != nil {
 		tokens = fmt.Sprintf("%d tokens", x.Usage.CompletionTokens)
 	}
-	details := map[string]any{"max_tokens": maxTokens, "content_chunks": n, "seconds": roundSeconds(x.Elapsed), "finish_reason": x.FinishReason}
+	details := map[string]any{"max_tokens": maxTokens, "content_chunks": n, "seconds": roundSeconds(x.Elapsed), "finish_reason": finishWord(x.FinishReason)}
 	if x.Usage != nil {
 		details["completion_tokens"] = x.Usage.CompletionTokens
 	}
-	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), finishOrNone(x.FinishReason))
+	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), finishWord(x.FinishReason))
 	if x.FinishReason == "" {
 		return Result{Status: Fail, Evidence: "no finish reason: " + ev, Details: details}
 	}
 	return Result{Status: Pass, Evidence: ev, Details: details}
 }
 
-func finishOrNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
 
 // keepAliveStreams is how many short streams streaming.keepalive sends,
 // keepAlivePause the pause between them (so that a connection the server
