@@ -157,7 +157,6 @@ func checkLong(ctx context.Context, t *T) Result {
 	return Result{Status: Pass, Evidence: ev, Details: details}
 }
 
-
 // keepAliveStreams is how many short streams streaming.keepalive sends,
 // keepAlivePause the pause between them (so that a connection the server
 // closed is seen closed before the next request).
