@@ -177,15 +177,21 @@ func TestCheckUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	dir := filepath.Join(t.TempDir(), "ck")
-	code, out, errs := surge(t, "check", "--target", "http://"+addr+"/v1", "--model", "m", "-o", dir)
+	code, out, errs := surge(t, "check", "--target", "http://"+addr+"/v1?key=hunter2", "--model", "m", "-o", dir)
 	if code != exitTarget {
 		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
 	}
 	if !strings.Contains(out, "exit 3: the target is unreachable: ") || !strings.Contains(out, "connection refused") {
 		t.Errorf("output:\n%s", out)
 	}
-	if rep := readCheck(t, dir); rep.Unreachable == "" || rep.Target != "http://"+addr+"/v1" {
+	rep := readCheck(t, dir)
+	if rep.Unreachable == "" || rep.Target != "http://"+addr+"/v1?redacted" {
 		t.Errorf("check.json: unreachable %q, target %q", rep.Unreachable, rep.Target)
+	}
+	files, _ := os.ReadFile(filepath.Join(dir, "check.json"))
+	md, _ := os.ReadFile(filepath.Join(dir, "check.md"))
+	if strings.Contains(out+errs+string(files)+string(md), "hunter2") {
+		t.Error("the URL's query reached the output or the files")
 	}
 }
 
