@@ -130,6 +130,10 @@ func TestContextExceededShapes(t *testing.T) {
 			w.WriteHeader(500)
 			_, _ = io.WriteString(w, "<html><body>Internal Server Error</body></html>")
 		}, Fail, []string{"500, an HTML page"}},
+		{"truncated to the context", func(w http.ResponseWriter, _ *http.Request, _ int) {
+			writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
+				map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 1}})
+		}, Fail, []string{"cut silently to 1,000 tokens"}},
 		{"silently truncated", func(w http.ResponseWriter, _ *http.Request, _ int) {
 			writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
 				map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 990, "completion_tokens": 1}})
