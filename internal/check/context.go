@@ -44,7 +44,7 @@ func newContextPrompts(p workload.Profile) (*contextPrompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &contextPrompts{gen: g, nonce: time.Now().UnixNano(), how: "sized by surge's estimate (4 bytes per token)"}, nil
+	return &contextPrompts{gen: g, nonce: time.Now().UnixNano(), how: "surge's estimate of 4 bytes per token"}, nil
 }
 
 // text is a fresh prompt of exactly b bytes.
@@ -81,11 +81,11 @@ func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int
 	}
 	if d, off, err := calibrate.Fit(pts); err == nil {
 		c.sizing = workload.Sizing{TokensPerByte: d, Overhead: off}
-		c.how = fmt.Sprintf("sized at %.2f bytes per token (usage of %d requests)", 1/d, len(pts))
+		c.how = fmt.Sprintf("measured %.2f bytes per token", 1/d)
 	} else if len(pts) > 0 {
-		c.how = "sized by surge's estimate: the calibration did not fit"
+		c.how = "surge's estimate of 4 bytes per token: the calibration did not fit"
 	} else {
-		c.how = "sized by surge's estimate: no usage reported"
+		c.how = "surge's estimate of 4 bytes per token: no usage reported"
 	}
 	return sent, nil
 }
@@ -165,7 +165,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		Timeout: reqTimeout(t), Extra: map[string]any{"stream_options": usage}})
 	details := map[string]any{"tokens_asked": want, "tokens_sent": long, "median_tokens": median, "source": source,
 		"max_model_len": t.Server.MaxModelLen, "sizing": ps.how}
-	at := fmt.Sprintf("at ~%s tokens (%s, %s)", thousands(long), source, ps.how)
+	at := fmt.Sprintf("at ~%s tokens (%s; %s)", thousands(long), source, ps.how)
 	if err != nil {
 		return Result{Status: Fail, Details: details, Evidence: "no response " + at + ": " + noResponse(err)}
 	}
@@ -194,7 +194,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		details["median_prompt_tokens"] = shortX.Usage.PromptTokens
 	}
 	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
-	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s, %s", roundDur(tl), counted(longX, long),
+	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", roundDur(tl), counted(longX, long),
 		roundDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
 	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
@@ -203,7 +203,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	// far shorter was cut (Ollama keeps the end of a prompt past num_ctx).
 	if ps.sizing.TokensPerByte > 0 && longX.Usage != nil && longX.Usage.PromptTokens > 0 &&
 		float64(longX.Usage.PromptTokens) < 0.9*float64(long) {
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s, %s)",
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s; %s)",
 			thousands(longX.Usage.PromptTokens), thousands(long), source, ps.how)}
 	}
 	if capped != "" {

@@ -27,7 +27,7 @@ func TestContextLongSim(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: cfg.MaxModelLen})
-	wantStatus(t, r, Pass, "the small profile's longest prompt", "vs", "at 100", "bytes per token")
+	wantStatus(t, r, Pass, "the small profile's longest prompt", "vs", "at 100", "measured 3.0")
 	got, _ := r.Details["prompt_tokens"].(int)
 	if got < 980 || got > 1020 {
 		t.Errorf("the server counted %d prompt tokens, want ~1,000 (sized in its tokens): %s", got, r.Evidence)
