@@ -57,16 +57,20 @@ func (c *contextPrompts) text(b int) string {
 // forTokens is a fresh prompt of about n of the target's tokens.
 func (c *contextPrompts) forTokens(n int) string { return c.text(c.sizing.Bytes(n)) }
 
-// calibrate sends one unary max_tokens 1 request of each size (in
-// surge's estimated tokens) and fits tokens = c + d·bytes to the
-// usage.prompt_tokens they report (calibrate.Fit). Without usage the
-// prompts stay sized by surge's estimate. It returns the requests sent,
-// or a Result when the target refused a short prompt.
+// calibrate sends one unary max_tokens 1 request of each size, in
+// tokens, and fits tokens = c + d·bytes to the usage.prompt_tokens they
+// report (calibrate.Fit). The first is sized by surge's estimate; the
+// next by the density the ones before measured (overhead included, so
+// an upper bound), so that a tokenizer far denser than 4 bytes per token
+// (vLLM's tiny test model) does not push one past the context. Without
+// usage the prompts stay sized by surge's estimate. It returns the
+// requests sent, or a Result when the target refused a prompt.
 func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int, *Result) {
 	var pts []calibrate.Point
 	sent := 0
+	perByte := 1.0 / workload.BytesPerToken
 	for _, n := range sizes {
-		txt := c.text(n * workload.BytesPerToken)
+		txt := c.text(max(int(float64(n)/perByte), 1))
 		x, err := t.Probe.Send(ctx, Req{Prompt: txt, MaxTokens: 1, Timeout: reqTimeout(t)})
 		sent++
 		if err != nil {
@@ -77,6 +81,7 @@ func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int
 		}
 		if x.Usage != nil && x.Usage.PromptTokens > 0 {
 			pts = append(pts, calibrate.Point{Bytes: len(txt), Tokens: x.Usage.PromptTokens})
+			perByte = max(perByte, float64(x.Usage.PromptTokens)/float64(len(txt)))
 		}
 	}
 	if d, off, err := calibrate.Fit(pts); err == nil {
@@ -146,7 +151,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
 	}
 	// Two sizes far enough apart for the fit, the larger within the
-	// context even under a tokenizer twice as dense as the estimate.
+	// context.
 	sent, failed := ps.calibrate(ctx, t, 64, min(512, max(long/2, 128)))
 	if failed != nil {
 		failed.Requests = sent

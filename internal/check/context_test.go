@@ -61,6 +61,11 @@ func TestContextLongCapped(t *testing.T) {
 // lengthServer answers prompts up to limit bytes as a chat stream with
 // usage (one token per 4 bytes), and longer ones with long(w).
 func lengthServer(t *testing.T, limit int, long func(w http.ResponseWriter, r *http.Request, bytes int)) *Probe {
+	return tokenizerServer(t, 4, limit, long)
+}
+
+// tokenizerServer is lengthServer with bpt bytes per token.
+func tokenizerServer(t *testing.T, bpt, limit int, long func(w http.ResponseWriter, r *http.Request, bytes int)) *Probe {
 	return serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
@@ -78,7 +83,7 @@ func lengthServer(t *testing.T, limit int, long func(w http.ResponseWriter, r *h
 			long(w, r, n)
 			return
 		}
-		usage := map[string]any{"prompt_tokens": n / 4, "completion_tokens": 1, "total_tokens": n/4 + 1}
+		usage := map[string]any{"prompt_tokens": n / bpt, "completion_tokens": 1, "total_tokens": n/bpt + 1}
 		if !req.Stream {
 			w.Header().Set("Content-Type", "application/json")
 			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "ok"}, "finish_reason": "length"}}, "usage": usage})
@@ -110,7 +115,10 @@ func TestContextExceededSim(t *testing.T) {
 	conf := DefaultConfig()
 	conf.ContextTokens = 500
 	r = runCheck(t, CheckContextExceeded, p, conf, Server{})
-	wantStatus(t, r, Warn, "200 with 564 prompt tokens", "the context is longer than --context-tokens says")
+	wantStatus(t, r, Warn, "200 with 5", "prompt tokens at ~564 tokens past --context-tokens 500", "the context is longer than --context-tokens says")
+	if got, _ := r.Details["prompt_tokens"].(int); got < 550 || got > 580 {
+		t.Errorf("prompt tokens %d, want ~564 (500 + 64)", got)
+	}
 
 	wantStatus(t, runCheck(t, CheckContextExceeded, p, DefaultConfig(), Server{}), Skip, "give --context-tokens")
 }
@@ -195,4 +203,19 @@ func TestContextLongTruncated(t *testing.T) {
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{})
 	wantStatus(t, r, Fail, "the prompt was cut silently: the server counted 500 of ~1,000 tokens")
+}
+
+// A tokenizer of one token per byte (4× surge's estimate): the
+// calibration sizes its second prompt by what the first measured, so no
+// prompt goes past a context of 1,000 tokens, and the long one is sized
+// in the server's tokens.
+func TestContextLongDenseTokenizer(t *testing.T) {
+	p := tokenizerServer(t, 1, 1000, func(w http.ResponseWriter, _ *http.Request, _ int) { writeAPIError(w, 400, "too long") })
+	conf := DefaultConfig()
+	conf.Profile = smallProfile()
+	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: 1000})
+	wantStatus(t, r, Warn, "capped to 960 below max_model_len 1,000", "measured 1.00 bytes per token")
+	if got, _ := r.Details["prompt_tokens"].(int); got < 940 || got > 980 {
+		t.Errorf("prompt tokens %d, want ~960", got)
+	}
 }
