@@ -141,7 +141,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		limit := m - contextMaxTokens - max(32, m/50)
 		if long > limit {
 			long = max(limit, 1)
-			capped = fmt.Sprintf("%s (%s tokens) capped to %s below max_model_len %s", source, thousands(want), thousands(long), thousands(m))
+			capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(want), thousands(long), thousands(m))
 		}
 	}
 	median = min(median, max(long/8, 1))

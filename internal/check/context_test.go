@@ -52,7 +52,7 @@ func TestContextLongCapped(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: cfg.MaxModelLen})
-	wantStatus(t, r, Warn, "(1,000 tokens) capped to", "below max_model_len 700")
+	wantStatus(t, r, Warn, "the small profile's longest prompt", "capped from 1,000 to 660 tokens, below max_model_len 700")
 	if got, _ := r.Details["prompt_tokens"].(int); got >= 700 || got < 600 {
 		t.Errorf("prompt tokens %d, want just below 700", got)
 	}
@@ -214,7 +214,7 @@ func TestContextLongDenseTokenizer(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: 1000})
-	wantStatus(t, r, Warn, "capped to 960 below max_model_len 1,000", "measured 1.00 bytes per token")
+	wantStatus(t, r, Warn, "capped from 1,000 to 960 tokens, below max_model_len 1,000", "measured 1.00 bytes per token")
 	if got, _ := r.Details["prompt_tokens"].(int); got < 940 || got > 980 {
 		t.Errorf("prompt tokens %d, want ~960", got)
 	}
