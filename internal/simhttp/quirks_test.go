@@ -13,13 +13,6 @@ import (
 	"github.com/surge-bench/surge/internal/sim"
 )
 
-// quirky is fastConfig with the quirk on.
-func quirky(q string) sim.Config {
-	c := fastConfig()
-	c.Quirks = []string{q}
-	return c
-}
-
 // both runs f on the plain simulator and on one with the quirk.
 func both(t *testing.T, cfg sim.Config, quirk string, f func(t *testing.T, e *env, on bool)) {
 	t.Helper()
@@ -119,6 +112,11 @@ func TestQuirkIgnoreMaxTokens(t *testing.T) {
 			if !on && u.Usage.CompletionTokens > 5 {
 				t.Errorf("%s body: %d tokens past max_tokens 5", api.name, u.Usage.CompletionTokens)
 			}
+		}
+		// Only max_tokens is ignored: a stop string past it still stops.
+		u := e.unaryOf("/completions", `{"prompt":"x","max_tokens":12,"ignore_eos":true,"stop":"decode"}`)
+		if stopped := u.Choices[0].FinishReason == "stop" && !strings.Contains(u.text(), "decode"); stopped != on {
+			t.Errorf("stop past max_tokens 12: %q finish %q", u.text(), u.Choices[0].FinishReason)
 		}
 		// Without max_tokens there is nothing to exceed.
 		if u := e.unaryOf("/completions", `{"prompt":"x"}`); u.Usage.CompletionTokens != 5 {
