@@ -44,7 +44,7 @@ func newContextPrompts(p workload.Profile) (*contextPrompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &contextPrompts{gen: g, nonce: time.Now().UnixNano(), how: "sized by surge's estimate (4 bytes per token)"}, nil
+	return &contextPrompts{gen: g, nonce: time.Now().UnixNano(), how: "surge's estimate of 4 bytes per token"}, nil
 }
 
 // text is a fresh prompt of exactly b bytes.
@@ -57,16 +57,20 @@ func (c *contextPrompts) text(b int) string {
 // forTokens is a fresh prompt of about n of the target's tokens.
 func (c *contextPrompts) forTokens(n int) string { return c.text(c.sizing.Bytes(n)) }
 
-// calibrate sends one unary max_tokens 1 request of each size (in
-// surge's estimated tokens) and fits tokens = c + d·bytes to the
-// usage.prompt_tokens they report (calibrate.Fit). Without usage the
-// prompts stay sized by surge's estimate. It returns the requests sent,
-// or a Result when the target refused a short prompt.
+// calibrate sends one unary max_tokens 1 request of each size, in
+// tokens, and fits tokens = c + d·bytes to the usage.prompt_tokens they
+// report (calibrate.Fit). The first is sized by surge's estimate; the
+// next by the density the ones before measured (overhead included, so
+// an upper bound), so that a tokenizer far denser than 4 bytes per token
+// (vLLM's tiny test model) does not push one past the context. Without
+// usage the prompts stay sized by surge's estimate. It returns the
+// requests sent, or a Result when the target refused a prompt.
 func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int, *Result) {
 	var pts []calibrate.Point
 	sent := 0
+	perByte := 1.0 / workload.BytesPerToken
 	for _, n := range sizes {
-		txt := c.text(n * workload.BytesPerToken)
+		txt := c.text(max(int(float64(n)/perByte), 1))
 		x, err := t.Probe.Send(ctx, Req{Prompt: txt, MaxTokens: 1, Timeout: reqTimeout(t)})
 		sent++
 		if err != nil {
@@ -77,15 +81,16 @@ func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int
 		}
 		if x.Usage != nil && x.Usage.PromptTokens > 0 {
 			pts = append(pts, calibrate.Point{Bytes: len(txt), Tokens: x.Usage.PromptTokens})
+			perByte = max(perByte, float64(x.Usage.PromptTokens)/float64(len(txt)))
 		}
 	}
 	if d, off, err := calibrate.Fit(pts); err == nil {
 		c.sizing = workload.Sizing{TokensPerByte: d, Overhead: off}
-		c.how = fmt.Sprintf("sized at %.2f bytes per token (usage of %d requests)", 1/d, len(pts))
+		c.how = fmt.Sprintf("measured %.2f bytes per token", 1/d)
 	} else if len(pts) > 0 {
-		c.how = "sized by surge's estimate: the calibration did not fit"
+		c.how = "surge's estimate of 4 bytes per token: the calibration did not fit"
 	} else {
-		c.how = "sized by surge's estimate: no usage reported"
+		c.how = "surge's estimate of 4 bytes per token: no usage reported"
 	}
 	return sent, nil
 }
@@ -136,7 +141,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		limit := m - contextMaxTokens - max(32, m/50)
 		if long > limit {
 			long = max(limit, 1)
-			capped = fmt.Sprintf("%s (%s tokens) capped to %s below max_model_len %s", source, thousands(want), thousands(long), thousands(m))
+			capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(want), thousands(long), thousands(m))
 		}
 	}
 	median = min(median, max(long/8, 1))
@@ -146,7 +151,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
 	}
 	// Two sizes far enough apart for the fit, the larger within the
-	// context even under a tokenizer twice as dense as the estimate.
+	// context.
 	sent, failed := ps.calibrate(ctx, t, 64, min(512, max(long/2, 128)))
 	if failed != nil {
 		failed.Requests = sent
@@ -165,7 +170,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		Timeout: reqTimeout(t), Extra: map[string]any{"stream_options": usage}})
 	details := map[string]any{"tokens_asked": want, "tokens_sent": long, "median_tokens": median, "source": source,
 		"max_model_len": t.Server.MaxModelLen, "sizing": ps.how}
-	at := fmt.Sprintf("at ~%s tokens (%s, %s)", thousands(long), source, ps.how)
+	at := fmt.Sprintf("at ~%s tokens (%s; %s)", thousands(long), source, ps.how)
 	if err != nil {
 		return Result{Status: Fail, Details: details, Evidence: "no response " + at + ": " + noResponse(err)}
 	}
@@ -194,7 +199,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 		details["median_prompt_tokens"] = shortX.Usage.PromptTokens
 	}
 	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
-	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s, %s", roundDur(tl), counted(longX, long),
+	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", roundDur(tl), counted(longX, long),
 		roundDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
 	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
@@ -203,7 +208,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	// far shorter was cut (Ollama keeps the end of a prompt past num_ctx).
 	if ps.sizing.TokensPerByte > 0 && longX.Usage != nil && longX.Usage.PromptTokens > 0 &&
 		float64(longX.Usage.PromptTokens) < 0.9*float64(long) {
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s, %s)",
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s; %s)",
 			thousands(longX.Usage.PromptTokens), thousands(long), source, ps.how)}
 	}
 	if capped != "" {
@@ -260,7 +265,9 @@ func runContextExceeded(ctx context.Context, t *T) Result {
 		return Result{Status: Warn, Details: details, Evidence: "200 " + at + ": no error, and no usage to tell whether the prompt was cut"}
 	}
 	details["prompt_tokens"] = x.Usage.PromptTokens
-	if x.Usage.PromptTokens < limit {
+	// A server that truncates keeps at most the context: the prompt was
+	// sized 10% past it in the server's own tokens.
+	if x.Usage.PromptTokens <= limit {
 		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("200 %s: the prompt was cut silently to %s tokens, no error",
 			at, thousands(x.Usage.PromptTokens))}
 	}

@@ -27,7 +27,7 @@ func TestContextLongSim(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: cfg.MaxModelLen})
-	wantStatus(t, r, Pass, "the small profile's longest prompt", "vs", "at 100", "bytes per token")
+	wantStatus(t, r, Pass, "the small profile's longest prompt", "vs", "at 100", "measured 3.0")
 	got, _ := r.Details["prompt_tokens"].(int)
 	if got < 980 || got > 1020 {
 		t.Errorf("the server counted %d prompt tokens, want ~1,000 (sized in its tokens): %s", got, r.Evidence)
@@ -52,7 +52,7 @@ func TestContextLongCapped(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: cfg.MaxModelLen})
-	wantStatus(t, r, Warn, "(1,000 tokens) capped to", "below max_model_len 700")
+	wantStatus(t, r, Warn, "the small profile's longest prompt", "capped from 1,000 to 660 tokens, below max_model_len 700")
 	if got, _ := r.Details["prompt_tokens"].(int); got >= 700 || got < 600 {
 		t.Errorf("prompt tokens %d, want just below 700", got)
 	}
@@ -61,6 +61,11 @@ func TestContextLongCapped(t *testing.T) {
 // lengthServer answers prompts up to limit bytes as a chat stream with
 // usage (one token per 4 bytes), and longer ones with long(w).
 func lengthServer(t *testing.T, limit int, long func(w http.ResponseWriter, r *http.Request, bytes int)) *Probe {
+	return tokenizerServer(t, 4, limit, long)
+}
+
+// tokenizerServer is lengthServer with bpt bytes per token.
+func tokenizerServer(t *testing.T, bpt, limit int, long func(w http.ResponseWriter, r *http.Request, bytes int)) *Probe {
 	return serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
@@ -78,7 +83,7 @@ func lengthServer(t *testing.T, limit int, long func(w http.ResponseWriter, r *h
 			long(w, r, n)
 			return
 		}
-		usage := map[string]any{"prompt_tokens": n / 4, "completion_tokens": 1, "total_tokens": n/4 + 1}
+		usage := map[string]any{"prompt_tokens": n / bpt, "completion_tokens": 1, "total_tokens": n/bpt + 1}
 		if !req.Stream {
 			w.Header().Set("Content-Type", "application/json")
 			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "ok"}, "finish_reason": "length"}}, "usage": usage})
@@ -110,7 +115,10 @@ func TestContextExceededSim(t *testing.T) {
 	conf := DefaultConfig()
 	conf.ContextTokens = 500
 	r = runCheck(t, CheckContextExceeded, p, conf, Server{})
-	wantStatus(t, r, Warn, "200 with 564 prompt tokens", "the context is longer than --context-tokens says")
+	wantStatus(t, r, Warn, "200 with 5", "prompt tokens at ~564 tokens past --context-tokens 500", "the context is longer than --context-tokens says")
+	if got, _ := r.Details["prompt_tokens"].(int); got < 550 || got > 580 {
+		t.Errorf("prompt tokens %d, want ~564 (500 + 64)", got)
+	}
 
 	wantStatus(t, runCheck(t, CheckContextExceeded, p, DefaultConfig(), Server{}), Skip, "give --context-tokens")
 }
@@ -130,6 +138,10 @@ func TestContextExceededShapes(t *testing.T) {
 			w.WriteHeader(500)
 			_, _ = io.WriteString(w, "<html><body>Internal Server Error</body></html>")
 		}, Fail, []string{"500, an HTML page"}},
+		{"truncated to the context", func(w http.ResponseWriter, _ *http.Request, _ int) {
+			writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
+				map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 1}})
+		}, Fail, []string{"cut silently to 1,000 tokens"}},
 		{"silently truncated", func(w http.ResponseWriter, _ *http.Request, _ int) {
 			writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
 				map[string]any{"choices": []any{}, "usage": map[string]any{"prompt_tokens": 990, "completion_tokens": 1}})
@@ -191,4 +203,19 @@ func TestContextLongTruncated(t *testing.T) {
 	conf.Profile = smallProfile()
 	r := runCheck(t, CheckContextLong, p, conf, Server{})
 	wantStatus(t, r, Fail, "the prompt was cut silently: the server counted 500 of ~1,000 tokens")
+}
+
+// A tokenizer of one token per byte (4× surge's estimate): the
+// calibration sizes its second prompt by what the first measured, so no
+// prompt goes past a context of 1,000 tokens, and the long one is sized
+// in the server's tokens.
+func TestContextLongDenseTokenizer(t *testing.T) {
+	p := tokenizerServer(t, 1, 1000, func(w http.ResponseWriter, _ *http.Request, _ int) { writeAPIError(w, 400, "too long") })
+	conf := DefaultConfig()
+	conf.Profile = smallProfile()
+	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: 1000})
+	wantStatus(t, r, Warn, "capped from 1,000 to 960 tokens, below max_model_len 1,000", "measured 1.00 bytes per token")
+	if got, _ := r.Details["prompt_tokens"].(int); got < 940 || got > 980 {
+		t.Errorf("prompt tokens %d, want ~960", got)
+	}
 }

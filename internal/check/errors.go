@@ -171,10 +171,11 @@ func (w *wave) summary() string {
 // single requests, then sends waves of 8, 16, 32, … concurrent short
 // requests (max_tokens 16) until the server refuses or breaks some, or
 // queues (the wave's TTFT p95 reaches 4× the single request's TTFT,
-// twice its whole latency and 100ms more than its TTFT: requests wait for
-// others to finish), or the
-// bounds are reached: Config.OverloadRequests requests in all, each
-// bounded by Config.Timeout, and OverloadMaxTime for the whole probe.
+// twice its whole latency and 100ms more than its TTFT: requests wait
+// for others to finish), or the bounds are reached: Config.
+// OverloadRequests requests in all, each bounded by Config.Timeout, and
+// OverloadMaxTime for the whole probe. The last wave is classified, the
+// worst class deciding (docs/checks.md, errors).
 func runErrorsOverload(ctx context.Context, t *T) Result {
 	bound := t.Config.OverloadRequests
 	if bound <= 0 {

@@ -151,7 +151,9 @@ func TestErrorsOverloadShapes(t *testing.T) {
 		{"429 without Retry-After", reject(429, ""), Fail, []string{"429 without Retry-After at 16 concurrent"}},
 		{"503 with Retry-After", reject(503, "5"), Pass, []string{"503 with Retry-After"}},
 		{"503 without Retry-After", reject(503, ""), Warn, []string{"503 without Retry-After"}},
-		{"502 from a proxy", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway) }, Fail,
+		{"502 from a proxy", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
+		}, Fail,
 			[]string{"errors other than 429/503", "other 5xx"}},
 		{"timeouts", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, Fail,
 			[]string{"timeouts at 16 concurrent (no answer within 500ms)"}},

@@ -114,10 +114,10 @@ type toolAnswer struct {
 
 // askTools sends the prompt with the tools under each tool_choice in
 // turn until a streamed response carries tool calls. Real engines differ
-// here: vLLM without a tool parser serves a named or "required"
-// tool_choice by guided decoding but refuses "auto" (it needs
-// --enable-auto-tool-choice); others ignore tool_choice. A 4xx or a plain
-// answer moves on to the next choice.
+// here: vLLM refuses "auto" without --enable-auto-tool-choice and serves
+// named or "required" choices by guided decoding where its version
+// does; Ollama ignores tool_choice. A 4xx or a plain answer moves on to
+// the next choice.
 func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []choice, extra map[string]any) toolAnswer {
 	var a toolAnswer
 	wire := make([]any, len(tools))

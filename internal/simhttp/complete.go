@@ -217,7 +217,10 @@ func (s *Server) plan(p parsedRequest, explicitMax bool) (maxTokens int, ignoreE
 	if p.chat {
 		think = s.reasoning
 	}
-	a, bound := planAnswer(p.shape, p.chat, p.maxTokens-think, s.quirks.ignoreStop, s.quirks.badToolArgs, s.quirks.schemaViolations)
+	// A stop string is looked for as far as the engine will generate:
+	// past max_tokens too when ignore-max-tokens is on, so that only
+	// max_tokens is ignored.
+	a, bound := planAnswer(p.shape, p.chat, limit-think, s.quirks.ignoreStop, s.quirks.badToolArgs, s.quirks.schemaViolations, s.instances)
 	switch {
 	case a.json():
 		maxTokens, ignoreEOS = max(min(think+bound, limit), 1), true

@@ -279,18 +279,18 @@ func (a *answer) tools() bool { return a.calls != nil }
 // content tokens. It returns the engine's bound: the tokens to generate
 // when the answer decides them (stop, JSON), 0 when the engine decides.
 // brokenArgs and violate are the bad-tool-args and schema-violations
-// quirks; noStop ignore-stop.
-func planAnswer(sh *shaping, chat bool, maxTokens int, noStop, brokenArgs, violate bool) (answer, int) {
+// quirks; noStop ignore-stop. Instances come from cache (nil: none).
+func planAnswer(sh *shaping, chat bool, maxTokens int, noStop, brokenArgs, violate bool, cache *instanceCache) (answer, int) {
 	a := answer{seq: seqOf(sh.variant), send: -1}
 	switch {
 	case len(sh.tools) > 0:
-		a.planTools(sh, brokenArgs)
+		a.planTools(sh, brokenArgs, cache)
 		return a, len(a.frags)
 	case sh.format == formatJSONObject:
 		a.frags = fragments(a.frags, []byte(`{"text":"the engine answers with simulated tokens"}`))
 		return a, len(a.frags)
 	case sh.format == formatJSONSchema:
-		a.frags = fragments(a.frags, schemaInstance(sh.schema, violate))
+		a.frags = fragments(a.frags, cache.instance(sh.schema, violate))
 		return a, len(a.frags)
 	case len(sh.stops) > 0 && !noStop:
 		if n := a.planStop(sh.stops, maxTokens); n > 0 {
@@ -347,7 +347,7 @@ func (a *answer) planStop(stops []string, maxTokens int) int {
 // tool (at most maxToolCalls) when there are several and parallel calls
 // are allowed, else the first tool. Each call's arguments are an
 // instance of its parameters' schema.
-func (a *answer) planTools(sh *shaping, broken bool) {
+func (a *answer) planTools(sh *shaping, broken bool, cache *instanceCache) {
 	pick := sh.tools[:1]
 	switch {
 	case sh.forced != "":
@@ -364,7 +364,7 @@ func (a *answer) planTools(sh *shaping, broken bool) {
 	for c, t := range pick {
 		args := []byte("{}")
 		if !absent(t.params) {
-			args = schemaInstance(t.params, false)
+			args = cache.instance(t.params, false)
 		}
 		if broken && len(args) > 0 { // the closing brace never comes
 			args = args[:len(args)-1]

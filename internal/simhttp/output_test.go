@@ -146,7 +146,7 @@ func TestPlanStop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, bound := planAnswer(&shaping{stops: tt.stops}, true, tt.max, false, false, false)
+			a, bound := planAnswer(&shaping{stops: tt.stops}, true, tt.max, false, false, false, nil)
 			if bound != tt.wantBound {
 				t.Fatalf("bound %d, want %d", bound, tt.wantBound)
 			}
@@ -168,10 +168,10 @@ func TestPlanStop(t *testing.T) {
 			}
 		})
 	}
-	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, -5, false, false, false); bound != 0 {
+	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, -5, false, false, false, nil); bound != 0 {
 		t.Errorf("no content tokens (reasoning takes them all): bound %d, want 0", bound)
 	}
-	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, 100, true, false, false); bound != 0 {
+	if _, bound := planAnswer(&shaping{stops: []string{"engine"}}, true, 100, true, false, false, nil); bound != 0 {
 		t.Errorf("ignore-stop: bound %d, want 0", bound)
 	}
 }

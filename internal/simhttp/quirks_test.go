@@ -113,6 +113,11 @@ func TestQuirkIgnoreMaxTokens(t *testing.T) {
 				t.Errorf("%s body: %d tokens past max_tokens 5", api.name, u.Usage.CompletionTokens)
 			}
 		}
+		// Only max_tokens is ignored: a stop string past it still stops.
+		u := e.unaryOf("/completions", `{"prompt":"x","max_tokens":12,"ignore_eos":true,"stop":"decode"}`)
+		if stopped := u.Choices[0].FinishReason == "stop" && !strings.Contains(u.text(), "decode"); stopped != on {
+			t.Errorf("stop past max_tokens 12: %q finish %q", u.text(), u.Choices[0].FinishReason)
+		}
 		// Without max_tokens there is nothing to exceed.
 		if u := e.unaryOf("/completions", `{"prompt":"x"}`); u.Usage.CompletionTokens != 5 {
 			t.Errorf("no max_tokens: %d tokens, want the natural 5", u.Usage.CompletionTokens)

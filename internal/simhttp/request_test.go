@@ -223,7 +223,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		// Whatever the shaping, the answer's body is valid JSON.
-		a, bound := planAnswer(p.shape, chat, min(p.maxTokens, 4096), false, false, false)
+		a, bound := planAnswer(p.shape, chat, min(p.maxTokens, 4096), false, false, false, nil)
 		e := newEncoder(chat, "id", 1, "m")
 		e.ans, e.seq = &a, a.seq
 		if bound == 0 {

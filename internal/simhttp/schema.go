@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Bounds of one generated instance, so that no schema (recursive, or
@@ -42,6 +43,55 @@ func schemaInstance(raw json.RawMessage, violate bool) []byte {
 	g := &schemaGen{root: raw, all: len(raw) < schemaSmall, nodes: map[rawKey]*schemaNode{}}
 	g.gen(raw, 0, 0, violate)
 	return g.out
+}
+
+// Bounds of the instance cache: schemas of at most 64 KiB, 64 of each
+// kind (valid, violating).
+const (
+	maxCachedSchema    = 64 << 10
+	maxCachedInstances = 64
+)
+
+// instanceCache keeps the instances of the schemas seen lately, so that
+// requests sending the same schema again (a dataset's rows, a check's
+// repeated requests) do not generate it again: 0.5 ms for a 4 KiB schema.
+// Safe for concurrent use; the nil cache generates every time. The
+// instances it returns are shared: callers must not modify them.
+type instanceCache struct {
+	mu         sync.Mutex
+	valid, bad map[string][]byte
+}
+
+func newInstanceCache() *instanceCache {
+	return &instanceCache{valid: map[string][]byte{}, bad: map[string][]byte{}}
+}
+
+// instance is schemaInstance(raw, violate), from the cache when it holds it.
+func (c *instanceCache) instance(raw json.RawMessage, violate bool) []byte {
+	if c == nil || len(raw) > maxCachedSchema {
+		return schemaInstance(raw, violate)
+	}
+	m := c.valid
+	if violate {
+		m = c.bad
+	}
+	c.mu.Lock()
+	out, ok := m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = schemaInstance(raw, violate)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(m) >= maxCachedInstances {
+		for k := range m { // evict one at random
+			delete(m, k)
+			break
+		}
+	}
+	m[string(raw)] = out
+	return out
 }
 
 type schemaGen struct {
@@ -204,7 +254,7 @@ func (g *schemaGen) gen(raw json.RawMessage, depth, variant int, violate bool) {
 	}
 	for _, k := range [...]string{"anyOf", "oneOf"} {
 		var alts []json.RawMessage
-		if json.Unmarshal(n.m[k], &alts) == nil && len(alts) > 0 {
+		if raw, ok := n.m[k]; ok && json.Unmarshal(raw, &alts) == nil && len(alts) > 0 {
 			g.gen(alts[0], depth+1, variant, violate)
 			return
 		}
@@ -303,7 +353,7 @@ func wrongType(typ string) string {
 func (g *schemaGen) object(n *schemaNode, depth, variant int, violate bool) {
 	parts := []*schemaNode{n}
 	var all []json.RawMessage
-	if json.Unmarshal(n.m["allOf"], &all) == nil {
+	if raw, ok := n.m["allOf"]; ok && json.Unmarshal(raw, &all) == nil {
 		for _, a := range all {
 			for range schemaMaxDepth { // follow $refs to the object
 				an := g.node(a)
@@ -340,7 +390,7 @@ func (g *schemaGen) object(n *schemaNode, depth, variant int, violate bool) {
 			}
 		}
 		var req []string
-		if json.Unmarshal(p.m["required"], &req) == nil {
+		if raw, ok := p.m["required"]; ok && json.Unmarshal(raw, &req) == nil {
 			required = append(required, req...)
 		}
 		if ap, ok := p.m["additionalProperties"]; ok {
@@ -350,8 +400,7 @@ func (g *schemaGen) object(n *schemaNode, depth, variant int, violate bool) {
 				extra = ap
 			}
 		}
-		var mp float64
-		if json.Unmarshal(p.m["minProperties"], &mp) == nil && mp > 0 {
+		if mp, ok := num(p.m["minProperties"]); ok && mp > 0 {
 			minProps = max(minProps, int(min(mp, schemaMaxItems)))
 		}
 	}
@@ -441,7 +490,9 @@ func (g *schemaGen) typed(raw json.RawMessage) bool { return g.typeOf(raw) != ""
 // and minItems is not), prefixItems first.
 func (g *schemaGen) array(n *schemaNode, depth int) {
 	var prefix []json.RawMessage
-	_ = json.Unmarshal(n.m["prefixItems"], &prefix)
+	if raw, ok := n.m["prefixItems"]; ok {
+		_ = json.Unmarshal(raw, &prefix)
+	}
 	items, hasItems := n.m["items"]
 	if hasItems && len(bytes.TrimSpace(items)) > 0 && bytes.TrimSpace(items)[0] == '[' { // draft 4 tuple
 		_ = json.Unmarshal(items, &prefix)

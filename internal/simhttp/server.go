@@ -67,6 +67,8 @@ type Server struct {
 	spans   *spanExporter // WithSpanExport; nil: no spans
 	timings bool          // WithTimings
 	quirks  quirks        // sim.Config.Quirks
+
+	instances *instanceCache // JSON Schema instances of recent requests
 }
 
 // quirks are the sim.Config.Quirks that are on (sim.Quirk*).
@@ -134,6 +136,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		quirks:      quirksOf(cfg),
+		instances:   newInstanceCache(),
 	}
 	for _, o := range opts {
 		o(s)
