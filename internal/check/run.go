@@ -163,6 +163,9 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 			emit(finish(Result{Status: Skip, Evidence: "api check failed"}, c, 0, 0))
 			continue
 		}
+		// Each check starts on a new connection: one the server closed
+		// after the last check's response is not this check's failure.
+		p.CloseIdle()
 		sent, start := p.Sent(), time.Now()
 		var r Result
 		if c.Name == CheckAPI {
@@ -241,8 +244,21 @@ func transportCause(err error) string {
 
 // generate sends r with the check's timeout. r.Extra's ignore_eos, when
 // set, is asked for where the server takes it: a 400 that names it is
-// answered by sending r again without it.
+// answered by sending r again without it. A request that got no response
+// because the server had closed the kept-alive connection it went on is
+// sent once more on a new connection, as client SDKs do
+// (streaming.keepalive is the check that reports such closes).
 func generate(ctx context.Context, t *T, r Req) (*Exchange, error) {
+	x, err := sendOnce(ctx, t, r)
+	if err != nil && ctx.Err() == nil && closedUnderneath(err) {
+		t.Probe.CloseIdle()
+		x, err = sendOnce(ctx, t, r)
+	}
+	return x, err
+}
+
+// sendOnce is generate without the second try on a closed connection.
+func sendOnce(ctx context.Context, t *T, r Req) (*Exchange, error) {
 	if r.Timeout == 0 {
 		r.Timeout = t.Config.Timeout
 	}

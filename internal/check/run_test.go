@@ -386,3 +386,42 @@ func TestCoreChecksKeepContentInMemory(t *testing.T) {
 		}
 	}
 }
+
+// A request that finds its kept-alive connection closed under it is sent
+// again once on a new connection; a second failure is the answer.
+func TestGenerateRetriesAClosedConnection(t *testing.T) {
+	var n atomic.Int32
+	drop := func(w http.ResponseWriter) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // no response at all
+		}
+	}
+	for name, tc := range map[string]struct {
+		drops  func(int32) bool
+		ok     bool
+		probes int
+	}{
+		"once":   {func(i int32) bool { return i == 2 }, true, 3},
+		"always": {func(i int32) bool { return i >= 2 }, false, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n.Store(0)
+			p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.drops(n.Add(1)) {
+					drop(w)
+					return
+				}
+				fmt.Fprint(w, chatBody)
+			})
+			tt := &T{Probe: p, Config: DefaultConfig()}
+			if _, err := generate(context.Background(), tt, Req{Prompt: "a", MaxTokens: 1}); err != nil {
+				t.Fatal(err)
+			}
+			x, err := generate(context.Background(), tt, Req{Prompt: "a", MaxTokens: 1})
+			if (err == nil) != tc.ok || p.Sent() != tc.probes {
+				t.Errorf("err %v (x %v), %d requests sent, want ok %v and %d", err, x, p.Sent(), tc.ok, tc.probes)
+			}
+		})
+	}
+}

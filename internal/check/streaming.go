@@ -175,7 +175,7 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 			case <-time.After(keepAlivePause):
 			}
 		}
-		x, err := generate(ctx, t, Req{Prompt: "Count to three.", MaxTokens: 4, Stream: true, Extra: map[string]any{"ignore_eos": true}})
+		x, err := sendOnce(ctx, t, Req{Prompt: "Count to three.", MaxTokens: 4, Stream: true, Extra: map[string]any{"ignore_eos": true}})
 		if err != nil && i > 0 && closedUnderneath(err) {
 			return Result{Status: Fail, Evidence: fmt.Sprintf("the connection was closed after stream %d without Connection: close (the next request failed: %s)", i, transportCause(err))}
 		}
