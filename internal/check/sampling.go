@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -45,7 +46,7 @@ func checkStop(ctx context.Context, t *T) Result {
 	learned := x.Text
 	at, stop, ok := pickStop(learned)
 	if !ok {
-		return Result{Status: Skip, Evidence: fmt.Sprintf("the answer (%d bytes) is too short to pick a stop string from", len(learned))}
+		return Result{Status: Skip, Evidence: fmt.Sprintf("no stop string to pick: no printable string of 3 bytes or more occurs once in the answer (%d bytes)", len(learned))}
 	}
 	withStop := map[string]any{"stop": []string{stop}}
 	for k, v := range base {
@@ -61,29 +62,55 @@ func checkStop(ctx context.Context, t *T) Result {
 	return judgeStop(learned, y.Text, y.FinishReason, at, stop)
 }
 
-// pickStop picks a stop string from the second half of text: from a word
-// boundary (a space) at or after the middle, the shortest string of at
-// least 4 bytes that does not occur earlier in text. at is its position.
+// pickStop picks a stop string from text: from a word boundary (a space)
+// at or after the middle, the shortest string of at least 3 bytes that
+// does not occur earlier in text; failing that, from any rune at or after
+// the middle, then from any before it (but the first). Only printable
+// text is picked (no control characters, no U+FFFD of a token cut in a
+// rune). at is its position.
 func pickStop(text string) (at int, stop string, ok bool) {
-	const minLen, maxLen = 4, 24
-	try := func(boundary func(p int) bool) (int, string, bool) {
-		for p := len(text) / 2; p+minLen <= len(text); p++ {
-			if !utf8.RuneStart(text[p]) || !boundary(p) {
-				continue
-			}
-			for k := minLen; k <= maxLen && p+k <= len(text); k++ {
-				s := text[p : p+k]
-				if utf8.ValidString(s) && strings.TrimSpace(s) != "" && strings.Index(text, s) == p {
-					return p, s, true
-				}
+	const minLen, maxLen = 3, 24
+	from := func(p int) (string, bool) {
+		if !utf8.RuneStart(text[p]) {
+			return "", false
+		}
+		for k := minLen; k <= maxLen && p+k <= len(text); k++ {
+			s := text[p : p+k]
+			if utf8.ValidString(s) && printable(s) && strings.TrimSpace(s) != "" && strings.Index(text, s) == p {
+				return s, true
 			}
 		}
-		return 0, "", false
+		return "", false
 	}
-	if at, stop, ok = try(func(p int) bool { return text[p] == ' ' }); ok {
-		return at, stop, ok
+	mid := len(text) / 2
+	for p := mid; p+minLen <= len(text); p++ {
+		if text[p] == ' ' {
+			if s, ok := from(p); ok {
+				return p, s, true
+			}
+		}
 	}
-	return try(func(int) bool { return true }) // text without spaces (CJK)
+	for p := mid; p+minLen <= len(text); p++ {
+		if s, ok := from(p); ok {
+			return p, s, true
+		}
+	}
+	for p := min(mid, len(text)) - 1; p >= 1; p-- {
+		if s, ok := from(p); ok {
+			return p, s, true
+		}
+	}
+	return 0, "", false
+}
+
+// printable reports whether s has only printable runes and spaces.
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || (!unicode.IsPrint(r) && r != ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 // judgeStop is sampling.stop's rule (docs/checks.md): learned is the

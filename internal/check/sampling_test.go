@@ -86,20 +86,28 @@ func TestPickStop(t *testing.T) {
 		at   int
 		stop string
 	}{
-		// the first space from the middle (byte 12) on, 4 bytes
-		{"alpha bravo charlie delta", 19, " del"},
+		// the first space from the middle (byte 12) on, 3 bytes
+		{"alpha bravo charlie delta", 19, " de"},
 		// " abc" occurs before: the stop string grows until it is unique
 		{"x abcd y abce zz", 8, " abce"},
 		// no space: from the middle, whole runes only
-		{"数学数学の問題を解く", 15, "問題"},
+		{"数学数学の問題を解く", 15, "問"},
+		// a random-weight model's answer: U+FFFD and control characters
+		// are never picked
+		{"2CCab?\uFFFD2C?\uFFFD2\x080V\uFFFDV\uFFFDV\uFFFDV\uFFFDV", 9, "2C?"},
+		// its second half repeats: the string comes from before the
+		// middle, the nearest to it
+		{"xyzab\uFFFDV\uFFFDV\uFFFDV\uFFFDV\uFFFDV", 2, "zab"},
 	} {
 		at, stop, ok := pickStop(tc.text)
 		if !ok || at != tc.at || stop != tc.stop || strings.Index(tc.text, stop) != at {
 			t.Errorf("%q: %d %q %v, want %d %q", tc.text, at, stop, ok, tc.at, tc.stop)
 		}
 	}
-	if _, _, ok := pickStop("ab"); ok {
-		t.Error("a 2-byte answer gave a stop string")
+	for _, text := range []string{"ab", "aaaaaaaaaaaa", "x\uFFFD\uFFFD\uFFFD\uFFFD", "abc\x00abc\x00"} {
+		if at, stop, ok := pickStop(text); ok {
+			t.Errorf("%q gave a stop string %q at %d", text, stop, at)
+		}
 	}
 }
 
