@@ -202,9 +202,13 @@ func judgeMaxTokens(m, u, n int, finish string) Result {
 	return Result{Status: Warn, Evidence: "fewer tokens than max_tokens: " + ev, Details: d}
 }
 
+// checkSeed sends a first request (seed B) that only warms the server's
+// prompt cache: Ollama's answer to a prompt its cache holds differs from
+// its first answer to it, whatever the seed. Then seed A twice and seed B
+// again, all with the prompt cached.
 func checkSeed(ctx context.Context, t *T) Result {
-	var texts [3]string
-	for i, seed := range []int{seedA, seedA, seedB} {
+	var texts [4]string
+	for i, seed := range []int{seedB, seedA, seedA, seedB} {
 		x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: sampleTokens, Extra: map[string]any{"temperature": 1, "seed": seed, "ignore_eos": true}})
 		if err == nil && refused(x) {
 			return Result{Status: Skip, Evidence: "seed refused: " + httpStatus(x)}
@@ -214,7 +218,9 @@ func checkSeed(ctx context.Context, t *T) Result {
 		}
 		texts[i] = x.Text
 	}
-	return judgeSeed(texts[0], texts[1], texts[2])
+	r := judgeSeed(texts[1], texts[2], texts[3])
+	r.Details["warmup_equal"] = texts[0] == texts[3]
+	return r
 }
 
 // judgeSeed is sampling.seed's rule (docs/checks.md) for two answers a, b
