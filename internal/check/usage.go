@@ -55,7 +55,7 @@ func checkUsageStream(ctx context.Context, t *T) Result {
 }
 
 // countTolerance is how far usage.completion_tokens may exceed the
-// content chunks counted before usage.count calls the tokens merged: one
+// content chunks counted before usage.count WARNs (fewer chunks than tokens): one
 // token, or 5% of the count (a final chunk that carries its token with the
 // finish reason, a stop token counted but not sent).
 func countTolerance(chunks int) int { return max(1, int(math.Ceil(0.05*float64(chunks)))) }
@@ -77,8 +77,8 @@ func checkUsageCount(ctx context.Context, t *T) Result {
 
 // judgeCount is usage.count's rule (docs/checks.md) for u completion
 // tokens reported over n content chunks counted, with tol =
-// countTolerance(n): |u − n| ≤ tol → PASS; u > n + tol → WARN (tokens
-// merged into chunks: counting chunks undercounts); u < n − tol, or u ≤ 0
+// countTolerance(n): |u − n| ≤ tol → PASS; u > n + tol → WARN (fewer
+// chunks than tokens: counting chunks undercounts); u < n − tol, or u ≤ 0
 // with content → FAIL (usage undercounts what was sent).
 func judgeCount(u, n int) Result {
 	tol := countTolerance(n)
@@ -88,7 +88,7 @@ func judgeCount(u, n int) Result {
 	case n > 0 && (u <= 0 || u < n-tol):
 		return Result{Status: Fail, Evidence: "usage undercounts: " + ev, Details: d}
 	case u > n+tol:
-		return Result{Status: Warn, Evidence: fmt.Sprintf("tokens merged into chunks (%.1f per chunk): %s; count tokens from usage", float64(u)/float64(max(n, 1)), ev), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("fewer content chunks than tokens (%.1f tokens per chunk): %s; count tokens from usage, not chunks", float64(u)/float64(max(n, 1)), ev), Details: d}
 	}
 	return Result{Status: Pass, Evidence: ev, Details: d}
 }

@@ -44,7 +44,7 @@ func TestUsageShapes(t *testing.T) {
 			Skip, "no usage to compare (see usage.stream)"},
 		"count merged": {checkUsageCount, func(w http.ResponseWriter, r *http.Request) {
 			streamEvents(w, true, append(wordEvents(8, "length"), usageEvent(5, 32))...)
-		}, Warn, "tokens merged into chunks (4.0 per chunk)"},
+		}, Warn, "fewer content chunks than tokens (4.0 tokens per chunk)"},
 		"unary without usage": {checkUsageUnary, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"length"}]}`)
 		}, Fail, "no usage in the response body"},
