@@ -119,10 +119,10 @@ func gate(limit int32, ok, over http.HandlerFunc) (http.HandlerFunc, *atomic.Int
 	}, &total
 }
 
-// okStream is a short stream that takes 20ms: long enough for a wave's
+// okStream is a short stream that takes 50ms: long enough for a wave's
 // requests to overlap.
 func okStream(w http.ResponseWriter, _ *http.Request) {
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
 	writeSSE(w, true, delta(map[string]any{"content": "one"}, nil), delta(map[string]any{}, "stop"))
 }
 
@@ -188,9 +188,13 @@ func TestErrorsOverloadBound(t *testing.T) {
 			writeSSE(w, true, delta(map[string]any{"content": "one"}, nil), delta(map[string]any{}, "stop"))
 		}, "")
 		r := runCheck(t, CheckErrorsOverload, p, overloadConfig(bound), Server{})
-		if bound < overloadBaseline+2 {
+		switch {
+		case bound < overloadBaseline+2:
 			wantStatus(t, r, Skip, "leaves no wave")
-		} else {
+		case bound <= 100:
+			// (At 256 concurrent the client's own dialling and scheduling
+			// on a busy machine can pass for a queue: the status is
+			// asserted for small waves only.)
 			wantStatus(t, r, Warn, "no overload within the bounds", "raise --overload-requests")
 		}
 		if n := int(total.Load()); n != want {
