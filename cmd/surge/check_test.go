@@ -82,8 +82,8 @@ func TestCheckSimulator(t *testing.T) {
 	}
 }
 
-// Each quirk of the simulator fails the check that looks for it: exit 1
-// and that check's line FAILs.
+// Each of the simulator's nine quirks fails the check that looks for it:
+// exit 1 and that check's line FAILs.
 func TestCheckQuirks(t *testing.T) {
 	for quirk, name := range map[string]string{
 		"buffered-stream":      check.CheckStreamIncremental,
@@ -91,11 +91,19 @@ func TestCheckQuirks(t *testing.T) {
 		"no-usage":             check.CheckUsageStream,
 		"ignore-stop":          check.CheckSamplingStop,
 		"ignore-max-tokens":    check.CheckSamplingMaxTokens,
+		"bad-tool-args":        check.CheckToolsCall,
+		"schema-violations":    check.CheckStructuredSchema,
+		"no-retry-after":       check.CheckErrorsOverload,
+		"truncate-on-overload": check.CheckErrorsOverload,
 	} {
 		t.Run(quirk, func(t *testing.T) {
 			group, _, _ := strings.Cut(name, ".")
 			dir := filepath.Join(t.TempDir(), "ck")
-			code, out, errs := surge(t, append([]string{"check", "-o", dir, "--quirk", quirk, "--only", group}, fastCheck...)...)
+			args := append([]string{"check", "-o", dir, "--quirk", quirk, "--only", group}, fastCheck...)
+			if group == check.GroupErrors {
+				args = append(args, "--max-waiting", "8") // overload must be refused or queued
+			}
+			code, out, errs := surge(t, args...)
 			if code != exitSLO {
 				t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
 			}
