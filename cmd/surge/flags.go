@@ -220,16 +220,8 @@ func (f *flags) line(e *field.Error) string {
 
 // options binds the flags every experiment shares.
 func (f *flags) options(o *run.Options) {
-	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
-	f.str(&o.Model, "model", "model", "model name to request")
-	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
-	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
-	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
-	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
-	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
-	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
+	f.target(o)
 	f.boolean(&o.Stream, "stream", "stream", "stream responses (needed for TTFT and ITL)")
-	f.dur(&o.Timeout, "timeout", "timeout", "per-request timeout (a timed-out request is a failure)")
 	f.integer(&o.Retries, "retries", "retries", "retries after 429/5xx/connection errors, honouring Retry-After (0 = off; every attempt is counted)")
 	f.integer(&o.MaxInFlight, "max_in_flight", "max-in-flight", "in-flight cap; an arrival beyond it is recorded as generator_drop, never delayed")
 	f.dur(&o.Spin, "spin", "spin", "spin this long before each arrival for sub-millisecond send precision (costs a core; 0 = off)")
@@ -275,6 +267,20 @@ func (f *flags) options(o *run.Options) {
 	f.str(&o.Hardware, "hardware", "hardware", "recorded in the manifest: accelerator type and count, if known")
 	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")
 	f.simulator("sim.", &o.Sim)
+}
+
+// target binds the flags that say where requests go and how they get
+// there: every experiment's and surge check's.
+func (f *flags) target(o *run.Options) {
+	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
+	f.str(&o.Model, "model", "model", "model name to request")
+	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
+	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
+	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
+	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
+	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
+	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
+	f.dur(&o.Timeout, "timeout", "timeout", "per-request timeout (a timed-out request is a failure)")
 }
 
 // simulator binds one flag per simulator setting, named as the kebab-case
@@ -339,5 +345,10 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	})
 	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
 	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
+	if f.fs.Lookup("quirk") == nil { // the one setting whose flag is singular: it repeats
+		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (not with --simulate)")
+		f.byKey[prefix+"quirks"] = "quirk"
+		f.sim[prefix+"quirks"] = true
+	}
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -12,13 +12,18 @@ import (
 )
 
 // Every simulator setting has a flag, named as the kebab case of its YAML
-// key, with help and the default as its value.
+// key (quirks: the repeatable --quirk), with help and the default as its
+// value.
 func TestSimulatorFlags(t *testing.T) {
 	c := sim.DefaultConfig()
 	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
 	newFlags(fs).simulator("", &c)
 	for _, name := range simYAMLNames(t) {
-		f := fs.Lookup(strings.ReplaceAll(name, "_", "-"))
+		flag := strings.ReplaceAll(name, "_", "-")
+		if name == "quirks" {
+			flag = "quirk"
+		}
+		f := fs.Lookup(flag)
 		if f == nil {
 			t.Errorf("no flag for yaml field %s", name)
 			continue
@@ -31,12 +36,12 @@ func TestSimulatorFlags(t *testing.T) {
 		t.Errorf("--step-base default %q, want 20ms", f.DefValue)
 	}
 	err := fs.Parse([]string{"--max-num-seqs", "8", "--step-base", "5ms", "--scale-up-hold", "30s",
-		"--autoscale", "--fault-500", "0.25", "--seed", "42"})
+		"--autoscale", "--fault-500", "0.25", "--seed", "42", "--quirk", "no-usage", "--quirk", "ignore-stop"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.MaxNumSeqs != 8 || c.StepBase != 5*time.Millisecond || c.ScaleUpHold != 30*time.Second ||
-		!c.Autoscale || c.Fault500 != 0.25 || c.Seed != 42 {
+		!c.Autoscale || c.Fault500 != 0.25 || c.Seed != 42 || !reflect.DeepEqual(c.Quirks, []string{"no-usage", "ignore-stop"}) {
 		t.Fatalf("flags not applied: %+v", c)
 	}
 }

@@ -93,6 +93,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
-	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd())
+	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd(), newCheckCmd())
 	return root
 }

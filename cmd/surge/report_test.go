@@ -369,6 +369,7 @@ func TestHelpExitCodes(t *testing.T) {
 		{[]string{"burst"}, "0 the SLO held over every multiplier's whole run"},
 		{[]string{"run"}, "0 ran, and the SLO held over the whole run"},
 		{[]string{"report"}, "0 the reports were written, whatever the verdicts"},
+		{[]string{"check"}, "0 every check that ran passed (WARN and SKIP do not fail); 1 a check failed"},
 		{nil, "0 ran, and the command's verdict held (each command's --help says what that is)"},
 	} {
 		code, stdout, stderr := surge(t, append(tc.command, "--help")...)

@@ -28,7 +28,9 @@ control (429), replicas with an autoscaler, and fault injection.
 It speaks the OpenAI API (POST /v1/chat/completions and /v1/completions,
 streaming and not; GET /v1/models, /health), exposes Prometheus metrics with
 vLLM's names on /metrics and its scaling events on /sim/events. Every
-response names its replica in the X-Surge-Replica header.
+response names its replica in the X-Surge-Replica header. It honours stop,
+temperature, seed, tools and response_format (json_schema, json_object);
+--quirk makes it misbehave on purpose (docs/checks.md).
 
 The defaults serve about 10 requests/s of a 500-token-prompt, 150-token-answer
 chat workload per replica — roughly an 8B model on one GPU.`,
@@ -37,6 +39,10 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 
   # two replicas, a 429 limit of 50 waiting requests, 1% of streams reset
   surge sim --replicas 2 --max-waiting 50 --fault-reset 0.01
+
+  # an endpoint that buffers its streams and never reports usage (surge check's
+  # streaming.incremental and usage checks fail against it)
+  surge sim --quirk buffered-stream --quirk no-usage
 
   # per-request engine timing, as vLLM sends it, joined by surge run
   surge sim --otlp-traces-endpoint http://127.0.0.1:4318/v1/traces &
@@ -73,6 +79,9 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "surge sim: serving model %q at %s (OpenAI-compatible)\n", model, base)
 			fmt.Fprintf(cmd.OutOrStdout(), "  metrics: %s/metrics   events: %s/sim/events   health: %s/health\n", root, root, root)
 			fmt.Fprintf(cmd.OutOrStdout(), "  %d replica(s), max_num_seqs %d, max_waiting %d (0 = unbounded); Ctrl-C to stop\n", cfg.Replicas, cfg.MaxNumSeqs, cfg.MaxWaiting)
+			if len(cfg.Quirks) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "  quirks on: %s\n", strings.Join(cfg.Quirks, ", "))
+			}
 			<-cmd.Context().Done()
 			fmt.Fprintln(cmd.OutOrStdout(), "surge sim: stopped")
 			return nil

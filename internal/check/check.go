@@ -14,6 +14,8 @@ package check
 import (
 	"context"
 	"time"
+
+	"github.com/surge-bench/surge/internal/workload"
 )
 
 // Status is the verdict of one check.
@@ -125,6 +127,10 @@ type Config struct {
 	OverloadRequests int
 	// Timeout bounds each request (0 = DefaultTimeout).
 	Timeout time.Duration
+	// Profile is the workload whose prompt lengths context.long takes
+	// (its longest prompt, and the median for comparison); the zero
+	// Profile is the chat profile.
+	Profile workload.Profile
 }
 
 // Defaults of Config.

@@ -1,4 +1,296 @@
 package check
 
-// contextChecks returns the context checks (not written yet).
-func contextChecks() []Check { return nil }
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/surge-bench/surge/internal/calibrate"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+func contextChecks() []Check {
+	return []Check{
+		{Name: CheckContextLong, Group: GroupContext,
+			What: "the profile's longest prompt (or --context-tokens), sized in the target's tokens, is accepted; its TTFT against the median prompt's",
+			Run:  runContextLong},
+		{Name: CheckContextExceeded, Group: GroupContext,
+			What: "a prompt past the context length gets a clean 400 (or 413) with an OpenAI error body, not a 200, a 5xx or a hang",
+			Run:  runContextExceeded},
+	}
+}
+
+// contextMaxTokens is the generation of the context checks' requests:
+// they measure the prompt, not the answer.
+const contextMaxTokens = 8
+
+// contextPrompts builds unique prompts of synthetic text (surge's
+// workload text, each with a nonce so that no prefix cache serves one
+// from another or from an earlier run) and sizes them in the target's
+// tokens from the usage of calibration requests.
+type contextPrompts struct {
+	gen    *workload.Generator
+	nonce  int64
+	n      int
+	sizing workload.Sizing
+	// how says how the prompts were sized, for the evidence.
+	how string
+}
+
+func newContextPrompts(p workload.Profile) (*contextPrompts, error) {
+	g, err := workload.New(workload.Config{Profile: p})
+	if err != nil {
+		return nil, err
+	}
+	return &contextPrompts{gen: g, nonce: time.Now().UnixNano(), how: "surge's estimate of 4 bytes per token"}, nil
+}
+
+// text is a fresh prompt of exactly b bytes.
+func (c *contextPrompts) text(b int) string {
+	c.n++
+	head := "[surge check " + strconv.FormatInt(c.nonce, 36) + "-" + strconv.Itoa(c.n) + "] "
+	return head + c.gen.Text(uint64(c.n), max(b-len(head), 1))
+}
+
+// forTokens is a fresh prompt of about n of the target's tokens.
+func (c *contextPrompts) forTokens(n int) string { return c.text(c.sizing.Bytes(n)) }
+
+// calibrate sends one unary max_tokens 1 request of each size, in
+// tokens, and fits tokens = c + d·bytes to the usage.prompt_tokens they
+// report (calibrate.Fit). The first is sized by surge's estimate; the
+// next by the density the ones before measured (overhead included, so
+// an upper bound), so that a tokenizer far denser than 4 bytes per token
+// (vLLM's tiny test model) does not push one past the context. Without
+// usage the prompts stay sized by surge's estimate. It returns the
+// requests sent, or a Result when the target refused a prompt.
+func (c *contextPrompts) calibrate(ctx context.Context, t *T, sizes ...int) (int, *Result) {
+	var pts []calibrate.Point
+	sent := 0
+	perByte := 1.0 / workload.BytesPerToken
+	for _, n := range sizes {
+		txt := c.text(max(int(float64(n)/perByte), 1))
+		x, err := t.Probe.Send(ctx, Req{Prompt: txt, MaxTokens: 1, Timeout: reqTimeout(t)})
+		sent++
+		if err != nil {
+			return sent, &Result{Status: Fail, Evidence: fmt.Sprintf("a prompt of ~%d tokens: no response: %s", n, noResponse(err))}
+		}
+		if x.Status != 200 {
+			return sent, &Result{Status: Fail, Evidence: fmt.Sprintf("a prompt of ~%d tokens: %s", n, statusWord(x))}
+		}
+		if x.Usage != nil && x.Usage.PromptTokens > 0 {
+			pts = append(pts, calibrate.Point{Bytes: len(txt), Tokens: x.Usage.PromptTokens})
+			perByte = max(perByte, float64(x.Usage.PromptTokens)/float64(len(txt)))
+		}
+	}
+	if d, off, err := calibrate.Fit(pts); err == nil {
+		c.sizing = workload.Sizing{TokensPerByte: d, Overhead: off}
+		c.how = fmt.Sprintf("measured %.2f bytes per token", 1/d)
+	} else if len(pts) > 0 {
+		c.how = "surge's estimate of 4 bytes per token: the calibration did not fit"
+	} else {
+		c.how = "surge's estimate of 4 bytes per token: no usage reported"
+	}
+	return sent, nil
+}
+
+// distMedian is a length distribution's median, in tokens.
+func distMedian(d workload.Dist) int {
+	switch d.Kind {
+	case workload.KindLogNormal:
+		return min(max(int(math.Round(d.Median)), d.Min), d.Max)
+	case workload.KindUniform:
+		return (d.Min + d.Max) / 2
+	case workload.KindNormal:
+		return min(max(int(math.Round(d.MeanTokens)), d.Min), d.Max)
+	case workload.KindEmpirical:
+		var total, run int64
+		for _, n := range d.Counts {
+			total += n
+		}
+		for i, n := range d.Counts {
+			run += n
+			if 2*run >= total {
+				return d.Values[i]
+			}
+		}
+	}
+	return d.Value
+}
+
+// checkProfile is the configured profile, or the chat profile.
+func checkProfile(t *T) workload.Profile {
+	if t.Config.Profile.Name != "" {
+		return t.Config.Profile
+	}
+	p, _ := workload.Lookup(workload.ProfileChat) // a default profile: always there
+	return p
+}
+
+func runContextLong(ctx context.Context, t *T) Result {
+	prof := checkProfile(t)
+	want, source := prof.Prompt.Upper(), fmt.Sprintf("the %s profile's longest prompt", prof.Name)
+	if t.Config.ContextTokens > 0 {
+		want, source = t.Config.ContextTokens, "--context-tokens"
+	}
+	median := distMedian(prof.Prompt)
+	long, capped := want, ""
+	if m := t.Server.MaxModelLen; m > 0 {
+		// Room for the answer and for an error of the sizing.
+		limit := m - contextMaxTokens - max(32, m/50)
+		if long > limit {
+			long = max(limit, 1)
+			capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(want), thousands(long), thousands(m))
+		}
+	}
+	median = min(median, max(long/8, 1))
+
+	ps, err := newContextPrompts(prof)
+	if err != nil {
+		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
+	}
+	// Two sizes far enough apart for the fit, the larger within the
+	// context.
+	sent, failed := ps.calibrate(ctx, t, 64, min(512, max(long/2, 128)))
+	if failed != nil {
+		failed.Requests = sent
+		return *failed
+	}
+	usage := map[string]any{"include_usage": true}
+	shortX, err := t.Probe.Send(ctx, Req{Prompt: ps.forTokens(median), MaxTokens: contextMaxTokens, Stream: true,
+		Timeout: reqTimeout(t), Extra: map[string]any{"stream_options": usage}})
+	if err != nil {
+		return Result{Status: Fail, Evidence: fmt.Sprintf("the median prompt (%d tokens): no response: %s", median, noResponse(err))}
+	}
+	if shortX.Status != 200 || shortX.FirstContent() < 0 {
+		return Result{Status: Fail, Evidence: fmt.Sprintf("the median prompt (%d tokens): %s", median, shotWord(shortX))}
+	}
+	longX, err := t.Probe.Send(ctx, Req{Prompt: ps.forTokens(long), MaxTokens: contextMaxTokens, Stream: true,
+		Timeout: reqTimeout(t), Extra: map[string]any{"stream_options": usage}})
+	details := map[string]any{"tokens_asked": want, "tokens_sent": long, "median_tokens": median, "source": source,
+		"max_model_len": t.Server.MaxModelLen, "sizing": ps.how}
+	at := fmt.Sprintf("at ~%s tokens (%s; %s)", thousands(long), source, ps.how)
+	if err != nil {
+		return Result{Status: Fail, Details: details, Evidence: "no response " + at + ": " + noResponse(err)}
+	}
+	details["status"] = longX.Status
+	switch {
+	case longX.TimedOut:
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("no complete answer within %s %s", roundDur(reqTimeout(t)), at)}
+	case longX.Status >= 400 && longX.Status < 500:
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%s %s: the endpoint cannot take the profile's prompts", statusWord(longX), at)}
+	case longX.Status != 200:
+		return Result{Status: Fail, Details: details, Evidence: statusWord(longX) + " " + at}
+	case longX.EndErr != nil || longX.FirstContent() < 0:
+		return Result{Status: Fail, Details: details, Evidence: shotWord(longX) + " " + at}
+	}
+	tl, ts := longX.FirstContent(), shortX.FirstContent()
+	counted := func(x *Exchange, asked int) string {
+		if x.Usage != nil && x.Usage.PromptTokens > 0 {
+			return thousands(x.Usage.PromptTokens)
+		}
+		return "~" + thousands(asked)
+	}
+	if longX.Usage != nil {
+		details["prompt_tokens"] = longX.Usage.PromptTokens
+	}
+	if shortX.Usage != nil {
+		details["median_prompt_tokens"] = shortX.Usage.PromptTokens
+	}
+	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
+	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", roundDur(tl), counted(longX, long),
+		roundDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
+	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
+		ev += "; usage not reported"
+	}
+	// The prompts are sized from the server's own counts: one it counts
+	// far shorter was cut (Ollama keeps the end of a prompt past num_ctx).
+	if ps.sizing.TokensPerByte > 0 && longX.Usage != nil && longX.Usage.PromptTokens > 0 &&
+		float64(longX.Usage.PromptTokens) < 0.9*float64(long) {
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s; %s)",
+			thousands(longX.Usage.PromptTokens), thousands(long), source, ps.how)}
+	}
+	if capped != "" {
+		return Result{Status: Warn, Details: details, Evidence: ev + "; " + capped}
+	}
+	return Result{Status: Pass, Details: details, Evidence: ev}
+}
+
+func runContextExceeded(ctx context.Context, t *T) Result {
+	limit, source := t.Server.MaxModelLen, "max_model_len"
+	if limit <= 0 {
+		limit, source = t.Config.ContextTokens, "--context-tokens"
+	}
+	if limit <= 0 {
+		return Result{Status: Skip, Evidence: "context length not reported; give --context-tokens"}
+	}
+	ps, err := newContextPrompts(checkProfile(t))
+	if err != nil {
+		return Result{Status: Fail, Evidence: "profile: " + err.Error()}
+	}
+	if _, failed := ps.calibrate(ctx, t, max(min(64, limit/16), 1), max(min(256, limit/4), 2)); failed != nil {
+		return *failed
+	}
+	target := limit + max(limit/10, 64)
+	prompt := ps.forTokens(target)
+	if ps.sizing.TokensPerByte == 0 {
+		// Not calibrated: half as many bytes more, in case the tokenizer
+		// counts fewer tokens than surge's estimate.
+		prompt = ps.text(target * workload.BytesPerToken * 3 / 2)
+	}
+	x, err := t.Probe.Send(ctx, Req{Prompt: prompt, MaxTokens: contextMaxTokens, Stream: true, Timeout: reqTimeout(t),
+		Extra: map[string]any{"stream_options": map[string]any{"include_usage": true}}})
+	details := map[string]any{"context_tokens": limit, "source": source, "tokens_sent": target, "sizing": ps.how}
+	at := fmt.Sprintf("at ~%s tokens past %s %s", thousands(target), source, thousands(limit))
+	if err != nil {
+		return Result{Status: Fail, Details: details, Evidence: "no response " + at + ": " + noResponse(err)}
+	}
+	details["status"] = x.Status
+	_, body := x.ErrorBody()
+	switch {
+	case x.TimedOut:
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("no answer within %s %s (a hang)", roundDur(reqTimeout(t)), at)}
+	case x.Status >= 400 && x.Status < 500 && body:
+		return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("%d with an OpenAI error body %s", x.Status, at)}
+	case x.Status >= 400 && x.Status < 500:
+		return Result{Status: Warn, Details: details, Evidence: statusWord(x) + " " + at}
+	case x.Status != 200:
+		return Result{Status: Fail, Details: details, Evidence: statusWord(x) + " " + at}
+	case x.EndErr != nil && len(x.Body) > 0:
+		return Result{Status: Warn, Details: details, Evidence: "200, then an error event in the stream " + at + " (clients check the status first)"}
+	case x.EndErr != nil:
+		return Result{Status: Fail, Details: details, Evidence: "200, then the stream broke " + at}
+	case x.Usage == nil || x.Usage.PromptTokens == 0:
+		return Result{Status: Warn, Details: details, Evidence: "200 " + at + ": no error, and no usage to tell whether the prompt was cut"}
+	}
+	details["prompt_tokens"] = x.Usage.PromptTokens
+	// A server that truncates keeps at most the context: the prompt was
+	// sized 10% past it in the server's own tokens.
+	if x.Usage.PromptTokens <= limit {
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("200 %s: the prompt was cut silently to %s tokens, no error",
+			at, thousands(x.Usage.PromptTokens))}
+	}
+	return Result{Status: Warn, Details: details, Evidence: fmt.Sprintf("200 with %s prompt tokens %s: the context is longer than %s says",
+		thousands(x.Usage.PromptTokens), at, source)}
+}
+
+// thousands writes n with thousands separators: 7,900.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	var out []byte
+	for i, c := range []byte(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, c)
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}

@@ -117,6 +117,9 @@ func Check(o Options, virtual bool) error {
 	if virtual && o.Target != "" {
 		return configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
 	}
+	if virtual && len(o.Sim.Quirks) > 0 {
+		return configErr(&field.Error{Field: "sim.quirks", Message: "quirks live in the simulator's HTTP facade, which virtual time (--simulate) does not use; drop --simulate or the quirks"})
+	}
 	if err := checkCACert(o.CACert); err != nil {
 		return configErr(err)
 	}

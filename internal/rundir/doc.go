@@ -9,6 +9,7 @@
 //	summary.json    the full analysis
 //	results.md, results.csv, results.json, report.html
 //	capacity.json, sweep.json, soak.json   an experiment's own result
+//	check.json, check.md                   surge check's report
 //
 // and an experiment's folder holds one run folder per level (burst-5x/, …).
 // Files lists every name; nothing else is ever written into a folder.

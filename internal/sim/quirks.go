@@ -11,31 +11,36 @@ import (
 // Quirks make the HTTP facade misbehave the way real endpoints and the
 // proxies in front of them do, so that `surge check` can be tested both
 // ways: every check passes on the plain simulator and fails on its quirk.
-// The engine model itself (and virtual time) ignores them.
+// The engine model itself ignores them, and run.Check refuses them in
+// virtual time (--simulate), which never reaches the facade.
 const (
 	// QuirkBufferedStream holds every chunk of a stream and sends them all
-	// at the end, as a buffering proxy does.
+	// at the end, as a buffering proxy does (the headers go at once).
 	QuirkBufferedStream = "buffered-stream"
 	// QuirkNoUsage never sends usage: no usage chunk when
 	// stream_options.include_usage asks for it, no usage in a body.
 	QuirkNoUsage = "no-usage"
 	// QuirkIgnoreStop ignores the request's stop strings.
 	QuirkIgnoreStop = "ignore-stop"
-	// QuirkIgnoreMaxTokens generates past max_tokens.
+	// QuirkIgnoreMaxTokens generates past max_tokens: max(2×max_tokens,
+	// max_tokens+8) tokens within the context, finish "length"; a request
+	// without max_tokens is unchanged.
 	QuirkIgnoreMaxTokens = "ignore-max-tokens"
 	// QuirkBadToolArgs sends tool-call arguments that do not assemble into
-	// valid JSON.
+	// valid JSON: their closing brace never comes.
 	QuirkBadToolArgs = "bad-tool-args"
 	// QuirkSchemaViolations answers response_format json_schema with JSON
-	// that violates the schema.
+	// that violates the schema at its root: the first required property
+	// missing, else a wrong type or a value outside the enum.
 	QuirkSchemaViolations = "schema-violations"
 	// QuirkNoRetryAfter rejects overload (429) without a Retry-After header.
 	QuirkNoRetryAfter = "no-retry-after"
 	// QuirkTruncateOnOverload cuts a stream short (no finish, no [DONE])
-	// when it was admitted while requests were already waiting.
+	// when it was submitted while requests were already waiting: after 3
+	// tokens the connection is closed.
 	QuirkTruncateOnOverload = "truncate-on-overload"
-	// QuirkCloseAfterResponse advertises keep-alive but closes the
-	// connection after every response.
+	// QuirkCloseAfterResponse advertises keep-alive (no Connection: close)
+	// but closes the connection once every response went out whole.
 	QuirkCloseAfterResponse = "close-after-response"
 )
 

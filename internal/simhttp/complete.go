@@ -81,10 +81,13 @@ type exchange struct {
 	p      parsedRequest
 	ticket sim.Ticket
 	st     *stream
-	enc    *encoder
-	buf    *[]byte   // pooled write buffer
-	start  time.Time // arrival of the request
-	status int       // status sent, for the log line
+	ans    *answer // nil: plain text
+	// truncate: the truncate-on-overload quirk cuts this stream short.
+	truncate bool
+	enc      *encoder
+	buf      *[]byte   // pooled write buffer
+	start    time.Time // arrival of the request
+	status   int       // status sent, for the log line
 }
 
 func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -114,6 +117,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	if h != nil {
 		blocks = h.Hashes
 	}
+	explicitMax := p.maxTokens != 0
 	if aerr == nil {
 		aerr = p.validate(s.model, s.maxModelLen)
 	}
@@ -131,13 +135,21 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 			st.trace = newTraceID() // vLLM starts a trace of its own
 		}
 	}
+	maxTokens, ignoreEOS, ans := s.plan(p, explicitMax)
 	s.mu.Lock()
 	now := s.now()
 	st.submitted = now
-	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: p.maxTokens, IgnoreEOS: p.ignoreEOS, Blocks: blocks}, st)
+	truncate := false
+	if s.quirks.truncateOnOverload && p.stream {
+		truncate = s.cluster.Snapshot(now).Waiting > 0
+	}
+	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}, st)
 	s.mu.Unlock()
 	if err != nil {
 		aerr := submitError(err)
+		if s.quirks.noRetryAfter {
+			aerr.retryAfter = 0
+		}
 		replica := -1
 		if errors.Is(err, sim.ErrQueueFull) { // refused by this replica's admission control
 			replica = t.Replica
@@ -165,9 +177,12 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		prefix = "chatcmpl-"
 	}
 	x := &exchange{
-		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st,
+		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st, ans: ans, truncate: truncate,
 		enc: newEncoder(chat, prefix+strconv.FormatUint(t.ID, 16), time.Now().Unix(), s.model),
 		buf: s.bufs.Get().(*[]byte), start: start,
+	}
+	if ans != nil {
+		x.enc.ans, x.enc.seq = ans, ans.seq
 	}
 	defer func() {
 		*x.buf = (*x.buf)[:0]
@@ -179,6 +194,40 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	} else {
 		x.unary()
 	}
+}
+
+// plan decides the answer of p (nil: plain text) and the engine's
+// bound: max_tokens and ignore_eos as the engine sees them. A stop string
+// or a JSON answer decides the length itself: the engine generates
+// exactly the tokens the answer needs (within max_tokens for JSON, which
+// a short max_tokens cuts off as on real engines). explicitMax tells
+// whether the client set max_tokens (the ignore-max-tokens quirk then
+// generates past it).
+func (s *Server) plan(p parsedRequest, explicitMax bool) (maxTokens int, ignoreEOS bool, ans *answer) {
+	maxTokens, ignoreEOS = p.maxTokens, p.ignoreEOS
+	limit := maxTokens
+	if s.quirks.ignoreMaxTokens && explicitMax {
+		limit = min(max(2*maxTokens, maxTokens+8), s.maxModelLen-p.promptTokens)
+		maxTokens, ignoreEOS = limit, true
+	}
+	if p.shape == nil {
+		return maxTokens, ignoreEOS, nil
+	}
+	think := 0
+	if p.chat {
+		think = s.reasoning
+	}
+	// A stop string is looked for as far as the engine will generate:
+	// past max_tokens too when ignore-max-tokens is on, so that only
+	// max_tokens is ignored.
+	a, bound := planAnswer(p.shape, p.chat, limit-think, s.quirks.ignoreStop, s.quirks.badToolArgs, s.quirks.schemaViolations, s.instances)
+	switch {
+	case a.json():
+		maxTokens, ignoreEOS = max(min(think+bound, limit), 1), true
+	case bound > 0:
+		maxTokens, ignoreEOS = think+bound, true
+	}
+	return maxTokens, ignoreEOS, &a
 }
 
 // submitError maps a Submit error to the answer: 429 with a retry hint when
@@ -288,6 +337,10 @@ func (x *exchange) stream() {
 	x.status = http.StatusOK
 	x.w.WriteHeader(http.StatusOK)
 	fl, _ := x.w.(http.Flusher)
+	buffered := x.s.quirks.bufferedStream
+	if buffered && fl != nil {
+		fl.Flush() // the headers go at once, the chunks at the end
+	}
 	buf := (*x.buf)[:0]
 	defer func() { *x.buf = buf }()
 	if x.p.chat {
@@ -329,16 +382,21 @@ func (x *exchange) stream() {
 					}
 				}
 			}
+			if x.truncate && written == truncateAfter {
+				x.flush(fl, buf)
+				x.hangUp()
+				return
+			}
 			if written < x.thinking() {
 				buf = x.enc.reasoningToken(buf, written)
 			} else {
-				buf = x.enc.token(buf, written-x.thinking())
+				buf = x.enc.content(buf, written-x.thinking())
 			}
 			written++
 		}
 		if fin {
-			buf = x.enc.finish(buf, x.st.res.FinishReason)
-			if x.p.includeUsage {
+			buf = x.enc.finish(buf, x.reason())
+			if x.p.includeUsage && !x.s.quirks.noUsage {
 				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens), x.cached())
 			}
 			if x.s.timings {
@@ -348,13 +406,56 @@ func (x *exchange) stream() {
 			x.flush(fl, buf)
 			return
 		}
-		ok := x.flush(fl, buf)
-		buf = buf[:0]
-		if !ok || !x.wait() {
+		if !buffered {
+			ok := x.flush(fl, buf)
+			buf = buf[:0]
+			if !ok {
+				x.cancel()
+				return
+			}
+		}
+		if !x.wait() {
 			x.cancel()
 			return
 		}
 	}
+}
+
+// truncateAfter is the number of tokens a stream cut short by the
+// truncate-on-overload quirk sends.
+const truncateAfter = 3
+
+// hangUp ends the response without finishing it: the connection is closed
+// (FIN, unlike reset's RST) and the request cancelled in the cluster.
+func (x *exchange) hangUp() {
+	x.cancel()
+	conn, _, err := http.NewResponseController(x.w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+// reason is the finish reason sent: the engine's, unless the answer
+// decided the length (a stop string: "stop"; JSON complete: "stop" or
+// "tool_calls", cut by max_tokens: "length").
+func (x *exchange) reason() string {
+	a := x.ans
+	if a == nil {
+		return x.st.res.FinishReason
+	}
+	switch {
+	case a.json() && x.st.res.OutputTokens-x.thinking() >= len(a.frags):
+		if a.tools() {
+			return "tool_calls"
+		}
+		return "stop"
+	case a.json():
+		return "length"
+	case a.send >= 0:
+		return "stop"
+	}
+	return x.st.res.FinishReason
 }
 
 // cached is the usage's prompt_tokens_details.cached_tokens: the prompt
@@ -424,7 +525,7 @@ func (x *exchange) unary() {
 	if fault.Kind == sim.FaultMalformed {
 		buf = x.enc.truncatedBody(buf)
 	} else {
-		buf = x.enc.body(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), x.cached(), res.FinishReason)
+		buf = x.enc.bodyWith(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), x.cached(), x.reason(), !x.s.quirks.noUsage)
 		if x.s.timings {
 			buf = appendTimings(append(buf[:len(buf)-2], ','), res) // before the closing "}\n"
 			buf = append(buf, "}\n"...)

@@ -17,9 +17,43 @@
 //
 // Request fields read: model, messages (chat) or prompt (completions: a
 // string, one string in an array, or token ids), max_tokens or
-// max_completion_tokens (the latter wins), ignore_eos, stream and
-// stream_options.include_usage. Other OpenAI fields are ignored. Without
+// max_completion_tokens (the latter wins), ignore_eos, stream,
+// stream_options.include_usage, and the fields that shape the output:
+// stop, temperature, seed, tools, tool_choice, parallel_tool_calls
+// (chat) and response_format. Other OpenAI fields are ignored. Without
 // max_tokens the cap is max_model_len − prompt tokens, as in vLLM.
+//
+// # Shaped output
+//
+// The text is a word sequence (below) chosen per request: greedy
+// decoding (temperature 0, or neither temperature nor seed) reads the
+// fixed sequence; a seed picks sequence seed mod 2048 (same seed, same
+// text); temperature > 0 without a seed a random one. Sequence v starts
+// at word v mod 64 and steps 2⌊v/64⌋+1 words, so every sequence repeats
+// every 64 tokens.
+//
+// stop (a string or up to 4): the text being known in advance, the
+// facade finds where it would first contain a stop string within
+// max_tokens and has the engine generate exactly the tokens before it
+// (ignore_eos for that bound), the last one cut before the stop string
+// when it starts inside it; finish_reason "stop", stop_reason the
+// string matched, usage the tokens sent (1 when the text would start
+// with the stop string).
+//
+// tools (chat, unless tool_choice is "none"): the answer is tool calls,
+// content null: the named function of tool_choice, else one call per
+// tool (at most 8) when there are several and parallel_tool_calls is not
+// false, else the first tool. The arguments are an instance of the
+// function's parameters schema (schemaInstance: required properties,
+// every property when the schema is under 2 KiB, enums' first value,
+// local $refs, the first anyOf/oneOf branch, bounds honoured; `{}` for
+// no parameters). Streamed, each call opens with a delta holding index,
+// id ("call_…"), type and name with empty arguments, then the arguments
+// come in pieces of 4 bytes, one per engine token; finish_reason
+// "tool_calls". response_format json_schema answers an instance of the
+// schema the same way, as content; json_object a small object. The
+// engine generates one token per piece, within max_tokens: cut short,
+// the JSON is incomplete and finish_reason "length", as on real engines.
 //
 // A streamed chat response is, like vLLM's: a role-only chunk
 // (delta {"role":"assistant","content":""}), one content chunk per
@@ -69,6 +103,23 @@
 // the headers leave Delay after the request arrived. A non-streamed request
 // is reset once token AtToken exists, gets a truncated JSON body, or is
 // answered Delay late.
+//
+// # Quirks
+//
+// sim.Config.Quirks make the facade misbehave on purpose, each the way
+// some endpoint or proxy does, so that every check of `surge check` can
+// be seen to fail: buffered-stream (headers at once, every chunk at the
+// end), no-usage (no usage chunk, no usage in a body), ignore-stop,
+// ignore-max-tokens (max(2×, +8) tokens, ignore_eos, finish "length"),
+// bad-tool-args (the arguments' closing brace never comes),
+// schema-violations (JSON that breaks the schema at its root: the first
+// required property dropped, else a wrong type or a value outside the
+// enum), no-retry-after (429 without Retry-After), truncate-on-overload
+// (a stream submitted while others waited sends 3 tokens, then the
+// connection is closed: no finish chunk, no [DONE]) and
+// close-after-response (no Connection: close, but the connection is
+// closed once each response went out whole; it needs Start, Listen or
+// Serve: a Handler mounted elsewhere does not close its connections).
 //
 // # Concurrency
 //

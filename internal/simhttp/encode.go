@@ -51,6 +51,8 @@ const (
 // request, appending a chunk does not allocate (beyond growing the buffer).
 type encoder struct {
 	chat bool
+	seq  textSeq // the words of plain text
+	ans  *answer // nil: plain text without a stop
 	// head is `{"id":"…","object":"…","created":…,"model":"…",` shared by
 	// every chunk of a streamed response.
 	head []byte
@@ -61,7 +63,7 @@ type encoder struct {
 // newEncoder returns the encoder of response id for a chat or completions
 // request, created at unix second created, answering for model.
 func newEncoder(chat bool, id string, created int64, model string) *encoder {
-	e := &encoder{chat: chat}
+	e := &encoder{chat: chat, seq: textSeq{0, 1}}
 	chunkObject, bodyObject := "text_completion", "text_completion"
 	if chat {
 		chunkObject, bodyObject = "chat.completion.chunk", "chat.completion"
@@ -90,27 +92,98 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// role appends the first chunk of a chat stream: the role, no content.
+// role appends the first chunk of a chat stream: the role, no content
+// (null content when the answer is tool calls).
 func (e *encoder) role(b []byte) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
-	b = append(b, `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`...)
+	if e.ans != nil && e.ans.tools() {
+		b = append(b, `"choices":[{"index":0,"delta":{"role":"assistant","content":null},"logprobs":null,"finish_reason":null}]}`...)
+	} else {
+		b = append(b, `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`...)
+	}
 	return append(b, sseEnd...)
 }
 
 // token appends the chunk carrying generated token i (0-based).
 func (e *encoder) token(b []byte, i int) []byte {
+	return e.piece(b, e.seq.text(i))
+}
+
+// piece appends a content chunk (chat) or text chunk (completions) of s,
+// which must be escaped for a JSON string already.
+func (e *encoder) piece(b []byte, s string) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
 	if e.chat {
 		b = append(b, `"choices":[{"index":0,"delta":{"content":"`...)
-		b = append(b, tokenText(i)...)
+		b = append(b, s...)
 		b = append(b, `"},"logprobs":null,"finish_reason":null}]}`...)
 	} else {
 		b = append(b, `"choices":[{"index":0,"text":"`...)
-		b = append(b, tokenText(i)...)
+		b = append(b, s...)
 		b = append(b, `","logprobs":null,"finish_reason":null,"stop_reason":null}]}`...)
 	}
+	return append(b, sseEnd...)
+}
+
+// content appends the chunk of content token k of the answer: a word of
+// the text (cut before a stop string, nothing past it), or a piece of
+// JSON content, or a piece of a tool call's arguments, preceded by the
+// call's first delta (id, type, name, empty arguments) when the piece is
+// the call's first.
+func (e *encoder) content(b []byte, k int) []byte {
+	a := e.ans
+	switch {
+	case a == nil:
+		return e.token(b, k)
+	case a.frags != nil:
+		if k >= len(a.frags) {
+			return b
+		}
+		if a.fragCall == nil {
+			return e.piece(b, string(a.frags[k]))
+		}
+		c := a.fragCall[k]
+		if k == 0 || a.fragCall[k-1] != c {
+			b = e.toolHead(b, c, a.calls[c])
+		}
+		return e.toolArgs(b, c, a.frags[k])
+	case a.send >= 0:
+		if k >= a.send {
+			return b
+		}
+		if k == a.send-1 && a.cut > 0 {
+			return e.piece(b, e.seq.text(k)[:a.cut])
+		}
+	}
+	return e.token(b, k)
+}
+
+// toolHead appends the first delta of tool call c: index, id, type,
+// function name and empty arguments.
+func (e *encoder) toolHead(b []byte, c int, call toolCall) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[{"index":0,"delta":{"tool_calls":[{"index":`...)
+	b = strconv.AppendInt(b, int64(c), 10)
+	b = append(b, `,"id":"`...)
+	b = append(b, call.id...)
+	b = append(b, `","type":"function","function":{"name":"`...)
+	b = append(b, call.name...)
+	b = append(b, `","arguments":""}}]},"logprobs":null,"finish_reason":null}]}`...)
+	return append(b, sseEnd...)
+}
+
+// toolArgs appends a piece of tool call c's arguments.
+func (e *encoder) toolArgs(b []byte, c int, frag []byte) []byte {
+	b = append(b, sseData...)
+	b = append(b, e.head...)
+	b = append(b, `"choices":[{"index":0,"delta":{"tool_calls":[{"index":`...)
+	b = strconv.AppendInt(b, int64(c), 10)
+	b = append(b, `,"function":{"arguments":"`...)
+	b = append(b, frag...)
+	b = append(b, `"}}]},"logprobs":null,"finish_reason":null}]}`...)
 	return append(b, sseEnd...)
 }
 
@@ -150,8 +223,21 @@ func (e *encoder) finish(b []byte, reason string) []byte {
 		b = append(b, `"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":`...)
 	}
 	b = appendReason(b, reason)
-	b = append(b, `,"stop_reason":null}]}`...)
+	b = append(b, `,"stop_reason":`...)
+	b = e.appendStopReason(b, reason)
+	b = append(b, `}]}`...)
 	return append(b, sseEnd...)
+}
+
+// appendStopReason appends vLLM's stop_reason: the stop string that
+// ended the text (the client's own string), else null.
+func (e *encoder) appendStopReason(b []byte, reason string) []byte {
+	if e.ans != nil {
+		if s := e.ans.stopReason(reason); s != nil {
+			return append(b, s...)
+		}
+	}
+	return append(b, "null"...)
 }
 
 // usage appends the usage chunk sent when stream_options.include_usage is
@@ -197,9 +283,17 @@ func appendTimings(b []byte, res sim.Result) []byte {
 // done appends the stream terminator.
 func (e *encoder) done(b []byte) []byte { return append(b, sseDone...) }
 
-// body appends the non-streamed response: one choice with the whole text.
+// body appends the non-streamed response: one choice with the whole
+// text (cut at a stop string), the JSON content, or the tool calls (as
+// far as completion tokens went). usage is false without a usage member.
 func (e *encoder) body(b []byte, prompt, completion, reasoning, cached int, reason string) []byte {
+	return e.bodyWith(b, prompt, completion, reasoning, cached, reason, true)
+}
+
+func (e *encoder) bodyWith(b []byte, prompt, completion, reasoning, cached int, reason string, usage bool) []byte {
 	b = append(b, e.bodyHead...)
+	n := completion - reasoning // content tokens
+	a := e.ans
 	if e.chat {
 		b = append(b, `"choices":[{"index":0,"message":{"role":"assistant",`...)
 		if reasoning > 0 {
@@ -209,22 +303,73 @@ func (e *encoder) body(b []byte, prompt, completion, reasoning, cached int, reas
 			}
 			b = append(b, `",`...)
 		}
+		if a != nil && a.tools() {
+			b = e.appendCalls(append(b, `"content":null,"tool_calls":[`...), n)
+			b = append(b, `]},"logprobs":null,"finish_reason":`...)
+			return e.bodyTail(b, prompt, completion, reasoning, cached, reason, usage)
+		}
 		b = append(b, `"content":"`...)
 	} else {
 		b = append(b, `"choices":[{"index":0,"text":"`...)
 	}
-	for i := range completion - reasoning {
-		b = append(b, tokenText(i)...)
+	switch {
+	case a != nil && a.json():
+		b = a.joined(b, n)
+	case a != nil && a.send >= 0:
+		for i := range min(n, a.send) {
+			t := e.seq.text(i)
+			if i == a.send-1 && a.cut > 0 {
+				t = t[:a.cut]
+			}
+			b = append(b, t...)
+		}
+	default:
+		for i := range n {
+			b = append(b, e.seq.text(i)...)
+		}
 	}
 	if e.chat {
 		b = append(b, `"},"logprobs":null,"finish_reason":`...)
 	} else {
 		b = append(b, `","logprobs":null,"finish_reason":`...)
 	}
+	return e.bodyTail(b, prompt, completion, reasoning, cached, reason, usage)
+}
+
+// bodyTail appends the finish reason, stop_reason and usage that close a
+// body.
+func (e *encoder) bodyTail(b []byte, prompt, completion, reasoning, cached int, reason string, usage bool) []byte {
 	b = appendReason(b, reason)
-	b = append(b, `,"stop_reason":null}],`...)
-	b = appendUsage(b, prompt, completion, reasoning, cached)
+	b = append(b, `,"stop_reason":`...)
+	b = e.appendStopReason(b, reason)
+	b = append(b, `}]`...)
+	if usage {
+		b = append(b, ',')
+		b = appendUsage(b, prompt, completion, reasoning, cached)
+	}
 	return append(b, "}\n"...)
+}
+
+// appendCalls appends the tool calls of a non-streamed body: every call
+// whose first piece is among the first n, its arguments as far as they go.
+func (e *encoder) appendCalls(b []byte, n int) []byte {
+	a := e.ans
+	for k := 0; k < min(n, len(a.frags)); {
+		c := a.fragCall[k]
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = append(b, a.calls[c].id...)
+		b = append(b, `","type":"function","function":{"name":"`...)
+		b = append(b, a.calls[c].name...)
+		b = append(b, `","arguments":"`...)
+		for ; k < min(n, len(a.frags)) && a.fragCall[k] == c; k++ {
+			b = append(b, a.frags[k]...)
+		}
+		b = append(b, `"}}`...)
+	}
+	return b
 }
 
 // truncatedBody appends a non-streamed body cut in the middle.
@@ -235,7 +380,7 @@ func (e *encoder) truncatedBody(b []byte) []byte {
 
 func appendReason(b []byte, reason string) []byte {
 	switch reason {
-	case "stop", "length", "abort":
+	case "stop", "length", "abort", "tool_calls":
 		b = append(b, '"')
 		b = append(b, reason...)
 		return append(b, '"')

@@ -150,3 +150,30 @@ func TestEncodeReasoning(t *testing.T) {
 		t.Errorf("body %+v", body)
 	}
 }
+
+// BenchmarkEncodeToken is the hot path of a plain-text stream: one token
+// chunk appended to a buffer with room.
+//
+//	go test -bench 'Stream|Encode' -run '^$' ./internal/simhttp/
+func BenchmarkEncodeToken(b *testing.B) {
+	for _, chat := range []bool{true, false} {
+		b.Run(map[bool]string{true: "chat", false: "completions"}[chat], func(b *testing.B) {
+			e := newEncoder(chat, "chatcmpl-1", 1, "surge-sim")
+			buf := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			for i := range b.N {
+				buf = e.token(buf[:0], i)
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeBody is a non-streamed plain-text body of 256 tokens.
+func BenchmarkEncodeBody(b *testing.B) {
+	e := newEncoder(true, "chatcmpl-1", 1, "surge-sim")
+	buf := make([]byte, 0, 1<<14)
+	b.ReportAllocs()
+	for range b.N {
+		buf = e.body(buf[:0], 10, 256, 0, -1, "length")
+	}
+}

@@ -105,6 +105,15 @@ type wireRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// The output-shaping fields (shaping): RawMessage and pointers, so
+	// that a request without them decodes as cheaply as before.
+	Stop              json.RawMessage `json:"stop"`
+	Temperature       *float64        `json:"temperature"`
+	Seed              *int64          `json:"seed"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
 }
 
 type wireMessage struct {
@@ -131,6 +140,7 @@ type parsedRequest struct {
 	ignoreEOS    bool
 	stream       bool
 	includeUsage bool
+	shape        *shaping // stop, temperature, seed, tools, response_format; nil: none
 }
 
 // decodeRequest parses a chat (chat true) or completions request body.
@@ -177,6 +187,9 @@ func decodeRequestHashed(body []byte, chat bool, tok textTokens, h *sim.PrefixHa
 			return parsedRequest{}, badRequest(param, "%s is too large: %d", param, *max)
 		}
 		p.maxTokens = int(*max)
+	}
+	if err := decodeShaping(&w, &p); err != nil {
+		return parsedRequest{}, err
 	}
 	var err *apiError
 	if chat {

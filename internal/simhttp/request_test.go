@@ -68,6 +68,7 @@ func TestDecodeRequest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeRequest: unexpected error %v", err)
 			}
+			got.shape = nil // the output-shaping fields: TestDecodeShaping
 			if got != tt.want {
 				t.Errorf("decodeRequest = %+v, want %+v", got, tt.want)
 			}
@@ -183,6 +184,16 @@ func FuzzDecodeRequest(f *testing.F) {
 		`[{}]`,
 		"\x00\xff",
 		``,
+		`{"messages":[{"role":"user","content":"a"}],"stop":["engine","x"],"temperature":0.5,"seed":3}`,
+		`{"prompt":"a","stop":"the","max_tokens":4}`,
+		`{"messages":[{"role":"user","content":"a"}],"stop":[1]}`,
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"$ref":"#/properties/a"}},"required":["a"]}}}],"tool_choice":"required"}`,
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":true}`,
+		`{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]}`,
+		`{"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"$defs":{"x":{"enum":[1,"\u00e9"]}},"type":"array","items":{"$ref":"#/$defs/x"},"minItems":2}}}}`,
+		`{"prompt":"a","response_format":{"type":"json_object"},"max_tokens":2}`,
+		`{"prompt":"a","response_format":{"type":"json_schema"}}`,
+		`{"prompt":"a","temperature":-0.0,"seed":-9223372036854775808}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), true)
@@ -207,6 +218,19 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if err := p.validate("m", 1<<20); err != nil && err.status != http.StatusBadRequest && err.status != http.StatusNotFound {
 			t.Fatalf("validate status %d", err.status)
+		}
+		if p.shape == nil {
+			return
+		}
+		// Whatever the shaping, the answer's body is valid JSON.
+		a, bound := planAnswer(p.shape, chat, min(p.maxTokens, 4096), false, false, false, nil)
+		e := newEncoder(chat, "id", 1, "m")
+		e.ans, e.seq = &a, a.seq
+		if bound == 0 {
+			bound = 8
+		}
+		if body := e.body(nil, 1, bound, 0, -1, "stop"); !json.Valid(body) {
+			t.Fatalf("invalid body %s", body)
 		}
 	})
 }

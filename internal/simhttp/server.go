@@ -66,6 +66,29 @@ type Server struct {
 
 	spans   *spanExporter // WithSpanExport; nil: no spans
 	timings bool          // WithTimings
+	quirks  quirks        // sim.Config.Quirks
+
+	instances *instanceCache // JSON Schema instances of recent requests
+}
+
+// quirks are the sim.Config.Quirks that are on (sim.Quirk*).
+type quirks struct {
+	bufferedStream, noUsage, ignoreStop, ignoreMaxTokens, badToolArgs,
+	schemaViolations, noRetryAfter, truncateOnOverload, closeAfterResponse bool
+}
+
+func quirksOf(c sim.Config) quirks {
+	return quirks{
+		bufferedStream:     c.HasQuirk(sim.QuirkBufferedStream),
+		noUsage:            c.HasQuirk(sim.QuirkNoUsage),
+		ignoreStop:         c.HasQuirk(sim.QuirkIgnoreStop),
+		ignoreMaxTokens:    c.HasQuirk(sim.QuirkIgnoreMaxTokens),
+		badToolArgs:        c.HasQuirk(sim.QuirkBadToolArgs),
+		schemaViolations:   c.HasQuirk(sim.QuirkSchemaViolations),
+		noRetryAfter:       c.HasQuirk(sim.QuirkNoRetryAfter),
+		truncateOnOverload: c.HasQuirk(sim.QuirkTruncateOnOverload),
+		closeAfterResponse: c.HasQuirk(sim.QuirkCloseAfterResponse),
+	}
 }
 
 // WithTimings makes the server answer like llama.cpp's llama-server: a
@@ -112,6 +135,8 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		cluster:     c,
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
+		quirks:      quirksOf(cfg),
+		instances:   newInstanceCache(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -152,6 +177,16 @@ func (s *Server) Start(ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.quirks.closeAfterResponse {
+		// The response went out whole (no Connection: close: keep-alive
+		// as advertised) before the connection turns idle; then it is
+		// closed, so the client's next request must dial again.
+		s.httpSrv.ConnState = func(c net.Conn, st http.ConnState) {
+			if st == http.StateIdle {
+				_ = c.Close()
+			}
+		}
 	}
 	s.serveDone = make(chan struct{})
 	go func() {

@@ -1,0 +1,170 @@
+package check
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Report is what one `surge check` found: check.json is its JSON, check.md
+// its table. It holds no content: evidence and details are counts, times,
+// statuses and names.
+type Report struct {
+	// Target is the endpoint, its URL redacted, or "built-in simulator".
+	Target   string    `json:"target"`
+	Model    string    `json:"model"`
+	API      string    `json:"api"`
+	Version  string    `json:"surge_version"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Server is what the api check learned about the endpoint.
+	Server  ServerInfo `json:"server"`
+	Results []Result   `json:"results"`
+	Totals  Totals     `json:"totals"`
+	// Requests is every request the suite sent.
+	Requests int `json:"requests"`
+	// Interrupted is true when Ctrl-C stopped the suite: Results hold
+	// what ran, the check under way as a SKIP "interrupted".
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Unreachable is why the target could not be reached ("" when it was).
+	Unreachable string `json:"unreachable,omitempty"`
+	// Internal is true when a check failed by a bug in surge (exit 4).
+	Internal bool `json:"internal_error,omitempty"`
+}
+
+// ServerInfo is Server as check.json writes it.
+type ServerInfo struct {
+	Models      []string `json:"models"`
+	MaxModelLen int      `json:"max_model_len,omitempty"`
+	Engine      string   `json:"engine,omitempty"`
+}
+
+// Totals counts the results by status.
+type Totals struct {
+	Pass int `json:"pass"`
+	Warn int `json:"warn"`
+	Skip int `json:"skip"`
+	Fail int `json:"fail"`
+}
+
+func (r *Report) total() {
+	r.Totals = Totals{}
+	for _, x := range r.Results {
+		switch x.Status {
+		case Pass:
+			r.Totals.Pass++
+		case Warn:
+			r.Totals.Warn++
+		case Skip:
+			r.Totals.Skip++
+		case Fail:
+			r.Totals.Fail++
+		}
+	}
+}
+
+// setServer copies what the api check learned into the report.
+func (r *Report) setServer(s Server) {
+	r.Server = ServerInfo(s)
+	if r.Server.Models == nil {
+		r.Server.Models = []string{}
+	}
+}
+
+// Passed reports whether every check that ran passed (WARN and SKIP do
+// not fail) and the suite ran to its end.
+func (r *Report) Passed() bool {
+	return r.Totals.Fail == 0 && !r.Interrupted && r.Unreachable == ""
+}
+
+// Failed lists the names of the checks that FAILed.
+func (r *Report) Failed() []string {
+	var out []string
+	for _, x := range r.Results {
+		if x.Status == Fail {
+			out = append(out, x.Name)
+		}
+	}
+	return out
+}
+
+// nameWidth is the width of the name column: the longest check name.
+const nameWidth = len(CheckStreamIncremental)
+
+// Line is one check's console line: status, name, evidence.
+func Line(x Result) string {
+	name := x.Name
+	if x.Required {
+		name += "*"
+	}
+	return fmt.Sprintf("%-4s  %-*s  %s", x.Status, nameWidth+1, name, x.Evidence)
+}
+
+// Verdict is the line after the checks: how many of each status, the
+// failed checks by name, requests and time.
+func (r *Report) Verdict() string {
+	n := len(r.Results)
+	var head string
+	switch {
+	case r.Unreachable != "":
+		head = "UNREACHABLE — " + r.Unreachable
+	case r.Totals.Fail > 0:
+		head = fmt.Sprintf("FAIL — %d of %d checks failed (%s)", r.Totals.Fail, n, strings.Join(r.Failed(), ", "))
+	case r.Interrupted:
+		head = fmt.Sprintf("INTERRUPTED — %d checks ran, none failed", n)
+	default:
+		head = fmt.Sprintf("PASS — every check that ran passed (%d checks)", n)
+	}
+	return fmt.Sprintf("verdict: %s; %d passed, %d warned, %d skipped, %d failed; %s in %s",
+		head, r.Totals.Pass, r.Totals.Warn, r.Totals.Skip, r.Totals.Fail, requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
+}
+
+// requestCount is "1 request", "2 requests".
+func requestCount(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
+}
+
+// WriteMarkdown writes check.md: what was checked, then one table row per
+// check, then the verdict.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# surge check\n\n")
+	fmt.Fprintf(&b, "- target: %s\n- model: %s (%s API)\n", mdCell(r.Target), mdCell(r.Model), r.API)
+	if s := r.Server; s.Engine != "" || s.MaxModelLen > 0 || len(s.Models) > 0 {
+		var parts []string
+		if s.Engine != "" {
+			parts = append(parts, "engine "+mdCell(s.Engine))
+		}
+		if s.MaxModelLen > 0 {
+			parts = append(parts, fmt.Sprintf("max_model_len %d", s.MaxModelLen))
+		}
+		if len(s.Models) > 0 {
+			parts = append(parts, fmt.Sprintf("%d model(s) listed", len(s.Models)))
+		}
+		fmt.Fprintf(&b, "- server: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "- surge %s, started %s, %s in %s\n", r.Version, r.Started.UTC().Format(time.RFC3339), requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
+	if r.Interrupted {
+		b.WriteString("- **interrupted**: the checks below are those that ran\n")
+	}
+	b.WriteString("\n| status | check | evidence | requests | time |\n|---|---|---|---:|---:|\n")
+	for _, x := range r.Results {
+		name := x.Name
+		if x.Required {
+			name += " (required)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s |\n", x.Status, name, mdCell(x.Evidence), x.Requests, showDur(x.Duration))
+	}
+	fmt.Fprintf(&b, "\n%s\n", mdCell(r.Verdict()))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdCell escapes text for a Markdown table cell.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

@@ -1,0 +1,350 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/field"
+)
+
+// MaxOverloadRequests is the most requests Config.OverloadRequests may
+// allow the overload probe (errors.overload) to send.
+const MaxOverloadRequests = 2048
+
+// MaxLongTokens is the largest max_tokens of streaming.long.
+const MaxLongTokens = 1 << 20
+
+// Groups returns the group names in the order they run.
+func Groups() []string {
+	return []string{GroupAPI, GroupStreaming, GroupUsage, GroupTools, GroupStructured, GroupContext, GroupSampling, GroupErrors}
+}
+
+// Names returns every name --only, --skip and --require accept: the
+// groups, then every check's full name.
+func Names() []string {
+	names := Groups()
+	for _, c := range All() {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// Validate checks the configuration: the names given to Only, Skip and
+// Require, and the bounds of the numbers. Each problem is a field.Error
+// named only, skip, require, long_tokens, context_tokens,
+// overload_requests or timeout.
+func (c Config) Validate() error {
+	var errs field.Errors
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"only", c.Only}, {"skip", c.Skip}, {"require", c.Require}} {
+		for _, n := range splitNames(l.names) {
+			if !slices.Contains(Names(), n) {
+				errs.Add(l.key, "unknown check or group %q; valid: %s", n, strings.Join(Names(), ", "))
+			}
+		}
+	}
+	skip, require := splitNames(c.Skip), splitNames(c.Require)
+	if slices.Contains(skip, GroupAPI) {
+		errs.Add("skip", "the api check always runs: every other check depends on what it learns")
+	}
+	for _, r := range require {
+		for _, s := range skip {
+			if covers(s, r) || covers(r, s) {
+				errs.Add("require", "%q is also left out by --skip %s", r, s)
+			}
+		}
+	}
+	if c.LongTokens < 1 || c.LongTokens > MaxLongTokens {
+		errs.Add("long_tokens", "must be 1..%d, got %d", MaxLongTokens, c.LongTokens)
+	}
+	if c.ContextTokens < 0 || c.ContextTokens > MaxLongTokens {
+		errs.Add("context_tokens", "must be 0..%d (0 = the profile's longest prompt), got %d", MaxLongTokens, c.ContextTokens)
+	}
+	if c.OverloadRequests < 1 || c.OverloadRequests > MaxOverloadRequests {
+		errs.Add("overload_requests", "must be 1..%d, got %d", MaxOverloadRequests, c.OverloadRequests)
+	}
+	if c.Timeout < 0 {
+		errs.Add("timeout", "must be > 0, got %s", c.Timeout)
+	}
+	return errs.Err()
+}
+
+// splitNames splits every entry at commas ("streaming,usage") and drops
+// blanks, so a flag may be repeated or given a list.
+func splitNames(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for n := range strings.SplitSeq(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// covers reports whether the selector (a group or a full name) names the
+// check or group name.
+func covers(selector, name string) bool {
+	return selector == name || strings.HasPrefix(name, selector+".")
+}
+
+// selects reports whether a selector names check c.
+func selects(selector string, c Check) bool { return selector == c.Name || selector == c.Group }
+
+// Select returns the checks c runs, in order: every check, or those Only
+// names, without those Skip names; a check Require names runs even when
+// Only leaves it out, and is marked required. The api check always runs
+// first. Call Validate first.
+func Select(c Config) []Selected {
+	only, skip, require := splitNames(c.Only), splitNames(c.Skip), splitNames(c.Require)
+	var out []Selected
+	for _, ch := range All() {
+		named := func(sel []string) bool {
+			return slices.ContainsFunc(sel, func(s string) bool { return selects(s, ch) })
+		}
+		req := named(require)
+		run := ch.Name == CheckAPI || req || ((len(only) == 0 || named(only)) && !named(skip))
+		if run {
+			out = append(out, Selected{Check: ch, Required: req})
+		}
+	}
+	return out
+}
+
+// Selected is a check chosen to run, and whether a SKIP of it fails.
+type Selected struct {
+	Check
+	Required bool
+}
+
+// ErrUnreachable is wrapped by Run's error when the target could not be
+// reached at all: the first request got no response (connection refused,
+// an unknown host, a TLS failure).
+var ErrUnreachable = errors.New("the target is unreachable")
+
+// Run runs the checks in order through p and returns the report; each
+// result goes to each (nil: none) as soon as it is known. When the api
+// check fails, every later check is a SKIP; when ctx ends (Ctrl-C), the
+// check under way is recorded as a SKIP "interrupted", the rest are not
+// run, and the report says Interrupted. The error is non-nil only when
+// the target is unreachable (ErrUnreachable): the report then holds the
+// api check's FAIL.
+func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func(Result)) (*Report, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	rep := &Report{Model: p.Model(), API: p.API(), Started: time.Now()}
+	t := &T{Probe: p, Config: cfg}
+	emit := func(r Result) {
+		rep.Results = append(rep.Results, r)
+		if each != nil {
+			each(r)
+		}
+	}
+	apiFailed := false
+	var unreachable error
+	for _, c := range checks {
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			break
+		}
+		if apiFailed {
+			emit(finish(Result{Status: Skip, Evidence: "api check failed"}, c, 0, 0))
+			continue
+		}
+		// Each check starts on a new connection: one the server closed
+		// after the last check's response is not this check's failure.
+		p.CloseIdle()
+		sent, start := p.Sent(), time.Now()
+		var r Result
+		if c.Name == CheckAPI {
+			r, unreachable = runAPI(ctx, t)
+		} else {
+			r = safeRun(ctx, c.Check, t)
+		}
+		r = finish(r, c, p.Sent()-sent, time.Since(start))
+		if ctx.Err() != nil {
+			r.Status, r.Evidence, r.Details = Skip, "interrupted", nil
+			rep.Interrupted = true
+		}
+		if r.Status == Fail && strings.HasPrefix(r.Evidence, internalPrefix) {
+			rep.Internal = true
+		}
+		emit(r)
+		if rep.Interrupted {
+			break
+		}
+		if c.Name == CheckAPI && r.Status == Fail {
+			apiFailed = true
+		}
+		if unreachable != nil {
+			break
+		}
+	}
+	rep.setServer(t.Server)
+	rep.Finished = time.Now()
+	rep.Requests = p.Sent()
+	rep.total()
+	if unreachable != nil {
+		rep.Unreachable = unreachable.Error()
+		return rep, fmt.Errorf("check: %w: %v", ErrUnreachable, unreachable)
+	}
+	return rep, nil
+}
+
+// internalPrefix starts the evidence of a check that panicked.
+const internalPrefix = "internal error"
+
+// safeRun runs c, turning a panic (a bug in surge) into a FAIL whose
+// evidence says so, so the report is still written.
+func safeRun(ctx context.Context, c Check, t *T) (r Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			r = Result{Status: Fail, Evidence: fmt.Sprintf("%s (a bug in surge): %v", internalPrefix, v)}
+		}
+	}()
+	return c.Run(ctx, t)
+}
+
+// finish fills what the runner knows of a result; a required check that
+// SKIPs becomes a FAIL.
+func finish(r Result, c Selected, requests int, d time.Duration) Result {
+	r.Name, r.Group, r.Required = c.Name, c.Group, c.Required
+	r.Requests, r.Duration, r.Seconds = requests, d, roundSeconds(d)
+	if c.Required && r.Status == Skip {
+		r.Status, r.Evidence = Fail, "required: "+r.Evidence
+	}
+	return r
+}
+
+func roundSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// transportCause describes a request that got no response: the cause without
+// the URL the client repeats (it may hold credentials).
+func transportCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// generate sends r with the check's timeout. r.Extra's ignore_eos, when
+// set, is asked for where the server takes it: a 400 that names it is
+// answered by sending r again without it. A request that got no response
+// because the server had closed the kept-alive connection it went on is
+// sent once more on a new connection, as client SDKs do
+// (streaming.keepalive is the check that reports such closes).
+func generate(ctx context.Context, t *T, r Req) (*Exchange, error) {
+	x, err := sendOnce(ctx, t, r)
+	if err != nil && ctx.Err() == nil && closedUnderneath(err) {
+		t.Probe.CloseIdle()
+		x, err = sendOnce(ctx, t, r)
+	}
+	return x, err
+}
+
+// sendOnce is generate without the second try on a closed connection.
+func sendOnce(ctx context.Context, t *T, r Req) (*Exchange, error) {
+	if r.Timeout == 0 {
+		r.Timeout = t.Config.Timeout
+	}
+	x, err := t.Probe.Send(ctx, r)
+	if err != nil || x.Status != 400 || r.Extra["ignore_eos"] == nil || !strings.Contains(string(x.Body), "ignore_eos") {
+		return x, err
+	}
+	extra := map[string]any{}
+	for k, v := range r.Extra {
+		if k != "ignore_eos" {
+			extra[k] = v
+		}
+	}
+	r.Extra = extra
+	return t.Probe.Send(ctx, r)
+}
+
+// failed is the result of an exchange that did not end in a complete
+// 200: no response, a timeout, another status or a broken body; ok is
+// false when it is none of these.
+func failed(x *Exchange, err error, what string) (r Result, bad bool) {
+	switch {
+	case err != nil:
+		return Result{Status: Fail, Evidence: what + ": no response: " + transportCause(err)}, true
+	case x.TimedOut:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: no end within %s (%d chunks)", what, showDur(x.Elapsed), len(x.Chunks))}, true
+	case x.Status != 200:
+		return Result{Status: Fail, Evidence: what + ": " + httpStatus(x)}, true
+	case x.EndErr != nil:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: %v after %d chunks at %s", what, x.EndErr, len(x.Chunks), showDur(x.Elapsed))}, true
+	}
+	return Result{}, false
+}
+
+// statusText is the status ("400") with the OpenAI error type when the
+// body has one, else the content type: "404 text/html".
+func statusText(x *Exchange) string {
+	s := fmt.Sprint(x.Status)
+	if typ, ok := x.ErrorBody(); ok && wordLike.MatchString(typ) {
+		return s + " (" + typ + ")"
+	} else if ok {
+		return s + " (error body)"
+	}
+	if ct := contentType(x); ct != "" {
+		return s + " " + ct
+	}
+	return s
+}
+
+// httpStatus is statusText after "HTTP ".
+func httpStatus(x *Exchange) string { return "HTTP " + statusText(x) }
+
+// contentType is the response's media type without parameters, when it
+// is a common one (a server's own value is not repeated).
+func contentType(x *Exchange) string {
+	if x.Header == nil {
+		return ""
+	}
+	ct, _, _ := strings.Cut(x.Header.Get("Content-Type"), ";")
+	switch ct = strings.ToLower(strings.TrimSpace(ct)); ct {
+	case "":
+		return ""
+	case "text/html", "text/plain", "text/event-stream", "application/json", "application/xml", "text/xml", "application/octet-stream":
+		return ct
+	}
+	return "of another content type"
+}
+
+// wordLike is what a server's error type must look like to reach the
+// evidence (an identifier): anything else could be text of its own.
+var wordLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,39}$`)
+
+// refused reports whether a 4xx answer means the server does not take a
+// parameter (a 400/422 to a request that differs from a plain one by it):
+// the check then SKIPs rather than FAILs.
+func refused(x *Exchange) bool { return x.Status == 400 || x.Status == 422 }
+
+// showDur renders a duration for evidence: 41ms, 1.32s, 1m05s.
+func showDur(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Round(time.Millisecond).Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
