@@ -115,6 +115,9 @@ type Exchange struct {
 	HeadersAt time.Duration // response headers, since Sent
 	Elapsed   time.Duration // the last byte, or the error, since Sent
 	Reused    bool          // the request went on a reused connection
+	// Retried is true when the first attempt failed on a kept-alive
+	// connection the server had closed, and the request was sent again.
+	Retried bool
 	// Close is true when the response said it closes the connection
 	// (Connection: close, or HTTP/1.0 without keep-alive).
 	Close bool
@@ -227,7 +230,11 @@ func (p *Probe) Get(ctx context.Context, path string, timeout time.Duration) (*E
 
 // Do sends one request to base+path and reads the response: as SSE when
 // it is text/event-stream (or stream is true and the status is 200), else
-// as a body.
+// as a body. A request that failed on a kept-alive connection before any
+// response came (the server had closed it) is sent once more on a new
+// connection, as HTTP clients do for idempotent requests; Exchange.Retried
+// says so (streaming.keepalive reports such closes, the other checks are
+// not failed by them).
 func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeout time.Duration, stream bool) (*Exchange, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -235,27 +242,11 @@ func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeou
 		defer cancel()
 	}
 	x := &Exchange{}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(i httptrace.GotConnInfo) { x.Reused = i.Reused },
-	})
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	resp, err := p.roundTrip(ctx, x, method, path, body, stream)
+	if err != nil && x.Reused && ctx.Err() == nil {
+		x.Retried = true
+		resp, err = p.roundTrip(ctx, x, method, path, body, stream)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("check: building the request: %w", err)
-	}
-	req.Header = p.header.Clone()
-	if body == nil {
-		req.Header.Del("Content-Type")
-	}
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	p.sent.Add(1)
-	x.Sent = time.Now()
-	resp, err := p.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			x.TimedOut, x.EndErr, x.Elapsed = true, err, time.Since(x.Sent)
@@ -284,6 +275,33 @@ func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeou
 		x.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
 	return x, nil
+}
+
+// roundTrip sends one attempt of a request and returns its response
+// (headers read, body not), noting in x when it was sent and whether the
+// connection was reused.
+func (p *Probe) roundTrip(ctx context.Context, x *Exchange, method, path string, body []byte, stream bool) (*http.Response, error) {
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { x.Reused = i.Reused },
+	})
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("check: building the request: %w", err)
+	}
+	req.Header = p.header.Clone()
+	if body == nil {
+		req.Header.Del("Content-Type")
+	}
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	p.sent.Add(1)
+	x.Sent = time.Now()
+	return p.client.Do(req)
 }
 
 // wireChunk is the part of a streamed event the probe reads.

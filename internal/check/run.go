@@ -244,21 +244,8 @@ func transportCause(err error) string {
 
 // generate sends r with the check's timeout. r.Extra's ignore_eos, when
 // set, is asked for where the server takes it: a 400 that names it is
-// answered by sending r again without it. A request that got no response
-// because the server had closed the kept-alive connection it went on is
-// sent once more on a new connection, as client SDKs do
-// (streaming.keepalive is the check that reports such closes).
+// answered by sending r again without it.
 func generate(ctx context.Context, t *T, r Req) (*Exchange, error) {
-	x, err := sendOnce(ctx, t, r)
-	if err != nil && ctx.Err() == nil && closedUnderneath(err) {
-		t.Probe.CloseIdle()
-		x, err = sendOnce(ctx, t, r)
-	}
-	return x, err
-}
-
-// sendOnce is generate without the second try on a closed connection.
-func sendOnce(ctx context.Context, t *T, r Req) (*Exchange, error) {
 	if r.Timeout == 0 {
 		r.Timeout = t.Config.Timeout
 	}

@@ -2,10 +2,7 @@ package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 )
 
@@ -175,12 +172,12 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 			case <-time.After(keepAlivePause):
 			}
 		}
-		x, err := sendOnce(ctx, t, Req{Prompt: "Count to three.", MaxTokens: 4, Stream: true, Extra: map[string]any{"ignore_eos": true}})
-		if err != nil && i > 0 && closedUnderneath(err) {
-			return Result{Status: Fail, Evidence: fmt.Sprintf("the connection was closed after stream %d without Connection: close (the next request failed: %s)", i, transportCause(err))}
-		}
+		x, err := generate(ctx, t, Req{Prompt: "Count to three.", MaxTokens: 4, Stream: true, Extra: map[string]any{"ignore_eos": true}})
 		if r, bad := failed(x, err, fmt.Sprintf("stream %d", i+1)); bad {
 			return r
+		}
+		if x.Retried {
+			return Result{Status: Fail, Evidence: fmt.Sprintf("the connection was closed after stream %d without Connection: close: stream %d failed on it and went again on a new one", i, i+1)}
 		}
 		if i > 0 && x.Reused {
 			reused++
@@ -198,11 +195,4 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 		return Result{Status: Fail, Evidence: fmt.Sprintf("closed after each stream without Connection: close: %d streams, %d connections", keepAliveStreams, keepAliveStreams), Details: details}
 	}
 	return Result{Status: Warn, Evidence: fmt.Sprintf("%d of %d later streams reused the connection; the others found it closed without Connection: close", reused, later), Details: details}
-}
-
-// closedUnderneath reports whether a request failed because the server
-// had closed the kept-alive connection it went on.
-func closedUnderneath(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(err.Error(), "server closed idle connection") || strings.Contains(err.Error(), "connection reset")
 }

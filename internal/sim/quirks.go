@@ -36,8 +36,8 @@ const (
 	// QuirkNoRetryAfter rejects overload (429) without a Retry-After header.
 	QuirkNoRetryAfter = "no-retry-after"
 	// QuirkTruncateOnOverload cuts a stream short (no finish, no [DONE])
-	// when it was submitted while requests were already waiting: after 3
-	// tokens the connection is closed.
+	// when it queued (waited longer than one engine step before it entered
+	// a running batch): after 3 tokens the connection is closed.
 	QuirkTruncateOnOverload = "truncate-on-overload"
 	// QuirkCloseAfterResponse advertises keep-alive (no Connection: close)
 	// but closes the connection once every response went out whole.

@@ -25,6 +25,7 @@ type stream struct {
 	submitted time.Duration // sim time of the submit
 
 	tokens   atomic.Int64 // latest token total
+	wait     atomic.Int64 // nanoseconds from submit to admission (Scheduled)
 	res      sim.Result   // valid once finished is true
 	finished atomic.Bool
 	notify   chan struct{}
@@ -47,9 +48,14 @@ func (st *stream) signal() {
 	}
 }
 
-// Scheduled implements sim.Observer; queue time is observed from the
-// result, once per finished request.
-func (st *stream) Scheduled(time.Duration) {}
+// Scheduled implements sim.Observer: it notes the time spent waiting (the
+// metric's queue time is observed from the result, once per finished
+// request).
+func (st *stream) Scheduled(now time.Duration) { st.wait.Store(int64(now - st.submitted)) }
+
+// queued is how long the request waited before it entered a running batch
+// (0 before that).
+func (st *stream) queued() time.Duration { return time.Duration(st.wait.Load()) }
 
 // Tokens implements sim.Observer.
 func (st *stream) Tokens(now time.Duration, total int) {
@@ -82,7 +88,8 @@ type exchange struct {
 	ticket sim.Ticket
 	st     *stream
 	ans    *answer // nil: plain text
-	// truncate: the truncate-on-overload quirk cuts this stream short.
+	// truncate: the truncate-on-overload quirk is on for this stream; it
+	// cuts it short if it queued (waited longer than one engine step).
 	truncate bool
 	enc      *encoder
 	buf      *[]byte   // pooled write buffer
@@ -139,10 +146,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	s.mu.Lock()
 	now := s.now()
 	st.submitted = now
-	truncate := false
-	if s.quirks.truncateOnOverload && p.stream {
-		truncate = s.cluster.Snapshot(now).Waiting > 0
-	}
+	truncate := s.quirks.truncateOnOverload && p.stream
 	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}, st)
 	s.mu.Unlock()
 	if err != nil {
@@ -382,7 +386,7 @@ func (x *exchange) stream() {
 					}
 				}
 			}
-			if x.truncate && written == truncateAfter {
+			if x.truncate && written == truncateAfter && x.st.queued() > x.s.stepBase {
 				x.flush(fl, buf)
 				x.hangUp()
 				return

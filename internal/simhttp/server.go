@@ -35,11 +35,12 @@ type Server struct {
 	log         *slog.Logger
 	model       string
 	maxModelLen int
-	reasoning   int        // sim.Config.ReasoningTokens
-	tok         textTokens // the simulated tokenizer (sim.Config.TextTokens)
-	tokenize    string     // style of /tokenize (sim.Config.Tokenize)
-	prefix      sim.Config // the prefix cache's settings (PrefixCacheTokens, block size, bytes per token)
-	origin      time.Time  // sim time 0; wall time of the server's start
+	stepBase    time.Duration // sim.Config.StepBase: a stream that waited longer queued (truncate-on-overload)
+	reasoning   int           // sim.Config.ReasoningTokens
+	tok         textTokens    // the simulated tokenizer (sim.Config.TextTokens)
+	tokenize    string        // style of /tokenize (sim.Config.Tokenize)
+	prefix      sim.Config    // the prefix cache's settings (PrefixCacheTokens, block size, bytes per token)
+	origin      time.Time     // sim time 0; wall time of the server's start
 	metrics     *metrics
 	handler     http.Handler
 
@@ -127,6 +128,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		log:         logger,
 		model:       DefaultModel,
 		maxModelLen: cfg.MaxModelLen,
+		stepBase:    cfg.StepBase,
 		reasoning:   cfg.ReasoningTokens,
 		tok:         cfg.TextTokens,
 		tokenize:    cfg.Tokenize,
