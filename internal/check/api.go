@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -48,8 +47,12 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 	got := "GET " + models + " → " + statusText(x)
 	if isList {
 		t.Server = list.server(x.Header, p.Model())
-		if slices.Contains(t.Server.Models, p.Model()) {
-			return Result{Status: Pass, Evidence: fmt.Sprintf("GET %s → 200: %s served%s", models, p.Model(), t.Server.about()),
+		if listed, ok := servedAs(t.Server.Models, p.Model()); ok {
+			as := ""
+			if listed != p.Model() {
+				as = " (as " + listed + ")"
+			}
+			return Result{Status: Pass, Evidence: fmt.Sprintf("GET %s → 200: %s served%s%s", models, p.Model(), as, t.Server.about()),
 				Details: map[string]any{"models": len(t.Server.Models), "max_model_len": t.Server.MaxModelLen, "engine": t.Server.Engine}}, nil
 		}
 		got = fmt.Sprintf("GET %s lists %d models", models, len(list.Data))
@@ -190,4 +193,15 @@ func guessEngine(h http.Header, owners []string) string {
 		return "llama.cpp"
 	}
 	return ""
+}
+
+// servedAs finds model among the listed ids: the same id, or the id with
+// the tag ":latest" that Ollama adds to a model named without a tag.
+func servedAs(listed []string, model string) (string, bool) {
+	for _, id := range listed {
+		if id == model || (!strings.Contains(model, ":") && id == model+":latest") {
+			return id, true
+		}
+	}
+	return "", false
 }

@@ -54,11 +54,15 @@ func TestAPICheck(t *testing.T) {
 		}, Fail, []string{"model-09 … (5 more)"}, Server{Models: many, Engine: "vllm"}},
 		"served but not listed": {func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/models" {
-				fmt.Fprint(w, modelsJSON("m:latest"))
+				fmt.Fprint(w, modelsJSON("m-alias"))
 				return
 			}
 			fmt.Fprint(w, chatBody)
-		}, Warn, []string{"m not listed by /v1/models (it offers m:latest) but answers"}, Server{Models: []string{"m:latest"}, Engine: "vllm"}},
+		}, Warn, []string{"m not listed by /v1/models (it offers m-alias) but answers"}, Server{Models: []string{"m-alias"}, Engine: "vllm"}},
+		// Ollama lists a model created without a tag as name:latest.
+		"listed with :latest": {func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, modelsJSON("m:latest"))
+		}, Pass, []string{"m served (as m:latest)"}, Server{Models: []string{"m:latest"}, Engine: "vllm"}},
 		"no model list": {func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/models" {
 				apiError(w, 404, "not_found")

@@ -117,7 +117,7 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 	}
 
 	valid, cut, notJSON := 0, 0, 0
-	var firstBad string
+	var firstBad, firstCut string
 	for i, x := range answers {
 		why, isCut := judgeStructured(sch, x)
 		switch {
@@ -125,6 +125,10 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 			valid++
 		case isCut:
 			cut++
+			if firstCut == "" {
+				firstCut = fmt.Sprintf("response %d %s", i+1, why)
+			}
+			continue
 		case strings.HasPrefix(why, "not JSON"):
 			notJSON++
 		}
@@ -143,6 +147,10 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 	switch {
 	case firstBad != "":
 		r.Status, r.Evidence = Fail, fmt.Sprintf("%d/%d valid: %s%s", valid, sent, firstBad, stopped)+ttft
+	case cut > 0:
+		// The model had not finished: nothing the server sent broke the
+		// schema, and its part cannot be judged.
+		r.Status, r.Evidence = Warn, fmt.Sprintf("%d/%d valid, cannot judge the rest: %s before the model finished the document%s", valid, sent, firstCut, stopped)+ttft
 	case sent < n:
 		r.Status, r.Evidence = Warn, fmt.Sprintf("%d/%d valid%s", valid, sent, stopped)+ttft
 	default:

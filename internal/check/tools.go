@@ -171,6 +171,18 @@ func toolDeltas(x *Exchange) int {
 	return n
 }
 
+// cutCall is the verdict on a call whose arguments max_tokens cut short
+// (finish "length"): a WARN, since the server's part cannot be judged —
+// the model had not finished (a tiny or weak model wanders inside a
+// string) — and ok true; ok false when the call was not cut.
+func cutCall(x *Exchange, choice string, details map[string]any) (r Result, ok bool) {
+	if x.FinishReason != "length" {
+		return Result{}, false
+	}
+	return Result{Status: Warn, Details: details, Evidence: fmt.Sprintf(
+		"cannot judge: max_tokens %d cut the arguments short (finish length) before the model finished them; tool_choice %s", toolMaxTokens, choice)}, true
+}
+
 // finishOK reports whether the finish reason fits the tool_choice:
 // "tool_calls", or "stop" for a named tool_choice (OpenAI itself answers
 // a forced function with "stop", and vLLM follows it).
@@ -230,6 +242,9 @@ func runToolsCall(ctx context.Context, t *T) Result {
 		return fail(fmt.Sprintf("called an unknown tool (a name of %s)", nBytes(len(tc.Name))))
 	}
 	if p := argsProblem(tc, schemas[tc.Name]); p != "" {
+		if r, cut := cutCall(x, a.choice, details); cut {
+			return r
+		}
 		return fail(p)
 	}
 	if tc.ID == "" {
@@ -272,6 +287,9 @@ func runToolsParallel(ctx context.Context, t *T) Result {
 				Evidence: fmt.Sprintf("call %d names an unknown tool (a name of %s; calls merged at one index?); tool_choice %s", i+1, nBytes(len(tc.Name)), a.choice)}
 		}
 		if p := argsProblem(tc, s); p != "" {
+			if r, cut := cutCall(x, a.choice, details); cut {
+				return r
+			}
 			return Result{Status: Fail, Details: details,
 				Evidence: fmt.Sprintf("call %d (%s): %s; tool_choice %s", i+1, tc.Name, p, a.choice)}
 		}

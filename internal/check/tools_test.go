@@ -164,6 +164,8 @@ func TestToolsCallShapes(t *testing.T) {
 		{"server error", good, "tool_calls", func(any) int { return 500 }, Fail, []string{"server errors", "500"}},
 		{"bad JSON", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR", "destination"`}}, "tool_calls", nil, Fail,
 			[]string{"not valid JSON (31 bytes)"}},
+		{"cut by max_tokens", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR", "destination"`}}, "length", nil, Warn,
+			[]string{"cannot judge: max_tokens 256 cut the arguments short", "tool_choice named"}},
 		{"schema violation", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR", "destination": "HND", "date": "2027-03-14", "passengers": 0}`}},
 			"tool_calls", nil, Fail, []string{"at /passengers: minimum"}},
 		{"missing required", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR"}`}}, "tool_calls", nil, Fail,
