@@ -200,7 +200,9 @@ func TestErrorsOverloadBound(t *testing.T) {
 			// asserted for small waves only.)
 			wantStatus(t, r, Warn, "no overload within the bounds", "raise --overload-requests")
 		}
-		if n := int(total.Load()); n != want {
+		// Past 100 the waves may stop early for the same reason: then
+		// only the bound itself is asserted.
+		if n := int(total.Load()); n > want || (bound <= 100 && n != want) {
 			t.Errorf("bound %d: the server saw %d requests, want %d", bound, n, want)
 		}
 	}
