@@ -307,18 +307,22 @@ func (p *Probe) roundTrip(ctx context.Context, x *Exchange, method, path string,
 // wireChunk is the part of a streamed event the probe reads.
 type wireChunk struct {
 	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content          *string    `json:"content"`
-			Reasoning        string     `json:"reasoning"`
-			ReasoningContent string     `json:"reasoning_content"`
-			ToolCalls        []wireTool `json:"tool_calls"`
-		} `json:"delta"`
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
+		Index        int         `json:"index"`
+		Delta        wireMessage `json:"delta"`
+		Text         *string     `json:"text"`
+		FinishReason *string     `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *Usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// wireMessage is a chat delta (streamed) or message (a body): content,
+// reasoning under either of its names, tool calls.
+type wireMessage struct {
+	Content          *string    `json:"content"`
+	Reasoning        string     `json:"reasoning"`
+	ReasoningContent string     `json:"reasoning_content"`
+	ToolCalls        []wireTool `json:"tool_calls"`
 }
 
 type wireTool struct {
@@ -438,15 +442,10 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 func (x *Exchange) decodeBody() {
 	var b struct {
 		Choices []struct {
-			Index   int `json:"index"`
-			Message struct {
-				Content          *string    `json:"content"`
-				Reasoning        string     `json:"reasoning"`
-				ReasoningContent string     `json:"reasoning_content"`
-				ToolCalls        []wireTool `json:"tool_calls"`
-			} `json:"message"`
-			Text         *string `json:"text"`
-			FinishReason *string `json:"finish_reason"`
+			Index        int         `json:"index"`
+			Message      wireMessage `json:"message"`
+			Text         *string     `json:"text"`
+			FinishReason *string     `json:"finish_reason"`
 		} `json:"choices"`
 		Usage *Usage `json:"usage"`
 	}
