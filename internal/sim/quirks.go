@@ -36,8 +36,9 @@ const (
 	// QuirkNoRetryAfter rejects overload (429) without a Retry-After header.
 	QuirkNoRetryAfter = "no-retry-after"
 	// QuirkTruncateOnOverload cuts a stream short (no finish, no [DONE])
-	// when it queued (waited longer than one engine step before it entered
-	// a running batch): after 3 tokens the connection is closed.
+	// when it queued (waited more than 4 engine steps, 4 × step_base,
+	// before it entered a running batch): after 3 tokens the connection is
+	// closed.
 	QuirkTruncateOnOverload = "truncate-on-overload"
 	// QuirkCloseAfterResponse advertises keep-alive (no Connection: close)
 	// but closes the connection once every response went out whole.

@@ -89,7 +89,7 @@ type exchange struct {
 	st     *stream
 	ans    *answer // nil: plain text
 	// truncate: the truncate-on-overload quirk is on for this stream; it
-	// cuts it short if it queued (waited longer than one engine step).
+	// cuts it short if it queued (waited more than queuedSteps steps).
 	truncate bool
 	enc      *encoder
 	buf      *[]byte   // pooled write buffer
@@ -386,7 +386,7 @@ func (x *exchange) stream() {
 					}
 				}
 			}
-			if x.truncate && written == truncateAfter && x.st.queued() > x.s.stepBase {
+			if x.truncate && written == truncateAfter && x.st.queued() > queuedSteps*x.s.stepBase {
 				x.flush(fl, buf)
 				x.hangUp()
 				return
@@ -424,6 +424,13 @@ func (x *exchange) stream() {
 		}
 	}
 }
+
+// queuedSteps is how many engine steps (step_base each) a request may
+// wait for admission and still not count as queued: one arriving in the
+// middle of a step waits for it to end, and a step with prefills lasts
+// longer than step_base; a request that queues behind a full batch waits
+// for others' generations, many steps.
+const queuedSteps = 4
 
 // truncateAfter is the number of tokens a stream cut short by the
 // truncate-on-overload quirk sends.
