@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -95,10 +94,7 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 // apiPath is the path of an API endpoint as the user sees it, e.g.
 // /v1/models.
 func (p *Probe) apiPath(path string) string {
-	if u, err := url.Parse(p.base); err == nil {
-		return strings.TrimRight(u.Path, "/") + path
-	}
-	return path
+	return strings.TrimRight(p.base.Path, "/") + path
 }
 
 // modelList is the body of GET /v1/models.
