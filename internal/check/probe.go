@@ -156,6 +156,9 @@ type Exchange struct {
 	// Body is a non-streamed response's body, or an error response's
 	// (at most maxBody bytes).
 	Body []byte
+	// StreamAsked is true when the request asked for a stream; with a
+	// 200 that is not Stream the server ignored stream:true.
+	StreamAsked bool
 }
 
 // FirstContent is the arrival of the first chunk with content, reasoning
@@ -259,7 +262,7 @@ func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeou
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	x := &Exchange{}
+	x := &Exchange{StreamAsked: stream}
 	resp, err := p.roundTrip(ctx, x, method, path, body, stream)
 	if err != nil && x.Reused && ctx.Err() == nil {
 		x.Retried = true
