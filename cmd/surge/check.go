@@ -151,6 +151,7 @@ func runCheck(cmd *cobra.Command, f *flags, o run.Options, cfg check.Config, qui
 		}
 	})
 	rep.Target, rep.Version = env.TargetName(), toolVersion()
+	rep.Status, rep.ExitCode = rep.Outcome(), checkCode(rep, runErr)
 	if err := writeCheck(d, rep); err != nil {
 		return &exitError{exitInternal, err}
 	}
@@ -165,6 +166,20 @@ func writeCheck(d *rundir.Dir, rep *check.Report) error {
 		return err
 	}
 	return d.WriteFile("check.md", rep.WriteMarkdown)
+}
+
+// checkCode is the code surge check exits with for a report (checkExit
+// says why).
+func checkCode(rep *check.Report, runErr error) int {
+	switch {
+	case errors.Is(runErr, check.ErrUnreachable):
+		return exitTarget
+	case runErr != nil, rep.Internal:
+		return exitInternal
+	case rep.Interrupted, rep.Totals.Fail > 0:
+		return exitSLO
+	}
+	return exitOK
 }
 
 // checkExit prints the exit line of a report and returns its code.

@@ -73,6 +73,9 @@ func TestCheckSimulator(t *testing.T) {
 		}
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "PASS" || rep.ExitCode != exitOK {
+		t.Errorf("check.json: verdict %q, exit_code %d, want PASS and 0", rep.Status, rep.ExitCode)
+	}
 	if rep.Target != "built-in simulator" || rep.Model != "surge-sim" || len(rep.Results) != len(check.All()) || rep.Totals.Fail != 0 || rep.Requests == 0 || rep.Server.Engine != "surge-sim" {
 		t.Errorf("check.json: target %q model %q, %d results, totals %+v, %d requests, server %+v", rep.Target, rep.Model, len(rep.Results), rep.Totals, rep.Requests, rep.Server)
 	}
@@ -114,6 +117,9 @@ func TestCheckQuirks(t *testing.T) {
 				t.Errorf("exit line does not name %s:\n%s", name, out)
 			}
 			rep := readCheck(t, dir)
+			if rep.Status != "FAIL" || rep.ExitCode != exitSLO {
+				t.Errorf("check.json: verdict %q, exit_code %d, want FAIL and 1", rep.Status, rep.ExitCode)
+			}
 			if rep.Totals.Fail == 0 {
 				t.Errorf("check.json counts no failure: %+v", rep.Totals)
 			}
@@ -193,6 +199,9 @@ func TestCheckUnreachable(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "UNREACHABLE" || rep.ExitCode != exitTarget {
+		t.Errorf("check.json: verdict %q, exit_code %d, want UNREACHABLE and 3", rep.Status, rep.ExitCode)
+	}
 	if rep.Unreachable == "" || rep.Target != "http://"+addr+"/v1?redacted" {
 		t.Errorf("check.json: unreachable %q, target %q", rep.Unreachable, rep.Target)
 	}
@@ -243,6 +252,9 @@ func TestCheckInterrupted(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr.String())
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "INTERRUPTED" || rep.ExitCode != exitSLO {
+		t.Errorf("check.json: verdict %q, exit_code %d, want INTERRUPTED and 1", rep.Status, rep.ExitCode)
+	}
 	if !rep.Interrupted || len(rep.Results) != 2 || rep.Results[1].Evidence != "interrupted" {
 		t.Errorf("check.json: interrupted %v, results %+v", rep.Interrupted, rep.Results)
 	}

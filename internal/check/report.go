@@ -25,6 +25,12 @@ type Report struct {
 	Totals  Totals     `json:"totals"`
 	// Requests is every request the suite sent.
 	Requests int `json:"requests"`
+	// Status is the verdict's first word (Outcome()): PASS, FAIL,
+	// INTERRUPTED or UNREACHABLE; ExitCode the code surge check exits
+	// with. The command fills both before writing check.json, so CI
+	// need not recompute them from the results.
+	Status   string `json:"verdict"`
+	ExitCode int    `json:"exit_code"`
 	// Interrupted is true when Ctrl-C stopped the suite: Results hold
 	// what ran, the check under way as a SKIP "interrupted".
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -77,6 +83,28 @@ func (r *Report) setServer(s Server) {
 // not fail) and the suite ran to its end.
 func (r *Report) Passed() bool {
 	return r.Totals.Fail == 0 && !r.Interrupted && r.Unreachable == ""
+}
+
+// The outcomes of a suite, as the verdict line and check.json say them.
+const (
+	OutcomePass        = "PASS"
+	OutcomeFail        = "FAIL"
+	OutcomeInterrupted = "INTERRUPTED"
+	OutcomeUnreachable = "UNREACHABLE"
+)
+
+// Outcome returns the suite's outcome, the first word of Verdict():
+// UNREACHABLE, else FAIL when a check failed, else INTERRUPTED, else PASS.
+func (r *Report) Outcome() string {
+	switch {
+	case r.Unreachable != "":
+		return OutcomeUnreachable
+	case r.Totals.Fail > 0:
+		return OutcomeFail
+	case r.Interrupted:
+		return OutcomeInterrupted
+	}
+	return OutcomePass
 }
 
 // Failed lists the names of the checks that FAILed.
