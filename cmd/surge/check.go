@@ -99,6 +99,7 @@ misbehave.` + exitCodesCheck,
 			return f.explain(err)
 		}
 		cfg.Profile, _ = workload.Lookup(o.Profile) // a name Validate accepted
+		f.warnSimulatorOnly(cmd.ErrOrStderr(), o.Target)
 		return runCheck(cmd, f, o, cfg, quiet)
 	}
 	return cmd

@@ -281,3 +281,24 @@ func TestCheckHelp(t *testing.T) {
 		}
 	}
 }
+
+// Simulator flags with --target configure nothing: one line on stderr
+// says so; without --target they apply and nothing is said.
+func TestCheckSimulatorFlagsWithTarget(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	}))
+	defer srv.Close()
+	code, out, errs := surge(t, "check", "--target", srv.URL+"/v1", "--model", "m", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck"),
+		"--quirk", "buffered-stream", "--max-waiting", "8")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if want := "warning: --max-waiting, --quirk apply to the built-in simulator only; ignored with --target\n"; strings.Count(errs, "warning:") != 1 || !strings.Contains(errs, want) {
+		t.Errorf("stderr %q, want once %q", errs, want)
+	}
+	_, _, errs = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck"), "--quirk", "buffered-stream"}, fastCheck...)...)
+	if strings.Contains(errs, "warning:") {
+		t.Errorf("a warning without --target: %q", errs)
+	}
+}

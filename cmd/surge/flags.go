@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,6 +175,30 @@ func (f *flags) fromFile(key string) (*yaml.Node, bool) {
 func (f *flags) set(key string) bool {
 	name, ok := f.byKey[key]
 	return ok && f.fs.Changed(name)
+}
+
+// warnSimulatorOnly writes one line to w when target is set and
+// simulator flags were given: they configure the built-in simulator only,
+// and would otherwise be ignored without a word.
+func (f *flags) warnSimulatorOnly(w io.Writer, target string) {
+	if target == "" {
+		return
+	}
+	var names []string
+	for key := range f.sim {
+		if name, ok := f.byKey[key]; ok && f.fs.Changed(name) {
+			names = append(names, "--"+name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	verb := "applies"
+	if len(names) > 1 {
+		verb = "apply"
+	}
+	fmt.Fprintf(w, "warning: %s %s to the built-in simulator only; ignored with --target\n", strings.Join(names, ", "), verb)
 }
 
 // explain turns a configuration error into a usage error (exit 2) that
