@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,7 +147,11 @@ func runCheck(cmd *cobra.Command, f *flags, o run.Options, cfg check.Config, qui
 	defer hc.CloseIdleConnections()
 	probe := check.NewProbe(env.BaseURL, o.Model, o.API, hc, header)
 	fmt.Fprintf(w, "surge check: %s, model %s, %s API\n", env.TargetName(), o.Model, o.API)
-	rep, runErr := check.Run(ctx, probe, cfg, check.Select(cfg), func(r check.Result) {
+	checks := check.Select(cfg)
+	if slices.ContainsFunc(checks, func(c check.Selected) bool { return c.Required }) {
+		fmt.Fprintln(w, check.RequiredLegend)
+	}
+	rep, runErr := check.Run(ctx, probe, cfg, checks, func(r check.Result) {
 		if !quiet || r.Status != check.Pass {
 			fmt.Fprintln(w, check.Line(r))
 		}

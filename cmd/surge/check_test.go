@@ -134,6 +134,7 @@ func TestCheckUsageErrors(t *testing.T) {
 	}{
 		"unknown only":     {[]string{"--only", "streaming,speed"}, `--only: unknown check or group "speed"; valid: api, streaming, usage, tools, structured, context, sampling, errors, streaming.incremental`},
 		"unknown require":  {[]string{"--require", "tool"}, `--require: unknown check or group "tool"`},
+		"empty only":       {[]string{"--only", ""}, "--only: names no check or group (empty)"},
 		"skip api":         {[]string{"--skip", "api"}, "--skip: the api check always runs"},
 		"require skipped":  {[]string{"--skip", "usage", "--require", "usage.unary"}, `--require: "usage.unary" is also left out by --skip usage`},
 		"overload bound":   {[]string{"--overload-requests", "5000"}, "--overload-requests: must be 1..2048, got 5000"},
@@ -275,7 +276,7 @@ func TestCheckHelp(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
-	for _, not := range []string{"--rate", "--profile-", "--mix", "--sessions", "--slo-", "--prompt-calibration"} {
+	for _, not := range []string{"--rate", "--profile-", "--mix", "--sessions", "--slo-", "--prompt-calibration", "--simulate"} {
 		if strings.Contains(out, not) {
 			t.Errorf("--help offers %s, which surge check does not use", not)
 		}
@@ -300,5 +301,21 @@ func TestCheckSimulatorFlagsWithTarget(t *testing.T) {
 	_, _, errs = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck"), "--quirk", "buffered-stream"}, fastCheck...)...)
 	if strings.Contains(errs, "warning:") {
 		t.Errorf("a warning without --target: %q", errs)
+	}
+}
+
+// A required check's line carries a *, and a legend line says what it
+// means; without a required check there is neither.
+func TestCheckRequiredLegend(t *testing.T) {
+	code, out, errs := surge(t, append([]string{"check", "--only", "api", "--require", "usage.unary", "-o", filepath.Join(t.TempDir(), "ck")}, fastCheck...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, check.RequiredLegend+"\n") || !strings.Contains(out, "PASS  usage.unary* ") {
+		t.Errorf("no legend or no *:\n%s", out)
+	}
+	_, out, _ = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck")}, fastCheck...)...)
+	if strings.Contains(out, "*") {
+		t.Errorf("a * without a required check:\n%s", out)
 	}
 }

@@ -372,7 +372,7 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
 	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
 	if f.fs.Lookup("quirk") == nil { // the one setting whose flag is singular: it repeats
-		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (not with --simulate)")
+		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (the simulator served over HTTP: a --target is not affected)")
 		f.byKey[prefix+"quirks"] = "quirk"
 		f.sim[prefix+"quirks"] = true
 	}

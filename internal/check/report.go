@@ -121,7 +121,12 @@ func (r *Report) Failed() []string {
 // nameWidth is the width of the name column: the longest check name.
 const nameWidth = len(CheckStreamIncremental)
 
-// Line is one check's console line: status, name, evidence.
+// RequiredLegend explains the * that Line puts after a required check's
+// name; the console prints it before the lines when a check is required.
+const RequiredLegend = "* required (--require): a SKIP of it is a FAIL"
+
+// Line is one check's console line: status, name (with a * when it is
+// required, see RequiredLegend), evidence.
 func Line(x Result) string {
 	name := x.Name
 	if x.Required {

@@ -53,6 +53,14 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"only", c.Only}, {"skip", c.Skip}, {"require", c.Require}} {
+		if len(l.names) > 0 && len(splitNames(l.names)) == 0 {
+			errs.Add(l.key, "names no check or group (empty); valid: %s", strings.Join(Names(), ", "))
+		}
+	}
 	skip, require := splitNames(c.Skip), splitNames(c.Require)
 	if slices.Contains(skip, GroupAPI) {
 		errs.Add("skip", "the api check always runs: every other check depends on what it learns")
