@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,7 @@ misbehave.` + exitCodesCheck,
 			return f.explain(err)
 		}
 		cfg.Profile, _ = workload.Lookup(o.Profile) // a name Validate accepted
+		f.warnSimulatorOnly(cmd.ErrOrStderr(), o.Target)
 		return runCheck(cmd, f, o, cfg, quiet)
 	}
 	return cmd
@@ -145,12 +147,17 @@ func runCheck(cmd *cobra.Command, f *flags, o run.Options, cfg check.Config, qui
 	defer hc.CloseIdleConnections()
 	probe := check.NewProbe(env.BaseURL, o.Model, o.API, hc, header)
 	fmt.Fprintf(w, "surge check: %s, model %s, %s API\n", env.TargetName(), o.Model, o.API)
-	rep, runErr := check.Run(ctx, probe, cfg, check.Select(cfg), func(r check.Result) {
+	checks := check.Select(cfg)
+	if slices.ContainsFunc(checks, func(c check.Selected) bool { return c.Required }) {
+		fmt.Fprintln(w, check.RequiredLegend)
+	}
+	rep, runErr := check.Run(ctx, probe, cfg, checks, func(r check.Result) {
 		if !quiet || r.Status != check.Pass {
 			fmt.Fprintln(w, check.Line(r))
 		}
 	})
 	rep.Target, rep.Version = env.TargetName(), toolVersion()
+	rep.Status, rep.ExitCode = rep.Outcome(), checkCode(rep, runErr)
 	if err := writeCheck(d, rep); err != nil {
 		return &exitError{exitInternal, err}
 	}
@@ -165,6 +172,20 @@ func writeCheck(d *rundir.Dir, rep *check.Report) error {
 		return err
 	}
 	return d.WriteFile("check.md", rep.WriteMarkdown)
+}
+
+// checkCode is the code surge check exits with for a report (checkExit
+// says why).
+func checkCode(rep *check.Report, runErr error) int {
+	switch {
+	case errors.Is(runErr, check.ErrUnreachable):
+		return exitTarget
+	case runErr != nil, rep.Internal:
+		return exitInternal
+	case rep.Interrupted, rep.Totals.Fail > 0:
+		return exitSLO
+	}
+	return exitOK
 }
 
 // checkExit prints the exit line of a report and returns its code.

@@ -66,13 +66,16 @@ func TestCheckSimulator(t *testing.T) {
 			t.Errorf("not a PASS or a justified SKIP: %s", l)
 		}
 	}
-	for _, want := range []string{"surge check: built-in simulator, model surge-sim, chat API", "verdict: PASS — every check that ran passed",
+	for _, want := range []string{"surge check: built-in simulator, model surge-sim, chat API", "verdict: PASS — ", " checks ran and passed",
 		"exit 0: every check that ran passed (WARN and SKIP do not fail)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "PASS" || rep.ExitCode != exitOK {
+		t.Errorf("check.json: verdict %q, exit_code %d, want PASS and 0", rep.Status, rep.ExitCode)
+	}
 	if rep.Target != "built-in simulator" || rep.Model != "surge-sim" || len(rep.Results) != len(check.All()) || rep.Totals.Fail != 0 || rep.Requests == 0 || rep.Server.Engine != "surge-sim" {
 		t.Errorf("check.json: target %q model %q, %d results, totals %+v, %d requests, server %+v", rep.Target, rep.Model, len(rep.Results), rep.Totals, rep.Requests, rep.Server)
 	}
@@ -114,6 +117,9 @@ func TestCheckQuirks(t *testing.T) {
 				t.Errorf("exit line does not name %s:\n%s", name, out)
 			}
 			rep := readCheck(t, dir)
+			if rep.Status != "FAIL" || rep.ExitCode != exitSLO {
+				t.Errorf("check.json: verdict %q, exit_code %d, want FAIL and 1", rep.Status, rep.ExitCode)
+			}
 			if rep.Totals.Fail == 0 {
 				t.Errorf("check.json counts no failure: %+v", rep.Totals)
 			}
@@ -128,6 +134,7 @@ func TestCheckUsageErrors(t *testing.T) {
 	}{
 		"unknown only":     {[]string{"--only", "streaming,speed"}, `--only: unknown check or group "speed"; valid: api, streaming, usage, tools, structured, context, sampling, errors, streaming.incremental`},
 		"unknown require":  {[]string{"--require", "tool"}, `--require: unknown check or group "tool"`},
+		"empty only":       {[]string{"--only", ""}, "--only: names no check or group (empty)"},
 		"skip api":         {[]string{"--skip", "api"}, "--skip: the api check always runs"},
 		"require skipped":  {[]string{"--skip", "usage", "--require", "usage.unary"}, `--require: "usage.unary" is also left out by --skip usage`},
 		"overload bound":   {[]string{"--overload-requests", "5000"}, "--overload-requests: must be 1..2048, got 5000"},
@@ -193,6 +200,9 @@ func TestCheckUnreachable(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "UNREACHABLE" || rep.ExitCode != exitTarget {
+		t.Errorf("check.json: verdict %q, exit_code %d, want UNREACHABLE and 3", rep.Status, rep.ExitCode)
+	}
 	if rep.Unreachable == "" || rep.Target != "http://"+addr+"/v1?redacted" {
 		t.Errorf("check.json: unreachable %q, target %q", rep.Unreachable, rep.Target)
 	}
@@ -243,6 +253,9 @@ func TestCheckInterrupted(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr.String())
 	}
 	rep := readCheck(t, dir)
+	if rep.Status != "INTERRUPTED" || rep.ExitCode != exitSLO {
+		t.Errorf("check.json: verdict %q, exit_code %d, want INTERRUPTED and 1", rep.Status, rep.ExitCode)
+	}
 	if !rep.Interrupted || len(rep.Results) != 2 || rep.Results[1].Evidence != "interrupted" {
 		t.Errorf("check.json: interrupted %v, results %+v", rep.Interrupted, rep.Results)
 	}
@@ -263,9 +276,46 @@ func TestCheckHelp(t *testing.T) {
 			t.Errorf("--help lacks %q", want)
 		}
 	}
-	for _, not := range []string{"--rate", "--profile-", "--mix", "--sessions", "--slo-", "--prompt-calibration"} {
+	for _, not := range []string{"--rate", "--profile-", "--mix", "--sessions", "--slo-", "--prompt-calibration", "--simulate"} {
 		if strings.Contains(out, not) {
 			t.Errorf("--help offers %s, which surge check does not use", not)
 		}
+	}
+}
+
+// Simulator flags with --target configure nothing: one line on stderr
+// says so; without --target they apply and nothing is said.
+func TestCheckSimulatorFlagsWithTarget(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	}))
+	defer srv.Close()
+	code, out, errs := surge(t, "check", "--target", srv.URL+"/v1", "--model", "m", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck"),
+		"--quirk", "buffered-stream", "--max-waiting", "8")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if want := "warning: --max-waiting, --quirk apply to the built-in simulator only; ignored with --target\n"; strings.Count(errs, "warning:") != 1 || !strings.Contains(errs, want) {
+		t.Errorf("stderr %q, want once %q", errs, want)
+	}
+	_, _, errs = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck"), "--quirk", "buffered-stream"}, fastCheck...)...)
+	if strings.Contains(errs, "warning:") {
+		t.Errorf("a warning without --target: %q", errs)
+	}
+}
+
+// A required check's line carries a *, and a legend line says what it
+// means; without a required check there is neither.
+func TestCheckRequiredLegend(t *testing.T) {
+	code, out, errs := surge(t, append([]string{"check", "--only", "api", "--require", "usage.unary", "-o", filepath.Join(t.TempDir(), "ck")}, fastCheck...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, check.RequiredLegend+"\n") || !strings.Contains(out, "PASS  usage.unary* ") {
+		t.Errorf("no legend or no *:\n%s", out)
+	}
+	_, out, _ = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck")}, fastCheck...)...)
+	if strings.Contains(out, "*") {
+		t.Errorf("a * without a required check:\n%s", out)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,6 +175,30 @@ func (f *flags) fromFile(key string) (*yaml.Node, bool) {
 func (f *flags) set(key string) bool {
 	name, ok := f.byKey[key]
 	return ok && f.fs.Changed(name)
+}
+
+// warnSimulatorOnly writes one line to w when target is set and
+// simulator flags were given: they configure the built-in simulator only,
+// and would otherwise be ignored without a word.
+func (f *flags) warnSimulatorOnly(w io.Writer, target string) {
+	if target == "" {
+		return
+	}
+	var names []string
+	for key := range f.sim {
+		if name, ok := f.byKey[key]; ok && f.fs.Changed(name) {
+			names = append(names, "--"+name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	verb := "applies"
+	if len(names) > 1 {
+		verb = "apply"
+	}
+	fmt.Fprintf(w, "warning: %s %s to the built-in simulator only; ignored with --target\n", strings.Join(names, ", "), verb)
 }
 
 // explain turns a configuration error into a usage error (exit 2) that
@@ -346,7 +372,7 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	in(&c.PrefixCacheTokens, "prefix_cache_tokens", "sim: prefix cache per replica, tokens: prompt blocks seen before are served from it and only the rest is prefilled; usage reports cached_tokens (0 = off), e.g. --shared-prefix 2000 --prefix-cache-tokens 200000")
 	in(&c.PrefixBlockTokens, "prefix_block_tokens", "sim: prefix cache block size, tokens (only whole blocks match, as in vLLM)")
 	if f.fs.Lookup("quirk") == nil { // the one setting whose flag is singular: it repeats
-		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (not with --simulate)")
+		f.fs.StringArrayVar(&c.Quirks, "quirk", c.Quirks, "sim: misbehave on purpose, as some endpoints and proxies do, to see surge check fail (repeatable): "+strings.Join(sim.QuirkNames(), ", ")+"; e.g. --quirk buffered-stream --quirk no-usage (the simulator served over HTTP: a --target is not affected)")
 		f.byKey[prefix+"quirks"] = "quirk"
 		f.sim[prefix+"quirks"] = true
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -67,7 +66,10 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 	case c.TimedOut:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s; %s: no answer within %s", got, post, showDur(c.Elapsed))}, nil
 	}
-	answered := c.Status == 200 && c.EndErr == nil
+	// A 200 answers only with an OpenAI completion's shape: a JSON API
+	// that is something else ({} to everything) must not pass for one.
+	shaped := hasChoices(c)
+	answered := c.Status == 200 && c.EndErr == nil && shaped
 	if answered && isList {
 		return Result{Status: Warn, Evidence: fmt.Sprintf("%s not listed by %s (it offers %s) but answers", p.Model(), models, listNames(t.Server.Models))}, nil
 	}
@@ -78,12 +80,23 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 		return Result{Status: Warn, Evidence: got + "; a completion answers: the endpoint has no model list"}, nil
 	}
 	did := post + " → " + statusText(c)
+	if c.Status == 200 && c.EndErr == nil && !shaped {
+		did += " without choices"
+	}
 	_, errBody := c.ErrorBody()
+	// Both endpoints 404 and the body does not blame the model: the
+	// target's path is wrong (most often /v1 left out); OpenAI and LiteLLM
+	// answer an unknown route with an OpenAI-shaped 404 too.
+	noAPI := x.Status == 404 && c.Status == 404 && !modelNotFound(c)
 	switch {
 	case isList:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("model %q not served: %s offers %s (%s)", p.Model(), models, listNames(t.Server.Models), did)}, nil
 	case x.Status == 401 || x.Status == 403 || c.Status == 401 || c.Status == 403:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("the key was refused: %s; %s (see --api-key-env, --api-key-file)", got, did)}, nil
+	case noAPI && errBody:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("no OpenAI API under this path (404 on %s and %s); does --target need /v1?", models, p.apiPath(p.path()))}, nil
+	case noAPI:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("not an OpenAI API: %s; %s (does --target need /v1?)", got, did)}, nil
 	case c.Status == 404 && errBody:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("model %q unknown: %s; %s", p.Model(), did, got)}, nil
 	case !errBody:
@@ -92,13 +105,45 @@ func runAPI(ctx context.Context, t *T) (Result, error) {
 	return Result{Status: Fail, Evidence: got + "; " + did}, nil
 }
 
+// hasChoices reports whether a 200 body has the shape of an OpenAI
+// completion: a non-empty choices array.
+func hasChoices(x *Exchange) bool {
+	var b struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	return json.Unmarshal(x.Body, &b) == nil && len(b.Choices) > 0
+}
+
+// modelNotFound reports whether an error body blames the model: its
+// message or code says a model is unknown, not found or does not exist
+// (vLLM "The model `x` does not exist.", OpenAI code model_not_found,
+// Ollama "model \"x\" not found"). The message is matched, never shown.
+func modelNotFound(x *Exchange) bool {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(x.Body, &e) != nil {
+		return false
+	}
+	m := strings.ToLower(e.Error.Message + " " + fmt.Sprint(e.Error.Code))
+	if !strings.Contains(m, "model") {
+		return false
+	}
+	for _, w := range []string{"not found", "not_found", "unknown", "does not exist", "not exist", "no such model"} {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // apiPath is the path of an API endpoint as the user sees it, e.g.
 // /v1/models.
 func (p *Probe) apiPath(path string) string {
-	if u, err := url.Parse(p.base); err == nil {
-		return strings.TrimRight(u.Path, "/") + path
-	}
-	return path
+	return strings.TrimRight(p.base.Path, "/") + path
 }
 
 // modelList is the body of GET /v1/models.

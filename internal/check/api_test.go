@@ -77,8 +77,24 @@ func TestAPICheck(t *testing.T) {
 				http.NotFound(w, r)
 				return
 			}
-			apiError(w, 404, "NotFoundError")
+			w.WriteHeader(404)
+			fmt.Fprint(w, `{"error":{"message":"The model `+"`m`"+` does not exist.","type":"NotFoundError","code":404}}`)
 		}, Fail, []string{`model "m" unknown: POST /v1/chat/completions → 404 (NotFoundError); GET /v1/models → 404 text/plain`}, Server{}},
+		// /v1 left out of --target: both routes 404 with an OpenAI error
+		// body that does not blame the model.
+		"no API under the path": {func(w http.ResponseWriter, r *http.Request) { apiError(w, 404, "NotFoundError") },
+			Fail, []string{"no OpenAI API under this path (404 on /v1/models and /v1/chat/completions); does --target need /v1?"}, Server{}},
+		"ollama unknown model": {func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(404)
+			fmt.Fprint(w, `{"error":{"message":"model \"m\" not found, try pulling it first","type":"api_error"}}`)
+		}, Fail, []string{`model "m" unknown: POST /v1/chat/completions → 404 (api_error)`}, Server{}},
+		"html 404 everywhere hints /v1": {func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
+			Fail, []string{"not an OpenAI API: ", "(does --target need /v1?)"}, Server{}},
+		// A JSON API that is not OpenAI's: {} to everything.
+		"200 without choices": {func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, "{}")
+		}, Fail, []string{"not an OpenAI API: GET /v1/models → 200 application/json; POST /v1/chat/completions → 200 application/json without choices"}, Server{}},
 		"served": {func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, modelsJSON("a", "m")) },
 			Pass, []string{"GET /v1/models → 200: m served (max_model_len 4096, engine vllm)"}, Server{Models: []string{"a", "m"}, MaxModelLen: 4096, Engine: "vllm"}},
 	} {

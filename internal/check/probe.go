@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,8 @@ const (
 // client (package openai): a check is a handful of requests, so clarity
 // wins over allocations. Safe for concurrent use.
 type Probe struct {
-	base   string // base URL including /v1, no trailing slash
+	base   *url.URL // base URL including /v1, no trailing slash; its query goes on every request
+	badURL error    // why the base URL does not parse (every request fails with it)
 	model  string
 	api    string // APIChat or APICompletions
 	client *http.Client
@@ -49,7 +51,23 @@ func NewProbe(base, model, api string, client *http.Client, header http.Header) 
 	if api == "" {
 		api = APIChat
 	}
-	return &Probe{base: strings.TrimRight(base, "/"), model: model, api: api, client: client, header: header.Clone()}
+	p := &Probe{base: &url.URL{}, model: model, api: api, client: client, header: header.Clone()}
+	if u, err := url.Parse(base); err != nil {
+		p.badURL = fmt.Errorf("check: the base URL does not parse: %w", err)
+	} else {
+		p.base = u
+	}
+	return p
+}
+
+// url is the URL of path under the base URL: the path appended to the
+// base's path, the base's query kept (an Azure-style ?api-version=…),
+// as package openai builds its endpoint.
+func (p *Probe) url(path string) string {
+	u := *p.base
+	u.RawPath = ""
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	return u.String()
 }
 
 // Model is the model name sent; API the API called.
@@ -138,6 +156,9 @@ type Exchange struct {
 	// Body is a non-streamed response's body, or an error response's
 	// (at most maxBody bytes).
 	Body []byte
+	// StreamAsked is true when the request asked for a stream; with a
+	// 200 that is not Stream the server ignored stream:true.
+	StreamAsked bool
 }
 
 // FirstContent is the arrival of the first chunk with content, reasoning
@@ -241,7 +262,7 @@ func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeou
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	x := &Exchange{}
+	x := &Exchange{StreamAsked: stream}
 	resp, err := p.roundTrip(ctx, x, method, path, body, stream)
 	if err != nil && x.Reused && ctx.Err() == nil {
 		x.Retried = true
@@ -288,7 +309,10 @@ func (p *Probe) roundTrip(ctx context.Context, x *Exchange, method, path string,
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	if p.badURL != nil {
+		return nil, p.badURL
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.url(path), rd)
 	if err != nil {
 		return nil, fmt.Errorf("check: building the request: %w", err)
 	}

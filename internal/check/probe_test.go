@@ -2,7 +2,9 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/surge-bench/surge/internal/sim"
@@ -74,4 +76,36 @@ func TestProbeStreamAndBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A base URL with a query (Azure's ?api-version=…): each request's path is
+// joined before the query, which every request keeps.
+func TestProbeBaseWithQuery(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, modelsJSON("m"))
+			return
+		}
+		fmt.Fprint(w, chatBody)
+	}))
+	t.Cleanup(srv.Close)
+	p := NewProbe(srv.URL+"/v1/?api-version=2024", "m", APIChat, srv.Client(), http.Header{})
+	ctx := context.Background()
+	if _, err := p.Get(ctx, "/models", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, Req{Prompt: "hi", MaxTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GET /v1/models?api-version=2024", "POST /v1/chat/completions?api-version=2024"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+	if s := p.apiPath("/models"); s != "/v1/models" {
+		t.Errorf("apiPath %q", s)
+	}
+	r, _ := runAPI(ctx, &T{Probe: p, Config: DefaultConfig()})
+	mustStatus(t, r, Pass, "m served")
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,6 +25,12 @@ type Report struct {
 	Totals  Totals     `json:"totals"`
 	// Requests is every request the suite sent.
 	Requests int `json:"requests"`
+	// Status is the verdict's first word (Outcome()): PASS, FAIL,
+	// INTERRUPTED or UNREACHABLE; ExitCode the code surge check exits
+	// with. The command fills both before writing check.json, so CI
+	// need not recompute them from the results.
+	Status   string `json:"verdict"`
+	ExitCode int    `json:"exit_code"`
 	// Interrupted is true when Ctrl-C stopped the suite: Results hold
 	// what ran, the check under way as a SKIP "interrupted".
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -78,6 +85,28 @@ func (r *Report) Passed() bool {
 	return r.Totals.Fail == 0 && !r.Interrupted && r.Unreachable == ""
 }
 
+// The outcomes of a suite, as the verdict line and check.json say them.
+const (
+	OutcomePass        = "PASS"
+	OutcomeFail        = "FAIL"
+	OutcomeInterrupted = "INTERRUPTED"
+	OutcomeUnreachable = "UNREACHABLE"
+)
+
+// Outcome returns the suite's outcome, the first word of Verdict():
+// UNREACHABLE, else FAIL when a check failed, else INTERRUPTED, else PASS.
+func (r *Report) Outcome() string {
+	switch {
+	case r.Unreachable != "":
+		return OutcomeUnreachable
+	case r.Totals.Fail > 0:
+		return OutcomeFail
+	case r.Interrupted:
+		return OutcomeInterrupted
+	}
+	return OutcomePass
+}
+
 // Failed lists the names of the checks that FAILed.
 func (r *Report) Failed() []string {
 	var out []string
@@ -92,7 +121,12 @@ func (r *Report) Failed() []string {
 // nameWidth is the width of the name column: the longest check name.
 const nameWidth = len(CheckStreamIncremental)
 
-// Line is one check's console line: status, name, evidence.
+// RequiredLegend explains the * that Line puts after a required check's
+// name; the console prints it before the lines when a check is required.
+const RequiredLegend = "* required (--require): a SKIP of it is a FAIL"
+
+// Line is one check's console line: status, name (with a * when it is
+// required, see RequiredLegend), evidence.
 func Line(x Result) string {
 	name := x.Name
 	if x.Required {
@@ -101,23 +135,67 @@ func Line(x Result) string {
 	return fmt.Sprintf("%-4s  %-*s  %s", x.Status, nameWidth+1, name, x.Evidence)
 }
 
-// Verdict is the line after the checks: how many of each status, the
-// failed checks by name, requests and time.
+// Verdict is the line after the checks: what ran (PASS, WARN, FAIL)
+// and how it went, what was skipped and why, the failed checks by name,
+// then the count of each status, requests and time. A SKIP did not run:
+// "PASS — 1 check ran and passed; 3 skipped (…)".
 func (r *Report) Verdict() string {
-	n := len(r.Results)
+	ran := r.Totals.Pass + r.Totals.Warn + r.Totals.Fail
 	var head string
 	switch {
 	case r.Unreachable != "":
 		head = "UNREACHABLE — " + r.Unreachable
 	case r.Totals.Fail > 0:
-		head = fmt.Sprintf("FAIL — %d of %d checks failed (%s)", r.Totals.Fail, n, strings.Join(r.Failed(), ", "))
+		head = fmt.Sprintf("FAIL — %d of %s that ran failed (%s)", r.Totals.Fail, checkCount(ran), strings.Join(r.Failed(), ", ")) + r.skipped()
 	case r.Interrupted:
-		head = fmt.Sprintf("INTERRUPTED — %d checks ran, none failed", n)
+		head = fmt.Sprintf("INTERRUPTED — %s ran, none failed", checkCount(ran)) + r.skipped()
+	case ran == 0:
+		head = "PASS — no check ran" + r.skipped()
 	default:
-		head = fmt.Sprintf("PASS — every check that ran passed (%d checks)", n)
+		warned := ""
+		if r.Totals.Warn > 0 {
+			warned = fmt.Sprintf(" (%d with a warning)", r.Totals.Warn)
+		}
+		head = fmt.Sprintf("PASS — %s ran and passed%s", checkCount(ran), warned) + r.skipped()
 	}
 	return fmt.Sprintf("verdict: %s; %d passed, %d warned, %d skipped, %d failed; %s in %s",
 		head, r.Totals.Pass, r.Totals.Warn, r.Totals.Skip, r.Totals.Fail, requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
+}
+
+// maxSkipReasons bounds the length of the reasons skipped() repeats;
+// longer, it names the skipped checks instead.
+const maxSkipReasons = 100
+
+// skipped is "; 3 skipped (why)" after the verdict's head, "" when
+// nothing was skipped: the distinct reasons when they are short, else
+// the skipped checks' names (their lines say why).
+func (r *Report) skipped() string {
+	if r.Totals.Skip == 0 {
+		return ""
+	}
+	var why, names []string
+	for _, x := range r.Results {
+		if x.Status != Skip {
+			continue
+		}
+		names = append(names, x.Name)
+		if !slices.Contains(why, x.Evidence) {
+			why = append(why, x.Evidence)
+		}
+	}
+	list := strings.Join(why, "; ")
+	if len(list) > maxSkipReasons {
+		list = strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("; %d skipped (%s)", r.Totals.Skip, list)
+}
+
+// checkCount is "1 check", "2 checks".
+func checkCount(n int) string {
+	if n == 1 {
+		return "1 check"
+	}
+	return fmt.Sprintf("%d checks", n)
 }
 
 // requestCount is "1 request", "2 requests".

@@ -53,6 +53,14 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"only", c.Only}, {"skip", c.Skip}, {"require", c.Require}} {
+		if len(l.names) > 0 && len(splitNames(l.names)) == 0 {
+			errs.Add(l.key, "names no check or group (empty); valid: %s", strings.Join(Names(), ", "))
+		}
+	}
 	skip, require := splitNames(c.Skip), splitNames(c.Require)
 	if slices.Contains(skip, GroupAPI) {
 		errs.Add("skip", "the api check always runs: every other check depends on what it learns")
@@ -264,8 +272,9 @@ func generate(ctx context.Context, t *T, r Req) (*Exchange, error) {
 }
 
 // failed is the result of an exchange that did not end in a complete
-// 200: no response, a timeout, another status or a broken body; ok is
-// false when it is none of these.
+// 200: no response, a timeout, another status, a stream asked for and
+// answered with one body, or a broken body; bad is false when it is none
+// of these.
 func failed(x *Exchange, err error, what string) (r Result, bad bool) {
 	switch {
 	case err != nil:
@@ -274,10 +283,18 @@ func failed(x *Exchange, err error, what string) (r Result, bad bool) {
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: no end within %s (%d chunks)", what, showDur(x.Elapsed), len(x.Chunks))}, true
 	case x.Status != 200:
 		return Result{Status: Fail, Evidence: what + ": " + httpStatus(x)}, true
+	case x.StreamAsked && !x.Stream:
+		return Result{Status: Fail, Evidence: what + ": " + streamIgnored(x)}, true
 	case x.EndErr != nil:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("%s: %v after %d chunks at %s", what, x.EndErr, len(x.Chunks), showDur(x.Elapsed))}, true
 	}
 	return Result{}, false
+}
+
+// streamIgnored is the evidence of a streamed request answered with one
+// body: "200 application/json, not an event stream: stream ignored".
+func streamIgnored(x *Exchange) string {
+	return statusText(x) + ", not an event stream: stream ignored"
 }
 
 // statusText is the status ("400") with the OpenAI error type when the

@@ -97,6 +97,9 @@ func TestConfigValidate(t *testing.T) {
 		"skip api":             {func(c *Config) { c.Skip = []string{"api"} }, "skip", "the api check always runs"},
 		"require skipped":      {func(c *Config) { c.Skip = []string{"sampling"}; c.Require = []string{"sampling.seed"} }, "require", `"sampling.seed" is also left out by --skip sampling`},
 		"require group of one": {func(c *Config) { c.Skip = []string{"usage.count"}; c.Require = []string{"usage"} }, "require", "--skip usage.count"},
+		"empty only":           {func(c *Config) { c.Only = []string{""} }, "only", "names no check or group (empty); valid: api, streaming"},
+		"blank only":           {func(c *Config) { c.Only = []string{" , "} }, "only", "names no check or group (empty)"},
+		"empty require":        {func(c *Config) { c.Require = []string{""} }, "require", "names no check or group (empty)"},
 		"long tokens":          {func(c *Config) { c.LongTokens = 0 }, "long_tokens", "must be 1..1048576, got 0"},
 		"context tokens":       {func(c *Config) { c.ContextTokens = -1 }, "context_tokens", "got -1"},
 		"overload zero":        {func(c *Config) { c.OverloadRequests = 0 }, "overload_requests", "must be 1..2048, got 0"},
@@ -204,7 +207,7 @@ func TestRunner(t *testing.T) {
 	if rep.Server.MaxModelLen != 4096 || rep.Server.Engine != "vllm" || len(rep.Server.Models) != 1 {
 		t.Errorf("server %+v", rep.Server)
 	}
-	if v := rep.Verdict(); !strings.Contains(v, "FAIL — 2 of 5 checks failed (tools.call, usage.unary)") || !strings.Contains(v, "4 requests") {
+	if v := rep.Verdict(); !strings.Contains(v, "FAIL — 2 of 4 checks that ran failed (tools.call, usage.unary); 1 skipped (no tool support: HTTP 400)") || !strings.Contains(v, "4 requests") {
 		t.Errorf("verdict %q", v)
 	}
 }
@@ -291,7 +294,7 @@ func TestReportFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| PASS | api | GET /v1/models → 200 | 1 | 2.0ms |", `| FAIL | tools.call (required) | required: a \| b | 1 | 40ms |`,
-		"engine surge-sim, max_model_len 8192", "verdict: FAIL — 1 of 2 checks failed (tools.call)", "2 requests in 21.00s"} {
+		"engine surge-sim, max_model_len 8192", "verdict: FAIL — 1 of 2 checks that ran failed (tools.call);", "2 requests in 21.00s"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("check.md lacks %q:\n%s", want, md.String())
 		}
@@ -421,6 +424,41 @@ func TestGenerateRetriesAClosedConnection(t *testing.T) {
 			x, err := generate(context.Background(), tt, Req{Prompt: "a", MaxTokens: 1})
 			if (err == nil) != tc.ok || p.Sent() != tc.probes {
 				t.Errorf("err %v (x %v), %d requests sent, want ok %v and %d", err, x, p.Sent(), tc.ok, tc.probes)
+			}
+		})
+	}
+}
+
+// The verdict counts what ran: a SKIP did not, and says why.
+func TestVerdict(t *testing.T) {
+	res := func(sts ...Status) []Result {
+		var out []Result
+		for i, st := range sts {
+			ev := "ok"
+			if st == Skip {
+				ev = "no tool support"
+			}
+			out = append(out, Result{Name: fmt.Sprintf("c%d", i), Status: st, Evidence: ev})
+		}
+		return out
+	}
+	long := res(Pass, Skip, Skip)
+	long[1].Evidence, long[2].Evidence = strings.Repeat("a", 60), strings.Repeat("b", 60)
+	for name, tc := range map[string]struct {
+		r    Report
+		want string
+	}{
+		"skips are not passes": {Report{Results: res(Pass, Skip, Skip, Skip)}, "verdict: PASS — 1 check ran and passed; 3 skipped (no tool support); 1 passed, 0 warned, 3 skipped, 0 failed"},
+		"all passed":           {Report{Results: res(Pass, Pass)}, "verdict: PASS — 2 checks ran and passed; 2 passed"},
+		"with a warning":       {Report{Results: res(Pass, Warn, Skip)}, "PASS — 2 checks ran and passed (1 with a warning); 1 skipped (no tool support)"},
+		"long reasons":         {Report{Results: long}, "1 check ran and passed; 2 skipped (c1, c2)"},
+		"failed":               {Report{Results: res(Pass, Fail, Skip)}, "FAIL — 1 of 2 checks that ran failed (c1); 1 skipped (no tool support)"},
+		"interrupted":          {Report{Results: res(Pass, Skip), Interrupted: true}, "INTERRUPTED — 1 check ran, none failed; 1 skipped"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.r.total()
+			if v := tc.r.Verdict(); !strings.Contains(v, tc.want) {
+				t.Errorf("verdict %q lacks %q", v, tc.want)
 			}
 		})
 	}

@@ -133,7 +133,7 @@ func checkLong(ctx context.Context, t *T) Result {
 		return Result{Status: Skip, Evidence: fmt.Sprintf("%s refused: %s; set --long-tokens below the model's cap", what, httpStatus(x))}
 	}
 	if r, bad := failed(x, err, what); bad {
-		if err == nil && x.Status == 200 && !x.Done && !x.TimedOut {
+		if err == nil && x.Status == 200 && x.Stream && !x.Done && !x.TimedOut {
 			r.Evidence = fmt.Sprintf("dropped: %s: the stream ended without [DONE] after %d content chunks at %s (%v)", what, x.ContentChunks(), showDur(x.Elapsed), x.EndErr)
 		}
 		return r
@@ -147,7 +147,11 @@ func checkLong(ctx context.Context, t *T) Result {
 	if x.Usage != nil {
 		details["completion_tokens"] = x.Usage.CompletionTokens
 	}
-	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), finishWord(x.FinishReason))
+	done := "no [DONE]"
+	if x.Done {
+		done = "[DONE]"
+	}
+	ev := fmt.Sprintf("%s: %s in %s, finish %s, %s", what, tokens, showDur(x.Elapsed), finishWord(x.FinishReason), done)
 	if x.FinishReason == "" {
 		return Result{Status: Fail, Evidence: "no finish reason: " + ev, Details: details}
 	}

@@ -160,3 +160,26 @@ func TestKeepAliveShapes(t *testing.T) {
 		})
 	}
 }
+
+// A server that ignores stream:true and answers one JSON body: every
+// streaming and usage check that streams says so once and FAILs, and
+// streaming.long claims no [DONE].
+func TestStreamIgnored(t *testing.T) {
+	p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, chatBody)
+	})
+	const want = "200 application/json, not an event stream: stream ignored"
+	for name, run := range map[string]func(context.Context, *T) Result{
+		CheckStreamIncremental: checkIncremental, CheckStreamLong: checkLong, CheckStreamKeepAlive: checkKeepAlive,
+		CheckUsageStream: checkUsageStream, CheckUsageCount: checkUsageCount,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run(context.Background(), &T{Probe: p, Config: DefaultConfig()})
+			mustStatus(t, r, Fail, want)
+			if n := strings.Count(r.Evidence, "stream ignored"); n != 1 || strings.Contains(r.Evidence, "[DONE]") {
+				t.Errorf("evidence %q: says it %d times, or claims [DONE]", r.Evidence, n)
+			}
+		})
+	}
+}
