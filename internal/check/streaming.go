@@ -148,6 +148,9 @@ func checkLong(ctx context.Context, t *T) Result {
 		details["completion_tokens"] = x.Usage.CompletionTokens
 	}
 	ev := fmt.Sprintf("%s: %s in %s, finish %s, [DONE]", what, tokens, showDur(x.Elapsed), finishWord(x.FinishReason))
+	if got := max(n, completionTokens(x)); got > maxTokens {
+		return Result{Status: Fail, Evidence: fmt.Sprintf("generated past max_tokens (see sampling.max-tokens): %s", ev), Details: details}
+	}
 	if x.FinishReason == "" {
 		return Result{Status: Fail, Evidence: "no finish reason: " + ev, Details: details}
 	}
@@ -195,4 +198,12 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 		return Result{Status: Fail, Evidence: fmt.Sprintf("closed after each stream without Connection: close: %d streams, %d connections", keepAliveStreams, keepAliveStreams), Details: details}
 	}
 	return Result{Status: Warn, Evidence: fmt.Sprintf("%d of %d later streams reused the connection; the others found it closed without Connection: close", reused, later), Details: details}
+}
+
+// completionTokens is the completion tokens usage reports; 0 without usage.
+func completionTokens(x *Exchange) int {
+	if x.Usage == nil {
+		return 0
+	}
+	return x.Usage.CompletionTokens
 }
