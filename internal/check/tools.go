@@ -107,8 +107,8 @@ type choice struct {
 type toolAnswer struct {
 	x      *Exchange
 	choice string
-	tried  []tried  // 400 (named), plain text (auto), …
-	failed *Result  // a verdict reached on the way (no response, a broken stream, a 5xx)
+	tried  []tried // 400 (named), plain text (auto), …
+	failed *Result // a verdict reached on the way (no response, a broken stream, a 5xx)
 	sent   int
 }
 
