@@ -139,6 +139,13 @@ func runContextLong(ctx context.Context, t *T) Result {
 	if m := t.Server.MaxModelLen; m > 0 {
 		// Room for the answer and for an error of the sizing.
 		limit := m - contextMaxTokens - max(32, m/50)
+		if long > limit && t.Config.ContextTokens > 0 {
+			// The user said their prompts are this long: they do not fit,
+			// whatever a shorter one would show. (The profile's longest
+			// prompt is a guess: capped, a WARN.)
+			return Result{Status: Fail, Details: map[string]any{"tokens_asked": want, "max_model_len": m, "source": "--context-tokens"},
+				Evidence: fmt.Sprintf("your prompts (--context-tokens %s) do not fit max_model_len %s", thousands(want), thousands(m))}
+		}
 		if long > limit {
 			long = max(limit, 1)
 			capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(want), thousands(long), thousands(m))
@@ -206,10 +213,21 @@ func runContextLong(ctx context.Context, t *T) Result {
 	}
 	// The prompts are sized from the server's own counts: one it counts
 	// far shorter was cut (Ollama keeps the end of a prompt past num_ctx).
-	if ps.sizing.TokensPerByte > 0 && longX.Usage != nil && longX.Usage.PromptTokens > 0 &&
-		float64(longX.Usage.PromptTokens) < 0.9*float64(long) {
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s; %s)",
-			thousands(longX.Usage.PromptTokens), thousands(long), source, ps.how)}
+	// Sized by surge's estimate (the calibration did not fit), a tokenizer
+	// may count fewer tokens than 4 bytes each: under half is still a cut,
+	// under 90% a doubt.
+	if u := longX.Usage; u != nil && u.PromptTokens > 0 && float64(u.PromptTokens) < 0.9*float64(long) {
+		switch {
+		case ps.sizing.TokensPerByte > 0:
+			return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("the prompt was cut silently: the server counted %s of ~%s tokens (%s; %s)",
+				thousands(u.PromptTokens), thousands(long), source, ps.how)}
+		case 2*u.PromptTokens < long:
+			return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("usage reports %s prompt tokens for ~%s sent: the prompt was cut, or usage is wrong (%s; %s)",
+				thousands(u.PromptTokens), thousands(long), source, ps.how)}
+		default:
+			return Result{Status: Warn, Details: details, Evidence: fmt.Sprintf("usage reports %s prompt tokens for ~%s sent: cut, or a tokenizer sparser than the estimate (%s; %s)",
+				thousands(u.PromptTokens), thousands(long), source, ps.how)}
+		}
 	}
 	if capped != "" {
 		return Result{Status: Warn, Details: details, Evidence: ev + "; " + capped}
@@ -242,37 +260,37 @@ func runContextExceeded(ctx context.Context, t *T) Result {
 	x, err := t.Probe.Send(ctx, Req{Prompt: prompt, MaxTokens: contextMaxTokens, Stream: true, Timeout: reqTimeout(t),
 		Extra: map[string]any{"stream_options": map[string]any{"include_usage": true}}})
 	details := map[string]any{"context_tokens": limit, "source": source, "tokens_sent": target, "sizing": ps.how}
-	at := fmt.Sprintf("at ~%s tokens past %s %s", thousands(target), source, thousands(limit))
+	sent := fmt.Sprintf("a ~%s-token prompt (%s %s) → ", thousands(target), source, thousands(limit))
 	if err != nil {
-		return Result{Status: Fail, Details: details, Evidence: "no response " + at + ": " + noResponse(err)}
+		return Result{Status: Fail, Details: details, Evidence: sent + "no response: " + noResponse(err)}
 	}
 	details["status"] = x.Status
 	_, body := x.ErrorBody()
 	switch {
 	case x.TimedOut:
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("no answer within %s %s (a hang)", roundDur(reqTimeout(t)), at)}
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%sno answer within %s (a hang)", sent, roundDur(reqTimeout(t)))}
 	case x.Status >= 400 && x.Status < 500 && body:
-		return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("%d with an OpenAI error body %s", x.Status, at)}
+		return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("%s%d with an OpenAI error body", sent, x.Status)}
 	case x.Status >= 400 && x.Status < 500:
-		return Result{Status: Warn, Details: details, Evidence: statusWord(x) + " " + at}
+		return Result{Status: Warn, Details: details, Evidence: sent + statusWord(x)}
 	case x.Status != 200:
-		return Result{Status: Fail, Details: details, Evidence: statusWord(x) + " " + at}
+		return Result{Status: Fail, Details: details, Evidence: sent + statusWord(x)}
 	case x.EndErr != nil && len(x.Body) > 0:
-		return Result{Status: Warn, Details: details, Evidence: "200, then an error event in the stream " + at + " (clients check the status first)"}
+		return Result{Status: Warn, Details: details, Evidence: sent + "200, then an error event in the stream (clients check the status first)"}
 	case x.EndErr != nil:
-		return Result{Status: Fail, Details: details, Evidence: "200, then the stream broke " + at}
+		return Result{Status: Fail, Details: details, Evidence: sent + "200, then the stream broke"}
 	case x.Usage == nil || x.Usage.PromptTokens == 0:
-		return Result{Status: Warn, Details: details, Evidence: "200 " + at + ": no error, and no usage to tell whether the prompt was cut"}
+		return Result{Status: Warn, Details: details, Evidence: sent + "200: no error, and no usage to tell whether the prompt was cut"}
 	}
 	details["prompt_tokens"] = x.Usage.PromptTokens
 	// A server that truncates keeps at most the context: the prompt was
 	// sized 10% past it in the server's own tokens.
 	if x.Usage.PromptTokens <= limit {
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("200 %s: the prompt was cut silently to %s tokens, no error",
-			at, thousands(x.Usage.PromptTokens))}
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%s200: the prompt was cut silently to %s tokens, no error",
+			sent, thousands(x.Usage.PromptTokens))}
 	}
-	return Result{Status: Warn, Details: details, Evidence: fmt.Sprintf("200 with %s prompt tokens %s: the context is longer than %s says",
-		thousands(x.Usage.PromptTokens), at, source)}
+	return Result{Status: Warn, Details: details, Evidence: fmt.Sprintf("%s200 with %s prompt tokens: the context is longer than %s says",
+		sent, thousands(x.Usage.PromptTokens), source)}
 }
 
 // thousands writes n with thousands separators: 7,900.

@@ -108,14 +108,14 @@ func TestContextExceededSim(t *testing.T) {
 	cfg.MaxModelLen = 1000
 	p := simProbe(t, cfg, "")
 	r := runCheck(t, CheckContextExceeded, p, DefaultConfig(), Server{MaxModelLen: cfg.MaxModelLen})
-	wantStatus(t, r, Pass, "400 with an OpenAI error body", "past max_model_len 1,000")
+	wantStatus(t, r, Pass, "a ~1,100-token prompt (max_model_len 1,000) → 400 with an OpenAI error body")
 
 	// A --context-tokens shorter than the real context: the server takes
 	// the prompt, and says how many tokens it counted.
 	conf := DefaultConfig()
 	conf.ContextTokens = 500
 	r = runCheck(t, CheckContextExceeded, p, conf, Server{})
-	wantStatus(t, r, Warn, "200 with 5", "prompt tokens at ~564 tokens past --context-tokens 500", "the context is longer than --context-tokens says")
+	wantStatus(t, r, Warn, "a ~564-token prompt (--context-tokens 500) → 200 with 5", "the context is longer than --context-tokens says")
 	if got, _ := r.Details["prompt_tokens"].(int); got < 550 || got > 580 {
 		t.Errorf("prompt tokens %d, want ~564 (500 + 64)", got)
 	}
@@ -218,4 +218,37 @@ func TestContextLongDenseTokenizer(t *testing.T) {
 	if got, _ := r.Details["prompt_tokens"].(int); got < 940 || got > 980 {
 		t.Errorf("prompt tokens %d, want ~960", got)
 	}
+}
+
+// A server whose usage always says 10 prompt tokens: the calibration
+// cannot fit, and the long prompt must not pass on surge's estimate.
+func TestContextLongUsageTooSmall(t *testing.T) {
+	p := serveProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "ok"}, "finish_reason": "length"}}, "usage": usage})
+			_, _ = w.Write(b)
+			return
+		}
+		writeSSE(w, true, delta(map[string]any{"content": "ok"}, nil), delta(map[string]any{}, "length"),
+			map[string]any{"choices": []any{}, "usage": usage})
+	}, "")
+	r := runCheck(t, CheckContextLong, p, DefaultConfig(), Server{})
+	wantStatus(t, r, Fail, "usage reports 10 prompt tokens for ~4,096 sent", "the calibration did not fit")
+}
+
+// --context-tokens is the user's own prompt length: past max_model_len it
+// cannot be served, a FAIL (the profile's longest prompt, a guess, is
+// capped with a WARN: TestContextLongCapped).
+func TestContextTokensPastMaxModelLen(t *testing.T) {
+	p := serveProbe(t, func(w http.ResponseWriter, r *http.Request) { t.Error("a request was sent") }, "")
+	conf := DefaultConfig()
+	conf.ContextTokens = 10000
+	r := runCheck(t, CheckContextLong, p, conf, Server{MaxModelLen: 8192})
+	wantStatus(t, r, Fail, "your prompts (--context-tokens 10,000) do not fit max_model_len 8,192")
 }

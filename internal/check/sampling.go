@@ -37,10 +37,54 @@ const (
 	seedB = 5678
 )
 
+// maxThinking bounds the tokens a sampling check gives a reasoning
+// model to think before it answers, on top of the answer's own length.
+const maxThinking = 1024
+
+// answer sends r; when reasoning took every token and no content came
+// (a model that thinks first), it sends r again with room for the
+// thinking: max_tokens grows to r.MaxTokens plus twice the tokens thought
+// so far, up to maxThinking more. It returns the exchange with content
+// and the max_tokens that gave it (the check's later requests use it, so
+// that the answers compared had the same bound). An answer still empty
+// is a SKIP (a Result with bad true): nothing to judge.
+func answer(ctx context.Context, t *T, r Req, what string) (x *Exchange, maxTokens int, res Result, bad bool) {
+	base := r.MaxTokens
+	for {
+		x, err := generate(ctx, t, r)
+		if res, bad := failed(x, err, what); bad {
+			return x, r.MaxTokens, res, true
+		}
+		if x.Text != "" {
+			return x, r.MaxTokens, Result{}, false
+		}
+		if x.Reasoning == "" {
+			return x, r.MaxTokens, Result{Status: Skip, Evidence: fmt.Sprintf("%s empty: no content and no reasoning in %d tokens", what, r.MaxTokens)}, true
+		}
+		thought := r.MaxTokens
+		if x.Usage != nil && x.Usage.CompletionTokens > 0 {
+			thought = x.Usage.CompletionTokens
+		}
+		if r.MaxTokens >= base+maxThinking || x.FinishReason != "length" {
+			return x, r.MaxTokens, Result{Status: Skip, Evidence: fmt.Sprintf("%s empty: %d tokens were reasoning (max_tokens %d)", what, thought, r.MaxTokens)}, true
+		}
+		r.MaxTokens = min(base+2*thought, base+maxThinking)
+	}
+}
+
+// thinking is the evidence's note on reasoning before an answer: "" for
+// none.
+func thinking(x *Exchange) string {
+	if x.Reasoning == "" {
+		return ""
+	}
+	return fmt.Sprintf(" after %d bytes of reasoning", len(x.Reasoning))
+}
+
 func checkStop(ctx context.Context, t *T) Result {
 	base := map[string]any{"temperature": 0, "ignore_eos": true}
-	x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: stopTokens, Stream: true, Extra: base})
-	if r, bad := failed(x, err, "the answer without stop"); bad {
+	x, maxTokens, r, bad := answer(ctx, t, Req{Prompt: storyPrompt, MaxTokens: stopTokens, Stream: true, Extra: base}, "the answer without stop")
+	if bad {
 		return r
 	}
 	learned := x.Text
@@ -52,7 +96,7 @@ func checkStop(ctx context.Context, t *T) Result {
 	for k, v := range base {
 		withStop[k] = v
 	}
-	y, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: stopTokens, Stream: true, Extra: withStop})
+	y, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: maxTokens, Stream: true, Extra: withStop})
 	if err == nil && refused(y) {
 		return Result{Status: Skip, Evidence: "stop refused: " + httpStatus(y)}
 	}
@@ -142,22 +186,32 @@ func diffAt(a, b string) int {
 	return n
 }
 
+// whole is what the sampling checks compare of an answer: its reasoning
+// and its content (a reasoning model's thinking is sampled too).
+func whole(x *Exchange) string { return x.Reasoning + "\x00" + x.Text }
+
 func checkTemperature0(ctx context.Context, t *T) Result {
 	var texts [2]string
+	var xs [2]*Exchange
+	maxTokens := sampleTokens
 	for i := range texts {
-		x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: sampleTokens, Extra: map[string]any{"temperature": 0, "ignore_eos": true}})
-		if r, bad := failed(x, err, fmt.Sprintf("answer %d", i+1)); bad {
+		x, m, r, bad := answer(ctx, t, Req{Prompt: storyPrompt, MaxTokens: maxTokens, Extra: map[string]any{"temperature": 0, "ignore_eos": true}}, fmt.Sprintf("answer %d", i+1))
+		if bad {
 			return r
 		}
-		texts[i] = x.Text
+		maxTokens, texts[i], xs[i] = m, whole(x), x
 	}
-	d := map[string]any{"bytes": []int{len(texts[0]), len(texts[1])}}
+	d := map[string]any{"bytes": []int{len(xs[0].Text), len(xs[1].Text)}, "max_tokens": maxTokens}
 	if texts[0] == texts[1] {
-		return Result{Status: Pass, Evidence: fmt.Sprintf("2 answers at temperature 0 identical (%d bytes)", len(texts[0])), Details: d}
+		return Result{Status: Pass, Evidence: fmt.Sprintf("2 answers at temperature 0 identical (%d bytes%s)", len(xs[0].Text), thinking(xs[0])), Details: d}
 	}
-	d["differ_at_byte"] = diffAt(texts[0], texts[1])
-	return Result{Status: Warn, Evidence: fmt.Sprintf("2 answers at temperature 0 differ from byte %d (%d and %d bytes): not deterministic (batching?)",
-		diffAt(texts[0], texts[1]), len(texts[0]), len(texts[1])), Details: d}
+	a, b, part := xs[0].Text, xs[1].Text, ""
+	if xs[0].Reasoning != xs[1].Reasoning {
+		a, b, part = xs[0].Reasoning, xs[1].Reasoning, " in their reasoning"
+	}
+	d["differ_at_byte"] = diffAt(a, b)
+	return Result{Status: Warn, Evidence: fmt.Sprintf("2 answers at temperature 0 differ%s from byte %d (%d and %d bytes): not deterministic (batching?)",
+		part, diffAt(a, b), len(a), len(b)), Details: d}
 }
 
 func checkMaxTokens(ctx context.Context, t *T) Result {
@@ -208,15 +262,16 @@ func judgeMaxTokens(m, u, n int, finish string) Result {
 // again, all with the prompt cached.
 func checkSeed(ctx context.Context, t *T) Result {
 	var texts [4]string
+	maxTokens := sampleTokens
 	for i, seed := range []int{seedB, seedA, seedA, seedB} {
-		x, err := generate(ctx, t, Req{Prompt: storyPrompt, MaxTokens: sampleTokens, Extra: map[string]any{"temperature": 1, "seed": seed, "ignore_eos": true}})
-		if err == nil && refused(x) {
+		x, m, r, bad := answer(ctx, t, Req{Prompt: storyPrompt, MaxTokens: maxTokens, Extra: map[string]any{"temperature": 1, "seed": seed, "ignore_eos": true}}, fmt.Sprintf("answer %d", i+1))
+		if x != nil && refused(x) {
 			return Result{Status: Skip, Evidence: "seed refused: " + httpStatus(x)}
 		}
-		if r, bad := failed(x, err, fmt.Sprintf("answer %d", i+1)); bad {
+		if bad {
 			return r
 		}
-		texts[i] = x.Text
+		maxTokens, texts[i] = m, whole(x)
 	}
 	r := judgeSeed(texts[1], texts[2], texts[3])
 	r.Details["warmup_equal"] = texts[0] == texts[3]
@@ -224,7 +279,8 @@ func checkSeed(ctx context.Context, t *T) Result {
 }
 
 // judgeSeed is sampling.seed's rule (docs/checks.md) for two answers a, b
-// with one seed and c with another, at temperature 1.
+// with one seed and c with another, at temperature 1 (each its reasoning,
+// a NUL and its content: whole).
 func judgeSeed(a, b, c string) Result {
 	d := map[string]any{"same_seed_equal": a == b, "other_seed_equal": a == c}
 	switch {
@@ -233,5 +289,7 @@ func judgeSeed(a, b, c string) Result {
 	case a == c:
 		return Result{Status: Warn, Evidence: "sampling looks deterministic at temperature 1; seed not shown (3 answers identical)", Details: d}
 	}
-	return Result{Status: Pass, Evidence: fmt.Sprintf("same seed, same answer (%d bytes); another seed differs from byte %d", len(a), diffAt(a, c)), Details: d}
+	reasoning, content, _ := strings.Cut(a, "\x00")
+	return Result{Status: Pass, Evidence: fmt.Sprintf("same seed, same answer (%d bytes%s); another seed differs from byte %d", len(content),
+		thinking(&Exchange{Reasoning: reasoning}), diffAt(a, c)), Details: d}
 }

@@ -195,3 +195,47 @@ func TestSeedShapes(t *testing.T) {
 	refuse := stubProbe(t, func(w http.ResponseWriter, r *http.Request) { apiError(w, 400, "invalid_request_error") })
 	mustStatus(t, checkSeed(context.Background(), &T{Probe: refuse, Config: DefaultConfig()}), Skip, "seed refused: HTTP 400")
 }
+
+// A model that thinks first: with every token of the sampling checks'
+// answers spent on reasoning, they compared empty answers and passed
+// (temperature0 "identical (0 bytes)", seed "deterministic").
+func TestSamplingReasoningSim(t *testing.T) {
+	cfg := fastSim()
+	cfg.ReasoningTokens = 32
+	tt := &T{Probe: simProbe(t, cfg, ""), Config: DefaultConfig()}
+	ctx := context.Background()
+	r := checkTemperature0(ctx, tt)
+	mustStatus(t, r, Pass, "identical (", "bytes after ", "bytes of reasoning)")
+	if strings.Contains(r.Evidence, "(0 bytes") {
+		t.Errorf("judged an empty answer: %s", r.Evidence)
+	}
+	mustStatus(t, checkSeed(ctx, tt), Pass, "same seed, same answer (", "bytes of reasoning); another seed differs")
+	mustStatus(t, checkStop(ctx, tt), Pass, "stop string begins; finish stop")
+	mustStatus(t, checkMaxTokens(ctx, tt), Pass, "max_tokens 12: 12 tokens (usage)")
+}
+
+// A model that thinks past every bound gives no answer: a SKIP that says
+// so, never a PASS on empty text.
+func TestSamplingReasoningOnly(t *testing.T) {
+	var maxSeen atomic.Int64
+	p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if int64(req.MaxTokens) > maxSeen.Load() {
+			maxSeen.Store(int64(req.MaxTokens))
+		}
+		fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"content":"","reasoning":"hmm"},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":%d,"total_tokens":%d}}`, req.MaxTokens, req.MaxTokens+9)
+	})
+	tt := &T{Probe: p, Config: DefaultConfig()}
+	mustStatus(t, checkTemperature0(context.Background(), tt), Skip, "answer 1 empty: ", "tokens were reasoning")
+	mustStatus(t, checkSeed(context.Background(), tt), Skip, "answer 1 empty: ", "tokens were reasoning")
+	if got := maxSeen.Load(); got != sampleTokens+maxThinking {
+		t.Errorf("max_tokens went up to %d, want %d", got, sampleTokens+maxThinking)
+	}
+	empty := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"content":""},"finish_reason":"length"}]}`)
+	})
+	mustStatus(t, checkTemperature0(context.Background(), &T{Probe: empty, Config: DefaultConfig()}), Skip, "answer 1 empty: no content and no reasoning")
+}

@@ -152,6 +152,11 @@ func checkLong(ctx context.Context, t *T) Result {
 		done = "[DONE]"
 	}
 	ev := fmt.Sprintf("%s: %s in %s, finish %s, %s", what, tokens, showDur(x.Elapsed), finishWord(x.FinishReason), done)
+	if got := max(n, completionTokens(x)); got > maxTokens {
+		// The stream itself came whole; sampling.max-tokens FAILs the
+		// limit (one fault, one FAIL), so that it is a WARN here.
+		return Result{Status: Warn, Evidence: fmt.Sprintf("generated past max_tokens (sampling.max-tokens judges it): %s", ev), Details: details}
+	}
 	if x.FinishReason == "" {
 		return Result{Status: Fail, Evidence: "no finish reason: " + ev, Details: details}
 	}
@@ -199,4 +204,12 @@ func checkKeepAlive(ctx context.Context, t *T) Result {
 		return Result{Status: Fail, Evidence: fmt.Sprintf("closed after each stream without Connection: close: %d streams, %d connections", keepAliveStreams, keepAliveStreams), Details: details}
 	}
 	return Result{Status: Warn, Evidence: fmt.Sprintf("%d of %d later streams reused the connection; the others found it closed without Connection: close", reused, later), Details: details}
+}
+
+// completionTokens is the completion tokens usage reports; 0 without usage.
+func completionTokens(x *Exchange) int {
+	if x.Usage == nil {
+		return 0
+	}
+	return x.Usage.CompletionTokens
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/surge-bench/surge/internal/sim"
 )
 
 // wordEvents is n content events and a finish event.
@@ -80,6 +82,12 @@ func TestLongSim(t *testing.T) {
 	cfg.LongTokens = 100000
 	r = checkLong(context.Background(), &T{Probe: simProbe(t, fastSim(), ""), Config: cfg, Server: Server{MaxModelLen: 300}})
 	mustStatus(t, r, Pass, "max_tokens 236 (capped to max_model_len 300 − 64): 236 tokens")
+	// A server that ignores max_tokens streams past it: not a PASS.
+	quirky := fastSim()
+	quirky.Quirks = []string{sim.QuirkIgnoreMaxTokens}
+	cfg.LongTokens = 100
+	r = checkLong(context.Background(), &T{Probe: simProbe(t, quirky, ""), Config: cfg})
+	mustStatus(t, r, Warn, "generated past max_tokens (sampling.max-tokens judges it): max_tokens 100: 200 tokens")
 }
 
 func TestLongShapes(t *testing.T) {
@@ -90,6 +98,8 @@ func TestLongShapes(t *testing.T) {
 	}{
 		"dropped": {func(w http.ResponseWriter, r *http.Request) { streamEvents(w, false, wordEvents(40, "")...) },
 			Fail, "dropped: max_tokens 512: the stream ended without [DONE] after 40 content chunks"},
+		"past max_tokens, no usage": {func(w http.ResponseWriter, r *http.Request) { streamEvents(w, true, wordEvents(513, "length")...) },
+			Warn, "generated past max_tokens (sampling.max-tokens judges it): max_tokens 512: 513 content chunks"},
 		"no finish": {func(w http.ResponseWriter, r *http.Request) { streamEvents(w, true, wordEvents(40, "")...) },
 			Fail, "no finish reason: max_tokens 512: 40 content chunks in "},
 		"refused": {func(w http.ResponseWriter, r *http.Request) { apiError(w, 400, "BadRequestError") },

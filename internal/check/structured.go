@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // incidentSchema is structured.schema's response schema: an incident
@@ -228,5 +229,34 @@ func schemaViolation(err error) string {
 			kw = kp[0]
 		}
 	}
-	return "at " + ptr + ": " + kw
+	return "at " + ptr + ": " + kw + violationNote(ve.ErrorKind)
+}
+
+// violationNote says more of a violation where what it names comes from
+// our schema, never from the instance: the properties required and
+// missing, the types wanted and got (JSON type names). Other kinds
+// (additionalProperties, enum, const…) would name model output.
+func violationNote(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Required:
+		return " (missing " + quoteNames("property", k.Missing) + ")"
+	case *kind.Type:
+		if wordLike.MatchString(k.Got) {
+			return fmt.Sprintf(" (%s, want %s)", k.Got, strings.Join(k.Want, " or "))
+		}
+	}
+	return ""
+}
+
+// quoteNames is "property 'id'", or "properties 'id', 'kind'", for names
+// of our schema.
+func quoteNames(noun string, names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	if len(names) != 1 {
+		noun = strings.TrimSuffix(noun, "y") + "ies"
+	}
+	return noun + " " + strings.Join(q, ", ")
 }

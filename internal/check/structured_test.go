@@ -49,10 +49,12 @@ func TestIncidentSchema(t *testing.T) {
 		{"nested enum via $ref", mutate(t, func(m map[string]any) {
 			m["timeline"].([]any)[1].(map[string]any)["kind"] = "party"
 		}), "at /timeline/1/kind: enum"},
-		{"required", mutate(t, func(m map[string]any) { delete(m, "root_cause") }), "at /: required"},
+		{"required", mutate(t, func(m map[string]any) { delete(m, "root_cause") }), "at /: required (missing property 'root_cause')"},
+		{"two required", mutate(t, func(m map[string]any) { delete(m, "root_cause"); delete(m, "severity") }), "at /: required (missing properties 'severity', 'root_cause')"},
+		// The extra property's name is model output: never named.
 		{"additionalProperties", mutate(t, func(m map[string]any) { m["extra"] = 1 }), "at /: additionalProperties"},
 		{"minItems", mutate(t, func(m map[string]any) { m["timeline"] = m["timeline"].([]any)[:2] }), "at /timeline: minItems"},
-		{"type", mutate(t, func(m map[string]any) { m["window"].(map[string]any)["duration_minutes"] = "45" }), "at /window/duration_minutes: type"},
+		{"type", mutate(t, func(m map[string]any) { m["window"].(map[string]any)["duration_minutes"] = "45" }), "at /window/duration_minutes: type (string, want integer)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

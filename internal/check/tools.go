@@ -107,8 +107,8 @@ type choice struct {
 type toolAnswer struct {
 	x      *Exchange
 	choice string
-	tried  []string // "400 (named)", "plain text (auto)", …
-	failed *Result  // a verdict reached on the way (no response, a broken stream, a 5xx)
+	tried  []tried // 400 (named), plain text (auto), …
+	failed *Result // a verdict reached on the way (no response, a broken stream, a 5xx)
 	sent   int
 }
 
@@ -147,20 +147,46 @@ func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []
 			a.x, a.choice = x, c.label
 			return a
 		case x.Status == 200:
-			a.tried = append(a.tried, "plain text, no call ("+c.label+")")
+			a.tried = append(a.tried, tried{"plain text, no call", c.label})
 		case x.Status >= 500:
 			serverErr = true
-			a.tried = append(a.tried, statusWord(x)+" ("+c.label+")")
+			a.tried = append(a.tried, tried{statusWord(x), c.label})
 		default:
-			a.tried = append(a.tried, statusWord(x)+" ("+c.label+")")
+			a.tried = append(a.tried, tried{statusWord(x), c.label})
 		}
 	}
 	if serverErr {
-		a.failed = &Result{Status: Fail, Evidence: "server errors on a request with tools: " + strings.Join(a.tried, ", ")}
+		a.failed = &Result{Status: Fail, Evidence: "server errors on a request with tools: " + triedText(a.tried)}
 	} else {
-		a.failed = &Result{Status: Skip, Evidence: "no tool support: " + strings.Join(a.tried, ", ")}
+		a.failed = &Result{Status: Skip, Evidence: "no tool support: " + triedText(a.tried)}
 	}
 	return a
+}
+
+// tried is what one tool_choice got.
+type tried struct{ outcome, choice string }
+
+// triedText says what each tool_choice got, each outcome once:
+// "400 with an OpenAI error body on every tool_choice (named, required,
+// auto)", or "400 … on tool_choice named, required; plain text, no call
+// on tool_choice auto".
+func triedText(ts []tried) string {
+	var outcomes []string
+	choices := map[string][]string{}
+	for _, t := range ts {
+		if _, seen := choices[t.outcome]; !seen {
+			outcomes = append(outcomes, t.outcome)
+		}
+		choices[t.outcome] = append(choices[t.outcome], t.choice)
+	}
+	if len(outcomes) == 1 && len(ts) > 1 {
+		return fmt.Sprintf("%s on every tool_choice (%s)", outcomes[0], strings.Join(choices[outcomes[0]], ", "))
+	}
+	parts := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		parts[i] = o + " on tool_choice " + strings.Join(choices[o], ", ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func toolDeltas(x *Exchange) int {

@@ -160,7 +160,7 @@ func TestToolsCallShapes(t *testing.T) {
 			return 0
 		}, Pass, []string{"tool_choice required"}},
 		{"no tool support", good, "tool_calls", func(any) int { return 400 }, Skip,
-			[]string{"no tool support: 400 with an OpenAI error body (named)", "(required)", "(auto)"}},
+			[]string{"no tool support: 400 with an OpenAI error body on every tool_choice (named, required, auto)"}},
 		{"server error", good, "tool_calls", func(any) int { return 500 }, Fail, []string{"server errors", "500"}},
 		{"bad JSON", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR", "destination"`}}, "tool_calls", nil, Fail,
 			[]string{"not valid JSON (31 bytes)"}},
@@ -169,7 +169,7 @@ func TestToolsCallShapes(t *testing.T) {
 		{"schema violation", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR", "destination": "HND", "date": "2027-03-14", "passengers": 0}`}},
 			"tool_calls", nil, Fail, []string{"at /passengers: minimum"}},
 		{"missing required", []fakeCall{{0, "call_1", "search_flights", `{"origin": "LHR"}`}}, "tool_calls", nil, Fail,
-			[]string{"at /: required"}},
+			[]string{"at /: required (missing properties 'destination', 'date', 'passengers')"}},
 		{"wrong name", []fakeCall{{0, "call_1", "book_hotel", validFlights}}, "tool_calls", nil, Fail, []string{"unknown tool"}},
 		{"no id", []fakeCall{{0, "", "search_flights", validFlights}}, "tool_calls", nil, Fail, []string{"no id"}},
 	}
@@ -279,4 +279,22 @@ func TestToolsBrokenAndHung(t *testing.T) {
 	conf := DefaultConfig()
 	conf.Timeout = 200 * time.Millisecond
 	wantStatus(t, runCheck(t, CheckToolsEmptyArgs, hung, conf, Server{}), Fail, "no complete answer within 200ms")
+}
+
+// Each outcome is said once, with the tool_choices that got it.
+func TestTriedText(t *testing.T) {
+	for _, c := range []struct {
+		ts   []tried
+		want string
+	}{
+		{[]tried{{"400 (BadRequestError)", "named"}, {"400 (BadRequestError)", "required"}, {"400 (BadRequestError)", "auto"}},
+			"400 (BadRequestError) on every tool_choice (named, required, auto)"},
+		{[]tried{{"400 (BadRequestError)", "named"}, {"400 (BadRequestError)", "required"}, {"plain text, no call", "auto"}},
+			"400 (BadRequestError) on tool_choice named, required; plain text, no call on tool_choice auto"},
+		{[]tried{{"plain text, no call", "auto"}}, "plain text, no call on tool_choice auto"},
+	} {
+		if got := triedText(c.ts); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
 }
