@@ -183,6 +183,7 @@ func TestStreamIgnored(t *testing.T) {
 	for name, run := range map[string]func(context.Context, *T) Result{
 		CheckStreamIncremental: checkIncremental, CheckStreamLong: checkLong, CheckStreamKeepAlive: checkKeepAlive,
 		CheckUsageStream: checkUsageStream, CheckUsageCount: checkUsageCount,
+		CheckToolsCall: runToolsCall, CheckStructuredSchema: runStructuredSchema,
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := run(context.Background(), &T{Probe: p, Config: DefaultConfig()})

@@ -168,6 +168,8 @@ func judgeStructured(sch *jsonschema.Schema, x *Exchange) (why string, cut bool)
 		return fmt.Sprintf("timed out after %s", roundDur(x.Elapsed)), false
 	case x.Status != 200:
 		return "got " + statusWord(x), false
+	case x.StreamAsked && !x.Stream:
+		return streamIgnored(x), false
 	case x.FinishReason == "length":
 		return fmt.Sprintf("cut by max_tokens %d", structuredMaxTokens), true
 	case x.EndErr != nil:

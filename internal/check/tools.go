@@ -140,6 +140,9 @@ func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []
 		case x.TimedOut:
 			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("no complete answer within %s; tool_choice %s", roundDur(reqTimeout(t)), c.label)}
 			return a
+		case x.Status == 200 && !x.Stream:
+			a.failed = &Result{Status: Fail, Evidence: streamIgnored(x) + "; tool_choice " + c.label}
+			return a
 		case x.Status == 200 && x.EndErr != nil:
 			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("the stream broke after %d tool-call deltas: %s; tool_choice %s", toolDeltas(x), x.EndErr, c.label)}
 			return a
