@@ -302,6 +302,9 @@ func TestPredictSeedExample(t *testing.T) {
 		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s"}, []string{"peak backlog:   600.0 requests", "recovery time:  5m0s after the burst ends"}},
 		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s", "--boost-rps", "16"}, []string{"recovery time:  1m15s after the burst ends"}},
 		{[]string{"predict", "--mu", "10", "--lambda", "10", "--burst-rps", "20", "--burst", "60s"}, []string{"recovery:       never"}},
+		// Clients that give up after 60 s: the backlog stops at 9.14 × 60.
+		{[]string{"predict", "--mu", "9.14", "--lambda", "4", "--burst-rps", "40", "--burst", "60s", "--timeout", "60s"},
+			[]string{"peak backlog:   548.4 requests", "recovery time:  1m46.69", "gave up:        1303 requests"}},
 	}
 	for _, tc := range cases {
 		code, out, stderr := surge(t, tc.args...)
@@ -315,6 +318,9 @@ func TestPredictSeedExample(t *testing.T) {
 		}
 	}
 	if code, _, stderr := surge(t, "predict", "--mu", "0"); code != exitUsage || !strings.Contains(stderr, "--mu: must be > 0") {
+		t.Fatalf("exit %d %q", code, stderr)
+	}
+	if code, _, stderr := surge(t, "predict", "--mu", "10", "--timeout", "-1s"); code != exitUsage || !strings.Contains(stderr, "--timeout: must be ≥ 0") {
 		t.Fatalf("exit %d %q", code, stderr)
 	}
 	if code, _, stderr := surge(t, "predict", "--mu", "10", "--burst", "0s"); code != exitUsage || !strings.Contains(stderr, "--burst: must be > 0") {

@@ -24,13 +24,18 @@ the backlog drains at (μ − λ). The recovery time is the backlog over the
 drain rate; when λ ≥ μ the backlog never drains. An optional capacity boost
 (a scale-up) changes μ from a given moment on.
 
-The model assumes every request waits for its answer; when clients time out
-and leave, a real backlog drains faster.`,
+Without --timeout the model assumes every request waits for its answer.
+With --timeout T (what surge burst passes: its own --timeout) clients give
+up after T, so the backlog still to be served is capped at μ × T and the
+arrivals past it are counted as given up: a real backlog drains sooner.`,
 		Example: `  # the worked example: μ 10, λ 8, 60 s at 20 req/s → 600 waiting, 300 s to recover
   surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s
 
   # the same with capacity rising to 16 req/s when the burst ends → 75 s
-  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --boost-rps 16`,
+  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --boost-rps 16
+
+  # clients that give up after 60 s: the backlog is capped at 9.14 × 60 = 548 → 107 s
+  surge predict --mu 9.14 --lambda 4 --burst-rps 40 --burst 60s --timeout 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := p.Validate(); err != nil {
@@ -46,7 +51,7 @@ and leave, a real backlog drains faster.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{
 					"peak_backlog": pr.PeakBacklog, "peak_at_s": pr.PeakAt.Seconds(), "drain_rps": pr.DrainRate,
-					"recovery_s": pr.RecoveryTime.Seconds(), "never_recovers": pr.Never, "explanation": pr.Explanation,
+					"recovery_s": pr.RecoveryTime.Seconds(), "never_recovers": pr.Never, "gave_up": pr.Abandoned, "explanation": pr.Explanation,
 				})
 			}
 			fmt.Fprintf(w, "peak backlog:   %.1f requests (%s after the burst starts)\n", pr.PeakBacklog, pr.PeakAt)
@@ -55,6 +60,9 @@ and leave, a real backlog drains faster.`,
 			} else {
 				fmt.Fprintf(w, "drain rate:     %.4g req/s\n", pr.DrainRate)
 				fmt.Fprintf(w, "recovery time:  %s after the burst ends\n", pr.RecoveryTime)
+			}
+			if p.Patience > 0 {
+				fmt.Fprintf(w, "gave up:        %.0f requests (waited %s, the timeout)\n", pr.Abandoned, p.Patience)
 			}
 			fmt.Fprintf(w, "\n%s\n", pr.Explanation)
 			if step > 0 {
@@ -78,6 +86,7 @@ and leave, a real backlog drains faster.`,
 	f.dur(&p.BurstLen, "burst_len", "burst", "burst length")
 	f.f64(&p.BoostMu, "boost_mu", "boost-rps", "capacity in requests/s once a scale-up lands (0 = none; the same name as surge burst's)")
 	f.dur(&p.BoostAt, "boost_at", "boost-after", "when the scale-up lands, after the burst starts (0 = at the burst end; the same name as surge burst's)")
+	f.dur(&p.Patience, "patience", "timeout", "clients give up after waiting this long (their timeout): the backlog is capped at μ × timeout (0 = requests never give up)")
 	cmd.Flags().DurationVar(&step, "step", 0, "also print the backlog timeline as CSV at this step (e.g. 10s)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prediction as JSON")
 	return cmd

@@ -26,12 +26,29 @@
 // 10 − 8 = 2 req/s: 300 s. If capacity rises to 16 req/s at the burst end,
 // it drains at 16 − 8 = 8 req/s: 75 s.
 //
+// # Abandonment
+//
+// Clients give up: with a per-request timeout T (Patience), a request that
+// would wait longer than T in the queue leaves unserved. In a first-come,
+// first-served fluid queue served at m a request that finds a backlog B
+// waits B/m, so the backlog that will still be served is capped at m·T:
+//
+//	B ← min(m·T, max(0, B + (a − m)·Δt))
+//
+// and arrivals beyond the cap are abandoned (Abandoned counts them). The
+// drain after the burst starts from at most m·T: Mu = 9.14, Lambda = 4,
+// T = 60 s, a 60 s burst at 40 req/s fills the cap of 548 requests after
+// 17.8 s and abandons 1,303; recovery takes 548 / 5.14 = 107 s instead of
+// 360 s without abandonment. T counts from the send and includes the
+// request's own service time, so the cap is an upper bound: the real
+// backlog is capped a little lower, at m·(T − service time).
+//
 // When Lambda ≥ the final capacity there is no headroom: a backlog cannot
 // drain (and a real queue at 100 % utilisation grows without bound), so the
 // prediction is Never. The model assumes the system was at steady state with
 // an empty queue when the burst began, that capacity does not degrade under
-// load and that no request is rejected or times out: it is the optimistic
-// bound the measurement is compared with.
+// load and that no request is rejected (nor, without Patience, times out):
+// it is the bound the measurement is compared with.
 package predict
 
 import (
@@ -54,6 +71,9 @@ type Params struct {
 	BurstLen  time.Duration // burst length (> 0)
 	BoostMu   float64       // capacity after the boost, req/s; 0 = no boost
 	BoostAt   time.Duration // when the boost takes effect, after the burst start; 0 = at the burst end
+	// Patience is how long a request waits before it gives up (the
+	// client's timeout); 0 = requests never give up.
+	Patience time.Duration
 }
 
 // Validate reports every invalid field, as a field.Errors named by the
@@ -80,6 +100,9 @@ func (p Params) Validate() error {
 	if p.BoostAt < 0 {
 		errs.Add("boost_at", "must be ≥ 0, got %v", p.BoostAt)
 	}
+	if p.Patience < 0 {
+		errs.Add("patience", "must be ≥ 0 (0 = requests never give up), got %v", p.Patience)
+	}
 	if err := errs.Err(); err != nil {
 		return fmt.Errorf("predict: %w", err)
 	}
@@ -93,7 +116,10 @@ type Prediction struct {
 	DrainRate    float64       // final capacity − Lambda, req/s: how fast the backlog drains in the end (≤ 0 when Never)
 	RecoveryTime time.Duration // from the burst end until the backlog is empty; 0 if empty at the burst end; unset when Never
 	Never        bool          // Lambda ≥ final capacity: the backlog never drains
-	Explanation  string        // the arithmetic, in words
+	// Abandoned is how many arrivals give up (Patience), up to the last
+	// rate change; with Never it keeps growing after.
+	Abandoned   float64
+	Explanation string // the arithmetic, in words
 }
 
 // segment is an interval [from, to) of constant rates, in seconds from the
@@ -157,9 +183,18 @@ func (p Params) backlogAt(t float64) float64 {
 			break
 		}
 		dt := math.Min(t, s.to) - s.from
-		b = math.Max(0, b+(s.arrive-s.serve)*dt)
+		b = math.Min(p.capOf(s), math.Max(0, math.Min(b, p.capOf(s))+(s.arrive-s.serve)*dt))
 	}
 	return b
+}
+
+// capOf is the largest backlog that will still be served in segment s:
+// serve × Patience; +Inf without Patience.
+func (p Params) capOf(s segment) float64 {
+	if p.Patience <= 0 {
+		return math.Inf(1)
+	}
+	return s.serve * p.Patience.Seconds()
 }
 
 func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
@@ -178,6 +213,11 @@ func Predict(p Params) (Prediction, error) {
 	emptySince := 0.0
 	for _, s := range p.segments() {
 		rate := s.arrive - s.serve
+		limit := p.capOf(s)
+		if b > limit { // a boost never lowers the cap; kept for any order of segments
+			pr.Abandoned += b - limit
+			b = limit
+		}
 		label := "burst"
 		if s.from >= end {
 			label = "after the burst"
@@ -194,6 +234,10 @@ func Predict(p Params) (Prediction, error) {
 			fmt.Fprintf(&w, "the backlog drains at %s req/s and is empty after %s more.", num(-rate), dur(seconds(b/-rate)))
 		case last && rate >= 0 && (b > 0 || rate > 0):
 			emptySince = math.NaN()
+			if p.Patience > 0 {
+				fmt.Fprintf(&w, "no headroom (%s ≥ %s req/s): the backlog stays at the patience cap, and the excess gives up.", num(s.arrive), num(s.serve))
+				break
+			}
 			fmt.Fprintf(&w, "no headroom (%s ≥ %s req/s), the backlog never drains.", num(s.arrive), num(s.serve))
 		case last:
 			fmt.Fprintf(&w, "the backlog stays empty.")
@@ -201,6 +245,14 @@ func Predict(p Params) (Prediction, error) {
 			fmt.Fprintf(&w, "no backlog. ")
 		case rate == 0:
 			fmt.Fprintf(&w, "the backlog stays at %s. ", num(round3(b)))
+		case rate > 0 && b+rate*(s.to-s.from) > limit:
+			full := s.from + (limit-b)/rate
+			left := rate * (s.to - full)
+			pr.Abandoned += left
+			b = limit
+			emptySince = math.NaN()
+			fmt.Fprintf(&w, "the backlog grows at %s req/s to the patience cap %s = %s req/s × %s at %s; past it, arrivals would wait longer than %s and give up (%s of them). ",
+				num(rate), num(round3(limit)), num(s.serve), dur(p.Patience), dur(seconds(full)), dur(p.Patience), num(math.Round(left)))
 		case rate > 0:
 			b += rate * (s.to - s.from)
 			emptySince = math.NaN()
@@ -234,6 +286,9 @@ func Predict(p Params) (Prediction, error) {
 		head += fmt.Sprintf("Never recovers: normal load %s req/s ≥ capacity %s req/s leaves no headroom. ", num(p.Lambda), num(p.finalMu()))
 	default:
 		head += fmt.Sprintf("Recovered %s after the burst end. ", dur(pr.RecoveryTime))
+	}
+	if pr.Abandoned > 0 {
+		head += fmt.Sprintf("About %s requests give up after waiting %s. ", num(math.Round(pr.Abandoned)), dur(p.Patience))
 	}
 	pr.Explanation = head + w.String()
 	return pr, nil

@@ -153,3 +153,60 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("tiny step: %v", err)
 	}
 }
+
+// With a timeout the backlog that will be served is capped at μ·T: the
+// arrivals past it give up, and the drain starts from the cap.
+func TestPredictAbandonment(t *testing.T) {
+	base := Params{Mu: 9.14, Lambda: 4, BurstLen: 60 * time.Second, Patience: 60 * time.Second}
+	for _, c := range []struct {
+		burst            float64
+		recovery         float64 // seconds
+		abandoned, peak  float64
+		explanationParts []string
+	}{
+		// 10×: the cap 548.4 is reached at 548.4/30.86 = 17.8 s; 30.86 req/s
+		// give up for the remaining 42.2 s; the drain takes 548.4/5.14 s.
+		{40, 548.4 / 5.14, 30.86 * (60 - 548.4/30.86), 548.4, []string{"patience cap 548.4", "give up (1303 of them)", "About 1303 requests give up after waiting 1m0s"}},
+		// 5×: 651.5 would exceed the cap too, from 50.5 s on.
+		{20, 548.4 / 5.14, 10.86 * (60 - 548.4/10.86), 548.4, []string{"patience cap 548.4"}},
+		// 3×: 2.86 req/s for 60 s = 171.6 stays under the cap: no one gives up.
+		{12, 171.6 / 5.14, 0, 171.6, nil},
+	} {
+		p := base
+		p.BurstRate = c.burst
+		pr, err := Predict(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(pr.RecoveryTime.Seconds()-c.recovery) > 0.01 || math.Abs(pr.Abandoned-c.abandoned) > 0.01 || math.Abs(pr.PeakBacklog-c.peak) > 0.01 {
+			t.Errorf("burst %v: recovery %v abandoned %v peak %v, want %.2fs %.2f %.2f", c.burst, pr.RecoveryTime, pr.Abandoned, pr.PeakBacklog, c.recovery, c.abandoned, c.peak)
+		}
+		for _, part := range c.explanationParts {
+			if !strings.Contains(pr.Explanation, part) {
+				t.Errorf("burst %v: explanation lacks %q:\n%s", c.burst, part, pr.Explanation)
+			}
+		}
+		if c.abandoned == 0 && strings.Contains(pr.Explanation, "give up") {
+			t.Errorf("burst %v: nobody gives up, yet: %s", c.burst, pr.Explanation)
+		}
+		// The timeline follows the cap.
+		pts, err := Timeline(p, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range pts {
+			if pt.Backlog > 9.14*60+1e-9 {
+				t.Fatalf("burst %v: timeline at %v: backlog %v above the cap", c.burst, pt.T, pt.Backlog)
+			}
+		}
+		// Without patience the same burst never drains faster.
+		p.Patience = 0
+		free, _ := Predict(p)
+		if free.RecoveryTime < pr.RecoveryTime || free.Abandoned != 0 {
+			t.Errorf("burst %v: without patience recovery %v (abandoned %v), with %v", c.burst, free.RecoveryTime, free.Abandoned, pr.RecoveryTime)
+		}
+	}
+	if err := (Params{Mu: 1, BurstLen: time.Second, Patience: -time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "patience") {
+		t.Errorf("a negative patience: %v", err)
+	}
+}

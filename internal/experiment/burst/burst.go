@@ -465,7 +465,10 @@ func (s *recovered) Stop(recs []record.Record, horizon time.Duration) string {
 }
 
 func predictParams(c *Config, k, mu float64) predict.Params {
-	return predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter}
+	// Requests give up after the client's timeout: the model caps the
+	// backlog that will be served at μ × timeout (predict, "Abandonment").
+	return predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter,
+		Patience: c.Options.Timeout}
 }
 
 // simCapacity measures the simulated engine's capacity μ for the

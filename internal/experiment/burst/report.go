@@ -91,8 +91,8 @@ func printRun(w io.Writer, run *Run) {
 	fmt.Fprintln(w)
 }
 
-// abandonmentNote explains a measured recovery faster than predicted: the
-// fluid model assumes every request waits, but timed-out requests leave.
+// abandonmentNote says how many requests timed out against how many the
+// model expected to give up (it caps the backlog at μ × timeout).
 func abandonmentNote(run *Run) string {
 	if run.Prediction == nil || run.Prediction.Never {
 		return ""
@@ -107,8 +107,8 @@ func abandonmentNote(run *Run) string {
 	if offered == 0 || float64(timedOut) <= 0.01*float64(offered) {
 		return ""
 	}
-	return fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction assumes every request waits, so it overstates the recovery time when requests give up.",
-		timedOut, offered, 100*float64(timedOut)/float64(offered))
+	return fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction let about %.0f give up (it caps the backlog at μ × the timeout: a request would not wait longer).",
+		timedOut, offered, 100*float64(timedOut)/float64(offered), run.Prediction.Abandoned)
 }
 
 // diagCapacity is the μ a burst run knows and the fluid model's recovery
