@@ -188,25 +188,25 @@ func checkCode(rep *check.Report, runErr error) int {
 	return exitOK
 }
 
-// checkExit prints the exit line of a report and returns its code.
+// checkExit prints the exit line of a report and returns its code, the
+// one checkCode decides (check.json records the same).
 func checkExit(w io.Writer, rep *check.Report, runErr error) error {
+	code := checkCode(rep, runErr)
 	switch {
-	case errors.Is(runErr, check.ErrUnreachable):
+	case code == exitOK:
+		fmt.Fprintln(w, "exit 0: every check that ran passed (WARN and SKIP do not fail)")
+		return nil
+	case code == exitTarget:
 		fmt.Fprintf(w, "exit 3: the target is unreachable: %s\n", rep.Unreachable)
-		return &exitError{exitTarget, errSilent}
 	case runErr != nil:
 		return &exitError{exitInternal, runErr}
-	case rep.Internal:
+	case code == exitInternal:
 		fmt.Fprintln(w, "exit 4: a check failed by a bug in surge (its line says so)")
-		return &exitError{exitInternal, errSilent}
 	case rep.Interrupted:
 		fmt.Fprintln(w, "Interrupted: the checks above are those that ran (check.json and check.md say so).")
 		fmt.Fprintln(w, "exit 1: interrupted (the files are marked interrupted)")
-		return &exitError{exitSLO, errSilent}
-	case rep.Totals.Fail > 0:
+	default:
 		fmt.Fprintf(w, "exit 1: %s failed\n", strings.Join(rep.Failed(), ", "))
-		return &exitError{exitSLO, errSilent}
 	}
-	fmt.Fprintln(w, "exit 0: every check that ran passed (WARN and SKIP do not fail)")
-	return nil
+	return &exitError{code, errSilent}
 }
