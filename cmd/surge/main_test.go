@@ -305,6 +305,10 @@ func TestPredictSeedExample(t *testing.T) {
 		// Clients that give up after 60 s: the backlog stops at 9.14 × 60.
 		{[]string{"predict", "--mu", "9.14", "--lambda", "4", "--burst-rps", "40", "--burst", "60s", "--timeout", "60s"},
 			[]string{"peak backlog:   548.4 requests", "recovery time:  1m46.69", "gave up:        1303 requests"}},
+		// An admission limit of 100 and one retry after 5 s (predict, "Rejections and retries").
+		{[]string{"predict", "--mu", "10", "--lambda", "8", "--burst-rps", "20", "--burst", "60s", "--queue-limit", "100", "--retries", "1", "--retry-delay", "5s"},
+			[]string{"peak backlog:   100.0 requests", "recovery time:  1m3.8", "rejected:       472 requests for good (queue limit 100; 711 retries sent)",
+				"model:          fluid backlog; no timeout; queue limit 100, 1 retry after 5s"}},
 	}
 	for _, tc := range cases {
 		code, out, stderr := surge(t, tc.args...)
@@ -324,6 +328,9 @@ func TestPredictSeedExample(t *testing.T) {
 		t.Fatalf("exit %d %q", code, stderr)
 	}
 	if code, _, stderr := surge(t, "predict", "--mu", "10", "--burst", "0s"); code != exitUsage || !strings.Contains(stderr, "--burst: must be > 0") {
+		t.Fatalf("exit %d %q", code, stderr)
+	}
+	if code, _, stderr := surge(t, "predict", "--mu", "10", "--queue-limit", "20", "--retries", "2"); code != exitUsage || !strings.Contains(stderr, "--retry-delay: must be > 0 with retries") {
 		t.Fatalf("exit %d %q", code, stderr)
 	}
 }

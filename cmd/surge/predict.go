@@ -27,7 +27,14 @@ drain rate; when λ ≥ μ the backlog never drains. An optional capacity boost
 Without --timeout the model assumes every request waits for its answer.
 With --timeout T (what surge burst passes: its own --timeout) clients give
 up after T, so the backlog still to be served is capped at μ × T and the
-arrivals past it are counted as given up: a real backlog drains sooner.`,
+arrivals past it are counted as given up: a real backlog drains sooner.
+
+With --queue-limit N the server admits at most N waiting requests (an
+admission limit answering 429): arrivals past it are rejected. With
+--retries R the client sends a rejected request again up to R times, each
+after --retry-delay (the Retry-After hint): the retries are extra arrivals,
+and they keep the queue full after the burst ends. The model is then
+stepped forward in time (every 10 ms) instead of solved per interval.`,
 		Example: `  # the worked example: μ 10, λ 8, 60 s at 20 req/s → 600 waiting, 300 s to recover
   surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s
 
@@ -35,7 +42,10 @@ arrivals past it are counted as given up: a real backlog drains sooner.`,
   surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --boost-rps 16
 
   # clients that give up after 60 s: the backlog is capped at 9.14 × 60 = 548 → 107 s
-  surge predict --mu 9.14 --lambda 4 --burst-rps 40 --burst 60s --timeout 60s`,
+  surge predict --mu 9.14 --lambda 4 --burst-rps 40 --burst 60s --timeout 60s
+
+  # a queue of at most 100 and one retry after 5 s: recovery 64 s instead of 50 s
+  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --queue-limit 100 --retries 1 --retry-delay 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := p.Validate(); err != nil {
@@ -51,7 +61,8 @@ arrivals past it are counted as given up: a real backlog drains sooner.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{
 					"peak_backlog": pr.PeakBacklog, "peak_at_s": pr.PeakAt.Seconds(), "drain_rps": pr.DrainRate,
-					"recovery_s": pr.RecoveryTime.Seconds(), "never_recovers": pr.Never, "gave_up": pr.Abandoned, "explanation": pr.Explanation,
+					"recovery_s": pr.RecoveryTime.Seconds(), "never_recovers": pr.Never, "gave_up": pr.Abandoned,
+					"rejected": pr.Rejected, "retried": pr.Retried, "model": pr.Model, "explanation": pr.Explanation,
 				})
 			}
 			fmt.Fprintf(w, "peak backlog:   %.1f requests (%s after the burst starts)\n", pr.PeakBacklog, pr.PeakAt)
@@ -64,6 +75,14 @@ arrivals past it are counted as given up: a real backlog drains sooner.`,
 			if p.Patience > 0 {
 				fmt.Fprintf(w, "gave up:        %.0f requests (waited %s, the timeout)\n", pr.Abandoned, p.Patience)
 			}
+			if p.QueueLimit > 0 {
+				fmt.Fprintf(w, "rejected:       %.0f requests for good (queue limit %g", pr.Rejected, p.QueueLimit)
+				if p.Retries > 0 {
+					fmt.Fprintf(w, "; %.0f retries sent", pr.Retried)
+				}
+				fmt.Fprintln(w, ")")
+			}
+			fmt.Fprintf(w, "model:          %s\n", pr.Model)
 			fmt.Fprintf(w, "\n%s\n", pr.Explanation)
 			if step > 0 {
 				pts, err := predict.Timeline(p, step)
@@ -87,6 +106,9 @@ arrivals past it are counted as given up: a real backlog drains sooner.`,
 	f.f64(&p.BoostMu, "boost_mu", "boost-rps", "capacity in requests/s once a scale-up lands (0 = none; the same name as surge burst's)")
 	f.dur(&p.BoostAt, "boost_at", "boost-after", "when the scale-up lands, after the burst starts (0 = at the burst end; the same name as surge burst's)")
 	f.dur(&p.Patience, "patience", "timeout", "clients give up after waiting this long (their timeout): the backlog is capped at μ × timeout (0 = requests never give up)")
+	f.f64(&p.QueueLimit, "queue_limit", "queue-limit", "the server admits at most this many waiting requests and rejects the rest (0 = unbounded)")
+	f.integer(&p.Retries, "retries", "retries", "a rejected request is sent again up to this many times (0..10; needs --queue-limit to have an effect)")
+	f.dur(&p.RetryDelay, "retry_delay", "retry-delay", "the wait before each retry (the Retry-After hint; required with --retries)")
 	cmd.Flags().DurationVar(&step, "step", 0, "also print the backlog timeline as CSV at this step (e.g. 10s)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prediction as JSON")
 	return cmd

@@ -364,10 +364,10 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	burstStart := c.Warmup + c.Baseline
 	r.BurstEnd = burstStart + c.Burst
 	if mu.mu > 0 {
-		if p, err := predict.Predict(predictParams(c, k, mu.mu)); err == nil {
+		if p, err := predict.Predict(predictParams(c, k, mu.mu, env.Simulated, env.Virtual)); err == nil {
 			r.Prediction = &p
-			fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; prediction with μ = %.2f req/s (%s): %s\n",
-				name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst, mu.mu, mu.source, p.Explanation)
+			fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; prediction with μ = %.2f req/s (%s), %s: %s\n",
+				name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst, mu.mu, mu.source, p.Model, p.Explanation)
 		}
 	} else if mu.source == muSessions {
 		fmt.Fprintf(w, "%s: burst of %.1f sessions/s (%s× %.1f) for %s; no prediction with --sessions\n",
@@ -409,7 +409,7 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 					measuredMuWarning = fmt.Sprintf("WARNING: the baseline %.2f req/s is at or above the capacity measured during this burst (μ ≈ %.2f req/s).\n"+
 						"         The baseline is not sustainable: the backlog cannot drain. Lower --baseline-rps.\n", c.BaselineRPS, m)
 				}
-				if p, err := predict.Predict(predictParams(c, k, m)); err == nil {
+				if p, err := predict.Predict(predictParams(c, k, m, env.Simulated, env.Virtual)); err == nil {
 					r.Prediction, r.MuSource = &p, mu.source+" (after the fact)"
 				}
 			}
@@ -464,11 +464,23 @@ func (s *recovered) Stop(recs []record.Record, horizon time.Duration) string {
 	return ""
 }
 
-func predictParams(c *Config, k, mu float64) predict.Params {
+func predictParams(c *Config, k, mu float64, simulated, virtual bool) predict.Params {
 	// Requests give up after the client's timeout: the model caps the
 	// backlog that will be served at μ × timeout (predict, "Abandonment").
-	return predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter,
+	p := predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter,
 		Patience: c.Options.Timeout}
+	if sc := c.Options.Sim; simulated && sc.MaxWaiting > 0 {
+		// The simulator's admission bound is known: arrivals past it are
+		// rejected (429), and over HTTP the client's retries send them
+		// again after the Retry-After hint, ⌈waiting / completion rate⌉
+		// (sim, "Admission control"). Virtual time does not retry.
+		p.QueueLimit = float64(sc.MaxWaiting * max(1, sc.Replicas))
+		if !virtual && c.Options.Retries > 0 {
+			p.Retries = c.Options.Retries
+			p.RetryDelay = time.Duration(max(1, math.Ceil(float64(sc.MaxWaiting)*float64(max(1, sc.Replicas))/mu))) * time.Second
+		}
+	}
+	return p
 }
 
 // simCapacity measures the simulated engine's capacity μ for the

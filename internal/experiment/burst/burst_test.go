@@ -96,7 +96,7 @@ func TestSeedExamplePrediction(t *testing.T) {
 	c := DefaultConfig()
 	c.BaselineRPS = 8
 	c.Burst = time.Minute
-	p, err := predict.Predict(predictParams(&c, 2.5, 10))
+	p, err := predict.Predict(predictParams(&c, 2.5, 10, false, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestSeedExamplePrediction(t *testing.T) {
 	}
 	c.BoostRPS = 16
 	c.BoostAfter = time.Minute
-	p, err = predict.Predict(predictParams(&c, 2.5, 10))
+	p, err = predict.Predict(predictParams(&c, 2.5, 10, false, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,8 +107,12 @@ func abandonmentNote(run *Run) string {
 	if offered == 0 || float64(timedOut) <= 0.01*float64(offered) {
 		return ""
 	}
-	return fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction let about %.0f give up (it caps the backlog at μ × the timeout: a request would not wait longer).",
+	note := fmt.Sprintf("note: %d of %d requests (%.1f%%) timed out and were abandoned; the prediction let about %.0f give up (it caps the backlog at μ × the timeout: a request would not wait longer)",
 		timedOut, offered, 100*float64(timedOut)/float64(offered), run.Prediction.Abandoned)
+	if p := run.Prediction; p.Rejected > 0 {
+		note += fmt.Sprintf(" and about %.0f rejected for good at the queue limit", p.Rejected)
+	}
+	return note + "."
 }
 
 // diagCapacity is the μ a burst run knows and the fluid model's recovery
@@ -203,7 +207,11 @@ func predictedBacklog(c *Config, r *Run) (t, v report.Series) {
 	if r.Prediction == nil || r.Mu <= 0 {
 		return nil, nil
 	}
-	pts, err := predict.Timeline(predictParams(c, r.K, r.Mu), time.Second)
+	params := r.Prediction.Params
+	if params.Mu <= 0 { // a summary.json from before the prediction kept its parameters
+		params = predictParams(c, r.K, r.Mu, false, false)
+	}
+	pts, err := predict.Timeline(params, time.Second)
 	if err != nil {
 		return nil, nil
 	}
@@ -265,6 +273,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		if note := abandonmentNote(r); note != "" {
 			t.Notes = append(t.Notes, scope+": "+note)
+		}
+		if p := r.Prediction; p != nil && p.Model != "" {
+			t.Notes = append(t.Notes, scope+": predicted with the "+p.Model+" model (docs/method.md §8)")
 		}
 		for _, n := range experiment.ClientNotes(res.Analysis) {
 			t.Notes = append(t.Notes, scope+": "+n)

@@ -1,0 +1,230 @@
+package predict
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// maxRetries bounds Params.Retries, as the client bounds its own.
+const maxRetries = 10
+
+// Model names the model Params select, in a few words, for reports:
+// "fluid backlog; gives up after 1m0s; queue limit 20, 2 retries after 3s".
+func (p Params) Model() string {
+	parts := []string{"fluid backlog"}
+	if p.Patience > 0 {
+		parts = append(parts, "gives up after "+dur(p.Patience))
+	} else {
+		parts = append(parts, "no timeout")
+	}
+	switch {
+	case p.QueueLimit > 0 && p.Retries > 0:
+		parts = append(parts, fmt.Sprintf("queue limit %s, %d %s after %s", num(p.QueueLimit), p.Retries, plural(p.Retries, "retry", "retries"), dur(p.RetryDelay)))
+	case p.QueueLimit > 0:
+		parts = append(parts, fmt.Sprintf("queue limit %s, no retries", num(p.QueueLimit)))
+	default:
+		parts = append(parts, "unbounded queue")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// boundedSteps bounds the number of steps predictBounded integrates.
+const boundedSteps = 2_000_000
+
+// predictBounded integrates the fluid model with a queue limit, whose
+// rejections may come back as retries (package doc, "Rejections and
+// retries"). The delayed retries make the arrival rate depend on the
+// backlog's own past, so there is no closed form per segment: the model is
+// stepped forward in time instead, every 10 ms (coarser for a long
+// horizon), with each retry generation held in a ring buffer until its
+// delay has passed.
+func predictBounded(p Params) Prediction { return stepBounded(p, nil) }
+
+// stepBounded is predictBounded, calling observe (when not nil) with the
+// backlog after every step.
+func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
+	pr := Prediction{Model: p.Model(), Params: p, DrainRate: p.finalMu() - p.Lambda}
+	end := p.BurstLen.Seconds()
+	delay := p.RetryDelay.Seconds()
+	segs := p.segments()
+	last := math.Max(end, p.boostAt())
+	if math.IsInf(last, 1) {
+		last = end
+	}
+	// The backlog never exceeds the limit, so once the last rate change
+	// has passed and the retries' cascade has died out (each full delay
+	// turns fewer new arrivals away, down to none once the returning
+	// retries and the normal load fit in μ) it drains within
+	// QueueLimit / drain rate. The model steps until then, up to an hour
+	// past the last change (Never beyond).
+	horizon := last + 3600 + float64(p.Retries+1)*delay
+	if pr.DrainRate > 0 {
+		horizon += p.QueueLimit / pr.DrainRate
+	}
+	dt := math.Max(0.01, horizon/boundedSteps)
+	if delay > 0 {
+		dt = math.Min(dt, delay/4)
+	}
+	lag := max(1, int(math.Round(delay/dt)))
+	// ring[g][i%lag] holds the requests whose retry g (1..Retries)
+	// arrives at step i.
+	ring := make([][]float64, p.Retries+1)
+	for g := 1; g <= p.Retries; g++ {
+		ring[g] = make([]float64, lag)
+	}
+	in := make([]float64, p.Retries+1)
+	var b, pending, rejectedIn, abandonedIn float64
+	fullAt, emptyAt, seg := math.NaN(), math.NaN(), 0
+	for i := 0; ; i++ {
+		t := float64(i) * dt
+		if t > horizon {
+			break
+		}
+		for seg+1 < len(segs) && t >= segs[seg].to {
+			seg++
+		}
+		s := segs[seg]
+		in[0] = s.arrive * dt
+		inflow := in[0]
+		for g := 1; g <= p.Retries; g++ {
+			in[g] = ring[g][i%lag]
+			ring[g][i%lag] = 0
+			inflow += in[g]
+			pending -= in[g]
+		}
+		limit := p.QueueLimit
+		giveUp := p.capOf(s) < limit // waiting past the timeout binds first
+		if giveUp {
+			limit = p.capOf(s)
+		}
+		b = math.Max(0, b+inflow-s.serve*dt)
+		if excess := b - limit; excess > 0 && inflow > 0 {
+			b = limit
+			if math.IsNaN(fullAt) {
+				fullAt = t + dt
+			}
+			share := excess / inflow
+			for g := 0; g <= p.Retries; g++ {
+				turned := share * in[g]
+				switch {
+				case turned == 0:
+				case giveUp:
+					pr.Abandoned += turned
+					if t < last {
+						abandonedIn += turned
+					}
+				case g < p.Retries && (p.Patience == 0 || float64(g+1)*delay < p.Patience.Seconds()):
+					// The client retries unless the wait would reach its
+					// timeout (openai, "Retries").
+					ring[g+1][(i+lag)%lag] += turned
+					pending += turned
+					pr.Retried += turned
+				default:
+					pr.Rejected += turned
+					if t < last {
+						rejectedIn += turned
+					}
+				}
+			}
+		}
+		if observe != nil {
+			observe(t+dt, b)
+		}
+		if t < last && b > pr.PeakBacklog {
+			pr.PeakBacklog, pr.PeakAt = b, seconds(t+dt)
+		}
+		switch {
+		case b > 1e-9 || pending > 1e-9:
+			emptyAt = math.NaN()
+		case math.IsNaN(emptyAt):
+			emptyAt = t + dt
+		}
+		if t >= last && !math.IsNaN(emptyAt) {
+			break
+		}
+	}
+	pr.Never = pr.DrainRate <= 0 || math.IsNaN(emptyAt)
+	if !pr.Never && emptyAt > end {
+		pr.RecoveryTime = seconds(emptyAt - end)
+	}
+	if pr.Never && pr.DrainRate > 0 {
+		// Retries keep the queue at its limit past the horizon.
+		pr.Rejected, pr.Abandoned = rejectedIn, abandonedIn
+	}
+	pr.Explanation = boundedExplanation(p, pr, fullAt)
+	return pr
+}
+
+// boundedExplanation puts predictBounded's result in words.
+func boundedExplanation(p Params, pr Prediction, fullAt float64) string {
+	var w strings.Builder
+	if pr.PeakBacklog > 0 {
+		fmt.Fprintf(&w, "Peak backlog %s requests, %s after the burst start. ", num(math.Round(pr.PeakBacklog)), dur(pr.PeakAt))
+	} else {
+		w.WriteString("No backlog builds up. ")
+	}
+	if pr.Never {
+		fmt.Fprintf(&w, "Never recovers: normal load %s req/s ≥ capacity %s req/s leaves no headroom. ", num(p.Lambda), num(p.finalMu()))
+	} else {
+		fmt.Fprintf(&w, "Recovered %s after the burst end. ", dur(pr.RecoveryTime))
+	}
+	fmt.Fprintf(&w, "The server admits at most %s waiting requests", num(p.QueueLimit))
+	if p.Patience > 0 && p.Mu*p.Patience.Seconds() < p.QueueLimit {
+		fmt.Fprintf(&w, ", but a request would wait longer than the %s timeout past %s (%s req/s × %s)", dur(p.Patience),
+			num(math.Round(p.Mu*p.Patience.Seconds())), num(p.Mu), dur(p.Patience))
+	}
+	w.WriteString(". ")
+	if math.IsNaN(fullAt) {
+		w.WriteString("The backlog stays below it.")
+		return w.String()
+	}
+	fmt.Fprintf(&w, "The queue is full %s after the burst start", dur(seconds(fullAt)))
+	if pr.Retried > 0 {
+		fmt.Fprintf(&w, "; rejected requests come back up to %d %s after %s each, %s extra attempts in all", p.Retries, plural(p.Retries, "time", "times"), dur(p.RetryDelay), num(math.Round(pr.Retried)))
+	}
+	w.WriteString(": ")
+	var out []string
+	if pr.Rejected > 0 {
+		out = append(out, fmt.Sprintf("about %s requests are rejected for good", num(math.Round(pr.Rejected))))
+	}
+	if pr.Abandoned > 0 {
+		out = append(out, fmt.Sprintf("about %s give up after waiting %s", num(math.Round(pr.Abandoned)), dur(p.Patience)))
+	}
+	if len(out) == 0 {
+		out = append(out, "every rejected request is served on a retry")
+	}
+	w.WriteString(strings.Join(out, ", ") + ".")
+	return w.String()
+}
+
+// boundedTimeline samples stepBounded's backlog every step up to horizon,
+// and at the step where the queue first fills and where it empties.
+func boundedTimeline(p Params, step, horizon time.Duration) []Point {
+	out := []Point{{T: 0, Backlog: 0}}
+	next := step
+	prev := 0.0
+	stepBounded(p, func(t, b float64) {
+		at := seconds(t)
+		if at > horizon {
+			return
+		}
+		corner := (prev >= p.QueueLimit) != (b >= p.QueueLimit) || (prev > 0) != (b > 0)
+		if at >= next || corner {
+			out = append(out, Point{T: at, Backlog: b})
+			for next <= at {
+				next += step
+			}
+		}
+		prev = b
+	})
+	return out
+}
