@@ -184,7 +184,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	details["status"] = longX.Status
 	switch {
 	case longX.TimedOut:
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("no complete answer within %s %s", roundDur(reqTimeout(t)), at)}
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("no complete answer within %s %s", showDur(reqTimeout(t)), at)}
 	case longX.Status >= 400 && longX.Status < 500:
 		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%s %s: the endpoint cannot take the profile's prompts", statusWord(longX), at)}
 	case longX.Status != 200:
@@ -206,8 +206,8 @@ func runContextLong(ctx context.Context, t *T) Result {
 		details["median_prompt_tokens"] = shortX.Usage.PromptTokens
 	}
 	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
-	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", roundDur(tl), counted(longX, long),
-		roundDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
+	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", showDur(tl), counted(longX, long),
+		showDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
 	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
 	}
@@ -268,7 +268,7 @@ func runContextExceeded(ctx context.Context, t *T) Result {
 	_, body := x.ErrorBody()
 	switch {
 	case x.TimedOut:
-		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%sno answer within %s (a hang)", sent, roundDur(reqTimeout(t)))}
+		return Result{Status: Fail, Details: details, Evidence: fmt.Sprintf("%sno answer within %s (a hang)", sent, showDur(reqTimeout(t)))}
 	case x.Status >= 400 && x.Status < 500 && body:
 		return Result{Status: Pass, Details: details, Evidence: fmt.Sprintf("%s%d with an OpenAI error body", sent, x.Status)}
 	case x.Status >= 400 && x.Status < 500:

@@ -56,7 +56,7 @@ func runErrorsMalformed(ctx context.Context, t *T) Result {
 		var what string
 		switch {
 		case x.TimedOut:
-			st, what = Fail, "no answer in "+roundDur(reqTimeout(t))
+			st, what = Fail, "no answer in "+showDur(reqTimeout(t))
 		case x.Status >= 400 && x.Status < 500 && body:
 			st, what = Pass, strconv.Itoa(x.Status)
 		case x.Status >= 400 && x.Status < 500:
@@ -263,7 +263,7 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	case c[olTruncated] > 0:
 		r.Status, r.Evidence = Fail, fmt.Sprintf("streams broke off without [DONE] %s: %s", at, last.summary())
 	case c[olTimeout] > 0:
-		r.Status, r.Evidence = Fail, fmt.Sprintf("timeouts %s (no answer within %s): %s", at, roundDur(min(reqTimeout(t), OverloadMaxTime)), last.summary())
+		r.Status, r.Evidence = Fail, fmt.Sprintf("timeouts %s (no answer within %s): %s", at, showDur(min(reqTimeout(t), OverloadMaxTime)), last.summary())
 	case c[olConnErr] > 0:
 		r.Status, r.Evidence = Fail, fmt.Sprintf("connections failed %s: %s", at, last.summary())
 	case c[ol5xx] > 0 || c[olOther4xx] > 0:
@@ -276,10 +276,10 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 		r.Status, r.Evidence = Pass, fmt.Sprintf("refuses cleanly %s: %s%s; %s", at, last.summary(), last.retryRange(), hdrs)
 	case p95 >= queued:
 		r.Status, r.Evidence = Pass, fmt.Sprintf("queues: no rejections; TTFT p95 %s ×%.0f %s (single %s); %d requests",
-			roundDur(p95), growth, at, roundDur(base), sent)
+			showDur(p95), growth, at, showDur(base), sent)
 	default:
 		r.Status, r.Evidence = Warn, fmt.Sprintf("no overload within the bounds (%d requests, %s): all completed, TTFT p95 ×%.1f %s; raise --overload-requests",
-			sent, roundDur(time.Since(start)), growth, at)
+			sent, showDur(time.Since(start)), growth, at)
 	}
 	return r
 }
@@ -482,21 +482,6 @@ func quantileDur(d []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	k := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(k, 0), len(s)-1)]
-}
-
-// roundDur rounds for the evidence: 1.32s, 41ms, 850µs.
-func roundDur(d time.Duration) string {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	case d >= 10*time.Millisecond:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
 }
 
 // millis is d in milliseconds, for Details.

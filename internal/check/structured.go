@@ -98,7 +98,7 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 		// say the same.
 		stopped = fmt.Sprintf("; %d not sent", n-1)
 	case time.Since(began) > StructuredMaxTime:
-		stopped = fmt.Sprintf("; %d not sent (%s passed)", n-1, roundDur(StructuredMaxTime))
+		stopped = fmt.Sprintf("; %d not sent (%s passed)", n-1, showDur(StructuredMaxTime))
 	default:
 		// The others at once: validity does not need them one by one,
 		// and a long schema answer takes seconds.
@@ -143,7 +143,7 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 	if fc, ff := first.FirstContent(), free.FirstContent(); fc > 0 && ff > 0 {
 		r.Details["ttft_ms"] = millis(fc)
 		r.Details["ttft_unconstrained_ms"] = millis(ff)
-		ttft = fmt.Sprintf("; TTFT %s vs %s unconstrained, %s", roundDur(fc), roundDur(ff), times(fc, ff))
+		ttft = fmt.Sprintf("; TTFT %s vs %s unconstrained, %s", showDur(fc), showDur(ff), times(fc, ff))
 	}
 	switch {
 	case firstBad != "":
@@ -165,7 +165,7 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 func judgeStructured(sch *jsonschema.Schema, x *Exchange) (why string, cut bool) {
 	switch {
 	case x.TimedOut:
-		return fmt.Sprintf("timed out after %s", roundDur(x.Elapsed)), false
+		return fmt.Sprintf("timed out after %s", showDur(x.Elapsed)), false
 	case x.Status != 200:
 		return "got " + statusWord(x), false
 	case x.StreamAsked && !x.Stream:

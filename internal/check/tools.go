@@ -138,7 +138,7 @@ func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []
 		}
 		switch {
 		case x.TimedOut:
-			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("no complete answer within %s; tool_choice %s", roundDur(reqTimeout(t)), c.label)}
+			a.failed = &Result{Status: Fail, Evidence: fmt.Sprintf("no complete answer within %s; tool_choice %s", showDur(reqTimeout(t)), c.label)}
 			return a
 		case x.Status == 200 && !x.Stream:
 			a.failed = &Result{Status: Fail, Evidence: streamIgnored(x) + "; tool_choice " + c.label}
