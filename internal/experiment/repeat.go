@@ -160,4 +160,3 @@ func RepeatCounts[K comparable](keys []K, repeat int) (order []K, runs map[K]int
 	}
 	return order, runs
 }
-

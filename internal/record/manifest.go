@@ -48,10 +48,10 @@ type Manifest struct {
 	// configuration (--repeat, a multiplier listed twice), 1..Repeats; both
 	// are 0 for a run that was not repeated. Seed is then the options' seed
 	// + Rep − 1.
-	Rep     int `json:"rep,omitempty"`
-	Repeats int `json:"repeats,omitempty"`
-	MetricsURL   string        `json:"metrics_url"`
-	Config       any           `json:"config"` // the effective configuration
+	Rep        int    `json:"rep,omitempty"`
+	Repeats    int    `json:"repeats,omitempty"`
+	MetricsURL string `json:"metrics_url"`
+	Config     any    `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`
