@@ -243,8 +243,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Mu > 0 {
 			row.Mu = report.Val(r.Mu)
 		}
+		row.Rep, row.Repeats = r.Rep, r.Repeats
 		t.Rows = append(t.Rows, row)
-		scope := fmtK(r.K) + "×"
+		scope := r.scope()
 		for _, name := range verdictPhases {
 			if p, ok := res.Analysis.Phase(name); ok {
 				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, p.SLO)...)
@@ -275,7 +276,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Settle > 0 || r.SettleNote != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
 		}
-		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s× (%.1f req/s over a %.1f req/s baseline)", fmtK(r.K), r.K*c.BaselineRPS, c.BaselineRPS))
+		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s (%.1f req/s over a %.1f req/s baseline)", r.scope(), r.K*c.BaselineRPS, c.BaselineRPS))
 		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
 		if ar := res.Analysis.Recovery; ar.Recovered {
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
@@ -296,6 +297,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
+	pooledRows(env, c, &t, runs)
 	if interrupted {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
 	}
@@ -308,7 +310,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	out.Unusable = len(runs) > 0 && !anyOK
 	out.Meaning = meaning(runs)
 	fmt.Fprintln(w)
-	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit},
+	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},
 		filepath.Join(d.Path(), "results.md"))
 	printVerdicts(w, &env.Opts, runs, why)
 	experiment.PrintDiagnoses(w, t.Diagnoses)
@@ -514,4 +516,58 @@ func (o legacyConfig) apply(c *Config) {
 	c.BaselineRPS, c.RecoveryLimit, c.RecoveryMetric = o.BaselineRPS, o.RecoveryLimit, o.RecoveryMetric
 	c.CapacityRPS, c.BoostRPS, c.BoostAfter = o.CapacityRPS, o.BoostRPS, o.BoostAfter
 	c.SettleTimeout, c.BaselineAuto = o.SettleTimeout, o.BaselineAuto
+}
+
+// scope names a run in verdicts and notes: "5×", or "5× rep 2" among
+// repeats.
+func (r *Run) scope() string {
+	if r.Repeats > 1 {
+		return fmt.Sprintf("%s× rep %d", fmtK(r.K), r.Rep)
+	}
+	return fmtK(r.K) + "×"
+}
+
+// pooledRows adds, for each multiplier with several runs, the pooled row
+// (the runs' burst-phase records analysed together: analyze.Pool) after
+// its runs' rows, its verdicts, and the spread lines of its runs' P99s,
+// goodput and recovery times. runs are sorted by multiplier, each one's
+// reps in order.
+func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
+	for i := 0; i < len(runs); {
+		j := i + 1
+		for j < len(runs) && runs[j].K == runs[i].K {
+			j++
+		}
+		group := runs[i:j]
+		i = j
+		if len(group) < 2 || group[0].Repeats < 2 {
+			continue
+		}
+		k := group[0].K
+		scope := fmtK(k) + "×"
+		var results []*run.Result
+		var rows []report.Row
+		for _, r := range group {
+			results = append(results, r.Result)
+			for _, row := range t.Rows {
+				if row.Rep == r.Rep && row.Multiplier.V == k && !row.Pooled {
+					rows = append(rows, row)
+				}
+			}
+		}
+		t.Spreads = append(t.Spreads, experiment.Spreads(scope, rows, env.Opts.Seed)...)
+		pooled, err := experiment.Pooled(env, results)
+		if err != nil {
+			t.Notes = append(t.Notes, scope+": no pooled row: "+err.Error())
+			continue
+		}
+		row := experiment.Row(pooled, &env.Opts, schedule.PhaseBurst)
+		experiment.PoolRow(&row, len(group))
+		row.Multiplier, row.BaselineRPS, row.BurstRPS = report.Val(k), report.Val(c.BaselineRPS), report.Val(k*c.BaselineRPS)
+		row.Recovery = report.RecoveryNA(experiment.ReasonPooledRecovery)
+		row.PredictedRecovery = report.RecoveryNA("pooled: the prediction is per run (see the runs' rows)")
+		row.Mu, row.MuSource = report.Unavailable("pooled: μ is per run (see the runs' rows)"), "per run"
+		t.Rows = append(t.Rows, row)
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" pooled overall", pooled.Analysis.Verdict)...)
+	}
 }
