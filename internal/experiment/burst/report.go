@@ -351,12 +351,13 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 	var cfg *Config
 	var problems []string // what could not be used, one line per file, for the terminal
 	partial := false
-	for _, rd := range paths {
-		name := filepath.Base(rd)
+	// one re-renders the run folder rd (name as the notes call it), its
+	// folder opened by open; rep and repeats number it among repeats.
+	one := func(rd, name string, open func() (*rundir.Dir, error), rep, repeats int) error {
 		r, err := run.Reload(rd)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			continue
+			return nil
 		}
 		c, ok := decodeConfig(r)
 		if !ok {
@@ -367,22 +368,29 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		}
 		b := r.Summary.Burst
 		if b == nil {
-			b = burstFromPlan(r.Plan, name)
+			folder := name
+			if repeats > 0 {
+				folder = filepath.Base(filepath.Dir(rd))
+			}
+			b = burstFromPlan(r.Plan, folder)
 			if r.Summary.Analysis != nil || len(r.Dir.Summary) > 0 {
 				r.Problems = append(r.Problems, "summary.json: no burst section — the prediction and μ are unknown")
 			}
 		}
-		sub, err := d.Existing(name)
+		sub, err := open()
 		if err != nil {
-			return experiment.Outcome{}, err
+			return err
 		}
 		res, err := r.Result(sub, c.RecoveryRule())
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			continue
+			return nil
 		}
 		if err := r.Save(sub, res); err != nil {
-			return experiment.Outcome{}, err
+			return err
+		}
+		if res.Spec.Rep > 0 { // the manifest's own number
+			rep = res.Spec.Rep
 		}
 		if env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
 			env, cfg = r.Env, c
@@ -390,10 +398,31 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		for _, p := range r.Problems {
 			problems = append(problems, name+": "+p)
 		}
-		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
+		runs = append(runs, Run{K: b.K, Rep: rep, Repeats: repeats, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
 			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
 			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
 		partial = partial || res.Partial
+		return nil
+	}
+	for _, rd := range paths {
+		name := filepath.Base(rd)
+		reps, _ := rundir.Folders(rd, "rep-*")
+		if rundir.IsRun(rd) || len(reps) == 0 {
+			if err := one(rd, name, func() (*rundir.Dir, error) { return d.Existing(name) }, 0, 0); err != nil {
+				return experiment.Outcome{}, err
+			}
+			continue
+		}
+		parent, err := d.Existing(name)
+		if err != nil {
+			return experiment.Outcome{}, err
+		}
+		for i, rp := range reps { // burst-<k>x/rep-<i>: repeated runs of k
+			rn := filepath.Base(rp)
+			if err := one(rp, name+"/"+rn, func() (*rundir.Dir, error) { return parent.Existing(rn) }, i+1, len(reps)); err != nil {
+				return experiment.Outcome{}, err
+			}
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintln(w, "WARNING: "+p)
