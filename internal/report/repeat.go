@@ -78,6 +78,9 @@ type Spread struct {
 
 // spreadKind is the unit a spread's metric is shown in, from its column.
 func spreadKind(metric string) (head string, kind valueKind) {
+	if metric == "sustainable_rps" { // a capacity search's result, not a column
+		return "sustainable rate", kindRPS
+	}
 	for i := range columns {
 		if columns[i].key == metric {
 			return columns[i].head, columns[i].kind
