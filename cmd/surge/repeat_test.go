@@ -295,3 +295,61 @@ func TestRepeatBadInput(t *testing.T) {
 		t.Errorf("burst --repeat 1000 --dry-run: exit %d\n%s\n%s", code, out[:min(len(out), 400)], errs)
 	}
 }
+
+// Five runs get a bootstrap interval on every spread line, which contains
+// the median and is the same when the experiment is run again (virtual
+// time, the same seeds).
+func TestRepeatFiveBootstrapDeterministic(t *testing.T) {
+	spreads := func() string {
+		dir := filepath.Join(t.TempDir(), "r")
+		if code, out, errs := surge(t, "run", "--simulate", "--rate", "6", "--duration", "10s", "--repeat", "5", "-o", dir, "-q"); code != 0 && code != 1 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "results.json"))
+		var doc struct {
+			Spreads []map[string]json.RawMessage `json:"spreads"`
+		}
+		json.Unmarshal(b, &doc)
+		if len(doc.Spreads) == 0 {
+			t.Fatal("no spreads")
+		}
+		for _, s := range doc.Spreads {
+			var lo, med, hi struct{ Value *float64 }
+			json.Unmarshal(s["ci_low"], &lo)
+			json.Unmarshal(s["median"], &med)
+			json.Unmarshal(s["ci_high"], &hi)
+			if lo.Value == nil || hi.Value == nil || med.Value == nil || *lo.Value > *med.Value || *med.Value > *hi.Value {
+				t.Errorf("%s: no interval around the median: %s %s %s", s["metric"], s["ci_low"], s["median"], s["ci_high"])
+			}
+		}
+		return string(b[strings.Index(string(b), `"spreads"`):])
+	}
+	if a, b := spreads(), spreads(); a != b {
+		t.Errorf("the same five runs gave other spreads:\n%s\n%s", a, b)
+	}
+}
+
+// capacity --repeat 2: two whole searches in rep-1 and rep-2, the
+// folder's table with each one's sustainable step, the pooled row and the
+// spread of the sustainable rates.
+func TestCapacityRepeat(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	if code, out, errs := surge(t, "capacity", "--simulate", "--repeat", "2", "--min-requests", "200", "-o", dir, "-q"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, rep := range []string{"rep-1", "rep-2"} {
+		if _, err := os.Stat(filepath.Join(dir, rep, "capacity.json")); err != nil {
+			t.Errorf("%s is not a whole search: %v", rep, err)
+		}
+	}
+	doc := readResults(t, filepath.Join(dir, "results.json"))
+	if len(doc.Rows) != 3 || string(doc.Rows[2]["pooled"]) != "true" {
+		t.Fatalf("%d rows, want two searches and the pooled row", len(doc.Rows))
+	}
+	if len(doc.Spreads) == 0 || doc.Spreads[0].Metric != "sustainable_rps" || len(doc.Spreads[0].Values) != 2 {
+		t.Errorf("first spread is not the two sustainable rates: %+v", doc.Spreads)
+	}
+	if code, _, errs := surge(t, "report", dir); code != 2 || !strings.Contains(errs, "repeated capacity searches") {
+		t.Errorf("report of repeated searches: exit %d %q", code, errs)
+	}
+}

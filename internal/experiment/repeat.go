@@ -58,11 +58,17 @@ func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 }
 
 // PoolRow marks a row built from Pooled as the pooled row of n runs: the
-// engine's own measurements are per run.
-func PoolRow(r *report.Row, n int) {
+// engine's own measurements are per run — n/a for the reason the first
+// run's row (first) gives when it has none either, e.g. no --metrics-url.
+func PoolRow(r *report.Row, n int, first report.Row) {
 	r.Rep, r.Pooled, r.Repeats = 0, true, n
-	r.QueueWait = report.PercentilesNA(reasonPooledEngine)
-	r.EngineQueue = r.QueueWait
+	r.QueueWait, r.EngineQueue = report.PercentilesNA(reasonPooledEngine), report.PercentilesNA(reasonPooledEngine)
+	if !first.QueueWait.P50.Valid && !first.QueueWait.P50.Censored {
+		r.QueueWait = first.QueueWait
+	}
+	if !first.EngineQueue.P50.Valid && !first.EngineQueue.P50.Censored {
+		r.EngineQueue = first.EngineQueue
+	}
 }
 
 const reasonPooledEngine = "pooled: the engine's queue wait is measured per run (see the runs' rows)"

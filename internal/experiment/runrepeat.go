@@ -120,7 +120,7 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 			t.Notes = append(t.Notes, "no pooled row: "+err.Error())
 		} else {
 			row := RepeatRow(pooled, o)
-			PoolRow(&row, len(results))
+			PoolRow(&row, len(results), rows[0])
 			t.Rows = append(t.Rows, row)
 			t.Verdicts = append(t.Verdicts, SLOVerdicts("pooled overall", pooled.Analysis.Verdict)...)
 			lines = append(lines, VerdictLine{Scope: "pooled", Label: "overall", Pass: pooled.Analysis.Verdict.Pass, Detail: Clauses(pooled.Analysis.Verdict, false)})

@@ -591,7 +591,7 @@ func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
 			continue
 		}
 		row := experiment.Row(pooled, &env.Opts, schedule.PhaseBurst)
-		experiment.PoolRow(&row, len(group))
+		experiment.PoolRow(&row, len(group), rows[0])
 		row.Multiplier, row.BaselineRPS, row.BurstRPS = report.Val(k), report.Val(c.BaselineRPS), report.Val(k*c.BaselineRPS)
 		row.Recovery = report.RecoveryNA(experiment.ReasonPooledRecovery)
 		row.PredictedRecovery = report.RecoveryNA("pooled: the prediction is per run (see the runs' rows)")

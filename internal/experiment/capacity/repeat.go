@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -110,7 +111,7 @@ func writeRepeated(env *run.Env, c *Config, d *rundir.Dir, searches []*Result, w
 			steps = append(steps, st.Result)
 			t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+st.Name, st.Verdict)...)
 		} else {
-			row = report.Row{Model: o.Model, Workload: o.WorkloadName(), Deployment: o.Deployment, Phase: "no step met the SLO"}
+			row = report.Row{Model: o.Model, Workload: o.WorkloadName(), Deployment: o.Deployment, Phase: noStep}
 			sustained[i] = analyze.RunValue{V: math.NaN()}
 		}
 		experiment.NoBurst(&row)
@@ -130,7 +131,8 @@ func writeRepeated(env *run.Env, c *Config, d *rundir.Dir, searches []*Result, w
 			} else {
 				row := experiment.Row(pooled, o, stepPhase)
 				experiment.NoBurst(&row)
-				experiment.PoolRow(&row, len(steps))
+				first := rows[slices.IndexFunc(rows, func(r report.Row) bool { return r.Phase != noStep })]
+				experiment.PoolRow(&row, len(steps), first)
 				row.Phase = "the sustainable steps together"
 				if pooled.Virtual {
 					row.SentRPS = report.Unavailable("virtual time: no load generator")
@@ -169,6 +171,9 @@ func sustainableSpread(s analyze.Spread) report.Spread {
 	}
 	return sp
 }
+
+// noStep is the step column of a search in which no step met the SLO.
+const noStep = "no step met the SLO"
 
 func orNone(v float64) string {
 	if v == 0 {
