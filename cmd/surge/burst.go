@@ -45,6 +45,10 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
   # what if: two replicas and a 429 limit of 50 waiting requests, in virtual time
   surge burst --simulate --baseline-rps 12 --replicas 2 --max-waiting 50
 
+  # five runs of each multiplier (burst-5x/rep-1 … rep-5): each P99 and recovery,
+  # the pooled row, min/median/max and a 95% bootstrap interval
+  surge burst --simulate --baseline-rps 8 --multipliers 2,5 --repeat 5
+
   # the plan of every multiplier and its workload, before anything is sent
   surge burst --baseline-rps 8 --multipliers 2,5,10 --dry-run
 
@@ -62,7 +66,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	f := newFlags(cmd.Flags())
 	f.fileFlag(&file)
 	f.value(baselineFlag{&cfg}, "baseline_rps", "baseline-rps", "the named baseline in requests/s (must be sustainable; required with --target), or auto: run a capacity search first and use its suggestion")
-	f.floats(&cfg.Multipliers, "multipliers", "multipliers", "burst multipliers; each is a separate run at baseline × k")
+	f.floats(&cfg.Multipliers, "multipliers", "multipliers", "burst multipliers; each is a separate run at baseline × k (one listed twice, 5,5, is two runs of it: repeats)")
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup phase at the baseline rate (excluded from results)")
 	f.dur(&cfg.Baseline, "baseline", "baseline", "baseline phase: reference latency and goodput")
 	f.dur(&cfg.Burst, "burst", "burst", "burst phase at baseline × k")
@@ -76,6 +80,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	f.dur(&cfg.BoostAfter, "boost_after", "boost-after", "prediction: when the scale-up lands, after the burst starts")
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to baseline before each run")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the whole experiment in virtual time against the engine model (seconds, not minutes)")
+	f.integer(&cfg.Repeat, "repeat", "repeat", experiment.RepeatUsage+"; per listing of a multiplier, in rounds of the list: burst-<k>x/rep-1 …")
 	f.options(&cfg.Options)
 	var dry bool
 	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage+" (one plan per multiplier)")

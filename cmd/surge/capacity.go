@@ -39,7 +39,10 @@ stops: that is surge's limit on this machine, not the target's.` + exitCodesCapa
 
   # a real endpoint, shorter steps, a stricter TTFT SLO
   surge capacity --target https://llm.example.com/v1 --model my-model \
-    --start-rps 2 --min-requests 600 --step-duration 1m --slo-ttft-p95 1s`,
+    --start-rps 2 --min-requests 600 --step-duration 1m --slo-ttft-p95 1s
+
+  # five whole searches (out/cap/rep-1 … rep-5): how much the sustainable rate varies
+  surge capacity --simulate --repeat 5 -o out/cap`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
@@ -58,6 +61,7 @@ stops: that is surge's limit on this machine, not the target's.` + exitCodesCapa
 	f.boolean(&cfg.EarlyStop, "early_stop", "early-stop", "stop a hopeless step early (goodput out of reach, or backlog and TTFT growing)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run the search in virtual time against the engine model (seconds, not minutes)")
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between steps (0 = do not wait)")
+	f.integer(&cfg.Repeat, "repeat", "repeat", "run the whole search this many times, each into DIR/rep-k with the settle gate before it and rep k seeded with --seed + k − 1; DIR's table has each search's sustainable step, the pooled row and the spread of the sustainable rates (min/median/max, a 95% bootstrap interval from 5 searches)")
 	f.options(&cfg.Options)
 	cmd.RunE = experimentCmd{command: "capacity", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
 		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {

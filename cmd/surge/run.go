@@ -67,6 +67,9 @@ With no --target it runs against the built-in simulated engine.` + exitCodesRun,
   surge run --sessions --rate 2 --duration 1m --session-turns uniform:min=2,max=6 \
     --think-time lognormal:median=3s,p95=15s --turn-tokens lognormal:median=150,p95=400
 
+  # three separate runs (out/r/rep-1 … rep-3): each run's P99, the pooled row, the spread
+  surge run --simulate --rate 8 --duration 1m --repeat 3 -o out/r
+
   # look before you send: the phases, arrivals and workload, nothing sent or written
   surge run -f experiment.yaml --dry-run`,
 		Args: cobra.NoArgs,
@@ -85,6 +88,7 @@ With no --target it runs against the built-in simulated engine.` + exitCodesRun,
 	f.dur(&cfg.Warmup, "warmup", "warmup", "warmup at the same rate before the measured phase (excluded from results)")
 	f.f64(&cfg.BaselineRPS, "baseline_rps", "baseline-rps", "named baseline for phases given as multipliers (YAML)")
 	f.boolean(&cfg.Simulate, "simulate", "simulate", "run in virtual time against the engine model (seconds, not the run's duration)")
+	f.integer(&cfg.Repeat, "repeat", "repeat", experiment.RepeatUsage)
 	f.options(&cfg.Options)
 	var dry bool
 	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage)

@@ -33,6 +33,7 @@ type RunConfig struct {
 	Speed      float64       `yaml:"speed"`      // single phase: replay speed factor
 	Warmup     time.Duration `yaml:"warmup"`     // single phase: warmup at the same rate, excluded
 	Simulate   bool          `yaml:"simulate"`   // run in virtual time against the engine model
+	Repeat     int           `yaml:"repeat"`     // runs of the plan (repeat.go); 1 = one run, the usual layout
 
 	// Single phase: replay the trace from this far into it, for this long
 	// (trace time, before Speed; 0 = to the end), with prompt blocks of
@@ -52,7 +53,7 @@ type RunConfig struct {
 
 // DefaultRunConfig is a 30 s Poisson run at 5 requests/s.
 func DefaultRunConfig() RunConfig {
-	return RunConfig{Options: run.DefaultOptions(), Rate: 5, Duration: 30 * time.Second, Arrival: schedule.ArrivalPoisson, Burstiness: 1}
+	return RunConfig{Options: run.DefaultOptions(), Rate: 5, Duration: 30 * time.Second, Arrival: schedule.ArrivalPoisson, Burstiness: 1, Repeat: 1}
 }
 
 // Plan turns the configuration into a schedule plan and the phases it
@@ -161,6 +162,7 @@ func flagPhaseError(err error, warmup bool) error {
 func (c *RunConfig) Validate() error {
 	var errs field.Errors
 	errs.Merge("", c.Options.Validate())
+	errs.Merge("", ValidateRepeat(c.Repeat))
 	if _, _, err := c.Plan(); err != nil {
 		errs.Merge("", err)
 	}
@@ -181,6 +183,10 @@ func Run(ctx context.Context, env *run.Env, c *RunConfig, d *rundir.Dir, w io.Wr
 	shown, err := env.Opts.SessionPlan(plan) // with the drain Execute adds
 	if err != nil {
 		return Outcome{}, &run.ConfigError{Err: err}
+	}
+	if c.Repeat > 1 {
+		fmt.Fprintf(w, "surge run: %d phase(s), %s in all, %d times (--repeat); writing %s/rep-1 … rep-%d\n", len(shown.Phases), schedule.ShowDuration(shown.Duration()), c.Repeat, d.Path(), c.Repeat)
+		return runRepeated(ctx, env, c, plan, exclude, d, w)
 	}
 	fmt.Fprintf(w, "surge run: %d phase(s), %s in all; writing %s\n", len(shown.Phases), schedule.ShowDuration(shown.Duration()), d.Path())
 	res, err := env.Execute(ctx, run.Spec{Name: filepath.Base(d.Path()), Dir: d, Command: "run", Plan: plan, Exclude: exclude, Experiment: c})

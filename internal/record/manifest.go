@@ -44,8 +44,14 @@ type Manifest struct {
 	// prompt (--shared-prefix), in numbers; absent without one.
 	SharedPrefix *SharedPrefix `json:"shared_prefix,omitempty"`
 	Seed         int64         `json:"seed"`
-	MetricsURL   string        `json:"metrics_url"`
-	Config       any           `json:"config"` // the effective configuration
+	// Rep is the run's number among Repeats repeated runs of one
+	// configuration (--repeat, a multiplier listed twice), 1..Repeats; both
+	// are 0 for a run that was not repeated. Seed is then the options' seed
+	// + Rep − 1.
+	Rep        int    `json:"rep,omitempty"`
+	Repeats    int    `json:"repeats,omitempty"`
+	MetricsURL string `json:"metrics_url"`
+	Config     any    `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`

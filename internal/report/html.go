@@ -315,6 +315,7 @@ type htmlTable struct {
 	Meta     []KV
 	Parts    []htmlPart
 	Notes    []string
+	Spreads  []string // the spread lines of repeated runs
 	Verdicts *htmlVerdicts
 	Legend   []KV
 }
@@ -417,6 +418,9 @@ func newHTMLTable(t Table, summarized bool) htmlTable {
 		h.Notes = append(h.Notes, fmt.Sprintf("%s: %s: %s", n.row, joinComma(n.cols), n.reason))
 	}
 	h.Notes = append(h.Notes, t.Notes...)
+	for _, s := range t.Spreads {
+		h.Spreads = append(h.Spreads, s.Text())
+	}
 	return h
 }
 

@@ -19,13 +19,18 @@ import (
 // measured, {"value": null, "reason": "…"} when unavailable and
 // {"value": null, "lower_bound": 60000, "reason": "…"} when censored.
 // Recovery columns add "status" (recovered, not_recovered, never, n/a).
-// Unknown model, workload or deployment names are null.
+// Unknown model, workload or deployment names are null. A row of repeated
+// runs adds "rep": k; the pooled row "rep": 0, "pooled": true, "repeats":
+// N; the document then has "spreads" (report.Spread), after "notes".
 func WriteJSON(w io.Writer, t Table) error {
 	rows := make([]json.RawMessage, 0, len(t.Rows))
 	for _, r := range sortedRows(t.Rows) {
 		b, err := rowJSON(columns, &r) // every column: the schema does not depend on the experiment
 		if err != nil {
 			return err
+		}
+		if f := repeatFields(&r); f != "" {
+			b = append(b[:len(b)-1:len(b)-1], f+"}"...)
 		}
 		rows = append(rows, b)
 	}
@@ -36,7 +41,8 @@ func WriteJSON(w io.Writer, t Table) error {
 		Verdicts  []Verdict         `json:"verdicts"`
 		Diagnoses []Diagnosis       `json:"diagnoses"`
 		Notes     []string          `json:"notes"`
-	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Diagnoses), nonNil(t.Notes)}
+		Spreads   []Spread          `json:"spreads,omitempty"` // repeated runs only
+	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Diagnoses), nonNil(t.Notes), t.Spreads}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("report: encode json: %w", err)

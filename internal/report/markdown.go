@@ -45,6 +45,14 @@ func WriteMarkdown(w io.Writer, t Table) error {
 		fmt.Fprintln(bw)
 	}
 
+	if len(t.Spreads) > 0 {
+		fmt.Fprintf(bw, "## %s\n\n%s\n\n", spreadHeading, spreadIntro)
+		for _, s := range t.Spreads {
+			fmt.Fprintf(bw, "- %s\n", s.Text())
+		}
+		fmt.Fprintln(bw)
+	}
+
 	notes := v.notes()
 	if len(notes)+len(t.Notes) > 0 {
 		fmt.Fprint(bw, "## Notes\n\n")
@@ -121,6 +129,13 @@ func WriteTerminalTables(w io.Writer, t Table, legendFile string) error {
 		}
 		fmt.Fprintf(bw, "## %s\n\n", g)
 		v.writeMarkdown(bw, v.groupCols(g))
+		fmt.Fprintln(bw)
+	}
+	if len(t.Spreads) > 0 {
+		fmt.Fprintf(bw, "%s (the pooled row merges the runs' observations; never averaged percentiles):\n", spreadHeading)
+		for _, s := range t.Spreads {
+			fmt.Fprintf(bw, "- %s\n", s.Text())
+		}
 		fmt.Fprintln(bw)
 	}
 	if notes := v.notes(); len(notes) > 0 {

@@ -22,6 +22,10 @@ type Table struct {
 	// "step" or "level" where the rows are a capacity search's steps or a
 	// sweep's levels. CSV and JSON always call it phase.
 	PhaseHead string
+	// Spreads are the spread lines of repeated runs (repeat.go), one per
+	// configuration and metric, shown below the rows; none without
+	// repeats.
+	Spreads []Spread
 	// Omit lists column keys the Markdown and HTML layouts leave out
 	// because they do not apply — a run or a capacity step has no burst, so
 	// BurstColumns are not its columns. CSV and JSON keep every column (as
@@ -57,11 +61,15 @@ func (t *Table) cols() []column {
 	if !t.any(func(r *Row) bool { return r.Phase != "" }) {
 		omit = append(slices.Clip(omit), "phase") // rows are whole runs
 	}
+	all := columns
+	if t.repeated() { // the rep column goes with the identity columns, before the multiplier
+		all = slices.Insert(slices.Clone(columns), slices.IndexFunc(columns, func(c column) bool { return c.key == "multiplier" }), repColumn)
+	}
 	if len(omit) == 0 && t.PhaseHead == "" {
-		return columns
+		return all
 	}
 	var out []column
-	for _, c := range columns {
+	for _, c := range all {
 		if slices.Contains(omit, c.key) {
 			continue
 		}
@@ -162,6 +170,14 @@ type Row struct {
 	Samples       int64  // requests counted in the row
 	Partial       bool   // the run was cut short (interrupted, budget, error)
 	PartialReason string // why the run is partial
+
+	// Rep is the row's run among Repeats repeated runs of one
+	// configuration (1..Repeats); Pooled marks the row of their raw
+	// observations merged (Rep 0). Repeats is 0 on a row that was not
+	// repeated (repeat.go).
+	Rep     int
+	Pooled  bool
+	Repeats int
 }
 
 // Percentiles holds P50, P95 and P99 of one latency, in milliseconds.

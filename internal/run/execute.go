@@ -57,7 +57,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
 	if spec.Closed == nil {
 		var err error
-		if arrivals, err = schedule.Build(spec.Plan, o.Seed); err != nil {
+		if arrivals, err = schedule.Build(spec.Plan, spec.Seed(o.Seed)); err != nil {
 			return nil, configErr(err)
 		}
 	}
@@ -66,6 +66,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, configErr(err)
 	}
 	wcfg.Sizing, wcfg.Dataset = e.Calibration.Sizing(), e.Dataset
+	wcfg.Seed = spec.Seed(wcfg.Seed)
 	if !e.Virtual {
 		wcfg.Salt = uint64(time.Now().UnixNano())
 	}
@@ -301,7 +302,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Model: o.Model, API: o.API, KeySource: e.KeySource,
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
 		Workload: o.WorkloadName(), PromptSet: promptSet(o), Mix: manifestMix(o),
-		Seed: o.Seed, MetricsURL: record.RedactURL(e.MetricsURL),
+		Seed: spec.Seed(o.Seed), Rep: spec.Rep, Repeats: spec.Repeats, MetricsURL: record.RedactURL(e.MetricsURL),
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
 		PromptSizing: res.Prompt,
 	}

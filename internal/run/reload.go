@@ -167,7 +167,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	an.Sessions = analyze.Sessions(acfg, r.Dir.Records)
 	s := &r.Summary
 	res := &Result{
-		Spec:     Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule},
+		Spec:     Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule, Rep: m.Rep, Repeats: m.Repeats},
 		Analysis: an, Scrape: s.Engine, Engine: r.Dir.Engine, Records: r.Dir.Records,
 		Partial: m.Partial || s.Partial, PartialWhy: cmp.Or(m.PartialWhy, s.PartialWhy), Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),

@@ -41,6 +41,22 @@ type Spec struct {
 	// the run (a burst's prediction, a queue-wait interval of its own) to
 	// summary.json, which is written once.
 	Finish func(*Result)
+
+	// Rep and Repeats number a run among the repeated runs of one
+	// configuration (1..Repeats; both 0 when it is not repeated): rep k
+	// runs with the seed Options.Seed + k − 1 — schedule, workload and
+	// engine model — so that repeats differ, and its manifest records
+	// that seed and the numbers.
+	Rep, Repeats int
+}
+
+// Seed is the seed of the run spec describes: the options' seed, + Rep − 1
+// for a repeated run.
+func (s *Spec) Seed(base int64) int64 {
+	if s.Rep > 1 {
+		return base + int64(s.Rep-1)
+	}
+	return base
 }
 
 // Stopper lets an experiment end a run's schedule before its plan ends: a

@@ -23,6 +23,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	}
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
+	cfg.Sim.Seed = spec.Seed(cfg.Sim.Seed) // a repeat's engine model differs too
 	var out *virtual.Output
 	if sess != nil {
 		var stop virtual.Stopper

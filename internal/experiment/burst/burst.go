@@ -73,6 +73,9 @@ type Config struct {
 	BoostAfter     time.Duration `yaml:"boost_after" json:"boost_after"`         // prediction: when the boost arrives, after the burst starts
 	SettleTimeout  time.Duration `yaml:"settle_timeout" json:"settle_timeout"`   // longest wait for the target to settle before each run
 	Simulate       bool          `yaml:"simulate" json:"simulate"`               // run in virtual time against the engine model
+	// Repeat is the runs per multiplier, each listing of it (--multipliers
+	// 5,5 --repeat 3 is six runs of 5×); see Runs.
+	Repeat int `yaml:"repeat" json:"repeat,omitempty"`
 
 	// Demo is set when the demo defaults were applied.
 	Demo bool `yaml:"-" json:"demo,omitempty"`
@@ -95,6 +98,7 @@ func DefaultConfig() Config {
 		Burstiness:     1,
 		RecoveryMetric: "e2e",
 		SettleTimeout:  DefaultSettleTimeout,
+		Repeat:         1,
 	}
 }
 
@@ -186,6 +190,7 @@ func (c *Config) Validate() error {
 	if c.SettleTimeout < 0 {
 		bad("settle_timeout", "must be ≥ 0, got %s", c.SettleTimeout)
 	}
+	errs.Merge("", experiment.ValidateRepeat(c.Repeat))
 	return errs.Err()
 }
 
@@ -217,11 +222,51 @@ func (c *Config) Planned() ([]experiment.PlannedRun, error) {
 		return nil, errs.Err()
 	}
 	var out []experiment.PlannedRun
-	for _, k := range c.Multipliers {
+	for _, r := range c.Runs() {
 		note := fmt.Sprintf("recovery is planned for %s and watched up to %s (--recovery-limit); it ends once recovered, so fewer arrivals may be sent", c.Recovery, c.RecoveryLimit)
-		out = append(out, experiment.PlannedRun{Name: "burst-" + fmtK(k) + "x", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup}, Notes: []string{note}})
+		out = append(out, experiment.PlannedRun{Name: r.Folder(), Plan: c.plan(r.K), Exclude: []string{schedule.PhaseWarmup}, Notes: []string{note}})
 	}
 	return out, nil
+}
+
+// PlannedBurst is one run of the experiment: multiplier K, rep Rep of
+// Repeats (both 0 when K has a single run).
+type PlannedBurst struct {
+	K            float64
+	Rep, Repeats int
+}
+
+// Folder is the run's folder: burst-<k>x, or burst-<k>x/rep-<i> when k
+// has several runs.
+func (p PlannedBurst) Folder() string {
+	name := "burst-" + fmtK(p.K) + "x"
+	if p.Repeats > 1 {
+		return name + "/" + experiment.RepDir(p.Rep)
+	}
+	return name
+}
+
+// Runs is the experiment's runs in the order they are made: Repeat rounds,
+// each the multipliers in their listed order — so that drift of the
+// target over the experiment spreads over every multiplier instead of
+// landing on the last one. A multiplier gets Repeat runs per listing:
+// --multipliers 2,5,5 --repeat 3 is 3 runs of 2× and 6 of 5×, in
+// burst-5x/rep-1 … rep-6 (a duplicate is a repeat, never an overwrite).
+func (c *Config) Runs() []PlannedBurst {
+	_, counts := experiment.RepeatCounts(c.Multipliers, c.Repeat)
+	done := map[float64]int{}
+	var out []PlannedBurst
+	for range max(1, c.Repeat) {
+		for _, k := range c.Multipliers {
+			done[k]++
+			p := PlannedBurst{K: k}
+			if counts[k] > 1 {
+				p.Rep, p.Repeats = done[k], counts[k]
+			}
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // RecoveryRule is the rule recovery is judged by: P99 of the chosen
@@ -239,6 +284,8 @@ func (c *Config) RecoveryRule() analyze.RecoveryRule {
 // Run is one multiplier's run and its verdicts.
 type Run struct {
 	K          float64
+	Rep        int // the run among Repeats runs of K (1..Repeats); 0 when K has one run
+	Repeats    int
 	Result     *run.Result
 	Prediction *predict.Prediction // nil when μ is unknown
 	Mu         float64             // the capacity the prediction used, req/s; 0 = unknown
@@ -323,11 +370,23 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 
 	var runs []Run
 	gate := &experiment.Gate{Env: env, Timeout: c.SettleTimeout, Out: w}
-	for _, k := range c.Multipliers {
+	parents := map[float64]*rundir.Dir{} // burst-<k>x of a multiplier with several runs
+	for _, pb := range c.Runs() {
 		if ctx.Err() != nil {
 			break
 		}
-		r, err := burstRun(ctx, env, c, d, w, gate, k, &mu)
+		dir := d
+		if pb.Repeats > 1 {
+			if parents[pb.K] == nil {
+				p, err := d.Sub("burst-" + fmtK(pb.K) + "x")
+				if err != nil {
+					return runs, err
+				}
+				parents[pb.K] = p
+			}
+			dir = parents[pb.K]
+		}
+		r, err := burstRun(ctx, env, c, dir, w, gate, pb, &mu)
 		if r != nil {
 			runs = append(runs, *r)
 			printRun(w, r)
@@ -348,9 +407,13 @@ const muSessions = "μ unknown to the backlog model with --sessions: it counts s
 // burstRun settles the target, predicts and runs multiplier k. When μ was
 // unknown and the burst built a backlog, μ is measured from it (and kept
 // for the later multipliers).
-func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer, gate *experiment.Gate, k float64, mu *capacityInfo) (*Run, error) {
-	name := "burst-" + fmtK(k) + "x"
-	r := &Run{K: k, Mu: mu.mu, MuSource: mu.source}
+func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer, gate *experiment.Gate, pb PlannedBurst, mu *capacityInfo) (*Run, error) {
+	k := pb.K
+	name, folder := "burst-"+fmtK(k)+"x", "burst-"+fmtK(k)+"x"
+	if pb.Repeats > 1 {
+		name, folder = fmt.Sprintf("%s rep %d/%d (seed %d)", name, pb.Rep, pb.Repeats, env.Opts.Seed+int64(pb.Rep-1)), experiment.RepDir(pb.Rep)
+	}
+	r := &Run{K: k, Rep: pb.Rep, Repeats: pb.Repeats, Mu: mu.mu, MuSource: mu.source}
 	if mu.mu == 0 && mu.source != muSessions {
 		r.MuSource = "μ unknown: pass --capacity-rps"
 	}
@@ -376,14 +439,17 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		fmt.Fprintf(w, "%s: burst %.1f req/s (%s× %.1f) for %s; no prediction yet (capacity unknown: pass --capacity-rps)\n",
 			name, k*c.BaselineRPS, fmtK(k), c.BaselineRPS, c.Burst)
 	}
-	sub, err := d.Sub(name)
+	sub, err := d.Sub(folder)
 	if err != nil {
 		return nil, err
 	}
 	rule := c.RecoveryRule()
 	stop := &recovered{env: env, burstEnd: r.BurstEnd, plannedEnd: r.BurstEnd + c.Recovery, window: env.Opts.Window, rule: rule, exclude: []string{schedule.PhaseWarmup}}
-	spec := run.Spec{Name: name, Dir: sub, Command: "burst", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup},
-		Experiment: experimentRecord{Multiplier: k, Burst: c}, Recovery: rule, Stop: stop}
+	spec := run.Spec{Name: "burst-" + fmtK(k) + "x", Dir: sub, Command: "burst", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup},
+		Experiment: experimentRecord{Multiplier: k, Burst: c}, Recovery: rule, Stop: stop, Rep: pb.Rep, Repeats: pb.Repeats}
+	if pb.Repeats > 1 {
+		spec.Name += "-" + experiment.RepDir(pb.Rep)
+	}
 	stop.plan = spec.Plan
 	measuredMuWarning := ""
 	spec.Finish = func(res *run.Result) {

@@ -251,8 +251,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Mu > 0 {
 			row.Mu = report.Val(r.Mu)
 		}
+		row.Rep, row.Repeats = r.Rep, r.Repeats
 		t.Rows = append(t.Rows, row)
-		scope := fmtK(r.K) + "×"
+		scope := r.scope()
 		for _, name := range verdictPhases {
 			if p, ok := res.Analysis.Phase(name); ok {
 				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, p.SLO)...)
@@ -286,7 +287,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if r.Settle > 0 || r.SettleNote != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
 		}
-		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s× (%.1f req/s over a %.1f req/s baseline)", fmtK(r.K), r.K*c.BaselineRPS, c.BaselineRPS))
+		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s (%.1f req/s over a %.1f req/s baseline)", r.scope(), r.K*c.BaselineRPS, c.BaselineRPS))
 		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
 		if ar := res.Analysis.Recovery; ar.Recovered {
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
@@ -307,6 +308,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
+	pooledRows(env, c, &t, runs)
 	if interrupted {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
 	}
@@ -319,7 +321,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	out.Unusable = len(runs) > 0 && !anyOK
 	out.Meaning = meaning(runs)
 	fmt.Fprintln(w)
-	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit},
+	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},
 		filepath.Join(d.Path(), "results.md"))
 	printVerdicts(w, &env.Opts, runs, why)
 	experiment.PrintDiagnoses(w, t.Diagnoses)
@@ -360,12 +362,13 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 	var cfg *Config
 	var problems []string // what could not be used, one line per file, for the terminal
 	partial := false
-	for _, rd := range paths {
-		name := filepath.Base(rd)
+	// one re-renders the run folder rd (name as the notes call it), its
+	// folder opened by open; rep and repeats number it among repeats.
+	one := func(rd, name string, open func() (*rundir.Dir, error), rep, repeats int) error {
 		r, err := run.Reload(rd)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			continue
+			return nil
 		}
 		c, ok := decodeConfig(r)
 		if !ok {
@@ -376,22 +379,29 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		}
 		b := r.Summary.Burst
 		if b == nil {
-			b = burstFromPlan(r.Plan, name)
+			folder := name
+			if repeats > 0 {
+				folder = filepath.Base(filepath.Dir(rd))
+			}
+			b = burstFromPlan(r.Plan, folder)
 			if r.Summary.Analysis != nil || len(r.Dir.Summary) > 0 {
 				r.Problems = append(r.Problems, "summary.json: no burst section — the prediction and μ are unknown")
 			}
 		}
-		sub, err := d.Existing(name)
+		sub, err := open()
 		if err != nil {
-			return experiment.Outcome{}, err
+			return err
 		}
 		res, err := r.Result(sub, c.RecoveryRule())
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			continue
+			return nil
 		}
 		if err := r.Save(sub, res); err != nil {
-			return experiment.Outcome{}, err
+			return err
+		}
+		if res.Spec.Rep > 0 { // the manifest's own number
+			rep = res.Spec.Rep
 		}
 		if env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
 			env, cfg = r.Env, c
@@ -399,10 +409,31 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		for _, p := range r.Problems {
 			problems = append(problems, name+": "+p)
 		}
-		runs = append(runs, Run{K: b.K, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
+		runs = append(runs, Run{K: b.K, Rep: rep, Repeats: repeats, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
 			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
 			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
 		partial = partial || res.Partial
+		return nil
+	}
+	for _, rd := range paths {
+		name := filepath.Base(rd)
+		reps, _ := rundir.Folders(rd, "rep-*")
+		if rundir.IsRun(rd) || len(reps) == 0 {
+			if err := one(rd, name, func() (*rundir.Dir, error) { return d.Existing(name) }, 0, 0); err != nil {
+				return experiment.Outcome{}, err
+			}
+			continue
+		}
+		parent, err := d.Existing(name)
+		if err != nil {
+			return experiment.Outcome{}, err
+		}
+		for i, rp := range reps { // burst-<k>x/rep-<i>: repeated runs of k
+			rn := filepath.Base(rp)
+			if err := one(rp, name+"/"+rn, func() (*rundir.Dir, error) { return parent.Existing(rn) }, i+1, len(reps)); err != nil {
+				return experiment.Outcome{}, err
+			}
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintln(w, "WARNING: "+p)
@@ -525,4 +556,58 @@ func (o legacyConfig) apply(c *Config) {
 	c.BaselineRPS, c.RecoveryLimit, c.RecoveryMetric = o.BaselineRPS, o.RecoveryLimit, o.RecoveryMetric
 	c.CapacityRPS, c.BoostRPS, c.BoostAfter = o.CapacityRPS, o.BoostRPS, o.BoostAfter
 	c.SettleTimeout, c.BaselineAuto = o.SettleTimeout, o.BaselineAuto
+}
+
+// scope names a run in verdicts and notes: "5×", or "5× rep 2" among
+// repeats.
+func (r *Run) scope() string {
+	if r.Repeats > 1 {
+		return fmt.Sprintf("%s× rep %d", fmtK(r.K), r.Rep)
+	}
+	return fmtK(r.K) + "×"
+}
+
+// pooledRows adds, for each multiplier with several runs, the pooled row
+// (the runs' burst-phase records analysed together: analyze.Pool) after
+// its runs' rows, its verdicts, and the spread lines of its runs' P99s,
+// goodput and recovery times. runs are sorted by multiplier, each one's
+// reps in order.
+func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
+	for i := 0; i < len(runs); {
+		j := i + 1
+		for j < len(runs) && runs[j].K == runs[i].K {
+			j++
+		}
+		group := runs[i:j]
+		i = j
+		if len(group) < 2 || group[0].Repeats < 2 {
+			continue
+		}
+		k := group[0].K
+		scope := fmtK(k) + "×"
+		var results []*run.Result
+		var rows []report.Row
+		for _, r := range group {
+			results = append(results, r.Result)
+			for _, row := range t.Rows {
+				if row.Rep == r.Rep && row.Multiplier.V == k && !row.Pooled {
+					rows = append(rows, row)
+				}
+			}
+		}
+		t.Spreads = append(t.Spreads, experiment.Spreads(scope, rows, env.Opts.Seed)...)
+		pooled, err := experiment.Pooled(env, results)
+		if err != nil {
+			t.Notes = append(t.Notes, scope+": no pooled row: "+err.Error())
+			continue
+		}
+		row := experiment.Row(pooled, &env.Opts, schedule.PhaseBurst)
+		experiment.PoolRow(&row, len(group), rows[0])
+		row.Multiplier, row.BaselineRPS, row.BurstRPS = report.Val(k), report.Val(c.BaselineRPS), report.Val(k*c.BaselineRPS)
+		row.Recovery = report.RecoveryNA(experiment.ReasonPooledRecovery)
+		row.PredictedRecovery = report.RecoveryNA("pooled: the prediction is per run (see the runs' rows)")
+		row.Mu, row.MuSource = report.Unavailable("pooled: μ is per run (see the runs' rows)"), "per run"
+		t.Rows = append(t.Rows, row)
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" pooled overall", pooled.Analysis.Verdict)...)
+	}
 }

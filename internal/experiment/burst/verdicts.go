@@ -33,7 +33,7 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 	var lines []experiment.VerdictLine
 	for i := range runs {
 		a := runs[i].Result.Analysis
-		l := experiment.VerdictLine{Scope: fmtK(runs[i].K) + "×", Label: "overall", Pass: a.Verdict.Pass}
+		l := experiment.VerdictLine{Scope: runs[i].scope(), Label: "overall", Pass: a.Verdict.Pass}
 		for _, name := range verdictPhases {
 			if p, ok := a.Phase(name); ok {
 				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass})
@@ -93,7 +93,7 @@ func baselineNotes(runs []Run) []string {
 		if _, seen := scopes[key]; !seen {
 			order = append(order, key)
 		}
-		scopes[key] = append(scopes[key], fmtK(runs[i].K)+"×")
+		scopes[key] = append(scopes[key], runs[i].scope())
 	}
 	var notes []string
 	for _, key := range order {
@@ -142,7 +142,7 @@ func calmBaselineNote(runs []Run, idx []int) string {
 		b, _ := r.Result.Analysis.Phase(schedule.PhaseBaseline)
 		set := r.Result.Analysis.Settings
 		deadline, e2e = set.TTFTDeadlineMs, set.E2EDeadlineMs
-		scopes = append(scopes, fmtK(r.K)+"×")
+		scopes = append(scopes, r.scope())
 		ttfts = append(ttfts, b.Latency.TTFTSend.Text(analyze.Q95))
 		late += b.Succeeded - b.Good
 		failed += b.Offered - b.Succeeded
@@ -212,7 +212,7 @@ func meaning(runs []Run) string {
 	var failed []string
 	for i := range runs {
 		if !runs[i].Result.Analysis.Verdict.Pass {
-			failed = append(failed, fmtK(runs[i].K)+"×")
+			failed = append(failed, runs[i].scope())
 		}
 	}
 	if len(failed) == 0 {

@@ -78,6 +78,12 @@ type Config struct {
 	EarlyStop        bool          `yaml:"early_stop"`        // stop a hopeless step early
 	SettleTimeout    time.Duration `yaml:"settle_timeout"`    // longest wait for the target to settle between steps (0 = none)
 	Simulate         bool          `yaml:"simulate"`          // virtual time against the engine model
+	Repeat           int           `yaml:"repeat"`            // whole searches, each into rep-k (repeat.go); 1 = one search
+
+	// rep and repeats number the search among repeated ones (0 when
+	// there is one): its steps run with rep's seed. Set on the copy of
+	// the config each repeated search is given.
+	rep, repeats int
 }
 
 // DefaultConfig returns the defaults.
@@ -96,6 +102,7 @@ func DefaultConfig() Config {
 		Arrival:          schedule.ArrivalPoisson,
 		EarlyStop:        true,
 		SettleTimeout:    DefaultLevelSettleTimeout,
+		Repeat:           1,
 	}
 }
 
@@ -147,6 +154,7 @@ func (c *Config) Validate() error {
 	if c.SettleTimeout < 0 {
 		bad("settle_timeout", "must be ≥ 0, got %s", c.SettleTimeout)
 	}
+	errs.Merge("", experiment.ValidateRepeat(c.Repeat))
 	if o := &c.Options; o.SLOTTFTP95 == 0 && o.SLOE2EP99 == 0 && o.SLOGoodput == 0 {
 		bad("slo_ttft_p95", "--slo-ttft-p95, --slo-e2e-p99 and --slo-goodput are all 0: a capacity search needs at least one SLO clause to judge its steps")
 	}
@@ -305,10 +313,10 @@ func runStep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int,
 		return nil, err
 	}
 	spec := run.Spec{Name: name, Dir: sub, Command: "capacity", Plan: plan, Exclude: []string{schedule.PhaseWarmup},
-		Experiment: stepRecord{Step: i, RateRPS: rate, Capacity: c}}
+		Experiment: stepRecord{Step: i, RateRPS: rate, Capacity: c}, Rep: c.rep, Repeats: c.repeats}
 	var stop *hopeless
 	if c.EarlyStop {
-		arrivals, err := schedule.Build(plan, env.Opts.Seed)
+		arrivals, err := schedule.Build(plan, spec.Seed(env.Opts.Seed))
 		if err != nil {
 			return nil, &run.ConfigError{Err: err}
 		}
@@ -370,6 +378,9 @@ func printStep(w io.Writer, st *Step) {
 // table, capacity.json and report.html, and a summary on w.
 func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 	experiment.Announce(w, env, "capacity")
+	if c.Repeat > 1 {
+		return repeated(ctx, env, c, d, w)
+	}
 	cr, err := Search(ctx, env, c, d, w)
 	if err != nil {
 		return experiment.Outcome{}, err

@@ -58,6 +58,11 @@ func folder(path string, w io.Writer) (experiment.Outcome, string, error) {
 		out, err := burst.Rerender(path, w)
 		return out, "", err
 	}
+	if reps, err := rundir.Folders(path, "rep-*"); err == nil && len(reps) > 0 && rundir.IsRun(reps[0]) {
+		// surge run --repeat N: rep-1 … rep-N, each a run folder.
+		out, err := experiment.RerenderRepeats(path, reps, w)
+		return out, "", err
+	}
 	parent := func(kind, file, pattern, what string) error {
 		subs, _ := rundir.Folders(path, pattern)
 		if !exists(filepath.Join(path, file)) && len(subs) == 0 {
@@ -68,6 +73,9 @@ func folder(path string, w io.Writer) (experiment.Outcome, string, error) {
 			example = subs[len(subs)-1]
 		}
 		return bad("report: %s is a %s's folder: surge report does not re-render a %s's own table (%s); give one of its %s folders to re-render that run alone, in the single-run layout: surge report %s", path, kind, kind, what, pattern, example)
+	}
+	if reps, _ := rundir.Folders(path, "rep-*"); len(reps) > 0 && exists(filepath.Join(reps[0], "capacity.json")) {
+		return experiment.Outcome{}, "", bad("report: %s holds repeated capacity searches (rep-*): surge report does not re-render a capacity search's own table; give one of their step-* folders to re-render that run alone: surge report %s", path, filepath.Join(reps[0], "step-*"))
 	}
 	if err := parent("capacity search", "capacity.json", "step-*", "its steps' search decisions"); err != nil {
 		return experiment.Outcome{}, "", err

@@ -1,0 +1,111 @@
+package analyze
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// The spread's bootstrap (docs/metrics.md "Spread over repeats").
+const (
+	// SpreadBootstrapMin is the fewest runs that get a bootstrap interval:
+	// below it an interval over resampled runs says little the values
+	// themselves do not.
+	SpreadBootstrapMin = 5
+	// SpreadResamples is how many bootstrap resamples are drawn.
+	SpreadResamples = 10000
+	// SpreadLevel is the bootstrap interval's confidence level.
+	SpreadLevel = 0.95
+)
+
+// RunValue is one run's value of a metric (a P99, a recovery time, a
+// goodput); Bound marks a lower bound only (a P99 censored by timeouts, a
+// run that did not recover in the time it was watched).
+type RunValue struct {
+	V     float64
+	Bound bool
+}
+
+// Spread is how one metric varied over repeated runs of one configuration:
+// the run values in run order, their minimum, median and maximum, and —
+// with at least SpreadBootstrapMin runs and none of them a lower bound — a
+// percentile-bootstrap interval of the median.
+//
+// Median is the nearest-rank median, the ⌈N/2⌉-th smallest value (as
+// analyze's percentiles: a value one of the runs measured, never an average
+// of two runs' values). The interval: draw SpreadResamples resamples of N
+// values with replacement from the N run values (a PCG generator seeded
+// with the given seed, so the same values give the same interval), take
+// each resample's nearest-rank median, and report the nearest-rank
+// (1 − SpreadLevel)/2 and (1 + SpreadLevel)/2 quantiles of those medians.
+// With lower bounds among the values Min, Median and Max are computed on
+// the bounds as given (Bounds counts them) and there is no interval.
+type Spread struct {
+	Values   []RunValue `json:"values"`
+	N        int        `json:"n"`
+	Min      float64    `json:"min"`
+	Median   float64    `json:"median"`
+	Max      float64    `json:"max"`
+	Bounds   int        `json:"bounds,omitempty"` // values that are lower bounds only
+	CI       bool       `json:"ci"`               // the interval was computed
+	CILow    float64    `json:"ci_low,omitempty"`
+	CIHigh   float64    `json:"ci_high,omitempty"`
+	CILevel  float64    `json:"ci_level,omitempty"`
+	Resample int        `json:"resamples,omitempty"`
+	// NoCI says why there is no interval, when there is none.
+	NoCI string `json:"no_ci,omitempty"`
+}
+
+// SpreadOf is the spread of the run values vals (NaN values — a run with
+// no such value — are left out), its bootstrap drawn from seed.
+func SpreadOf(vals []RunValue, seed uint64) Spread {
+	s := Spread{Values: vals}
+	var xs []float64
+	for _, v := range vals {
+		if math.IsNaN(v.V) || math.IsInf(v.V, 0) {
+			continue
+		}
+		xs = append(xs, v.V)
+		if v.Bound {
+			s.Bounds++
+		}
+	}
+	s.N = len(xs)
+	if s.N == 0 {
+		s.Min, s.Median, s.Max = math.NaN(), math.NaN(), math.NaN()
+		s.NoCI = "no run has a value"
+		return s
+	}
+	slices.Sort(xs)
+	s.Min, s.Max, s.Median = xs[0], xs[len(xs)-1], nearestRank(xs, 0.5)
+	switch {
+	case s.N < SpreadBootstrapMin:
+		s.NoCI = "fewer than 5 runs"
+		return s
+	case s.Bounds > 0:
+		s.NoCI = "some runs' values are lower bounds only"
+		return s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xb007_57a9))
+	meds := make([]float64, SpreadResamples)
+	draw := make([]float64, s.N)
+	for i := range meds {
+		for j := range draw {
+			draw[j] = xs[rng.IntN(s.N)]
+		}
+		slices.Sort(draw)
+		meds[i] = nearestRank(draw, 0.5)
+	}
+	slices.Sort(meds)
+	s.CI, s.CILevel, s.Resample = true, SpreadLevel, SpreadResamples
+	s.CILow, s.CIHigh = nearestRank(meds, (1-SpreadLevel)/2), nearestRank(meds, (1+SpreadLevel)/2)
+	return s
+}
+
+// nearestRank is the q-quantile of sorted xs by nearest rank: the r-th
+// smallest, r = ⌈q·N⌉, at least 1.
+func nearestRank(xs []float64, q float64) float64 {
+	r := int(math.Ceil(q*float64(len(xs)) - 1e-9))
+	r = max(1, min(r, len(xs)))
+	return xs[r-1]
+}
