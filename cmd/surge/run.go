@@ -236,6 +236,21 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 	if x.dryRun != nil && *x.dryRun {
 		return dryRun(cmd, x, virtual)
 	}
+	if x.planned != nil {
+		// The estimate before: the planned runs' requests and tokens (and
+		// cost, with prices). Capacity searches and sweeps have no plan
+		// before they run: their steps depend on the results.
+		if err := run.Check(*x.options, virtual); err != nil {
+			return classify(x.flags, err)
+		}
+		runs, err := x.planned()
+		if err != nil {
+			return x.flags.explain(err)
+		}
+		if err := experiment.PrintEstimate(cmd.OutOrStdout(), x.options, runs); err != nil {
+			return classify(x.flags, err)
+		}
+	}
 	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run)
 }
 
@@ -289,7 +304,12 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	if err != nil {
 		return classify(f, err)
 	}
+	experiment.PrintSpend(stdout, env)
 	switch {
+	case out.Partial && env.BudgetStop() != "":
+		fmt.Fprintln(stdout, "Stopped by the budget: the results above are partial (marked so in every file); no further run was started.")
+		fmt.Fprintln(stdout, "exit 1: stopped by the budget (the files are marked partial)")
+		return &exitError{exitSLO, errSilent}
 	case out.Partial:
 		fmt.Fprintln(stdout, "Interrupted: the results above are partial (marked so in every file).")
 		fmt.Fprintln(stdout, "exit 1: interrupted (the files are marked partial)")

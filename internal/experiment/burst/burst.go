@@ -323,8 +323,12 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 
 	var runs []Run
 	gate := &experiment.Gate{Env: env, Timeout: c.SettleTimeout, Out: w}
-	for _, k := range c.Multipliers {
+	for i, k := range c.Multipliers {
 		if ctx.Err() != nil {
+			break
+		}
+		if why := env.BudgetExhausted(); why != "" {
+			fmt.Fprintf(w, "burst-%sx and later: not started (%s)\n", fmtK(k), why)
 			break
 		}
 		r, err := burstRun(ctx, env, c, d, w, gate, k, &mu)
@@ -336,6 +340,9 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 			return runs, err
 		}
 		if r.Result.Partial {
+			if why := env.BudgetStop(); why != "" && i+1 < len(c.Multipliers) {
+				fmt.Fprintf(w, "burst-%sx and later: not started (%s)\n", fmtK(c.Multipliers[i+1]), why)
+			}
 			break
 		}
 	}
