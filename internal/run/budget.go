@@ -170,7 +170,7 @@ func newMeter(o *Options) *meter {
 }
 
 // limited reports whether a budget is set.
-func (m *meter) limited() bool { return m != nil && ( m.maxReq > 0 || m.maxOut > 0 || m.maxUSD > 0) }
+func (m *meter) limited() bool { return m != nil && (m.maxReq > 0 || m.maxOut > 0 || m.maxUSD > 0) }
 
 // key is the field of the first budget set, for an error about budgets.
 func (m *meter) key() string {
