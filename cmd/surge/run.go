@@ -243,11 +243,10 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		if err := run.Check(*x.options, virtual); err != nil {
 			return classify(x.flags, err)
 		}
-		runs, err := x.planned()
-		if err != nil {
-			return x.flags.explain(err)
-		}
-		if err := experiment.PrintEstimate(cmd.OutOrStdout(), x.options, runs); err != nil {
+		if runs, err := x.planned(); err != nil {
+			// burst --baseline-rps auto: the runs depend on a search.
+			fmt.Fprintln(cmd.OutOrStdout(), "planned: no estimate before the experiment: its runs depend on what it measures first")
+		} else if err := experiment.PrintEstimate(cmd.OutOrStdout(), x.options, runs); err != nil {
 			return classify(x.flags, err)
 		}
 	}
