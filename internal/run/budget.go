@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -355,4 +356,14 @@ func (e *Env) BudgetExhausted() string {
 		return ""
 	}
 	return e.budget.exhausted()
+}
+
+// CheckBudget refuses a budget the run cannot keep: a closed loop in
+// virtual time (virtual.Closed has no gate yet). A *ConfigError naming the
+// budget's flag; nil when the budget applies (or there is none).
+func (e *Env) CheckBudget(closed bool) error {
+	if !e.Virtual || !closed || !e.budget.limited() {
+		return nil
+	}
+	return configErr(&field.Error{Field: e.budget.key(), Message: "does not apply to a concurrency sweep with --simulate yet: drop --simulate (the closed loop over HTTP is metered) or sweep --rates"})
 }

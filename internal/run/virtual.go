@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
-	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -26,11 +25,10 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	}
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
+	if err := e.CheckBudget(spec.Closed != nil); err != nil {
+		return err
+	}
 	if e.budget.limited() {
-		if spec.Closed != nil {
-			// virtual.Closed has no gate yet.
-			return configErr(&field.Error{Field: e.budget.key(), Message: "does not apply to a concurrency sweep with --simulate yet: drop --simulate (the closed loop over HTTP is metered) or use a rate sweep"})
-		}
 		cfg.Gate = gate{e.budget}
 	}
 	var out *virtual.Output

@@ -253,6 +253,9 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if err := c.Validate(); err != nil {
 		return experiment.Outcome{}, &run.ConfigError{Err: err}
 	}
+	if err := env.CheckBudget(c.closed()); err != nil {
+		return experiment.Outcome{}, err
+	}
 	experiment.Announce(w, env, "sweep")
 	kind := "closed loop (concurrent users; labelled as such: a slow target slows its own load)"
 	if !c.closed() {
