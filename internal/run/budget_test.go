@@ -10,6 +10,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -260,5 +261,33 @@ func TestBudgetValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkBudgetAdmit is what a budget adds per arrival on the
+// dispatcher: the request's draws (Shape) and the reservation, and its
+// release when the record comes back. Nothing is added per chunk.
+func BenchmarkBudgetAdmit(b *testing.B) {
+	o := quietOptions()
+	o.MaxOutputTokens = ptr[int64](1 << 62)
+	wcfg, err := o.WorkloadConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := workload.New(wcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := newMeter(&o)
+	rec := record.New("x", 0, "main", 0)
+	b.ReportAllocs()
+	for i := range b.N {
+		a := schedule.Arrival{Seq: int64(i), At: time.Duration(i)}
+		prompt, maxTok := g.Shape(a)
+		if !m.admit(a.Seq, a.At, prompt, maxTok) {
+			b.Fatal("refused")
+		}
+		rec.Seq, rec.OutputTokens = a.Seq, maxTok
+		m.done(&rec)
 	}
 }
