@@ -137,7 +137,7 @@ func SpendText(s run.Spend, p run.Prices) string {
 func PrintSpend(w io.Writer, env *run.Env) {
 	o := &env.Opts
 	p := o.Prices()
-	if !o.Budgeted() && !p.In && !p.Out {
+	if !env.Metered() || !o.Budgeted() && !p.In && !p.Out {
 		return
 	}
 	fmt.Fprintln(w, SpendText(env.Spent(), p)+" (from the responses' usage)")
@@ -156,7 +156,7 @@ func PrintSpend(w io.Writer, env *run.Env) {
 func spendMeta(env *run.Env) []report.KV {
 	o := &env.Opts
 	p := o.Prices()
-	if !o.Budgeted() && !p.In && !p.Out {
+	if !env.Metered() || !o.Budgeted() && !p.In && !p.Out { // a re-rendered run's spend is not the command's
 		return nil
 	}
 	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)"}}

@@ -328,6 +328,10 @@ func USD(v float64) string {
 	return "$" + strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+// Metered reports whether the Env meters its runs' spend: a prepared one
+// does, a reloaded run's (surge report) does not.
+func (e *Env) Metered() bool { return e.budget != nil }
+
 // Spent is what the command's finished runs spent so far.
 func (e *Env) Spent() Spend {
 	if e.budget == nil {
