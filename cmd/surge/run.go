@@ -57,6 +57,11 @@ With no --target it runs against the built-in simulated engine.` + exitCodesRun,
   # real prompts: the first human turn of each ShareGPT conversation, shuffled by --seed
   surge run --dataset sharegpt.json --dataset-format sharegpt --rate 5 --duration 10s --max-tokens-cap 512
 
+  # a budget: stop cleanly before 100,000 output tokens or $2 (prices in USD per million tokens);
+  # the estimate is printed before, the spend after
+  surge run --target URL --model M --rate 5 --duration 10m --max-output-tokens 100000 \
+    --max-cost 2 --price-input 0.5 --price-output 1.5
+
   # phases from a YAML file (flags win over the file); it may define profiles
   # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
   #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
