@@ -291,3 +291,30 @@ func BenchmarkBudgetAdmit(b *testing.B) {
 		m.done(&rec)
 	}
 }
+
+// A closed loop over HTTP (a concurrency sweep's level) is metered too:
+// with --max-requests 20 its 4 users send 20 requests in all, then stop;
+// in virtual time the budget is refused before anything runs.
+func TestBudgetClosedLoop(t *testing.T) {
+	o := quietOptions()
+	o.MaxRequests = ptr[int64](20)
+	loop := schedule.ClosedLoop{Users: 4, Duration: 30 * time.Second, Phase: "c4"}
+	synctest.Test(t, func(t *testing.T) {
+		env := bubbleEnv(t, o, nil)
+		res, err := env.Execute(context.Background(), Spec{Name: "c", Dir: testDir(t), Command: "test", Plan: loop.Plan(), Closed: &loop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Count() != 20 || !res.Partial || res.PartialWhy != "budget: 20 requests sent (--max-requests 20)" || res.StoppedAt <= 0 {
+			t.Fatalf("%d records, partial %v %q, stopped at %s", res.Count(), res.Partial, res.PartialWhy, res.StoppedAt)
+		}
+	})
+	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := env.CheckBudget(true); err == nil || !strings.Contains(err.Error(), "does not apply to a concurrency sweep with --simulate") {
+		t.Errorf("virtual closed loop: %v", err)
+	}
+}
