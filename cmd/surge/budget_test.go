@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -100,5 +102,30 @@ func TestBudgetStopsBurst(t *testing.T) {
 	if !strings.HasPrefix(meta["spent"], "1,500 requests,") || !strings.Contains(meta["spent"], "at $0.50/$1.50 per M") ||
 		meta["budget"] != "--max-requests 1500: stopped the command — "+why {
 		t.Errorf("meta spent %q, budget %q", meta["spent"], meta["budget"])
+	}
+}
+
+// A budget spent exactly by the first burst: it is whole (not partial),
+// the second is not started, and the command is partial (exit 1, the
+// results note the budget) — never exit 0 with a multiplier missing.
+func TestBudgetSpentBetweenBursts(t *testing.T) {
+	dir := t.TempDir()
+	short := []string{"burst", "--simulate", "--warmup", "10s", "--baseline", "30s", "--burst", "10s", "--recovery", "30s", "--recovery-limit", "1m", "-q"}
+	if code, out, _ := surge(t, append(short, "--multipliers", "2", "-o", filepath.Join(dir, "one"))...); code == exitUsage || code == exitInternal {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "one", "burst-2x", "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(b), "\n")
+	code, out, _ := surge(t, append(short, "--multipliers", "2,5", "--max-requests", strconv.Itoa(n), "-o", filepath.Join(dir, "two"))...)
+	why := fmt.Sprintf("budget: %d requests sent (--max-requests %d)", n, n)
+	if code != exitSLO || !strings.Contains(out, "burst-5x and later: not started ("+why+")") || !strings.Contains(out, "exit 1: stopped by the budget") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "two", "results.md"))
+	if err != nil || !strings.Contains(string(md), "PARTIAL: the experiment was stopped by its budget ("+why+")") {
+		t.Errorf("results.md: %v\n%s", err, md)
 	}
 }

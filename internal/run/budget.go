@@ -301,10 +301,16 @@ func (m *meter) end(recs []record.Record) (run Spend, why string) {
 }
 
 // exhausted says why no further run can send a request — a budget fully
-// spent — or "" while one could.
-func (m *meter) exhausted() string {
+// spent — or "" while one could. Asked before a run starts, a reason
+// stops the command: it is the BudgetStop from then on.
+func (m *meter) exhausted() (why string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer func() {
+		if why != "" {
+			m.stop = why
+		}
+	}()
 	s := m.spent
 	switch {
 	case m.stop != "":
@@ -354,7 +360,9 @@ func (e *Env) BudgetStop() string {
 }
 
 // BudgetExhausted says why the next run of an experiment must not start —
-// the budget is spent, or stopped a run — or "" when it may.
+// the budget is spent, or stopped a run — or "" when it may. An
+// experiment asks it before each run after the first; a reason is then
+// the command's BudgetStop.
 func (e *Env) BudgetExhausted() string {
 	if e.budget == nil {
 		return ""

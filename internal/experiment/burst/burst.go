@@ -260,7 +260,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
-	interrupted := ctx.Err() != nil
+	interrupted := ctx.Err() != nil || env.BudgetStop() != "" // a budget stop: the later multipliers did not run
 	for _, r := range runs {
 		interrupted = interrupted || r.Result.Partial
 	}
