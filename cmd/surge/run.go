@@ -163,7 +163,7 @@ func profileOrMix(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
 // command (its Outcome.Meaning says the same at the end of a run), then
 // the codes every command shares.
 func exitCodes(zero, one string) string {
-	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted (its files are marked partial); "+
+	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted or stopped by its budget (its files are marked partial); "+
 		"2 usage or configuration error, or the output folder is in use or not empty; "+
 		"3 the target was unusable (no request succeeded); "+
 		"4 anything else, e.g. the run folder could not be written (disk full) — the run stops within a second and keeps every record written so far.", 78)
