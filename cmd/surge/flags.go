@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -292,8 +293,57 @@ func (f *flags) options(o *run.Options) {
 	f.str(&o.Deployment, "deployment", "deployment", "recorded in the manifest: serverless, dedicated, self-managed, …")
 	f.str(&o.Hardware, "hardware", "hardware", "recorded in the manifest: accelerator type and count, if known")
 	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")
+	f.budget(o)
 	f.simulator("sim.", &o.Sim)
 }
+
+// budget binds the budget and price flags (run.Options, budget.go): unset
+// means no limit, so that --max-requests 0 is an error, not "none".
+func (f *flags) budget(o *run.Options) {
+	f.value(optInt{&o.MaxRequests}, "max_requests", "max-requests", "budget for the whole command (every run of an experiment shares it): send at most this many requests, then stop cleanly — no new arrivals, requests in flight finish, the run and its report are marked partial with the reason, later runs are not started (exit 1), e.g. --max-requests 500")
+	f.value(optInt{&o.MaxOutputTokens}, "max_output_tokens", "max-output-tokens", "budget for the whole command: at most this many output tokens; each request's max_tokens is reserved before it is sent, so the run stops before the budget would be passed (as --max-requests), e.g. --max-output-tokens 100000")
+	f.value(optFloat{&o.MaxCost}, "max_cost", "max-cost", "budget for the whole command in USD at --price-input and --price-output (both required): each request's prompt and max_tokens are reserved before it is sent (as --max-output-tokens), e.g. --max-cost 5 --price-input 0.5 --price-output 1.5")
+	f.value(optFloat{&o.PriceInput}, "price_input", "price-input", "price of input (prompt) tokens, USD per million: prices the estimate printed before the experiment and the spend after (no budget needed), and --max-cost")
+	f.value(optFloat{&o.PriceOutput}, "price_output", "price-output", "price of output tokens, USD per million (as --price-input)")
+}
+
+// optInt is an optional integer flag: nil until given.
+type optInt struct{ p **int64 }
+
+func (v optInt) String() string {
+	if v.p == nil || *v.p == nil {
+		return ""
+	}
+	return strconv.FormatInt(**v.p, 10)
+}
+func (v optInt) Set(s string) error {
+	n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+	if err != nil {
+		return errors.New("must be a whole number")
+	}
+	*v.p = &n
+	return nil
+}
+func (optInt) Type() string { return "n" }
+
+// optFloat is an optional number flag: nil until given.
+type optFloat struct{ p **float64 }
+
+func (v optFloat) String() string {
+	if v.p == nil || *v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(**v.p, 'f', -1, 64)
+}
+func (v optFloat) Set(s string) error {
+	x, err := strconv.ParseFloat(strings.TrimPrefix(s, "$"), 64)
+	if err != nil {
+		return errors.New("must be a number (USD)")
+	}
+	*v.p = &x
+	return nil
+}
+func (optFloat) Type() string { return "usd" }
 
 // target binds the flags that say where requests go and how they get
 // there: every experiment's and surge check's.

@@ -73,7 +73,7 @@ func verdictExit(out experiment.Outcome) string {
 	const with = "the command that wrote it exits %d with these results: %s"
 	switch {
 	case out.Partial:
-		return fmt.Sprintf(with, exitSLO, "interrupted (the files are marked partial)")
+		return fmt.Sprintf(with, exitSLO, "interrupted or stopped by its budget (the files are marked partial)")
 	case out.Unusable:
 		return fmt.Sprintf(with, exitTarget, "the target was unusable: no request succeeded")
 	case !out.SLOPass:

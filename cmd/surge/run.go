@@ -57,6 +57,11 @@ With no --target it runs against the built-in simulated engine.` + exitCodesRun,
   # real prompts: the first human turn of each ShareGPT conversation, shuffled by --seed
   surge run --dataset sharegpt.json --dataset-format sharegpt --rate 5 --duration 10s --max-tokens-cap 512
 
+  # a budget: stop cleanly before 100,000 output tokens or $2 (prices in USD per million tokens);
+  # the estimate is printed before, the spend after
+  surge run --target URL --model M --rate 5 --duration 10m --max-output-tokens 100000 \
+    --max-cost 2 --price-input 0.5 --price-output 1.5
+
   # phases from a YAML file (flags win over the file); it may define profiles
   # and a mix:  profiles: [{name: agent, prompt: "lognormal:median=6000,p95=30000",
   #             output: 300}]   mix: {chat: 0.6, agent: 0.4}
@@ -162,7 +167,7 @@ func profileOrMix(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
 // command (its Outcome.Meaning says the same at the end of a run), then
 // the codes every command shares.
 func exitCodes(zero, one string) string {
-	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted (its files are marked partial); "+
+	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted or stopped by its budget (its files are marked partial); "+
 		"2 usage or configuration error, or the output folder is in use or not empty; "+
 		"3 the target was unusable (no request succeeded); "+
 		"4 anything else, e.g. the run folder could not be written (disk full) — the run stops within a second and keeps every record written so far.", 78)
@@ -240,6 +245,20 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 	if x.dryRun != nil && *x.dryRun {
 		return dryRun(cmd, x, virtual)
 	}
+	if x.planned != nil {
+		// The estimate before: the planned runs' requests and tokens (and
+		// cost, with prices). Capacity searches and sweeps have no plan
+		// before they run: their steps depend on the results.
+		if err := run.Check(*x.options, virtual); err != nil {
+			return classify(x.flags, err)
+		}
+		if runs, err := x.planned(); err != nil {
+			// burst --baseline-rps auto: the runs depend on a search.
+			fmt.Fprintln(cmd.OutOrStdout(), "planned: no estimate before the experiment: its runs depend on what it measures first")
+		} else if err := experiment.PrintEstimate(cmd.OutOrStdout(), x.options, runs); err != nil {
+			return classify(x.flags, err)
+		}
+	}
 	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run)
 }
 
@@ -293,7 +312,12 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	if err != nil {
 		return classify(f, err)
 	}
+	experiment.PrintSpend(stdout, env)
 	switch {
+	case out.Partial && env.BudgetStop() != "":
+		fmt.Fprintln(stdout, "Stopped by the budget: the results above are partial (marked so in every file); no further run was started.")
+		fmt.Fprintln(stdout, "exit 1: stopped by the budget (the files are marked partial)")
+		return &exitError{exitSLO, errSilent}
 	case out.Partial:
 		fmt.Fprintln(stdout, "Interrupted: the results above are partial (marked so in every file).")
 		fmt.Fprintln(stdout, "exit 1: interrupted (the files are marked partial)")

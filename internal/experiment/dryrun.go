@@ -74,7 +74,8 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 			return err
 		}
 	}
-	return nil
+	fmt.Fprintln(w)
+	return PrintEstimate(w, o, runs) // budget.go: the same arrivals and draws
 }
 
 // writePlan writes one run's phase table.

@@ -94,7 +94,14 @@ func Loop(ctx context.Context, env *run.Env, out io.Writer, settleTimeout time.D
 			}
 			fmt.Fprintf(out, "settle before %s %d: %s (%s)\n", label, i, d.Round(100*time.Millisecond), note)
 		}
+		if why := env.BudgetExhausted(); why != "" {
+			fmt.Fprintf(out, "%s %d and later: not started (%s)\n", label, i, why)
+			return true, nil
+		}
 		partial, more, err := level(i)
+		if why := env.BudgetStop(); partial && why != "" {
+			fmt.Fprintf(out, "no %s after %s %d is started (%s)\n", label, label, i, why)
+		}
 		if err != nil || partial {
 			return partial, err
 		}

@@ -438,7 +438,7 @@ func HTMLMeta(env *run.Env) []report.KV {
 	if o.Target == "" && o.Sim.PrefixCache() {
 		kv = append(kv, report.KV{Key: "simulator prefix cache", Value: fmt.Sprintf("%d tokens per replica, blocks of %d", o.Sim.PrefixCacheTokens, o.Sim.BlockTokens())})
 	}
-	return kv
+	return append(kv, spendMeta(env)...) // budget.go
 }
 
 // PromptMeta is the report line comparing the prompt lengths surge

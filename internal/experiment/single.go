@@ -216,7 +216,7 @@ func runEnd(w io.Writer, env *run.Env, res *run.Result, notes []string) (Outcome
 	}
 	dir := res.Spec.Dir.Path()
 	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: dir, Unusable: Unusable(res)}
-	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis), nil)
+	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis, res.Partial), nil)
 	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 	if out.Unusable {

@@ -23,6 +23,10 @@ type VerdictLine struct {
 	Status string         // the status word when PASS/FAIL says too little, e.g. "DRIFTING", "GENERATOR-LIMITED"
 	Phases []PhaseVerdict // per-phase verdicts shown after the status, in order
 	Detail string         // measured vs limit, e.g. "burst: goodput 3.1% (limit 99%)"
+	// Partial marks a scope whose run was cut short (Ctrl-C, a budget):
+	// its status is never PASS, but PARTIAL — what ran held, but the plan
+	// did not run to its end.
+	Partial bool
 }
 
 // PhaseVerdict is one phase's PASS or FAIL in a VerdictLine.
@@ -50,7 +54,10 @@ func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []strin
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, l := range lines {
 		status := l.Status
-		if status == "" {
+		switch {
+		case status == "" && l.Partial && l.Pass:
+			status = "PARTIAL"
+		case status == "":
 			status = VerdictWord(l.Pass)
 		}
 		if l.Label != "" {
@@ -98,7 +105,7 @@ func ClauseText(c analyze.Clause) string { return c.Brief() }
 // RunVerdictLines is the verdict block of one run of arbitrary phases
 // (`surge run`, a soak): a line per measured phase when there are several,
 // then overall, each with every SLO clause as measured vs limit.
-func RunVerdictLines(a *analyze.Result) []VerdictLine {
+func RunVerdictLines(a *analyze.Result, partial bool) []VerdictLine {
 	var lines []VerdictLine
 	var measured []analyze.PhaseResult
 	for _, p := range a.Phases {
@@ -108,10 +115,10 @@ func RunVerdictLines(a *analyze.Result) []VerdictLine {
 	}
 	if len(measured) > 1 {
 		for _, p := range measured {
-			lines = append(lines, VerdictLine{Scope: p.Name, Pass: p.SLO.Pass, Detail: Clauses(p.SLO, false)})
+			lines = append(lines, VerdictLine{Scope: p.Name, Pass: p.SLO.Pass, Detail: Clauses(p.SLO, false), Partial: partial})
 		}
 	}
-	return append(lines, VerdictLine{Scope: "overall", Pass: a.Verdict.Pass, Detail: Clauses(a.Verdict, false)})
+	return append(lines, VerdictLine{Scope: "overall", Pass: a.Verdict.Pass, Detail: Clauses(a.Verdict, false), Partial: partial})
 }
 
 // Count is n and the noun, plural unless n is 1: "1 warning", "3 warnings".

@@ -73,6 +73,12 @@ type Config struct {
 	// Judge, when set, decides each finished record's Good flag (the
 	// per-request deadline) before the record reaches the sink.
 	Judge func(*record.Record) bool
+	// Admit, when set, is asked before each arrival is offered (open
+	// loop) or each request is built (closed loop); false ends the
+	// schedule there, as Stop does: that arrival and every later one get
+	// no record, and a closed-loop user sends no more. A budget's check
+	// (package run). It must be safe for concurrent use.
+	Admit func(a *schedule.Arrival) bool
 }
 
 // Counters are live totals, safe to read while a run goes.
@@ -179,6 +185,10 @@ func (o *Open) Run(ctx context.Context, arrivals []schedule.Arrival) error {
 }
 
 func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arrival) {
+	if o.cfg.Admit != nil && !o.cfg.Admit(a) {
+		o.halt()
+		return
+	}
 	o.Counters.Offered.Add(1)
 	if o.Counters.InFlight.Load() >= int64(o.cfg.MaxInFlight) {
 		rec := o.newRecord(a)
@@ -317,6 +327,9 @@ func (c *Closed) Run(ctx context.Context, phase string, users int, start, d time
 					return
 				}
 				a := schedule.Arrival{Seq: seq.Add(1) - 1, At: now, Phase: phase}
+				if c.cfg.Admit != nil && !c.cfg.Admit(&a) {
+					return
+				}
 				rec := record.New(requestID(c.cfg.RunID, a.Seq), a.Seq, phase, int64(now))
 				rec.Profile = c.cfg.Profile
 				req := c.build(&a)

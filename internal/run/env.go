@@ -58,6 +58,7 @@ type Env struct {
 	exporter *live.Exporter
 	spans    *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
 	current  atomic.Pointer[live.Source] // the run under way, for the exporter
+	budget   *meter                      // the command's budget and spend, shared by its runs (budget.go)
 }
 
 // ConfigError marks an error in the user's configuration (exit code 2).
@@ -142,7 +143,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	// Every run of an experiment has its own scraper, which notes a missing
 	// metric at its first scrape: say each such warning once per command.
 	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
-	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network, Dataset: dataset}
+	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network, Dataset: dataset, budget: newMeter(&o)}
 	if dataset != nil && dataset.Skipped > 0 {
 		what, more := "conversation", ""
 		if dataset.Skipped > 1 {

@@ -100,6 +100,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
 	res.Partial, res.PartialWhy = false, ""
+	e.budget.begin()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	col := newCollector(arrivals, sess != nil)
@@ -144,6 +145,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
 	}
 	res.Records = col.records()
+	var budgetWhy string
+	if res.Spend, budgetWhy = e.budget.end(res.Records); budgetWhy != "" && !res.Partial {
+		// The budget ended the schedule (budget.go): what ran is
+		// analysed as run, and marked partial with the reason.
+		res.Partial, res.PartialWhy = true, budgetWhy
+	}
 	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
 	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
 	if err != nil {

@@ -88,6 +88,24 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	labels, _ := workload.New(wcfg) // validated by Execute; only its ProfileName, which is safe for concurrent use
 	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile, ProfileOf: labels.ProfileName,
 		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
+	if m := e.budget; m != nil && m.limited() {
+		// The budget reserves each request before it is sent (budget.go),
+		// with the draws Generate will make for it; the shaper is a
+		// generator of its own, as closed-loop users ask at once.
+		shaper, _ := workload.New(wcfg) // validated by Execute
+		var mu sync.Mutex
+		lcfg.Admit = func(a *schedule.Arrival) bool {
+			mu.Lock()
+			prompt, maxTok := shaper.Shape(*a)
+			mu.Unlock()
+			return m.admit(a.Seq, a.At, prompt, maxTok)
+		}
+		inner := sink
+		sink = func(r *record.Record) {
+			m.done(r)
+			inner(r)
+		}
+	}
 	// The driver: the open-loop schedule, or closed-loop users (sweeps).
 	var counters *loadgen.Counters
 	var drive func() error
@@ -184,6 +202,9 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	res.StoppedAt = time.Duration(stopped.Load())
 	if why, ok := stopWhy.Load().(string); ok {
 		res.StopWhy = why
+	}
+	if at, ok := e.budget.refusedAt(); ok && (res.StoppedAt == 0 || at < res.StoppedAt) {
+		res.StoppedAt = at // the budget ended the schedule (budget.go)
 	}
 	if v := interrupted.Load(); v > 0 && (res.StoppedAt == 0 || time.Duration(v) < res.StoppedAt) {
 		// Ctrl-C or a write error: the phases end here, so rates are over

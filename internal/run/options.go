@@ -124,6 +124,16 @@ type Options struct {
 	ServingConfig string `yaml:"serving_config"` // manifest: engine and its settings, if known
 
 	Sim sim.Config `yaml:"sim"` // the in-process simulated engine (no --target)
+
+	// Budget: limits of the whole command, shared by all its runs, and
+	// the prices that turn tokens into dollars (budget.go). Nil = no limit
+	// (or no price): a pointer so that a budget of 0 is an error, not
+	// "none".
+	MaxRequests     *int64   `yaml:"max_requests,omitempty"`      // requests sent
+	MaxOutputTokens *int64   `yaml:"max_output_tokens,omitempty"` // output tokens generated
+	MaxCost         *float64 `yaml:"max_cost,omitempty"`          // USD, at PriceInput and PriceOutput
+	PriceInput      *float64 `yaml:"price_input,omitempty"`       // USD per million input (prompt) tokens
+	PriceOutput     *float64 `yaml:"price_output,omitempty"`      // USD per million output tokens
 }
 
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
@@ -286,6 +296,7 @@ func (o *Options) Validate() error {
 	if o.OTLPGrace < 0 || o.OTLPGrace > 5*time.Minute {
 		bad("otlp_grace", "must be 0..5m, got %s", o.OTLPGrace)
 	}
+	o.validateBudget(bad)
 	if o.Target == "" {
 		o.Sim.Seed = o.Seed
 		errs.Merge("sim", o.Sim.Validate())

@@ -89,6 +89,7 @@ type Result struct {
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
 	StopWhy    string
+	Spend      Spend   // what the run's requests spent, from their usage (budget.go)
 	DoneOK     []int64 // completion times of the successful requests, ns, ascending
 	Simulated  bool    // the target was surge's simulator
 	Virtual    bool    // the run was in virtual time

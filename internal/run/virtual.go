@@ -2,9 +2,11 @@ package run
 
 import (
 	"context"
+	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/virtual"
@@ -24,6 +26,12 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
 	cfg.Sim.Seed = spec.Seed(cfg.Sim.Seed) // a repeat's engine model differs too
+	if err := e.CheckBudget(spec.Closed != nil); err != nil {
+		return err
+	}
+	if e.budget.limited() {
+		cfg.Gate = gate{e.budget}
+	}
 	var out *virtual.Output
 	if sess != nil {
 		var stop virtual.Stopper
@@ -64,3 +72,11 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	}
 	return nil
 }
+
+// gate is the budget as virtual time asks it (virtual.Gate).
+type gate struct{ m *meter }
+
+func (g gate) Admit(seq int64, at time.Duration, prompt, maxTokens int) bool {
+	return g.m.admit(seq, at, prompt, maxTokens)
+}
+func (g gate) Done(rec *record.Record) { g.m.done(rec) }

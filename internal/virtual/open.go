@@ -55,16 +55,28 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	b.outs = sim.SimulateBlocks(cl, in, blocks, cfg.Timeout, cfg.ScrapeInterval, onSample)
 	var at time.Duration
 	var why string
-	if stop != nil {
-		at, why = stopAt(stop, b, cfg.records(b), planEnd)
+	var recs []record.Record
+	if stop != nil || cfg.Gate != nil {
+		recs = cfg.records(b)
 	}
+	if stop != nil {
+		at, why = stopAt(stop, b, recs, planEnd)
+	}
+	n := len(arrivals)
 	if why != "" {
+		n = sort.Search(len(arrivals), func(i int) bool { return arrivals[i].At >= at })
+	}
+	if cfg.Gate != nil {
+		if k := gateAt(cfg.Gate, b, in[:n], recs); k < n {
+			n, at, why = k, arrivals[k].At, "" // the gate came first
+		}
+	}
+	if n < len(arrivals) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		// Arrivals from the stop on are never sent: simulate the run again
 		// without them (the engine then has less work after the stop).
-		n := sort.Search(len(arrivals), func(i int) bool { return arrivals[i].At >= at })
 		if cl, err = cfg.cluster(); err != nil {
 			return nil, err
 		}
@@ -123,4 +135,38 @@ func stopAt(stop Stopper, b *batch, recs []record.Record, planEnd time.Duration)
 		}
 	}
 	return 0, ""
+}
+
+// gateAt walks the arrivals in schedule order as a live run sends them:
+// before arrival i, the gate is told of every request finished before its
+// scheduled time, then asked to admit it. It returns the index of the
+// first arrival refused, len(in) when none was.
+//
+// The finished requests come from the simulation of every arrival up to
+// the one asked about, which is exact: what finished before t cannot have
+// been affected by arrivals after t.
+func gateAt(g Gate, b *batch, in []sim.Arrival, recs []record.Record) int {
+	order := make([]int, len(in)) // by completion time
+	for i := range order {
+		order[i] = i
+	}
+	done := func(i int) time.Duration {
+		if d := b.outs[i].DoneAt; d != sim.Never {
+			return d
+		}
+		return time.Duration(1<<63 - 1)
+	}
+	sort.SliceStable(order, func(x, y int) bool { return done(order[x]) < done(order[y]) })
+	j := 0
+	for i := range in {
+		t := b.arrivals[i].At
+		for j < len(order) && order[j] < i && done(order[j]) <= t {
+			g.Done(&recs[order[j]])
+			j++
+		}
+		if !g.Admit(b.arrivals[i].Seq, t, in[i].Req.PromptTokens, in[i].Req.MaxTokens) {
+			return i
+		}
+	}
+	return len(in)
 }

@@ -34,6 +34,20 @@ type Config struct {
 	// is on; it is called as each request is submitted, so a run holds the
 	// hashes of the requests in the engine only.
 	Blocks func(r *workload.Request, dst []uint64) []uint64
+	// Gate, when set, may refuse arrivals of an open-loop run, asked as a
+	// live run's budget is (see Gate); nil admits every arrival.
+	Gate Gate
+}
+
+// Gate lets the caller end an open-loop run at the first arrival it
+// refuses, as a budget does in a live run: it is asked about each arrival
+// in schedule order at its scheduled time, after being told (Done) of
+// every request that finished before then. Once it refuses, no arrival
+// from that one on is sent. Its state after the run is not the run's: the
+// records of the final Output are.
+type Gate interface {
+	Admit(seq int64, at time.Duration, promptTokens, maxTokens int) bool
+	Done(rec *record.Record)
 }
 
 // prefixCache reports whether requests carry block hashes.

@@ -371,6 +371,23 @@ func (g *Generator) fromDataset(a schedule.Arrival) Request {
 	return req
 }
 
+// Shape is the intended prompt tokens and the max_tokens Generate would
+// give arrival a, without building the prompt (a budget reserves them
+// before the request is sent). Like Generate, it is not safe for
+// concurrent use.
+func (g *Generator) Shape(a schedule.Arrival) (promptTokens, maxTokens int) {
+	p := g.profile(a.Seq)
+	prompt, output, _, _ := g.draw(p, a)
+	maxTok := min(output, p.MaxTokens)
+	if d := g.cfg.Dataset; d != nil {
+		if row := &d.rows[d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)]; row.maxTokens > 0 {
+			maxTok = int(row.maxTokens)
+		}
+		prompt = g.IntendedPromptTokens(a)
+	}
+	return prompt, g.capped(maxTok)
+}
+
 // IntendedPromptTokens is the intended prompt length T of arrival a, as
 // Generate would draw it (or size a dataset row), without building the
 // prompt.

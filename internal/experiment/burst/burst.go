@@ -307,7 +307,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
-	interrupted := ctx.Err() != nil
+	interrupted := ctx.Err() != nil || env.BudgetStop() != "" // a budget stop: the later multipliers did not run
 	for _, r := range runs {
 		interrupted = interrupted || r.Result.Partial
 	}
@@ -371,8 +371,13 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 	var runs []Run
 	gate := &experiment.Gate{Env: env, Timeout: c.SettleTimeout, Out: w}
 	parents := map[float64]*rundir.Dir{} // burst-<k>x of a multiplier with several runs
-	for _, pb := range c.Runs() {
+	planned := c.Runs()
+	for i, pb := range planned {
 		if ctx.Err() != nil {
+			break
+		}
+		if why := env.BudgetExhausted(); why != "" {
+			fmt.Fprintf(w, "%s and later: not started (%s)\n", pb.Folder(), why)
 			break
 		}
 		dir := d
@@ -395,6 +400,9 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 			return runs, err
 		}
 		if r.Result.Partial {
+			if why := env.BudgetStop(); why != "" && i+1 < len(planned) {
+				fmt.Fprintf(w, "%s and later: not started (%s)\n", planned[i+1].Folder(), why)
+			}
 			break
 		}
 	}

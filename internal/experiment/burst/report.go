@@ -309,7 +309,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
 	pooledRows(env, c, &t, runs)
-	if interrupted {
+	if why := env.BudgetStop(); why != "" {
+		t.Notes = append(t.Notes, "PARTIAL: the experiment was stopped by its budget ("+why+"); runs not listed did not happen.")
+	} else if interrupted {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was interrupted; runs not listed did not happen, and the last run is cut short.")
 	}
 	ht := t

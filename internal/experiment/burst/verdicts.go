@@ -33,7 +33,7 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 	var lines []experiment.VerdictLine
 	for i := range runs {
 		a := runs[i].Result.Analysis
-		l := experiment.VerdictLine{Scope: runs[i].scope(), Label: "overall", Pass: a.Verdict.Pass}
+		l := experiment.VerdictLine{Scope: runs[i].scope(), Label: "overall", Pass: a.Verdict.Pass, Partial: runs[i].Result.Partial}
 		for _, name := range verdictPhases {
 			if p, ok := a.Phase(name); ok {
 				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass})

@@ -429,7 +429,7 @@ func printFound(w io.Writer, cr *Result) {
 
 func printPartial(w io.Writer, cr *Result) {
 	if cr.Partial {
-		fmt.Fprintln(w, "PARTIAL: the search was interrupted.")
+		fmt.Fprintln(w, "PARTIAL: the search was interrupted or stopped by its budget (the reason is in its last step's row).")
 	}
 }
 
@@ -540,7 +540,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		lt.Notes = append(lt.Notes, cr.Note)
 	}
 	if cr.Partial {
-		lt.Notes = append(lt.Notes, "PARTIAL: the search was interrupted; the last step is cut short.")
+		lt.Notes = append(lt.Notes, "PARTIAL: the search was interrupted or stopped by its budget; the last step is cut short (the reason is in its row).")
 	}
 	for i := range cr.Steps {
 		st := &cr.Steps[i]

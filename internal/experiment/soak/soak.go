@@ -334,7 +334,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	tt.Notes = append(tt.Notes, sr.rerendered...)
 	tt.Notes = append(tt.Notes, "The trend test treats windows as independent; under load they are not, so its interval is optimistic — hence the minimum change as well.")
 	if res.Partial {
-		tt.Notes = append(tt.Notes, "PARTIAL: the soak was interrupted; the trends cover what ran.")
+		tt.Notes = append(tt.Notes, "PARTIAL: the soak was interrupted or stopped by its budget; the trends cover what ran.")
 	}
 	results := report.Table{Title: "Results table (docs/method.md §13)", Omit: report.BurstColumns}
 	row := experiment.Row(res, o, soakPhase)

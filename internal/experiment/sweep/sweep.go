@@ -253,6 +253,9 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if err := c.Validate(); err != nil {
 		return experiment.Outcome{}, &run.ConfigError{Err: err}
 	}
+	if err := env.CheckBudget(c.closed()); err != nil {
+		return experiment.Outcome{}, err
+	}
 	experiment.Announce(w, env, "sweep")
 	kind := "closed loop (concurrent users; labelled as such: a slow target slows its own load)"
 	if !c.closed() {
@@ -419,7 +422,7 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
 	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
 	if sr.Partial {
-		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted.")
+		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted or stopped by its budget (the reason is in its last level's row).")
 	}
 	lines, why := verdictLines(sr) // the headroom and the note explain them
 	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; SLO %s; measured vs limit", c.TTFTBudget, c.TPOTBudget, experiment.SLOText(&c.Options)), lines, why)
@@ -554,7 +557,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		lt.Notes = append(lt.Notes, sr.Note)
 	}
 	if sr.Partial {
-		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted; the last level is cut short.")
+		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted or stopped by its budget; the last level is cut short (the reason is in its row).")
 	}
 	return experiment.WriteLevelExperiment(d, "sweep.json", sr, lt, results, h, charts(c, sr))
 }

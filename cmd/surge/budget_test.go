@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Bad budgets exit 2 naming the flag; a price alone is accepted (it
+// prices the estimate), shown in --dry-run.
+func TestBudgetFlags(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		code int
+		want string // in stderr (exit 2) or stdout (exit 0)
+	}{
+		"zero requests":      {[]string{"--max-requests", "0"}, 2, "--max-requests: must be ≥ 1 request"},
+		"negative tokens":    {[]string{"--max-output-tokens", "-1"}, 2, "--max-output-tokens: must be ≥ 1 token"},
+		"zero cost":          {[]string{"--max-cost", "0", "--price-input", "1", "--price-output", "1"}, 2, "--max-cost: must be > 0 USD"},
+		"cost without price": {[]string{"--max-cost", "5", "--price-output", "1.5"}, 2, "--price-input: required with --max-cost"},
+		"not a number":       {[]string{"--max-requests", "many"}, 2, "--max-requests: must be a whole number"},
+		"negative price":     {[]string{"--price-input", "-2"}, 2, "--price-input: must be a price"},
+		"price alone": {[]string{"--price-input", "0.5", "--price-output", "1.5"}, 0,
+			"planned: ~92 requests, ~60.8 k input + ≤ 16.1 k output tokens (max_tokens; answers that end sooner cost less), est. ≤ $0.0546 at $0.50/$1.50 per M"},
+		"tokens only": {[]string{"--max-output-tokens", "500"}, 0, "budget: --max-output-tokens 500 for the whole command"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"run", "--simulate", "--rate", "10", "--duration", "10s", "--dry-run"}, tc.args...)
+			code, out, errOut := surge(t, args...)
+			got := out
+			if tc.code != 0 {
+				got = errOut
+			}
+			if code != tc.code || !strings.Contains(got, tc.want) {
+				t.Fatalf("exit %d, want %d with %q:\nstdout: %s\nstderr: %s", code, tc.code, tc.want, out, errOut)
+			}
+		})
+	}
+	_, out, _ := surge(t, "run", "--simulate", "--rate", "10", "--duration", "10s", "--dry-run", "--price-input", "0.5", "--price-output", "1.5")
+	if !strings.Contains(out, "at $0.50/$1.50 per M") {
+		t.Errorf("no priced estimate in:\n%s", out)
+	}
+}
+
+// A budget reached in the first of three bursts: the run is partial with
+// the reason (manifest, results.json rows), the later multipliers are not
+// started and say so, the spend is printed, nothing says PASS overall,
+// and the exit code is 1.
+func TestBudgetStopsBurst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errOut := surge(t, "burst", "--simulate", "--multipliers", "2,5,10", "--max-requests", "1500", "--price-input", "0.5", "--price-output", "1.5", "-q", "-o", dir)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	why := "budget: 1500 requests sent (--max-requests 1500)"
+	for _, want := range []string{
+		"planned: ~", "est. ≤ $",
+		"burst-5x and later: not started (" + why + ")",
+		"spent: 1,500 requests,",
+		"Stopped by the budget",
+		"exit 1: stopped by the budget",
+		"overall PARTIAL",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "overall PASS") {
+		t.Errorf("a partial run says PASS:\n%s", out)
+	}
+	var m struct {
+		Partial    bool   `json:"partial"`
+		PartialWhy string `json:"partial_why"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "burst-2x", "manifest.json"))
+	if err != nil || json.Unmarshal(b, &m) != nil || !m.Partial || m.PartialWhy != why {
+		t.Fatalf("manifest: %v %+v", err, m)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "burst-5x")); !os.IsNotExist(err) {
+		t.Errorf("burst-5x was started: %v", err)
+	}
+	var res struct {
+		Meta []struct{ Key, Value string } `json:"meta"`
+		Rows []map[string]any              `json:"rows"`
+	}
+	b, err = os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil || json.Unmarshal(b, &res) != nil || len(res.Rows) != 1 {
+		t.Fatalf("results.json: %v, %d rows", err, len(res.Rows))
+	}
+	if res.Rows[0]["partial"] != true || res.Rows[0]["partial_reason"] != why {
+		t.Errorf("row partial %v %v", res.Rows[0]["partial"], res.Rows[0]["partial_reason"])
+	}
+	meta := map[string]string{}
+	for _, kv := range res.Meta {
+		meta[kv.Key] = kv.Value
+	}
+	if !strings.HasPrefix(meta["spent"], "1,500 requests,") || !strings.Contains(meta["spent"], "at $0.50/$1.50 per M") ||
+		meta["budget"] != "--max-requests 1500: stopped the command — "+why {
+		t.Errorf("meta spent %q, budget %q", meta["spent"], meta["budget"])
+	}
+}
+
+// A budget spent exactly by the first burst: it is whole (not partial),
+// the second is not started, and the command is partial (exit 1, the
+// results note the budget) — never exit 0 with a multiplier missing.
+func TestBudgetSpentBetweenBursts(t *testing.T) {
+	dir := t.TempDir()
+	short := []string{"burst", "--simulate", "--warmup", "10s", "--baseline", "30s", "--burst", "10s", "--recovery", "30s", "--recovery-limit", "1m", "-q"}
+	if code, out, _ := surge(t, append(short, "--multipliers", "2", "-o", filepath.Join(dir, "one"))...); code == exitUsage || code == exitInternal {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "one", "burst-2x", "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(b), "\n")
+	code, out, _ := surge(t, append(short, "--multipliers", "2,5", "--max-requests", strconv.Itoa(n), "-o", filepath.Join(dir, "two"))...)
+	why := fmt.Sprintf("budget: %d requests sent (--max-requests %d)", n, n)
+	if code != exitSLO || !strings.Contains(out, "burst-5x and later: not started ("+why+")") || !strings.Contains(out, "exit 1: stopped by the budget") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "two", "results.md"))
+	if err != nil || !strings.Contains(string(md), "PARTIAL: the experiment was stopped by its budget ("+why+")") {
+		t.Errorf("results.md: %v\n%s", err, md)
+	}
+}
