@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -324,4 +325,47 @@ func (c *Comparison) Write(d Files, charts []report.XYChart) error {
 		return err
 	}
 	return d.WriteFile("compare.html", func(w io.Writer) error { return report.WriteLevelHTML(w, c.HTMLReport(charts)) })
+}
+
+// Glance is a short table of the comparison: one line per folder (named
+// by names, or its label), and for every result row the metrics keys —
+// the what-if's table of goodput and recovery per value.
+func (c *Comparison) Glance(names []string, keys ...string) Table {
+	t := Table{Title: "At a glance", Heads: []string{"folder"}}
+	type col struct{ row, key, kind string }
+	var cols []col
+	for _, g := range c.Groups {
+		for _, m := range g.Metrics {
+			if !slices.Contains(keys, m.Key) {
+				continue
+			}
+			cols = append(cols, col{g.Key, m.Key, m.Kind})
+			head := m.Head
+			if len(c.Groups) > 1 {
+				head = g.Key + " " + head
+			}
+			t.Heads = append(t.Heads, head)
+		}
+	}
+	for i, f := range c.Folders {
+		name := f.Label
+		if i < len(names) {
+			name = names[i]
+		}
+		line := []string{name}
+		for _, cl := range cols {
+			s, _ := c.Value(cl.row, cl.key, i)
+			line = append(line, sideText(cl.kind, s))
+		}
+		t.Rows = append(t.Rows, line)
+	}
+	return t
+}
+
+// WriteTable writes t as a Markdown table under its title.
+func WriteTable(w io.Writer, t Table) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "## %s\n\n", t.Title)
+	mdTable(bw, t)
+	return bw.Flush()
 }
