@@ -74,10 +74,17 @@ type Metric struct {
 // reference's (Delta, Ratio and Confidence are absent on the reference).
 type Side struct {
 	Cell
-	NotTested bool      `json:"not_tested,omitempty"`
-	Runs      []float64 `json:"runs,omitempty"` // the per-run values, with repeats
-	Delta     *Cell     `json:"delta,omitempty"`
-	Ratio     *Cell     `json:"ratio,omitempty"`
+	NotTested bool `json:"not_tested,omitempty"`
+	// Runs are the per-run values, with repeats; RunsAbove marks those
+	// known only as a lower bound (the run's value is above it).
+	Runs      []float64 `json:"runs,omitempty"`
+	RunsAbove []bool    `json:"runs_lower_bound,omitempty"`
+	// OfRuns says the value is not a pooled row's but the median of the
+	// per-run values: a metric with one value per run (a recovery time,
+	// one scaling event each) has no pooled value.
+	OfRuns bool  `json:"median_of_runs,omitempty"`
+	Delta  *Cell `json:"delta,omitempty"`
+	Ratio  *Cell `json:"ratio,omitempty"`
 	// Same compares a text value with the reference's.
 	Same       *bool  `json:"same,omitempty"`
 	Confidence string `json:"confidence,omitempty"`
@@ -201,14 +208,12 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 						sd.Reason = "not measured"
 					}
 				}
-				if s != nil {
-					for _, r := range s.runs {
-						if v := r.Cells[col.Key].Value; v != nil {
-							sd.Runs = append(sd.Runs, *v)
-						} else if r.Cells[col.Key].measured() && col.Kind != "text" {
-							sd.Runs = nil // a censored run: the spread is unknown
-							break
-						}
+				if s != nil && col.Kind != "text" {
+					sd.Runs, sd.RunsAbove = runValues(s.runs, col.Key)
+					if sd.NotTested && len(sd.Runs) > 0 && s.main != nil && !slices.Contains(sd.RunsAbove, true) {
+						// One value per run and no pooled one: compare the runs' median.
+						med := median(slices.Clone(sd.Runs))
+						sd.Cell, sd.NotTested, sd.OfRuns = Cell{Value: &med}, false, true
 					}
 				}
 				m.Sides = append(m.Sides, sd)
@@ -224,7 +229,7 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 					continue
 				}
 				sd.Delta, sd.Ratio = deltaRatio(ref.Cell, sd.Cell)
-				sd.Confidence = confidence(ref.Runs, sd.Runs)
+				sd.Confidence = confidence(runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
 			}
 			g.Metrics = append(g.Metrics, m)
 		}
@@ -234,6 +239,26 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 		c.Notes = append(c.Notes, "every folder holds single runs: a difference carries no confidence statement (--repeat N on each side gives one)")
 	}
 	return c
+}
+
+// runValues are the per-run values of key in runs (a lower bound marked
+// above); nil when some run did not measure it.
+func runValues(runs []Row, key string) (vals []float64, above []bool) {
+	for _, r := range runs {
+		c := r.Cells[key]
+		switch {
+		case c.Value != nil:
+			vals, above = append(vals, *c.Value), append(above, false)
+		case c.Lower != nil:
+			vals, above = append(vals, *c.Lower), append(above, true)
+		default:
+			return nil, nil
+		}
+	}
+	if !slices.Contains(above, true) {
+		above = nil
+	}
+	return vals, above
 }
 
 // statement says what the differing settings mean for the comparison.

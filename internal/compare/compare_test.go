@@ -77,10 +77,11 @@ func TestConfidence(t *testing.T) {
 		{"disjoint, few", []float64{1, 2}, []float64{3, 4}, "ranges do not overlap (2 vs 2 runs; too few for an interval: --repeat 5 gives one)"},
 		{"overlap, few", []float64{1, 3}, []float64{2, 4}, "ranges overlap: not distinguishable with 2 vs 2 runs"},
 		{"overlap, many", []float64{1, 2, 3, 4, 5}, []float64{1.5, 2.5, 3.5, 4.5, 5.5}, "includes 0: not distinguishable"},
+		{"constant", []float64{8, 8}, []float64{8, 8, 8}, "the same in every run (2 vs 3 runs)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := confidence(tc.a, tc.b)
+			got := confidence(runSet{v: tc.a}, runSet{v: tc.b})
 			if !strings.HasSuffix(got, tc.want) || (tc.want == "" && got != "") {
 				t.Errorf("got %q, want …%q", got, tc.want)
 			}
@@ -200,5 +201,31 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("err %v, want ErrInput with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Censored runs (each run's P99 > 60 s) still bound the range: B's runs
+// all below 60 s do not overlap A's. A metric with one value per run and
+// no pooled one (recovery) is compared by the runs' median, marked so.
+func TestCensoredRunsAndMedianOfRuns(t *testing.T) {
+	c := mustCompare(t, "testdata/censored-a", "testdata/censored-b")
+	b, _ := c.Value("5×", "ttft_p99_ms", 1)
+	if b.Confidence != "ranges do not overlap (3 vs 3 runs; some runs only bound it (> x): no interval)" {
+		t.Errorf("confidence %q", b.Confidence)
+	}
+	a, _ := c.Value("5×", "ttft_p99_ms", 0)
+	if got := sideText("ms", a); got != "> 60000 ms (runs > 60000 ms, > 60000 ms, > 60000 ms)" {
+		t.Errorf("A %q", got)
+	}
+	ra, okA := c.Value("5×", "recovery_s", 0)
+	rb, okB := c.Value("5×", "recovery_s", 1)
+	if !okA || !okB || !ra.OfRuns || *ra.Value != 390 || *rb.Value != 10 || *rb.Delta.Value != -380 {
+		t.Fatalf("recovery A %+v, B %+v", ra, rb)
+	}
+	if got := sideText("seconds", rb); got != "median 10 s (of 10 s, 20 s, 10 s)" {
+		t.Errorf("B %q", got)
+	}
+	if rb.Confidence != "ranges do not overlap (3 vs 3 runs; too few for an interval: --repeat 5 gives one)" {
+		t.Errorf("recovery confidence %q", rb.Confidence)
 	}
 }

@@ -152,7 +152,68 @@ func Load(path string) (*Folder, []Column, error) {
 	if err != nil {
 		return nil, nil, inputErr("%s: %v", path, err)
 	}
+	if row, rcols := searchRow(path, f.Kind); row != nil {
+		f.Rows = append([]Row{*row}, f.Rows...)
+		cols = append(rcols, cols...)
+	}
 	return f, cols, nil
+}
+
+// searchRow is the outcome of a capacity search (capacity.json: the
+// sustainable rate, the lowest failing one, the suggested baseline) or a
+// sweep (sweep.json: the usable level, the knee, the budget break), as
+// one row before the steps' or levels', or nil for other kinds.
+func searchRow(path, kind string) (*Row, []Column) {
+	var file string
+	switch kind {
+	case KindCapacity:
+		file = "capacity.json"
+	case KindSweep:
+		file = "sweep.json"
+	default:
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(path, file))
+	if err != nil {
+		return nil, nil
+	}
+	r := &Row{Key: "search outcome", Label: "search outcome", Cells: map[string]Cell{}}
+	var cols []Column
+	if kind == KindCapacity {
+		var c map[string]json.RawMessage
+		if json.Unmarshal(b, &c) != nil {
+			return nil, nil
+		}
+		for _, k := range []string{"sustainable_rps", "lowest_failing_rps", "suggested_baseline_rps"} {
+			r.Cells[k] = parseCell(c[k])
+			if v := r.Cells[k].Value; v != nil && *v == 0 {
+				r.Cells[k] = Cell{Reason: "none found"}
+			}
+			cols = append(cols, Column{Key: k, Head: strings.ReplaceAll(k, "_", " "), Kind: "rate"})
+		}
+		return r, cols
+	}
+	var sw struct {
+		Levels []struct {
+			Level float64 `json:"level"`
+		} `json:"levels"`
+		Findings map[string]json.RawMessage `json:"findings"`
+	}
+	if json.Unmarshal(b, &sw) != nil {
+		return nil, nil
+	}
+	for _, k := range []string{"usable", "knee", "break"} {
+		var i int
+		key := k + "_level"
+		cols = append(cols, Column{Key: key, Head: k + " level", Kind: "number"})
+		if json.Unmarshal(sw.Findings[k], &i) != nil || i < 0 || i >= len(sw.Levels) {
+			r.Cells[key] = Cell{Reason: k + " not reached"}
+			continue
+		}
+		v := sw.Levels[i].Level
+		r.Cells[key] = Cell{Value: &v}
+	}
+	return r, cols
 }
 
 // runKind is the kind of a folder whose runs are of command: a surge run
@@ -235,6 +296,11 @@ func readResults(path, kind string) ([]Column, []Row, error) {
 		}
 	}
 	cols = slices.DeleteFunc(cols, func(c Column) bool { return slices.Contains(identity, c.Key) })
+	for i := range cols {
+		if cols[i].Head == "" { // a column for CSV and JSON only (slo_ttft_p95)
+			cols[i].Head = cols[i].Key
+		}
+	}
 	var rows []Row
 	for _, raw := range doc.Rows {
 		r := Row{Cells: map[string]Cell{}}

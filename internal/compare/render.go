@@ -83,10 +83,18 @@ func sideText(kind string, s Side) string {
 	t := cellText(kind, s.Cell, false)
 	if len(s.Runs) > 0 && kind != "text" {
 		var rs []string
-		for _, r := range s.Runs {
+		for i, r := range s.Runs {
+			if i < len(s.RunsAbove) && s.RunsAbove[i] {
+				rs = append(rs, "> "+fmtKind(kind, r))
+				continue
+			}
 			rs = append(rs, fmtKind(kind, r))
 		}
-		t += " (runs " + strings.Join(rs, ", ") + ")"
+		of := "runs "
+		if s.OfRuns {
+			t, of = "median "+t, "of "
+		}
+		t += " (" + of + strings.Join(rs, ", ") + ")"
 	}
 	return t
 }

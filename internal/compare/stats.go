@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 )
@@ -13,33 +14,58 @@ const (
 	bootstrapMinRuns   = 5 // per side; fewer runs get the range statement
 )
 
+// runSet is one side's per-run values; above[i] marks a value known only
+// as a lower bound (the run's percentile was censored: > v).
+type runSet struct {
+	v     []float64
+	above []bool
+}
+
+func (r runSet) censored() bool { return slices.Contains(r.above, true) }
+
+// lo and hi bound the side's runs: every run lies in [lo, hi].
+func (r runSet) lo() float64 { return slices.Min(r.v) }
+func (r runSet) hi() float64 {
+	if r.censored() {
+		return math.Inf(1)
+	}
+	return slices.Max(r.v)
+}
+
 // confidence says whether the per-run values a (the reference's) and b
 // differ beyond their run-to-run spread. Each value is one run's own
 // figure (its P99, its goodput): they are compared as a distribution over
-// runs, never averaged. With at least bootstrapMinRuns runs on each side
-// it gives a bootstrap interval of median(b) − median(a); with fewer, it
-// says whether the two ranges overlap. Empty when a side has no repeats.
-func confidence(a, b []float64) string {
-	if len(a) < 2 || len(b) < 2 {
-		if len(a) >= 2 || len(b) >= 2 {
+// runs, never averaged. With at least bootstrapMinRuns exact runs on each
+// side it gives a bootstrap interval of median(b) − median(a); with
+// fewer, or with censored runs (> x), it says whether the two ranges
+// overlap (a censored run reaches up without bound). Empty when neither
+// side has repeats.
+func confidence(a, b runSet) string {
+	if len(a.v) < 2 || len(b.v) < 2 {
+		if len(a.v) >= 2 || len(b.v) >= 2 {
 			return "repeats on one side only: no confidence statement"
 		}
 		return ""
 	}
-	if len(a) >= bootstrapMinRuns && len(b) >= bootstrapMinRuns {
-		lo, hi := bootstrapDiff(a, b)
+	if a.lo() == a.hi() && b.lo() == b.hi() && a.lo() == b.lo() {
+		return fmt.Sprintf("the same in every run (%d vs %d runs)", len(a.v), len(b.v))
+	}
+	if len(a.v) >= bootstrapMinRuns && len(b.v) >= bootstrapMinRuns && !a.censored() && !b.censored() {
+		lo, hi := bootstrapDiff(a.v, b.v)
 		verdict := "includes 0: not distinguishable"
 		if lo > 0 || hi < 0 {
 			verdict = "excludes 0: distinguishable"
 		}
-		return fmt.Sprintf("median difference 95%% CI [%s, %s] (bootstrap, %d vs %d runs): %s", fmtNum(lo), fmtNum(hi), len(a), len(b), verdict)
+		return fmt.Sprintf("median difference 95%% CI [%s, %s] (bootstrap, %d vs %d runs): %s", fmtNum(lo), fmtNum(hi), len(a.v), len(b.v), verdict)
 	}
-	amin, amax := slices.Min(a), slices.Max(a)
-	bmin, bmax := slices.Min(b), slices.Max(b)
-	if bmin > amax || bmax < amin {
-		return fmt.Sprintf("ranges do not overlap (%d vs %d runs; too few for an interval: --repeat %d gives one)", len(a), len(b), bootstrapMinRuns)
+	why := fmt.Sprintf("too few for an interval: --repeat %d gives one", bootstrapMinRuns)
+	if a.censored() || b.censored() {
+		why = "some runs only bound it (> x): no interval"
 	}
-	return fmt.Sprintf("ranges overlap: not distinguishable with %d vs %d runs", len(a), len(b))
+	if b.lo() > a.hi() || b.hi() < a.lo() {
+		return fmt.Sprintf("ranges do not overlap (%d vs %d runs; %s)", len(a.v), len(b.v), why)
+	}
+	return fmt.Sprintf("ranges overlap: not distinguishable with %d vs %d runs", len(a.v), len(b.v))
 }
 
 // bootstrapDiff returns the 2.5th and 97.5th percentiles of
