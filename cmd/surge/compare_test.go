@@ -127,3 +127,30 @@ func TestCompareBadInput(t *testing.T) {
 		})
 	}
 }
+
+// Two capacity searches compare step by step (by planned rate), with the
+// search's outcome — the sustainable rate — as a row of its own; a step
+// only one search ran is not tested in the other.
+func TestCompareCapacity(t *testing.T) {
+	dir := t.TempDir()
+	search := func(name string, extra ...string) string {
+		out := filepath.Join(dir, name)
+		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "200", "--step-duration", "20s", "--max-step-duration", "1m", "-o", out}, extra...)
+		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+			t.Fatalf("capacity %v: exit %d\n%s\n%s", extra, code, stdout, stderr)
+		}
+		return out
+	}
+	a := search("a")
+	b := search("b", "--replicas", "2")
+	out := filepath.Join(dir, "ab")
+	code, stdout, stderr := surge(t, "compare", a, b, "-o", out)
+	if code != exitOK {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"2 folders, capacity search", "One variable differs: replicas (1 → 2)", "## search outcome", "| sustainable rps ", "## 2 req/s", "not tested"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -44,7 +44,8 @@ import (
 type Comparison struct {
 	Kind    string   `json:"kind"`
 	Folders []Folder `json:"folders"`
-	// Variables are the settings that differ, coverage differences last.
+	// Variables are the settings that differ; coverage and observation
+	// differences, which confound nothing, last.
 	Variables []Variable `json:"variables"`
 	// Statement says in one sentence what the differing settings mean
 	// for the comparison: the one variable, or the confounded ones.
@@ -265,7 +266,7 @@ func runValues(runs []Row, key string) (vals []float64, above []bool) {
 func statement(vs []Variable, n int) (string, bool) {
 	var names []string
 	for _, v := range vs {
-		if !v.Coverage {
+		if v.confounds() {
 			names = append(names, v.Name)
 		}
 	}
@@ -352,7 +353,7 @@ func (c *Comparison) Value(row, key string, i int) (Side, bool) {
 func (c *Comparison) Differing() []string {
 	var out []string
 	for _, v := range c.Variables {
-		if !v.Coverage {
+		if v.confounds() {
 			out = append(out, v.Name)
 		}
 	}

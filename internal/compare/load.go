@@ -121,6 +121,13 @@ func Load(path string) (*Folder, []Column, error) {
 		runs = runFolders(path, "level-*")
 	case has(path, "rep-*"): // surge run --repeat N: rep-1/ … rep-N/ and the pooled results
 		runs = runFolders(path, "rep-*")
+		if len(runs) == 0 { // capacity --repeat N: each rep-k a whole search
+			reps, _ := rundir.Folders(path, "rep-*")
+			if sub, _, err := Load(reps[0]); err == nil {
+				f.Kind = sub.Kind
+				runs = []string{filepath.Dir(sub.ManifestPath)}
+			}
+		}
 	}
 	if len(runs) == 0 {
 		return nil, nil, inputErr("%s is not a folder surge wrote: no manifest.json, requests.jsonl or results.json, and no burst-<k>x, step-*, level-* or rep-* run folders in it", path)

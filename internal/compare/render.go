@@ -33,8 +33,11 @@ func (c *Comparison) Tables() (vars Table, rows []Table, omitted []string) {
 	}
 	for _, v := range c.Variables {
 		kind := v.Category
-		if v.Coverage {
+		switch {
+		case v.Coverage:
 			kind += " (coverage: rows only one side ran are not tested)"
+		case v.Observation:
+			kind += " (observation: changes what is measured, not the target)"
 		}
 		vars.Rows = append(vars.Rows, append([]string{v.Name, kind}, v.Values...))
 	}

@@ -26,7 +26,14 @@ type Variable struct {
 	// burst multipliers, a sweep's levels. It does not confound the rows
 	// both folders ran; a row only one ran is not tested on the other.
 	Coverage bool `json:"coverage,omitempty"`
+	// Observation marks a difference in what was observed of the target
+	// (engine metrics scraped, OTLP spans received), not in the target or
+	// its load: it changes which metrics are tested, not their values.
+	Observation bool `json:"observation,omitempty"`
 }
+
+// confounds reports whether v can change the metrics' values.
+func (v Variable) confounds() bool { return !v.Coverage && !v.Observation }
 
 // leaf is one setting of a manifest: its user-facing name and its value.
 type leaf struct {
@@ -108,6 +115,9 @@ var skipOptions = []string{"out", "force", "quiet", "prometheus_addr", "api_key_
 
 // coverage are the settings that say which rows an experiment ran.
 var coverage = []string{"multipliers", "concurrency", "rates"}
+
+// observation are the settings that say what was observed of the target.
+var observation = []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace"}
 
 // optionName maps a run.Options field (as the manifest's JSON has it,
 // the Go name) to its flag name and type.
@@ -246,6 +256,8 @@ func category(name string) string {
 		return "arrival process"
 	case "baseline-rps", "rate", "duration", "warmup", "baseline", "burst", "recovery", "recovery-limit", "phases", "multipliers", "concurrency", "rates":
 		return "phases"
+	case "metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace":
+		return "observation"
 	case "ttft-deadline", "e2e-deadline", "slo-ttft-p95", "slo-e2e-p99", "slo-goodput", "ttft-budget", "tpot-budget":
 		return "SLOs and deadlines"
 	}
@@ -292,7 +304,7 @@ func Variables(ms []*record.Manifest) []Variable {
 			}
 			continue
 		}
-		byName[name] = &Variable{Name: name, Category: category(name), Values: vals, Coverage: slices.Contains(coverage, name)}
+		byName[name] = &Variable{Name: name, Category: category(name), Values: vals, Coverage: slices.Contains(coverage, name), Observation: slices.Contains(observation, name)}
 		order = append(order, name)
 	}
 	var out []Variable
@@ -300,11 +312,11 @@ func Variables(ms []*record.Manifest) []Variable {
 		out = append(out, *byName[n])
 	}
 	slices.SortStableFunc(out, func(a, b Variable) int {
-		if a.Coverage != b.Coverage {
-			if a.Coverage {
-				return 1
+		if a.confounds() != b.confounds() {
+			if a.confounds() {
+				return -1
 			}
-			return -1
+			return 1
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
