@@ -229,3 +229,34 @@ func TestCensoredRunsAndMedianOfRuns(t *testing.T) {
 		t.Errorf("recovery confidence %q", rb.Confidence)
 	}
 }
+
+// The median of an even number of runs is one run's value (nearest
+// rank), never the mean of the middle two: that would average two runs'
+// percentiles.
+func TestMedianNearestRank(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		want float64
+	}{{[]float64{24, 23}, 23}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2}, {[]float64{7}, 7}} {
+		if got := median(tc.v); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+// capacity --repeat N writes rep-k/ each a whole search and, at the top,
+// each search's sustainable step (a different step per search) and their
+// pooled row: they compare as one row, "sustainable step".
+func TestCapacityRepeats(t *testing.T) {
+	c := mustCompare(t, "testdata/capacity-repeats-a", "testdata/capacity-repeats-b")
+	if c.Kind != KindCapacity || len(c.Groups) != 1 || c.Groups[0].Key != "sustainable step" {
+		t.Fatalf("kind %q, rows %d (%+v)", c.Kind, len(c.Groups), c.Groups)
+	}
+	b, _ := c.Value("sustainable step", "goodput_rps", 1)
+	if *b.Value != 13.7 || len(b.Runs) != 2 || !strings.HasPrefix(b.Confidence, "ranges do not overlap (2 vs 2 runs") {
+		t.Errorf("B %+v", b)
+	}
+	if v, ok := c.Variable("replicas"); !ok || len(c.Differing()) != 1 || v.Values[1] != "2" {
+		t.Errorf("variables %+v", c.Variables)
+	}
+}

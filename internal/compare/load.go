@@ -317,6 +317,11 @@ func readResults(path, kind string) ([]Column, []Row, error) {
 		r.Rep = int(num(r.Cells["rep"]))
 		r.Pooled = r.Cells["pooled"].Text == "yes"
 		r.Key, r.Label = rowIdentity(kind, r.Cells)
+		if _, rep := r.Cells["rep"]; rep && kind == KindCapacity {
+			// capacity --repeat N: each search's sustainable step, and their
+			// pooled row — one row per search, whichever step it was.
+			r.Key, r.Label = "sustainable step", "sustainable step"
+		}
 		for _, k := range identity {
 			delete(r.Cells, k)
 		}

@@ -88,12 +88,10 @@ func bootstrapDiff(a, b []float64) (lo, hi float64) {
 	return diffs[int(0.025*float64(len(diffs)))], diffs[int(0.975*float64(len(diffs)))-1]
 }
 
-// median of v (v is reordered).
+// median of v (v is reordered) by nearest rank: the ⌈n/2⌉-th smallest,
+// always one run's own value — with an even count never the mean of the
+// middle two, which would average two runs' percentiles.
 func median(v []float64) float64 {
 	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
+	return v[(len(v)+1)/2-1]
 }
