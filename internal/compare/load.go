@@ -460,10 +460,6 @@ func readSummary(path string) ([]Column, []Row, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("no results.json, and summary.json: %v", errors.Unwrap(err))
 	}
-	type dist struct {
-		Count int                `json:"count"`
-		P     map[string]float64 `json:"-"`
-	}
 	var s struct {
 		Analysis struct {
 			Phases   []map[string]json.RawMessage `json:"phases"`
