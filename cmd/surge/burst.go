@@ -97,7 +97,9 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 					return usageErr("--vary: needs --simulate: it runs the experiment once per value against the engine model in virtual time")
 				}
 				var err error
-				what, err = parseVary(varySpec, cfg.Options.Sim)
+				if what, err = parseVary(varySpec, cfg.Options.Sim); err == nil && dry {
+					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the plan below runs once per value (%s), each into OUT/%s-<value>/\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
+				}
 				return err
 			}
 			return nil

@@ -45,6 +45,15 @@ type Config struct {
 	Burst    burst.Config
 }
 
+// Values are the variants' values, in order.
+func (c *Config) Values() []string {
+	var out []string
+	for _, v := range c.Variants {
+		out = append(out, v.Value)
+	}
+	return out
+}
+
 // Folder is the folder of a variant inside OUT: <knob>-<value>.
 func (c *Config) Folder(v Variant) string {
 	return c.Knob + "-" + strings.NewReplacer("/", "_", `\`, "_", " ", "_").Replace(v.Value)
@@ -61,7 +70,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("--vary: needs --simulate: it runs the experiment once per value against the engine model in virtual time")}
 	}
 	fmt.Fprintf(w, "surge burst --vary %s: the burst experiment once per value (%s), in virtual time, into %s/%s-<value>/\n\n",
-		c.Knob, joinValues(c.Variants), d.Path(), c.Knob)
+		c.Knob, strings.Join(c.Values(), ", "), d.Path(), c.Knob)
 	out := experiment.Outcome{SLOPass: true, Unusable: true, Dir: d.Path()}
 	var dirs []string
 	var failed []string
@@ -100,6 +109,11 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 			failed = append(failed, c.Knob+"="+v.Value)
 		}
 		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res), filepath.Join(sub.Path(), "results.md"))
+		for line := range strings.Lines(console.String()) { // its warnings and notes, which results.md may not hold
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "WARNING") || strings.HasPrefix(t, "note:") {
+				fmt.Fprintf(w, "  %s\n", t)
+			}
+		}
 		if res.Partial {
 			out.Partial = true
 			break
@@ -148,14 +162,6 @@ func verdict(o experiment.Outcome) string {
 		return "SLO held"
 	}
 	return "SLO failed"
-}
-
-func joinValues(vs []Variant) string {
-	var s []string
-	for _, v := range vs {
-		s = append(s, v.Value)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Charts are the what-if's charts: goodput and recovery time against the
