@@ -56,6 +56,9 @@ type Comparison struct {
 	// is possible).
 	Repeats bool     `json:"repeats"`
 	Notes   []string `json:"notes"`
+	// Lead are tables shown before the settings in Markdown and HTML (the
+	// what-if's table at a glance); compare.json has their values in rows.
+	Lead []Table `json:"-"`
 }
 
 // Group is one row every folder may have (a multiplier, a phase, a

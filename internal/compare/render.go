@@ -214,6 +214,10 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(bw, "- %s\n", h)
 	}
 	fmt.Fprintf(bw, "\n%s\n\n", c.Statement)
+	for _, t := range c.Lead {
+		fmt.Fprintf(bw, "## %s\n\n", t.Title)
+		mdTable(bw, t)
+	}
 	vars, rows, omitted := c.Tables()
 	if len(vars.Rows) > 0 {
 		fmt.Fprintf(bw, "## %s\n\n", vars.Title)
@@ -291,6 +295,9 @@ func (c *Comparison) HTMLReport(charts []report.XYChart) report.LevelReport {
 	meta = append(meta, report.KV{Key: "settings", Value: c.Statement})
 	vars, rows, omitted := c.Tables()
 	var levels []report.LevelTable
+	for _, t := range c.Lead {
+		levels = append(levels, levelTable(t))
+	}
 	if len(vars.Rows) > 0 {
 		levels = append(levels, levelTable(vars))
 	}

@@ -127,17 +127,16 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if err != nil {
 		return out, err
 	}
-	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
-		return out, err
-	}
-	fmt.Fprintln(w)
 	var names []string
 	for _, v := range c.Variants[:len(dirs)] {
 		names = append(names, c.Knob+"="+v.Value)
 	}
-	// The console fails quietly (surge burst … | head): the files are written.
-	_ = compare.WriteTable(w, cmp.Glance(names, GlanceKeys...))
-	_ = cmp.WriteMarkdown(w)
+	cmp.Lead = []compare.Table{cmp.Glance(names, GlanceKeys...)}
+	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
+		return out, err
+	}
+	fmt.Fprintln(w)
+	_ = cmp.WriteMarkdown(w) // the console fails quietly (surge burst … | head): the files are written
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.html"))
 	if len(failed) > 0 {
 		out.Meaning = "the SLO failed at " + strings.Join(failed, ", ") + " (each value's results.md says which clauses)"
