@@ -113,8 +113,10 @@ var perRun = []string{"multiplier", "step", "rate_rps", "level", "Level", "Durat
 // the simulator's settings are its serving_config).
 var skipOptions = []string{"out", "force", "quiet", "prometheus_addr", "api_key_env", "api_key_file", "ca_cert", "sim", "deployment", "hardware", "serving_config"}
 
-// coverage are the settings that say which rows an experiment ran.
-var coverage = []string{"multipliers", "concurrency", "rates"}
+// coverage are the settings that say which rows an experiment ran, and
+// how often (--repeat: more runs make the confidence statement sharper,
+// they do not change what is tested).
+var coverage = []string{"multipliers", "concurrency", "rates", "repeat"}
 
 // observation are the settings that say what was observed of the target.
 var observation = []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace"}
@@ -256,6 +258,8 @@ func category(name string) string {
 		return "arrival process"
 	case "baseline-rps", "rate", "duration", "warmup", "baseline", "burst", "recovery", "recovery-limit", "phases", "multipliers", "concurrency", "rates":
 		return "phases"
+	case "repeat":
+		return "repeats"
 	case "metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace":
 		return "observation"
 	case "ttft-deadline", "e2e-deadline", "slo-ttft-p95", "slo-e2e-p99", "slo-goodput", "ttft-budget", "tpot-budget":

@@ -43,6 +43,7 @@ func TestVariables(t *testing.T) {
 		{"model twice recorded, once named", func(o *run.Options) { o.Model = "n" }, extra(5, []float64{5}), []string{"model"}, nil, []string{"m", "n"}},
 		{"seed in options, manifest and sim", func(o *run.Options) { o.Seed, o.Sim.Seed = 2, 2 }, extra(5, []float64{5}), []string{"seed"}, nil, []string{"1", "2"}},
 		{"coverage and observation", func(o *run.Options) { o.MetricsURL = "http://x/metrics" }, extra(5, []float64{2, 5}), nil, []string{"metrics-url", "multipliers"}, nil},
+		{"repeats", func(o *run.Options) {}, burstExtra{5, map[string]any{"baseline_rps": 8, "multipliers": []float64{5}, "burst": 60e9, "repeat": 3}}, nil, []string{"repeat"}, nil},
 		{"experiment setting", func(o *run.Options) {}, burstExtra{5, map[string]any{"baseline_rps": 6, "multipliers": []float64{5}, "burst": 60e9}}, []string{"baseline-rps"}, nil, []string{"8", "6"}},
 	}
 	for _, tc := range cases {
