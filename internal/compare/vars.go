@@ -116,10 +116,13 @@ var skipOptions = []string{"out", "force", "quiet", "prometheus_addr", "api_key_
 // coverage are the settings that say which rows an experiment ran, and
 // how often (--repeat: more runs make the confidence statement sharper,
 // they do not change what is tested).
-var coverage = []string{"multipliers", "concurrency", "rates", "repeat"}
+// A budget (--max-requests, …) only says how much may run: a run it
+// stopped is partial, and the comparison says so.
+var coverage = []string{"multipliers", "concurrency", "rates", "repeat", "max-requests", "max-output-tokens", "max-cost"}
 
 // observation are the settings that say what was observed of the target.
-var observation = []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace"}
+// Prices only turn tokens into a cost.
+var observation = []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace", "price-input", "price-output"}
 
 // optionName maps a run.Options field (as the manifest's JSON has it,
 // the Go name) to its flag name and type.
@@ -262,6 +265,8 @@ func category(name string) string {
 		return "repeats"
 	case "metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace":
 		return "observation"
+	case "max-requests", "max-output-tokens", "max-cost", "price-input", "price-output":
+		return "budget"
 	case "ttft-deadline", "e2e-deadline", "slo-ttft-p95", "slo-e2e-p99", "slo-goodput", "ttft-budget", "tpot-budget":
 		return "SLOs and deadlines"
 	}
