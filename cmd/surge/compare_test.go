@@ -154,3 +154,26 @@ func TestCompareCapacity(t *testing.T) {
 		}
 	}
 }
+
+// Two soaks compare window by window.
+func TestCompareSoak(t *testing.T) {
+	dir := t.TempDir()
+	var outs []string
+	for _, extra := range [][]string{nil, {"--replicas", "2"}} {
+		out := filepath.Join(dir, "soak"+strings.Join(extra, ""))
+		args := append([]string{"soak", "--simulate", "-q", "--duration", "6m", "--rate", "2", "-o", out}, extra...)
+		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+			t.Fatalf("soak: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		outs = append(outs, out)
+	}
+	code, stdout, stderr := surge(t, "compare", outs[0], outs[1], "-o", filepath.Join(dir, "cmp"))
+	if code != exitOK {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"2 folders, soak", "One variable differs: replicas (1 → 2)", "## window 0–60 s", "## window 300–360 s"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}

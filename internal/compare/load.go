@@ -273,7 +273,7 @@ func exists(path string) bool {
 }
 
 // identity are the columns that say which row a row is, never metrics.
-var identity = []string{"model", "workload", "phase", "deployment", "multiplier", "step", "level", "rep", "pooled", "repeats"}
+var identity = []string{"model", "workload", "phase", "deployment", "multiplier", "step", "level", "window_start_s", "window_end_s", "rep", "pooled", "repeats"}
 
 // readResults reads a results.json: the results table (run, burst, soak:
 // rows of {"value": …} objects) or a level table (capacity, sweep: a
@@ -342,6 +342,11 @@ func rowIdentity(kind string, c map[string]Cell) (key, label string) {
 	if kind == KindCapacity {
 		if r := c["rate_rps"]; r.Value != nil {
 			parts = append(parts, fmtNum(*r.Value)+" req/s")
+		}
+	}
+	if kind == KindSoak {
+		if a, b := c["window_start_s"], c["window_end_s"]; a.Value != nil && b.Value != nil {
+			parts = append(parts, "window "+fmtNum(*a.Value)+"–"+fmtNum(*b.Value)+" s")
 		}
 	}
 	for _, k := range []string{"level", "phase"} {
