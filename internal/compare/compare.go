@@ -233,7 +233,7 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 					continue
 				}
 				sd.Delta, sd.Ratio = deltaRatio(ref.Cell, sd.Cell)
-				sd.Confidence = confidence(runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
+				sd.Confidence = confidence(col.Kind, runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
 			}
 			g.Metrics = append(g.Metrics, m)
 		}

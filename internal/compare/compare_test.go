@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,7 +82,7 @@ func TestConfidence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := confidence(runSet{v: tc.a}, runSet{v: tc.b})
+			got := confidence("number", runSet{v: tc.a}, runSet{v: tc.b})
 			if !strings.HasSuffix(got, tc.want) || (tc.want == "" && got != "") {
 				t.Errorf("got %q, want …%q", got, tc.want)
 			}
@@ -258,5 +259,43 @@ func TestCapacityRepeats(t *testing.T) {
 	}
 	if v, ok := c.Variable("replicas"); !ok || len(c.Differing()) != 1 || v.Values[1] != "2" {
 		t.Errorf("variables %+v", c.Variables)
+	}
+}
+
+// surge run --repeat N: D/rep-1 … rep-N (run folders) and D/results.json
+// with the per-run and pooled rows read as a surge run's folder.
+func TestRunRepeatsLayout(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, mw string, goodput ...float64) string {
+		d := filepath.Join(dir, name)
+		for k := range 2 {
+			rep := filepath.Join(d, "rep-"+string(rune('1'+k)))
+			os.MkdirAll(rep, 0o755)
+			os.WriteFile(filepath.Join(rep, "manifest.json"), []byte(`{"tool":"surge","command":"run","seed":`+string(rune('1'+k))+`,"serving_config":"surge simulator {\"MaxWaiting\":`+mw+`}"}`), 0o644)
+			os.WriteFile(filepath.Join(rep, "requests.jsonl"), nil, 0o644)
+		}
+		rows := ""
+		for i, g := range goodput {
+			rep := `"rep":` + string(rune('0'+i+1))
+			if i == len(goodput)-1 {
+				rep = `"rep":0,"pooled":true,"repeats":2`
+			}
+			rows += `,{"phase":null,` + rep + `,"goodput_rps":{"value":` + strconv.FormatFloat(g, 'f', -1, 64) + `}}`
+		}
+		os.WriteFile(filepath.Join(d, "results.json"), []byte(`{"rows":[`+rows[1:]+`]}`), 0o644)
+		return d
+	}
+	a := write("a", "0", 1, 2, 1.5)
+	b := write("b", "20", 3, 4, 3.5)
+	c := mustCompare(t, a, b)
+	if c.Kind != KindRun || !c.Repeats {
+		t.Fatalf("kind %q, repeats %v", c.Kind, c.Repeats)
+	}
+	s, _ := c.Value("whole run", "goodput_rps", 1)
+	if *s.Value != 3.5 || len(s.Runs) != 2 || *s.Delta.Value != 2 || !strings.HasPrefix(s.Confidence, "ranges do not overlap (2 vs 2 runs") {
+		t.Errorf("B %+v", s)
+	}
+	if got := c.Differing(); len(got) != 1 || got[0] != "max-waiting" {
+		t.Errorf("differing %v (rep-1's manifests: the same seed)", got)
 	}
 }

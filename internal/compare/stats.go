@@ -39,8 +39,8 @@ func (r runSet) hi() float64 {
 // side it gives a bootstrap interval of median(b) − median(a); with
 // fewer, or with censored runs (> x), it says whether the two ranges
 // overlap (a censored run reaches up without bound). Empty when neither
-// side has repeats.
-func confidence(a, b runSet) string {
+// side has repeats. kind is the metric's unit, for the interval.
+func confidence(kind string, a, b runSet) string {
 	if len(a.v) < 2 || len(b.v) < 2 {
 		if len(a.v) >= 2 || len(b.v) >= 2 {
 			return "repeats on one side only: no confidence statement"
@@ -56,7 +56,7 @@ func confidence(a, b runSet) string {
 		if lo > 0 || hi < 0 {
 			verdict = "excludes 0: distinguishable"
 		}
-		return fmt.Sprintf("median difference 95%% CI [%s, %s] (bootstrap, %d vs %d runs): %s", fmtNum(lo), fmtNum(hi), len(a.v), len(b.v), verdict)
+		return fmt.Sprintf("median difference 95%% CI [%s, %s] (bootstrap, %d vs %d runs): %s", fmtDelta(kind, lo), fmtDelta(kind, hi), len(a.v), len(b.v), verdict)
 	}
 	why := fmt.Sprintf("too few for an interval: --repeat %d gives one", bootstrapMinRuns)
 	if a.censored() || b.censored() {
