@@ -111,7 +111,7 @@ func TestNotTested(t *testing.T) {
 	if err := c.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "| goodput_rps ") || !strings.Contains(md.String(), "not tested") {
+	if !strings.Contains(md.String(), "| goodput ") || !strings.Contains(md.String(), "not tested") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/rundir"
 )
 
@@ -299,7 +300,11 @@ func readResults(path, kind string) ([]Column, []Row, error) {
 			return nil, nil, fmt.Errorf("results.json: %v", err)
 		}
 		for _, k := range keys {
-			cols = append(cols, Column{Key: k, Head: k, Kind: kindOf(k)})
+			head, ok := report.ColumnHead(k)
+			if !ok {
+				head = k
+			}
+			cols = append(cols, Column{Key: k, Head: head, Kind: kindOf(k)})
 		}
 	}
 	cols = slices.DeleteFunc(cols, func(c Column) bool { return slices.Contains(identity, c.Key) })
@@ -482,16 +487,22 @@ func readSummary(path string) ([]Column, []Row, error) {
 	rates := []string{"offered_rps", "sent_rps", "completed_rps", "goodput_rps", "goodput_ratio", "arrivals_ok_ratio", "error_rate", "rate_limit_rate", "timeout_rate", "drop_rate", "failure_rate", "output_tokens_per_s"}
 	lat := []struct{ key, head string }{{"ttft_schedule", "ttft"}, {"e2e_schedule", "completion"}, {"tpot", "tpot"}}
 	var cols []Column
+	col := func(k, kind string) Column {
+		head, ok := report.ColumnHead(k)
+		if !ok {
+			head = strings.ReplaceAll(strings.TrimSuffix(k, "_ms"), "_", " ")
+		}
+		return Column{Key: k, Head: head, Kind: kind}
+	}
 	for _, k := range rates {
-		cols = append(cols, Column{Key: k, Head: k, Kind: kindOf(k)})
+		cols = append(cols, col(k, kindOf(k)))
 	}
 	for _, l := range lat {
 		for _, q := range []string{"p50", "p95", "p99"} {
-			k := l.head + "_" + q + "_ms"
-			cols = append(cols, Column{Key: k, Head: k, Kind: "ms"})
+			cols = append(cols, col(l.head+"_"+q+"_ms", "ms"))
 		}
 	}
-	cols = append(cols, Column{Key: "recovery_s", Head: "recovery_s", Kind: "seconds"}, Column{Key: "samples", Head: "samples", Kind: "count"})
+	cols = append(cols, col("recovery_s", "seconds"), col("samples", "count"))
 	var rows []Row
 	for _, ph := range s.Analysis.Phases {
 		var excluded bool

@@ -231,6 +231,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if len(omitted) > 0 {
 		notes = append(notes, "not tested in any folder (left out above, in compare.json): "+strings.Join(omitted, ", "))
 	}
+	notes = append(notes, "metrics by the results table's heads (results.md's legend says what each is); compare.json names them by their results.json key")
 	notes = append(notes, "Δ = folder − reference (percentage points for a %); ratio = folder / reference; \"not tested\": the folder did not measure it (never zero); > x: only a lower bound is known, and the Δ and ratio from it are bounds too.")
 	fmt.Fprint(bw, "## Notes\n\n")
 	for _, n := range notes {
