@@ -29,6 +29,15 @@ func TestVaryBoundedQueue(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	page, err := os.ReadFile(filepath.Join(out, "compare.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("compare.html lacks %q", want)
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(out, "compare.json"))
 	if err != nil {
 		t.Fatal(err)
