@@ -12,6 +12,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/burst"
+	"github.com/surge-bench/surge/internal/experiment/vary"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 )
@@ -49,6 +50,9 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
   # the pooled row, min/median/max and a 95% bootstrap interval
   surge burst --simulate --baseline-rps 8 --multipliers 2,5 --repeat 5
 
+  # what if, one setting at a time: the whole experiment per value, then their comparison
+  surge burst --simulate --baseline-rps 8 --multipliers 5 --vary max-waiting=0,20,50
+
   # the plan of every multiplier and its workload, before anything is sent
   surge burst --baseline-rps 8 --multipliers 2,5,10 --dry-run
 
@@ -84,15 +88,32 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	f.options(&cfg.Options)
 	var dry bool
 	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage+" (one plan per multiplier)")
+	var varySpec string // --vary: what-if per value of a simulator setting (vary.go)
+	var what *vary.Config
+	f.fs.StringVar(&varySpec, "vary", "", varyUsage)
 	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
 		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(map[string]*yaml.Node) error {
 			if file == "" {
 				cfg.ApplyDemo(f.set)
 			}
+			if varySpec != "" {
+				if !cfg.Simulate {
+					return usageErr("--vary: needs --simulate: it runs the experiment once per value against the engine model in virtual time")
+				}
+				var err error
+				if what, err = parseVary(varySpec, cfg.Options.Sim); err == nil && dry {
+					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the plan below runs once per value (%s), each into OUT/%s-<value>/\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
+				}
+				return err
+			}
 			return nil
 		},
 		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+			if what != nil {
+				what.Burst = cfg
+				return vary.Burst(ctx, env, what, d, w)
+			}
 			return burst.Burst(ctx, env, &cfg, d, w)
 		}}.runE
 	return cmd

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --vary max-waiting=0,20 reproduces the bounded-queue effect of a 5×
+// burst at baseline 8 (issue 14: 1.58 good req/s with a limit of 20
+// waiting requests against 0.48 without, recovery 10 s against 390 s):
+// the comparison it writes has goodput higher and recovery shorter with
+// the bounded queue, and names max-waiting as the one variable.
+func TestVaryBoundedQueue(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "what-if")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5", "--vary", "max-waiting=0,20", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"compare.md", "compare.json", "compare.html", "max-waiting-0/results.json", "max-waiting-20/burst-5x/manifest.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, "compare.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("compare.html lacks %q", want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Variables []struct{ Name string } `json:"variables"`
+		Rows      []struct {
+			Key     string `json:"key"`
+			Metrics []struct {
+				Key     string `json:"key"`
+				Folders []struct {
+					Value *float64 `json:"value"`
+				} `json:"folders"`
+			} `json:"metrics"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Variables) != 1 || doc.Variables[0].Name != "max-waiting" {
+		t.Errorf("variables %+v, want max-waiting alone", doc.Variables)
+	}
+	got := map[string][2]float64{}
+	for _, r := range doc.Rows {
+		if r.Key != "5×" {
+			continue
+		}
+		for _, m := range r.Metrics {
+			if len(m.Folders) == 2 && m.Folders[0].Value != nil && m.Folders[1].Value != nil {
+				got[m.Key] = [2]float64{*m.Folders[0].Value, *m.Folders[1].Value}
+			}
+		}
+	}
+	g, rec := got["goodput_rps"], got["recovery_s"]
+	t.Logf("goodput %.2f → %.2f req/s, recovery %.0f → %.0f s", g[0], g[1], rec[0], rec[1])
+	if !(g[1] > g[0] && g[0] > 0) {
+		t.Errorf("goodput %v: want higher with max-waiting 20", g)
+	}
+	if !(rec[1] < rec[0] && rec[1] > 0 || rec[1] == 0 && rec[0] > 0) {
+		t.Errorf("recovery %v: want shorter with max-waiting 20", rec)
+	}
+}
+
+// --vary's bad input: each a usage error (exit 2) with a message that
+// names the problem, before any folder is written.
+func TestVaryBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown knob", []string{"--simulate", "--vary", "max-wait=0,20"}, `--vary: unknown knob "max-wait"; the simulator settings it can vary: `},
+		{"lists the knobs", []string{"--simulate", "--vary", "nope=1,2"}, "max-num-seqs, max-replicas, max-waiting, min-replicas, model-ready-delay"},
+		{"without simulate", []string{"--vary", "max-waiting=0,20"}, "--vary: needs --simulate"},
+		{"bad value", []string{"--simulate", "--vary", "max-waiting=0,-1"}, "--vary max-waiting=-1: must be ≥ 0 (0 = unbounded), got -1"},
+		{"not a number", []string{"--simulate", "--vary", "replicas=1,two"}, "--vary replicas=two: "},
+		{"not a duration", []string{"--simulate", "--vary", "model-ready-delay=10s,soon"}, "--vary model-ready-delay=soon: "},
+		{"one value", []string{"--simulate", "--vary", "replicas=2"}, "--vary replicas: give two or more values"},
+		{"cross-field", []string{"--simulate", "--autoscale", "--max-replicas", "2", "--vary", "replicas=1,3"}, "--vary replicas=3: must be within [min_replicas, max_replicas] = [1, 2]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			code, _, stderr := surge(t, append(append([]string{"burst", "-q", "--baseline-rps", "8", "--multipliers", "5"}, tc.args...), "-o", out)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was created", out)
+			}
+		})
+	}
+}

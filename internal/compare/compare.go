@@ -1,0 +1,364 @@
+// Package compare is `surge compare`: it reads two or more folders of one
+// command kind (a surge run, a burst experiment, a capacity search, a
+// sweep, or one run of them), lists every setting that differs between
+// them, from their manifests, and sets their results side by side: every
+// metric of their results.json rows, with its difference and ratio
+// against the first folder (the reference).
+//
+// The method (docs/method.md "Comparing runs"):
+//
+//   - One variable at a time. When exactly one setting differs the
+//     comparison names it; when several do, it warns that it confounds
+//     them and names them all. Settings are named as the user sets them
+//     (max-waiting, baseline-rps), the simulator's serving_config key by
+//     key.
+//   - What a folder did not measure — a null value, a column or a row it
+//     lacks (a multiplier only the other ran) — is "not tested", never
+//     zero and never inferred. A censored value (> 60 s: too many requests
+//     timed out to know the percentile) stays a bound, and so do the
+//     difference and ratio computed from it: Δ = b − a with a > x known
+//     only as Δ < b − x.
+//   - Percentiles are never averaged. With repeated runs (rows with "rep"
+//     and a pooled row, see docs/method.md) the pooled row is the value —
+//     the percentile of the merged observations — and the per-run values
+//     give the confidence statement: with ≥ 5 runs a side, a bootstrap 95%
+//     interval of the difference of the per-run medians (2000 resamples,
+//     fixed seed); with fewer, whether the ranges of per-run values
+//     overlap.
+//
+// Delta and ratio: Δ = B − A, in the metric's unit (percentage points for
+// a fraction); ratio = B / A, absent when A is 0.
+package compare
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// Comparison is the result of Compare: the folders, the settings that
+// differ, and the metrics side by side, row by row.
+type Comparison struct {
+	Kind    string   `json:"kind"`
+	Folders []Folder `json:"folders"`
+	// Variables are the settings that differ; coverage and observation
+	// differences, which confound nothing, last.
+	Variables []Variable `json:"variables"`
+	// Statement says in one sentence what the differing settings mean
+	// for the comparison: the one variable, or the confounded ones.
+	Statement  string  `json:"statement"`
+	Confounded bool    `json:"confounded"`
+	Groups     []Group `json:"rows"`
+	// Repeats says some folder had repeated runs (a confidence statement
+	// is possible).
+	Repeats bool     `json:"repeats"`
+	Notes   []string `json:"notes"`
+	// Lead are tables shown before the settings in Markdown and HTML (the
+	// what-if's table at a glance); compare.json has their values in rows.
+	Lead []Table `json:"-"`
+}
+
+// Group is one row every folder may have (a multiplier, a phase, a
+// capacity step's rate, a sweep level) with its metrics side by side.
+type Group struct {
+	Key     string   `json:"key"`
+	Metrics []Metric `json:"metrics"`
+}
+
+// Metric is one column of the rows: each folder's value.
+type Metric struct {
+	Column
+	Sides []Side `json:"folders"`
+}
+
+// Side is one folder's value of a metric, and how it compares with the
+// reference's (Delta, Ratio and Confidence are absent on the reference).
+type Side struct {
+	Cell
+	NotTested bool `json:"not_tested,omitempty"`
+	// Runs are the per-run values, with repeats; RunsAbove marks those
+	// known only as a lower bound (the run's value is above it).
+	Runs      []float64 `json:"runs,omitempty"`
+	RunsAbove []bool    `json:"runs_lower_bound,omitempty"`
+	// OfRuns says the value is not a pooled row's but the median of the
+	// per-run values: a metric with one value per run (a recovery time,
+	// one scaling event each) has no pooled value.
+	OfRuns bool  `json:"median_of_runs,omitempty"`
+	Delta  *Cell `json:"delta,omitempty"`
+	Ratio  *Cell `json:"ratio,omitempty"`
+	// Same compares a text value with the reference's.
+	Same       *bool  `json:"same,omitempty"`
+	Confidence string `json:"confidence,omitempty"`
+}
+
+// Folders loads the folders at paths and compares them, the first being
+// the reference. Errors matching ErrInput are the user's: fewer than two
+// folders, one that is not a folder surge wrote, folders of different
+// kinds.
+func Folders(paths []string) (*Comparison, error) {
+	if len(paths) < 2 {
+		return nil, inputErr("give at least two folders to compare, got %d", len(paths))
+	}
+	var fs []Folder
+	var colSets [][]Column
+	for i, p := range paths {
+		f, cols, err := Load(p)
+		if err != nil {
+			return nil, err
+		}
+		f.Label = label(i)
+		fs = append(fs, *f)
+		colSets = append(colSets, cols)
+	}
+	kinds := map[string]bool{}
+	for _, f := range fs {
+		kinds[f.Kind] = true
+	}
+	if len(kinds) > 1 {
+		var each []string
+		for _, f := range fs {
+			each = append(each, fmt.Sprintf("%s is a %s", f.Path, f.Kind))
+		}
+		return nil, inputErr("the folders are of different kinds, and only folders of one kind compare: %s", strings.Join(each, "; "))
+	}
+	return compare(fs, colSets), nil
+}
+
+// label is the name of the i-th folder in tables: A, B, …, Z, F27, ….
+func label(i int) string {
+	if i < 26 {
+		return string(rune('A' + i))
+	}
+	return fmt.Sprintf("F%d", i+1)
+}
+
+func compare(fs []Folder, colSets [][]Column) *Comparison {
+	c := &Comparison{Kind: fs[0].Kind, Folders: fs}
+	var ms []*record.Manifest
+	for _, f := range fs {
+		ms = append(ms, f.Manifest)
+	}
+	c.Variables = Variables(ms)
+	c.Statement, c.Confounded = statement(c.Variables, len(fs))
+	for _, f := range fs {
+		if f.Partial {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s (%s) holds a partial run: its values cover less than the plan", f.Label, f.Path))
+		}
+	}
+
+	// The columns, in the reference's order, then any only others have.
+	var cols []Column
+	for _, cs := range colSets {
+		for _, col := range cs {
+			if !slices.ContainsFunc(cols, func(x Column) bool { return x.Key == col.Key }) {
+				cols = append(cols, col)
+			}
+		}
+	}
+	// The rows, in the reference's order, then any only others have.
+	type side struct {
+		main *Row
+		runs []Row
+		cols map[string]bool
+	}
+	var keys []string
+	bySide := make([]map[string]*side, len(fs))
+	for i, f := range fs {
+		bySide[i] = map[string]*side{}
+		colSet := map[string]bool{}
+		for _, col := range colSets[i] {
+			colSet[col.Key] = true
+		}
+		for j := range f.Rows {
+			r := &f.Rows[j]
+			s := bySide[i][r.Key]
+			if s == nil {
+				s = &side{cols: colSet}
+				bySide[i][r.Key] = s
+				if !slices.Contains(keys, r.Key) {
+					keys = append(keys, r.Key)
+				}
+			}
+			switch {
+			case r.Rep > 0 && !r.Pooled:
+				s.runs = append(s.runs, *r)
+				c.Repeats = true
+			case s.main == nil || r.Pooled:
+				s.main = r
+			}
+		}
+	}
+	for _, key := range keys {
+		g := Group{Key: key}
+		for _, col := range cols {
+			m := Metric{Column: col}
+			for i := range fs {
+				s := bySide[i][key]
+				var sd Side
+				switch {
+				case s == nil:
+					sd = Side{Cell: Cell{Reason: fmt.Sprintf("no %s row in %s", key, fs[i].Label)}, NotTested: true}
+				case !s.cols[col.Key]:
+					sd = Side{Cell: Cell{Reason: "not in " + fs[i].Label + "'s results"}, NotTested: true}
+				case s.main == nil:
+					sd = Side{Cell: Cell{Reason: "no pooled row"}, NotTested: true}
+				default:
+					sd.Cell = s.main.Cells[col.Key]
+					sd.NotTested = !sd.measured()
+					if sd.NotTested && sd.Reason == "" {
+						sd.Reason = "not measured"
+					}
+				}
+				if s != nil && col.Kind != "text" {
+					sd.Runs, sd.RunsAbove = runValues(s.runs, col.Key)
+					if sd.NotTested && len(sd.Runs) > 0 && s.main != nil && !slices.Contains(sd.RunsAbove, true) {
+						// One value per run and no pooled one: compare the runs' median.
+						med := median(slices.Clone(sd.Runs))
+						sd.Cell, sd.NotTested, sd.OfRuns = Cell{Value: &med}, false, true
+					}
+				}
+				m.Sides = append(m.Sides, sd)
+			}
+			ref := m.Sides[0]
+			for i := 1; i < len(m.Sides); i++ {
+				sd := &m.Sides[i]
+				if col.Kind == "text" {
+					if !ref.NotTested && !sd.NotTested {
+						same := ref.Text == sd.Text
+						sd.Same = &same
+					}
+					continue
+				}
+				sd.Delta, sd.Ratio = deltaRatio(ref.Cell, sd.Cell)
+				sd.Confidence = confidence(col.Kind, runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
+			}
+			g.Metrics = append(g.Metrics, m)
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	if !c.Repeats {
+		c.Notes = append(c.Notes, "every folder holds single runs: a difference carries no confidence statement (--repeat N on each side gives one)")
+	}
+	return c
+}
+
+// runValues are the per-run values of key in runs (a lower bound marked
+// above); nil when some run did not measure it.
+func runValues(runs []Row, key string) (vals []float64, above []bool) {
+	for _, r := range runs {
+		c := r.Cells[key]
+		switch {
+		case c.Value != nil:
+			vals, above = append(vals, *c.Value), append(above, false)
+		case c.Lower != nil:
+			vals, above = append(vals, *c.Lower), append(above, true)
+		default:
+			return nil, nil
+		}
+	}
+	if !slices.Contains(above, true) {
+		above = nil
+	}
+	return vals, above
+}
+
+// statement says what the differing settings mean for the comparison.
+func statement(vs []Variable, n int) (string, bool) {
+	var names []string
+	for _, v := range vs {
+		if v.confounds() {
+			names = append(names, v.Name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "No setting differs between the folders: the differences below are run-to-run variation.", false
+	case 1:
+		v := vs[slices.IndexFunc(vs, func(v Variable) bool { return v.Name == names[0] })]
+		return fmt.Sprintf("One variable differs: %s (%s). The differences below are its effect.", v.Name, strings.Join(v.Values, " → ")), false
+	}
+	return fmt.Sprintf("WARNING: %d variables differ (%s): the comparison confounds them — no difference below can be attributed to any one of them. Change one variable at a time.", len(names), strings.Join(names, ", ")), true
+}
+
+// deltaRatio is B − A and B / A, each a value, a bound, or nil when
+// neither is known (a side not tested, both sides only bounded).
+func deltaRatio(a, b Cell) (delta, ratio *Cell) {
+	av, al, au := a.Value, a.Lower, a.Upper
+	bv, bl, bu := b.Value, b.Lower, b.Upper
+	p := func(v float64) *float64 { return &v }
+	switch {
+	case av != nil && bv != nil:
+		delta = &Cell{Value: p(*bv - *av)}
+		if *av != 0 {
+			ratio = &Cell{Value: p(*bv / *av)}
+		}
+	case av != nil && bl != nil: // B > bl
+		delta = &Cell{Lower: p(*bl - *av)}
+		if *av > 0 {
+			ratio = &Cell{Lower: p(*bl / *av)}
+		}
+	case av != nil && bu != nil: // B ≤ bu
+		delta = &Cell{Upper: p(*bu - *av)}
+		if *av > 0 {
+			ratio = &Cell{Upper: p(*bu / *av)}
+		}
+	case al != nil && bv != nil: // A > al
+		delta = &Cell{Upper: p(*bv - *al)}
+		if *al > 0 && *bv >= 0 {
+			ratio = &Cell{Upper: p(*bv / *al)}
+		}
+	case au != nil && bv != nil: // A ≤ au
+		delta = &Cell{Lower: p(*bv - *au)}
+		if *au > 0 && *bv >= 0 {
+			ratio = &Cell{Lower: p(*bv / *au)}
+		}
+	}
+	if ratio != nil {
+		for _, x := range []*float64{ratio.Value, ratio.Lower, ratio.Upper} {
+			if x != nil && (math.IsInf(*x, 0) || math.IsNaN(*x)) {
+				ratio = nil
+				break
+			}
+		}
+	}
+	return delta, ratio
+}
+
+// Variable returns the variable named name, if it differs.
+func (c *Comparison) Variable(name string) (Variable, bool) {
+	i := slices.IndexFunc(c.Variables, func(v Variable) bool { return v.Name == name })
+	if i < 0 {
+		return Variable{}, false
+	}
+	return c.Variables[i], true
+}
+
+// Value returns folder i's value of the metric key in the row key, and
+// whether it was tested.
+func (c *Comparison) Value(row, key string, i int) (Side, bool) {
+	for _, g := range c.Groups {
+		if g.Key != row {
+			continue
+		}
+		for _, m := range g.Metrics {
+			if m.Key == key && i < len(m.Sides) {
+				return m.Sides[i], !m.Sides[i].NotTested
+			}
+		}
+	}
+	return Side{}, false
+}
+
+// Differing names the variables that differ (coverage aside).
+func (c *Comparison) Differing() []string {
+	var out []string
+	for _, v := range c.Variables {
+		if v.confounds() {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+// Package vary is `surge burst --simulate --vary KNOB=v1,v2,…`: the whole
+// burst experiment once per value of one simulator setting, in virtual
+// time, each into its own burst experiment folder (OUT/<knob>-<value>/),
+// then their comparison (package compare) into OUT — compare.md,
+// compare.json and compare.html with a chart of goodput and recovery per
+// value. Exactly one setting differs between the folders, so the
+// comparison names it and nothing else: a what-if, one variable at a
+// time.
+package vary
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/surge-bench/surge/internal/compare"
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/experiment/burst"
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/sim"
+)
+
+// Variant is one value of the varied setting: the value as the user gave
+// it and the simulator's configuration with it set.
+type Variant struct {
+	Value string
+	Sim   sim.Config
+}
+
+// Config is a what-if: the knob (a simulator flag's name, max-waiting),
+// its variants in the user's order, and the burst experiment to run with
+// each.
+type Config struct {
+	Knob     string
+	Variants []Variant
+	Burst    burst.Config
+}
+
+// Values are the variants' values, in order.
+func (c *Config) Values() []string {
+	var out []string
+	for _, v := range c.Variants {
+		out = append(out, v.Value)
+	}
+	return out
+}
+
+// Folder is the folder of a variant inside OUT: <knob>-<value>.
+func (c *Config) Folder(v Variant) string {
+	return c.Knob + "-" + strings.NewReplacer("/", "_", `\`, "_", " ", "_").Replace(v.Value)
+}
+
+// Burst runs c's burst experiment once per variant into d's sub-folders,
+// each against the engine model in virtual time (env is the prepared base:
+// its options, logger and version), then writes the comparison into d and
+// prints its table on w. A variant whose run is interrupted ends the
+// what-if; the variants run so far are still compared. The outcome holds
+// when every variant's SLOs held.
+func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
+	if !env.Virtual {
+		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("--vary: needs --simulate: it runs the experiment once per value against the engine model in virtual time")}
+	}
+	fmt.Fprintf(w, "surge burst --vary %s: the burst experiment once per value (%s), in virtual time, into %s/%s-<value>/\n\n",
+		c.Knob, strings.Join(c.Values(), ", "), d.Path(), c.Knob)
+	out := experiment.Outcome{SLOPass: true, Unusable: true, Dir: d.Path()}
+	var dirs []string
+	var failed []string
+	for _, v := range c.Variants {
+		if ctx.Err() != nil {
+			out.Partial = true
+			break
+		}
+		o := env.Opts
+		o.Sim = v.Sim
+		o.Sim.Seed = env.Opts.Sim.Seed
+		o.Quiet = true
+		venv, err := run.PrepareWith(context.WithoutCancel(ctx), o, true, run.Setup{Logger: env.Logger, Version: env.Version, Interrupt: ctx})
+		if err != nil {
+			return out, err
+		}
+		sub, err := d.Sub(c.Folder(v))
+		if err != nil {
+			venv.Close()
+			return out, err
+		}
+		bc := c.Burst
+		bc.Options = o
+		var console bytes.Buffer // the experiment's own summary: in its results.md; shown here only if it fails
+		res, err := burst.Burst(ctx, venv, &bc, sub, &console)
+		venv.Close()
+		if err != nil {
+			w.Write(console.Bytes())
+			return out, fmt.Errorf("--vary %s=%s: %w", c.Knob, v.Value, err)
+		}
+		dirs = append(dirs, sub.Path())
+		out.Partial = out.Partial || res.Partial
+		out.Unusable = out.Unusable && res.Unusable
+		if !res.SLOPass {
+			out.SLOPass = false
+			failed = append(failed, c.Knob+"="+v.Value)
+		}
+		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res), filepath.Join(sub.Path(), "results.md"))
+		for line := range strings.Lines(console.String()) { // its warnings and notes, which results.md may not hold
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "WARNING") || strings.HasPrefix(t, "note:") {
+				fmt.Fprintf(w, "  %s\n", t)
+			}
+		}
+		if res.Partial {
+			out.Partial = true
+			break
+		}
+	}
+	if len(dirs) < 2 {
+		fmt.Fprintln(w, "\nfewer than two values ran: nothing to compare")
+		return out, nil
+	}
+	cmp, err := compare.Folders(dirs)
+	if err != nil {
+		return out, err
+	}
+	var names []string
+	for _, v := range c.Variants[:len(dirs)] {
+		names = append(names, c.Knob+"="+v.Value)
+	}
+	cmp.Lead = []compare.Table{cmp.Glance(names, GlanceKeys...)}
+	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
+		return out, err
+	}
+	fmt.Fprintln(w)
+	_ = cmp.WriteMarkdown(w) // the console fails quietly (surge burst … | head): the files are written
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.html"))
+	if len(failed) > 0 {
+		out.Meaning = "the SLO failed at " + strings.Join(failed, ", ") + " (each value's results.md says which clauses)"
+	} else {
+		out.Meaning = "the SLO held at every value"
+	}
+	return out, nil
+}
+
+// GlanceKeys are the metrics of the what-if's short table: what a
+// bounded queue or more replicas trade — goodput against rejections and
+// timeouts, and the recovery.
+var GlanceKeys = []string{"goodput_rps", "goodput_ratio", "ttft_p95_ms", "rejection_rate", "timeout_rate", "recovery_s"}
+
+func verdict(o experiment.Outcome) string {
+	switch {
+	case o.Partial:
+		return "interrupted"
+	case o.Unusable:
+		return "unusable (no request succeeded)"
+	case o.SLOPass:
+		return "SLO held"
+	}
+	return "SLO failed"
+}
+
+// Charts are the what-if's charts: goodput and recovery time against the
+// knob's value, one line per multiplier (the value axis is the values in
+// their order when they are not numbers).
+func Charts(c *Config, cmp *compare.Comparison) []report.XYChart {
+	xs, numeric := xValues(c.Variants)
+	labels := make([]string, len(c.Variants))
+	for i, v := range c.Variants {
+		labels[i] = v.Value
+	}
+	xlabel := c.Knob
+	if !numeric {
+		xlabel += " (values in the order given)"
+	}
+	good := report.XYChart{Title: "Goodput per value of " + c.Knob, Note: "requests/s within the per-request deadline, the burst phase by scheduled arrival", XLabel: xlabel, YLabel: "goodput (req/s)"}
+	rec := report.XYChart{Title: "Recovery per value of " + c.Knob, Note: "seconds after the burst ended until P99 was back within 10% of the baseline's; a lower bound is drawn at its bound", XLabel: xlabel, YLabel: "recovery (s)"}
+	for _, g := range cmp.Groups {
+		gs := report.XYSeries{Label: g.Key + " goodput", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
+		rs := report.XYSeries{Label: g.Key + " recovery", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
+		for i := range cmp.Folders {
+			gs.Y = append(gs.Y, value(cmp, g.Key, "goodput_rps", i))
+			rs.Y = append(rs.Y, value(cmp, g.Key, "recovery_s", i))
+		}
+		good.Series = append(good.Series, gs)
+		rec.Series = append(rec.Series, rs)
+	}
+	return []report.XYChart{good, rec}
+}
+
+// value is a metric's number for a chart: the value, else its bound,
+// else NaN (a gap).
+func value(cmp *compare.Comparison, row, key string, i int) float64 {
+	s, ok := cmp.Value(row, key, i)
+	switch {
+	case !ok:
+		return math.NaN()
+	case s.Value != nil:
+		return *s.Value
+	case s.Lower != nil:
+		return *s.Lower
+	case s.Upper != nil:
+		return *s.Upper
+	}
+	return math.NaN()
+}
+
+// xValues are the variants' values as numbers (durations in seconds),
+// or their positions 1, 2, … when some value is not a number.
+func xValues(vs []Variant) ([]float64, bool) {
+	xs := make([]float64, len(vs))
+	for i, v := range vs {
+		if f, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			xs[i] = f
+			continue
+		}
+		if d, err := time.ParseDuration(v.Value); err == nil {
+			xs[i] = d.Seconds()
+			continue
+		}
+		for j := range xs {
+			xs[j] = float64(j + 1)
+		}
+		return xs, false
+	}
+	sorted := slices.IsSorted(xs)
+	if !sorted { // a line through unsorted values would double back: plot in the order given
+		for j := range xs {
+			xs[j] = float64(j + 1)
+		}
+		return xs, false
+	}
+	return xs, true
+}
