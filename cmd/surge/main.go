@@ -94,5 +94,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	}
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
 	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd(), newCheckCmd())
+	root.AddCommand(newColdstartCmd())
 	return root
 }

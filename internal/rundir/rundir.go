@@ -23,6 +23,7 @@ var Files = []string{
 	"manifest.json", "requests.jsonl", "requests.jsonl.gz", "engine.csv", "timeseries.csv",
 	"summary.json", "results.md", "results.csv", "results.json", "report.html",
 	"capacity.json", "sweep.json", "soak.json", "check.json", "check.md",
+	"coldstart.json", "coldstart.md", "server.log",
 }
 
 // isFile reports whether name is one of Files, or the temporary file one of
