@@ -173,6 +173,9 @@ func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Con
 	case code == exitOK:
 		fmt.Fprintln(w, "exit 0: every cycle reached steady warm latency")
 		return nil
+	case runErr != nil && code == exitTarget:
+		fmt.Fprintln(w, "exit 3: the target never became usable (the message below says why)")
+		return &exitError{code, runErr}
 	case runErr != nil:
 		return &exitError{code, runErr}
 	case rep.Interrupted:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/surge-bench/surge/internal/openai"
@@ -71,6 +72,9 @@ func Run(ctx context.Context, cfg Config, client openai.Config, w io.Writer) (*R
 			}
 		}
 		c, err := m.cycle(ctx, k)
+		if err != nil {
+			c.Problem = strings.Replace(strings.TrimPrefix(err.Error(), "coldstart: "), fmt.Sprintf("cycle %d: ", k), "", 1)
+		}
 		rep.Cycles = append(rep.Cycles, c)
 		fmt.Fprintln(w, c.line())
 		if ctx.Err() != nil {

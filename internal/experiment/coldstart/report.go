@@ -68,6 +68,9 @@ type Cycle struct {
 	StopS  *float64 `json:"stop_s,omitempty"`
 	Killed bool     `json:"killed,omitempty"`
 	Exit   string   `json:"exit,omitempty"`
+	// Problem is why the cycle ended early (the start command exited, no
+	// token within the start timeout).
+	Problem string `json:"problem,omitempty"`
 }
 
 // Spread is one milestone over the cycles that reached it.
@@ -129,6 +132,10 @@ func (r *Report) AllWarmStarts() bool {
 func (c *Cycle) line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cycle %d:", c.N)
+	if c.Problem != "" && c.FirstTokenS == nil {
+		fmt.Fprintf(&b, " %s", c.Problem)
+		return b.String()
+	}
 	if c.ListenS != nil {
 		fmt.Fprintf(&b, " listen %s,", fmtS(c.ListenS))
 	}
