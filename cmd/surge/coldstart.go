@@ -82,7 +82,7 @@ each cycle, then min / median / max of each milestone. docs/metrics.md
 	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
 	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
 	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
-	f.str(&cfg.StartCmd, "start_cmd", "start-cmd", "command that starts the server (run with sh -c in its own process group, output to server.log; stopped after each cycle), e.g. 'vllm serve m --port 8000'")
+	f.str(&cfg.StartCmd, "start_cmd", "start-cmd", "command that starts the server (run with sh -c in its own process group, output to server.log; stopped after each cycle), e.g. 'vllm serve m --port 8000'; it is recorded in coldstart.json, so pass secrets through the environment, which it inherits")
 	f.integer(&cfg.Repeat, "repeat", "repeat", fmt.Sprintf("cycles to measure (0 = %d with --start-cmd or --idle, else 1)", coldstart.DefaultRepeat))
 	f.dur(&cfg.Idle, "idle", "idle", "scale from zero: wait between cycles, long enough for the endpoint to scale back to zero (needed for --repeat > 1)")
 	f.dur(&cfg.StartTimeout, "start_timeout", "start-timeout", "most time from the start (or the first request) to the first successful token")
