@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -101,5 +102,76 @@ func TestColdstartAgainstOllama(t *testing.T) {
 		if cold := time.Duration(*rep.Cycles[i].ColdTTFT * float64(time.Second)); d < cold-5*time.Millisecond {
 			t.Errorf("cycle %d: Ollama's first request lasted %v, less than the cold TTFT %v surge measured", i+1, d, cold)
 		}
+	}
+}
+
+// surge coldstart in scale-from-zero mode against a real engine: Ollama
+// with OLLAMA_KEEP_ALIVE=2s unloads its model after 2 idle seconds, as an
+// endpoint scaled to zero drops its replica. With --idle 5s every cycle
+// reloads it (cold TTFT well above the warm one); with --idle 200ms the
+// second cycle finds it loaded and is marked a warm start.
+func TestColdstartScaleFromZeroAgainstOllama(t *testing.T) {
+	_, model := engine(t)
+	bin, models := os.Getenv("OLLAMA_BIN"), os.Getenv("OLLAMA_MODELS_DIR")
+	if bin == "" || models == "" {
+		t.Skip("OLLAMA_BIN / OLLAMA_MODELS_DIR unset: an older scripts/ollama-e2e.sh")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := exec.Command(bin, "serve")
+	srv.Env = append(os.Environ(), "HOME="+t.TempDir(), "OLLAMA_MODELS="+models, "OLLAMA_HOST="+addr,
+		"OLLAMA_NUM_PARALLEL=1", "OLLAMA_MAX_LOADED_MODELS=1", "OLLAMA_KEEP_ALIVE=2s", "OLLAMA_NO_CLOUD=1", "OLLAMA_CONTEXT_LENGTH=2048")
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+		_ = srv.Wait()
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ollama serve did not listen")
+		}
+	}
+	type cycle struct {
+		ColdTTFT  *float64 `json:"cold_ttft_s"`
+		WarmTTFT  *float64 `json:"warm_ttft_s"`
+		WarmStart bool     `json:"warm_start"`
+	}
+	measure := func(idle string) []cycle {
+		out := filepath.Join(t.TempDir(), "cs")
+		b, err := exec.Command(surgeBin, "coldstart", "--target", "http://"+addr+"/v1", "--model", model,
+			"--idle", idle, "--repeat", "2", "-o", out).CombinedOutput()
+		t.Logf("surge coldstart --idle %s → %v\n%s", idle, err, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "coldstart.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct{ Cycles []cycle }
+		if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Cycles) != 2 {
+			t.Fatalf("coldstart.json (%v): %s", err, raw)
+		}
+		return rep.Cycles
+	}
+	for i, c := range measure("5s") {
+		if c.WarmStart || c.ColdTTFT == nil || c.WarmTTFT == nil || *c.ColdTTFT < 3**c.WarmTTFT {
+			t.Errorf("--idle 5s, cycle %d: %+v; want a cold start (the model reloaded)", i+1, c)
+		}
+	}
+	time.Sleep(3 * time.Second) // unloaded again
+	if cs := measure("200ms"); cs[0].WarmStart || !cs[1].WarmStart {
+		t.Errorf("--idle 200ms: warm starts %v, %v; want only the second (the model still loaded)", cs[0].WarmStart, cs[1].WarmStart)
 	}
 }
