@@ -195,7 +195,9 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 			break
 		}
 	}
-	if c.WarmS != nil && m.cfg.StartCmd == "" && *c.ColdTTFTS <= 2**c.WarmTTFTS {
+	// t0 → first token, failed probes included: a gateway that answers
+	// 503 while it scales up has a quick successful request, not a warm one
+	if c.WarmS != nil && m.cfg.StartCmd == "" && *c.FirstTokenS <= 2**c.WarmTTFTS {
 		c.WarmStart = true
 	}
 	return c, nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -344,5 +346,38 @@ func TestValidate(t *testing.T) {
 	c.StartCmd = "x"
 	if c.Cycles() != DefaultRepeat {
 		t.Fatalf("%d cycles with a start command", c.Cycles())
+	}
+}
+
+// A gateway that answers 503 while it scales up: the failed probes are
+// counted, the first token comes after them, and the quick successful
+// request does not make the cycle a warm start.
+func TestGateway503WhileScaling(t *testing.T) {
+	s, err := simhttp.New(sim.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Now().Add(400 * time.Millisecond)
+	h := s.Handler()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if time.Now().Before(ready) {
+			http.Error(w, "scaling up", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer gw.Close()
+	cfg := DefaultConfig()
+	cfg.Target = gw.URL + "/v1"
+	rep, err := Run(t.Context(), cfg, clientFor(cfg.Target), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Cycles[0]
+	if c.WarmStart || c.ProbeFailures["http_error 503"] < 2 || c.Probes != c.ProbeFailures["http_error 503"]+1 {
+		t.Fatalf("warm start %v, probes %d, failures %v; want ≥ 2 503s, then a success, and no warm start", c.WarmStart, c.Probes, c.ProbeFailures)
+	}
+	if *c.FirstTokenS < 0.4 || *c.ColdTTFTS > 0.2 {
+		t.Fatalf("first token %.3fs, cold TTFT %.3fs; want ≥ 0.4s and a quick request", *c.FirstTokenS, *c.ColdTTFTS)
 	}
 }
