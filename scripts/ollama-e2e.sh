@@ -23,6 +23,10 @@
 #   [GIN] 2026/01/02 - 15:04:05 | 200 |  1.234567891s |       127.0.0.1 | POST     "/v1/chat/completions"
 #   OLLAMA_NUM_PARALLEL, OLLAMA_NUM_CTX, OLLAMA_NUM_PREDICT, OLLAMA_NUM_THREAD
 #                    as configured
+#   OLLAMA_BIN, OLLAMA_MODELS_DIR
+#                    the ollama binary and the models directory holding
+#                    OLLAMA_MODEL, for a test that starts its own
+#                    `ollama serve` (surge coldstart --start-cmd)
 # The script exits with COMMAND's status.
 #
 # Environment (all optional):
@@ -253,6 +257,7 @@ log "model loaded and answering after $(elapsed "$t0")s"
 export OLLAMA_BASE_URL="http://127.0.0.1:$PORT/v1"
 export OLLAMA_MODEL="$MODEL"
 export OLLAMA_LOG="$LOG"
+export OLLAMA_BIN="$OLLAMA" OLLAMA_MODELS_DIR="$TMP/models"
 export OLLAMA_NUM_PARALLEL="$NUM_PARALLEL" OLLAMA_NUM_CTX="$NUM_CTX" OLLAMA_NUM_PREDICT="$NUM_PREDICT" OLLAMA_NUM_THREAD="$NUM_THREAD"
 echo "OLLAMA_BASE_URL=$OLLAMA_BASE_URL"
 echo "OLLAMA_MODEL=$OLLAMA_MODEL"

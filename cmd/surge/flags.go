@@ -397,7 +397,7 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 	in(&c.MaxWaiting, "max_waiting", "sim: waiting-queue limit per replica, requests; beyond it 429 with Retry-After (0 = unbounded)")
 	in(&c.Replicas, "replicas", "sim: replicas ready at start")
 	add("autoscale", func(n string) { f.fs.BoolVar(&c.Autoscale, n, c.Autoscale, "sim: enable the autoscaler") })
-	in(&c.MinReplicas, "min_replicas", "sim: autoscaler floor, replicas")
+	in(&c.MinReplicas, "min_replicas", "sim: autoscaler floor, replicas; 0 = scale from zero (with --autoscale: no replica until the first request, which waits through the cold-start delays; back to zero after --scale-down-idle)")
 	in(&c.MaxReplicas, "max_replicas", "sim: autoscaler ceiling, replicas (ready + starting)")
 	fl(&c.ScaleUpWaiting, "scale_up_waiting", "sim: scale-up threshold, waiting requests per ready replica")
 	du(&c.ScaleUpHold, "scale_up_hold", "sim: how long the scale-up threshold must hold continuously")

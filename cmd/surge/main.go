@@ -95,5 +95,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
 	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd(), newCheckCmd())
 	root.AddCommand(newCompareCmd())
+	root.AddCommand(newColdstartCmd())
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	var addr, file, model, otlpEndpoint string
 	var verbose, timings bool
+	var startDelay time.Duration
 	var f *flags
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -44,6 +46,11 @@ chat workload per replica — roughly an 8B model on one GPU.`,
   # streaming.incremental and usage checks fail against it)
   surge sim --quirk buffered-stream --quirk no-usage
 
+  # a server that takes 2 s to listen, then scales from zero on its first
+  # request (the cold start surge coldstart measures)
+  surge sim --start-delay 2s --autoscale --min-replicas 0 --scale-request-delay 0s \
+    --node-ready-delay 0s --container-ready-delay 500ms --model-ready-delay 3s
+
   # per-request engine timing, as vLLM sends it, joined by surge run
   surge sim --otlp-traces-endpoint http://127.0.0.1:4318/v1/traces &
   surge run --target http://127.0.0.1:8000/v1 --otlp-listen 127.0.0.1:4318`,
@@ -70,6 +77,14 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 			if timings {
 				opts = append(opts, simhttp.WithTimings())
 			}
+			if startDelay < 0 {
+				return &exitError{exitUsage, fmt.Errorf("--start-delay: must be ≥ 0, got %v", startDelay)}
+			}
+			select { // a process that starts slowly: nothing listens yet
+			case <-time.After(startDelay):
+			case <-cmd.Context().Done():
+				return nil
+			}
 			srv, base, err := simhttp.Listen(cmd.Context(), addr, cfg, logger, opts...)
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("--addr %s: %w", addr, err)}
@@ -78,7 +93,11 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 			root := strings.TrimSuffix(base, "/v1")
 			fmt.Fprintf(cmd.OutOrStdout(), "surge sim: serving model %q at %s (OpenAI-compatible)\n", model, base)
 			fmt.Fprintf(cmd.OutOrStdout(), "  metrics: %s/metrics   events: %s/sim/events   health: %s/health\n", root, root, root)
-			fmt.Fprintf(cmd.OutOrStdout(), "  %d replica(s), max_num_seqs %d, max_waiting %d (0 = unbounded); Ctrl-C to stop\n", cfg.Replicas, cfg.MaxNumSeqs, cfg.MaxWaiting)
+			replicas := fmt.Sprintf("%d replica(s)", cfg.Replicas)
+			if cfg.ScalesFromZero() {
+				replicas = "0 replicas (scales from zero)"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "  %s, max_num_seqs %d, max_waiting %d (0 = unbounded); Ctrl-C to stop\n", replicas, cfg.MaxNumSeqs, cfg.MaxWaiting)
 			if len(cfg.Quirks) > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "  quirks on: %s\n", strings.Join(cfg.Quirks, ", "))
 			}
@@ -94,6 +113,7 @@ chat workload per replica — roughly an 8B model on one GPU.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request (never its content)")
 	cmd.Flags().StringVar(&otlpEndpoint, "otlp-traces-endpoint", "", "send vLLM-style llm_request spans (OTLP/HTTP protobuf, batched every 5 s) to this URL, e.g. http://127.0.0.1:4318/v1/traces")
 	cmd.Flags().BoolVar(&timings, "timings", false, "answer with llama.cpp's timings object (prompt_ms, predicted_ms) like llama-server")
+	cmd.Flags().DurationVar(&startDelay, "start-delay", 0, "wait this long before listening, like a server that loads before it opens its port (for surge coldstart)")
 	f.simulator("", &cfg)
 	return cmd
 }

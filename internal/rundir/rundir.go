@@ -24,6 +24,7 @@ var Files = []string{
 	"summary.json", "results.md", "results.csv", "results.json", "report.html",
 	"capacity.json", "sweep.json", "soak.json", "check.json", "check.md",
 	"compare.md", "compare.json", "compare.html",
+	"coldstart.json", "coldstart.md", "server.log",
 }
 
 // isFile reports whether name is one of Files, or the temporary file one of

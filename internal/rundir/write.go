@@ -77,6 +77,22 @@ func (d *Dir) EngineCSV() (io.WriteCloser, error) {
 	return f, nil
 }
 
+// Log creates the file name (one of Files, e.g. "server.log") for the
+// output of a process surge started, which writes to it directly. The
+// caller closes it.
+func (d *Dir) Log(name string) (*os.File, error) {
+	path, err := d.begin(name, true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		d.abandon(name)
+		return nil, fileError(path, err)
+	}
+	return f, nil
+}
+
 // RemoveEngineCSV removes engine.csv (closed by then), for a run in which
 // no engine metric was ever available. Removing a file that is not there
 // is not an error.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -156,5 +157,126 @@ func TestScaleDownNeverBelowMin(t *testing.T) {
 	}
 	if s := c.Snapshot(time.Hour); s.ReadyReplicas != 1 {
 		t.Fatalf("ready %d, want min_replicas 1", s.ReadyReplicas)
+	}
+}
+
+// fromZero is scaleConfig scaled to zero: min_replicas 0, 4 replicas at most.
+func fromZero() Config {
+	c := scaleConfig()
+	c.MinReplicas, c.MaxReplicas = 0, 4
+	return c
+}
+
+// short runs 10 steps of ≈ 11 ms.
+var short = Request{PromptTokens: 10, MaxTokens: 10, IgnoreEOS: true}
+
+// Scaled to zero, the first arrival starts a replica at once (no hold); it
+// and the next arrivals wait in its queue through the four milestones (1 +
+// 2 + 3 + 4 s), are served from model_ready on, and the replica goes after
+// scale_down_idle; a later arrival goes through the milestones again.
+func TestScaleFromZero(t *testing.T) {
+	c, err := NewCluster(fromZero())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Snapshot(0); s.ReadyReplicas != 0 || s.StartingReplicas != 0 || len(s.Replicas) != 0 {
+		t.Fatalf("at 0 with min_replicas 0: %+v, want no replica", s)
+	}
+	if _, ok := c.NextEvent(); ok {
+		t.Fatal("an idle cluster at zero has work pending")
+	}
+	a, b := newTrace(), newTrace()
+	if _, err := c.Submit(2*time.Second, short, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(5*time.Second, short, b); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Snapshot(6 * time.Second); s.Waiting != 2 || s.StartingReplicas != 1 || s.ReadyReplicas != 0 ||
+		s.OldestWaiting != 4*time.Second {
+		t.Fatalf("at 6s: %+v, want 2 waiting for the starting replica, the oldest for 4s", s)
+	}
+	runUntil(c, 30*time.Second)
+	late := newTrace()
+	if _, err := c.Submit(40*time.Second, short, late); err != nil {
+		t.Fatal(err)
+	}
+	drain(c)
+	for i, tr := range []*trace{a, b, late} {
+		if tr.bad != "" || !tr.fin {
+			t.Fatalf("request %d: bad=%q fin=%v", i, tr.bad, tr.fin)
+		}
+	}
+	// max_num_seqs 1: the second waits for the first
+	if a.sched != 12*time.Second || b.sched != a.finAt {
+		t.Fatalf("admitted at %v and %v, want model_ready 12s (2s + 1+2+3+4 s) and %v", a.sched, b.sched, a.finAt)
+	}
+	if late.sched != 50*time.Second {
+		t.Fatalf("the arrival at 40s was admitted at %v, want 50s (a new cold start)", late.sched)
+	}
+	want := fmt.Sprintf(`2s scale_trigger r0
+3s capacity_requested r0
+5s node_ready r0
+8s container_ready r0
+12s model_ready r0
+12s first_served r0
+%v scale_down r0
+40s scale_trigger r1
+41s capacity_requested r1
+43s node_ready r1
+46s container_ready r1
+50s model_ready r1
+50s first_served r1
+%v scale_down r1
+`, max(a.finAt, b.finAt)+10*time.Second, late.finAt+10*time.Second)
+	if got := eventsString(c.Events()); got != want {
+		t.Fatalf("events:\n%s\nwant:\n%s", got, want)
+	}
+	if s := c.Snapshot(time.Hour); s.ReadyReplicas != 0 || len(s.Replicas) != 0 {
+		t.Fatalf("after the last scale-down: %+v, want zero replicas", s)
+	}
+}
+
+// With max_waiting, arrivals beyond the limit while the first replica
+// starts are refused, with a Retry-After that covers the cold start.
+func TestScaleFromZeroMaxWaiting(t *testing.T) {
+	cfg := fromZero()
+	cfg.MaxWaiting = 2
+	c, _ := NewCluster(cfg)
+	for i := range 2 {
+		if _, err := c.Submit(time.Duration(i)*time.Second, short, nil); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	_, err := c.Submit(2*time.Second, short, nil)
+	var qf *QueueFullError
+	if !errors.As(err, &qf) {
+		t.Fatalf("third request: %v, want a queue-full refusal", err)
+	}
+	if qf.RetryAfter < 8*time.Second {
+		t.Fatalf("Retry-After %v at 2s, want ≥ 8s (model_ready at 10s)", qf.RetryAfter)
+	}
+	if s := c.Snapshot(2 * time.Second); s.Rejected != 1 || s.Waiting != 2 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// Scaled from zero, the cluster still scales further up by the usual rule.
+func TestScaleFromZeroThenUp(t *testing.T) {
+	c, _ := NewCluster(fromZero())
+	for i := range 6 {
+		c.Submit(time.Duration(i)*100*time.Millisecond, long, nil)
+	}
+	runUntil(c, time.Minute)
+	var kinds []string
+	for _, e := range c.Events() {
+		if e.Kind == EventScaleTrigger {
+			kinds = append(kinds, fmt.Sprintf("%v r%d", e.At, e.Replica))
+		}
+	}
+	// r0 ready at 10s takes 1 in its batch (max_num_seqs 1): 5 waiting > 2
+	// per ready replica from 10s, held 5s → r1 triggered at 15s
+	if got := strings.Join(kinds[:min(2, len(kinds))], ", "); got != "0s r0, 15s r1" {
+		t.Fatalf("scale triggers %s, want 0s r0, 15s r1", got)
 	}
 }

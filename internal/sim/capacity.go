@@ -85,7 +85,8 @@ func (r CapacityResult) String() string {
 // The autoscaler, the admission limit (max_waiting) and fault injection are
 // switched off (of the faults only 500 and 503 would change the engine's
 // work; the others are plans a client enacts); every other field of cfg,
-// including replicas and slowdown_per_hour, is used as given. A trial
+// including replicas and slowdown_per_hour, is used as given (a cluster
+// that scales from zero is measured with at least one replica). A trial
 // offers λ requests/s for T = min(W, A/λ) seconds of virtual time to a
 // fresh cluster: arrivals at t_i = i/λ (i = 0, 1, …, t_i < T) carrying
 // next(i), so a next that depends only on i offers every trial the same
@@ -134,6 +135,9 @@ func Capacity(cfg Config, next func(i int) Request) (CapacityResult, error) {
 
 // capacity is Capacity within lim.
 func capacity(cfg Config, next func(i int) Request, lim capacityLimits) (CapacityResult, error) {
+	if cfg.ScalesFromZero() { // measured as the one replica its first arrival starts
+		cfg.MinReplicas, cfg.Replicas = 1, max(cfg.Replicas, 1)
+	}
 	cfg.Autoscale, cfg.MaxWaiting = false, 0
 	cfg.Fault500, cfg.Fault503, cfg.FaultReset, cfg.FaultMalformed, cfg.FaultStall, cfg.FaultSlowHeaders = 0, 0, 0, 0, 0, 0
 	if err := cfg.Validate(); err != nil {

@@ -369,3 +369,23 @@ func TestCapacityString(t *testing.T) {
 		}
 	}
 }
+
+// A cluster scaling from zero has the capacity of the replica it starts,
+// not an error for having none at time 0.
+func TestCapacityScaleFromZero(t *testing.T) {
+	one := DefaultConfig()
+	zero := one
+	zero.Autoscale, zero.MinReplicas = true, 0
+	next := func(int) Request { return Request{PromptTokens: 500, MaxTokens: 150, IgnoreEOS: true} }
+	a, err := Capacity(one, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Capacity(zero, next)
+	if err != nil {
+		t.Fatalf("scale from zero: %v", err)
+	}
+	if a.RPS != b.RPS {
+		t.Fatalf("μ %v scaling from zero, %v with one replica", b.RPS, a.RPS)
+	}
+}

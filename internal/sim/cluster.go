@@ -42,7 +42,7 @@ type Cluster struct {
 }
 
 // NewCluster validates cfg and returns a cluster with cfg.Replicas ready
-// replicas at time 0.
+// replicas at time 0, or none when it scales from zero (ScalesFromZero).
 func NewCluster(cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		scaleSince:    Never,
 		lastScaleDown: Never,
 	}
-	for i := 0; i < cfg.Replicas; i++ {
+	for i := 0; i < cfg.initialReplicas(); i++ {
 		c.reps = append(c.reps, c.newReplica(i, repReady))
 		c.ready++
 	}
@@ -178,6 +178,9 @@ func (c *Cluster) Submit(now time.Duration, r Request, obs Observer) (Ticket, er
 	outLen, finish, fault := c.plan(r)
 	c.nextID++
 	rep := c.route()
+	if rep == nil { // scaled to zero: the request waits for the replica starting
+		rep = c.coldReplica(now)
+	}
 	t := Ticket{ID: c.nextID, Replica: rep.index, Fault: fault}
 	if fault.Kind == Fault500 || fault.Kind == Fault503 {
 		c.failed++
@@ -210,17 +213,37 @@ func (c *Cluster) Submit(now time.Duration, r Request, obs Observer) (Ticket, er
 	return t, nil
 }
 
+// coldReplica returns the replica that takes arrivals while none is ready
+// (only when scaling from zero): the first one starting, or a new one,
+// started at now without waiting for scale_up_hold — the arrival itself is
+// the trigger, as with Knative's activator or KEDA's 0 → 1.
+func (c *Cluster) coldReplica(now time.Duration) *replica {
+	for _, r := range c.reps {
+		if r.state == repStarting {
+			return r
+		}
+	}
+	c.emit(now, EventScaleTrigger, len(c.reps), "scale from zero: a request arrived with no replica ready")
+	c.startReplica(now)
+	return c.reps[len(c.reps)-1]
+}
+
 // retryAfter estimates how long rep's waiting queue takes to drain at its
 // recent completion rate (or, before any completion, at a rate estimated
-// from the configuration), rounded up to whole seconds, at least 1 s.
+// from the configuration), rounded up to whole seconds, at least 1 s. A
+// replica still starting (scale from zero) adds the time to its model_ready.
 func (c *Cluster) retryAfter(rep *replica, now time.Duration) time.Duration {
+	var cold time.Duration
+	if rep.state == repStarting {
+		cold = max(rep.milestones[len(rep.milestones)-1]-now, 0)
+	}
 	rate := rep.drainRate(now)
 	if rate <= 0 {
 		// a full batch of mean-length requests, decode cost only
 		step := c.cfg.StepBase + c.cfg.StepPerDecodeSeq*time.Duration(c.cfg.MaxNumSeqs)
 		rate = float64(c.cfg.MaxNumSeqs) / (c.cfg.OutputMean * step.Seconds())
 	}
-	secs := math.Ceil(float64(rep.nWaiting) / rate)
+	secs := math.Ceil(float64(rep.nWaiting)/rate + cold.Seconds())
 	if !(secs >= 1) {
 		secs = 1
 	}
@@ -384,6 +407,11 @@ func (c *Cluster) evalScale(t time.Duration) {
 func (c *Cluster) scaleUp(t time.Duration) {
 	c.emit(t, EventScaleTrigger, len(c.reps), fmt.Sprintf("%d waiting over %d ready replicas > %g per replica since %v",
 		c.waiting, c.ready, c.cfg.ScaleUpWaiting, c.scaleSince))
+	c.startReplica(t)
+}
+
+// startReplica adds a replica at t that goes through the four milestones.
+func (c *Cluster) startReplica(t time.Duration) {
 	r := c.newReplica(len(c.reps), repStarting)
 	r.added = true
 	at := t + c.cfg.ScaleRequestDelay
@@ -412,6 +440,7 @@ func (c *Cluster) milestone(r *replica, t time.Duration) {
 		r.idleSince = t
 		c.starting--
 		c.ready++
+		c.startStep(r, t) // requests that waited for it (scale from zero)
 	}
 }
 
@@ -436,10 +465,16 @@ func (c *Cluster) Snapshot(now time.Duration) Snapshot {
 	for _, r := range c.reps {
 		switch r.state {
 		case repStarting:
-			s.Replicas = append(s.Replicas, ReplicaStats{
+			rs := ReplicaStats{
 				Index: r.index, State: "starting", Awaiting: milestoneKinds[r.nextMile],
-				KVCapacityTokens: c.cfg.KVCacheTokens,
-			})
+				Waiting: r.nWaiting, KVCapacityTokens: c.cfg.KVCacheTokens,
+			}
+			if h := c.headWaiting(r); h != nil { // scale from zero: arrivals wait for it
+				rs.OldestWaiting = now - h.arrived
+			}
+			s.Waiting += rs.Waiting
+			s.OldestWaiting = max(s.OldestWaiting, rs.OldestWaiting)
+			s.Replicas = append(s.Replicas, rs)
 		case repReady:
 			rs := ReplicaStats{
 				Index: r.index, State: "ready", Waiting: r.nWaiting, Running: r.nRunning,

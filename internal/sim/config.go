@@ -72,7 +72,12 @@ type Config struct {
 	Replicas int `yaml:"replicas"`
 	// Autoscale turns the autoscaler on.
 	Autoscale bool `yaml:"autoscale"`
-	// MinReplicas is the autoscaler's floor (scale-down stops there).
+	// MinReplicas is the autoscaler's floor (scale-down stops there). 0
+	// means scale from zero (autoscale on): the cluster starts with no
+	// replica, whatever Replicas says; the first arrival starts one at once
+	// (no scale_up_hold) and waits in its queue — or is refused, with
+	// MaxWaiting — until its model_ready; after scale_down_idle without work
+	// the last replica goes too.
 	MinReplicas int `yaml:"min_replicas"`
 	// MaxReplicas is the autoscaler's ceiling (ready + starting).
 	MaxReplicas int `yaml:"max_replicas"`
@@ -145,6 +150,27 @@ type Config struct {
 	// PrefixBlockTokens is the prefix cache's block size in tokens: only
 	// whole blocks are cached and matched (0 = DefaultPrefixBlockTokens).
 	PrefixBlockTokens int `yaml:"prefix_block_tokens"`
+}
+
+// ScalesFromZero reports whether the cluster scales from zero: autoscale
+// on and min_replicas 0.
+func (c *Config) ScalesFromZero() bool { return c.Autoscale && c.MinReplicas == 0 }
+
+// replicasFloor is the least Replicas may be: 0 when scaling from zero
+// (which starts with none whatever it says), 1 otherwise.
+func (c *Config) replicasFloor() int {
+	if c.ScalesFromZero() {
+		return 0
+	}
+	return 1
+}
+
+// initialReplicas is the number of replicas ready at time 0.
+func (c *Config) initialReplicas() int {
+	if c.ScalesFromZero() {
+		return 0
+	}
+	return c.Replicas
 }
 
 // PrefixCache reports whether the prefix cache is on.
@@ -227,8 +253,9 @@ func (c *Config) Validate() error {
 		{!(c.OutputMean >= 1 && c.OutputMean <= 1e9), "output_mean", fmt.Sprintf("must be ≥ 1 token, got %v", c.OutputMean)},
 		{!(c.OutputSigma >= 0 && c.OutputSigma <= 4), "output_sigma", fmt.Sprintf("must be in [0, 4], got %v", c.OutputSigma)},
 		geInt("max_waiting", c.MaxWaiting, 0, "0 (0 = unbounded)"),
-		geInt("replicas", c.Replicas, 1, "1"),
-		geInt("min_replicas", c.MinReplicas, 1, "1"),
+		geInt("replicas", c.Replicas, c.replicasFloor(), fmt.Sprint(c.replicasFloor())),
+		geInt("min_replicas", c.MinReplicas, 0, "0 (0 = scale from zero)"),
+		{c.MinReplicas == 0 && !c.Autoscale, "min_replicas", "0 (scale from zero) needs autoscale on"},
 		geInt("max_replicas", c.MaxReplicas, max(c.MinReplicas, 1), fmt.Sprintf("min_replicas (%d)", c.MinReplicas)),
 		{c.Autoscale && (c.Replicas < c.MinReplicas || c.Replicas > c.MaxReplicas), "replicas",
 			fmt.Sprintf("must be within [min_replicas, max_replicas] = [%d, %d] when autoscale is on, got %d", c.MinReplicas, c.MaxReplicas, c.Replicas)},

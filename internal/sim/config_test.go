@@ -29,6 +29,7 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"autoscale defaults", func(c *Config) { c.Autoscale = true }, ""},
 		{"replicas 3 without autoscale", func(c *Config) { c.Replicas = 3 }, ""},
+		{"scale from zero", func(c *Config) { c.Autoscale, c.MinReplicas = true, 0 }, ""},
 		{"faults summing to one", func(c *Config) { c.Fault500, c.FaultStall = 0.5, 0.5 }, ""},
 		// sad paths: every field
 		{"max_num_seqs 0", func(c *Config) { c.MaxNumSeqs = 0 }, "max_num_seqs"},
@@ -44,7 +45,9 @@ func TestValidate(t *testing.T) {
 		{"output_sigma negative", func(c *Config) { c.OutputSigma = -0.1 }, "output_sigma"},
 		{"max_waiting negative", func(c *Config) { c.MaxWaiting = -1 }, "max_waiting"},
 		{"replicas 0", func(c *Config) { c.Replicas = 0 }, "replicas"},
-		{"min_replicas 0", func(c *Config) { c.MinReplicas = 0 }, "min_replicas"},
+		{"min_replicas 0 without autoscale", func(c *Config) { c.MinReplicas = 0 }, "min_replicas"},
+		{"min_replicas -1", func(c *Config) { c.Autoscale, c.MinReplicas = true, -1 }, "min_replicas"},
+		{"replicas -1 scaling from zero", func(c *Config) { c.Autoscale, c.MinReplicas, c.Replicas = true, 0, -1 }, "replicas"},
 		{"max below min", func(c *Config) { c.MinReplicas, c.MaxReplicas = 3, 2 }, "max_replicas"},
 		{"replicas above max with autoscale", func(c *Config) { c.Autoscale, c.Replicas = true, 5 }, "replicas"},
 		{"scale_up_waiting 0", func(c *Config) { c.ScaleUpWaiting = 0 }, "scale_up_waiting"},

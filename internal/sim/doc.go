@@ -119,6 +119,15 @@
 //	model_ready          + model_ready_delay (routable from this instant)
 //	first_served         when it first admits a request into its batch
 //
+// With min_replicas 0 (scale from zero) the cluster starts with no
+// replica. An arrival that finds none ready starts one at once — the
+// arrival is the trigger, without scale_up_hold, as with Knative's
+// activator or KEDA's 0 → 1 — and waits in that replica's queue (counted
+// as waiting; refused beyond max_waiting, with a Retry-After that includes
+// the time left to model_ready) through the same four milestones; the
+// last idle replica is removed after scale_down_idle like any other, and
+// the next arrival starts the cold start again.
+//
 // A starting replica serves nothing before model_ready. A ready replica
 // that has been idle (no waiting, no running) for scale_down_idle is
 // removed ("scale_down"), one at a time, never below min_replicas;

@@ -118,7 +118,7 @@ func (r *replica) popWaiting() {
 // still in prefill take chunks in admission order, then waiting requests are
 // admitted FCFS while the batch, the KV cache and the budget allow.
 func (c *Cluster) startStep(r *replica, t time.Duration) {
-	if r.busy {
+	if r.busy || r.state != repReady {
 		return
 	}
 	budget := c.cfg.MaxNumBatchedTokens

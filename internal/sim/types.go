@@ -137,7 +137,7 @@ type Event struct {
 // Snapshot is the state of the cluster at one instant.
 type Snapshot struct {
 	At               time.Duration
-	Waiting          int           // requests in waiting queues (ready replicas)
+	Waiting          int           // requests in waiting queues (ready replicas, and the one starting when scaled from zero)
 	Running          int           // sequences in running batches
 	KVUsage          float64       // reserved KV tokens / capacity over ready replicas, 0..1
 	ReadyReplicas    int           // replicas that receive requests

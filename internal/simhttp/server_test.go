@@ -990,3 +990,53 @@ func TestHandlerWithoutStart(t *testing.T) {
 		t.Errorf("%d request log lines, want 3: %s", n, out)
 	}
 }
+
+// Scaled to zero (min_replicas 0), the first request waits for the replica
+// it starts: /metrics shows it waiting with no replica ready and one
+// starting, and its stream ends after model_ready_delay, served by r0.
+func TestScaleFromZero(t *testing.T) {
+	cfg := fastConfig()
+	cfg.Autoscale, cfg.MinReplicas, cfg.MaxReplicas = true, 0, 1
+	cfg.ScaleRequestDelay, cfg.NodeReadyDelay, cfg.ContainerReadyDelay = 0, 0, 0
+	cfg.ModelReadyDelay, cfg.ScaleDownIdle = 300*time.Millisecond, time.Hour
+	e := startServer(t, cfg)
+	type answer struct {
+		resp *http.Response
+		at   time.Duration
+	}
+	done := make(chan answer, 1)
+	t0 := time.Now()
+	go func() {
+		resp, err := e.client.Post(e.base+"/chat/completions", "application/json",
+			strings.NewReader(`{"messages":[{"role":"user","content":"a"}],"max_tokens":3,"stream":true}`))
+		if err != nil {
+			t.Error(err)
+			done <- answer{}
+			return
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Error(err)
+		}
+		done <- answer{resp, time.Since(t0)}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.s.Snapshot().Waiting != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never waited")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fams := scrape(t, e)
+	gauge := func(name string) float64 { return fams[name].GetMetric()[0].GetGauge().GetValue() }
+	if w, r, s := gauge("vllm:num_requests_waiting"), gauge("surge_sim_replicas"), gauge("surge_sim_replicas_starting"); w != 1 || r != 0 || s != 1 {
+		t.Errorf("while starting: waiting %v, replicas %v, starting %v; want 1, 0, 1", w, r, s)
+	}
+	a := <-done
+	if a.resp == nil {
+		return
+	}
+	defer a.resp.Body.Close()
+	if a.resp.StatusCode != http.StatusOK || a.resp.Header.Get(ReplicaHeader) != "r0" || a.at < 300*time.Millisecond {
+		t.Fatalf("status %d from %q, stream done after %v; want 200 from r0 after ≥ 300ms", a.resp.StatusCode, a.resp.Header.Get(ReplicaHeader), a.at)
+	}
+}

@@ -520,3 +520,27 @@ func TestRunSummaryOfABurst(t *testing.T) {
 		}
 	}
 }
+
+// A simulator that scales from zero (min_replicas 0): the burst runs, μ is
+// that of the replica its first arrival starts, and report.html's timeline
+// shows replica 0's cold-start milestones from the first arrival on.
+func TestBurstScaleFromZeroTimeline(t *testing.T) {
+	_, dir, out := virtualBurst(t, func(c *Config) {
+		c.Multipliers = []float64{3}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, time.Minute, 20*time.Second, time.Minute, 2*time.Minute
+		s := &c.Options.Sim
+		s.Autoscale, s.MinReplicas, s.MaxReplicas = true, 0, 2
+	})
+	if !strings.Contains(out.String(), "simulated engine, raised to saturation") {
+		t.Errorf("μ not from the simulator:\n%s", out.String())
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"scale trigger (replica 0)", "capacity requested (replica 0)", "model ready (replica 0)", "first served (replica 0)"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks the marker %q", want)
+		}
+	}
+}
