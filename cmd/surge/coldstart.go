@@ -74,14 +74,8 @@ each cycle, then min / median / max of each milestone. docs/metrics.md
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
-	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1; with --start-cmd, the server the command starts (default: the built-in simulator)")
-	f.str(&o.Model, "model", "model", "model name to request")
-	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
-	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
-	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
-	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
-	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
-	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
+	f.endpoint(&o)
+	f.fs.Lookup("target").Usage = "base URL of the OpenAI-compatible API, including /v1; with --start-cmd, the server the command starts (default: the built-in simulator)"
 	f.str(&cfg.StartCmd, "start_cmd", "start-cmd", "command that starts the server (run with sh -c in its own process group, output to server.log; stopped after each cycle), e.g. 'vllm serve m --port 8000'; it is recorded in coldstart.json, so pass secrets through the environment, which it inherits")
 	f.integer(&cfg.Repeat, "repeat", "repeat", fmt.Sprintf("cycles to measure (0 = %d with --start-cmd or --idle, else 1)", coldstart.DefaultRepeat))
 	f.dur(&cfg.Idle, "idle", "idle", "scale from zero: wait between cycles, long enough for the endpoint to scale back to zero (needed for --repeat > 1)")

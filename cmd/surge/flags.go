@@ -346,8 +346,15 @@ func (v optFloat) Set(s string) error {
 func (optFloat) Type() string { return "usd" }
 
 // target binds the flags that say where requests go and how they get
-// there: every experiment's and surge check's.
+// there, and the per-request timeout: every experiment's and surge check's.
 func (f *flags) target(o *run.Options) {
+	f.endpoint(o)
+	f.dur(&o.Timeout, "timeout", "timeout", "per-request timeout (a timed-out request is a failure)")
+}
+
+// endpoint binds where requests go and how they get there (surge
+// coldstart bounds its probes otherwise).
+func (f *flags) endpoint(o *run.Options) {
 	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
 	f.str(&o.Model, "model", "model", "model name to request")
 	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
@@ -356,7 +363,6 @@ func (f *flags) target(o *run.Options) {
 	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")
 	f.boolean(&o.Insecure, "insecure", "insecure", "skip TLS certificate verification")
 	f.strings(&o.Headers, "headers", "header", "extra request header \"Name: value\" (repeatable; values are never logged)")
-	f.dur(&o.Timeout, "timeout", "timeout", "per-request timeout (a timed-out request is a failure)")
 }
 
 // simulator binds one flag per simulator setting, named as the kebab-case
