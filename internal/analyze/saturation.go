@@ -96,6 +96,16 @@ func waitEnd(r *record.Record) int64 {
 // The backlog is growing and the requests still to come will wait longer
 // still. ok is false, and why "", when horizon ≤ from or limitMs ≤ 0.
 func OverSaturated(recs []record.Record, from, horizon time.Duration, limitMs float64) (why string, ok bool) {
+	// Past the last observation nothing changes: a horizon beyond it (a
+	// virtual run whose every arrival was sent passes "never") is the
+	// moment after it, so the backlog samples stay bounded.
+	var last int64
+	for i := range recs {
+		last = max(last, recs[i].ScheduledNs, waitEnd(&recs[i]))
+	}
+	if len(recs) > 0 && int64(horizon) > last {
+		horizon = time.Duration(last) + 1
+	}
 	if horizon <= from || limitMs <= 0 {
 		return "", false
 	}

@@ -109,3 +109,20 @@ func TestOverSaturatedSadPaths(t *testing.T) {
 		})
 	}
 }
+
+// A virtual run whose every arrival was sent passes a horizon of "never"
+// (virtual.stopAt): the backlog is sampled up to the last observation, not
+// stepped towards 2⁶³ ns until the sample slices fill the memory.
+func TestOverSaturatedUnboundedHorizon(t *testing.T) {
+	growing := func(t time.Duration) time.Duration { return 500*time.Millisecond + t/2 }
+	recs := syntheticRecords(100*time.Millisecond, 30*time.Second, growing, func(time.Duration) bool { return true })
+	var last int64
+	for i := range recs {
+		last = max(last, recs[i].FirstTokenNs)
+	}
+	want, wantOK := OverSaturated(recs, 0, time.Duration(last)+1, 2000)
+	got, ok := OverSaturated(recs, 0, time.Duration(1<<63-1), 2000)
+	if ok != wantOK || got != want {
+		t.Fatalf("horizon never: %q %v; want %q %v (the horizon at the last observation)", got, ok, want, wantOK)
+	}
+}
