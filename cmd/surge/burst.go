@@ -80,6 +80,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	f.f64(&cfg.Burstiness, "burstiness", "burstiness", "gamma shape (with --arrival gamma)")
 	f.str(&cfg.RecoveryMetric, "recovery_metric", "recovery-metric", "latency judged for recovery: e2e (completion) or ttft")
 	f.f64(&cfg.CapacityRPS, "capacity_rps", "capacity-rps", "the target's capacity μ in requests/s for the prediction (default: estimate)")
+	f.integer(&cfg.QueueLimit, "queue_limit", "queue-limit", "the target's admission limit for the prediction: it rejects (429) what finds this many requests waiting; with --retries the model sends them again (default: unknown, an unbounded queue; the simulator's --max-waiting × replicas)")
 	f.f64(&cfg.BoostRPS, "boost_rps", "boost-rps", "prediction: capacity in requests/s once a scale-up lands (0 = none)")
 	f.dur(&cfg.BoostAfter, "boost_after", "boost-after", "prediction: when the scale-up lands, after the burst starts")
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to baseline before each run")

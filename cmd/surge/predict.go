@@ -65,12 +65,12 @@ stepped forward in time (every 10 ms) instead of solved per interval.`,
 					"rejected": pr.Rejected, "retried": pr.Retried, "model": pr.Model, "explanation": pr.Explanation,
 				})
 			}
-			fmt.Fprintf(w, "peak backlog:   %.1f requests (%s after the burst starts)\n", pr.PeakBacklog, pr.PeakAt)
+			fmt.Fprintf(w, "peak backlog:   %.1f requests (%s after the burst starts)\n", pr.PeakBacklog, pr.PeakAt.Round(10*time.Millisecond))
 			if pr.Never {
 				fmt.Fprintf(w, "recovery:       never — normal load %.4g req/s is at or above capacity\n", p.Lambda)
 			} else {
 				fmt.Fprintf(w, "drain rate:     %.4g req/s\n", pr.DrainRate)
-				fmt.Fprintf(w, "recovery time:  %s after the burst ends\n", pr.RecoveryTime)
+				fmt.Fprintf(w, "recovery time:  %s after the burst ends\n", pr.RecoveryTime.Round(10*time.Millisecond))
 			}
 			if p.Patience > 0 {
 				fmt.Fprintf(w, "gave up:        %.0f requests (waited %s, the timeout)\n", pr.Abandoned, p.Patience)

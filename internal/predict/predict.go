@@ -137,6 +137,9 @@ func (p Params) Validate() error {
 	if p.Retries < 0 || p.Retries > maxRetries {
 		errs.Add("retries", "must be 0..%d, got %d", maxRetries, p.Retries)
 	}
+	if p.Retries > 0 && p.QueueLimit == 0 {
+		errs.Add("retries", "only rejected requests are retried: give the queue limit too (without one nothing is rejected)")
+	}
 	if p.RetryDelay < 0 || p.Retries > 0 && p.RetryDelay == 0 {
 		errs.Add("retry_delay", "must be > 0 with retries, got %v", p.RetryDelay)
 	}
@@ -271,6 +274,7 @@ func Predict(p Params) (Prediction, error) {
 			label = "after the burst"
 		}
 		last := math.IsInf(s.to, 1)
+		reached := s.to // when the backlog at the segment's end is first reached
 		if last {
 			fmt.Fprintf(&w, "From %s on (%s): %s req/s in, %s req/s out: ", dur(seconds(s.from)), label, num(s.arrive), num(s.serve))
 		} else {
@@ -292,29 +296,29 @@ func Predict(p Params) (Prediction, error) {
 		case b == 0 && rate <= 0:
 			fmt.Fprintf(&w, "no backlog. ")
 		case rate == 0:
-			fmt.Fprintf(&w, "the backlog stays at %s. ", num(round3(b)))
+			fmt.Fprintf(&w, "the backlog stays at %s. ", backlog(b))
 		case rate > 0 && b+rate*(s.to-s.from) > limit:
 			full := s.from + (limit-b)/rate
 			left := rate * (s.to - full)
 			pr.Abandoned += left
-			b = limit
+			b, reached = limit, full
 			emptySince = math.NaN()
 			fmt.Fprintf(&w, "the backlog grows at %s req/s to the patience cap %s = %s req/s × %s at %s; past it, arrivals would wait longer than %s and give up (%s of them). ",
-				num(rate), num(round3(limit)), num(s.serve), dur(p.Patience), dur(seconds(full)), dur(p.Patience), num(math.Round(left)))
+				num(rate), backlog(limit), num(s.serve), dur(p.Patience), dur(seconds(full)), dur(p.Patience), num(math.Round(left)))
 		case rate > 0:
 			b += rate * (s.to - s.from)
 			emptySince = math.NaN()
-			fmt.Fprintf(&w, "the backlog grows at %s req/s to %s. ", num(rate), num(round3(b)))
+			fmt.Fprintf(&w, "the backlog grows at %s req/s to %s. ", num(rate), backlog(b))
 		case b+rate*(s.to-s.from) <= 0:
 			emptySince = s.from + b/-rate
 			fmt.Fprintf(&w, "the backlog drains at %s req/s and is empty after %s. ", num(-rate), dur(seconds(b/-rate)))
 			b = 0
 		default:
 			b += rate * (s.to - s.from)
-			fmt.Fprintf(&w, "the backlog drains at %s req/s to %s. ", num(-rate), num(round3(b)))
+			fmt.Fprintf(&w, "the backlog drains at %s req/s to %s. ", num(-rate), backlog(b))
 		}
 		if !last && b > pr.PeakBacklog {
-			pr.PeakBacklog, pr.PeakAt = b, seconds(s.to)
+			pr.PeakBacklog, pr.PeakAt = b, seconds(reached)
 		}
 	}
 	pr.DrainRate = p.finalMu() - p.Lambda
@@ -325,7 +329,7 @@ func Predict(p Params) (Prediction, error) {
 	var head string
 	switch {
 	case pr.PeakBacklog > 0:
-		head = fmt.Sprintf("Peak backlog %s requests, %s after the burst start. ", num(round3(pr.PeakBacklog)), dur(pr.PeakAt))
+		head = fmt.Sprintf("Peak backlog %s requests, %s after the burst start. ", backlog(pr.PeakBacklog), dur(pr.PeakAt))
 	default:
 		head = "No backlog builds up. "
 	}
@@ -354,6 +358,10 @@ func dur(d time.Duration) string {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// backlog prints a number of requests for people: one decimal at most
+// (54.2917 → "54.3", 600 → "600").
+func backlog(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 // Point is one point of a backlog timeline.
 type Point struct {

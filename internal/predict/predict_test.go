@@ -186,6 +186,10 @@ func TestPredictAbandonment(t *testing.T) {
 				t.Errorf("burst %v: explanation lacks %q:\n%s", c.burst, part, pr.Explanation)
 			}
 		}
+		// The peak is first reached when the cap fills, not at the burst end.
+		if wantAt := math.Min(60, c.peak/(c.burst-9.14)); math.Abs(pr.PeakAt.Seconds()-wantAt) > 0.01 {
+			t.Errorf("burst %v: peak at %v, want %.2fs", c.burst, pr.PeakAt, wantAt)
+		}
 		if c.abandoned == 0 && strings.Contains(pr.Explanation, "give up") {
 			t.Errorf("burst %v: nobody gives up, yet: %s", c.burst, pr.Explanation)
 		}

@@ -71,6 +71,10 @@ type Config struct {
 	CapacityRPS    float64       `yaml:"capacity_rps" json:"capacity_rps"`       // μ for the prediction (0 = estimate)
 	BoostRPS       float64       `yaml:"boost_rps" json:"boost_rps"`             // prediction: capacity after a scale-up (0 = none)
 	BoostAfter     time.Duration `yaml:"boost_after" json:"boost_after"`         // prediction: when the boost arrives, after the burst starts
+	// QueueLimit is the target's admission limit for the prediction: it
+	// rejects what finds this many requests waiting (0 = unknown; against
+	// the simulator its max_waiting × replicas).
+	QueueLimit int `yaml:"queue_limit" json:"queue_limit,omitempty"`
 	SettleTimeout  time.Duration `yaml:"settle_timeout" json:"settle_timeout"`   // longest wait for the target to settle before each run
 	Simulate       bool          `yaml:"simulate" json:"simulate"`               // run in virtual time against the engine model
 	// Repeat is the runs per multiplier, each listing of it (--multipliers
@@ -186,6 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BoostRPS < 0 {
 		bad("boost_rps", "must be ≥ 0, got %g", c.BoostRPS)
+	}
+	if c.QueueLimit < 0 {
+		bad("queue_limit", "must be ≥ 0 requests (0 = unknown), got %d", c.QueueLimit)
 	}
 	if c.SettleTimeout < 0 {
 		bad("settle_timeout", "must be ≥ 0, got %s", c.SettleTimeout)
@@ -543,16 +550,21 @@ func predictParams(c *Config, k, mu float64, simulated, virtual bool) predict.Pa
 	// backlog that will be served at μ × timeout (predict, "Abandonment").
 	p := predict.Params{Mu: mu, Lambda: c.BaselineRPS, BurstRate: k * c.BaselineRPS, BurstLen: c.Burst, BoostMu: c.BoostRPS, BoostAt: c.BoostAfter,
 		Patience: c.Options.Timeout}
-	if sc := c.Options.Sim; simulated && sc.MaxWaiting > 0 {
+	switch sc := c.Options.Sim; {
+	case c.QueueLimit > 0:
+		p.QueueLimit = float64(c.QueueLimit)
+	case simulated && sc.MaxWaiting > 0:
 		// The simulator's admission bound is known: arrivals past it are
-		// rejected (429), and over HTTP the client's retries send them
-		// again after the Retry-After hint, ⌈waiting / completion rate⌉
-		// (sim, "Admission control"). Virtual time does not retry.
+		// rejected (429).
 		p.QueueLimit = float64(sc.MaxWaiting * max(1, sc.Replicas))
-		if !virtual && c.Options.Retries > 0 {
-			p.Retries = c.Options.Retries
-			p.RetryDelay = time.Duration(max(1, math.Ceil(float64(sc.MaxWaiting)*float64(max(1, sc.Replicas))/mu))) * time.Second
-		}
+	}
+	if p.QueueLimit > 0 && !virtual && c.Options.Retries > 0 {
+		// The client's retries send the rejected requests again after the
+		// Retry-After hint; the simulator's is ⌈waiting / completion rate⌉
+		// (sim, "Admission control"), which a full queue makes Q / μ, and
+		// the model takes that for any target. Virtual time does not retry.
+		p.Retries = c.Options.Retries
+		p.RetryDelay = time.Duration(max(1, math.Ceil(p.QueueLimit/mu))) * time.Second
 	}
 	return p
 }

@@ -115,6 +115,28 @@ func abandonmentNote(run *Run) string {
 	return note + "."
 }
 
+// queueLimitNote says when the target rejected a share of the burst with
+// 429 while the prediction assumed an unbounded queue (it was not told the
+// admission limit): its backlog and recovery are then too pessimistic, and
+// retries were not modelled.
+func queueLimitNote(run *Run) string {
+	if run.Prediction == nil || run.Prediction.Params.QueueLimit > 0 {
+		return ""
+	}
+	var rejected, offered int64
+	for _, p := range run.Result.Analysis.Phases {
+		if p.Name == schedule.PhaseBurst {
+			rejected += p.Outcomes[record.RateLimited]
+			offered += p.Offered
+		}
+	}
+	if offered == 0 || float64(rejected) <= 0.01*float64(offered) {
+		return ""
+	}
+	return fmt.Sprintf("note: the target rejected %.1f%% of the burst with 429, but the prediction assumed an unbounded queue: give --queue-limit (the target's admission limit) to model the rejections and, with --retries, the retries.",
+		100*float64(rejected)/float64(offered))
+}
+
 // diagCapacity is the μ a burst run knows and the fluid model's recovery
 // with it, for the diagnosis.
 func diagCapacity(r *Run) analyze.DiagCapacity {
@@ -277,6 +299,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		if p := r.Prediction; p != nil && p.Model != "" {
 			t.Notes = append(t.Notes, scope+": predicted with the "+p.Model+" model (docs/method.md §8)")
+		}
+		if note := queueLimitNote(r); note != "" {
+			t.Notes = append(t.Notes, scope+": "+note)
 		}
 		for _, n := range experiment.ClientNotes(res.Analysis) {
 			t.Notes = append(t.Notes, scope+": "+n)
