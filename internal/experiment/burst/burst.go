@@ -74,9 +74,9 @@ type Config struct {
 	// QueueLimit is the target's admission limit for the prediction: it
 	// rejects what finds this many requests waiting (0 = unknown; against
 	// the simulator its max_waiting × replicas).
-	QueueLimit int `yaml:"queue_limit" json:"queue_limit,omitempty"`
-	SettleTimeout  time.Duration `yaml:"settle_timeout" json:"settle_timeout"`   // longest wait for the target to settle before each run
-	Simulate       bool          `yaml:"simulate" json:"simulate"`               // run in virtual time against the engine model
+	QueueLimit    int           `yaml:"queue_limit" json:"queue_limit,omitempty"`
+	SettleTimeout time.Duration `yaml:"settle_timeout" json:"settle_timeout"` // longest wait for the target to settle before each run
+	Simulate      bool          `yaml:"simulate" json:"simulate"`             // run in virtual time against the engine model
 	// Repeat is the runs per multiplier, each listing of it (--multipliers
 	// 5,5 --repeat 3 is six runs of 5×); see Runs.
 	Repeat int `yaml:"repeat" json:"repeat,omitempty"`
