@@ -353,3 +353,43 @@ func TestCapacityRepeat(t *testing.T) {
 		t.Errorf("report of repeated searches: exit %d %q", code, errs)
 	}
 }
+
+// A rep cut short (here by the budget) is not a trial: the pooled row and
+// the spread are built from the whole runs only, and a note names the one
+// left out.
+func TestRepeatLeavesOutPartialRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	// rate 6 for 10 s is about 60 requests a run: 150 lets two whole runs
+	// happen and stops the third.
+	code, out, errs := surge(t, "run", "--simulate", "--rate", "6", "--duration", "10s", "--repeat", "3", "--max-requests", "150", "-o", dir, "-q")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (stopped by the budget)\n%s\n%s", code, out, errs)
+	}
+	doc := readResults(t, filepath.Join(dir, "results.json"))
+	var samples [4]int
+	for _, row := range doc.Rows {
+		rep, _ := intField(row, "rep")
+		n, _ := intField(row, "samples")
+		if rep >= 0 && rep < len(samples) {
+			samples[rep] = n
+		}
+	}
+	if samples[1] == 0 || samples[2] == 0 || samples[3] == 0 {
+		t.Fatalf("rows' samples by rep %v: want three runs and a pooled row", samples)
+	}
+	if samples[0] != samples[1]+samples[2] {
+		t.Errorf("pooled samples %d, want rep 1 + rep 2 = %d (rep 3 was cut short)", samples[0], samples[1]+samples[2])
+	}
+	for _, sp := range doc.Spreads {
+		if len(sp.Values) != 2 {
+			t.Errorf("spread %s over %d runs, want the 2 whole ones", sp.Metric, len(sp.Values))
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "rep 3 is left out of the pooled row and the spread: it was cut short (budget:") {
+		t.Errorf("results.md does not say rep 3 was left out:\n%s", md)
+	}
+}

@@ -57,6 +57,25 @@ func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 		QueueWait: map[string]analyze.QueueWait{}}, nil
 }
 
+// WholeRuns splits repeated runs into the ones that ran their whole plan
+// (indexes into results) and the notes naming the others: a run cut short
+// (Ctrl-C, a budget) is not a trial of the configuration, so the pooled
+// row and the spread leave it out — its phases end early, and its P99 is
+// of fewer, earlier requests. scope prefixes the notes.
+func WholeRuns(scope string, results []*run.Result) (whole []int, notes []string) {
+	for i, r := range results {
+		if r.Partial {
+			notes = append(notes, fmt.Sprintf("%s: rep %d is left out of the pooled row and the spread: it was cut short (%s)", scope, r.Spec.Rep, r.PartialWhy))
+			continue
+		}
+		whole = append(whole, i)
+	}
+	if len(whole) < 2 && len(notes) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: fewer than 2 whole runs: no pooled row and no spread", scope))
+	}
+	return whole, notes
+}
+
 // PoolRow marks a row built from Pooled as the pooled row of n runs: the
 // engine's own measurements are per run — n/a for the reason the first
 // run's row (first) gives when it has none either, e.g. no --metrics-url.

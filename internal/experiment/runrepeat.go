@@ -115,17 +115,24 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 		h.Runs = append(h.Runs, charts)
 	}
 	t.Rows = append(t.Rows, rows...)
-	if len(results) > 1 {
-		if pooled, err := Pooled(env, results); err != nil {
+	whole, notes := WholeRuns("run", results)
+	t.Notes = append(t.Notes, notes...)
+	if len(whole) > 1 {
+		var wholeResults []*run.Result
+		var wholeRows []report.Row
+		for _, i := range whole {
+			wholeResults, wholeRows = append(wholeResults, results[i]), append(wholeRows, rows[i])
+		}
+		if pooled, err := Pooled(env, wholeResults); err != nil {
 			t.Notes = append(t.Notes, "no pooled row: "+err.Error())
 		} else {
 			row := RepeatRow(pooled, o)
-			PoolRow(&row, len(results), rows[0])
+			PoolRow(&row, len(wholeResults), wholeRows[0])
 			t.Rows = append(t.Rows, row)
 			t.Verdicts = append(t.Verdicts, SLOVerdicts("pooled overall", pooled.Analysis.Verdict)...)
 			lines = append(lines, VerdictLine{Scope: "pooled", Label: "overall", Pass: pooled.Analysis.Verdict.Pass, Detail: Clauses(pooled.Analysis.Verdict, false)})
 		}
-		t.Spreads = Spreads("run", rows, o.Seed)
+		t.Spreads = Spreads("run", wholeRows, o.Seed)
 	}
 	if len(results) < planned {
 		t.Notes = append(t.Notes, fmt.Sprintf("PARTIAL: %d of %d runs happened; the last one may be cut short.", len(results), planned))

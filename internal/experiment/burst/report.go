@@ -612,9 +612,19 @@ func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
 		}
 		k := group[0].K
 		scope := fmtK(k) + "×"
+		var all []*run.Result
+		for _, r := range group {
+			all = append(all, r.Result)
+		}
+		whole, notes := experiment.WholeRuns(scope, all)
+		t.Notes = append(t.Notes, notes...)
+		if len(whole) < 2 {
+			continue
+		}
 		var results []*run.Result
 		var rows []report.Row
-		for _, r := range group {
+		for _, i := range whole {
+			r := group[i]
 			results = append(results, r.Result)
 			for _, row := range t.Rows {
 				if row.Rep == r.Rep && row.Multiplier.V == k && !row.Pooled {
@@ -629,7 +639,7 @@ func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
 			continue
 		}
 		row := experiment.Row(pooled, &env.Opts, schedule.PhaseBurst)
-		experiment.PoolRow(&row, len(group), rows[0])
+		experiment.PoolRow(&row, len(results), rows[0])
 		row.Multiplier, row.BaselineRPS, row.BurstRPS = report.Val(k), report.Val(c.BaselineRPS), report.Val(k*c.BaselineRPS)
 		row.Recovery = report.RecoveryNA(experiment.ReasonPooledRecovery)
 		row.PredictedRecovery = report.RecoveryNA("pooled: the prediction is per run (see the runs' rows)")
