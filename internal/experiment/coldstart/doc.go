@@ -51,8 +51,8 @@
 // # The distribution
 //
 // Each milestone is reported per cycle and as min / median / max over the
-// cycles that reached it (the median of an even count is the mean of the
-// two middle values). A scale-from-zero cycle whose first token came
+// cycles that reached it (the median is the nearest rank, the ⌈N/2⌉-th
+// smallest value, as for repeated runs; the warm rule's m too). A scale-from-zero cycle whose first token came
 // within twice the warm TTFT is marked "warm start": the endpoint had not
 // scaled to zero, so that cycle measured no cold start (raise Idle).
 package coldstart

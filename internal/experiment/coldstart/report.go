@@ -156,15 +156,18 @@ func (c *Cycle) line() string {
 }
 
 // WriteTable writes the console table: a row per cycle, then min, median
-// and max of each milestone.
+// and max of each milestone. Every cell, the last (the note) too, ends
+// with a tab: tabwriter aligns only terminated cells, and an unterminated
+// note would be glued to the right-aligned probes ("1warm start").
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"cycle"}
 	for _, ms := range r.shown() {
 		head = append(head, ms.title)
 	}
 	head = append(head, "probes", "")
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for i := range r.Cycles {
 		c := &r.Cycles[i]
 		row := []string{fmt.Sprint(c.N)}
@@ -176,7 +179,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			note = "warm start"
 		}
 		row = append(row, fmt.Sprint(c.Probes), note)
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if len(r.Cycles) > 1 {
 		for _, stat := range []string{"min", "median", "max"} {
@@ -185,10 +188,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 				row = append(row, r.stat(ms.name, stat))
 			}
 			row = append(row, "", "")
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		out.WriteString(strings.TrimRight(l, " \n"))
+		if strings.HasSuffix(l, "\n") {
+			out.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // shown is the milestones of the table: listen only with a start command.
