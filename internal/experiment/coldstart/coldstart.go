@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -163,6 +164,11 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 		c.ProbeFailures[failure(rec)]++
 		if err := exited("before it answered with a token"); err != nil {
 			return c, err
+		}
+		if rec.Status == http.StatusNotFound && c.ProbeFailures[failure(rec)] == 1 { // once a cycle
+			if why := wrongModel(tctx, cl, m.client.BaseURL, m.client.Model); why != "" {
+				return c, fmt.Errorf("%w: cycle %d: %s", ErrModel, k, why)
+			}
 		}
 		if tctx.Err() != nil || !sleep(tctx, m.cfg.Poll) {
 			return c, m.timedOut(ctx, k, fmt.Sprintf("answered no probe with a token (%d probes: %s)", c.Probes, failures(c.ProbeFailures)))

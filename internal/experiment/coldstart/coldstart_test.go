@@ -430,3 +430,47 @@ func TestTableNoteApart(t *testing.T) {
 		}
 	}
 }
+
+// A 404 for a model the server does not list stops the cycle at once with
+// ErrModel naming the served model (review 12); a gateway's 404 while it
+// scales up (its /models not a list, or listing the model) is retried.
+func TestModelNotServed(t *testing.T) {
+	srv, base, err := simhttp.Listen(t.Context(), "127.0.0.1:0", sim.DefaultConfig(), nil) // serves "surge-sim"
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Target = base
+	client := clientFor(base)
+	client.Model = "llama"
+	rep, err := Run(t.Context(), cfg, client, io.Discard)
+	if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), `lists "surge-sim"`) || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("err %v, want ErrModel naming the served model and --model", err)
+	}
+	if c := rep.Cycles[0]; c.Probes != 1 {
+		t.Fatalf("%d probes, want 1: a wrong model is not retried", c.Probes)
+	}
+
+	for _, listsModel := range []bool{false, true} {
+		s, err := simhttp.New(sim.DefaultConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := time.Now().Add(300 * time.Millisecond)
+		h := s.Handler()
+		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if time.Now().Before(ready) && !(listsModel && strings.HasSuffix(r.URL.Path, "/models")) {
+				http.Error(w, "no route yet", http.StatusNotFound)
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
+		cfg.Target = gw.URL + "/v1"
+		rep, err := Run(t.Context(), cfg, clientFor(cfg.Target), io.Discard)
+		gw.Close()
+		if err != nil || rep.Cycles[0].ProbeFailures["http_error 404"] < 2 || rep.Cycles[0].FirstTokenS == nil {
+			t.Fatalf("/models lists the model %v: err %v, cycle %+v; want 404s retried, then a token", listsModel, err, rep.Cycles[0])
+		}
+	}
+}

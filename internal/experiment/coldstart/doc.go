@@ -25,6 +25,8 @@
 //	             every failed one (refused, 503, timeout) is counted and
 //	             another follows after Config.Poll. A server that answers
 //	             /v1/models while its model loads is not ready by this rule.
+//	             A 404 whose GET /models list lacks the model ends the
+//	             cycle at once (ErrModel): no retry serves a wrong name.
 //	warm         the send time of the first request of the first steady
 //	             window (below): from then on latency is warm.
 //

@@ -28,7 +28,10 @@ type Report struct {
 	// measured until then (the last one possibly incomplete).
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Problem is the error that ended the measurement early, if any.
-	Problem  string `json:"problem,omitempty"`
+	Problem string `json:"problem,omitempty"`
+	// Note is a caveat about the target the command found before it
+	// measured (e.g. a simulator not scaled from zero).
+	Note     string `json:"note,omitempty"`
 	ExitCode int    `json:"exit_code"`
 }
 
@@ -243,6 +246,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "- warm rule: %d consecutive TTFTs each within max(%g%% of their median, %g ms) of it; at most %d requests after the first token\n",
 		r.Rule.Window, r.Rule.Tolerance*100, r.Rule.FloorMs, r.Rule.Max)
+	if r.Note != "" {
+		fmt.Fprintf(&b, "- **note**: %s\n", r.Note)
+	}
 	if r.Interrupted {
 		b.WriteString("- **interrupted** (Ctrl-C): the cycles below are those measured\n")
 	}
