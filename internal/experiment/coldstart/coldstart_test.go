@@ -441,7 +441,7 @@ func TestModelNotServed(t *testing.T) {
 	}
 	defer srv.Close()
 	cfg := DefaultConfig()
-	cfg.Target = base
+	cfg.Target, cfg.StartTimeout = base, 20*time.Second // without the check: ErrNotReady after 20 s
 	client := clientFor(base)
 	client.Model = "llama"
 	rep, err := Run(t.Context(), cfg, client, io.Discard)

@@ -28,7 +28,8 @@ const modelsTimeout = 10 * time.Second
 // answer, a list holding the model): then the probes go on.
 func wrongModel(ctx context.Context, cl *openai.Client, base, model string) string {
 	ids, ok := servedModels(ctx, cl, base)
-	if !ok || slices.Contains(ids, model) {
+	// Ollama lists "m:latest" and serves it as "m" too
+	if !ok || slices.Contains(ids, model) || slices.Contains(ids, model+":latest") {
 		return ""
 	}
 	served := "no model"
