@@ -18,7 +18,7 @@ import (
 // exitCodesColdstart ends surge coldstart's --help.
 var exitCodesColdstart = "\n\n" + wrap("Exit codes: 0 every cycle reached steady warm latency; "+
 	"1 a cycle did not become steady within --warm-max requests, every cycle was a warm start (no cold start measured), or Ctrl-C interrupted the measurement (the files hold what was measured); "+
-	"2 usage or configuration error (e.g. --start-cmd without --target, --repeat above 1 without --idle), the target's port already in use before the start command ran, or the output folder in use or not empty; "+
+	"2 usage or configuration error (e.g. --start-cmd without --target, --repeat above 1 without --idle), the target's port already in use before the start command ran, --model not served (a probe got 404 and GET /models does not list it: surge stops at once), or the output folder in use or not empty; "+
 	"3 the target never became usable: the start command exited by itself (its exit status and log are named), or no successful token came within --start-timeout; "+
 	"4 anything else.", 78)
 
@@ -49,8 +49,10 @@ from the first request sent to its first token and to steady warm latency.
 Between cycles it waits --idle so that the endpoint can scale back to zero;
 with no --idle it measures one cycle. A cycle whose first token came within
 twice the warm TTFT is marked a warm start (it had not scaled to zero) and is
-left out of the spread. With no --target, the built-in simulator is measured
-(--autoscale --min-replicas 0 makes it scale from zero).
+left out of the spread. With no --target, the built-in simulator is measured; it
+has a replica ready, so only --autoscale --min-replicas 0 makes it scale
+from zero. A probe answered 404 while GET /models does not list --model
+stops the measurement at once (exit 2): no retry serves a wrong model name.
 
 coldstart.json and coldstart.md go to the run folder, with the console table:
 each cycle, then min / median / max of each milestone. docs/metrics.md
@@ -110,6 +112,9 @@ each cycle, then min / median / max of each milestone. docs/metrics.md
 func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Config) error {
 	ctx := cmd.Context()
 	w := cmd.OutOrStdout()
+	// the built-in simulator has a replica ready unless told to scale
+	// from zero: its cycles are warm starts, whatever --idle says
+	warmSim := o.Target == "" && !o.Sim.ScalesFromZero()
 	if err := coldstart.PortFree(ctx, cfg); err != nil {
 		return &exitError{exitUsage, err}
 	}
@@ -140,11 +145,17 @@ func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Con
 		defer cfg.Log.Close()
 		cfg.LogPath = d.Path() + "/" + logName
 		fmt.Fprintf(w, "surge coldstart: %d cycles of sh -c %q, target %s, model %s (its output: %s)\n", cfg.Cycles(), cfg.StartCmd, cfg.Target, o.Model, cfg.LogPath)
+	} else if warmSim {
+		fmt.Fprintf(w, "surge coldstart: %d cycle(s) of %s, model %s\n", cfg.Cycles(), env.TargetName(), o.Model)
+		fmt.Fprintf(w, "note: %s\n", simWarmNote)
 	} else {
 		fmt.Fprintf(w, "surge coldstart: %d cycle(s) of %s scaled from zero, model %s\n", cfg.Cycles(), env.TargetName(), o.Model)
 	}
 	rep, runErr := coldstart.Run(ctx, cfg, env.ClientConfig(2), w)
 	rep.Version = toolVersion()
+	if warmSim {
+		rep.Note = simWarmNote
+	}
 	if cfg.StartCmd != "" {
 		rep.Log = logName
 	}
@@ -167,6 +178,9 @@ func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Con
 	case code == exitOK:
 		fmt.Fprintln(w, "exit 0: every cycle reached steady warm latency")
 		return nil
+	case errors.Is(runErr, coldstart.ErrModel):
+		fmt.Fprintln(w, "exit 2: the target does not serve --model (the message below names what it serves)")
+		return &exitError{code, runErr}
 	case runErr != nil && code == exitTarget:
 		fmt.Fprintln(w, "exit 3: the target never became usable (the message below says why)")
 		return &exitError{code, runErr}
@@ -174,19 +188,26 @@ func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Con
 		return &exitError{code, runErr}
 	case rep.Interrupted:
 		fmt.Fprintln(w, "exit 1: interrupted; the files hold the cycles measured")
+	case rep.AllWarmStarts() && warmSim:
+		fmt.Fprintln(w, "exit 1: no cold start measured: the built-in simulator has a replica ready; add --autoscale --min-replicas 0 to make it scale from zero")
 	case rep.AllWarmStarts():
-		fmt.Fprintln(w, "exit 1: no cold start measured: every cycle was a warm start (the endpoint had not scaled to zero; raise --idle)")
+		fmt.Fprintln(w, "exit 1: no cold start measured: every cycle was a warm start (the endpoint had not scaled to zero when it began; "+
+			"wait until it has, and between cycles make --idle longer than its scale-down time)")
 	default:
 		fmt.Fprintln(w, "exit 1: a cycle did not reach steady warm latency within --warm-max requests")
 	}
 	return &exitError{code, errSilent}
 }
 
+// simWarmNote says that the built-in simulator is not scaled from zero.
+const simWarmNote = "the built-in simulator is not scaled from zero (it has a replica ready), so this measures no cold start; " +
+	"add --autoscale --min-replicas 0 to make it scale from zero (its cold start: --scale-request-delay … --model-ready-delay)"
+
 // coldstartCode is the exit code of a measurement (exitCodesColdstart).
 func coldstartCode(rep *coldstart.Report, err error) int {
 	var se *coldstart.StartError
 	switch {
-	case errors.Is(err, coldstart.ErrPortInUse), errors.Is(err, coldstart.ErrConfig):
+	case errors.Is(err, coldstart.ErrPortInUse), errors.Is(err, coldstart.ErrConfig), errors.Is(err, coldstart.ErrModel):
 		return exitUsage
 	case errors.As(err, &se), errors.Is(err, coldstart.ErrNotReady):
 		return exitTarget

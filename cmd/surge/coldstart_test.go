@@ -91,6 +91,29 @@ func TestColdstartBuiltinScaleFromZero(t *testing.T) {
 	}
 }
 
+// The built-in simulator with no flags has a replica ready: the command
+// says so before it measures and, exiting 1, suggests --autoscale
+// --min-replicas 0 rather than a longer --idle (review 11).
+func TestColdstartBuiltinNotFromZero(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cs")
+	code, stdout, stderr := surge(t, "coldstart", "-o", out)
+	if code != exitSLO {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	first, _, _ := strings.Cut(stdout, "\n")
+	if strings.Contains(first, "scaled from zero") || strings.Contains(stdout, "raise --idle") {
+		t.Fatalf("claims a scale from zero or suggests --idle:\n%s", stdout)
+	}
+	for _, want := range []string{"not scaled from zero", "add --autoscale --min-replicas 0", "1  warm start"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if md, _ := os.ReadFile(filepath.Join(out, "coldstart.md")); !strings.Contains(string(md), "not scaled from zero") {
+		t.Errorf("coldstart.md lacks the note:\n%s", md)
+	}
+}
+
 // Bad input: each a clear message and its documented exit code.
 func TestColdstartBadInput(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,6 +136,11 @@ func TestColdstartBadInput(t *testing.T) {
 			[]string{ln.Addr().String(), "accepts connections before the start command runs", "measuring it would be wrong"}},
 		{"command exits at once", []string{"--target", free, "--start-cmd", "exit 7"}, exitTarget,
 			[]string{"the start command exited (exit status 7)", "before it accepted a connection", "server.log"}},
+		// review 12: a 404 for a model the server does not list stops at
+		// once (exit 2 naming --model), not after --start-timeout (exit 3)
+		{"model not served", []string{"--target", free, "--start-timeout", "1m", "--start-cmd",
+			"SURGE_TEST_CLI=1 exec '" + os.Args[0] + "' sim --addr " + strings.TrimSuffix(strings.TrimPrefix(free, "http://"), "/v1") + " --model llama"},
+			exitUsage, []string{`model "surge-sim" got 404`, `lists "llama"`, "set --model"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,7 +233,7 @@ func (f *flags) line(e *field.Error) string {
 	}
 	switch {
 	case ok && f.sim[e.Field]:
-		return fmt.Sprintf("--%s (sim: %s): %s", name, strings.TrimPrefix(e.Field, "sim."), e.Message)
+		return fmt.Sprintf("--%s (sim: %s): %s", name, strings.TrimPrefix(e.Field, "sim."), f.simFlags(e.Field, e.Message))
 	case ok:
 		return fmt.Sprintf("--%s: %s", name, e.Message)
 	case e.Field == "":
@@ -243,6 +244,25 @@ func (f *flags) line(e *field.Error) string {
 		return fmt.Sprintf("%s: %s: %s", *f.file, e.Field, e.Message)
 	}
 	return e.Field + ": " + e.Message
+}
+
+// simRef matches what a simulator message calls another setting: a
+// snake_case key ("min_replicas") or a switch turned on ("autoscale: true").
+var simRef = regexp.MustCompile(`\b[a-z][a-z0-9]*(_[a-z0-9]+)+\b|\b[a-z]+: true\b`)
+
+// simFlags rewrites, in the message of a simulator flag the user typed,
+// the other simulator settings it names into their flags, as the user
+// would type them: "needs autoscale: true" → "needs --autoscale",
+// "≥ min_replicas (2)" → "≥ --min-replicas (2)".
+func (f *flags) simFlags(field, msg string) string {
+	prefix := field[:strings.LastIndex(field, ".")+1]
+	return simRef.ReplaceAllStringFunc(msg, func(ref string) string {
+		key := prefix + strings.TrimSuffix(ref, ": true")
+		if name, ok := f.byKey[key]; ok && f.sim[key] {
+			return "--" + name
+		}
+		return ref
+	})
 }
 
 // options binds the flags every experiment shares.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,4 +76,35 @@ func simYAMLNames(t *testing.T) []string {
 		names = append(names, tag)
 	}
 	return names
+}
+
+// A simulator flag's message names the other settings it refers to by
+// their flags, as the user typed them; from a YAML file it keeps the keys
+// (review 13).
+func TestSimulatorMessagesNameFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"burst", "--simulate", "--min-replicas", "0", "--dry-run"}, "--min-replicas (sim: min_replicas): 0 (scale from zero) needs --autoscale\n"},
+		{[]string{"sim", "--min-replicas", "0"}, "--min-replicas (sim: min_replicas): 0 (scale from zero) needs --autoscale\n"},
+		{[]string{"burst", "--simulate", "--autoscale", "--min-replicas", "3", "--max-replicas", "2", "--dry-run"},
+			"--max-replicas (sim: max_replicas): must be ≥ --min-replicas (3), got 2\n"},
+		{[]string{"burst", "--simulate", "--autoscale", "--min-replicas", "0", "--max-replicas", "0", "--dry-run"},
+			"--max-replicas (sim: max_replicas): must be ≥ 1 (a replica to scale to, even from zero), got 0\n"},
+	}
+	for _, tc := range cases {
+		code, _, stderr := surge(t, tc.args...)
+		if code != exitUsage || !strings.HasSuffix(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "x.yaml")
+	if err := os.WriteFile(file, []byte("rate: 1\nduration: 5s\nsim:\n  min_replicas: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := surge(t, "run", "--simulate", "-f", file, "--dry-run"); code != exitUsage ||
+		!strings.HasSuffix(stderr, "x.yaml:4: sim.min_replicas: 0 (scale from zero) needs autoscale: true\n") {
+		t.Errorf("YAML: exit %d, stderr %q", code, stderr)
+	}
 }

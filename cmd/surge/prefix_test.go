@@ -29,7 +29,7 @@ func TestSharedPrefixFlagAndYAML(t *testing.T) {
 	}{
 		{[]string{"run", "--shared-prefix", "-1", "-q"}, "--shared-prefix: must be 0..1048560 tokens, got -1"},
 		{[]string{"run", "-f", negative, "-q"}, negative + ":3: shared_prefix: must be 0..1048560 tokens, got -3"},
-		{[]string{"burst", "--simulate", "--prefix-cache-tokens", "8"}, "--prefix-cache-tokens (sim: prefix_cache_tokens): must be 0 (off) or at least prefix_block_tokens (16), got 8"},
+		{[]string{"burst", "--simulate", "--prefix-cache-tokens", "8"}, "--prefix-cache-tokens (sim: prefix_cache_tokens): must be 0 (off) or at least --prefix-block-tokens (16), got 8"},
 		{[]string{"sim", "--prefix-block-tokens", "-2"}, "--prefix-block-tokens (sim: prefix_block_tokens): must be 1..4096 tokens"},
 	} {
 		code, _, stderr := surge(t, tc.args...)

@@ -255,8 +255,8 @@ func (c *Config) Validate() error {
 		geInt("max_waiting", c.MaxWaiting, 0, "0 (0 = unbounded)"),
 		geInt("replicas", c.Replicas, c.replicasFloor(), fmt.Sprint(c.replicasFloor())),
 		geInt("min_replicas", c.MinReplicas, 0, "0 (0 = scale from zero)"),
-		{c.MinReplicas == 0 && !c.Autoscale, "min_replicas", "0 (scale from zero) needs autoscale on"},
-		geInt("max_replicas", c.MaxReplicas, max(c.MinReplicas, 1), fmt.Sprintf("min_replicas (%d)", c.MinReplicas)),
+		{c.MinReplicas == 0 && !c.Autoscale, "min_replicas", "0 (scale from zero) needs autoscale: true"},
+		geInt("max_replicas", c.MaxReplicas, max(c.MinReplicas, 1), maxReplicasFloor(c.MinReplicas)),
 		{c.Autoscale && (c.Replicas < c.MinReplicas || c.Replicas > c.MaxReplicas), "replicas",
 			fmt.Sprintf("must be within [min_replicas, max_replicas] = [%d, %d] when autoscale is on, got %d", c.MinReplicas, c.MaxReplicas, c.Replicas)},
 		{!(c.ScaleUpWaiting > 0 && !math.IsInf(c.ScaleUpWaiting, 0)), "scale_up_waiting", fmt.Sprintf("must be > 0 requests per replica, got %v", c.ScaleUpWaiting)},
@@ -295,6 +295,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxReplicasFloor names the least max_replicas may be: min_replicas, or
+// 1 when that is 0 (scaling from zero still needs a replica to scale to).
+func maxReplicasFloor(minReplicas int) string {
+	if minReplicas < 1 {
+		return "1 (a replica to scale to, even from zero)"
+	}
+	return fmt.Sprintf("min_replicas (%d)", minReplicas)
 }
 
 // ErrInvalidRequest marks a request the engine refuses to run (HTTP 400).

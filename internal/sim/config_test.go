@@ -20,6 +20,28 @@ func TestDefaultConfigValid(t *testing.T) {
 	}
 }
 
+// The replica bounds' messages state the rule the value breaks: 0 for
+// max_replicas is below 1, not below min_replicas (0) (review 13).
+func TestReplicaMessages(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"scale from zero needs autoscale", func(c *Config) { c.MinReplicas = 0 }, "sim: min_replicas: 0 (scale from zero) needs autoscale: true"},
+		{"max 0 from zero", func(c *Config) { c.Autoscale, c.MinReplicas, c.MaxReplicas = true, 0, 0 },
+			"sim: max_replicas: must be ≥ 1 (a replica to scale to, even from zero), got 0"},
+		{"max below min", func(c *Config) { c.Autoscale, c.MinReplicas, c.MaxReplicas = true, 3, 2 }, "sim: max_replicas: must be ≥ min_replicas (3), got 2"},
+	}
+	for _, tc := range cases {
+		c := DefaultConfig()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -164,6 +165,11 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 		if err := exited("before it answered with a token"); err != nil {
 			return c, err
 		}
+		if rec.Status == http.StatusNotFound && c.ProbeFailures[failure(rec)] == 1 { // once a cycle
+			if why := wrongModel(tctx, cl, m.client.BaseURL, m.client.Model); why != "" {
+				return c, fmt.Errorf("%w: cycle %d: %s", ErrModel, k, why)
+			}
+		}
 		if tctx.Err() != nil || !sleep(tctx, m.cfg.Poll) {
 			return c, m.timedOut(ctx, k, fmt.Sprintf("answered no probe with a token (%d probes: %s)", c.Probes, failures(c.ProbeFailures)))
 		}
@@ -213,9 +219,11 @@ func (m *meter) timedOut(ctx context.Context, k int, what string) error {
 }
 
 // stop stops a started server and waits for its port to close, noting
-// how long that took.
+// how long that took — nothing when the command had already exited by
+// itself: no stop was measured.
 func (m *meter) stop(srv *server, c *Cycle) error {
 	t := time.Now()
+	byItself := srv.exited()
 	c.Killed = srv.stop(m.cfg.StopGrace)
 	if c.Exit == "" {
 		c.Exit = srv.status()
@@ -224,7 +232,9 @@ func (m *meter) stop(srv *server, c *Cycle) error {
 	if !waitClosed(ctx, m.addr, m.cfg.Poll, DefaultPortClose) {
 		return fmt.Errorf("coldstart: cycle %d: %s still accepts connections %v after the start command's process group was stopped: a process outside the group serves it", c.N, m.addr, DefaultPortClose)
 	}
-	c.StopS = sec(time.Since(t))
+	if !byItself {
+		c.StopS = sec(time.Since(t))
+	}
 	return nil
 }
 
@@ -273,16 +283,13 @@ func steady(ttfts []float64, k int, tol float64) (median float64, ok bool) {
 	return med, true
 }
 
-// medianOf is the median of vs (the mean of the middle two for an even
-// count); vs is not changed.
+// medianOf is the median of vs by nearest rank, the ⌈N/2⌉-th smallest
+// value — one a cycle measured, as the median of --repeat's runs is
+// (docs/metrics.md); vs is not changed.
 func medianOf(vs []float64) float64 {
 	s := slices.Clone(vs)
 	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return s[(len(s)+1)/2-1]
 }
 
 func sec(d time.Duration) *float64 {

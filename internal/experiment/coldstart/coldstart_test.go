@@ -97,7 +97,7 @@ func TestSteady(t *testing.T) {
 		{"one outlier", []float64{0.100, 0.130, 0.100, 0.100, 0.100}, 0.100, false},
 		{"the floor covers small TTFTs", []float64{0.010, 0.014, 0.006, 0.010, 0.011}, 0.010, true},
 		{"beyond the floor", []float64{0.010, 0.016, 0.010, 0.010, 0.010}, 0.010, false},
-		{"even count: mean of the middle two", []float64{0.100, 0.120, 0.100, 0.120}, 0.110, true},
+		{"even count: nearest rank, the lower middle", []float64{0.120, 0.100, 0.120, 0.100}, 0.100, true},
 		{"too few", []float64{0.1, 0.1, 0.1}, 0, false},
 		{"cold start still in the window", []float64{0.9, 0.1, 0.1, 0.1, 0.1}, 0.1, false},
 	}
@@ -295,6 +295,13 @@ func TestStartCmdBadInput(t *testing.T) {
 	if rep.Problem == "" || len(rep.Cycles) != 1 || rep.Cycles[0].Exit != "exit status 7" {
 		t.Fatalf("report %+v", rep)
 	}
+	if s := rep.Cycles[0].StopS; s != nil { // review 16: not "stop 0.000s"
+		t.Fatalf("stop %.3fs for a command that exited by itself; want none (–)", *s)
+	}
+	var md strings.Builder
+	if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "| – | – | 0 |") {
+		t.Fatalf("coldstart.md must show stop as –:\n%s", md.String())
+	}
 	if log, _ := os.ReadFile(cfg.LogPath); !strings.Contains(string(log), "no model here") {
 		t.Fatalf("the command's output is not in the log:\n%s", log)
 	}
@@ -379,5 +386,91 @@ func TestGateway503WhileScaling(t *testing.T) {
 	}
 	if *c.FirstTokenS < 0.4 || *c.ColdTTFTS > 0.2 {
 		t.Fatalf("first token %.3fs, cold TTFT %.3fs; want ≥ 0.4s and a quick request", *c.FirstTokenS, *c.ColdTTFTS)
+	}
+}
+
+// The spread's median is the nearest rank, the ⌈N/2⌉-th smallest (as for
+// repeated runs), not the mean of the middle two (review 16).
+func TestSpreadMedianNearestRank(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	rep := &Report{Mode: ModeScaleFromZero, Cycles: []Cycle{
+		{N: 1, FirstTokenS: v(1.2)}, {N: 2, FirstTokenS: v(0.9)},
+	}}
+	s := summarize(rep)
+	if len(s) != 1 || s[0].Median != 0.9 || s[0].Min != 0.9 || s[0].Max != 1.2 {
+		t.Fatalf("spread %+v; want median 0.9 (the 1st of 2 smallest)", s)
+	}
+	rep.Cycles = append(rep.Cycles, Cycle{N: 3, FirstTokenS: v(3)}, Cycle{N: 4, FirstTokenS: v(2)})
+	if m := summarize(rep)[0].Median; m != 1.2 {
+		t.Fatalf("median of 0.9, 1.2, 2, 3 = %v; want 1.2", m)
+	}
+}
+
+// The console table: the note is a cell of its own, apart from the
+// probes ("1  warm start", not "1warm start"), and no line ends in spaces
+// (review 11).
+func TestTableNoteApart(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	rep := &Report{Mode: ModeScaleFromZero, Cycles: []Cycle{
+		{N: 1, FirstTokenS: v(0.024), ColdTTFTS: v(0.0242), WarmS: v(0.167), WarmTTFTS: v(0.024), Probes: 1, WarmStart: true},
+		{N: 2, FirstTokenS: v(2.1), ColdTTFTS: v(2.1), WarmS: v(2.3), WarmTTFTS: v(0.024), Probes: 12},
+	}}
+	rep.Summary = summarize(rep)
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "1warm start") || !strings.Contains(out, "1  warm start") {
+		t.Fatalf("the note is glued to the probes:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Fatalf("line %q ends in spaces:\n%s", l, out)
+		}
+	}
+}
+
+// A 404 for a model the server does not list stops the cycle at once with
+// ErrModel naming the served model (review 12); a gateway's 404 while it
+// scales up (its /models not a list, or listing the model) is retried.
+func TestModelNotServed(t *testing.T) {
+	srv, base, err := simhttp.Listen(t.Context(), "127.0.0.1:0", sim.DefaultConfig(), nil) // serves "surge-sim"
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Target, cfg.StartTimeout = base, 20*time.Second // without the check: ErrNotReady after 20 s
+	client := clientFor(base)
+	client.Model = "llama"
+	rep, err := Run(t.Context(), cfg, client, io.Discard)
+	if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), `lists "surge-sim"`) || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("err %v, want ErrModel naming the served model and --model", err)
+	}
+	if c := rep.Cycles[0]; c.Probes != 1 {
+		t.Fatalf("%d probes, want 1: a wrong model is not retried", c.Probes)
+	}
+
+	for _, listsModel := range []bool{false, true} {
+		s, err := simhttp.New(sim.DefaultConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := time.Now().Add(300 * time.Millisecond)
+		h := s.Handler()
+		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if time.Now().Before(ready) && !(listsModel && strings.HasSuffix(r.URL.Path, "/models")) {
+				http.Error(w, "no route yet", http.StatusNotFound)
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
+		cfg.Target = gw.URL + "/v1"
+		rep, err := Run(t.Context(), cfg, clientFor(cfg.Target), io.Discard)
+		gw.Close()
+		if err != nil || rep.Cycles[0].ProbeFailures["http_error 404"] < 2 || rep.Cycles[0].FirstTokenS == nil {
+			t.Fatalf("/models lists the model %v: err %v, cycle %+v; want 404s retried, then a token", listsModel, err, rep.Cycles[0])
+		}
 	}
 }

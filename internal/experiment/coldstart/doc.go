@@ -25,6 +25,8 @@
 //	             every failed one (refused, 503, timeout) is counted and
 //	             another follows after Config.Poll. A server that answers
 //	             /v1/models while its model loads is not ready by this rule.
+//	             A 404 whose GET /models list lacks the model ends the
+//	             cycle at once (ErrModel): no retry serves a wrong name.
 //	warm         the send time of the first request of the first steady
 //	             window (below): from then on latency is warm.
 //
@@ -51,8 +53,8 @@
 // # The distribution
 //
 // Each milestone is reported per cycle and as min / median / max over the
-// cycles that reached it (the median of an even count is the mean of the
-// two middle values). A scale-from-zero cycle whose first token came
+// cycles that reached it (the median is the nearest rank, the ⌈N/2⌉-th
+// smallest value, as for repeated runs; the warm rule's m too). A scale-from-zero cycle whose first token came
 // within twice the warm TTFT is marked "warm start": the endpoint had not
 // scaled to zero, so that cycle measured no cold start (raise Idle).
 package coldstart

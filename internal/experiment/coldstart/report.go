@@ -28,7 +28,10 @@ type Report struct {
 	// measured until then (the last one possibly incomplete).
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Problem is the error that ended the measurement early, if any.
-	Problem  string `json:"problem,omitempty"`
+	Problem string `json:"problem,omitempty"`
+	// Note is a caveat about the target the command found before it
+	// measured (e.g. a simulator not scaled from zero).
+	Note     string `json:"note,omitempty"`
 	ExitCode int    `json:"exit_code"`
 }
 
@@ -156,15 +159,18 @@ func (c *Cycle) line() string {
 }
 
 // WriteTable writes the console table: a row per cycle, then min, median
-// and max of each milestone.
+// and max of each milestone. Every cell, the last (the note) too, ends
+// with a tab: tabwriter aligns only terminated cells, and an unterminated
+// note would be glued to the right-aligned probes ("1warm start").
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"cycle"}
 	for _, ms := range r.shown() {
 		head = append(head, ms.title)
 	}
 	head = append(head, "probes", "")
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for i := range r.Cycles {
 		c := &r.Cycles[i]
 		row := []string{fmt.Sprint(c.N)}
@@ -176,7 +182,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			note = "warm start"
 		}
 		row = append(row, fmt.Sprint(c.Probes), note)
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if len(r.Cycles) > 1 {
 		for _, stat := range []string{"min", "median", "max"} {
@@ -185,10 +191,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 				row = append(row, r.stat(ms.name, stat))
 			}
 			row = append(row, "", "")
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		out.WriteString(strings.TrimRight(l, " \n"))
+		if strings.HasSuffix(l, "\n") {
+			out.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // shown is the milestones of the table: listen only with a start command.
@@ -229,6 +246,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "- warm rule: %d consecutive TTFTs each within max(%g%% of their median, %g ms) of it; at most %d requests after the first token\n",
 		r.Rule.Window, r.Rule.Tolerance*100, r.Rule.FloorMs, r.Rule.Max)
+	if r.Note != "" {
+		fmt.Fprintf(&b, "- **note**: %s\n", r.Note)
+	}
 	if r.Interrupted {
 		b.WriteString("- **interrupted** (Ctrl-C): the cycles below are those measured\n")
 	}
