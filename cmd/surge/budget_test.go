@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,4 +129,57 @@ func TestBudgetSpentBetweenBursts(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "PARTIAL: the experiment was stopped by its budget ("+why+")") {
 		t.Errorf("results.md: %v\n%s", err, md)
 	}
+}
+
+// The estimate of a repeated run counts every rep, each with its own seed
+// (review finding 4): `run --repeat 3` plans exactly the requests its three
+// reps send, and burst --dry-run shows each rep's seed and arrivals, the
+// ones the rep then sends.
+func TestEstimateCountsRepeats(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	code, out, errOut := surge(t, "run", "--simulate", "--rate", "4", "--duration", "20s", "--repeat", "3", "-q", "-o", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	sent := 0
+	for k := 1; k <= 3; k++ {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rep-%d", k), "requests.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent += strings.Count(string(b), "\n")
+	}
+	if want := fmt.Sprintf("planned: ~%s requests,", thousands(sent)); !strings.Contains(out, want) {
+		t.Errorf("the reps sent %d requests; the estimate is not %q:\n%s", sent, want, out)
+	}
+
+	short := []string{"burst", "--simulate", "--multipliers", "2", "--warmup", "10s", "--baseline", "20s", "--burst", "10s", "--recovery", "20s", "--recovery-limit", "30s", "--repeat", "2", "-q"}
+	_, dry, _ := surge(t, append(short, "--dry-run")...)
+	dir = filepath.Join(t.TempDir(), "b")
+	if code, out, errOut := surge(t, append(short, "-o", dir)...); code == exitUsage || code == exitInternal {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for k := 1; k <= 2; k++ {
+		b, err := os.ReadFile(filepath.Join(dir, "burst-2x", fmt.Sprintf("rep-%d", k), "requests.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := fmt.Sprintf("burst-2x/rep-%d: 4 phase(s), 1m10s in all; baseline 4 req/s; seed %d\n", k, k)
+		i := strings.Index(dry, head)
+		if i < 0 {
+			t.Fatalf("dry run lacks %q:\n%s", head, dry)
+		}
+		total := regexp.MustCompile(`\n  total .* (\d+)\n`).FindStringSubmatch(dry[i:])
+		if n := strings.Count(string(b), "\n"); total == nil || total[1] != strconv.Itoa(n) {
+			t.Errorf("rep %d sent %d requests; its dry-run total: %v", k, n, total)
+		}
+	}
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -23,15 +23,11 @@ type Estimate struct {
 }
 
 // EstimatePlanned adds up the planned runs: schedule.Build's arrivals of
-// each, and for each arrival the intended prompt tokens and max_tokens
+// each (with its rep's seed), and for each arrival the intended prompt tokens and max_tokens
 // the run's workload gives it (with --sessions, workload.Summarize's
 // counts of every turn).
 func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 	wcfg, sess, err := o.WorkloadPreview()
-	if err != nil {
-		return Estimate{}, &run.ConfigError{Err: err}
-	}
-	gen, err := workload.New(wcfg)
 	if err != nil {
 		return Estimate{}, &run.ConfigError{Err: err}
 	}
@@ -41,12 +37,18 @@ func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 		if err != nil {
 			return est, &run.ConfigError{Err: err}
 		}
-		arrivals, err := schedule.Build(plan, o.Seed)
+		arrivals, err := schedule.Build(plan, r.Seed(o.Seed))
+		if err != nil {
+			return est, &run.ConfigError{Err: err}
+		}
+		rcfg := wcfg // a repeat draws its workload with its own seed too
+		rcfg.Seed = r.Seed(wcfg.Seed)
+		gen, err := workload.New(rcfg)
 		if err != nil {
 			return est, &run.ConfigError{Err: err}
 		}
 		if sess != nil {
-			s, err := workload.Summarize(wcfg, sess, arrivals)
+			s, err := workload.Summarize(rcfg, sess, arrivals)
 			if err != nil {
 				return est, &run.ConfigError{Err: err}
 			}
