@@ -183,3 +183,37 @@ func thousands(n int) string {
 	}
 	return s
 }
+
+// A run cut by its budget before any request completed (review14 finding
+// 15): completed/s is n/a with the reason, on the console and in
+// results.json — never 0.00 next to a goodput of 6.72/s — while a run the
+// budget did not cut keeps its number.
+func TestBudgetCutCompletedRate(t *testing.T) {
+	completed := func(dir string) map[string]any {
+		t.Helper()
+		var res struct {
+			Rows []map[string]any `json:"rows"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		if err != nil || json.Unmarshal(b, &res) != nil || len(res.Rows) != 1 {
+			t.Fatalf("results.json: %v, %d rows", err, len(res.Rows))
+		}
+		c, _ := res.Rows[0]["completed_rps"].(map[string]any)
+		return c
+	}
+	dir := filepath.Join(t.TempDir(), "cut")
+	code, out, _ := surge(t, "run", "--simulate", "--rate", "5", "--duration", "10s", "--max-requests", "10", "-o", dir)
+	if code != exitSLO || !strings.Contains(out, "completed/s n/a: the budget cut phase main at ") || !regexp.MustCompile(`\n +main +[0-9.]+ +[0-9.]+ +n/a `).MatchString(out) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if c := completed(dir); c["value"] != nil || !strings.HasPrefix(fmt.Sprint(c["reason"]), "the budget cut phase main") {
+		t.Errorf("completed_rps of the cut run: %v", c)
+	}
+	dir = filepath.Join(t.TempDir(), "whole")
+	if code, out, _ := surge(t, "run", "--simulate", "--rate", "5", "--duration", "10s", "--max-requests", "1000", "-o", dir); code != exitOK || strings.Contains(out, "completed/s n/a") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if c := completed(dir); c["value"] == nil {
+		t.Errorf("completed_rps of the whole run: %v", c)
+	}
+}
