@@ -217,3 +217,21 @@ func TestBudgetCutCompletedRate(t *testing.T) {
 		t.Errorf("completed_rps of the whole run: %v", c)
 	}
 }
+
+// One price without the other computes no cost; surge says so instead of
+// leaving the price unused without a word (review14 finding 16).
+func TestPriceAloneWarns(t *testing.T) {
+	base := []string{"run", "--simulate", "--rate", "10", "--duration", "10s", "--dry-run"}
+	for flag, want := range map[string]string{
+		"--price-input":  "warning: --price-input is set without --price-output: no cost is computed",
+		"--price-output": "warning: --price-output is set without --price-input: no cost is computed",
+	} {
+		code, out, errOut := surge(t, append(base, flag, "0.5")...)
+		if code != exitOK || !strings.Contains(errOut, want) || strings.Contains(out, "est. ≤ $") {
+			t.Errorf("%s alone: exit %d\nstdout: %s\nstderr: %s", flag, code, out, errOut)
+		}
+	}
+	if _, _, errOut := surge(t, append(base, "--price-input", "0.5", "--price-output", "1.5")...); strings.Contains(errOut, "warning") {
+		t.Errorf("both prices warn: %s", errOut)
+	}
+}

@@ -115,6 +115,21 @@ func BudgetText(o *run.Options) string {
 	return strings.Join(parts, ", ")
 }
 
+// PriceWarning is the warning for one price given without the other —
+// no cost can be computed, so it would go unused without a word — or ""
+// when both or neither are given.
+func PriceWarning(o *run.Options) string {
+	p := o.Prices()
+	given, missing := "--price-input", "--price-output"
+	switch {
+	case p.In == p.Out:
+		return ""
+	case p.Out:
+		given, missing = missing, given
+	}
+	return fmt.Sprintf("warning: %s is set without %s: no cost is computed, and %s is unused (give both; 0 for tokens that are free)", given, missing, given)
+}
+
 // PriceText is "$0.50/$1.50 per M" (input/output, USD per million tokens).
 func PriceText(p run.Prices) string {
 	f := func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 2, 64) }
