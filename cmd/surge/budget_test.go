@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -234,4 +235,83 @@ func TestPriceAloneWarns(t *testing.T) {
 	if _, _, errOut := surge(t, append(base, "--price-input", "0.5", "--price-output", "1.5")...); strings.Contains(errOut, "warning") {
 		t.Errorf("both prices warn: %s", errOut)
 	}
+}
+
+// The spend and the budget are numbers in manifest.json and results.json
+// (review14 finding 16), not only the meta strings, and they agree with
+// the records.
+func TestBudgetNumbersInFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n")
+	if code, out, _ := surge(t, "run", "--simulate", "--rate", "2", "--duration", "1m", "--max-output-tokens", "5000", "--price-input", "0.5", "--price-output", "1.5", "-q", "-o", dir); code != exitSLO {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs, in, outTok int64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			PromptTokens int64 `json:"prompt_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		reqs, in, outTok = reqs+1, in+r.PromptTokens, outTok+r.OutputTokens
+	}
+	type spent struct {
+		Requests     int64    `json:"requests"`
+		InputTokens  int64    `json:"input_tokens"`
+		OutputTokens int64    `json:"output_tokens"`
+		Cost         *float64 `json:"cost_usd"`
+		PriceIn      *float64 `json:"price_input_usd_per_m"`
+	}
+	type budget struct {
+		MaxOut  *int64 `json:"max_output_tokens"`
+		MaxReq  *int64 `json:"max_requests"`
+		Stopped bool   `json:"stopped"`
+		Reason  string `json:"reason"`
+	}
+	check := func(where string, s spent, bu budget) {
+		t.Helper()
+		cost := (float64(in)*0.5 + float64(outTok)*1.5) / 1e6
+		if s.Requests != reqs || s.InputTokens != in || s.OutputTokens != outTok || s.Cost == nil || math.Abs(*s.Cost-cost) > 1e-12 || s.PriceIn == nil || *s.PriceIn != 0.5 {
+			t.Errorf("%s spent %+v, records %d requests, %d + %d tokens, $%g", where, s, reqs, in, outTok, cost)
+		}
+		if bu.MaxOut == nil || *bu.MaxOut != 5000 || bu.MaxReq != nil || !bu.Stopped || !strings.HasPrefix(bu.Reason, "budget: at the stop ") {
+			t.Errorf("%s budget %+v", where, bu)
+		}
+	}
+	var m struct {
+		Spent  spent  `json:"spent"`
+		Budget budget `json:"budget"`
+	}
+	if b, err = os.ReadFile(filepath.Join(dir, "manifest.json")); err != nil || json.Unmarshal(b, &m) != nil {
+		t.Fatal(err)
+	}
+	check("manifest", m.Spent, m.Budget)
+	var res struct {
+		Meta []struct {
+			Key  string          `json:"key"`
+			Data json.RawMessage `json:"data"`
+		} `json:"meta"`
+	}
+	if b, err = os.ReadFile(filepath.Join(dir, "results.json")); err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatal(err)
+	}
+	var s spent
+	var bu budget
+	for _, kv := range res.Meta {
+		switch kv.Key {
+		case "spent":
+			err = json.Unmarshal(kv.Data, &s)
+		case "budget":
+			err = json.Unmarshal(kv.Data, &bu)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+	}
+	check("results.json", s, bu)
 }

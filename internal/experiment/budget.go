@@ -169,20 +169,23 @@ func PrintSpend(w io.Writer, env *run.Env) {
 }
 
 // spendMeta is the results tables' line of what the command spent (with
-// a budget or a price set), and whether the budget stopped it.
+// a budget or a price set), and whether the budget stopped it; in
+// results.json each line has its numbers in "data" (record.Spent,
+// record.Budget).
 func spendMeta(env *run.Env) []report.KV {
 	o := &env.Opts
 	p := o.Prices()
 	if !env.Metered() || !o.Budgeted() && !p.In && !p.Out { // a re-rendered run's spend is not the command's
 		return nil
 	}
-	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)"}}
+	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)", Data: o.SpentRecord(env.Spent())}}
 	if o.Budgeted() {
+		why := env.BudgetStop()
 		v := BudgetText(o) + ": not reached"
-		if why := env.BudgetStop(); why != "" {
+		if why != "" {
 			v = BudgetText(o) + ": stopped the command — " + why
 		}
-		kv = append(kv, report.KV{Key: "budget", Value: v})
+		kv = append(kv, report.KV{Key: "budget", Value: v, Data: o.BudgetRecord(why)})
 	}
 	return kv
 }

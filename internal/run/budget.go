@@ -348,6 +348,25 @@ func (m *meter) exhausted() (why string) {
 	return ""
 }
 
+// SpentRecord is s in numbers, with the options' prices (record.Spent).
+func (o *Options) SpentRecord(s Spend) *record.Spent {
+	r := &record.Spent{Requests: s.Requests, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, PriceInput: o.PriceInput, PriceOutput: o.PriceOutput}
+	if s.Priced {
+		c := s.Cost
+		r.CostUSD = &c
+	}
+	return r
+}
+
+// BudgetRecord is the options' budget in numbers, stopped for why (""
+// when it did not stop); nil without a budget.
+func (o *Options) BudgetRecord(why string) *record.Budget {
+	if !o.Budgeted() {
+		return nil
+	}
+	return &record.Budget{MaxRequests: o.MaxRequests, MaxOutputTokens: o.MaxOutputTokens, MaxCostUSD: o.MaxCost, Stopped: why != "", Reason: why}
+}
+
 // USD formats dollars with four significant decimals below $1 and cents
 // above: $0.0123, $1.23.
 func USD(v float64) string {
