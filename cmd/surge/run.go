@@ -242,6 +242,9 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		return x.flags.explain(err)
 	}
 	virtual := x.simulate != nil && *x.simulate
+	if w := experiment.PriceWarning(x.options); w != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), w)
+	}
 	if x.dryRun != nil && *x.dryRun {
 		return dryRun(cmd, x, virtual)
 	}

@@ -23,15 +23,11 @@ type Estimate struct {
 }
 
 // EstimatePlanned adds up the planned runs: schedule.Build's arrivals of
-// each, and for each arrival the intended prompt tokens and max_tokens
+// each (with its rep's seed), and for each arrival the intended prompt tokens and max_tokens
 // the run's workload gives it (with --sessions, workload.Summarize's
 // counts of every turn).
 func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 	wcfg, sess, err := o.WorkloadPreview()
-	if err != nil {
-		return Estimate{}, &run.ConfigError{Err: err}
-	}
-	gen, err := workload.New(wcfg)
 	if err != nil {
 		return Estimate{}, &run.ConfigError{Err: err}
 	}
@@ -41,12 +37,18 @@ func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 		if err != nil {
 			return est, &run.ConfigError{Err: err}
 		}
-		arrivals, err := schedule.Build(plan, o.Seed)
+		arrivals, err := schedule.Build(plan, r.Seed(o.Seed))
+		if err != nil {
+			return est, &run.ConfigError{Err: err}
+		}
+		rcfg := wcfg // a repeat draws its workload with its own seed too
+		rcfg.Seed = r.Seed(wcfg.Seed)
+		gen, err := workload.New(rcfg)
 		if err != nil {
 			return est, &run.ConfigError{Err: err}
 		}
 		if sess != nil {
-			s, err := workload.Summarize(wcfg, sess, arrivals)
+			s, err := workload.Summarize(rcfg, sess, arrivals)
 			if err != nil {
 				return est, &run.ConfigError{Err: err}
 			}
@@ -113,6 +115,21 @@ func BudgetText(o *run.Options) string {
 	return strings.Join(parts, ", ")
 }
 
+// PriceWarning is the warning for one price given without the other —
+// no cost can be computed, so it would go unused without a word — or ""
+// when both or neither are given.
+func PriceWarning(o *run.Options) string {
+	p := o.Prices()
+	given, missing := "--price-input", "--price-output"
+	switch {
+	case p.In == p.Out:
+		return ""
+	case p.Out:
+		given, missing = missing, given
+	}
+	return fmt.Sprintf("warning: %s is set without %s: no cost is computed, and %s is unused (give both; 0 for tokens that are free)", given, missing, given)
+}
+
 // PriceText is "$0.50/$1.50 per M" (input/output, USD per million tokens).
 func PriceText(p run.Prices) string {
 	f := func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 2, 64) }
@@ -152,20 +169,23 @@ func PrintSpend(w io.Writer, env *run.Env) {
 }
 
 // spendMeta is the results tables' line of what the command spent (with
-// a budget or a price set), and whether the budget stopped it.
+// a budget or a price set), and whether the budget stopped it; in
+// results.json each line has its numbers in "data" (record.Spent,
+// record.Budget).
 func spendMeta(env *run.Env) []report.KV {
 	o := &env.Opts
 	p := o.Prices()
 	if !env.Metered() || !o.Budgeted() && !p.In && !p.Out { // a re-rendered run's spend is not the command's
 		return nil
 	}
-	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)"}}
+	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)", Data: o.SpentRecord(env.Spent())}}
 	if o.Budgeted() {
+		why := env.BudgetStop()
 		v := BudgetText(o) + ": not reached"
-		if why := env.BudgetStop(); why != "" {
+		if why != "" {
 			v = BudgetText(o) + ": stopped the command — " + why
 		}
-		kv = append(kv, report.KV{Key: "budget", Value: v})
+		kv = append(kv, report.KV{Key: "budget", Value: v, Data: o.BudgetRecord(why)})
 	}
 	return kv
 }

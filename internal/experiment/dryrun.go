@@ -15,12 +15,21 @@ import (
 
 // PlannedRun is one run an experiment would make, as --dry-run shows it:
 // its name, its phases, the phases excluded from the results, and notes
-// (how a trace was fitted, a phase that ends early).
+// (how a trace was fitted, a phase that ends early). Rep numbers a run
+// among repeats (1..N; 0 when not repeated): rep k draws its arrivals and
+// workload with the seed + k − 1, as the run will (run.Spec.Seed).
 type PlannedRun struct {
 	Name    string
 	Plan    schedule.Plan
 	Exclude []string
 	Notes   []string
+	Rep     int
+}
+
+// Seed is the seed the run draws with: base, + Rep − 1 for a repeat.
+func (r PlannedRun) Seed(base int64) int64 {
+	s := run.Spec{Rep: r.Rep}
+	return s.Seed(base)
 }
 
 // DryRun prints what an experiment would send, and sends and writes
@@ -56,16 +65,19 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 		if len(r.Plan.Phases) > n {
 			r.Notes = append(slices.Clone(r.Notes), fmt.Sprintf("%s (--session-drain): sessions already started may send turns for %s more; no session starts in it", schedule.PhaseDrain, o.SessionDrain))
 		}
-		arrivals, err := schedule.Build(r.Plan, o.Seed)
+		seed := r.Seed(o.Seed)
+		arrivals, err := schedule.Build(r.Plan, seed)
 		if err != nil {
 			return &run.ConfigError{Err: err}
 		}
 		b.Reset()
-		writePlan(&b, r, arrivals)
+		writePlan(&b, r, arrivals, seed)
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return err
 		}
-		s, err := workload.Summarize(wcfg, sess, arrivals)
+		rcfg := wcfg
+		rcfg.Seed = r.Seed(wcfg.Seed)
+		s, err := workload.Summarize(rcfg, sess, arrivals)
 		if err != nil {
 			return &run.ConfigError{Err: err}
 		}
@@ -79,7 +91,7 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 }
 
 // writePlan writes one run's phase table.
-func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival) {
+func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival, seed int64) {
 	actual := map[string]int{}
 	for _, a := range arrivals {
 		actual[a.Phase]++
@@ -88,6 +100,9 @@ func writePlan(b *strings.Builder, r PlannedRun, arrivals []schedule.Arrival) {
 	fmt.Fprintf(b, "\n%s: %d phase(s), %s in all", r.Name, len(r.Plan.Phases), show(r.Plan.Duration()))
 	if r.Plan.BaselineRPS > 0 {
 		fmt.Fprintf(b, "; baseline %g req/s", r.Plan.BaselineRPS)
+	}
+	if r.Rep > 0 {
+		fmt.Fprintf(b, "; seed %d", seed)
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(b, "  %-16s %9s %9s %-9s %9s %6s %10s %9s\n", "phase", "start", "duration", "arrival", "rate/s", "×base", "expected", "arrivals")

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
 )
@@ -31,8 +33,12 @@ func PrintPhases(w io.Writer, res *run.Result) {
 		head += "attempts/s\tattempts/arrival\t"
 	}
 	fmt.Fprintln(tw, head)
-	row := func(name string, s *analyze.Stats) {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, s.CompletedRPS, 100*s.ArrivalsOKRatio, s.GoodputRPS,
+	row := func(name, phase string, s *analyze.Stats) {
+		completed := fmt.Sprintf("%.2f", s.CompletedRPS)
+		if budgetCut(res, phase) != "" {
+			completed = "n/a"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, completed, 100*s.ArrivalsOKRatio, s.GoodputRPS,
 			100*s.GoodputRatio, 100*s.ErrorRate, 100*s.RateLimitRate, 100*s.TimeoutRate, s.Outcomes["generator_drop"])
 		if retried {
 			fmt.Fprintf(tw, "%.2f\t%.2f\t", s.Client.AttemptsRPS, s.Client.AttemptsPerArrival)
@@ -45,10 +51,15 @@ func PrintPhases(w io.Writer, res *run.Result) {
 		if p.Excluded {
 			name += " (excluded)"
 		}
-		row(name, &p.Stats)
+		row(name, p.Name, &p.Stats)
 	}
-	row("overall", &a.Overall)
+	row("overall", "", &a.Overall)
 	tw.Flush()
+	if n := len(a.Phases); n > 0 {
+		if why := budgetCut(res, a.Phases[n-1].Name); why != "" {
+			fmt.Fprintf(w, "completed/s n/a: %s\n", why)
+		}
+	}
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -241,6 +252,9 @@ func OverallRow(res *run.Result, o *run.Options) report.Row {
 func statsRow(r report.Row, res *run.Result, phase string, s *analyze.Stats, slo analyze.Verdict) report.Row {
 	r.SLO = SLOStatus(slo)
 	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
+	if why := budgetCut(res, phase); why != "" {
+		r.CompletedRPS = report.Unavailable(why)
+	}
 	r.ArrivalsOK = report.Val(s.ArrivalsOKRatio)
 	r.TTFT = percentiles(s.Latency.TTFTSchedule)
 	r.TTFTText = report.PercentilesNA("no request thought first: TTFT (answer text) = TTFT")
@@ -644,4 +658,24 @@ func LevelNotes(scope string, res *run.Result) []string {
 		out = append(out, scope+": "+l)
 	}
 	return out
+}
+
+// budgetCut says why completed/s of phase ("" = the measured phases
+// together) does not measure the target, or "" when it does: the budget
+// ended the schedule inside the run's last phase, so its length stops at
+// the refused arrival while the requests in flight then complete after it
+// — outside the phase, where completions by completion time do not count
+// — and a short cut phase shows 0 completed/s next to its goodput/s (by
+// arrival). The windows' completed/s (timeseries.csv) still show them.
+func budgetCut(res *run.Result, phase string) string {
+	a := res.Analysis
+	if !res.Partial || !strings.HasPrefix(res.PartialWhy, "budget:") || len(a.Phases) == 0 {
+		return ""
+	}
+	last := a.Phases[len(a.Phases)-1]
+	if phase != last.Name && (phase != "" || last.Excluded) {
+		return ""
+	}
+	return fmt.Sprintf("the budget cut phase %s at %s; its requests in flight completed after that, outside the phase, so completions by completion time do not measure it (goodput/s counts by arrival)",
+		last.Name, schedule.ShowDuration(time.Duration(last.EndMs*float64(time.Millisecond))))
 }

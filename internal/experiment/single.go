@@ -122,13 +122,22 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 	return p, exclude, notes, nil
 }
 
-// Planned is the one run `surge run` would make, for --dry-run.
+// Planned is the runs `surge run` would make, for --dry-run and the
+// estimate: one, or with --repeat N the N reps rep-1 … rep-N, each with
+// its own seed.
 func (c *RunConfig) Planned() ([]PlannedRun, error) {
 	plan, exclude, notes, err := c.PlanNotes()
 	if err != nil {
 		return nil, err
 	}
-	return []PlannedRun{{Name: "run", Plan: plan, Exclude: exclude, Notes: notes}}, nil
+	if c.Repeat < 2 {
+		return []PlannedRun{{Name: "run", Plan: plan, Exclude: exclude, Notes: notes}}, nil
+	}
+	out := make([]PlannedRun, c.Repeat)
+	for k := range out {
+		out[k] = PlannedRun{Name: RepDir(k + 1), Plan: plan, Exclude: exclude, Notes: notes, Rep: k + 1}
+	}
+	return out, nil
 }
 
 // flagPhaseError renames the field of an error in the phases that the

@@ -61,6 +61,32 @@ type Manifest struct {
 	// Traces describes the traces that replay phases replayed (absent
 	// without any).
 	Traces []ReplayedTrace `json:"traces,omitempty"`
+	// Spent is what the run spent, in numbers, and Budget the command's
+	// budget: Spent with a budget or a price set, Budget with a budget.
+	Spent  *Spent  `json:"spent,omitempty"`
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Spent is what requests spent, from their usage, and the prices the cost
+// is at (USD per million tokens; each absent when not given). CostUSD is
+// absent without both prices.
+type Spent struct {
+	Requests     int64    `json:"requests"`
+	InputTokens  int64    `json:"input_tokens"`
+	OutputTokens int64    `json:"output_tokens"`
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	PriceInput   *float64 `json:"price_input_usd_per_m,omitempty"`
+	PriceOutput  *float64 `json:"price_output_usd_per_m,omitempty"`
+}
+
+// Budget is a command's budget (each limit absent when not set) and
+// whether it stopped the command — in a manifest, whether it cut this run.
+type Budget struct {
+	MaxRequests     *int64   `json:"max_requests,omitempty"`
+	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty"`
+	MaxCostUSD      *float64 `json:"max_cost_usd,omitempty"`
+	Stopped         bool     `json:"stopped"`
+	Reason          string   `json:"reason,omitempty"` // why it stopped, as in partial_why
 }
 
 // MixProfile is one profile of a mixed workload as it was sent.

@@ -92,10 +92,10 @@ func partialRow() Row {
 }
 
 var fixtureMeta = []KV{
-	{"baseline", `"weekday peak" 8 req/s`},
-	{"per-request deadline", "TTFT ≤ 2s from scheduled arrival, completion ≤ 12s"},
-	{"percentiles", "over requests by scheduled arrival, measured phases only"},
-	{"tool", "surge (test)"},
+	{Key: "baseline", Value: `"weekday peak" 8 req/s`},
+	{Key: "per-request deadline", Value: "TTFT ≤ 2s from scheduled arrival, completion ≤ 12s"},
+	{Key: "percentiles", Value: "over requests by scheduled arrival, measured phases only"},
+	{Key: "tool", Value: "surge (test)"},
 }
 
 // fixtureTables are the golden cases of the results table.

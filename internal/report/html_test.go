@@ -149,7 +149,7 @@ func TestHTMLEscaping(t *testing.T) {
 	r.Title = evil
 	r.Runs[0].Name = evil
 	r.Runs[0].Phases[0].Name = evil
-	r.Meta = []KV{{evil, evil}}
+	r.Meta = []KV{{Key: evil, Value: evil}}
 	page := renderHTML(t, r)
 	if strings.Contains(page, "<script>alert(1)") {
 		t.Error("unescaped markup from input in the page")

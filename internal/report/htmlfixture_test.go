@@ -72,14 +72,14 @@ func burstReport() HTMLReport {
 	rep := HTMLReport{
 		Title: "surge burst: llama-3.1-8b-instruct on vllm-0.6 1×L4",
 		Meta: []KV{
-			{"target", "simulated engine (127.0.0.1)"},
-			{"model", "llama-3.1-8b-instruct"},
-			{"deployment", "vllm-0.6 1×L4"},
-			{"hardware", ""},
-			{"workload", "chat (prompt 200–1200 tokens, output 50–400)"},
-			{"baseline", `"weekday peak" 8 req/s`},
-			{"per-request deadline", "TTFT ≤ 2s, completion ≤ 12s"},
-			{"tool", "surge (test fixture)"},
+			{Key: "target", Value: "simulated engine (127.0.0.1)"},
+			{Key: "model", Value: "llama-3.1-8b-instruct"},
+			{Key: "deployment", Value: "vllm-0.6 1×L4"},
+			{Key: "hardware", Value: ""},
+			{Key: "workload", Value: "chat (prompt 200–1200 tokens, output 50–400)"},
+			{Key: "baseline", Value: `"weekday peak" 8 req/s`},
+			{Key: "per-request deadline", Value: "TTFT ≤ 2s, completion ≤ 12s"},
+			{Key: "tool", Value: "surge (test fixture)"},
 		},
 		Tables: []Table{fixtureTables()["sweep"]},
 	}
@@ -92,8 +92,8 @@ func burstReport() HTMLReport {
 		rc := RunCharts{
 			Name: fmt.Sprintf("burst %g× (%g req/s over a baseline of %g req/s)", k, k*lambda, lambda),
 			Meta: []KV{
-				{"burst", fmt.Sprintf("%g req/s for %gs", k*lambda, burst)},
-				{"capacity μ (estimated)", fmt.Sprintf("%g req/s", mu)},
+				{Key: "burst", Value: fmt.Sprintf("%g req/s for %gs", k*lambda, burst)},
+				{Key: "capacity μ (estimated)", Value: fmt.Sprintf("%g req/s", mu)},
 			},
 			TTFTDeadlineMs:       2000,
 			CompletionDeadlineMs: 12000,

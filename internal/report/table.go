@@ -108,6 +108,10 @@ func (t *Table) any(f func(*Row) bool) bool {
 type KV struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+	// Data is Value in numbers, where a consumer needs them (e.g. the
+	// spend and the budget, as *record.Spent and *record.Budget); a
+	// pointer or nil, so that KVs stay comparable.
+	Data any `json:"data,omitempty"`
 }
 
 // Row is one line of the results table: one model × workload × deployment ×

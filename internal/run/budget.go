@@ -153,6 +153,10 @@ type refusal struct {
 	at   time.Duration // scheduled time of the first arrival not sent
 	what string        // "requests", "output tokens", "cost"
 	next hold          // what it would have reserved
+	// At the refusal: what the command's finished requests had spent,
+	// what the requests in flight held reserved, and how many they were.
+	spent, held hold
+	flying      int
 }
 
 func newMeter(o *Options) *meter {
@@ -215,7 +219,13 @@ func (m *meter) admit(seq int64, at time.Duration, prompt, maxTokens int) bool {
 		what = "cost"
 	}
 	if what != "" {
-		m.refused = &refusal{at: at, what: what, next: h}
+		f := &refusal{at: at, what: what, next: h, flying: len(m.held)}
+		for _, r := range m.held {
+			f.held.out += r.out
+			f.held.usd += r.usd
+		}
+		f.spent = hold{out: m.spent.OutputTokens + m.out - f.held.out, usd: m.spent.Cost + m.usd - f.held.usd}
+		m.refused = f
 		return false
 	}
 	m.sent++
@@ -259,9 +269,12 @@ func (m *meter) refusedAt() (time.Duration, bool) {
 }
 
 // end closes the run: what its records spent is added to the command's
-// spend, and when the budget refused an arrival of the run, why — e.g.
-// "budget: 4873 output tokens spent, the next request could take up to
-// 256 more (--max-output-tokens 5000)".
+// spend, and when the budget refused an arrival of the run, why — what
+// was committed when the arrival was refused (spent, and reserved by the
+// requests in flight), what it needed, the limit, then the final spend:
+// "budget: at the stop 3900 output tokens spent + 1050 reserved by 9
+// requests in flight; the next request needed 212 (--max-output-tokens
+// 5000); finally spent 4553".
 func (m *meter) end(recs []record.Record) (run Spend, why string) {
 	if m == nil {
 		return run, ""
@@ -289,15 +302,25 @@ func (m *meter) end(recs []record.Record) (run Spend, why string) {
 		case "requests":
 			why = fmt.Sprintf("budget: %d requests sent (--max-requests %d)", s.Requests, m.maxReq)
 		case "output tokens":
-			why = fmt.Sprintf("budget: %d output tokens spent, the next request could take up to %d more (--max-output-tokens %d)", s.OutputTokens, f.next.out, m.maxOut)
+			why = fmt.Sprintf("budget: at the stop %d output tokens spent + %d reserved by %s; the next request needed %d (--max-output-tokens %d); finally spent %d",
+				f.spent.out, f.held.out, inFlight(f.flying), f.next.out, m.maxOut, s.OutputTokens)
 		default:
-			why = fmt.Sprintf("budget: %s spent, the next request could cost up to %s more (--max-cost %s)", USD(s.Cost), USD(f.next.usd), strconv.FormatFloat(m.maxUSD, 'f', -1, 64))
+			why = fmt.Sprintf("budget: at the stop %s spent + %s reserved by %s; the next request needed %s (--max-cost %s); finally spent %s",
+				USD(f.spent.usd), USD(f.held.usd), inFlight(f.flying), USD(f.next.usd), strconv.FormatFloat(m.maxUSD, 'f', -1, 64), USD(s.Cost))
 		}
 		m.stop = why
 	}
 	m.sent, m.out, m.usd, m.refused = 0, 0, 0, nil
 	clear(m.held)
 	return run, why
+}
+
+// inFlight is "9 requests in flight", "1 request in flight".
+func inFlight(n int) string {
+	if n == 1 {
+		return "1 request in flight"
+	}
+	return strconv.Itoa(n) + " requests in flight"
 }
 
 // exhausted says why no further run can send a request — a budget fully
@@ -323,6 +346,25 @@ func (m *meter) exhausted() (why string) {
 		return fmt.Sprintf("budget: %s spent (--max-cost %s)", USD(s.Cost), strconv.FormatFloat(m.maxUSD, 'f', -1, 64))
 	}
 	return ""
+}
+
+// SpentRecord is s in numbers, with the options' prices (record.Spent).
+func (o *Options) SpentRecord(s Spend) *record.Spent {
+	r := &record.Spent{Requests: s.Requests, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, PriceInput: o.PriceInput, PriceOutput: o.PriceOutput}
+	if s.Priced {
+		c := s.Cost
+		r.CostUSD = &c
+	}
+	return r
+}
+
+// BudgetRecord is the options' budget in numbers, stopped for why (""
+// when it did not stop); nil without a budget.
+func (o *Options) BudgetRecord(why string) *record.Budget {
+	if !o.Budgeted() {
+		return nil
+	}
+	return &record.Budget{MaxRequests: o.MaxRequests, MaxOutputTokens: o.MaxOutputTokens, MaxCostUSD: o.MaxCost, Stopped: why != "", Reason: why}
 }
 
 // USD formats dollars with four significant decimals below $1 and cents

@@ -231,7 +231,7 @@ func (c *Config) Planned() ([]experiment.PlannedRun, error) {
 	var out []experiment.PlannedRun
 	for _, r := range c.Runs() {
 		note := fmt.Sprintf("recovery is planned for %s and watched up to %s (--recovery-limit); it ends once recovered, so fewer arrivals may be sent", c.Recovery, c.RecoveryLimit)
-		out = append(out, experiment.PlannedRun{Name: r.Folder(), Plan: c.plan(r.K), Exclude: []string{schedule.PhaseWarmup}, Notes: []string{note}})
+		out = append(out, experiment.PlannedRun{Name: r.Folder(), Plan: c.plan(r.K), Exclude: []string{schedule.PhaseWarmup}, Notes: []string{note}, Rep: r.Rep})
 	}
 	return out, nil
 }
