@@ -19,7 +19,7 @@ func TestVaryBoundedQueue(t *testing.T) {
 	if code != exitOK && code != exitSLO {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)"} {
+	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)", "compare.json"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -110,5 +110,50 @@ func TestVaryBadInput(t *testing.T) {
 				t.Errorf("%s was created", out)
 			}
 		})
+	}
+}
+
+// Review 14 finding 2: --vary spends ONE budget across its values (the
+// README's "for the whole command"), counts the real spend, says
+// "stopped by the budget" rather than "interrupted", runs no further
+// value, and its estimate before counts every value.
+func TestVaryOneBudget(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "what-if")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5",
+		"--warmup", "20s", "--baseline", "60s", "--burst", "30s", "--recovery", "60s", "--recovery-limit", "2m",
+		"--vary", "max-waiting=0,20,50", "--max-requests", "4000", "-o", out)
+	if code != exitSLO {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"planned: ~8,274 requests", // 3 values × 2758
+		"max-waiting=20: stopped by the budget",
+		"max-waiting=50: not run — stopped by the budget",
+		"spent: 4,000 requests",
+		"budget --max-requests 4000: stopped the command",
+		"exit 1: stopped by the budget",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, bad := range []string{"interrupted", "not reached"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("stdout says %q:\n%s", bad, stdout)
+		}
+	}
+	sent := 0
+	for _, v := range []string{"0", "20"} {
+		b, err := os.ReadFile(filepath.Join(out, "max-waiting-"+v, "burst-5x", "requests.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent += strings.Count(string(b), "\n")
+	}
+	if sent != 4000 {
+		t.Errorf("the values sent %d requests in all, want the budget's 4000", sent)
+	}
+	if _, err := os.Stat(filepath.Join(out, "max-waiting-50")); err == nil {
+		t.Errorf("max-waiting-50 ran after the budget stopped the command")
 	}
 }

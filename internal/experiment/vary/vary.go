@@ -59,6 +59,22 @@ func (c *Config) Folder(v Variant) string {
 	return c.Knob + "-" + strings.NewReplacer("/", "_", `\`, "_", " ", "_").Replace(v.Value)
 }
 
+// Planned is the what-if's plan from one value's planned runs: the same
+// runs once per value, each named inside its value's folder
+// (max-waiting-20/burst-5x), so an estimate before counts every value.
+// The arrivals do not depend on the simulator's settings: each value
+// schedules the same ones.
+func (c *Config) Planned(runs []experiment.PlannedRun) []experiment.PlannedRun {
+	var out []experiment.PlannedRun
+	for _, v := range c.Variants {
+		for _, r := range runs {
+			r.Name = c.Folder(v) + "/" + r.Name
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Burst runs c's burst experiment once per variant into d's sub-folders,
 // each against the engine model in virtual time (env is the prepared base:
 // its options, logger and version), then writes the comparison into d and
@@ -74,9 +90,14 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	out := experiment.Outcome{SLOPass: true, Unusable: true, Dir: d.Path()}
 	var dirs []string
 	var failed []string
-	for _, v := range c.Variants {
+	for i, v := range c.Variants {
 		if ctx.Err() != nil {
 			out.Partial = true
+			break
+		}
+		if why := env.BudgetExhausted(); i > 0 && why != "" { // one budget for the whole command: a stop ends the what-if
+			out.Partial = true
+			fmt.Fprintf(w, "%s=%s: not run — stopped by the budget\n", c.Knob, v.Value)
 			break
 		}
 		o := env.Opts
@@ -87,6 +108,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		if err != nil {
 			return out, err
 		}
+		venv.ShareBudget(env) // the command's budget is spent across all the values, not afresh by each
 		sub, err := d.Sub(c.Folder(v))
 		if err != nil {
 			venv.Close()
@@ -108,7 +130,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 			out.SLOPass = false
 			failed = append(failed, c.Knob+"="+v.Value)
 		}
-		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res), filepath.Join(sub.Path(), "results.md"))
+		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res, env.BudgetStop()), filepath.Join(sub.Path(), "results.md"))
 		for line := range strings.Lines(console.String()) { // its warnings and notes, which results.md may not hold
 			if t := strings.TrimSpace(line); strings.HasPrefix(t, "WARNING") || strings.HasPrefix(t, "note:") {
 				fmt.Fprintf(w, "  %s\n", t)
@@ -116,6 +138,11 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		}
 		if res.Partial {
 			out.Partial = true
+			if env.BudgetStop() != "" {
+				for _, rest := range c.Variants[i+1:] {
+					fmt.Fprintf(w, "%s=%s: not run — stopped by the budget\n", c.Knob, rest.Value)
+				}
+			}
 			break
 		}
 	}
@@ -137,7 +164,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	}
 	fmt.Fprintln(w)
 	_ = cmp.WriteMarkdown(w) // the console fails quietly (surge burst … | head): the files are written
-	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.html"))
+	fmt.Fprintf(w, "\nreports: %s  %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.json"), filepath.Join(d.Path(), "compare.html"))
 	if len(failed) > 0 {
 		out.Meaning = "the SLO failed at " + strings.Join(failed, ", ") + " (each value's results.md says which clauses)"
 	} else {
@@ -151,8 +178,12 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 // timeouts, and the recovery.
 var GlanceKeys = []string{"goodput_rps", "goodput_ratio", "ttft_p95_ms", "rejection_rate", "timeout_rate", "recovery_s"}
 
-func verdict(o experiment.Outcome) string {
+// verdict is a value's outcome in a word; budget is the command's
+// budget stop ("" when it did not stop).
+func verdict(o experiment.Outcome, budget string) string {
 	switch {
+	case o.Partial && budget != "":
+		return "stopped by the budget (partial)"
 	case o.Partial:
 		return "interrupted"
 	case o.Unusable:
