@@ -19,7 +19,7 @@ func TestVaryBoundedQueue(t *testing.T) {
 	if code != exitOK && code != exitSLO {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)", "compare.json"} {
+	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)", "compare.md  " + filepath.Join(out, "compare.json")} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
