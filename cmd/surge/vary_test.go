@@ -157,3 +157,29 @@ func TestVaryOneBudget(t *testing.T) {
 		t.Errorf("max-waiting-50 ran after the budget stopped the command")
 	}
 }
+
+// Review 14 finding 13: with autoscale, min-replicas=0's cold start in
+// the warmup scales the cluster to 2 replicas before the burst, which
+// min-replicas=1 meets with 1: the comparison warns that the replica
+// count differs too, not only the knob. max-waiting (no autoscaler) has
+// no such warning.
+func TestVaryWarnsReplicasAtBurst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "mr")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "5", "--autoscale", "--vary", "min-replicas=0,1", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want := "WARNING: the bursts met different numbers of ready replicas (min-replicas=0: 2, min-replicas=1: 1)"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	if doc := compareJSON(t, out); !strings.HasPrefix(doc.Statement, want) {
+		t.Errorf("compare.json statement %q", doc.Statement)
+	}
+	code, stdout, _ = surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5", "--warmup", "20s", "--baseline", "60s", "--burst", "30s", "--recovery", "60s", "--recovery-limit", "2m",
+		"--vary", "max-waiting=0,20", "-o", filepath.Join(dir, "mw"))
+	if code != exitOK && code != exitSLO || strings.Contains(stdout, "ready replicas") {
+		t.Errorf("max-waiting: exit %d, a replica warning where none applies:\n%s", code, stdout)
+	}
+}

@@ -11,9 +11,11 @@ package vary
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -158,6 +160,9 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	for _, v := range c.Variants[:len(dirs)] {
 		names = append(names, c.Knob+"="+v.Value)
 	}
+	if warn := replicaWarning(c, names, dirs); warn != "" {
+		cmp.Statement = warn + " " + cmp.Statement
+	}
 	cmp.Lead = []compare.Table{cmp.Glance(names, GlanceKeys...)}
 	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
 		return out, err
@@ -265,4 +270,82 @@ func xValues(vs []Variant) ([]float64, bool) {
 		return xs, false
 	}
 	return xs, true
+}
+
+// replicaWarning is the warning when the values' bursts met different
+// numbers of ready replicas although the knob is not the replica count
+// itself — min-replicas with autoscale, a scale-up hold: a cold start in
+// the warmup can scale one value's cluster up before its burst, so the
+// comparison weighs replicas too, not the knob alone (review 14, finding
+// 13). "" when every value's bursts met the same number, or when the
+// knob is replicas.
+func replicaWarning(c *Config, names, dirs []string) string {
+	if c.Knob == "replicas" {
+		return ""
+	}
+	var each []string
+	counts := map[string]bool{}
+	for i, dir := range dirs {
+		n, ok := replicasAtBurst(c.Variants[i].Sim, dir)
+		if !ok {
+			return ""
+		}
+		each = append(each, fmt.Sprintf("%s: %s", names[i], n))
+		counts[n] = true
+	}
+	if len(counts) < 2 {
+		return ""
+	}
+	return "WARNING: the bursts met different numbers of ready replicas (" + strings.Join(each, ", ") +
+		"): the autoscaler had scaled some before the burst began, so the differences below are partly the replica count's, not " + c.Knob + "'s alone (each value's results.md and report.html show the scaling milestones)."
+}
+
+// replicasAtBurst is the number of replicas ready when the burst began in
+// each run of a value's folder dir (burst-<k>x, or its rep-k): "2", or
+// "2–3" when its runs differ; false when a run's summary cannot be read.
+func replicasAtBurst(sc sim.Config, dir string) (string, bool) {
+	runs, _ := filepath.Glob(filepath.Join(dir, "burst-*x", "summary.json"))
+	reps, _ := filepath.Glob(filepath.Join(dir, "burst-*x", "rep-*", "summary.json"))
+	runs = append(runs, reps...)
+	if len(runs) == 0 {
+		return "", false
+	}
+	lo, hi := math.MaxInt, math.MinInt
+	for _, path := range runs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false
+		}
+		var s rundir.Summary
+		if json.Unmarshal(b, &s) != nil || s.Analysis == nil {
+			return "", false
+		}
+		start, found := time.Duration(0), false
+		for _, p := range s.Analysis.Phases {
+			if p.Name == s.Analysis.Settings.BurstPhase {
+				start, found = time.Duration(p.StartMs*float64(time.Millisecond)), true
+			}
+		}
+		if !found {
+			return "", false // no burst: nothing it met
+		}
+		n := sc.Replicas
+		if sc.ScalesFromZero() {
+			n = 0
+		}
+		for _, e := range s.SimEvents {
+			switch {
+			case e.At > start:
+			case e.Kind == sim.EventModelReady:
+				n++
+			case e.Kind == sim.EventScaleDown:
+				n--
+			}
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo == hi {
+		return strconv.Itoa(lo), true
+	}
+	return strconv.Itoa(lo) + "–" + strconv.Itoa(hi), true
 }
