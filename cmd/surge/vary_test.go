@@ -33,7 +33,8 @@ func TestVaryBoundedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance"} {
+	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance",
+		"0 (unbounded)", "svg.xychart { max-width: 100%"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("compare.html lacks %q", want)
 		}

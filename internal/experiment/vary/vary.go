@@ -205,15 +205,32 @@ func verdict(o experiment.Outcome, budget string) string {
 func Charts(c *Config, cmp *compare.Comparison) []report.XYChart {
 	xs, numeric := xValues(c.Variants)
 	labels := make([]string, len(c.Variants))
+	special := ""
 	for i, v := range c.Variants {
 		labels[i] = v.Value
+		if what, ok := zeroMeans[c.Knob]; ok {
+			if f, err := strconv.ParseFloat(v.Value, 64); err == nil && f == 0 {
+				// 0 is no point on the value axis (max-waiting 0 is no limit,
+				// not a limit of 0): the values go by position, 0 labelled.
+				labels[i], special, numeric = "0 ("+what+")", what, false
+				for j := range xs {
+					xs[j] = float64(j + 1)
+				}
+			}
+		}
 	}
 	xlabel := c.Knob
-	if !numeric {
+	switch {
+	case special != "":
+		xlabel += " (values in the order given; 0 = " + special + ")"
+	case !numeric:
 		xlabel += " (values in the order given)"
 	}
 	good := report.XYChart{Title: "Goodput per value of " + c.Knob, Note: "requests/s within the per-request deadline, the burst phase by scheduled arrival", XLabel: xlabel, YLabel: "goodput (req/s)"}
 	rec := report.XYChart{Title: "Recovery per value of " + c.Knob, Note: "seconds after the burst ended until P99 was back within 10% of the baseline's; a lower bound is drawn at its bound", XLabel: xlabel, YLabel: "recovery (s)"}
+	if !numeric { // by position: ticked with the values, not 1, 1.5, 2
+		good.XCategories, rec.XCategories = labels[:len(cmp.Folders)], labels[:len(cmp.Folders)]
+	}
 	for _, g := range cmp.Groups {
 		gs := report.XYSeries{Label: g.Key + " goodput", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
 		rs := report.XYSeries{Label: g.Key + " recovery", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
@@ -226,6 +243,10 @@ func Charts(c *Config, cmp *compare.Comparison) []report.XYChart {
 	}
 	return []report.XYChart{good, rec}
 }
+
+// zeroMeans are the knobs whose 0 is not a number on their axis but a
+// setting of its own.
+var zeroMeans = map[string]string{"max-waiting": "unbounded", "prefix-block-tokens": "the default block size"}
 
 // value is a metric's number for a chart: the value, else its bound,
 // else NaN (a gap).
