@@ -29,6 +29,12 @@ func TestVaryBoundedQueue(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	// Review 14 finding 16: surge report on the what-if's folder points at
+	// its compare.html and at a value's folder, not "holds no run".
+	code, _, stderr = surge(t, "report", out)
+	if want := "holds a comparison (written by surge compare or burst --vary): its report is already written — open " + filepath.Join(out, "compare.html"); code != exitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "surge report "+filepath.Join(out, "max-waiting-0")) {
+		t.Errorf("surge report %s: exit %d, stderr %q; want 2 and %q", out, code, stderr, want)
+	}
 	page, err := os.ReadFile(filepath.Join(out, "compare.html"))
 	if err != nil {
 		t.Fatal(err)
