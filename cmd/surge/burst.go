@@ -109,7 +109,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 				}
 				var err error
 				if what, err = parseVary(varySpec, cfg.Options.Sim); err == nil && dry {
-					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the plan below is run once per value (%s), each into OUT/%s-<value>/: the same arrivals every time\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
+					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the experiment once per value (%s), each into OUT/%s-<value>/ with the same arrivals: the plan below lists every value's runs\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
 				}
 				return err
 			}
