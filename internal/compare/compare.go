@@ -160,7 +160,13 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 	}
 	c.Variables = Variables(ms)
 	c.Statement, c.Confounded = statement(c.Variables, len(fs))
-	c.Statement = partialWarning(fs) + c.Statement + coverageNote(c.Variables)
+	if warn := partialWarning(fs); warn != "" {
+		if !c.Confounded && len(c.Differing()) == 0 { // not run-to-run variation alone: the cut too
+			c.Statement = "No setting of the target, its load or its judgement differs."
+		}
+		c.Statement = warn + c.Statement
+	}
+	c.Statement += coverageNote(c.Variables)
 	for _, f := range fs {
 		if f.Partial {
 			c.Notes = append(c.Notes, fmt.Sprintf("%s (%s) holds a partial run: its values cover less than the plan", f.Label, f.Path))
