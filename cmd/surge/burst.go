@@ -93,7 +93,13 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	var what *vary.Config
 	f.fs.StringVar(&varySpec, "vary", "", varyUsage)
 	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
-		dryRun: &dry, planned: cfg.Planned,
+		dryRun: &dry, planned: func() ([]experiment.PlannedRun, error) {
+			runs, err := cfg.Planned()
+			if err != nil || what == nil {
+				return runs, err
+			}
+			return what.Planned(runs), nil // --vary: every value runs the plan
+		},
 		prepare: func(map[string]*yaml.Node) error {
 			if file == "" {
 				cfg.ApplyDemo(f.set)
@@ -104,7 +110,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 				}
 				var err error
 				if what, err = parseVary(varySpec, cfg.Options.Sim); err == nil && dry {
-					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the plan below runs once per value (%s), each into OUT/%s-<value>/\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
+					fmt.Fprintf(cmd.OutOrStdout(), "--vary %s: the experiment once per value (%s), each into OUT/%s-<value>/ with the same arrivals: the plan below lists every value's runs\n", what.Knob, strings.Join(what.Values(), ", "), what.Knob)
 				}
 				return err
 			}

@@ -177,3 +177,43 @@ func TestCompareSoak(t *testing.T) {
 		}
 	}
 }
+
+// Review 14 finding 8: a repeated capacity search and a single one line
+// up — the search outcome (the repeated side's value the median of its
+// searches, each listed) and the sustainable step — instead of every row
+// "not tested".
+func TestCompareRepeatedCapacityWithSingle(t *testing.T) {
+	dir := t.TempDir()
+	search := func(name string, extra ...string) string {
+		out := filepath.Join(dir, name)
+		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "200", "--step-duration", "20s", "--max-step-duration", "1m", "-o", out}, extra...)
+		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+			t.Fatalf("capacity %v: exit %d\n%s\n%s", extra, code, stdout, stderr)
+		}
+		return out
+	}
+	a := search("a", "--repeat", "2")
+	b := search("b")
+	code, stdout, stderr := surge(t, "compare", a, b, "-o", filepath.Join(dir, "ab"))
+	if code != exitOK {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var outcome, step string
+	for line := range strings.Lines(stdout) {
+		if strings.HasPrefix(line, "| sustainable rps ") {
+			outcome = line
+		}
+		if strings.HasPrefix(line, "| goodput ") && step == "" && strings.Contains(stdout, "## sustainable step") {
+			step = line
+		}
+	}
+	if !strings.Contains(outcome, "median ") || strings.Count(outcome, "not tested") > 0 {
+		t.Errorf("search outcome row %q: want the searches' median against B's value", outcome)
+	}
+	if !strings.Contains(stdout, "## sustainable step") || strings.Contains(step, "not tested") {
+		t.Errorf("sustainable step row %q:\n%s", step, stdout)
+	}
+	if !strings.Contains(stdout, "What was run differs: repeat") {
+		t.Errorf("headline lacks the repeat difference:\n%s", stdout)
+	}
+}

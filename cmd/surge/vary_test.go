@@ -19,7 +19,7 @@ func TestVaryBoundedQueue(t *testing.T) {
 	if code != exitOK && code != exitSLO {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)"} {
+	for _, want := range []string{"## At a glance", "| max-waiting=20 ", "One variable differs: max-waiting (0 → 20)", "compare.md  " + filepath.Join(out, "compare.json")} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -29,11 +29,18 @@ func TestVaryBoundedQueue(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	// Review 14 finding 16: surge report on the what-if's folder points at
+	// its compare.html and at a value's folder, not "holds no run".
+	code, _, stderr = surge(t, "report", out)
+	if want := "holds a comparison (written by surge compare or burst --vary): its report is already written — open " + filepath.Join(out, "compare.html"); code != exitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "surge report "+filepath.Join(out, "max-waiting-0")) {
+		t.Errorf("surge report %s: exit %d, stderr %q; want 2 and %q", out, code, stderr, want)
+	}
 	page, err := os.ReadFile(filepath.Join(out, "compare.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance"} {
+	for _, want := range []string{"Goodput per value of max-waiting", "Recovery per value of max-waiting", "<svg", "At a glance",
+		"0 (unbounded)", "svg.xychart { max-width: 100%"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("compare.html lacks %q", want)
 		}
@@ -110,5 +117,76 @@ func TestVaryBadInput(t *testing.T) {
 				t.Errorf("%s was created", out)
 			}
 		})
+	}
+}
+
+// Review 14 finding 2: --vary spends ONE budget across its values (the
+// README's "for the whole command"), counts the real spend, says
+// "stopped by the budget" rather than "interrupted", runs no further
+// value, and its estimate before counts every value.
+func TestVaryOneBudget(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "what-if")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5",
+		"--warmup", "20s", "--baseline", "60s", "--burst", "30s", "--recovery", "60s", "--recovery-limit", "2m",
+		"--vary", "max-waiting=0,20,50", "--max-requests", "4000", "-o", out)
+	if code != exitSLO {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"planned: ~8,274 requests", // 3 values × 2758
+		"max-waiting=20: stopped by the budget",
+		"max-waiting=50: not run — stopped by the budget",
+		"spent: 4,000 requests",
+		"budget --max-requests 4000: stopped the command",
+		"exit 1: stopped by the budget",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, bad := range []string{"interrupted", "not reached"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("stdout says %q:\n%s", bad, stdout)
+		}
+	}
+	sent := 0
+	for _, v := range []string{"0", "20"} {
+		b, err := os.ReadFile(filepath.Join(out, "max-waiting-"+v, "burst-5x", "requests.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent += strings.Count(string(b), "\n")
+	}
+	if sent != 4000 {
+		t.Errorf("the values sent %d requests in all, want the budget's 4000", sent)
+	}
+	if _, err := os.Stat(filepath.Join(out, "max-waiting-50")); err == nil {
+		t.Errorf("max-waiting-50 ran after the budget stopped the command")
+	}
+}
+
+// Review 14 finding 13: with autoscale, min-replicas=0's cold start in
+// the warmup scales the cluster to 2 replicas before the burst, which
+// min-replicas=1 meets with 1: the comparison warns that the replica
+// count differs too, not only the knob. max-waiting (no autoscaler) has
+// no such warning.
+func TestVaryWarnsReplicasAtBurst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "mr")
+	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "5", "--autoscale", "--vary", "min-replicas=0,1", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want := "WARNING: the bursts met different numbers of ready replicas (min-replicas=0: 2, min-replicas=1: 1)"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	if doc := compareJSON(t, out); !strings.HasPrefix(doc.Statement, want) {
+		t.Errorf("compare.json statement %q", doc.Statement)
+	}
+	code, stdout, _ = surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5", "--warmup", "20s", "--baseline", "60s", "--burst", "30s", "--recovery", "60s", "--recovery-limit", "2m",
+		"--vary", "max-waiting=0,20", "-o", filepath.Join(dir, "mw"))
+	if code != exitOK && code != exitSLO || strings.Contains(stdout, "ready replicas") {
+		t.Errorf("max-waiting: exit %d, a replica warning where none applies:\n%s", code, stdout)
 	}
 }

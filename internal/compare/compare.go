@@ -33,6 +33,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -104,10 +105,17 @@ func Folders(paths []string) (*Comparison, error) {
 	}
 	var fs []Folder
 	var colSets [][]Column
+	var seen []os.FileInfo
 	for i, p := range paths {
 		f, cols, err := Load(p)
 		if err != nil {
 			return nil, err
+		}
+		if st, err := os.Stat(p); err == nil {
+			if j := slices.IndexFunc(seen, func(o os.FileInfo) bool { return os.SameFile(o, st) }); j >= 0 {
+				return nil, inputErr("%s and %s are the same folder: a folder compared with itself shows no difference at all; give two different folders", paths[j], p)
+			}
+			seen = append(seen, st)
 		}
 		f.Label = label(i)
 		fs = append(fs, *f)
@@ -120,11 +128,20 @@ func Folders(paths []string) (*Comparison, error) {
 	if len(kinds) > 1 {
 		var each []string
 		for _, f := range fs {
-			each = append(each, fmt.Sprintf("%s is a %s", f.Path, f.Kind))
+			each = append(each, fmt.Sprintf("%s is %s", f.Path, article(f.Kind)))
 		}
 		return nil, inputErr("the folders are of different kinds, and only folders of one kind compare: %s", strings.Join(each, "; "))
 	}
 	return compare(fs, colSets), nil
+}
+
+// article is a kind with its article: "a burst experiment", "one run of
+// a burst experiment", "a surge run".
+func article(kind string) string {
+	if strings.HasPrefix(kind, "one ") {
+		return kind
+	}
+	return "a " + kind
 }
 
 // label is the name of the i-th folder in tables: A, B, …, Z, F27, ….
@@ -143,6 +160,13 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 	}
 	c.Variables = Variables(ms)
 	c.Statement, c.Confounded = statement(c.Variables, len(fs))
+	if warn := partialWarning(fs); warn != "" {
+		if !c.Confounded && len(c.Differing()) == 0 { // not run-to-run variation alone: the cut too
+			c.Statement = "No setting of the target, its load or its judgement differs."
+		}
+		c.Statement = warn + c.Statement
+	}
+	c.Statement += coverageNote(c.Variables)
 	for _, f := range fs {
 		if f.Partial {
 			c.Notes = append(c.Notes, fmt.Sprintf("%s (%s) holds a partial run: its values cover less than the plan", f.Label, f.Path))
@@ -275,12 +299,67 @@ func statement(vs []Variable, n int) (string, bool) {
 	}
 	switch len(names) {
 	case 0:
+		if len(vs) > 0 { // only what was run or observed differs: coverageNote names it
+			return "No setting of the target, its load or its judgement differs: the differences below, in the rows both ran, are run-to-run variation.", false
+		}
 		return "No setting differs between the folders: the differences below are run-to-run variation.", false
 	case 1:
 		v := vs[slices.IndexFunc(vs, func(v Variable) bool { return v.Name == names[0] })]
 		return fmt.Sprintf("One variable differs: %s (%s). The differences below are its effect.", v.Name, strings.Join(v.Values, " → ")), false
 	}
 	return fmt.Sprintf("WARNING: %d variables differ (%s): the comparison confounds them — no difference below can be attributed to any one of them. Change one variable at a time.", len(names), strings.Join(names, ", ")), true
+}
+
+// partialWarning is the headline's first sentence when a folder holds a
+// partial run: its values cover less than the plan (a budget stop, a
+// Ctrl-C), so a difference may be the cut's rather than a setting's.
+func partialWarning(fs []Folder) string {
+	var each []string
+	for _, f := range fs {
+		if f.Partial {
+			why := ""
+			if f.PartialWhy != "" {
+				why = " (" + f.PartialWhy + ")"
+			}
+			each = append(each, fmt.Sprintf("%s holds a partial run%s", f.Label, why))
+		}
+	}
+	if len(each) == 0 {
+		return ""
+	}
+	return "WARNING: " + strings.Join(each, "; ") + ": its values cover less than the plan, so a difference below may be the cut's, not a setting's. "
+}
+
+// coverageNote names the differences in what was run (multipliers,
+// levels, repeats, a budget) and observed, which the statement's
+// variables leave out: they confound nothing, but they are not nothing.
+func coverageNote(vs []Variable) string {
+	var run, budget, seen []string
+	for _, v := range vs {
+		d := fmt.Sprintf("%s (%s)", v.Name, strings.Join(v.Values, " → "))
+		switch {
+		case v.Observation:
+			seen = append(seen, d)
+		case v.Category == "budget":
+			budget = append(budget, d)
+		case v.Coverage:
+			run = append(run, d)
+		}
+	}
+	var out []string
+	if len(run) > 0 {
+		out = append(out, "What was run differs: "+strings.Join(run, ", ")+" — a row only one folder ran is not tested on the other; more repeats only sharpen the confidence statement.")
+	}
+	if len(budget) > 0 {
+		out = append(out, "The budget differs: "+strings.Join(budget, ", ")+" — a run it stopped is partial.")
+	}
+	if len(seen) > 0 {
+		out = append(out, "What was observed differs: "+strings.Join(seen, ", ")+" — it changes which metrics are tested, not their values.")
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " " + strings.Join(out, " ")
 }
 
 // deltaRatio is B − A and B / A, each a value, a bound, or nil when

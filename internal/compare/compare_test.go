@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/sim"
 )
 
 func mustCompare(t *testing.T, paths ...string) *Comparison {
@@ -297,5 +300,53 @@ func TestRunRepeatsLayout(t *testing.T) {
 	}
 	if got := c.Differing(); len(got) != 1 || got[0] != "max-waiting" {
 		t.Errorf("differing %v (rep-1's manifests: the same seed)", got)
+	}
+}
+
+// Review 14 finding 7: the headline agrees with the settings table. A
+// folder cut by its budget is warned about first, with its reason; a
+// difference in what was run (repeat) or in the budget is named, not
+// called "no setting differs".
+func TestHeadlineNamesCoverageAndPartial(t *testing.T) {
+	base := run.Options{Model: "m", Timeout: 60e9, Profile: "chat", Seed: 1, Sim: sim.DefaultConfig()}
+	cut := base
+	limit := int64(5000)
+	cut.MaxRequests = &limit
+	type extra struct {
+		Burst map[string]any `json:"burst"`
+	}
+	a := manifestOf(base, extra{map[string]any{"multipliers": []float64{5}}})
+	b := manifestOf(cut, extra{map[string]any{"multipliers": []float64{5}, "repeat": 3}})
+	b.Partial, b.PartialWhy = true, "budget: 5000 requests sent (--max-requests 5000)"
+	c := compare([]Folder{{Label: "A", Path: "a", Manifest: a}, {Label: "B", Path: "b", Manifest: b, Partial: true, PartialWhy: b.PartialWhy}}, [][]Column{nil, nil})
+	for _, want := range []string{
+		"WARNING: B holds a partial run (budget: 5000 requests sent (--max-requests 5000))",
+		"What was run differs: repeat (not recorded → 3)",
+		"The budget differs: max-requests (none → 5000)",
+	} {
+		if !strings.Contains(c.Statement, want) {
+			t.Errorf("statement lacks %q:\n%s", want, c.Statement)
+		}
+	}
+	if !strings.HasPrefix(c.Statement, "WARNING: B holds a partial run") {
+		t.Errorf("the partial warning is not first:\n%s", c.Statement)
+	}
+	if strings.Contains(c.Statement, "No setting differs between the folders") || strings.Contains(c.Statement, "run-to-run variation") {
+		t.Errorf("statement denies the differences its table lists:\n%s", c.Statement)
+	}
+}
+
+// Review 14 finding 16: the same folder twice is refused (it would show
+// "no difference" and prove nothing), and a kind error reads as English.
+func TestSameFolderAndKindWording(t *testing.T) {
+	_, err := Folders([]string{"testdata/repeats-a", "testdata/../testdata/repeats-a"})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "are the same folder") {
+		t.Errorf("err %v, want ErrInput naming the same folder", err)
+	}
+	if got := article("one run of a burst experiment"); got != "one run of a burst experiment" {
+		t.Errorf("article %q", got)
+	}
+	if got := article(KindBurst); got != "a burst experiment" {
+		t.Errorf("article %q", got)
 	}
 }

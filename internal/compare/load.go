@@ -41,8 +41,10 @@ type Folder struct {
 	ManifestPath string `json:"manifest"`
 	// Rows are the result rows, in the folder's order.
 	Rows []Row `json:"-"`
-	// Partial says some run of the folder was cut short (its manifest).
-	Partial bool `json:"partial"`
+	// Partial says some run of the folder was cut short (its manifest),
+	// and PartialWhy why (the first such run's reason).
+	Partial    bool   `json:"partial"`
+	PartialWhy string `json:"partial_why,omitempty"`
 }
 
 // Row is one results row: its identity (the multiplier, phase, step
@@ -141,6 +143,9 @@ func Load(path string) (*Folder, []Column, error) {
 		if f.Manifest == nil {
 			f.Manifest, f.ManifestPath = m, filepath.Join(r, "manifest.json")
 		}
+		if m.Partial && !f.Partial {
+			f.PartialWhy = m.PartialWhy
+		}
 		f.Partial = f.Partial || m.Partial
 	}
 	if f.Manifest == nil {
@@ -163,8 +168,67 @@ func Load(path string) (*Folder, []Column, error) {
 	if row, rcols := searchRow(path, f.Kind); row != nil {
 		f.Rows = append([]Row{*row}, f.Rows...)
 		cols = append(rcols, cols...)
+		if f.Kind == KindCapacity {
+			f.Rows = append(f.Rows, sustainableStep(f.Rows, row)...)
+		}
+	} else if rows, rcols := repeatedSearchRows(path, f.Kind); rows != nil {
+		f.Rows = append(rows, f.Rows...)
+		cols = append(rcols, cols...)
 	}
 	return f, cols, nil
+}
+
+// repeatedSearchRows are the search outcome of capacity --repeat N (or a
+// sweep's): one row per search, from rep-k's capacity.json, as the runs
+// of a "search outcome" row whose value is their median — so a repeated
+// search lines up with a single one (review 14, finding 8). Nil when path
+// holds no repeated searches.
+func repeatedSearchRows(path, kind string) ([]Row, []Column) {
+	if kind != KindCapacity && kind != KindSweep || !has(path, "rep-*") {
+		return nil, nil
+	}
+	reps, _ := rundir.Folders(path, "rep-*")
+	var rows []Row
+	var cols []Column
+	for _, rp := range reps {
+		k, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(rp), "rep-"))
+		if err != nil {
+			continue
+		}
+		row, rcols := searchRow(rp, kind)
+		if row == nil {
+			continue
+		}
+		row.Rep, cols = k, rcols
+		rows = append(rows, *row)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	main := Row{Key: "search outcome", Label: "search outcome", Cells: map[string]Cell{}}
+	for _, c := range cols {
+		main.Cells[c.Key] = Cell{Reason: "one value per search: the median of the searches"}
+	}
+	return append([]Row{main}, rows...), cols
+}
+
+// sustainableStep is a single capacity search's sustainable step again,
+// as the "sustainable step" row a repeated search's results have (each
+// search's sustainable step, and their pooled row), so the two line up.
+// None when no step was sustainable.
+func sustainableStep(rows []Row, outcome *Row) []Row {
+	v := outcome.Cells["sustainable_rps"].Value
+	if v == nil {
+		return nil
+	}
+	key := fmtNum(*v) + " req/s"
+	for _, r := range rows {
+		if r.Key == key {
+			r.Key, r.Label = "sustainable step", "sustainable step ("+key+")"
+			return []Row{r}
+		}
+	}
+	return nil
 }
 
 // searchRow is the outcome of a capacity search (capacity.json: the

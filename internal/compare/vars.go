@@ -91,15 +91,32 @@ func settings(m *record.Manifest) map[string]leaf {
 		if !ok {
 			continue
 		}
-		put("options."+k, name, format(v, typ))
+		put("options."+k, name, shown(name, format(v, typ)))
 	}
 	flatten(c.Extra, "extra", func(path, key string, v json.RawMessage) {
 		if slices.Contains(perRun, key) {
 			return
 		}
-		put(path, kebab(key), format(v, durationType(key, v)))
+		put(path, kebab(key), shown(kebab(key), format(v, durationType(key, v))))
 	})
 	return out
+}
+
+// byProfile are the workload settings that, unset, take the profile's
+// (or the mix's) own value.
+var byProfile = []string{"mix", "prompt-tokens", "output-tokens"}
+
+// shown is a setting's value as people read it: an unset workload length
+// or mix as "profile default" (not "" or 0), a burstiness of 1 as
+// "1 (poisson)" — the shape that makes a gamma process Poisson.
+func shown(name, value string) string {
+	switch {
+	case slices.Contains(byProfile, name) && (value == `""` || value == "0" || value == "none" || value == "{}"):
+		return "profile default"
+	case name == "burstiness" && value == "1":
+		return "1 (poisson)"
+	}
+	return value
 }
 
 // perRun are keys of an experiment's own settings that differ between
@@ -162,7 +179,7 @@ var durationT = reflect.TypeFor[time.Duration]()
 // says time.
 func durationType(key string, v json.RawMessage) reflect.Type {
 	k := strings.ToLower(key)
-	if strings.Contains(k, "rps") {
+	if strings.Contains(k, "rps") || strings.Contains(k, "burstiness") { // a rate, a gamma shape: numbers
 		return nil
 	}
 	if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {

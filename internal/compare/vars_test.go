@@ -76,3 +76,25 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// Review 14 finding 10: a burstiness is a number, not a duration (its
+// name holds "burst"), 1 reads as Poisson; an unset mix or length is the
+// profile's default, not "" or 0.
+func TestValuesForPeople(t *testing.T) {
+	base := run.Options{Model: "m", Timeout: 60e9, Profile: "chat", Seed: 1, Sim: sim.DefaultConfig()}
+	type extra struct {
+		Burst map[string]any `json:"burst"`
+	}
+	vs := Variables([]*record.Manifest{manifestOf(base, extra{map[string]any{"burstiness": 1}}), manifestOf(base, extra{map[string]any{"burstiness": 0.5}})})
+	if len(vs) != 1 || vs[0].Name != "burstiness" || !slices.Equal(vs[0].Values, []string{"1 (poisson)", "0.5"}) {
+		t.Errorf("variables %+v, want burstiness 1 (poisson) → 0.5", vs)
+	}
+	for _, tc := range [][2]string{{"mix", `""`}, {"output-tokens", "0"}, {"prompt-tokens", "0"}} {
+		if got := shown(tc[0], tc[1]); got != "profile default" {
+			t.Errorf("%s %s shown as %q", tc[0], tc[1], got)
+		}
+	}
+	if got := shown("max-waiting", "0"); got != "0" {
+		t.Errorf("max-waiting 0 shown as %q", got)
+	}
+}

@@ -490,6 +490,10 @@ type XYChart struct {
 	Series         []XYSeries
 	HRules         []XYRule // budgets, limits
 	VRules         []XYRule // knee, usable level, sustainable rate
+	// XCategories, when set, make the x axis one of positions 1, 2, …
+	// ticked with these names instead of numbers (values in the order
+	// given, not on a scale).
+	XCategories []string
 }
 
 var xyColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#7b3fb3", "#8c564b", "#e377c2", "#17becf"}
@@ -645,6 +649,9 @@ func WriteXYChartSVG(w io.Writer, c XYChart) error {
 		ys = append(ys, r.Value)
 	}
 	sx := newXYScale(xs, c.LogX, xyLeft, xyW-xyRight, false)
+	if n := len(c.XCategories); n > 0 { // positions 1..n with half a step of room each side
+		sx.lo, sx.hi = 0.5, float64(n)+0.5
+	}
 	sy := newXYScale(ys, c.LogY, xyH-xyBottom, xyTop, true)
 
 	var b strings.Builder
@@ -653,10 +660,17 @@ func WriteXYChartSVG(w io.Writer, c XYChart) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="xychart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, xyW, xyH, xyW, xyH, esc(c.Title))
 	b.WriteString(`<style>text{font:11px system-ui,sans-serif;fill:#4b5563}.grid{stroke:#eef0f3}.axis{stroke:#9ca3af}.lbl{font-size:12px;fill:#1d2330}</style>`)
 	// Grid and ticks.
-	for _, v := range sx.ticks() {
+	xticks, xtext := sx.ticks(), tickText
+	if c.XCategories != nil {
+		xticks, xtext = nil, func(v float64) string { return c.XCategories[int(v)-1] }
+		for i := range c.XCategories {
+			xticks = append(xticks, float64(i+1))
+		}
+	}
+	for _, v := range xticks {
 		x := sx.pos(v)
 		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%d"/>`, f(x), xyTop, f(x), xyH-xyBottom)
-		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), xyH-xyBottom+14, tickText(v))
+		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), xyH-xyBottom+14, esc(xtext(v)))
 	}
 	for _, v := range sy.ticks() {
 		y := sy.pos(v)

@@ -421,3 +421,9 @@ func (e *Env) CheckBudget(closed bool) error {
 	}
 	return configErr(&field.Error{Field: e.budget.key(), Message: "does not apply to a concurrency sweep with --simulate yet: drop --simulate (the closed loop over HTTP is metered) or sweep --rates"})
 }
+
+// ShareBudget makes e meter its runs against from's budget: one budget
+// and one spend for a command that prepares an Env per part of it
+// (burst --vary, one per value), so the parts add up and a stop in one
+// ends the rest.
+func (e *Env) ShareBudget(from *Env) { e.budget = from.budget }

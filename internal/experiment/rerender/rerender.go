@@ -83,7 +83,24 @@ func folder(path string, w io.Writer) (experiment.Outcome, string, error) {
 	if err := parent("sweep", "sweep.json", "level-*", "the knee and the budget break across its levels"); err != nil {
 		return experiment.Outcome{}, "", err
 	}
+	if exists(filepath.Join(path, "compare.json")) {
+		return experiment.Outcome{}, "", bad("report: %s holds a comparison (written by surge compare or burst --vary): its report is already written — open %s (or compare.md); %s", path, filepath.Join(path, "compare.html"), compareParts(path))
+	}
 	return experiment.Outcome{}, "", bad("report: %s holds no run surge wrote: no requests.jsonl, and no burst-<k>x, step-* or level-* run folders", path)
+}
+
+// compareParts says how to re-render one part of a comparison folder: a
+// --vary folder holds one experiment per value (OUT/<knob>-<value>/).
+func compareParts(path string) string {
+	subs, _ := os.ReadDir(path)
+	for _, s := range subs {
+		if s.IsDir() {
+			if runs, err := rundir.Folders(filepath.Join(path, s.Name()), "burst-*x"); err == nil && len(runs) > 0 {
+				return "to re-render one value's experiment, give its folder: surge report " + filepath.Join(path, s.Name())
+			}
+		}
+	}
+	return "to re-render a folder it compares, give that folder to surge report"
 }
 
 // runFolder re-renders one run folder in the layout of the command that

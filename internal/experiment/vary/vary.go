@@ -11,9 +11,11 @@ package vary
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,6 +61,22 @@ func (c *Config) Folder(v Variant) string {
 	return c.Knob + "-" + strings.NewReplacer("/", "_", `\`, "_", " ", "_").Replace(v.Value)
 }
 
+// Planned is the what-if's plan from one value's planned runs: the same
+// runs once per value, each named inside its value's folder
+// (max-waiting-20/burst-5x), so an estimate before counts every value.
+// The arrivals do not depend on the simulator's settings: each value
+// schedules the same ones.
+func (c *Config) Planned(runs []experiment.PlannedRun) []experiment.PlannedRun {
+	var out []experiment.PlannedRun
+	for _, v := range c.Variants {
+		for _, r := range runs {
+			r.Name = c.Folder(v) + "/" + r.Name
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Burst runs c's burst experiment once per variant into d's sub-folders,
 // each against the engine model in virtual time (env is the prepared base:
 // its options, logger and version), then writes the comparison into d and
@@ -74,9 +92,14 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	out := experiment.Outcome{SLOPass: true, Unusable: true, Dir: d.Path()}
 	var dirs []string
 	var failed []string
-	for _, v := range c.Variants {
+	for i, v := range c.Variants {
 		if ctx.Err() != nil {
 			out.Partial = true
+			break
+		}
+		if why := env.BudgetExhausted(); i > 0 && why != "" { // one budget for the whole command: a stop ends the what-if
+			out.Partial = true
+			fmt.Fprintf(w, "%s=%s: not run — stopped by the budget\n", c.Knob, v.Value)
 			break
 		}
 		o := env.Opts
@@ -87,6 +110,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		if err != nil {
 			return out, err
 		}
+		venv.ShareBudget(env) // the command's budget is spent across all the values, not afresh by each
 		sub, err := d.Sub(c.Folder(v))
 		if err != nil {
 			venv.Close()
@@ -108,7 +132,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 			out.SLOPass = false
 			failed = append(failed, c.Knob+"="+v.Value)
 		}
-		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res), filepath.Join(sub.Path(), "results.md"))
+		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res, env.BudgetStop()), filepath.Join(sub.Path(), "results.md"))
 		for line := range strings.Lines(console.String()) { // its warnings and notes, which results.md may not hold
 			if t := strings.TrimSpace(line); strings.HasPrefix(t, "WARNING") || strings.HasPrefix(t, "note:") {
 				fmt.Fprintf(w, "  %s\n", t)
@@ -116,6 +140,11 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		}
 		if res.Partial {
 			out.Partial = true
+			if env.BudgetStop() != "" {
+				for _, rest := range c.Variants[i+1:] {
+					fmt.Fprintf(w, "%s=%s: not run — stopped by the budget\n", c.Knob, rest.Value)
+				}
+			}
 			break
 		}
 	}
@@ -131,13 +160,16 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	for _, v := range c.Variants[:len(dirs)] {
 		names = append(names, c.Knob+"="+v.Value)
 	}
+	if warn := replicaWarning(c, names, dirs); warn != "" {
+		cmp.Statement = warn + " " + cmp.Statement
+	}
 	cmp.Lead = []compare.Table{cmp.Glance(names, GlanceKeys...)}
 	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
 		return out, err
 	}
 	fmt.Fprintln(w)
 	_ = cmp.WriteMarkdown(w) // the console fails quietly (surge burst … | head): the files are written
-	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.html"))
+	fmt.Fprintf(w, "\nreports: %s  %s  %s\n", filepath.Join(d.Path(), "compare.md"), filepath.Join(d.Path(), "compare.json"), filepath.Join(d.Path(), "compare.html"))
 	if len(failed) > 0 {
 		out.Meaning = "the SLO failed at " + strings.Join(failed, ", ") + " (each value's results.md says which clauses)"
 	} else {
@@ -151,8 +183,12 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 // timeouts, and the recovery.
 var GlanceKeys = []string{"goodput_rps", "goodput_ratio", "ttft_p95_ms", "rejection_rate", "timeout_rate", "recovery_s"}
 
-func verdict(o experiment.Outcome) string {
+// verdict is a value's outcome in a word; budget is the command's
+// budget stop ("" when it did not stop).
+func verdict(o experiment.Outcome, budget string) string {
 	switch {
+	case o.Partial && budget != "":
+		return "stopped by the budget (partial)"
 	case o.Partial:
 		return "interrupted"
 	case o.Unusable:
@@ -169,15 +205,32 @@ func verdict(o experiment.Outcome) string {
 func Charts(c *Config, cmp *compare.Comparison) []report.XYChart {
 	xs, numeric := xValues(c.Variants)
 	labels := make([]string, len(c.Variants))
+	special := ""
 	for i, v := range c.Variants {
 		labels[i] = v.Value
+		if what, ok := zeroMeans[c.Knob]; ok {
+			if f, err := strconv.ParseFloat(v.Value, 64); err == nil && f == 0 {
+				// 0 is no point on the value axis (max-waiting 0 is no limit,
+				// not a limit of 0): the values go by position, 0 labelled.
+				labels[i], special, numeric = "0 ("+what+")", what, false
+				for j := range xs {
+					xs[j] = float64(j + 1)
+				}
+			}
+		}
 	}
 	xlabel := c.Knob
-	if !numeric {
+	switch {
+	case special != "":
+		xlabel += " (values in the order given; 0 = " + special + ")"
+	case !numeric:
 		xlabel += " (values in the order given)"
 	}
 	good := report.XYChart{Title: "Goodput per value of " + c.Knob, Note: "requests/s within the per-request deadline, the burst phase by scheduled arrival", XLabel: xlabel, YLabel: "goodput (req/s)"}
 	rec := report.XYChart{Title: "Recovery per value of " + c.Knob, Note: "seconds after the burst ended until P99 was back within 10% of the baseline's; a lower bound is drawn at its bound", XLabel: xlabel, YLabel: "recovery (s)"}
+	if !numeric { // by position: ticked with the values, not 1, 1.5, 2
+		good.XCategories, rec.XCategories = labels[:len(cmp.Folders)], labels[:len(cmp.Folders)]
+	}
 	for _, g := range cmp.Groups {
 		gs := report.XYSeries{Label: g.Key + " goodput", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
 		rs := report.XYSeries{Label: g.Key + " recovery", X: xs[:len(cmp.Folders)], Labels: labels[:len(cmp.Folders)]}
@@ -190,6 +243,10 @@ func Charts(c *Config, cmp *compare.Comparison) []report.XYChart {
 	}
 	return []report.XYChart{good, rec}
 }
+
+// zeroMeans are the knobs whose 0 is not a number on their axis but a
+// setting of its own.
+var zeroMeans = map[string]string{"max-waiting": "unbounded", "prefix-block-tokens": "the default block size"}
 
 // value is a metric's number for a chart: the value, else its bound,
 // else NaN (a gap).
@@ -234,4 +291,82 @@ func xValues(vs []Variant) ([]float64, bool) {
 		return xs, false
 	}
 	return xs, true
+}
+
+// replicaWarning is the warning when the values' bursts met different
+// numbers of ready replicas although the knob is not the replica count
+// itself — min-replicas with autoscale, a scale-up hold: a cold start in
+// the warmup can scale one value's cluster up before its burst, so the
+// comparison weighs replicas too, not the knob alone (review 14, finding
+// 13). "" when every value's bursts met the same number, or when the
+// knob is replicas.
+func replicaWarning(c *Config, names, dirs []string) string {
+	if c.Knob == "replicas" {
+		return ""
+	}
+	var each []string
+	counts := map[string]bool{}
+	for i, dir := range dirs {
+		n, ok := replicasAtBurst(c.Variants[i].Sim, dir)
+		if !ok {
+			return ""
+		}
+		each = append(each, fmt.Sprintf("%s: %s", names[i], n))
+		counts[n] = true
+	}
+	if len(counts) < 2 {
+		return ""
+	}
+	return "WARNING: the bursts met different numbers of ready replicas (" + strings.Join(each, ", ") +
+		"): the autoscaler had scaled some before the burst began, so the differences below are partly the replica count's, not " + c.Knob + "'s alone (each value's results.md and report.html show the scaling milestones)."
+}
+
+// replicasAtBurst is the number of replicas ready when the burst began in
+// each run of a value's folder dir (burst-<k>x, or its rep-k): "2", or
+// "2–3" when its runs differ; false when a run's summary cannot be read.
+func replicasAtBurst(sc sim.Config, dir string) (string, bool) {
+	runs, _ := filepath.Glob(filepath.Join(dir, "burst-*x", "summary.json"))
+	reps, _ := filepath.Glob(filepath.Join(dir, "burst-*x", "rep-*", "summary.json"))
+	runs = append(runs, reps...)
+	if len(runs) == 0 {
+		return "", false
+	}
+	lo, hi := math.MaxInt, math.MinInt
+	for _, path := range runs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false
+		}
+		var s rundir.Summary
+		if json.Unmarshal(b, &s) != nil || s.Analysis == nil {
+			return "", false
+		}
+		start, found := time.Duration(0), false
+		for _, p := range s.Analysis.Phases {
+			if p.Name == s.Analysis.Settings.BurstPhase {
+				start, found = time.Duration(p.StartMs*float64(time.Millisecond)), true
+			}
+		}
+		if !found {
+			return "", false // no burst: nothing it met
+		}
+		n := sc.Replicas
+		if sc.ScalesFromZero() {
+			n = 0
+		}
+		for _, e := range s.SimEvents {
+			switch {
+			case e.At > start:
+			case e.Kind == sim.EventModelReady:
+				n++
+			case e.Kind == sim.EventScaleDown:
+				n--
+			}
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo == hi {
+		return strconv.Itoa(lo), true
+	}
+	return strconv.Itoa(lo) + "–" + strconv.Itoa(hi), true
 }

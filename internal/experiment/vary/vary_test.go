@@ -2,7 +2,11 @@ package vary
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/compare"
+	"github.com/surge-bench/surge/internal/report"
 )
 
 // The chart's value axis: numbers and durations as themselves (seconds),
@@ -40,5 +44,29 @@ func TestFolder(t *testing.T) {
 	}
 	if got := c.Folder(Variant{Value: "a/b"}); got != "model-ready-delay-a_b" {
 		t.Errorf("folder %q", got)
+	}
+}
+
+// Review 14 finding 16: max-waiting 0 is no limit, not a limit of 0, so
+// it is no point on a numeric axis: the values go by position, ticked
+// with their names, 0 labelled "unbounded". A plain numeric knob keeps
+// its numeric axis.
+func TestChartsZeroMeansUnbounded(t *testing.T) {
+	cmp := &compare.Comparison{Folders: make([]compare.Folder, 2)}
+	c := &Config{Knob: "max-waiting", Variants: []Variant{{Value: "0"}, {Value: "20"}}}
+	for _, ch := range Charts(c, cmp) {
+		if !slices.Equal(ch.XCategories, []string{"0 (unbounded)", "20"}) || !strings.Contains(ch.XLabel, "0 = unbounded") {
+			t.Errorf("%s: categories %q, x label %q", ch.Title, ch.XCategories, ch.XLabel)
+		}
+		var b strings.Builder
+		if err := report.WriteXYChartSVG(&b, ch); err != nil || !strings.Contains(b.String(), ">0 (unbounded)</text>") {
+			t.Errorf("%s: svg lacks the tick 0 (unbounded) (%v)", ch.Title, err)
+		}
+	}
+	c = &Config{Knob: "replicas", Variants: []Variant{{Value: "1"}, {Value: "2"}}}
+	for _, ch := range Charts(c, cmp) {
+		if ch.XCategories != nil {
+			t.Errorf("replicas: categories %q on a numeric axis", ch.XCategories)
+		}
 	}
 }
