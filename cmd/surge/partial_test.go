@@ -30,3 +30,23 @@ func TestBudgetStopInSweepWarmup(t *testing.T) {
 		t.Errorf("results.md does not say the level was not reached:\n%s", md)
 	}
 }
+
+// Review 14, finding 6a: a run stopped by its budget once said PASS in
+// results.md's clause lines, in results.json's slo_* fields and so in
+// compare; a clause that held over what ran is PARTIAL there.
+func TestBudgetStopNeverPasses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pb")
+	code, out, errOut := surge(t, "run", "--simulate", "--rate", "2", "--duration", "1m", "--slo-e2e-p99", "0", "--max-output-tokens", "5000", "-q", "-o", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	for _, f := range []string{"results.md", "results.json", "results.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "PASS") || !strings.Contains(string(b), "PARTIAL") {
+			t.Errorf("%s of a partial run says PASS, or not PARTIAL:\n%s", f, b)
+		}
+	}
+}

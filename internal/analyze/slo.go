@@ -28,6 +28,18 @@ type Clause struct {
 type Verdict struct {
 	Pass    bool     `json:"pass"`
 	Clauses []Clause `json:"clauses"`
+	// Partial marks the verdict of a run cut short (Ctrl-C, a budget): a
+	// clause that held over what ran is reported PARTIAL, never PASS.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// MarkPartial marks the verdicts of a run cut short (every phase's and
+// the overall one) as partial; see Verdict.Partial.
+func (r *Result) MarkPartial() {
+	r.Verdict.Partial = true
+	for i := range r.Phases {
+		r.Phases[i].SLO.Partial = true
+	}
 }
 
 func passWord(ok bool) string {

@@ -129,16 +129,25 @@ func Count(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
+// clauseStatus is one clause's status: FAIL, PASS, or PARTIAL for a
+// clause that held in a run cut short (never PASS).
+func clauseStatus(v analyze.Verdict, c analyze.Clause) report.VerdictStatus {
+	switch {
+	case !c.Pass:
+		return report.VerdictFail
+	case v.Partial:
+		return report.VerdictPartial
+	}
+	return report.VerdictPass
+}
+
 // SLOStatus is each clause of v by name, PASS or FAIL, for the slo_*
 // columns of results.csv and results.json; a clause v did not check is
 // absent (N/A).
 func SLOStatus(v analyze.Verdict) map[string]report.VerdictStatus {
 	out := map[string]report.VerdictStatus{}
 	for _, c := range v.Clauses {
-		out[c.Name] = report.VerdictFail
-		if c.Pass {
-			out[c.Name] = report.VerdictPass
-		}
+		out[c.Name] = clauseStatus(v, c)
 	}
 	return out
 }

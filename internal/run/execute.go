@@ -157,6 +157,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	res.Analysis.Sessions = analyze.Sessions(acfg, res.Records)
+	if res.Partial {
+		res.Analysis.MarkPartial()
+	}
 	for i := range res.Records {
 		if res.Records[i].Outcome == record.OK {
 			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)

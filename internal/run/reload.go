@@ -192,5 +192,8 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		}
 	}
 	slices.Sort(res.DoneOK)
+	if res.Partial {
+		res.Analysis.MarkPartial()
+	}
 	return res, nil
 }
