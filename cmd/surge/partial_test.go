@@ -50,3 +50,37 @@ func TestBudgetStopNeverPasses(t *testing.T) {
 		}
 	}
 }
+
+// Review 14, findings 6e and 6f (and the capacity side of 3): a capacity
+// search cut by its budget says so — never "no step met the SLO", no
+// suggested baseline, no SLO PASS as if final — and a stop in a step's
+// warmup is not a crash.
+func TestBudgetStopsCapacitySearch(t *testing.T) {
+	cases := map[string]struct {
+		budget string
+		want   []string
+	}{
+		"in step 1's warmup": {"3", []string{"step  1:       1 req/s: its measured phase was not reached (budget: 3 requests sent", "Sustainable capacity: unknown — the search was cut short"}},
+		"in step 1":          {"20", []string{"Sustainable capacity: unknown — the search was cut short (budget: 20 requests sent", "SLO PARTIAL  cut short: budget: 20 requests sent"}},
+		"after a bracket": {"3000", []string{"Sustainable capacity: not final — the search was cut short (budget: 3000 requests sent",
+			"highest passing so far 4 req/s  SLO PASS, search PARTIAL", "why: the search was cut short"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := surge(t, "capacity", "--simulate", "--max-requests", tc.budget, "-o", filepath.Join(t.TempDir(), "c"))
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, bad := range []string{"no step met the SLO", "Suggested baseline", "SLO PASS  ", ": \n"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("stdout says %q:\n%s", bad, out)
+				}
+			}
+		})
+	}
+}
