@@ -84,3 +84,36 @@ func TestBudgetStopsCapacitySearch(t *testing.T) {
 		})
 	}
 }
+
+// Review 14, finding 9: capacity --repeat ends with the searches'
+// combined answer — the median sustainable rate, its range, the
+// suggested baseline from the median (not the last search's) — and a
+// Verdicts block, one line per search and one for all of them.
+func TestCapacityRepeatCombinedAnswer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	code, out, errOut := surge(t, "capacity", "--simulate", "--repeat", "3", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The searches find 6.5, 6.25 and 6 req/s (seeds 1–3).
+	for _, want := range []string{
+		"search 3 of 3: sustainable 6 req/s",
+		"Sustainable capacity over 3 searches: median 6.25 req/s (searches 6.5, 6.25, 6; min 6, max 6.5",
+		"Suggested baseline: 4.38 req/s (0.7 × the median), e.g. surge burst --baseline-rps 4.38 --capacity-rps 6.25",
+		"\nVerdicts (", "  search 1        SLO PASS  sustainable 6.5 req/s", "  all 3 searches  SLO PASS  median sustainable 6.25 req/s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "Suggested baseline"); n != 1 {
+		t.Errorf("%d suggested baselines, want the combined one only:\n%s", n, out)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "combined: median sustainable 6.25 req/s") {
+		t.Errorf("results.md lacks the combined answer:\n%s", md)
+	}
+}
