@@ -117,3 +117,30 @@ func TestCapacityRepeatCombinedAnswer(t *testing.T) {
 		t.Errorf("results.md lacks the combined answer:\n%s", md)
 	}
 }
+
+// Review 14, finding 6d: a budget stop before the burst (in the warmup,
+// in the baseline) says "burst not reached: stopped by the budget" in the
+// verdict, the recovery and the diagnosis — not FAIL with n/a values,
+// "the run had no arrivals" or "nothing to recover from".
+func TestBudgetStopBeforeTheBurst(t *testing.T) {
+	for _, budget := range []string{"100", "3000"} {
+		t.Run(budget, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "b")
+			code, out, errOut := surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5", "--max-requests", budget, "-o", dir)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+			}
+			nr := "burst not reached: stopped by the budget, " + budget + " requests sent (--max-requests " + budget + ")"
+			for _, want := range []string{"5×  overall PARTIAL", "5×  not judged: " + nr, "recovery: " + nr} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, bad := range []string{"overall FAIL", "had no arrivals", "nothing to recover from"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("stdout says %q:\n%s", bad, out)
+				}
+			}
+		})
+	}
+}

@@ -42,6 +42,14 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 		if name, v, ok := focusPhase(a); ok {
 			l.Detail = name + ": " + experiment.Clauses(v, true)
 		}
+		if nr := burstNotReached(runs[i].Result); nr != "" {
+			l.Status = "PARTIAL"
+			if name, _, ok := focusPhase(a); ok && name != "overall" {
+				l.Detail = nr + "; " + l.Detail
+			} else {
+				l.Detail = nr
+			}
+		}
 		lines = append(lines, l)
 	}
 	return lines
