@@ -152,6 +152,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		res.Partial, res.PartialWhy = true, budgetWhy
 	}
 	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
+	acfg.SLO.Interrupted = Interrupted(res.PartialWhy)
 	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
 	if err != nil {
 		return nil, err
@@ -195,6 +196,11 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	return res, nil
 }
+
+// Interrupted says whether a run's partial reason is a Ctrl-C: the
+// requests surge cancelled then are not failures of the target
+// (analyze.SLO.Interrupted).
+func Interrupted(partialWhy string) bool { return strings.HasPrefix(partialWhy, "interrupted") }
 
 // Save writes a run's manifest.json, summary.json and timeseries.csv —
 // each once — from its result. `surge report` writes the derived ones
