@@ -53,3 +53,17 @@ func TestInterruptedClausesUndecided(t *testing.T) {
 		t.Errorf("without the interrupt the clauses fail: %+v", v.Clauses)
 	}
 }
+
+// A run interrupted before anything arrived is not judged, not FAIL.
+func TestInterruptedBeforeAnyArrival(t *testing.T) {
+	slo := SLO{TTFTP95: 2 * time.Second, E2EP99: 12 * time.Second, GoodputRatio: 0.99, Interrupted: true}
+	v := slo.Check(&Stats{})
+	if v.Pass || v.Sure() {
+		t.Fatalf("pass %v sure %v: %+v", v.Pass, v.Sure(), v.Clauses)
+	}
+	for _, c := range v.Clauses {
+		if !c.Unknown || !strings.Contains(c.Brief(), "n/a") {
+			t.Errorf("%s: %s / %s", c.Name, c.Text, c.Brief())
+		}
+	}
+}

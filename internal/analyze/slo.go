@@ -80,6 +80,9 @@ func latencyClause(name, label string, d Dist, p99 bool, limitMs float64, interr
 		c.Text = fmt.Sprintf("%s %s (unknown: %s), limit %s: not judged (the requests surge cancelled decide it)", label, d.Text(q), censorWhy(d), FormatMs(limitMs))
 	case cens:
 		c.Text = fmt.Sprintf("%s %s (unknown: %s), limit %s: %s", label, d.Text(q), censorWhy(d), FormatMs(limitMs), passWord(false))
+	case d.Count == 0 && interrupted:
+		c.Unknown = true
+		c.Text = fmt.Sprintf("%s n/a (no samples before the interrupt), limit %s: not judged", label, FormatMs(limitMs))
 	case d.Count == 0:
 		c.Text = fmt.Sprintf("%s n/a (no samples), limit %s: %s", label, FormatMs(limitMs), passWord(false))
 	default:
@@ -108,7 +111,10 @@ func (slo SLO) check(s *Stats) Verdict {
 	}
 	if slo.GoodputRatio > 0 {
 		c := Clause{Name: ClauseGoodputRatio, Limit: slo.GoodputRatio, Measured: s.GoodputRatio, Samples: s.Offered}
-		if s.Offered == 0 {
+		if s.Offered == 0 && slo.Interrupted {
+			c.Unknown = true
+			c.Text = fmt.Sprintf("goodput n/a (nothing offered before the interrupt), limit %s of offered: not judged", pct(slo.GoodputRatio))
+		} else if s.Offered == 0 {
 			c.Text = fmt.Sprintf("goodput n/a (nothing offered), limit %s of offered: %s", pct(slo.GoodputRatio), passWord(false))
 		} else {
 			c.Pass = s.GoodputRatio >= slo.GoodputRatio
@@ -165,6 +171,8 @@ func (c Clause) Brief() string {
 		}
 		v := FormatMs(c.Measured)
 		switch {
+		case c.Unknown && c.Samples == 0:
+			return fmt.Sprintf("%s n/a (limit %s; not judged: no samples before the interrupt)", label, FormatMs(c.Limit))
 		case c.Unknown:
 			return fmt.Sprintf("%s > %s (limit %s; %s)", label, v, FormatMs(c.Limit), notJudged)
 		case c.Censored:
@@ -179,6 +187,9 @@ func (c Clause) Brief() string {
 		v = share(c.Measured, c.Limit, c.Pass)
 	}
 	lim := strconv.FormatFloat(100*c.Limit, 'f', -1, 64) + "%"
+	if c.Unknown && c.Samples == 0 {
+		return fmt.Sprintf("goodput n/a (limit %s; not judged: nothing offered before the interrupt)", lim)
+	}
 	if c.Unknown {
 		return fmt.Sprintf("goodput %s (limit %s; %s)", v, lim, notJudged)
 	}
