@@ -17,7 +17,7 @@ func TestBudgetStopInSweepWarmup(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"level 3 8rps: its measured phase was not reached (budget: 500 requests sent", "usable level:          4rps", "spent: 500 requests", "Stopped by the budget"} {
+	for _, want := range []string{"level 3 8rps: its measured phase was not reached (budget: 500 requests sent", "usable level:          4rps", "usable so far 4rps  SLO PASS, sweep PARTIAL", "spent: 500 requests", "Stopped by the budget"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
