@@ -53,6 +53,12 @@ type SLO struct {
 	TTFTP95      time.Duration // p95 of TTFT from the scheduled arrival must be ≤ this
 	E2EP99       time.Duration // p99 of completion from the scheduled arrival must be ≤ this
 	GoodputRatio float64       // good / offered must be ≥ this (0…1)
+	// Interrupted marks a run stopped by Ctrl-C: the requests surge
+	// cancelled are not failures of the target. A clause they decide —
+	// a percentile whose lower bound is within its limit, a goodput that
+	// would hold had they finished in time — is undecided (Clause.Unknown),
+	// not FAIL; one that fails whatever they would have done still fails.
+	Interrupted bool
 }
 
 // Metric names a latency distribution. The names are stable: they are JSON

@@ -692,7 +692,12 @@ func (c *diagCase) heldSummary() string {
 	st := c.stress.s
 	s := fmt.Sprintf("goodput %s of %s's arrivals", pct(st.GoodputRatio), c.stress.noun)
 	sep := ", "
-	if v := c.stress.slo; v != nil && !v.Pass {
+	switch v := c.stress.slo; {
+	case v != nil && !v.Pass && !v.Sure():
+		// Only the requests an interrupt cancelled decide the SLO: they
+		// are surge's, not the target's (SLO.Interrupted).
+		s, sep = "no queueing or rejections; the SLO is not judged: the requests surge cancelled at the interrupt decide it", "; "
+	case v != nil && !v.Pass:
 		s, sep = "no queueing or rejections, but the SLO missed: "+c.missedText(*v), "; "
 	}
 	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
@@ -719,7 +724,7 @@ func (c *diagCase) missedText(v Verdict) string {
 		if cl.Name == ClauseE2EP99 && !cl.Pass {
 			e2eFail = true
 		}
-		if !cl.Pass {
+		if !cl.Pass && !cl.Unknown {
 			parts = append(parts, cl.Brief())
 		}
 	}

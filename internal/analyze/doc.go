@@ -126,6 +126,11 @@
 // value breaks the limit, when it has no samples, or when the percentile is
 // censored (unknown values cannot demonstrate a pass). The overall verdict is
 // the SLO applied to the overall aggregate (non-excluded phases together).
+// In a run interrupted by Ctrl-C (SLO.Interrupted) a clause the cancelled
+// requests decide — a censored percentile whose lower bound is within the
+// limit, a goodput ratio that (good + cancelled) / offered would meet — is
+// Unknown rather than failed (Verdict.Sure says whether a failure is
+// certain). Result.MarkPartial marks a cut run's verdicts Partial.
 //
 // # Recovery (docs/method.md §3)
 //

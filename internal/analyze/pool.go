@@ -55,6 +55,10 @@ func Pool(runs []PoolRun) (*Result, error) {
 		r.Recovery.Metric = c.Recovery.Metric
 	}
 	timeoutMs := durMs(c.Timeout)
+	slo := c.SLO // interrupted when any run was (SLO.Interrupted)
+	for _, a := range ans {
+		slo.Interrupted = slo.Interrupted || a.cfg.SLO.Interrupted
+	}
 	overall := &acc{}
 	var overallNs int64
 	r.Phases = r.Phases[:0]
@@ -68,7 +72,7 @@ func Pool(runs []PoolRun) (*Result, error) {
 		}
 		st := merged.stats(d, timeoutMs)
 		r.Phases = append(r.Phases, PhaseResult{Name: p.Name, StartMs: durMs(p.Start), EndMs: durMs(p.End), Rate: p.Rate, Excluded: p.Excluded,
-			Stats: st, SLO: c.SLO.check(&st)})
+			Stats: st, SLO: slo.check(&st)})
 		if !p.Excluded {
 			overall.merge(merged)
 			overallNs += d
@@ -78,6 +82,6 @@ func Pool(runs []PoolRun) (*Result, error) {
 		r.Anomalies.add(a.anom)
 	}
 	r.Overall = overall.stats(overallNs, timeoutMs)
-	r.Verdict = c.SLO.check(&r.Overall)
+	r.Verdict = slo.check(&r.Overall)
 	return r, nil
 }

@@ -62,7 +62,7 @@ func (a *Analyzer) recovery(r *Result, windows []WindowResult) Recovery {
 	case bd.Count == 0:
 		rec.Reason = fmt.Sprintf("the %s phase has no %s samples", base.Name, rule.Metric)
 	case bd.P99Censored:
-		rec.Reason = fmt.Sprintf("the %s phase's p99 %s is unknown (%s): too many timeouts", base.Name, rule.Metric, bd.Text(Q99))
+		rec.Reason = fmt.Sprintf("the %s phase's p99 %s is unknown (%s): %s", base.Name, rule.Metric, bd.Text(Q99), censorWhy(bd))
 	}
 	if rec.Reason != "" {
 		rec.Message = "recovery not judged: " + rec.Reason

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/surge-bench/surge/internal/record"
 	"strconv"
 )
 
@@ -20,7 +21,22 @@ type Clause struct {
 	Samples  int64   `json:"samples"`  // values behind Measured (offered requests for goodput_ratio)
 	Censored bool    `json:"censored"` // the percentile is unknown (too many timeouts)
 	Pass     bool    `json:"pass"`
-	Text     string  `json:"text"` // e.g. "p95 TTFT 1.52s <= 2s: pass"
+	// Unknown marks a clause of an interrupted run (SLO.Interrupted) that
+	// the requests surge cancelled decide: neither PASS nor FAIL.
+	Unknown bool   `json:"unknown,omitempty"`
+	Text    string `json:"text"` // e.g. "p95 TTFT 1.52s <= 2s: pass"
+}
+
+// Sure says whether v failed whatever the requests an interrupt
+// cancelled would have done: a clause failed that is not Unknown. A
+// verdict that did not pass and is not Sure is undecided.
+func (v Verdict) Sure() bool {
+	for _, c := range v.Clauses {
+		if !c.Pass && !c.Unknown {
+			return true
+		}
+	}
+	return false
 }
 
 // Verdict is an SLO's outcome for one group: Pass when every clause passes
@@ -28,6 +44,18 @@ type Clause struct {
 type Verdict struct {
 	Pass    bool     `json:"pass"`
 	Clauses []Clause `json:"clauses"`
+	// Partial marks the verdict of a run cut short (Ctrl-C, a budget): a
+	// clause that held over what ran is reported PARTIAL, never PASS.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// MarkPartial marks the verdicts of a run cut short (every phase's and
+// the overall one) as partial; see Verdict.Partial.
+func (r *Result) MarkPartial() {
+	r.Verdict.Partial = true
+	for i := range r.Phases {
+		r.Phases[i].SLO.Partial = true
+	}
 }
 
 func passWord(ok bool) string {
@@ -37,8 +65,9 @@ func passWord(ok bool) string {
 	return "FAIL"
 }
 
-// latencyClause checks "quantile of d ≤ limit".
-func latencyClause(name, label string, d Dist, p99 bool, limitMs float64) Clause {
+// latencyClause checks "quantile of d ≤ limit"; interrupted: see
+// SLO.Interrupted.
+func latencyClause(name, label string, d Dist, p99 bool, limitMs float64, interrupted bool) Clause {
 	v, cens := d.P95Ms, d.P95Censored
 	q := Q95
 	if p99 {
@@ -46,8 +75,14 @@ func latencyClause(name, label string, d Dist, p99 bool, limitMs float64) Clause
 	}
 	c := Clause{Name: name, Limit: limitMs, Measured: v, Samples: d.Count, Censored: cens}
 	switch {
+	case cens && interrupted && d.Interrupted && v <= limitMs:
+		c.Unknown = true
+		c.Text = fmt.Sprintf("%s %s (unknown: %s), limit %s: not judged (the requests surge cancelled decide it)", label, d.Text(q), censorWhy(d), FormatMs(limitMs))
 	case cens:
 		c.Text = fmt.Sprintf("%s %s (unknown: %s), limit %s: %s", label, d.Text(q), censorWhy(d), FormatMs(limitMs), passWord(false))
+	case d.Count == 0 && interrupted:
+		c.Unknown = true
+		c.Text = fmt.Sprintf("%s n/a (no samples before the interrupt), limit %s: not judged", label, FormatMs(limitMs))
 	case d.Count == 0:
 		c.Text = fmt.Sprintf("%s n/a (no samples), limit %s: %s", label, FormatMs(limitMs), passWord(false))
 	default:
@@ -69,14 +104,17 @@ func (slo SLO) Check(s *Stats) Verdict { return slo.check(s) }
 func (slo SLO) check(s *Stats) Verdict {
 	v := Verdict{Pass: true, Clauses: []Clause{}}
 	if slo.TTFTP95 > 0 {
-		v.Clauses = append(v.Clauses, latencyClause(ClauseTTFTP95, "p95 TTFT", s.Latency.TTFTSchedule, false, durMs(slo.TTFTP95)))
+		v.Clauses = append(v.Clauses, latencyClause(ClauseTTFTP95, "p95 TTFT", s.Latency.TTFTSchedule, false, durMs(slo.TTFTP95), slo.Interrupted))
 	}
 	if slo.E2EP99 > 0 {
-		v.Clauses = append(v.Clauses, latencyClause(ClauseE2EP99, "p99 E2E", s.Latency.E2ESchedule, true, durMs(slo.E2EP99)))
+		v.Clauses = append(v.Clauses, latencyClause(ClauseE2EP99, "p99 E2E", s.Latency.E2ESchedule, true, durMs(slo.E2EP99), slo.Interrupted))
 	}
 	if slo.GoodputRatio > 0 {
 		c := Clause{Name: ClauseGoodputRatio, Limit: slo.GoodputRatio, Measured: s.GoodputRatio, Samples: s.Offered}
-		if s.Offered == 0 {
+		if s.Offered == 0 && slo.Interrupted {
+			c.Unknown = true
+			c.Text = fmt.Sprintf("goodput n/a (nothing offered before the interrupt), limit %s of offered: not judged", pct(slo.GoodputRatio))
+		} else if s.Offered == 0 {
 			c.Text = fmt.Sprintf("goodput n/a (nothing offered), limit %s of offered: %s", pct(slo.GoodputRatio), passWord(false))
 		} else {
 			c.Pass = s.GoodputRatio >= slo.GoodputRatio
@@ -85,6 +123,14 @@ func (slo SLO) check(s *Stats) Verdict {
 				op = "<"
 			}
 			c.Text = fmt.Sprintf("goodput %s of offered %s %s: %s", pct(s.GoodputRatio), op, pct(slo.GoodputRatio), passWord(c.Pass))
+			// Had the requests surge cancelled all finished in time:
+			// the best the target could have done.
+			if n := s.Outcomes[record.Cancelled]; !c.Pass && slo.Interrupted && n > 0 {
+				if best := float64(s.Good+n) / float64(s.Offered); best >= slo.GoodputRatio {
+					c.Unknown = true
+					c.Text = fmt.Sprintf("goodput %s of offered, up to %s had the %d requests surge cancelled finished in time, limit %s: not judged", pct(s.GoodputRatio), pct(best), n, pct(slo.GoodputRatio))
+				}
+			}
 		}
 		v.Clauses = append(v.Clauses, c)
 	}
@@ -109,6 +155,9 @@ func censorWhy(d Dist) string {
 	return "too many timeouts"
 }
 
+// notJudged ends the Brief of an Unknown clause.
+const notJudged = "not judged: requests cancelled by the interrupt"
+
 // Brief is the clause as measured vs limit, for a line that already says
 // PASS or FAIL: "p95 TTFT 2.5s (limit 2s)", "p99 completion > 60s (limit
 // 12s)" when only a lower bound is known, "goodput 96.5% (limit 99%)";
@@ -122,6 +171,10 @@ func (c Clause) Brief() string {
 		}
 		v := FormatMs(c.Measured)
 		switch {
+		case c.Unknown && c.Samples == 0:
+			return fmt.Sprintf("%s n/a (limit %s; not judged: no samples before the interrupt)", label, FormatMs(c.Limit))
+		case c.Unknown:
+			return fmt.Sprintf("%s > %s (limit %s; %s)", label, v, FormatMs(c.Limit), notJudged)
 		case c.Censored:
 			v = "> " + v
 		case c.Samples == 0:
@@ -133,7 +186,14 @@ func (c Clause) Brief() string {
 	if c.Samples > 0 {
 		v = share(c.Measured, c.Limit, c.Pass)
 	}
-	return fmt.Sprintf("goodput %s (limit %s)", v, strconv.FormatFloat(100*c.Limit, 'f', -1, 64)+"%")
+	lim := strconv.FormatFloat(100*c.Limit, 'f', -1, 64) + "%"
+	if c.Unknown && c.Samples == 0 {
+		return fmt.Sprintf("goodput n/a (limit %s; not judged: nothing offered before the interrupt)", lim)
+	}
+	if c.Unknown {
+		return fmt.Sprintf("goodput %s (limit %s; %s)", v, lim, notJudged)
+	}
+	return fmt.Sprintf("goodput %s (limit %s)", v, lim)
 }
 
 // share prints a fraction as a percentage with one decimal, or two when

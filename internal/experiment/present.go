@@ -503,11 +503,11 @@ func WriteReports(d *rundir.Dir, t report.Table, h report.HTMLReport) error {
 func SLOVerdicts(scope string, v analyze.Verdict) []report.Verdict {
 	var out []report.Verdict
 	for _, c := range v.Clauses {
-		st := report.VerdictPass
-		if !c.Pass {
-			st = report.VerdictFail
+		detail := c.Text
+		if v.Partial && c.Pass {
+			detail = strings.TrimSuffix(detail, ": pass") + ": held over what ran (the run was cut short)"
 		}
-		out = append(out, report.Verdict{Scope: scope, Check: clauseName(c), Status: st, Detail: c.Text})
+		out = append(out, report.Verdict{Scope: scope, Check: clauseName(c), Status: clauseStatus(v, c), Detail: detail})
 	}
 	return out
 }

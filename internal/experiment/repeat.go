@@ -43,7 +43,9 @@ func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 	partial := false
 	why := ""
 	for _, r := range results {
-		runs = append(runs, analyze.PoolRun{Config: env.AnalyzeConfig(r.Plan, r.Spec.Exclude, r.Spec.Recovery), Records: r.Records})
+		cfg := env.AnalyzeConfig(r.Plan, r.Spec.Exclude, r.Spec.Recovery)
+		cfg.SLO.Interrupted = run.Interrupted(r.PartialWhy)
+		runs = append(runs, analyze.PoolRun{Config: cfg, Records: r.Records})
 		if r.Partial {
 			partial, why = true, r.PartialWhy
 		}
@@ -51,6 +53,9 @@ func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 	a, err := analyze.Pool(runs)
 	if err != nil {
 		return nil, err
+	}
+	if partial {
+		a.MarkPartial()
 	}
 	first := results[0]
 	return &run.Result{Spec: first.Spec, Analysis: a, Partial: partial, PartialWhy: why, Simulated: first.Simulated, Virtual: first.Virtual, Plan: first.Plan,

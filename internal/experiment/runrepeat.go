@@ -98,7 +98,9 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 		row.Rep, row.Repeats = k, len(results)
 		rows = append(rows, row)
 		t.Verdicts = append(t.Verdicts, SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
-		lines = append(lines, VerdictLine{Scope: scope, Label: "overall", Pass: res.Analysis.Verdict.Pass, Detail: Clauses(res.Analysis.Verdict, false)})
+		l := LineOf(scope, "overall", res.Analysis.Verdict, res.Partial)
+		l.Detail = Clauses(res.Analysis.Verdict, false)
+		lines = append(lines, l)
 		out.SLOPass = out.SLOPass && res.Analysis.Verdict.Pass
 		out.Partial = out.Partial || res.Partial
 		anyOK = anyOK || res.Analysis.Overall.Succeeded > 0
@@ -130,7 +132,9 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 			PoolRow(&row, len(wholeResults), wholeRows[0])
 			t.Rows = append(t.Rows, row)
 			t.Verdicts = append(t.Verdicts, SLOVerdicts("pooled overall", pooled.Analysis.Verdict)...)
-			lines = append(lines, VerdictLine{Scope: "pooled", Label: "overall", Pass: pooled.Analysis.Verdict.Pass, Detail: Clauses(pooled.Analysis.Verdict, false)})
+			l := LineOf("pooled", "overall", pooled.Analysis.Verdict, pooled.Partial)
+			l.Detail = Clauses(pooled.Analysis.Verdict, false)
+			lines = append(lines, l)
 		}
 		t.Spreads = Spreads("run", wholeRows, o.Seed)
 	}

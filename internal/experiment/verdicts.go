@@ -27,12 +27,23 @@ type VerdictLine struct {
 	// its status is never PASS, but PARTIAL — what ran held, but the plan
 	// did not run to its end.
 	Partial bool
+	// Undecided marks a scope that did not pass only by clauses the
+	// requests an interrupt cancelled decide (analyze.Verdict.Sure): with
+	// Partial its status is PARTIAL, not FAIL.
+	Undecided bool
 }
 
-// PhaseVerdict is one phase's PASS or FAIL in a VerdictLine.
+// PhaseVerdict is one phase's PASS or FAIL in a VerdictLine (PARTIAL
+// when Undecided).
 type PhaseVerdict struct {
-	Name string
-	Pass bool
+	Name      string
+	Pass      bool
+	Undecided bool
+}
+
+// LineOf is the VerdictLine of scope judged by v in a run partial or not.
+func LineOf(scope, label string, v analyze.Verdict, partial bool) VerdictLine {
+	return VerdictLine{Scope: scope, Label: label, Pass: v.Pass, Partial: partial, Undecided: !v.Pass && !v.Sure()}
 }
 
 // PrintVerdicts ends a command's terminal output with its verdicts: a
@@ -55,7 +66,7 @@ func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []strin
 	for _, l := range lines {
 		status := l.Status
 		switch {
-		case status == "" && l.Partial && l.Pass:
+		case status == "" && l.Partial && (l.Pass || l.Undecided):
 			status = "PARTIAL"
 		case status == "":
 			status = VerdictWord(l.Pass)
@@ -65,7 +76,11 @@ func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []strin
 		}
 		var phases []string
 		for _, p := range l.Phases {
-			phases = append(phases, p.Name+" "+VerdictWord(p.Pass))
+			word := VerdictWord(p.Pass)
+			if p.Undecided && !p.Pass {
+				word = "PARTIAL"
+			}
+			phases = append(phases, p.Name+" "+word)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t", l.Scope, status)
 		if len(phases) > 0 {
@@ -115,10 +130,14 @@ func RunVerdictLines(a *analyze.Result, partial bool) []VerdictLine {
 	}
 	if len(measured) > 1 {
 		for _, p := range measured {
-			lines = append(lines, VerdictLine{Scope: p.Name, Pass: p.SLO.Pass, Detail: Clauses(p.SLO, false), Partial: partial})
+			l := LineOf(p.Name, "", p.SLO, partial)
+			l.Detail = Clauses(p.SLO, false)
+			lines = append(lines, l)
 		}
 	}
-	return append(lines, VerdictLine{Scope: "overall", Pass: a.Verdict.Pass, Detail: Clauses(a.Verdict, false), Partial: partial})
+	l := LineOf("overall", "", a.Verdict, partial)
+	l.Detail = Clauses(a.Verdict, false)
+	return append(lines, l)
 }
 
 // Count is n and the noun, plural unless n is 1: "1 warning", "3 warnings".
@@ -129,16 +148,29 @@ func Count(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
+// clauseStatus is one clause's status: FAIL, PASS, or PARTIAL for a
+// clause that held in a run cut short (never PASS).
+func clauseStatus(v analyze.Verdict, c analyze.Clause) report.VerdictStatus {
+	switch {
+	case c.Unknown && v.Partial:
+		return report.VerdictPartial
+	case c.Unknown:
+		return report.VerdictUnknown
+	case !c.Pass:
+		return report.VerdictFail
+	case v.Partial:
+		return report.VerdictPartial
+	}
+	return report.VerdictPass
+}
+
 // SLOStatus is each clause of v by name, PASS or FAIL, for the slo_*
 // columns of results.csv and results.json; a clause v did not check is
 // absent (N/A).
 func SLOStatus(v analyze.Verdict) map[string]report.VerdictStatus {
 	out := map[string]report.VerdictStatus{}
 	for _, c := range v.Clauses {
-		out[c.Name] = report.VerdictFail
-		if c.Pass {
-			out[c.Name] = report.VerdictPass
-		}
+		out[c.Name] = clauseStatus(v, c)
 	}
 	return out
 }

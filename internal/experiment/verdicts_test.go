@@ -48,7 +48,7 @@ func TestPrintVerdictsEdges(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("no lines printed %q", b.String())
 	}
-	PrintVerdicts(&b, "", []VerdictLine{{Scope: "a", Label: "drift", Status: "DRIFTING"}, {Scope: "bb", Pass: true, Phases: []PhaseVerdict{{"p", false}}, Detail: "d"}}, nil)
+	PrintVerdicts(&b, "", []VerdictLine{{Scope: "a", Label: "drift", Status: "DRIFTING"}, {Scope: "bb", Pass: true, Phases: []PhaseVerdict{{Name: "p"}}, Detail: "d"}}, nil)
 	want := "\nVerdicts:\n  a   drift DRIFTING\n  bb  PASS            p FAIL  d\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)

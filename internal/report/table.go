@@ -224,11 +224,14 @@ const (
 	VerdictUnknown VerdictStatus = iota // not decided: data missing
 	VerdictPass                         // the SLO held
 	VerdictFail                         // the SLO failed
+	VerdictPartial                      // held over what ran, but the run was cut short (Ctrl-C, a budget): never PASS
 )
 
-// String returns "PASS", "FAIL" or "N/A".
+// String returns "PASS", "FAIL", "PARTIAL" or "N/A".
 func (s VerdictStatus) String() string {
 	switch s {
+	case VerdictPartial:
+		return "PARTIAL"
 	case VerdictPass:
 		return "PASS"
 	case VerdictFail:

@@ -152,11 +152,15 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		res.Partial, res.PartialWhy = true, budgetWhy
 	}
 	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
+	acfg.SLO.Interrupted = Interrupted(res.PartialWhy)
 	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
 	if err != nil {
 		return nil, err
 	}
 	res.Analysis.Sessions = analyze.Sessions(acfg, res.Records)
+	if res.Partial {
+		res.Analysis.MarkPartial()
+	}
 	for i := range res.Records {
 		if res.Records[i].Outcome == record.OK {
 			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)
@@ -192,6 +196,11 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	return res, nil
 }
+
+// Interrupted says whether a run's partial reason is a Ctrl-C: the
+// requests surge cancelled then are not failures of the target
+// (analyze.SLO.Interrupted).
+func Interrupted(partialWhy string) bool { return strings.HasPrefix(partialWhy, "interrupted") }
 
 // Save writes a run's manifest.json, summary.json and timeseries.csv —
 // each once — from its result. `surge report` writes the derived ones

@@ -160,6 +160,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	}
 	m := r.Dir.Manifest
 	acfg := r.Env.AnalyzeConfig(r.Plan, exclude, rule)
+	acfg.SLO.Interrupted = Interrupted(cmp.Or(m.PartialWhy, r.Summary.PartialWhy))
 	an, err := analyze.Records(acfg, r.Dir.Records, 0)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", r.Dir.Path, err)
@@ -192,5 +193,8 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		}
 	}
 	slices.Sort(res.DoneOK)
+	if res.Partial {
+		res.Analysis.MarkPartial()
+	}
 	return res, nil
 }

@@ -504,7 +504,7 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	}
 	fmt.Fprint(w, measuredMuWarning)
 	r.Result = res
-	r.Recovery = measuredRecovery(res.Analysis.Recovery, c.Recovery)
+	r.Recovery = measuredRecovery(res, c.Recovery)
 	return r, err
 }
 

@@ -179,6 +179,17 @@ func testBurstInterrupt(t *testing.T) {
 	if !strings.Contains(string(md), "PARTIAL") {
 		t.Fatalf("results.md not marked partial:\n%s", md)
 	}
+	// Review 14, finding 6b/6c: the requests the interrupt cancelled are
+	// not the target's failures: no FAIL, no queueing blamed on the
+	// baseline, no "too many timeouts".
+	for _, bad := range []string{"overall FAIL", "baseline FAIL", "signs of queueing", "too many timeouts"} {
+		if strings.Contains(out.String(), bad) || strings.Contains(string(md), bad) {
+			t.Errorf("an interrupted run says %q:\n%s", bad, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "4×  overall PARTIAL") {
+		t.Errorf("no PARTIAL verdict line:\n%s", out.String())
+	}
 }
 
 // The settle gate between chained bursts, in virtual time: the first

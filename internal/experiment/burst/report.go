@@ -26,8 +26,30 @@ import (
 // recovery is a recovery time as the results table shows it.
 type recovery = report.Recovery
 
-// measuredRecovery is the measured recovery as the results table shows it.
-func measuredRecovery(r analyze.Recovery, planned time.Duration) recovery {
+// burstNotReached says why a run cut short (the budget, Ctrl-C) has no
+// burst phase — "burst not reached: stopped by the budget (…)" — or ""
+// when the burst ran. Such a run says nothing about the burst: its
+// recovery, verdict line and diagnosis say this instead.
+func burstNotReached(res *run.Result) string {
+	if res == nil || !res.Partial {
+		return ""
+	}
+	if _, ok := res.Analysis.Phase(schedule.PhaseBurst); ok {
+		return ""
+	}
+	if strings.HasPrefix(res.PartialWhy, "budget:") {
+		return "burst not reached: stopped by the budget, " + strings.TrimSpace(strings.TrimPrefix(res.PartialWhy, "budget:"))
+	}
+	return "burst not reached: " + cmp.Or(res.PartialWhy, "interrupted")
+}
+
+// measuredRecovery is the measured recovery of res as the results table
+// shows it.
+func measuredRecovery(res *run.Result, planned time.Duration) recovery {
+	if nr := burstNotReached(res); nr != "" {
+		return report.RecoveryNA(nr)
+	}
+	r := res.Analysis.Recovery
 	switch {
 	case !r.Judged:
 		return report.RecoveryNA(r.Reason)
@@ -325,6 +347,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
 		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
 		diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
+		if nr := burstNotReached(res); nr != "" {
+			diag = report.Diagnosis{Scope: scope, Mode: analyze.ModeNotJudged, Summary: nr}
+		}
 		t.Diagnoses = append(t.Diagnoses, diag)
 		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
 		h.Runs = append(h.Runs, charts)
@@ -438,7 +463,7 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		}
 		runs = append(runs, Run{K: b.K, Rep: rep, Repeats: repeats, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
 			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
-			Recovery: measuredRecovery(res.Analysis.Recovery, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
+			Recovery: measuredRecovery(res, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
 		partial = partial || res.Partial
 		return nil
 	}

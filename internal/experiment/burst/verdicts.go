@@ -33,14 +33,22 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 	var lines []experiment.VerdictLine
 	for i := range runs {
 		a := runs[i].Result.Analysis
-		l := experiment.VerdictLine{Scope: runs[i].scope(), Label: "overall", Pass: a.Verdict.Pass, Partial: runs[i].Result.Partial}
+		l := experiment.LineOf(runs[i].scope(), "overall", a.Verdict, runs[i].Result.Partial)
 		for _, name := range verdictPhases {
 			if p, ok := a.Phase(name); ok {
-				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass})
+				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass, Undecided: runs[i].Result.Partial && !p.SLO.Sure()})
 			}
 		}
 		if name, v, ok := focusPhase(a); ok {
 			l.Detail = name + ": " + experiment.Clauses(v, true)
+		}
+		if nr := burstNotReached(runs[i].Result); nr != "" {
+			l.Status = "PARTIAL"
+			if name, _, ok := focusPhase(a); ok && name != "overall" {
+				l.Detail = nr + "; " + l.Detail
+			} else {
+				l.Detail = nr
+			}
 		}
 		lines = append(lines, l)
 	}
@@ -81,7 +89,7 @@ func baselineNotes(runs []Run) []string {
 	var calm []int // runs whose baseline missed without queueing
 	for i := range runs {
 		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
-		if !ok || b.SLO.Pass {
+		if !ok || b.SLO.Pass || !b.SLO.Sure() { // undecided: an interrupt's cancellations, not the target
 			continue
 		}
 		ev, queued := baselineQueued(&runs[i], b)

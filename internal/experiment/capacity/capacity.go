@@ -6,6 +6,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,6 +191,7 @@ type Step struct {
 	Measure          experiment.Measure `json:"measure"`
 	Verdict          analyze.Verdict
 	Result           *run.Result `json:"-"`
+	notReached       bool        // cut (budget, Ctrl-C) before its measured phase
 }
 
 // verdictText is PASS, FAIL, GENERATOR-LIMITED or PARTIAL.
@@ -217,6 +219,9 @@ type Result struct {
 	Note             string  `json:"note,omitempty"` // why the search ended where it did
 	GeneratorLimited bool    `json:"generator_limited"`
 	Partial          bool    `json:"partial"`
+	// PartialWhy is why a partial search was cut short (its last run's
+	// reason: Ctrl-C, the budget); its answer is not final.
+	PartialWhy string `json:"partial_why,omitempty"`
 }
 
 // Search runs the steps into d/step-NN-<rate>rps/, one after another,
@@ -235,9 +240,15 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		if err != nil {
 			return false, false, err
 		}
+		if st.notReached {
+			cr.PartialWhy = st.Result.PartialWhy
+			fmt.Fprintf(w, "step %2d: %7s req/s: its measured phase was not reached (%s)\n", i, experiment.FmtRate(rate), st.Result.PartialWhy)
+			return true, false, nil
+		}
 		cr.Steps = append(cr.Steps, *st)
 		printStep(w, st)
 		if st.Result.Partial {
+			cr.PartialWhy = st.Result.PartialWhy
 			return true, false, nil
 		}
 		if st.GeneratorLimited {
@@ -291,13 +302,16 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		return false, true, nil
 	})
 	cr.Partial = cr.Partial || partial
+	if cr.Partial && cr.PartialWhy == "" {
+		cr.PartialWhy = cmp.Or(env.BudgetStop(), "interrupted (Ctrl-C)")
+	}
 	if err != nil {
 		return cr, err
 	}
 	cr.SustainableRPS, cr.LowestFailingRPS = lo, hi
 	cr.Bounded = hi > 0 && lo > 0
 	cr.BaselineRPS = experiment.RoundRate(c.BaselineFraction * lo)
-	if cr.Note == "" && !cr.Converged && cr.Bounded {
+	if cr.Note == "" && !cr.Converged && cr.Bounded && !cr.Partial {
 		cr.Note = fmt.Sprintf("the bracket [%s, %s] req/s is wider than --tolerance %g", experiment.FmtRate(lo), experiment.FmtRate(hi), c.Tolerance)
 	}
 	return cr, nil
@@ -340,11 +354,15 @@ func runStep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int,
 	st.Result = res
 	// A stop decided while the last requests drained, after the schedule
 	// had ended, changed nothing.
-	if stop != nil && res.StoppedAt > 0 && res.StoppedAt < plan.Duration() {
+	if stop != nil && res.StopWhy != "" && res.StoppedAt > 0 && res.StoppedAt < plan.Duration() {
 		st.StoppedEarly = fmt.Sprintf("stopped after %s of %s: %s", (res.StoppedAt - stop.CheckFrom()).Round(time.Second), st.Duration.Round(time.Second), res.StopWhy)
 	}
 	if err != nil {
 		return st, err
+	}
+	if _, ok := res.Analysis.Phase(stepPhase); !ok && res.Partial {
+		st.notReached = true
+		return st, nil
 	}
 	st.Measure, err = experiment.MeasureRun(res, stepPhase, false)
 	if err != nil {
@@ -368,6 +386,9 @@ func printStep(w io.Writer, st *Step) {
 	}
 	if st.StoppedEarly != "" {
 		fmt.Fprintf(w, "         %s\n", st.StoppedEarly)
+	}
+	if st.Result != nil && st.Result.Partial {
+		fmt.Fprintf(w, "         cut short: %s\n", st.Result.PartialWhy)
 	}
 	if st.Measure.GeneratorNote != "" {
 		fmt.Fprintf(w, "         WARNING: %s\n", st.Measure.GeneratorNote)
@@ -412,6 +433,10 @@ func PrintSummary(w io.Writer, cr *Result, dir string) {
 // printFound prints the sustainable rate and the suggested baseline.
 func printFound(w io.Writer, cr *Result) {
 	fmt.Fprintln(w)
+	if cr.Partial {
+		fmt.Fprintln(w, partialFound(cr))
+		return
+	}
 	switch {
 	case cr.SustainableRPS == 0:
 		fmt.Fprintln(w, "Sustainable capacity: none found — no step met the SLO.")
@@ -425,6 +450,25 @@ func printFound(w io.Writer, cr *Result) {
 		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
 			experiment.FmtRate(cr.BaselineRPS), cr.BaselineFraction, experiment.FmtRate(cr.BaselineRPS), experiment.FmtRate(cr.SustainableRPS))
 	}
+}
+
+// partialFound is what a search cut short found: never "no step met
+// the SLO" when the budget or Ctrl-C stopped it, and no suggested
+// baseline, which needs the search's answer.
+func partialFound(cr *Result) string {
+	why := cmp.Or(cr.PartialWhy, "interrupted")
+	switch {
+	case cr.SustainableRPS == 0 && cr.LowestFailingRPS == 0:
+		return fmt.Sprintf("Sustainable capacity: unknown — the search was cut short (%s) before any step was judged. No suggested baseline.", why)
+	case cr.SustainableRPS == 0:
+		return fmt.Sprintf("Sustainable capacity: unknown — the search was cut short (%s); no step met the SLO before that (the lowest failing step was %s req/s). No suggested baseline.",
+			why, experiment.FmtRate(cr.LowestFailingRPS))
+	case cr.LowestFailingRPS > 0:
+		return fmt.Sprintf("Sustainable capacity: not final — the search was cut short (%s). So far %s req/s met the SLO and %s req/s failed; no suggested baseline until a search finishes.",
+			why, experiment.FmtRate(cr.SustainableRPS), experiment.FmtRate(cr.LowestFailingRPS))
+	}
+	return fmt.Sprintf("Sustainable capacity: not final — the search was cut short (%s). So far at least %s req/s (no step failed); no suggested baseline until a search finishes.",
+		why, experiment.FmtRate(cr.SustainableRPS))
 }
 
 func printPartial(w io.Writer, cr *Result) {
@@ -527,6 +571,8 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		h.Runs = append(h.Runs, experiment.Charts(st.Result, o, fmt.Sprintf("%s: %s req/s, %s", st.Name, experiment.FmtRate(st.Rate), st.verdictText())))
 	}
 	switch {
+	case cr.Partial:
+		lt.Notes = append(lt.Notes, partialFound(cr))
 	case cr.SustainableRPS == 0:
 		lt.Notes = append(lt.Notes, "Sustainable capacity: none found — no step met the SLO.")
 	case cr.Bounded:

@@ -1,12 +1,14 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -51,7 +53,7 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		if err := WriteReports(env, &cc, sub, cr); err != nil {
 			return out, err
 		}
-		printFound(w, cr)
+		printSearchFound(w, k, n, cr)
 		searches = append(searches, cr)
 		out.SLOPass = out.SLOPass && cr.SustainableRPS > 0 && !cr.GeneratorLimited
 		out.Partial = out.Partial || cr.Partial
@@ -63,6 +65,8 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	if err := writeRepeated(env, c, d, searches, w); err != nil {
 		return out, err
 	}
+	printCombined(w, &env.Opts, c, searches, out.Partial)
+	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	var all []*run.Result
 	for _, cr := range searches {
 		for _, s := range cr.Steps {
@@ -75,6 +79,119 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		out.Meaning = "some search found no sustainable rate, or could not send the load"
 	}
 	return out, nil
+}
+
+// printSearchFound is one search's answer in a repeated search: its
+// sustainable rate, without a suggested baseline — that comes from the
+// searches together (printCombined).
+func printSearchFound(w io.Writer, k, n int, cr *Result) {
+	fmt.Fprintln(w)
+	switch {
+	case cr.Partial:
+		fmt.Fprintf(w, "search %d of %d: %s\n", k, n, partialFound(cr))
+	case cr.SustainableRPS == 0:
+		fmt.Fprintf(w, "search %d of %d: no step met the SLO.\n", k, n)
+	case cr.Bounded:
+		fmt.Fprintf(w, "search %d of %d: sustainable %s req/s (the lowest failing step was %s req/s).\n", k, n, experiment.FmtRate(cr.SustainableRPS), experiment.FmtRate(cr.LowestFailingRPS))
+	default:
+		fmt.Fprintf(w, "search %d of %d: sustainable at least %s req/s (no step failed).\n", k, n, experiment.FmtRate(cr.SustainableRPS))
+	}
+}
+
+// combined is the answer of N searches together: the nearest-rank median
+// of their sustainable rates (the ⌈N/2⌉-th smallest, as every repeat's
+// median) and their range, over the searches that found one.
+type combined struct {
+	Median, Min, Max float64
+	Found, None      int // searches with and without a sustainable rate
+	Rates            []string
+}
+
+func combine(searches []*Result) combined {
+	var vals []analyze.RunValue
+	var cb combined
+	for _, cr := range searches {
+		if cr.SustainableRPS > 0 && !cr.Partial {
+			vals = append(vals, analyze.RunValue{V: cr.SustainableRPS})
+			cb.Found++
+			cb.Rates = append(cb.Rates, experiment.FmtRate(cr.SustainableRPS))
+		} else if !cr.Partial {
+			cb.None++
+			cb.Rates = append(cb.Rates, "none")
+		}
+	}
+	if len(vals) > 0 {
+		sp := analyze.SpreadOf(vals, 0)
+		cb.Median, cb.Min, cb.Max = sp.Median, sp.Min, sp.Max
+	}
+	return cb
+}
+
+// printCombined ends `surge capacity --repeat N`: the searches' combined
+// answer — the median sustainable rate and its spread, the suggested
+// baseline from the median — and the Verdicts block, one line per search
+// and one for all of them.
+func printCombined(w io.Writer, o *run.Options, c *Config, searches []*Result, partial bool) {
+	cb := combine(searches)
+	fmt.Fprintln(w)
+	switch {
+	case cb.Found == 0:
+		fmt.Fprintf(w, "Sustainable capacity over %d searches: none found (%s).\n", len(searches), strings.Join(cb.Rates, ", "))
+	default:
+		spread := ""
+		if cb.Median > 0 {
+			spread = fmt.Sprintf(", a spread of %.0f%% of the median", 100*(cb.Max-cb.Min)/cb.Median)
+		}
+		fmt.Fprintf(w, "Sustainable capacity over %d searches: median %s req/s (searches %s; min %s, max %s%s).\n", cb.Found+cb.None,
+			experiment.FmtRate(cb.Median), strings.Join(cb.Rates, ", "), experiment.FmtRate(cb.Min), experiment.FmtRate(cb.Max), spread)
+		if cb.None > 0 {
+			fmt.Fprintf(w, "WARNING: %d of %d searches found no sustainable rate; the median is over the others.\n", cb.None, cb.Found+cb.None)
+		}
+	}
+	if partial {
+		fmt.Fprintln(w, "PARTIAL: the searches were cut short (Ctrl-C or the budget); the combined answer is over the finished searches only, and not final.")
+	} else if cb.Found > 0 {
+		base := experiment.RoundRate(c.BaselineFraction * cb.Median)
+		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × the median), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
+			experiment.FmtRate(base), c.BaselineFraction, experiment.FmtRate(base), experiment.FmtRate(cb.Median))
+	}
+	var lines []experiment.VerdictLine
+	for i, cr := range searches {
+		l := experiment.VerdictLine{Scope: fmt.Sprintf("search %d", i+1), Label: "SLO", Pass: cr.SustainableRPS > 0 && !cr.GeneratorLimited}
+		switch {
+		case cr.Partial:
+			l.Status, l.Detail = "PARTIAL", partialFound(cr)
+		case cr.GeneratorLimited:
+			l.Status, l.Detail = "GENERATOR-LIMITED", cr.Note
+		case cr.SustainableRPS == 0:
+			l.Detail = "no step met the SLO"
+		default:
+			l.Detail = "sustainable " + experiment.FmtRate(cr.SustainableRPS) + " req/s"
+			if cr.LowestFailingRPS > 0 {
+				l.Detail += ", lowest failing " + experiment.FmtRate(cr.LowestFailingRPS) + " req/s"
+			}
+		}
+		lines = append(lines, l)
+	}
+	scope := fmt.Sprintf("all %d searches", len(searches))
+	if len(searches) < c.Repeat {
+		scope = fmt.Sprintf("the %d of %d searches run", len(searches), c.Repeat)
+	}
+	all := experiment.VerdictLine{Scope: scope, Label: "SLO", Pass: cb.Found > 0 && cb.None == 0, Partial: partial}
+	if cb.Found > 0 {
+		all.Detail = fmt.Sprintf("median sustainable %s req/s (min %s, max %s)", experiment.FmtRate(cb.Median), experiment.FmtRate(cb.Min), experiment.FmtRate(cb.Max))
+	} else {
+		all.Detail = "no search found a sustainable rate"
+	}
+	if partial && !all.Pass {
+		all.Status = "PARTIAL"
+	}
+	lines = append(lines, all)
+	var why []string
+	if partial {
+		why = append(why, "the searches were cut short: the answer is not final")
+	}
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; the searches' sustainable rates", lines, why)
 }
 
 // sustainableStep is the search's highest passing step; nil when none
@@ -121,6 +238,10 @@ func writeRepeated(env *run.Env, c *Config, d *rundir.Dir, searches []*Result, w
 			orNone(cr.SustainableRPS), orNone(cr.LowestFailingRPS), len(cr.Steps), partialText(cr)))
 	}
 	t.Rows = append(t.Rows, rows...)
+	if cb := combine(searches); cb.Found > 0 {
+		t.Notes = append([]string{fmt.Sprintf("combined: median sustainable %s req/s over the searches that found one (min %s, max %s; the nearest-rank median); suggested baseline %s req/s (%g × the median)",
+			experiment.FmtRate(cb.Median), experiment.FmtRate(cb.Min), experiment.FmtRate(cb.Max), experiment.FmtRate(experiment.RoundRate(c.BaselineFraction*cb.Median)), c.BaselineFraction)}, t.Notes...)
+	}
 	if len(searches) > 1 {
 		sp := analyze.SpreadOf(sustained, uint64(o.Seed))
 		t.Spreads = append(t.Spreads, sustainableSpread(sp))
@@ -151,7 +272,6 @@ func writeRepeated(env *run.Env, c *Config, d *rundir.Dir, searches []*Result, w
 	}
 	fmt.Fprintln(w)
 	report.WriteTerminalTables(w, report.Table{Title: t.Title, Rows: t.Rows, Omit: t.Omit, PhaseHead: t.PhaseHead, Spreads: t.Spreads}, filepath.Join(d.Path(), "results.md"))
-	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return nil
 }
 
@@ -184,7 +304,7 @@ func orNone(v float64) string {
 
 func partialText(cr *Result) string {
 	if cr.Partial {
-		return " (PARTIAL: interrupted)"
+		return " (PARTIAL: " + cmp.Or(cr.PartialWhy, "interrupted") + ")"
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/surge-bench/surge/internal/experiment"
@@ -31,7 +32,12 @@ func verdictLines(cr *Result) ([]experiment.VerdictLine, []string) {
 		}
 	}
 	if sustainable != nil {
-		lines = append(lines, stepLine("sustainable", sustainable))
+		l := stepLine("sustainable", sustainable)
+		if cr.Partial { // the step passed, the search did not finish
+			l.Scope = "highest passing so far " + experiment.FmtRate(sustainable.Rate) + " req/s"
+			l.Status = "PASS, search PARTIAL"
+		}
+		lines = append(lines, l)
 	}
 	switch {
 	case limited != nil:
@@ -41,7 +47,13 @@ func verdictLines(cr *Result) ([]experiment.VerdictLine, []string) {
 	case sustainable == nil && lowest != nil:
 		lines = append(lines, stepLine("lowest tried", lowest))
 	}
+	if n := len(cr.Steps); cr.Partial && n > 0 && cr.Steps[n-1].Result != nil && cr.Steps[n-1].Result.Partial && &cr.Steps[n-1] != lowest {
+		lines = append(lines, stepLine("cut short", &cr.Steps[n-1]))
+	}
 	var why []string
+	if cr.Partial {
+		why = append(why, fmt.Sprintf("the search was cut short (%s): its answer is not final", cmp.Or(cr.PartialWhy, "interrupted")))
+	}
 	if cr.Note != "" {
 		why = append(why, cr.Note)
 	}
@@ -62,6 +74,9 @@ func stepLine(role string, st *Step) experiment.VerdictLine {
 	if st.GeneratorLimited && st.Measure.GeneratorNote != "" {
 		l.Detail = joinDetail(l.Detail, st.Measure.GeneratorNote)
 	}
+	if st.Result != nil && st.Result.Partial {
+		l.Detail = joinDetail(l.Detail, "cut short: "+st.Result.PartialWhy)
+	}
 	return l
 }
 
@@ -78,6 +93,8 @@ func joinDetail(a, b string) string {
 // not send the load.
 func meaning(cr *Result) string {
 	switch {
+	case cr.Partial:
+		return fmt.Sprintf("the search was cut short (%s): its answer is not final", cmp.Or(cr.PartialWhy, "interrupted"))
 	case cr.GeneratorLimited:
 		return fmt.Sprintf("the search was cut short: surge could not send the load (generator-limited); the target's capacity is at least %s req/s, its limit unknown", experiment.FmtRate(cr.SustainableRPS))
 	case cr.SustainableRPS == 0:

@@ -32,7 +32,9 @@ func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
 // windows failed which clause.
 func verdictLines(o *run.Options, sr *Result) []experiment.VerdictLine {
 	v := sr.Result.Analysis.Verdict // the warmup is excluded: the soak phase's
-	lines := []experiment.VerdictLine{{Scope: "soak", Label: "SLO", Pass: v.Pass, Detail: experiment.Clauses(v, false), Partial: sr.Result.Partial}}
+	first := experiment.LineOf("soak", "SLO", v, sr.Result.Partial)
+	first.Detail = experiment.Clauses(v, false)
+	lines := []experiment.VerdictLine{first}
 	if n, detail := windowFailures(o, sr.Windows); n > 0 {
 		lines[0].Label = "SLO overall"
 		lines = append(lines, experiment.VerdictLine{Scope: "windows", Label: "SLO", Status: fmt.Sprintf("%d of %d FAIL", n, len(sr.Windows)), Detail: detail})

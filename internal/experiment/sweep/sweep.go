@@ -178,6 +178,7 @@ type Level struct {
 	BudgetWhy        string             `json:"budget,omitempty"` // the budget clauses, as measured
 	GeneratorLimited bool               `json:"generator_limited"`
 	Result           *run.Result        `json:"-"`
+	notReached       bool               // cut (budget, Ctrl-C) before its measured phase
 }
 
 // Findings are what a sweep concludes. Indexes refer to the levels;
@@ -244,6 +245,10 @@ type Result struct {
 	Findings Findings `json:"findings"`
 	Note     string   `json:"note,omitempty"`
 	Partial  bool     `json:"partial"`
+	// NotReached names the level a budget stop or Ctrl-C cut before its
+	// measured phase began (in its warmup): it has no measurement, so it
+	// is not among Levels.
+	NotReached string `json:"not_reached,omitempty"`
 }
 
 // Sweep executes `surge sweep` into d: one run per level
@@ -269,6 +274,11 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		lv, err := runLevel(ctx, env, c, d, i, levels[i-1])
 		if err != nil {
 			return false, false, err
+		}
+		if lv.notReached {
+			sr.NotReached = fmt.Sprintf("level %d %s: its measured phase was not reached (%s); the levels before it are the sweep's results", i, lv.Name, lv.Result.PartialWhy)
+			fmt.Fprintln(w, sr.NotReached)
+			return true, false, nil
 		}
 		sr.Levels = append(sr.Levels, *lv)
 		printLevel(w, lv)
@@ -343,6 +353,10 @@ func runLevel(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int
 	lv.Result = res
 	if err != nil {
 		return lv, err
+	}
+	if _, ok := res.Analysis.Phase(levelPhase); !ok && res.Partial {
+		lv.notReached = true
+		return lv, nil
 	}
 	if lv.Measure, err = experiment.MeasureRun(res, levelPhase, c.closed()); err != nil {
 		return nil, err
@@ -421,7 +435,10 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	fmt.Fprintf(w, "throughput knee:       %s\n", at(f.Knee, "not reached (throughput still grew ≥ "+strconv.FormatFloat(100*c.KneeThreshold, 'g', -1, 64)+"% at every level)"))
 	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
 	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
-	if sr.Partial {
+	switch {
+	case sr.NotReached != "":
+		fmt.Fprintln(w, "PARTIAL: "+sr.NotReached+".")
+	case sr.Partial:
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted or stopped by its budget (the reason is in its last level's row).")
 	}
 	lines, why := verdictLines(sr) // the headroom and the note explain them
@@ -556,7 +573,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	if sr.Note != "" {
 		lt.Notes = append(lt.Notes, sr.Note)
 	}
-	if sr.Partial {
+	if sr.NotReached != "" {
+		lt.Notes = append(lt.Notes, "PARTIAL: "+sr.NotReached+".")
+	} else if sr.Partial {
 		lt.Notes = append(lt.Notes, "PARTIAL: the sweep was interrupted or stopped by its budget; the last level is cut short (the reason is in its row).")
 	}
 	return experiment.WriteLevelExperiment(d, "sweep.json", sr, lt, results, h, charts(c, sr))

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -37,6 +38,16 @@ func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 			Detail: "more load after it adds too little throughput to be worth using"})
 	}
 	why := []string{"headroom: " + f.Headroom}
+	if sr.Partial {
+		// What held, held; the sweep did not finish, so no PASS is final.
+		for i := range lines {
+			if lines[i].Status == "" && lines[i].Pass && strings.HasPrefix(lines[i].Scope, "usable ") {
+				lines[i].Scope = strings.Replace(lines[i].Scope, "usable ", "usable so far ", 1)
+				lines[i].Status = "PASS, sweep PARTIAL"
+			}
+		}
+		why = append([]string{"the sweep was cut short (" + cmp.Or(sr.NotReached, "interrupted, or stopped by its budget") + "): its findings are over the levels done, not final"}, why...)
+	}
 	if sr.Note != "" {
 		why = append(why, sr.Note)
 	}
