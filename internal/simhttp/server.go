@@ -204,8 +204,11 @@ func (s *Server) Start(ln net.Listener) error {
 // waits for all handlers to return. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.stopCtx != nil {
-			s.stopCtx()
+		s.hmu.Lock()
+		stop := s.stopCtx
+		s.hmu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		s.hmu.Lock()
 		s.closed = true
@@ -274,7 +277,11 @@ func Serve(ctx context.Context, ln net.Listener, cfg sim.Config, logger *slog.Lo
 		_ = s.Close()
 		return nil, "", err
 	}
+	// Close may run on ctx's AfterFunc goroutine at once: the field is
+	// written under hmu, as Close reads it.
+	s.hmu.Lock()
 	s.stopCtx = context.AfterFunc(ctx, func() { _ = s.Close() })
+	s.hmu.Unlock()
 	return s, baseURL(ln.Addr()), nil
 }
 

@@ -1040,3 +1040,23 @@ func TestScaleFromZero(t *testing.T) {
 		t.Fatalf("status %d from %q, stream done after %v; want 200 from r0 after ≥ 300ms", a.resp.StatusCode, a.resp.Header.Get(ReplicaHeader), a.at)
 	}
 }
+
+// The context Listen was given closes the server from its AfterFunc
+// goroutine, which may run as soon as Serve registers it: with -race this
+// catches Close reading the registration while Serve writes it (surge
+// coldstart's test server hit it on SIGTERM).
+func TestListenClosedByContext(t *testing.T) {
+	for i := 1; i <= 20; i++ {
+		// cancelled by a timer, as a signal would: nothing orders it
+		// after Serve's own writes
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i)*50*time.Microsecond)
+		srv, _, err := Listen(ctx, "127.0.0.1:0", sim.DefaultConfig(), slog.New(slog.DiscardHandler))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		<-srv.serveDone // Serve returns once the context closed the server
+		_ = srv.Close()
+		cancel()
+	}
+}

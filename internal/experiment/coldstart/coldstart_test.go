@@ -223,7 +223,8 @@ func TestStartCmdCycles(t *testing.T) {
 			t.Errorf("cycle %d: warm at %.3fs TTFT %.3fs", c.N, *c.WarmS, *c.WarmTTFTS)
 		}
 		if c.Killed || c.Exit != "exit status 0" {
-			t.Errorf("cycle %d: killed %v, exit %q; want a clean exit on SIGTERM", c.N, c.Killed, c.Exit)
+			log, _ := os.ReadFile(cfg.LogPath)
+			t.Errorf("cycle %d: killed %v, exit %q; want a clean exit on SIGTERM; server.log:\n%s", c.N, c.Killed, c.Exit, log)
 		}
 	}
 	if accepts(context.Background(), addr) {
