@@ -358,7 +358,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
 	}
-	pooledRows(env, c, &t, runs)
+	pooledLines := pooledRows(env, c, &t, runs)
 	if why := env.BudgetStop(); why != "" {
 		t.Notes = append(t.Notes, "PARTIAL: the experiment was stopped by its budget ("+why+"); runs not listed did not happen.")
 	} else if interrupted {
@@ -375,7 +375,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	fmt.Fprintln(w)
 	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},
 		filepath.Join(d.Path(), "results.md"))
-	printVerdicts(w, &env.Opts, runs, why)
+	printVerdicts(w, &env.Opts, runs, pooledLines, why)
 	experiment.PrintDiagnoses(w, t.Diagnoses)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil
@@ -624,7 +624,7 @@ func (r *Run) scope() string {
 // its runs' rows, its verdicts, and the spread lines of its runs' P99s,
 // goodput and recovery times. runs are sorted by multiplier, each one's
 // reps in order.
-func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
+func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) (lines []experiment.VerdictLine) {
 	for i := 0; i < len(runs); {
 		j := i + 1
 		for j < len(runs) && runs[j].K == runs[i].K {
@@ -671,5 +671,10 @@ func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) {
 		row.Mu, row.MuSource = report.Unavailable("pooled: μ is per run (see the runs' rows)"), "per run"
 		t.Rows = append(t.Rows, row)
 		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" pooled overall", pooled.Analysis.Verdict)...)
+		// the same line as a run's (verdictLines), for the runs merged
+		pl := verdictLines([]Run{{K: k, Result: pooled}})
+		pl[0].Scope = scope + " pooled"
+		lines = append(lines, pl...)
 	}
+	return lines
 }

@@ -20,9 +20,10 @@ import (
 var verdictPhases = []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedule.PhaseRecovery}
 
 // printVerdicts ends a burst experiment's terminal output: a line per
-// multiplier, then why (the baselines that were not sustainable first).
-func printVerdicts(w io.Writer, o *run.Options, runs []Run, why []string) {
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(runs), why)
+// run, the pooled lines of repeated multipliers, then why (the baselines
+// that were not sustainable first).
+func printVerdicts(w io.Writer, o *run.Options, runs []Run, pooled []experiment.VerdictLine, why []string) {
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", append(verdictLines(runs), pooled...), why)
 }
 
 // verdictLines is a burst's closing verdict block: one line per

@@ -101,7 +101,7 @@ func TestVerdictsGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
 			why := baselineNotes(tc.runs)
-			printVerdicts(&b, &o, tc.runs, why)
+			printVerdicts(&b, &o, tc.runs, nil, why)
 			b.WriteString("exit line: " + meaning(tc.runs) + "\n")
 			golden.Check(t, tc.name, []byte(b.String()))
 		})
