@@ -102,6 +102,20 @@ func SpreadOf(vals []RunValue, seed uint64) Spread {
 	return s
 }
 
+// MedianOfRuns is the median of run values by nearest rank, the
+// ⌈N/2⌉-th smallest: always one run's own value, never the mean of the
+// middle two (which would average two runs' percentiles). SpreadOf,
+// surge compare and surge coldstart all use it. v is not changed; NaN
+// when it is empty.
+func MedianOfRuns(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	xs := slices.Clone(v)
+	slices.Sort(xs)
+	return nearestRank(xs, 0.5)
+}
+
 // nearestRank is the q-quantile of sorted xs by nearest rank: the r-th
 // smallest, r = ⌈q·N⌉, at least 1.
 func nearestRank(xs []float64, q float64) float64 {

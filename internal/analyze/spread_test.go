@@ -71,3 +71,17 @@ func TestSpreadWithoutInterval(t *testing.T) {
 		}
 	}
 }
+
+// The median of an even number of runs is one run's value (nearest
+// rank), never the mean of the middle two: that would average two runs'
+// percentiles.
+func TestMedianOfRunsNearestRank(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		want float64
+	}{{[]float64{24, 23}, 23}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2}, {[]float64{7}, 7}} {
+		if got := MedianOfRuns(tc.v); got != tc.want {
+			t.Errorf("MedianOfRuns(%v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}

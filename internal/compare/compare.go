@@ -37,6 +37,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -240,7 +241,7 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 					sd.Runs, sd.RunsAbove = runValues(s.runs, col.Key)
 					if sd.NotTested && len(sd.Runs) > 0 && s.main != nil && !slices.Contains(sd.RunsAbove, true) {
 						// One value per run and no pooled one: compare the runs' median.
-						med := median(slices.Clone(sd.Runs))
+						med := analyze.MedianOfRuns(sd.Runs)
 						sd.Cell, sd.NotTested, sd.OfRuns = Cell{Value: &med}, false, true
 					}
 				}

@@ -234,20 +234,6 @@ func TestCensoredRunsAndMedianOfRuns(t *testing.T) {
 	}
 }
 
-// The median of an even number of runs is one run's value (nearest
-// rank), never the mean of the middle two: that would average two runs'
-// percentiles.
-func TestMedianNearestRank(t *testing.T) {
-	for _, tc := range []struct {
-		v    []float64
-		want float64
-	}{{[]float64{24, 23}, 23}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2}, {[]float64{7}, 7}} {
-		if got := median(tc.v); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.v, got, tc.want)
-		}
-	}
-}
-
 // capacity --repeat N writes rep-k/ each a whole search and, at the top,
 // each search's sustainable step (a different step per search) and their
 // pooled row: they compare as one row, "sustainable step".

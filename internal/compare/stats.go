@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/surge-bench/surge/internal/analyze"
 )
 
 // Bootstrap settings: the interval is of the difference of the medians
@@ -82,16 +84,8 @@ func bootstrapDiff(a, b []float64) (lo, hi float64) {
 		for j := range rb {
 			rb[j] = b[r.IntN(len(b))]
 		}
-		diffs[i] = median(rb) - median(ra)
+		diffs[i] = analyze.MedianOfRuns(rb) - analyze.MedianOfRuns(ra)
 	}
 	slices.Sort(diffs)
 	return diffs[int(0.025*float64(len(diffs)))], diffs[int(0.975*float64(len(diffs)))-1]
-}
-
-// median of v (v is reordered) by nearest rank: the ⌈n/2⌉-th smallest,
-// always one run's own value — with an even count never the mean of the
-// middle two, which would average two runs' percentiles.
-func median(v []float64) float64 {
-	slices.Sort(v)
-	return v[(len(v)+1)/2-1]
 }

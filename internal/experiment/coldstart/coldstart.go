@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/workload"
@@ -273,7 +273,7 @@ func steady(ttfts []float64, k int, tol float64) (median float64, ok bool) {
 	if len(ttfts) < k {
 		return 0, false
 	}
-	med := medianOf(ttfts)
+	med := analyze.MedianOfRuns(ttfts)
 	slack := max(tol*med, WarmFloor.Seconds())
 	for _, v := range ttfts {
 		if v-med > slack || med-v > slack {
@@ -281,15 +281,6 @@ func steady(ttfts []float64, k int, tol float64) (median float64, ok bool) {
 		}
 	}
 	return med, true
-}
-
-// medianOf is the median of vs by nearest rank, the ⌈N/2⌉-th smallest
-// value — one a cycle measured, as the median of --repeat's runs is
-// (docs/metrics.md); vs is not changed.
-func medianOf(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	return s[(len(s)+1)/2-1]
 }
 
 func sec(d time.Duration) *float64 {

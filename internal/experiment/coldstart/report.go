@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/surge-bench/surge/internal/analyze"
 )
 
 // Report is coldstart.json: the cycles and the distribution of each
@@ -115,7 +117,7 @@ func summarize(r *Report) []Spread {
 		if len(vs) == 0 {
 			continue
 		}
-		out = append(out, Spread{ms.name, len(vs), slices.Min(vs), medianOf(vs), slices.Max(vs)})
+		out = append(out, Spread{ms.name, len(vs), slices.Min(vs), analyze.MedianOfRuns(vs), slices.Max(vs)})
 	}
 	return out
 }
