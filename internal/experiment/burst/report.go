@@ -119,13 +119,7 @@ func abandonmentNote(run *Run) string {
 	if run.Prediction == nil || run.Prediction.Never {
 		return ""
 	}
-	var timedOut, offered int64
-	for _, p := range run.Result.Analysis.Phases {
-		if p.Name == schedule.PhaseBurst || p.Name == schedule.PhaseRecovery {
-			timedOut += p.Outcomes[record.Timeout]
-			offered += p.Offered
-		}
-	}
+	timedOut, offered := outcomeIn(run, record.Timeout, schedule.PhaseBurst, schedule.PhaseRecovery)
 	if offered == 0 || float64(timedOut) <= 0.01*float64(offered) {
 		return ""
 	}
@@ -137,6 +131,18 @@ func abandonmentNote(run *Run) string {
 	return note + "."
 }
 
+// outcomeIn counts a run's requests with outcome o, and its offered
+// arrivals, over the named phases.
+func outcomeIn(run *Run, o record.Outcome, phases ...string) (n, offered int64) {
+	for _, p := range run.Result.Analysis.Phases {
+		if slices.Contains(phases, p.Name) {
+			n += p.Outcomes[o]
+			offered += p.Offered
+		}
+	}
+	return n, offered
+}
+
 // queueLimitNote says when the target rejected a share of the burst with
 // 429 while the prediction assumed an unbounded queue (it was not told the
 // admission limit): its backlog and recovery are then too pessimistic, and
@@ -145,13 +151,7 @@ func queueLimitNote(run *Run) string {
 	if run.Prediction == nil || run.Prediction.Params.QueueLimit > 0 {
 		return ""
 	}
-	var rejected, offered int64
-	for _, p := range run.Result.Analysis.Phases {
-		if p.Name == schedule.PhaseBurst {
-			rejected += p.Outcomes[record.RateLimited]
-			offered += p.Offered
-		}
-	}
+	rejected, offered := outcomeIn(run, record.RateLimited, schedule.PhaseBurst)
 	if offered == 0 || float64(rejected) <= 0.01*float64(offered) {
 		return ""
 	}
