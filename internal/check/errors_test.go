@@ -80,14 +80,11 @@ func TestErrorsOverloadSim(t *testing.T) {
 		}
 	})
 	t.Run("max_waiting", func(t *testing.T) {
-		cfg := fastSim()
-		cfg.MaxWaiting = 8
-		r := runCheck(t, CheckErrorsOverload, simProbe(t, cfg, ""), DefaultConfig(), Server{})
+		r := runCheck(t, CheckErrorsOverload, simProbe(t, refusingSim(), ""), DefaultConfig(), Server{})
 		wantStatus(t, r, Pass, "refuses cleanly", "429 with Retry-After", "rate-limit headers: none")
 	})
 	t.Run("no-retry-after", func(t *testing.T) {
-		cfg := fastSim()
-		cfg.MaxWaiting = 8
+		cfg := refusingSim()
 		cfg.Quirks = []string{sim.QuirkNoRetryAfter}
 		r := runCheck(t, CheckErrorsOverload, simProbe(t, cfg, ""), DefaultConfig(), Server{})
 		wantStatus(t, r, Fail, "429 without Retry-After", "clients must guess their backoff")
@@ -101,6 +98,18 @@ func TestErrorsOverloadSim(t *testing.T) {
 		r := runCheck(t, CheckErrorsOverload, simProbe(t, cfg, ""), DefaultConfig(), Server{})
 		wantStatus(t, r, Fail, "streams broke off without [DONE]", "truncated streams")
 	})
+}
+
+// refusingSim refuses part of the first wave whatever the machine's
+// speed: 2 running and 2 waiting leave 4 of the 8 concurrent requests to
+// be refused. (With the default batch, the waves only met max_waiting
+// once the batch was full, and a slow machine — -race on 2 cores — saw
+// the TTFT growth first and called it queueing.)
+func refusingSim() sim.Config {
+	cfg := fastSim()
+	cfg.MaxNumSeqs = 2
+	cfg.MaxWaiting = 2
+	return cfg
 }
 
 // gate answers through ok while fewer than limit requests are in flight,
