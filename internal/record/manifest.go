@@ -65,6 +65,55 @@ type Manifest struct {
 	// budget: Spent with a budget or a price set, Budget with a budget.
 	Spent  *Spent  `json:"spent,omitempty"`
 	Budget *Budget `json:"budget,omitempty"`
+	// Distributed says how more than one process generated the run's
+	// load; absent for a single process.
+	Distributed *Distribution `json:"distributed,omitempty"`
+}
+
+// Distribution modes.
+const (
+	DistShard       = "shard"       // static shards (--shard i/n), each its own folder until surge merge
+	DistCoordinator = "coordinator" // workers driven by a coordinator (--workers N): one folder
+)
+
+// Distribution is how a run's arrivals were split between generators:
+// arrival (or session) Seq goes to generator Seq mod Generators, and each
+// record's Shard is the index of the generator that sent it.
+type Distribution struct {
+	Mode       string `json:"mode"`       // DistShard or DistCoordinator
+	Generators int    `json:"generators"` // n: shards or workers
+	// Shard is the index of the one shard a static shard's own folder
+	// holds; -1 in a merged or coordinated folder, which holds them all.
+	Shard int `json:"shard"`
+	// Each is what is known of each generator, indexed by Record.Shard.
+	Each []Generator `json:"each,omitempty"`
+	// StartSkewNs is how far apart the generators' origins were (merged
+	// static shards: from their manifests' start times); 0 with a
+	// coordinator, whose clock every arrival is on.
+	StartSkewNs int64 `json:"start_skew_ns"`
+}
+
+// Generator is one shard or worker of a distributed run.
+type Generator struct {
+	Index   int       `json:"index"`   // = Record.Shard
+	Name    string    `json:"name"`    // the worker's name, or the shard's folder
+	Version string    `json:"version"` // its surge version
+	Started time.Time `json:"started"` // its wall clock at its origin
+	// Coordinator mode: the worker's clock minus the coordinator's, as
+	// measured at registration (ClockOffsetNs, with the round trip it was
+	// measured over) and rechecked during the run (OffsetDriftNs: the
+	// largest change since registration).
+	ClockOffsetNs int64 `json:"clock_offset_ns,omitempty"`
+	RTTNs         int64 `json:"rtt_ns,omitempty"`
+	OffsetDriftNs int64 `json:"offset_drift_ns,omitempty"`
+	Arrivals      int64 `json:"arrivals"` // arrivals assigned to it
+	Records       int64 `json:"records"`  // records received from it
+	// Lost says the generator stopped answering during the run; its
+	// unsent arrivals are generator_drop records with LostWhy.
+	Lost    bool   `json:"lost,omitempty"`
+	LostWhy string `json:"lost_why,omitempty"`
+	// LagP99Ms is the p99 of its schedule lag (sent − scheduled), ms.
+	LagP99Ms float64 `json:"lag_p99_ms"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost

@@ -101,7 +101,7 @@ type Record struct {
 
 	Replica string `json:"replica"` // the server replica that answered, when it says (simulator)
 	Profile string `json:"profile"` // workload profile
-	Shard   int    `json:"shard"`   // shard index in distributed runs
+	Shard   int    `json:"shard"`   // index of the generator (shard or worker) that sent it, Seq mod Distribution.Generators; 0 for one process
 
 	// Where the request came from in the workload (never its text): the
 	// dataset row, the session and turn, the fan-out branch, and how many
