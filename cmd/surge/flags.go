@@ -315,6 +315,13 @@ func (f *flags) options(o *run.Options) {
 	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")
 	f.budget(o)
 	f.simulator("sim.", &o.Sim)
+	f.shard(o)
+}
+
+// shard binds the static-shard flags (run.Options, shard.go).
+func (f *flags) shard(o *run.Options) {
+	f.str(&o.Shard, "shard", "shard", "send only shard I of N of the schedule: every process computes the whole schedule from the same --seed and sends the arrivals (with --sessions: whole sessions) whose seq mod N is I, into its own folder; join the N folders with surge merge. auto/N takes I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), e.g. --shard 1/4, --shard auto/4")
+	f.str(&o.StartAt, "start_at", "start-at", "wait until this wall-clock time (RFC 3339) before the first run's origin, so that shards on several machines start together (with synchronised clocks, e.g. NTP); a time already past starts at once and says how late, e.g. --start-at 2026-12-02T10:00:00Z (not with --simulate)")
 }
 
 // budget binds the budget and price flags (run.Options, budget.go): unset

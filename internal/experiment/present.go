@@ -184,6 +184,9 @@ func partialNote(res *run.Result) string {
 // schedule (the one verdict of analyze.GeneratorCheck), or had lag spikes.
 func generatorNotes(res *run.Result) []string {
 	var notes []string
+	if n := ShardNote(res); n != "" { // shardnote.go
+		notes = append(notes, n)
+	}
 	o := &res.Analysis.Overall
 	if d := o.Outcomes["generator_drop"]; d > 0 {
 		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were dropped by the in-flight cap (generator_drop): the target stopped keeping up; they count as failures.", d))
@@ -651,6 +654,9 @@ func SLOText(o *run.Options) string {
 func LevelNotes(scope string, res *run.Result) []string {
 	var out []string
 	lines := append(ClientNotes(res.Analysis), EngineTimingLines(res)...)
+	if n := ShardNote(res); n != "" {
+		lines = append(lines, n)
+	}
 	if _, notes := PromptMeta(res.Prompt); len(notes) > 0 {
 		lines = append(lines, notes...)
 	}

@@ -264,6 +264,9 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
 	t.Notes = append(t.Notes, notes...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
+	if n := ShardNote(res); n != "" { // shardnote.go
+		t.Notes = append(t.Notes, n)
+	}
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}

@@ -114,6 +114,15 @@ type Generator struct {
 	LostWhy string `json:"lost_why,omitempty"`
 	// LagP99Ms is the p99 of its schedule lag (sent − scheduled), ms.
 	LagP99Ms float64 `json:"lag_p99_ms"`
+	// Static shards (--start-at): the wall-clock time the shards were
+	// told to start at, and how far after it this one's origin was (≈ 0
+	// when it waited; more when the time had passed as it began).
+	StartAt     time.Time `json:"start_at,omitzero"`
+	StartLateNs int64     `json:"start_late_ns,omitempty"`
+	// Partial and PartialWhy are the shard's own (a merged folder is
+	// partial when any of its shards is).
+	Partial    bool   `json:"partial,omitempty"`
+	PartialWhy string `json:"partial_why,omitempty"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost

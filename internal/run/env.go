@@ -59,6 +59,9 @@ type Env struct {
 	spans    *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
 	current  atomic.Pointer[live.Source] // the run under way, for the exporter
 	budget   *meter                      // the command's budget and spend, shared by its runs (budget.go)
+	// startPending is set once the command's first run has waited for
+	// --start-at (shard.go): the start time is the command's, as the budget.
+	startPending atomic.Bool
 }
 
 // ConfigError marks an error in the user's configuration (exit code 2).
@@ -124,7 +127,7 @@ func Check(o Options, virtual bool) error {
 	if err := checkCACert(o.CACert); err != nil {
 		return configErr(err)
 	}
-	return nil
+	return configErr(checkShard(o, virtual))
 }
 
 // PrepareWith is Prepare with every setting of the setup.

@@ -61,6 +61,10 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			return nil, configErr(err)
 		}
 	}
+	arrivals, shardErr := e.shardArrivals(spec, arrivals) // --shard (shard.go)
+	if shardErr != nil {
+		return nil, configErr(shardErr)
+	}
 	wcfg, err := o.WorkloadConfig()
 	if err != nil {
 		return nil, configErr(err)
@@ -83,12 +87,17 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 
+	late, err := e.awaitStart(ctx) // --start-at (shard.go)
+	if err != nil {
+		return nil, err
+	}
 	w, err := spec.Dir.Records()
 	if err != nil {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
 	started := time.Now()
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
+	res.shardArrivals, res.startLate = int64(len(arrivals)), late
 	// A manifest first that says the run has not finished: if the end of
 	// the run cannot be written (a full disk), the folder still says what
 	// was tested and that its records are partial.
@@ -110,6 +119,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		col.add(r)
 	}
+	sink = e.stampShard(sink) // every record carries its shard (shard.go)
 	var runErr error
 	if e.Virtual {
 		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
@@ -334,6 +344,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		m.CacheState = "dataset rows with a per-request nonce before the first user message: a repeated row misses the prefix cache (system messages before it stay shared, as in production)"
 	}
 	m.Traces = replayedTraces(res.Plan) // traces.go
+	m.Distributed = e.shardDistribution(res) // shard.go
 	if e.budget != nil && (o.Budgeted() || o.PriceInput != nil || o.PriceOutput != nil) {
 		m.Spent = o.SpentRecord(res.Spend) // budget.go: the run's own spend
 		why := ""

@@ -134,6 +134,14 @@ type Options struct {
 	MaxCost         *float64 `yaml:"max_cost,omitempty"`          // USD, at PriceInput and PriceOutput
 	PriceInput      *float64 `yaml:"price_input,omitempty"`       // USD per million input (prompt) tokens
 	PriceOutput     *float64 `yaml:"price_output,omitempty"`      // USD per million output tokens
+
+	// Static shards (shard.go): Shard "I/N" sends only the arrivals (or
+	// sessions) whose Seq mod N is I ("auto/N": I from
+	// JOB_COMPLETION_INDEX; "" = all), StartAt (RFC 3339) is the
+	// wall-clock time the first run's origin waits for, so that shards
+	// start together.
+	Shard   string `yaml:"shard"`
+	StartAt string `yaml:"start_at"`
 }
 
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
@@ -297,6 +305,7 @@ func (o *Options) Validate() error {
 		bad("otlp_grace", "must be 0..5m, got %s", o.OTLPGrace)
 	}
 	o.validateBudget(bad)
+	o.validateShard(bad)
 	if o.Target == "" {
 		o.Sim.Seed = o.Seed
 		errs.Merge("sim", o.Sim.Validate())

@@ -105,6 +105,9 @@ type Result struct {
 	// SharedPrefix counts the shared prefix of the prompts (--shared-prefix);
 	// nil without one.
 	SharedPrefix *record.SharedPrefix
+
+	shardArrivals int64         // the arrivals this shard was given (--shard; shard.go)
+	startLate     time.Duration // how late its origin was after --start-at
 }
 
 // Count is the number of records.

@@ -328,6 +328,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		for _, n := range experiment.ClientNotes(res.Analysis) {
 			t.Notes = append(t.Notes, scope+": "+n)
 		}
+		if n := experiment.ShardNote(res); n != "" {
+			t.Notes = append(t.Notes, scope+": "+n)
+		}
 		for _, p := range r.Problems {
 			t.Notes = append(t.Notes, scope+": re-rendered without "+p)
 		}
