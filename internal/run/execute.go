@@ -344,7 +344,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		m.CacheState = "dataset rows with a per-request nonce before the first user message: a repeated row misses the prefix cache (system messages before it stay shared, as in production)"
 	}
 	m.Traces = replayedTraces(res.Plan) // traces.go
-	m.Distributed = e.shardDistribution(res) // shard.go
+	m.Distributed = e.shardDistribution(res)
 	if e.budget != nil && (o.Budgeted() || o.PriceInput != nil || o.PriceOutput != nil) {
 		m.Spent = o.SpentRecord(res.Spend) // budget.go: the run's own spend
 		why := ""
