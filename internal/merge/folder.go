@@ -2,8 +2,10 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -119,12 +121,24 @@ func runsOf(dirs []string) ([]string, error) {
 	}
 	runs := 0
 	for _, d := range dirs {
+		st, err := os.Stat(d)
+		switch {
+		case err != nil:
+			return nil, refuse("%s: %v", d, errors.Unwrap(err))
+		case !st.IsDir():
+			return nil, refuse("%s: not a folder (give a shard's run folder, not one of its files)", d)
+		}
 		if rundir.IsRun(d) {
 			runs++
 		}
 	}
 	if runs == len(dirs) {
 		return []string{"."}, nil
+	}
+	if runs > 0 {
+		good := dirs[slices.IndexFunc(dirs, rundir.IsRun)]
+		bad := dirs[slices.IndexFunc(dirs, func(d string) bool { return !rundir.IsRun(d) })]
+		return nil, refuse("%s: not a run folder (no requests.jsonl), while %s is: give the shards' run folders, each written with --shard I/N", bad, good)
 	}
 	var first []string
 	for i, d := range dirs {
