@@ -1,0 +1,241 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+func withJobIndex(t *testing.T, v string) {
+	t.Helper()
+	old := getenv
+	getenv = func(k string) string {
+		if k == JobIndexEnv {
+			return v
+		}
+		return ""
+	}
+	t.Cleanup(func() { getenv = old })
+}
+
+func TestShardOf(t *testing.T) {
+	cases := []struct {
+		shard, env string
+		i, n       int
+		err        string // in the message; "" = valid
+	}{
+		{"", "", 0, 1, ""},
+		{"0/2", "", 0, 2, ""},
+		{"1/2", "", 1, 2, ""},
+		{"auto/4", "3", 3, 4, ""},
+		{"auto/4", " 2\n", 2, 4, ""},
+		// sad
+		{"2/2", "", 0, 0, "the shard index 2 must be below N = 2"},
+		{"-1/2", "", 0, 0, "must be a whole number 0..1"},
+		{"x/2", "", 0, 0, `got "x"`},
+		{"1/0", "", 0, 0, "N must be a whole number 1..10000"},
+		{"1", "", 0, 0, "must be I/N"},
+		{"auto/4", "", 0, 0, "JOB_COMPLETION_INDEX (set by a Kubernetes Indexed Job), which is not set"},
+		{"auto/4", "4", 0, 0, "the shard index 4 (from JOB_COMPLETION_INDEX) must be below N = 4"},
+		{"auto/4", "one", 0, 0, `(from JOB_COMPLETION_INDEX) must be a whole number 0..3, got "one"`},
+	}
+	for _, c := range cases {
+		t.Run(c.shard+"/"+c.env, func(t *testing.T) {
+			withJobIndex(t, c.env)
+			o := DefaultOptions()
+			o.Shard = c.shard
+			i, n, err := o.ShardOf()
+			if c.err == "" {
+				if err != nil || i != c.i || n != c.n {
+					t.Fatalf("ShardOf(%q) = %d, %d, %v; want %d, %d", c.shard, i, n, err, c.i, c.n)
+				}
+				return
+			}
+			var fe *field.Error
+			if !errors.As(err, &fe) || fe.Field != "shard" || !strings.Contains(fe.Message, c.err) {
+				t.Fatalf("ShardOf(%q) err = %v, want a shard field error with %q", c.shard, err, c.err)
+			}
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestStartAtRefused(t *testing.T) {
+	for _, c := range []struct {
+		at      string
+		virtual bool
+		want    string
+	}{
+		{"tomorrow", false, "must be an RFC 3339 time"},
+		{time.Now().Add(48 * time.Hour).Format(time.RFC3339), false, "at most 24h0m0s ahead"},
+		{time.Now().Add(time.Minute).Format(time.RFC3339), true, "virtual time (--simulate) does not have"},
+	} {
+		o := DefaultOptions()
+		o.StartAt = c.at
+		err := Check(o, c.virtual)
+		if err == nil || !strings.Contains(err.Error(), "start_at") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--start-at %s (virtual %v): %v, want %q", c.at, c.virtual, err, c.want)
+		}
+	}
+}
+
+// Each shard sends only its arrivals, the same ones (the same times, the
+// same requests) as one process sends of the whole schedule, and says
+// so in every record and in its manifest.
+func TestExecuteShardVirtual(t *testing.T) {
+	plan := onePhase(20, 10*time.Second)
+	execute := func(shard string) *Result {
+		o := quietOptions()
+		o.Shard = shard
+		env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	whole := execute("")
+	if whole.Manifest.Distributed != nil {
+		t.Errorf("one process: distributed %+v, want none", whole.Manifest.Distributed)
+	}
+	bySeq := map[int64]record.Record{}
+	for _, r := range whole.Records {
+		bySeq[r.Seq] = r
+	}
+	total := 0
+	for i := range 3 {
+		res := execute(string(rune('0'+i)) + "/3")
+		total += len(res.Records)
+		want := schedule.Shard(mustBuild(t, plan), i, 3)
+		if len(res.Records) != len(want) {
+			t.Fatalf("shard %d: %d records, want its %d arrivals", i, len(res.Records), len(want))
+		}
+		for j, r := range res.Records {
+			w := bySeq[r.Seq]
+			if r.Seq != want[j].Seq || r.Shard != i || r.ScheduledNs != w.ScheduledNs || r.MaxTokens != w.MaxTokens || r.PromptTokens != w.PromptTokens {
+				t.Fatalf("shard %d record %d: seq %d shard %d scheduled %d max_tokens %d prompt %d; one process: seq %d scheduled %d max_tokens %d prompt %d",
+					i, j, r.Seq, r.Shard, r.ScheduledNs, r.MaxTokens, r.PromptTokens, w.Seq, w.ScheduledNs, w.MaxTokens, w.PromptTokens)
+			}
+		}
+		d := res.Manifest.Distributed
+		if d == nil || d.Mode != record.DistShard || d.Generators != 3 || d.Shard != i || len(d.Each) != 1 || d.Each[0].Arrivals != int64(len(want)) || d.Each[0].Records != int64(len(want)) {
+			t.Fatalf("shard %d: distributed %+v", i, d)
+		}
+	}
+	if total != len(whole.Records) {
+		t.Errorf("the shards sent %d, one process %d", total, len(whole.Records))
+	}
+}
+
+// Sessions are split whole: every turn of a session is sent by the shard
+// of its first arrival.
+func TestExecuteShardSessions(t *testing.T) {
+	o := quietOptions()
+	o.Sessions, o.Shard = true, "1/2"
+	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(4, 20*time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := 0
+	for _, r := range res.Records {
+		if r.Shard != 1 || schedule.ShardOf(r.Session-1, 2) != 1 {
+			t.Fatalf("record seq %d of session %d turn %d: shard %d", r.Seq, r.Session, r.Turn, r.Shard)
+		}
+		if r.Turn > 1 {
+			later++
+		}
+	}
+	if later == 0 {
+		t.Fatal("no later turns: the test proves nothing")
+	}
+}
+
+func TestShardClosedLoopRefused(t *testing.T) {
+	o := quietOptions()
+	o.Shard = "0/2"
+	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	_, err = env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(1, time.Second), Closed: &schedule.ClosedLoop{Users: 2, Duration: time.Second}})
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Field != "shard" || !strings.Contains(fe.Message, "closed loop") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// --start-at: a live shard's origin is the start time (in a synctest
+// bubble, exactly), its arrivals are its share, and later runs do not
+// wait; a time already past starts at once and says how late.
+func TestStartAtLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := quietOptions()
+		at := time.Now().Add(90 * time.Second).Truncate(time.Second)
+		o.Shard, o.StartAt = "0/2", at.Format(time.RFC3339Nano)
+		env := bubbleEnv(t, o, nil)
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(4, 5*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Started.Equal(at) {
+			t.Errorf("started %v, want the start time %v", res.Started, at)
+		}
+		for _, r := range res.Records {
+			if r.Seq%2 != 0 || r.Shard != 0 {
+				t.Fatalf("record seq %d shard %d in shard 0/2", r.Seq, r.Shard)
+			}
+		}
+		g := res.Manifest.Distributed.Each[0]
+		if !g.StartAt.Equal(at) || g.StartLateNs != 0 || len(res.Records) != 10 {
+			t.Errorf("%d records; generator %+v", len(res.Records), g)
+		}
+		before := time.Now()
+		if _, err := env.Execute(context.Background(), Spec{Name: "r2", Dir: testDir(t), Command: "test", Plan: onePhase(4, time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(before); took > 10*time.Second {
+			t.Errorf("the second run took %s: it waited again", took)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		var log bytes.Buffer
+		o := quietOptions()
+		o.StartAt = time.Now().Add(-3 * time.Second).Format(time.RFC3339Nano)
+		env := bubbleEnv(t, o, nil)
+		env.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		late, err := env.awaitStart(context.Background())
+		if err != nil || late != 3*time.Second || !strings.Contains(log.String(), "had passed 3s ago") {
+			t.Errorf("late %s err %v log %q", late, err, log.String())
+		}
+	})
+}
+
+func mustBuild(t *testing.T, p schedule.Plan) []schedule.Arrival {
+	t.Helper()
+	a, err := schedule.Build(p, DefaultOptions().Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
