@@ -155,16 +155,24 @@ func runsOf(dirs []string) ([]string, error) {
 		}
 		for _, r := range first {
 			if !slices.Contains(rels, r) {
-				return nil, refuse("%s has %s, %s does not: the shards are not one experiment (a shard cut short, or different settings)", dirs[0], r, d)
+				return nil, refuse("%s has %s, %s does not: the shards are not one experiment (%s)", dirs[0], r, d, whyApart(r))
 			}
 		}
 		for _, r := range rels {
 			if !slices.Contains(first, r) {
-				return nil, refuse("%s has %s, %s does not: the shards are not one experiment (a shard cut short, or different settings)", d, r, dirs[0])
+				return nil, refuse("%s has %s, %s does not: the shards are not one experiment (%s)", d, r, dirs[0], whyApart(r))
 			}
 		}
 	}
 	return first, nil
+}
+
+// whyApart says why shards of an experiment may hold different runs.
+func whyApart(rel string) string {
+	if strings.HasPrefix(rel, "step-") || strings.HasPrefix(rel, "level-") {
+		return "each shard's capacity search or sweep chose its next step from what that shard saw, and theirs went apart; merge the steps they share one by one, e.g. surge merge " + filepath.Join("SHARD0", "step-01-…") + " " + filepath.Join("SHARD1", "step-01-…") + " -o OUT"
+	}
+	return "a shard cut short, or run with other settings"
 }
 
 // experimentRuns lists an experiment folder's run folders, relative to it.

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+func recordsIn(t *testing.T, dir string) []record.Record {
+	t.Helper()
+	var out []record.Record
+	if err := record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(r *record.Record) error {
+		out = append(out, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Two virtual-time shards of one run, merged, hold the requests one
+// process sends of the whole schedule: the same seqs, arrival times,
+// phases and requests, each record with its shard; the merged folder is a
+// run folder with its reports. (Their latencies differ: each shard's
+// engine model saw half the load — the merge says so.)
+func TestShardsMergeToTheWholeSchedule(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--simulate", "--rate", "20", "--duration", "10s", "--seed", "3", "-q"}
+	for _, s := range []string{"", "0/2", "1/2"} {
+		a := append(args, "-o", filepath.Join(dir, "s"+strings.ReplaceAll(s, "/", "of")))
+		if s != "" {
+			a = append(a, "--shard", s)
+		}
+		if code, out, errs := surge(t, a...); code != exitOK && code != exitSLO {
+			t.Fatalf("surge %v: exit %d\n%s\n%s", a, code, out, errs)
+		}
+	}
+	code, out, errs := surge(t, "merge", filepath.Join(dir, "s1of2"), filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "m"))
+	if (code != exitOK && code != exitSLO) || !strings.Contains(out, "merged 2 shards") || !strings.Contains(out, "each against its own engine model") {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
+	}
+	whole, merged := recordsIn(t, filepath.Join(dir, "s")), recordsIn(t, filepath.Join(dir, "m"))
+	if len(whole) == 0 || len(merged) != len(whole) {
+		t.Fatalf("merged %d records, one process %d", len(merged), len(whole))
+	}
+	for i, w := range whole {
+		m := merged[i]
+		if m.Seq != w.Seq || m.ScheduledNs != w.ScheduledNs || m.Phase != w.Phase || m.MaxTokens != w.MaxTokens || m.PromptTokens != w.PromptTokens || m.Shard != int(w.Seq%2) {
+			t.Fatalf("record %d: merged seq %d at %d (%s, max_tokens %d, prompt %d, shard %d); one process seq %d at %d (%s, %d, %d)",
+				i, m.Seq, m.ScheduledNs, m.Phase, m.MaxTokens, m.PromptTokens, m.Shard, w.Seq, w.ScheduledNs, w.Phase, w.MaxTokens, w.PromptTokens)
+		}
+	}
+	for _, f := range []string{"manifest.json", "summary.json", "results.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, "m", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "m", "results.md"))
+	if !strings.Contains(string(md), "merged from 2 shards") {
+		t.Errorf("results.md does not say it is a merge")
+	}
+	md, _ = os.ReadFile(filepath.Join(dir, "s0of2", "results.md"))
+	if !strings.Contains(string(md), "SHARD 0 of 2") {
+		t.Errorf("a shard's results.md does not say it is one shard")
+	}
+
+	// Bad input exits 2 and says why.
+	if code, _, errs := surge(t, append(args, "--rate", "10", "--shard", "1/2", "-o", filepath.Join(dir, "slow"))...); code != exitOK && code != exitSLO {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"disagree":   {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "slow"), "-o", filepath.Join(dir, "x")}, "disagree on config.extra.Rate: 20 in"},
+		"missing":    {[]string{"merge", filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "x")}, "shard 1 of 2 missing"},
+		"twice":      {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "x")}, "given twice"},
+		"not shard":  {[]string{"merge", filepath.Join(dir, "s"), "-o", filepath.Join(dir, "x")}, "not a shard"},
+		"no out":     {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "s1of2")}, "no output folder"},
+		"shard flag": {append(args, "--shard", "2/2", "-o", filepath.Join(dir, "y")), "--shard: the shard index 2 must be below N = 2"},
+	} {
+		code, _, errs := surge(t, c.args...)
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 with %q", name, code, errs, c.want)
+		}
+	}
+}
