@@ -88,3 +88,35 @@ func TestShardsMergeToTheWholeSchedule(t *testing.T) {
 		}
 	}
 }
+
+// Live shards (the simulator over an in-memory network, in a synctest
+// bubble each) write their records as they complete; merged, they are the
+// whole schedule, in seq order, each record once.
+func TestLiveShardsMerge(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--rate", "6", "--duration", "5s", "--seed", "4", "-q"}
+	for _, s := range []string{"0/2", "1/2"} {
+		runVirtual(t, append(args, "--shard", s, "-o", filepath.Join(dir, "s"+s[:1]))...)
+	}
+	runVirtual(t, append(args, "-o", filepath.Join(dir, "one"))...)
+	code, out, errs := surge(t, "merge", filepath.Join(dir, "s0"), filepath.Join(dir, "s1"), "-o", filepath.Join(dir, "m"))
+	if (code != exitOK && code != exitSLO) || !strings.Contains(out, "its own in-process simulator") {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
+	}
+	one, merged := recordsIn(t, filepath.Join(dir, "one")), recordsIn(t, filepath.Join(dir, "m"))
+	if len(one) == 0 || len(merged) != len(one) {
+		t.Fatalf("merged %d records, one process %d", len(merged), len(one))
+	}
+	seen := map[int64]bool{}
+	for i, m := range merged {
+		if seen[m.Seq] || (i > 0 && m.Seq < merged[i-1].Seq) || m.Shard != int(m.Seq%2) {
+			t.Fatalf("record %d: seq %d (shard %d) repeated, out of seq order or in the wrong shard", i, m.Seq, m.Shard)
+		}
+		seen[m.Seq] = true
+	}
+	for _, w := range one {
+		if !seen[w.Seq] {
+			t.Fatalf("seq %d of the schedule missing from the merge", w.Seq)
+		}
+	}
+}

@@ -206,6 +206,9 @@ func warnings(rel string, res *Result) []string {
 	if res.Skew > run.StartSkewWarn {
 		out = append(out, fmt.Sprintf("%sthe shards' origins were %s apart (start skew): the target saw the shards' arrivals shifted by up to that, not the planned schedule; records are placed at their wall-clock times (start the shards with --start-at and synchronised clocks)", scope, res.Skew.Round(time.Millisecond)))
 	}
+	if res.OutOfOrder > 0 {
+		out = append(out, fmt.Sprintf("%s%d records are out of seq order in the merged requests.jsonl: their shard's file had them more than %d records late (a long request among many short ones); every record is there, and the analysis does not depend on the order", scope, res.OutOfOrder, windowOf(len(res.Shards))))
+	}
 	m := res.Shards[0].Manifest
 	switch {
 	case m.VirtualTime:

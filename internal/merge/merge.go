@@ -10,11 +10,12 @@
 // folder that is not a shard's run folder.
 //
 // Records are merged by a k-way merge over the shards' requests.jsonl,
-// streaming (one record per shard in memory), ordered by (Seq, Shard):
-// the shards' arrivals are one schedule, each Seq sent by exactly one
-// shard, so shards whose files are in Seq order (virtual time) give a
-// merged file in Seq order, and a shard's own order is always kept. Every
-// record keeps its Shard.
+// streaming, ordered by (Seq, Shard): the shards' arrivals are one
+// schedule, each Seq sent by exactly one shard. A live shard writes its
+// records as they complete, so each shard's file is put back in Seq order
+// through a bounded reorder window (Window records in all); a record
+// later than that is written out of order, never dropped, and counted.
+// Every record keeps its Shard.
 //
 // One time axis. Each shard's times (every *_ns field that is a time
 // since the origin, and engine.csv's) are relative to its own origin, the
@@ -70,6 +71,9 @@ type Result struct {
 	Shards  []Shard
 	Records int64
 	Skew    time.Duration // the largest offset: how far apart the shards' origins were
+	// OutOfOrder counts the records written after one with a higher seq:
+	// later in their shard's file than its reorder window (Window).
+	OutOfOrder int64
 }
 
 // refuse is a bad-input error (exit 2).
@@ -186,7 +190,8 @@ func Runs(ctx context.Context, shards []Shard, out *rundir.Dir) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	counts, err := mergeRecords(ctx, shards, w)
+	counts, late, err := mergeRecords(ctx, shards, w)
+	res.OutOfOrder = late
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -368,19 +373,33 @@ func copyEngine(s Shard, out *rundir.Dir) error {
 	return w.Close()
 }
 
+// Window is how many records merge holds in all (split between the
+// shards, at least MinWindow each) to put each shard's records back in
+// seq order: a live run writes records as they complete, so a record
+// comes after the later arrivals that completed before it. A record
+// later than its shard's window is still written, out of order, and
+// counted (Result.OutOfOrder).
+const (
+	Window    = 1 << 16
+	MinWindow = 256
+)
+
+// windowOf is each of n shards' reorder window (a variable for tests).
+var windowOf = func(n int) int { return max(MinWindow, Window/n) }
+
 // mergeRecords writes the shards' records to w in (Seq, Shard) order,
-// each shifted by its shard's offset, and returns how many each had.
-func mergeRecords(ctx context.Context, shards []Shard, w *record.Writer) ([]int64, error) {
+// each shifted by its shard's offset, and returns how many each had and
+// how many were written after a record with a higher seq.
+func mergeRecords(ctx context.Context, shards []Shard, w *record.Writer) (counts []int64, outOfOrder int64, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type item struct {
 		rec *record.Record
 		err error
 	}
-	const batch = 256
 	chans := make([]chan item, len(shards))
 	for i, s := range shards {
-		ch := make(chan item, batch)
+		ch := make(chan item, 256)
 		chans[i] = ch
 		path := filepath.Join(s.Dir, "requests.jsonl")
 		if _, err := os.Stat(path); err != nil {
@@ -405,40 +424,64 @@ func mergeRecords(ctx context.Context, shards []Shard, w *record.Writer) ([]int6
 			}
 		}()
 	}
-	counts := make([]int64, len(shards))
-	h := &heads{}
+	window := windowOf(len(shards))
+	counts = make([]int64, len(shards))
+	bufs := make([]heads, len(shards)) // each shard's reorder window
+	open := make([]bool, len(shards))
+	for i := range open {
+		open[i] = true
+	}
+	// fill tops shard i's window up from its file.
+	fill := func(i int) error {
+		for open[i] && len(bufs[i]) < window {
+			it, ok := <-chans[i]
+			switch {
+			case !ok:
+				open[i] = false
+				return nil
+			case it.err != nil:
+				return refuse("%s: %v", shards[i].Dir, it.err)
+			}
+			r := it.rec
+			if r.Shard != shards[i].Index {
+				return refuse("%s: record %s (seq %d) says shard %d, its manifest shard %d: the folder does not hold one shard's records", shards[i].Dir, r.ID, r.Seq, r.Shard, shards[i].Index)
+			}
+			shift(r, int64(shards[i].Offset))
+			counts[i]++
+			heap.Push(&bufs[i], head{r, i})
+		}
+		return nil
+	}
+	h := &heads{} // the next record of each shard
 	next := func(i int) error {
-		it, ok := <-chans[i]
-		switch {
-		case !ok:
-			return nil
-		case it.err != nil:
-			return refuse("%s: %v", shards[i].Dir, it.err)
+		if err := fill(i); err != nil {
+			return err
 		}
-		r := it.rec
-		if r.Shard != shards[i].Index {
-			return refuse("%s: record %s (seq %d) says shard %d, its manifest shard %d: the folder does not hold one shard's records", shards[i].Dir, r.ID, r.Seq, r.Shard, shards[i].Index)
+		if len(bufs[i]) > 0 {
+			heap.Push(h, heap.Pop(&bufs[i]))
 		}
-		shift(r, int64(shards[i].Offset))
-		counts[i]++
-		heap.Push(h, head{r, i})
 		return nil
 	}
 	for i := range shards {
 		if err := next(i); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
+	last := int64(-1 << 63)
 	for h.Len() > 0 {
 		top := heap.Pop(h).(head)
+		if top.rec.Seq < last {
+			outOfOrder++
+		}
+		last = max(last, top.rec.Seq)
 		if err := w.Write(top.rec); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := next(top.shard); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return counts, ctx.Err()
+	return counts, outOfOrder, ctx.Err()
 }
 
 // shift moves a record's times (those since the origin, never durations)
