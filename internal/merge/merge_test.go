@@ -85,7 +85,7 @@ func manifestOf(started time.Time, d *record.Distribution) *record.Manifest {
 
 // writeRun writes a run folder of the records (in the order given) with
 // the manifest.
-func writeRun(t *testing.T, dir string, m *record.Manifest, recs []record.Record) {
+func writeRun(t testing.TB, dir string, m *record.Manifest, recs []record.Record) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func writeRun(t *testing.T, dir string, m *record.Manifest, recs []record.Record
 // folders by Seq mod n; shard i started offsets[i] after t0, so its times
 // are relative to that, and its file is in Seq order or, when shuffle,
 // in a random order (a live run writes in completion order).
-func writeShards(t *testing.T, rng *rand.Rand, root string, recs []record.Record, n int, offsets []time.Duration, shuffle bool) []string {
+func writeShards(t testing.TB, rng *rand.Rand, root string, recs []record.Record, n int, offsets []time.Duration, shuffle bool) []string {
 	t.Helper()
 	var dirs []string
 	for i := range n {
