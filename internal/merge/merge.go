@@ -274,7 +274,8 @@ func manifest(shards []Shard, counts []int64, skew time.Duration, name string) *
 		g.Partial, g.PartialWhy = sm.Partial, sm.PartialWhy
 		d.Each = append(d.Each, g)
 		if sm.Partial {
-			why = append(why, fmt.Sprintf("shard %d (%s): %s", s.Index, s.Dir, cmp.Or(sm.PartialWhy, "partial")))
+			// The reason first: run.Interrupted reads its start.
+			why = append(why, fmt.Sprintf("%s (shard %d, %s)", cmp.Or(sm.PartialWhy, "partial"), s.Index, s.Dir))
 		}
 		if sp := sm.SharedPrefix; sp != nil {
 			if prefix == nil {

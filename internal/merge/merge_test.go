@@ -422,3 +422,44 @@ func TestMergeBeyondWindow(t *testing.T) {
 		t.Errorf("the analysis depends on the order of the records")
 	}
 }
+
+// A partial shard makes the merged run partial, saying which shard and
+// why; the spend is summed.
+func TestMergePartialShard(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(5, 5)), 40)
+	root := t.TempDir()
+	var dirs []string
+	for i := range 2 {
+		var part []record.Record
+		for _, r := range recs {
+			if int(r.Seq%2) == i {
+				r.Shard = i
+				part = append(part, r)
+			}
+		}
+		m := manifestOf(t0, &record.Distribution{Mode: record.DistShard, Generators: 2, Shard: i})
+		m.Spent = &record.Spent{Requests: int64(len(part)), OutputTokens: 100}
+		if i == 1 {
+			m.Partial, m.PartialWhy = true, "interrupted (Ctrl-C) before the plan completed"
+		}
+		d := filepath.Join(root, fmt.Sprint(i))
+		writeRun(t, d, m, part)
+		dirs = append(dirs, d)
+	}
+	if _, err := Folders(context.Background(), dirs, Options{Out: filepath.Join(root, "m")}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := record.ReadManifest(filepath.Join(root, "m", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Partial || !strings.Contains(m.PartialWhy, "(shard 1, ") || !run.Interrupted(m.PartialWhy) {
+		t.Errorf("partial %v: %q", m.Partial, m.PartialWhy)
+	}
+	if m.Spent == nil || m.Spent.Requests != 40 || m.Spent.OutputTokens != 200 {
+		t.Errorf("spent %+v, want the shards' sum", m.Spent)
+	}
+	if !m.Distributed.Each[1].Partial || m.Distributed.Each[0].Partial {
+		t.Errorf("each %+v", m.Distributed.Each)
+	}
+}
