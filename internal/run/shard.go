@@ -136,7 +136,7 @@ func (e *Env) awaitStart(ctx context.Context) (late time.Duration, err error) {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("run: interrupted while waiting for --start-at %s: %w", e.Opts.StartAt, ctx.Err())
+			return 0, startInterrupted(e.Opts.StartAt)
 		case <-t.C:
 		}
 	}
@@ -146,6 +146,15 @@ func (e *Env) awaitStart(ctx context.Context) (late time.Duration, err error) {
 	}
 	return late, nil
 }
+
+// startInterrupted is a Ctrl-C while waiting for --start-at: an
+// ErrInterrupted (nothing was written) with its own words.
+type startInterrupted string
+
+func (s startInterrupted) Error() string {
+	return "interrupted while waiting for --start-at " + string(s) + "; nothing was written"
+}
+func (startInterrupted) Is(target error) bool { return target == ErrInterrupted }
 
 // shardDistribution is the manifest's distribution of a shard's run
 // folder (nil for one process): this generator alone, with what it was

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -227,6 +228,21 @@ func TestStartAtLive(t *testing.T) {
 		late, err := env.awaitStart(context.Background())
 		if err != nil || late != 3*time.Second || !strings.Contains(log.String(), "had passed 3s ago") {
 			t.Errorf("late %s err %v log %q", late, err, log.String())
+		}
+	})
+	synctest.Test(t, func(t *testing.T) { // Ctrl-C while waiting: nothing is written
+		o := quietOptions()
+		o.StartAt = time.Now().Add(time.Hour).Format(time.RFC3339Nano)
+		env := bubbleEnv(t, o, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Minute, cancel)
+		d := testDir(t)
+		_, err := env.Execute(ctx, Spec{Name: "r", Dir: d, Command: "test", Plan: onePhase(4, time.Second)})
+		if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "waiting for --start-at") {
+			t.Fatalf("err = %v, want ErrInterrupted while waiting", err)
+		}
+		if entries, _ := os.ReadDir(d.Path()); len(entries) > 1 { // the lock file
+			t.Errorf("written while waiting: %v", entries)
 		}
 	})
 }
