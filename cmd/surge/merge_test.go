@@ -120,3 +120,11 @@ func TestLiveShardsMerge(t *testing.T) {
 		}
 	}
 }
+
+// --dry-run says that a shard sends only its share of what it shows.
+func TestShardDryRun(t *testing.T) {
+	code, out, errs := surge(t, "run", "--simulate", "--rate", "10", "--duration", "10s", "--shard", "1/3", "--dry-run")
+	if code != exitOK || !strings.Contains(out, "shard 1 of 3 (--shard 1/3): this process sends only the arrivals whose seq mod 3 is 1") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -54,6 +54,9 @@ func DryRun(w io.Writer, command string, o *run.Options, virtual bool, runs []Pl
 	var b strings.Builder
 	fmt.Fprintf(&b, "surge %s --dry-run: the plan below is what would be sent; nothing is sent and nothing is written.\n", command)
 	fmt.Fprintf(&b, "target: %s; model %s; api %s; seed %d\n", target, o.Model, o.API, o.Seed)
+	if i, n, err := o.ShardOf(); err == nil && o.Shard != "" { // --shard (run/shard.go)
+		fmt.Fprintf(&b, "shard %d of %d (--shard %s): this process sends only the arrivals whose seq mod %d is %d, about 1/%d of the whole schedule below (the plan and workload shown, and the estimate, are the whole schedule's)\n", i, n, o.Shard, n, i, n)
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
