@@ -65,8 +65,20 @@ func Folders(ctx context.Context, dirs []string, o Options, w io.Writer) (*Merge
 			return nil, err
 		}
 	}
+	_, statErr := os.Stat(o.Out)
+	created := errors.Is(statErr, os.ErrNotExist)
 	out, err := rundir.Create(o.Out, rundir.Options{Force: o.Force, Owner: "surge merge"})
 	if err != nil {
+		return nil, err
+	}
+	// fail gives up: a folder the merge created is removed (a record that
+	// belongs to no shard is found only while merging), so that no half
+	// merge is left to be mistaken for a run.
+	fail := func(err error) (*Merged, error) {
+		out.Close()
+		if created {
+			os.RemoveAll(o.Out)
+		}
 		return nil, err
 	}
 	m := &Merged{Runs: rels}
@@ -75,15 +87,13 @@ func Folders(ctx context.Context, dirs []string, o Options, w io.Writer) (*Merge
 		if rel != "." {
 			for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
 				if d, err = d.Sub(part); err != nil {
-					out.Close()
-					return nil, err
+					return fail(err)
 				}
 			}
 		}
 		res, err := Runs(ctx, groups[i], d)
 		if err != nil {
-			out.Close()
-			return nil, err
+			return fail(err)
 		}
 		m.Records += res.Records
 		m.Warnings = append(m.Warnings, warnings(rel, res)...)

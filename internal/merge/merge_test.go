@@ -344,6 +344,15 @@ func TestMergeRefuses(t *testing.T) {
 		"not a shard": {func(t *testing.T, root string) []string {
 			return []string{shard(t, root+"/a", 0, 2, func(m *record.Manifest) { m.Distributed = nil })}
 		}, []string{"not a shard", "without --shard"}},
+		"already merged": {func(t *testing.T, root string) []string {
+			return []string{shard(t, root+"/a", 0, 2, func(m *record.Manifest) { m.Distributed.Shard = -1 })}
+		}, []string{"already a merge of 2 shards"}},
+		"a coordinated run": {func(t *testing.T, root string) []string {
+			return []string{shard(t, root+"/a", 0, 2, func(m *record.Manifest) { m.Distributed.Mode = record.DistCoordinator })}
+		}, []string{`distributed mode "coordinator"`}},
+		"not finished": {func(t *testing.T, root string) []string {
+			return []string{shard(t, root+"/a", 0, 1, func(m *record.Manifest) { m.Finished = time.Time{} })}
+		}, []string{"has not finished"}},
 		"a record of another shard": {func(t *testing.T, root string) []string {
 			a := shard(t, root+"/a", 0, 2, nil)
 			b := shard(t, root+"/b", 1, 2, nil)
@@ -375,10 +384,8 @@ func TestMergeRefuses(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, s)
 				}
 			}
-			if name != "a record of another shard" { // found while merging: the folder was claimed
-				if _, err := os.Stat(out); err == nil {
-					t.Errorf("%s written despite the refusal", out)
-				}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s written despite the refusal", out)
 			}
 		})
 	}
