@@ -128,3 +128,29 @@ func TestShardDryRun(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// A burst experiment's shards are merged multiplier by multiplier, and
+// the merged folder gets the burst layout.
+func TestBurstShardsMerge(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"burst", "--simulate", "--baseline-rps", "4", "--multipliers", "2,3", "-q"}
+	n := 0
+	for _, s := range []string{"0/2", "1/2"} {
+		o := filepath.Join(dir, "b"+s[:1])
+		if code, out, errs := surge(t, append(args, "--shard", s, "-o", o)...); code != exitOK && code != exitSLO {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		n += len(recordsIn(t, filepath.Join(o, "burst-2x")))
+	}
+	code, out, errs := surge(t, "merge", filepath.Join(dir, "b0"), filepath.Join(dir, "b1"), "-o", filepath.Join(dir, "m"))
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got := len(recordsIn(t, filepath.Join(dir, "m", "burst-2x"))); got != n || n == 0 {
+		t.Errorf("burst-2x: %d merged records, the shards had %d", got, n)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "m", "results.md"))
+	if err != nil || !strings.Contains(string(md), " 3× |") || !strings.Contains(string(md), "merged from 2 shards") {
+		t.Errorf("the merged burst's results.md (%v):\n%s", err, md)
+	}
+}
