@@ -133,7 +133,7 @@ func TestShardDryRun(t *testing.T) {
 // the merged folder gets the burst layout.
 func TestBurstShardsMerge(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"burst", "--simulate", "--baseline-rps", "4", "--multipliers", "2,3", "-q"}
+	args := []string{"burst", "--simulate", "--baseline-rps", "4", "--multipliers", "2", "-q"}
 	n := 0
 	for _, s := range []string{"0/2", "1/2"} {
 		o := filepath.Join(dir, "b"+s[:1])
@@ -150,7 +150,7 @@ func TestBurstShardsMerge(t *testing.T) {
 		t.Errorf("burst-2x: %d merged records, the shards had %d", got, n)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "m", "results.md"))
-	if err != nil || !strings.Contains(string(md), " 3× |") || !strings.Contains(string(md), "merged from 2 shards") {
+	if err != nil || !strings.Contains(string(md), " 2× |") || !strings.Contains(string(md), "merged from 2 shards") {
 		t.Errorf("the merged burst's results.md (%v):\n%s", err, md)
 	}
 }
