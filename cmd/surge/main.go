@@ -96,5 +96,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd(), newCheckCmd())
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newColdstartCmd())
+	root.AddCommand(newK8sCmd())
 	return root
 }
