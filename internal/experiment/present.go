@@ -397,6 +397,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	for _, e := range res.SimEvents {
 		c.Markers = append(c.Markers, report.Marker{Kind: report.MarkerScaling, T: e.At.Seconds(), Label: milestoneLabel(e)})
 	}
+	c.Markers = append(c.Markers, scalingMarkers(res)...)
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/scaling"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
@@ -105,6 +106,9 @@ type Result struct {
 	// SharedPrefix counts the shared prefix of the prompts (--shared-prefix);
 	// nil without one.
 	SharedPrefix *record.SharedPrefix
+	// Scaling is the autoscaling timeline (scaling.json): from
+	// --watch-k8s, or from the simulator's SimEvents; nil for none.
+	Scaling *scaling.Timeline
 }
 
 // Count is the number of records.
