@@ -55,16 +55,26 @@ func TestScalingTimelineFromSimulator(t *testing.T) {
 	}
 }
 
-// fakeKubectl puts on PATH a kubectl that replays the recorded streams in
-// testdata/k8s: pod r0 there before the run, pod r1 appearing during it.
-func fakeKubectl(t *testing.T) {
-	td, _ := filepath.Abs(filepath.Join("testdata", "k8s"))
+// fakeKubectl puts on PATH a kubectl that replays recorded files of dir:
+// RES-list.json for `get RES -o json`, RES-watch.json for `get RES -w`
+// (RES pods or nodes), with names from files (nil: those names).
+func fakeKubectl(t *testing.T, dir string, files map[string]string) {
+	td, _ := filepath.Abs(dir)
+	name := func(n string) string {
+		if f, ok := files[n]; ok {
+			return f
+		}
+		return n
+	}
 	bin := t.TempDir()
 	script := `#!/bin/sh
 watch=no
 for a in "$@"; do [ "$a" = "-w" ] && watch=yes; done
-if [ $watch = yes ]; then cat ` + td + `/$2-watch.json; exec sleep 60; fi
-cat ` + td + `/$2-list.json
+if [ $watch = yes ]; then
+  if [ "$2" = pods ]; then cat ` + td + "/" + name("pods-watch.json") + `; else cat ` + td + "/" + name("nodes-watch.json") + `; fi
+  exec sleep 60
+fi
+if [ "$2" = pods ]; then cat ` + td + "/" + name("pods-list.json") + `; else cat ` + td + "/" + name("nodes-list.json") + `; fi
 `
 	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -72,12 +82,35 @@ cat ` + td + `/$2-list.json
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
+// TestWatchK8sScaleUpRendered: the recorded scale-up from 1 to 3 pods
+// with a node added (internal/kube/testdata) rendered in a run's report:
+// both events, the added node, the distribution over the two, and the
+// note that no response named a new pod (the simulator's replicas are r0…).
+func TestWatchK8sScaleUpRendered(t *testing.T) {
+	fakeKubectl(t, filepath.Join("..", "..", "internal", "kube", "testdata"), map[string]string{"pods-watch.json": "pods-scaleup.json", "nodes-watch.json": "nodes-scaleup.json"})
+	out := filepath.Join(t.TempDir(), "r")
+	code, _, stderr := surge(t, "run", "--rate", "10", "--duration", "1s", "--output-tokens", "4", "--prompt-tokens", "16", "--prompt-calibration", "off", "--watch-k8s", "llm/app=vllm", "-q", "-o", out)
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("code %d: %s", code, stderr)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "results.md"))
+	for _, want := range []string{"vllm-7d9f6c5b8-p8q2n", "vllm-7d9f6c5b8-z7w9r", "gke-gpu-b (added)", "distribution over 2 events", "first served unknown"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("results.md lacks %q", want)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
+	if !strings.Contains(string(html), "node ready (vllm-7d9f6c5b8-z7w9r)") {
+		t.Error("report.html lacks the node-ready marker of the pod that needed a node")
+	}
+}
+
 // TestWatchK8sLive: a live run against the built-in simulator with a
 // watch of a replayed cluster: the pod that appeared (r1) is the event,
 // and its first request served comes from the records' replica header
 // (the simulator's X-Surge-Replica names r0 and r1).
 func TestWatchK8sLive(t *testing.T) {
-	fakeKubectl(t)
+	fakeKubectl(t, filepath.Join("testdata", "k8s"), nil)
 	out := filepath.Join(t.TempDir(), "r")
 	code, _, stderr := surge(t, "run", "--rate", "20", "--duration", "1s", "--output-tokens", "4", "--prompt-tokens", "16", "--prompt-calibration", "off", "--replicas", "2", "--watch-k8s", "llm/app=sim", "-q", "-o", out)
 	if code != exitOK && code != exitSLO {
