@@ -41,6 +41,7 @@ type Watch struct {
 	Tracker *Tracker
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	stop    sync.Once
 }
 
 // Start lists the Target's pods and the nodes (what existed before the
@@ -93,22 +94,26 @@ func Start(ctx context.Context, kubectl string, t Target, warn func(string)) (*W
 }
 
 // list runs one kubectl get and returns its output; its error carries
-// kubectl's own first line of complaint.
+// kubectl's own last line of complaint.
 func list(ctx context.Context, path string, args []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, ListTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := exec.CommandContext(ctx, path, append(args, "--request-timeout="+ListTimeout.String())...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("kubectl %s: %v%s", strings.Join(args, " "), err, firstLine(stderr.Bytes()))
+		return nil, fmt.Errorf("kubectl %s: %v%s", strings.Join(args, " "), err, lastLine(stderr.Bytes()))
 	}
 	return out, nil
 }
 
-func firstLine(b []byte) string {
-	line, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte("\n"))
+// lastLine is kubectl's own complaint: the last line of its stderr (the
+// lines before it are client-go's retries, e.g. "memcache.go:265]
+// Unhandled Error").
+func lastLine(b []byte) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	line := bytes.TrimSpace(lines[len(lines)-1])
 	if len(line) == 0 {
 		return ""
 	}
@@ -138,12 +143,22 @@ func (w *Watch) stream(ctx context.Context, path string, args []string, what str
 		if ctx.Err() != nil {
 			return // stopped
 		}
-		w.Tracker.Note(fmt.Sprintf("--watch-k8s: the %s watch ended before the run did (%v%s)", what, errors.Join(derr, werr), firstLine(stderr.Bytes())))
+		why := "kubectl exited"
+		if err := errors.Join(derr, werr); err != nil {
+			why = err.Error()
+		}
+		w.Tracker.Note(fmt.Sprintf("--watch-k8s: the %s watch ended before the run did (%s%s); later changes are not in the timeline", what, why, lastLine(stderr.Bytes())))
 	}()
 }
 
-// Stop ends the watches and waits for their goroutines.
+// Stop ends the watches and waits for their goroutines. It may be called
+// more than once, and on a nil Watch (none started).
 func (w *Watch) Stop() {
-	w.cancel()
-	w.wg.Wait()
+	if w == nil {
+		return
+	}
+	w.stop.Do(func() {
+		w.cancel()
+		w.wg.Wait()
+	})
 }

@@ -88,6 +88,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
 	watch := e.startWatch(ctx) // before the clock starts: the pods that exist now are not scaling events
+	defer watch.Stop()         // nil-safe, once: the timeline stops it when the run ends
 	started := time.Now()
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
 	// A manifest first that says the run has not finished: if the end of
