@@ -398,6 +398,7 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 		c.Markers = append(c.Markers, report.Marker{Kind: report.MarkerScaling, T: e.At.Seconds(), Label: milestoneLabel(e)})
 	}
 	c.Markers = append(c.Markers, scalingMarkers(res)...)
+	c.Bands = scalingBands(res)
 	return c
 }
 

@@ -120,3 +120,35 @@ func scalingMarkers(res *run.Result) []report.Marker {
 	}
 	return out
 }
+
+// scalingBands are the chart strips of the timeline's events: from the
+// pod's creation (the replica's request) to the first request it served,
+// else to Ready, else to the last milestone it reached.
+func scalingBands(res *run.Result) []report.Band {
+	if res.Scaling == nil {
+		return nil
+	}
+	var out []report.Band
+	for _, e := range res.Scaling.Events {
+		start, ok := e.At(scaling.PodCreated)
+		if !ok {
+			continue
+		}
+		end, ok := e.At(scaling.FirstServed)
+		if !ok {
+			end, ok = e.At(scaling.Ready)
+		}
+		if !ok {
+			for _, s := range e.Milestones {
+				if s.Milestone != scaling.Recovered && s.AtNs > end {
+					end = s.AtNs
+				}
+			}
+		}
+		if end < start {
+			end = start
+		}
+		out = append(out, report.Band{Label: e.Replica + ": pod created → first served", Start: float64(start) / 1e9, End: float64(end) / 1e9})
+	}
+	return out
+}
