@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/surge-bench/surge/internal/scaling"
@@ -212,8 +213,9 @@ cat "$list"
 
 // TestStartWatchesThroughKubectl runs the watch through a kubectl that
 // replays the recorded streams: the pods and nodes seen, the watch stopped
-// cleanly (no note about a watch that ended early).
+// cleanly (no note about a watch that ended early, no goroutine left).
 func TestStartWatchesThroughKubectl(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	kc := fakeKubectl(t, "pods-list.json", "pods-scaleup.json", false)
 	var warns []string
 	w, err := Start(context.Background(), kc, Target{"llm", "app=vllm"}, func(s string) { warns = append(warns, s) })
