@@ -16,7 +16,8 @@ import (
 // renders the timeline from scaling.json again.
 func TestScalingTimelineFromSimulator(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "b")
-	code, _, stderr := surge(t, "burst", "--simulate", "--autoscale", "--max-replicas", "4", "--multipliers", "5", "-q", "-o", out)
+	code, _, stderr := surge(t, "burst", "--simulate", "--autoscale", "--max-replicas", "4", "--multipliers", "5",
+		"--warmup", "10s", "--baseline", "60s", "--burst", "120s", "--recovery", "180s", "-q", "-o", out)
 	if code != exitOK && code != exitSLO {
 		t.Fatalf("code %d: %s", code, stderr)
 	}
