@@ -313,6 +313,8 @@ func (f *flags) options(o *run.Options) {
 	f.str(&o.Deployment, "deployment", "deployment", "recorded in the manifest: serverless, dedicated, self-managed, …")
 	f.str(&o.Hardware, "hardware", "hardware", "recorded in the manifest: accelerator type and count, if known")
 	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")
+	f.str(&o.WatchK8s, "watch_k8s", "watch-k8s", "the autoscaling timeline of a live run: watch these pods (and the nodes, when you may list them) through kubectl during each run, NAMESPACE/SELECTOR, e.g. --watch-k8s llm/app=vllm; each new pod's milestones from created to first request served go to scaling.json and the report (needs kubectl on PATH; without it the run carries on without a timeline)")
+	f.str(&o.ReplicaHeader, "replica_header", "replica-header", "response header naming the replica or pod that answered, by pod name or IP (IP:port too), for the first request each new pod served (default X-Surge-Replica, the simulator's; e.g. X-Upstream-Addr from a proxy's $upstream_addr)")
 	f.budget(o)
 	f.simulator("sim.", &o.Sim)
 	f.shard(o)

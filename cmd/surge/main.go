@@ -97,5 +97,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newColdstartCmd())
 	root.AddCommand(newMergeCmd())
+	root.AddCommand(newK8sCmd())
 	return root
 }

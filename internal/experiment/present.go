@@ -400,6 +400,8 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	for _, e := range res.SimEvents {
 		c.Markers = append(c.Markers, report.Marker{Kind: report.MarkerScaling, T: e.At.Seconds(), Label: milestoneLabel(e)})
 	}
+	c.Markers = append(c.Markers, scalingMarkers(res)...)
+	c.Bands = scalingBands(res)
 	return c
 }
 

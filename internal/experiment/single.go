@@ -286,6 +286,7 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 		h.Breakdowns = append(h.Breakdowns, pt)
 	}
 	h.Breakdowns = append(h.Breakdowns, SessionTables("Sessions, per turn", res.Analysis)...)
+	h.Breakdowns = append(h.Breakdowns, ScalingTables("", res)...)
 	return WriteReports(res.Spec.Dir, t, h)
 }
 

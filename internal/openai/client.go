@@ -402,7 +402,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	rec.HeadersNs = now
 	rec.Status = resp.StatusCode
 	applyTGIHeaders(rec, resp.Header)
-	if v := resp.Header[ReplicaHeader]; len(v) > 0 {
+	if v := resp.Header[c.cfg.ReplicaHeader]; len(v) > 0 {
 		rec.Replica = c.safeToken(v[0], req.Prompt)
 	}
 	rec.RateLimit = parseRateLimit(resp.Header, time.Now())

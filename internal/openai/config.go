@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,7 @@ type Config struct {
 	Retries            int               // retries after a retryable failure; 0 = off
 	RetryMaxWait       time.Duration     // longest wait before a retry; a longer Retry-After ends retrying
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
+	ReplicaHeader      string            // response header naming the replica (or pod) that answered; "" = ReplicaHeader
 	// TracePrefix is the first half of every trace id sent in traceparent
 	// (see TraceID); zero means random, chosen by New.
 	TracePrefix [8]byte `json:"-" yaml:"-"`
@@ -89,6 +91,7 @@ func (c Config) withDefaults() Config {
 	if c.RetryMaxWait == 0 {
 		c.RetryMaxWait = DefaultRetryMaxWait
 	}
+	c.ReplicaHeader = http.CanonicalHeaderKey(cmp.Or(c.ReplicaHeader, ReplicaHeader))
 	return c
 }
 

@@ -25,6 +25,16 @@ type chartRun struct {
 	Phases  []chartPhase  `json:"phases"`
 	Markers []chartMarker `json:"markers"`
 	Notes   []string      `json:"notes"`
+	Bands   []chartBand   `json:"bands,omitempty"` // scaling events, strips along each chart's bottom
+}
+
+// chartBand is one scaling event's strip: Row stacks overlapping ones.
+type chartBand struct {
+	Label string  `json:"label"`
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+	Row   int     `json:"row"`
+	Color string  `json:"color"`
 }
 
 type chart struct {
@@ -96,6 +106,9 @@ var phaseColors = map[string]string{
 }
 
 const otherPhaseColor = "rgba(148,103,189,0.08)"
+
+// bandColor is the scaling strips' colour (the scaling markers' hue).
+const bandColor = "rgba(184,134,11,0.55)"
 
 var markerStyles = map[MarkerKind]struct {
 	label, color string
@@ -183,6 +196,24 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 			label = st.label
 		}
 		run.Markers = append(run.Markers, chartMarker{N: len(run.Markers) + 1, Kind: m.Kind, T: m.T, Label: label, Color: st.color, Dash: st.dash})
+	}
+	bandEnds := []float64{}
+	for _, b := range rc.Bands {
+		if !finite(b.Start) || !finite(b.End) || b.End < b.Start {
+			return fail("band %q: bad interval [%v, %v]", b.Label, b.Start, b.End)
+		}
+		row := 0 // the first row free at b.Start
+		for row < len(bandEnds) && bandEnds[row] > b.Start {
+			row++
+		}
+		if row == len(bandEnds) {
+			bandEnds = append(bandEnds, 0)
+		}
+		bandEnds[row] = b.End
+		run.Bands = append(run.Bands, chartBand{Label: b.Label, Start: b.Start, End: b.End, Row: row, Color: bandColor})
+	}
+	if len(run.Bands) > 0 {
+		run.Notes = append(run.Notes, "the strips along the bottom of each chart: each new replica from its request (pod created) to the first request it served (else to Ready)")
 	}
 	for _, s := range []struct {
 		name string

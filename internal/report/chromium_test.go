@@ -293,6 +293,8 @@ func TestMarkerTagsNeverOverlap(t *testing.T) {
 	for i := range 12 {
 		rc.Markers = append(rc.Markers, Marker{Kind: MarkerScaling, T: 12 + float64(i)*0.25, Label: fmt.Sprintf("milestone %d", i)})
 	}
+	// Three scaling events, two overlapping: strips on two rows.
+	rc.Bands = []Band{{Label: "r1", Start: 5, End: 14}, {Label: "r2", Start: 8, End: 20}, {Label: "r3", Start: 15, End: 22}}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, rep); err != nil {
 		t.Fatal(err)
@@ -304,6 +306,15 @@ func TestMarkerTagsNeverOverlap(t *testing.T) {
 	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1400,3000", "--dump-dom", "file://"+page)
 	if e := browsertest.BodyAttrs(t, dom)["data-js-errors"]; e != "" {
 		t.Errorf("JavaScript errors: %s", e)
+	}
+	strips := regexp.MustCompile(`data-scaling-strips="(\d+)"`).FindAllSubmatch(dom, -1)
+	if len(strips) == 0 {
+		t.Error("no chart reports its scaling strips")
+	}
+	for _, m := range strips {
+		if string(m[1]) != "3" {
+			t.Errorf("a chart drew %s scaling strips, want 3", m[1])
+		}
 	}
 	charts := regexp.MustCompile(`data-band-labels="([^"]*)" data-tags="([^"]*)" data-tags-skipped="(\d+)" data-plot-top="(\d+)"`).FindAllSubmatch(dom, -1)
 	if len(charts) == 0 {

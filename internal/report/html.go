@@ -139,6 +139,17 @@ type RunCharts struct {
 
 	Phases  []Phase
 	Markers []Marker
+	// Bands are the scaling events (one new replica each, from its request
+	// to the first request it served), drawn as strips along the bottom
+	// of every chart; seconds since the run's start.
+	Bands []Band
+}
+
+// Band is one interval of a run drawn as a strip, e.g. "r1: pod created →
+// first served".
+type Band struct {
+	Label      string
+	Start, End float64
 }
 
 // WriteHTML writes r as one self-contained HTML page: the results tables,

@@ -118,6 +118,9 @@ func Check(o Options, virtual bool) error {
 	if err := o.Validate(); err != nil {
 		return configErr(err)
 	}
+	if err := checkWatch(&o, virtual); err != nil {
+		return configErr(err)
+	}
 	if virtual && o.Target != "" {
 		return configErr(&field.Error{Field: "simulate", Message: "runs against the engine model in virtual time; it cannot be combined with --target"})
 	}
@@ -353,6 +356,7 @@ func (e *Env) ClientConfig(maxConns int) openai.Config {
 	c.Timeout, c.Retries = o.Timeout, o.Retries
 	c.CACertFile, c.InsecureSkipVerify = o.CACert, o.Insecure
 	c.MaxConns = maxConns
+	c.ReplicaHeader = o.ReplicaHeader
 	if e.network != nil {
 		c.Dial = e.network.DialContext
 	}

@@ -95,6 +95,8 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
+	watch := e.startWatch(ctx) // before the clock starts: the pods that exist now are not scaling events
+	defer watch.Stop()         // nil-safe, once: the timeline stops it when the run ends
 	started := time.Now()
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
 	res.shardArrivals, res.startLate = int64(len(arrivals)), late
@@ -194,6 +196,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		phases = append(phases, b.Name)
 	}
 	res.EngineTiming = analyze.EngineTimings(res.Records, phases, spec.Exclude, source)
+	res.Scaling = e.scalingTimeline(spec, res, watch)
 	if spec.Finish != nil {
 		spec.Finish(res)
 	}
@@ -220,6 +223,9 @@ func Save(d *rundir.Dir, res *Result) error {
 		return err
 	}
 	if err := d.WriteJSON("summary.json", res.summary()); err != nil {
+		return err
+	}
+	if err := saveScaling(d, res.Scaling); err != nil {
 		return err
 	}
 	return d.WriteFile("timeseries.csv", func(w io.Writer) error { return rundir.WriteTimeseries(w, res.Analysis, res.Engine) })

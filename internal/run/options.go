@@ -142,6 +142,12 @@ type Options struct {
 	// start together.
 	Shard   string `yaml:"shard"`
 	StartAt string `yaml:"start_at"`
+	// The autoscaling timeline (scaling.go): the pods (and nodes) watched
+	// through kubectl during live runs, and the response header naming the
+	// replica or pod that answered (first request served by a new pod).
+	WatchK8s      string `yaml:"watch_k8s"`      // NAMESPACE/SELECTOR, e.g. llm/app=vllm ("" = none)
+	ReplicaHeader string `yaml:"replica_header"` // "" = openai.ReplicaHeader (the simulator's)
+	Kubectl       string `yaml:"-"`              // the kubectl binary ("" = from PATH); tests replace it
 }
 
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.

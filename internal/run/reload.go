@@ -179,6 +179,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	if res.Prompt == nil {
 		res.Prompt = m.PromptSizing
 	}
+	res.Scaling = loadScaling(r.Dir.Path, res)
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
 		if !r.SummaryOK && len(res.Engine) > 0 { // engine.csv holds the queue-time histogram the summary derived it from

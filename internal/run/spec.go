@@ -7,6 +7,7 @@ import (
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/scaling"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/sim"
@@ -108,6 +109,9 @@ type Result struct {
 
 	shardArrivals int64         // the arrivals this shard was given (--shard; shard.go)
 	startLate     time.Duration // how late its origin was after --start-at
+	// Scaling is the autoscaling timeline (scaling.json): from
+	// --watch-k8s, or from the simulator's SimEvents; nil for none.
+	Scaling *scaling.Timeline
 }
 
 // Count is the number of records.

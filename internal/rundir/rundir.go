@@ -25,6 +25,7 @@ var Files = []string{
 	"capacity.json", "sweep.json", "soak.json", "check.json", "check.md",
 	"compare.md", "compare.json", "compare.html",
 	"coldstart.json", "coldstart.md", "server.log",
+	"scaling.json",
 }
 
 // isFile reports whether name is one of Files, or the temporary file one of

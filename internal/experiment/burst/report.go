@@ -360,6 +360,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 			h.Breakdowns = append(h.Breakdowns, pt)
 		}
 		h.Breakdowns = append(h.Breakdowns, experiment.SessionTables(scope+": sessions, per turn", res.Analysis)...)
+		h.Breakdowns = append(h.Breakdowns, experiment.ScalingTables(scope, res)...)
 	}
 	pooledLines := pooledRows(env, c, &t, runs)
 	if why := env.BudgetStop(); why != "" {

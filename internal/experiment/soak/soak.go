@@ -351,6 +351,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		h.Breakdowns = append(h.Breakdowns, pt)
 		extra = append(extra, pt)
 	}
+	st := experiment.ScalingTables("", res)
+	h.Breakdowns = append(h.Breakdowns, st...)
+	extra = append(extra, st...)
 	if err := d.WriteJSON("soak.json", sr); err != nil {
 		return err
 	}

@@ -143,6 +143,17 @@
             right = x + 11 * r + w;
             names.push(p.name);
           });
+          // Scaling events: a thin strip each along the plot's bottom,
+          // overlapping ones stacked by row.
+          var strips = 0;
+          (run.bands || []).forEach(function (b) {
+            var x0 = clampX(u, b.start), x1 = Math.max(clampX(u, b.end), x0 + 2 * r);
+            var h = 4 * r, y = u.bbox.top + u.bbox.height - (b.row + 1) * (h + 1 * r);
+            ctx.fillStyle = b.color;
+            ctx.fillRect(x0, y, x1 - x0, h);
+            strips++;
+          });
+          u.root.setAttribute("data-scaling-strips", String(strips));
           u.root.setAttribute("data-band-labels", names.join(","));
           ctx.restore();
         }],

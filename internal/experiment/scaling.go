@@ -1,0 +1,154 @@
+package experiment
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/surge-bench/surge/internal/report"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/scaling"
+)
+
+// ScalingTables are the autoscaling timeline's tables (docs/metrics.md
+// "Autoscaling timeline"): one row per scaling event with its milestones
+// in seconds since the run's start (and Kubernetes' own time beside
+// surge's), and with several events the distribution of each interval
+// over them. None without a timeline.
+func ScalingTables(scope string, res *run.Result) []report.LevelTable {
+	tl := res.Scaling
+	if tl == nil || len(tl.Events) == 0 && len(tl.Notes) == 0 {
+		return nil
+	}
+	title := "Autoscaling timeline"
+	if scope != "" {
+		title = scope + ": autoscaling timeline"
+	}
+	present := map[string]bool{}
+	for _, e := range tl.Events {
+		for _, s := range e.Milestones {
+			present[s.Milestone] = true
+		}
+	}
+	cols := []report.LevelColumn{{Key: "replica", Head: "replica", Kind: report.LevelText}}
+	if tl.Source == scaling.SourceKubernetes {
+		cols = append(cols, report.LevelColumn{Key: "node", Head: "node", Kind: report.LevelText})
+	}
+	var ms []string
+	for _, m := range scaling.Order {
+		if present[m] {
+			ms = append(ms, m)
+			cols = append(cols, report.LevelColumn{Key: m + "_s", Head: milestoneHead(m), Kind: report.LevelText})
+		}
+	}
+	t := report.LevelTable{Title: title, Columns: cols}
+	src := "the simulator's autoscaler (engine model milestones)"
+	if tl.Source == scaling.SourceKubernetes {
+		src = "kubectl watch of " + tl.Watch + "; seconds on surge's clock, Kubernetes' own (1 s precision) in brackets"
+	}
+	t.Meta = []report.KV{{Key: "source", Value: src}, {Key: "events", Value: strconv.Itoa(len(tl.Events))}}
+	for _, e := range tl.Events {
+		row := []report.LevelCell{report.TextCell(e.Replica)}
+		if tl.Source == scaling.SourceKubernetes {
+			n := OrDash(e.Node)
+			if e.NewNode {
+				n += " (added)"
+			}
+			row = append(row, report.TextCell(n))
+		}
+		for _, m := range ms {
+			row = append(row, report.TextCell(stampText(e, m)))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Notes = append(t.Notes, tl.Notes...)
+	if len(tl.Events) == 0 {
+		t.Notes = append(t.Notes, "no scaling event: no new pod appeared during the run")
+	}
+	out := []report.LevelTable{t}
+	if len(tl.Events) < 2 {
+		return out
+	}
+	d := report.LevelTable{
+		Title: fmt.Sprintf("%s: distribution over %d events", title, len(tl.Events)),
+		Columns: []report.LevelColumn{
+			{Key: "from", Head: "from", Kind: report.LevelText}, {Key: "to", Head: "to", Kind: report.LevelText},
+			{Key: "events", Head: "events", Kind: report.LevelCount},
+			{Key: "min_s", Head: "min", Kind: report.LevelSeconds}, {Key: "median_s", Head: "median", Kind: report.LevelSeconds},
+			{Key: "max_s", Head: "max", Kind: report.LevelSeconds},
+		},
+		Notes: []string{"median by nearest rank (one event's own value); intervals on surge's clock"},
+	}
+	for _, iv := range tl.Intervals() {
+		d.Rows = append(d.Rows, []report.LevelCell{report.TextCell(milestoneHead(iv.From)), report.TextCell(milestoneHead(iv.To)),
+			Num(float64(iv.N)), Num(iv.Min.Seconds()), Num(iv.Median.Seconds()), Num(iv.Max.Seconds())})
+	}
+	return append(out, d)
+}
+
+func milestoneHead(m string) string { return strings.ReplaceAll(m, "_", " ") }
+
+func stampText(e scaling.Event, m string) string {
+	for _, s := range e.Milestones {
+		if s.Milestone != m {
+			continue
+		}
+		txt := strconv.FormatFloat(float64(s.AtNs)/1e9, 'f', 1, 64) + "s"
+		if s.KubeNs != scaling.None {
+			txt += " (" + strconv.FormatFloat(float64(s.KubeNs)/1e9, 'f', 0, 64) + "s)"
+		}
+		return txt
+	}
+	return "—"
+}
+
+// scalingMarkers are the chart's vertical marks of a Kubernetes timeline's
+// milestones (the simulator's come from its events directly).
+func scalingMarkers(res *run.Result) []report.Marker {
+	tl := res.Scaling
+	if tl == nil || tl.Source != scaling.SourceKubernetes {
+		return nil
+	}
+	var out []report.Marker
+	for _, e := range tl.Events {
+		for _, s := range e.Milestones {
+			if s.Milestone == scaling.BurstStart || s.Milestone == scaling.Recovered {
+				continue // the phases and the recovery marker show them
+			}
+			out = append(out, report.Marker{Kind: report.MarkerScaling, T: float64(s.AtNs) / 1e9, Label: milestoneHead(s.Milestone) + " (" + e.Replica + ")"})
+		}
+	}
+	return out
+}
+
+// scalingBands are the chart strips of the timeline's events: from the
+// pod's creation (the replica's request) to the first request it served,
+// else to Ready, else to the last milestone it reached.
+func scalingBands(res *run.Result) []report.Band {
+	if res.Scaling == nil {
+		return nil
+	}
+	var out []report.Band
+	for _, e := range res.Scaling.Events {
+		start, ok := e.At(scaling.PodCreated)
+		if !ok {
+			continue
+		}
+		end, ok := e.At(scaling.FirstServed)
+		if !ok {
+			end, ok = e.At(scaling.Ready)
+		}
+		if !ok {
+			for _, s := range e.Milestones {
+				if s.Milestone != scaling.Recovered && s.AtNs > end {
+					end = s.AtNs
+				}
+			}
+		}
+		if end < start {
+			end = start
+		}
+		out = append(out, report.Band{Label: e.Replica + ": pod created → first served", Start: float64(start) / 1e9, End: float64(end) / 1e9})
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package kubejob
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Steps returns the commands that run the manifests written into dir and
+// copy the results out, in order, each with a comment line.
+func (c *Config) Steps(dir string) []string {
+	k := "kubectl -n " + c.Namespace
+	var s []string
+	add := func(comment string, cmds ...string) {
+		s = append(s, "# "+comment)
+		s = append(s, cmds...)
+	}
+	if c.APIKeySecret != "" {
+		add("the API key, once (its value stays in the Secret; the manifests only name it):",
+			fmt.Sprintf("%s create secret generic %s --from-literal=%s=\"$%s\"", k, c.APIKeySecret, c.APIKeyKey, c.APIKeyEnv))
+	}
+	fetch := func() {
+		add("copy the results out through a pod that mounts the volume:",
+			fmt.Sprintf("%s apply -f %s", k, path.Join(dir, "later", "50-fetch.yaml")),
+			fmt.Sprintf("%s wait --for=condition=Ready pod/%s-fetch --timeout=5m", k, c.Name),
+			fmt.Sprintf("%s cp %s-fetch:%s ./%s", k, c.Name, path.Join(ResultsDir, c.Name), c.Name),
+			fmt.Sprintf("surge report ./%s", c.resultFolder()))
+		add("clean up (the volume too, once the results are copied):",
+			fmt.Sprintf("%s delete -f %s -f %s", k, dir, path.Join(dir, "later")))
+	}
+	switch c.Mode() {
+	case ModeCluster:
+		add("start the coordinator and the workers:", fmt.Sprintf("%s apply -f %s", k, dir))
+		add("follow the coordinator (the report's lines and the exit line are its log):",
+			fmt.Sprintf("%s logs -f job/%s", k, c.coordinator()),
+			fmt.Sprintf("%s wait --for=condition=complete job/%s --timeout=24h", k, c.coordinator()))
+		fetch()
+	case ModeExternal:
+		add("on this machine, start the coordinator first (it must be reachable at "+c.CoordinatorListen+" from the pods):",
+			"surge "+strings.Join(c.CoordinatorArgs(), " "))
+		add("then start the workers:", fmt.Sprintf("%s apply -f %s", k, dir))
+		add("the coordinator writes ./"+c.Name+" and its report here; clean up:", fmt.Sprintf("%s delete -f %s", k, dir))
+	case ModeStatic:
+		add(fmt.Sprintf("start the shards before %s (they begin together then):", c.StartAt.UTC().Format("2006-01-02T15:04:05Z")),
+			fmt.Sprintf("%s apply -f %s", k, dir),
+			fmt.Sprintf("%s wait --for=condition=complete job/%s-shards --timeout=24h", k, c.Name))
+		add("merge the shards into one run folder:",
+			fmt.Sprintf("%s apply -f %s", k, path.Join(dir, "later", "40-merge.yaml")),
+			fmt.Sprintf("%s wait --for=condition=complete job/%s-merge --timeout=1h", k, c.Name))
+		fetch()
+	}
+	return s
+}
+
+// resultFolder is the folder surge report is given after the copy.
+func (c *Config) resultFolder() string {
+	if c.Mode() == ModeStatic {
+		return c.Name + "/merged"
+	}
+	return c.Name
+}
