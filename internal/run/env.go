@@ -50,6 +50,9 @@ type Env struct {
 	// Dataset is the file of real prompts (Options.Dataset), read once by
 	// Prepare; nil for synthetic prompts.
 	Dataset *workload.Dataset
+	// Fleet, when set, sends live open-loop runs to workers (--workers,
+	// fleet.go) instead of this process's load generator.
+	Fleet Fleet
 
 	key      string
 	name     string  // the target as recorded, for a reloaded run

@@ -351,6 +351,9 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	}
 	m.Traces = replayedTraces(res.Plan) // traces.go
 	m.Distributed = e.shardDistribution(res)
+	if res.Distributed != nil {
+		m.Distributed = res.Distributed // the workers (fleet.go)
+	}
 	if e.budget != nil && (o.Budgeted() || o.PriceInput != nil || o.PriceOutput != nil) {
 		m.Spent = o.SpentRecord(res.Spend) // budget.go: the run's own spend
 		why := ""

@@ -127,6 +127,11 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		counters, stopGen = &gen.Counters, gen.Stop
 		plan := loadgen.SessionPlan{Phases: spec.Plan.Bounds(), End: spec.Plan.Duration(), Ended: col.sessionEnded}
 		drive = func() error { return gen.Run(ctx, arrivals, plan) }
+	} else if e.Fleet != nil {
+		// Workers send the arrivals (fleet.go); their records come back here.
+		gen := e.Fleet.Drive(e.fleetJob(spec, arrivals, wcfg, origin, lcfg), sink)
+		counters, stopGen = gen.Counters(), gen.Stop
+		drive = func() error { defer func() { res.Distributed = gen.Distribution() }(); return gen.Run(ctx) }
 	} else {
 		gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
 		counters, stopGen = &gen.Counters, gen.Stop

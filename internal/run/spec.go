@@ -112,6 +112,9 @@ type Result struct {
 	// Scaling is the autoscaling timeline (scaling.json): from
 	// --watch-k8s, or from the simulator's SimEvents; nil for none.
 	Scaling *scaling.Timeline
+	// Distributed is how workers generated the run (Env.Fleet); nil for
+	// one process.
+	Distributed *record.Distribution
 }
 
 // Count is the number of records.

@@ -1,0 +1,715 @@
+package fleet
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/schedule"
+)
+
+// Config tunes a Coordinator. The zero value means the defaults.
+type Config struct {
+	Version   string        // this surge's version; a worker of another is refused
+	LostAfter time.Duration // silence after which a worker is lost; 0 = DefaultLostAfter
+	Log       io.Writer     // registrations, refusals, each run's line per worker (nil: none)
+}
+
+// Coordinator serves the fleet protocol and drives runs on its workers
+// (run.Fleet). Make it with Listen or Serve; Close it when the command ends.
+type Coordinator struct {
+	cfg   Config
+	clock clock
+	ln    net.Listener
+	srv   *http.Server
+
+	mu      sync.Mutex
+	workers []*member
+	want    int           // how many workers the command waits for
+	joined  chan struct{} // closed and replaced at each registration
+	cur     *drive        // the run under way
+	jobs    int           // job ids handed out
+	done    bool          // Close was called
+}
+
+// member is a registered worker.
+type member struct {
+	index            int
+	name, version    string
+	started          time.Time
+	offsetNs, rttNs  int64
+	out              chan message // to its control stream
+	lost             bool
+	lostWhy          string
+	lostAt           time.Time
+	streaming        bool
+	streamEnded      chan struct{}
+	closeStreamEnded sync.Once
+}
+
+var _ run.Fleet = (*Coordinator)(nil)
+
+// Listen starts a coordinator on addr (host:port).
+func Listen(addr string, want int, cfg Config) (*Coordinator, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: listen on %s: %w", addr, err)
+	}
+	return Serve(ln, want, cfg), nil
+}
+
+// Serve starts a coordinator on ln, to wait for want workers.
+func Serve(ln net.Listener, want int, cfg Config) *Coordinator {
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = DefaultLostAfter
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	c := &Coordinator{cfg: cfg, clock: newClock(0), ln: ln, want: want, joined: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+pathTime, c.serveTime)
+	mux.HandleFunc("POST "+pathRegister, c.serveRegister)
+	mux.HandleFunc("GET "+pathControl, c.serveControl)
+	mux.HandleFunc("POST "+pathBeat, c.serveBeat)
+	mux.HandleFunc("POST "+pathRecords, c.serveRecords)
+	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go c.srv.Serve(ln)
+	return c
+}
+
+// URL is where workers reach the coordinator (its listening address).
+func (c *Coordinator) URL() string { return "http://" + c.ln.Addr().String() }
+
+// Wait returns once the coordinator's workers have registered and opened
+// their control streams, or fails after timeout naming how many came.
+func (c *Coordinator) Wait(ctx context.Context, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		n, names, ch := 0, []string{}, c.joined
+		for _, m := range c.workers {
+			if m.streaming && !m.lost {
+				n++
+				names = append(names, m.name)
+			}
+		}
+		c.mu.Unlock()
+		if n >= c.want {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("fleet: interrupted while waiting for workers: %d of %d registered %v", n, c.want, names)
+		case <-deadline.C:
+			return fmt.Errorf("fleet: only %d of %d workers registered within %s %v; start the others with: surge worker --coordinator %s", n, c.want, timeout, names, c.URL())
+		}
+	}
+}
+
+// Close tells every worker there is no more work and stops serving.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	c.done = true
+	ws := slices.Clone(c.workers)
+	c.mu.Unlock()
+	for _, m := range ws {
+		select {
+		case m.out <- message{Done: true}:
+		default:
+		}
+	}
+	// Let the control streams deliver "done" (at most a second).
+	wait := time.After(time.Second)
+	for _, m := range ws {
+		select {
+		case <-m.streamEnded:
+		case <-wait:
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.srv.Shutdown(ctx); err != nil {
+		return c.srv.Close()
+	}
+	return nil
+}
+
+func (c *Coordinator) serveTime(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, clockReading{Now: c.clock.now()})
+}
+
+func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
+	var h hello
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&h); err != nil || h.Name == "" {
+		writeJSON(w, http.StatusBadRequest, welcome{Error: "registration: a JSON body with a name is required"})
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refuse := func(why string) {
+		fmt.Fprintf(c.cfg.Log, "coordinator: worker %s refused: %s\n", h.Name, why)
+		writeJSON(w, http.StatusConflict, welcome{Error: why})
+	}
+	switch {
+	case h.Version != c.cfg.Version:
+		refuse(fmt.Sprintf("worker %s runs surge %s, the coordinator surge %s: run the same version everywhere", h.Name, h.Version, c.cfg.Version))
+		return
+	case c.done:
+		refuse("the coordinator is closing")
+		return
+	}
+	active := 0
+	for _, m := range c.workers {
+		if m.name == h.Name && !m.lost {
+			refuse(fmt.Sprintf("a worker named %s is registered already: give each worker its own --name", h.Name))
+			return
+		}
+		if !m.lost {
+			active++
+		}
+	}
+	if active >= c.want || c.cur != nil || len(c.workers) >= c.want {
+		refuse(fmt.Sprintf("the coordinator has its %d workers already", c.want))
+		return
+	}
+	m := &member{index: len(c.workers), name: h.Name, version: h.Version, started: h.Started, offsetNs: h.OffsetNs, rttNs: h.RTTNs,
+		out: make(chan message, 16), streamEnded: make(chan struct{})}
+	c.workers = append(c.workers, m)
+	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s registered (%d of %d, surge %s, clock offset %s, RTT %s)\n",
+		m.name, len(c.workers), c.want, m.version, fmtNs(m.offsetNs), fmtNs(m.rttNs))
+	writeJSON(w, http.StatusOK, welcome{Index: m.index, Workers: c.want})
+}
+
+// member returns worker i of the request's "w" parameter, or nil.
+func (c *Coordinator) member(r *http.Request) *member {
+	i, err := strconv.Atoi(r.URL.Query().Get("w"))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || i < 0 || i >= len(c.workers) {
+		return nil
+	}
+	return c.workers[i]
+}
+
+// serveControl is a worker's control stream: jobs and commands down, pings
+// every second; when it ends before "done" the worker is lost.
+func (c *Coordinator) serveControl(w http.ResponseWriter, r *http.Request) {
+	m := c.member(r)
+	if m == nil {
+		http.Error(w, "unknown worker", http.StatusNotFound)
+		return
+	}
+	defer m.closeStreamEnded.Do(func() { close(m.streamEnded) })
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(msg message) bool {
+		if enc.Encode(msg) != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	if !send(message{Ping: true}) {
+		c.lose(m, "connection dropped")
+		return
+	}
+	c.mu.Lock()
+	m.streaming = true
+	close(c.joined)
+	c.joined = make(chan struct{})
+	c.mu.Unlock()
+	ping := time.NewTicker(DefaultBeatEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case msg := <-m.out:
+			if !send(msg) {
+				c.lose(m, "connection dropped")
+				return
+			}
+			if msg.Done {
+				return
+			}
+		case <-ping.C:
+			if !send(message{Ping: true}) {
+				c.lose(m, "connection dropped")
+				return
+			}
+		case <-r.Context().Done():
+			c.lose(m, "connection dropped")
+			return
+		}
+	}
+}
+
+// lose marks m lost (for good) and its share of the run under way.
+func (c *Coordinator) lose(m *member, cause string) {
+	c.mu.Lock()
+	if m.lost || c.done {
+		c.mu.Unlock()
+		return
+	}
+	m.lost, m.lostAt, m.lostWhy = true, time.Now(), cause
+	d := c.cur
+	c.mu.Unlock()
+	if d != nil {
+		if s := d.share(m.index); s != nil {
+			d.lose(s, cause)
+			return
+		}
+	}
+	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s lost between runs: %s\n", m.name, cause)
+}
+
+// job returns the run under way and worker i's share of it, for a request
+// naming them (w, job); nil when the job is over or the worker lost.
+func (c *Coordinator) job(r *http.Request) (*drive, *share) {
+	q := r.URL.Query()
+	i, err1 := strconv.Atoi(q.Get("w"))
+	id, err2 := strconv.Atoi(q.Get("job"))
+	c.mu.Lock()
+	d := c.cur
+	c.mu.Unlock()
+	if err1 != nil || err2 != nil || d == nil || d.id != id {
+		return nil, nil
+	}
+	return d, d.share(i)
+}
+
+func (c *Coordinator) serveBeat(w http.ResponseWriter, r *http.Request) {
+	var b beat
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&b); err != nil {
+		http.Error(w, "bad beat", http.StatusBadRequest)
+		return
+	}
+	d, s := c.job(r)
+	if s == nil {
+		http.Error(w, "no such job", http.StatusGone)
+		return
+	}
+	if !d.beat(s, b) {
+		http.Error(w, "this worker's share of the run is closed: "+s.why, http.StatusGone)
+		return
+	}
+	writeJSON(w, http.StatusOK, clockReading{Now: c.clock.now()})
+}
+
+func (c *Coordinator) serveRecords(w http.ResponseWriter, r *http.Request) {
+	d, s := c.job(r)
+	if s == nil {
+		http.Error(w, "no such job", http.StatusGone)
+		return
+	}
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer gz.Close()
+		body = gz
+	}
+	q := r.URL.Query()
+	if err := d.receive(s, body, q.Get("final") == "1", q.Get("error")); err != nil {
+		if errors.Is(err, errClosed) {
+			http.Error(w, "this worker's share of the run is closed: "+s.why, http.StatusGone)
+			return
+		}
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Drive prepares one run on the registered workers (run.Fleet).
+func (c *Coordinator) Drive(j run.FleetJob, sink loadgen.Sink) run.FleetDriver {
+	c.mu.Lock()
+	c.jobs++
+	id := c.jobs
+	ws := slices.Clone(c.workers)
+	c.mu.Unlock()
+	n := c.want
+	d := &drive{c: c, id: id, j: j, sink: sink, n: n, finished: make(chan struct{})}
+	d.originNs = c.clock.at(j.Origin)
+	for i := range n {
+		s := &share{index: i, arrivals: schedule.Shard(j.Arrivals, i, n), lag: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
+		s.reported = make([]bool, len(s.arrivals))
+		if i < len(ws) {
+			s.m = ws[i]
+		}
+		d.shares = append(d.shares, s)
+	}
+	return d
+}
+
+// drive is one run on the fleet.
+type drive struct {
+	c        *Coordinator
+	id       int
+	j        run.FleetJob
+	sink     loadgen.Sink
+	n        int
+	originNs int64
+	shares   []*share
+	counters loadgen.Counters
+
+	stopAt   atomic.Int64 // ns since origin when stopped or cancelled (0: not)
+	left     atomic.Int64 // shares not finished
+	finished chan struct{}
+	once     sync.Once
+}
+
+// share is worker i's part of a run.
+type share struct {
+	index    int
+	m        *member
+	arrivals []schedule.Arrival // its arrivals, in Seq order
+	mu       sync.Mutex
+	reported []bool // by position in arrivals
+	records  int64  // records received from the worker
+	done     bool   // final batch received, or lost
+	lost     bool
+	why      string
+	lastSeen time.Time
+	inFlight int64
+	lag      *hdr.Histogram // schedule lag, µs
+	offsetNs int64          // the job's offset and its RTT
+	rttNs    int64
+	driftNs  int64
+}
+
+func (d *drive) share(i int) *share {
+	if i < 0 || i >= len(d.shares) {
+		return nil
+	}
+	return d.shares[i]
+}
+
+// Counters are the run's live totals (run.FleetDriver).
+func (d *drive) Counters() *loadgen.Counters { return &d.counters }
+
+// Run hands every worker its job and waits for their last records
+// (run.FleetDriver).
+func (d *drive) Run(ctx context.Context) error {
+	for _, a := range d.j.Arrivals {
+		if a.Blocks != nil {
+			return &run.ConfigError{Err: errors.New("--workers: a trace with shared prompt blocks (Mooncake hash_ids) cannot be split between workers yet; replay it from one process")}
+		}
+	}
+	c := d.c
+	c.mu.Lock()
+	c.cur = d
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cur = nil
+		c.mu.Unlock()
+	}()
+	d.left.Store(int64(len(d.shares)))
+	now := time.Now()
+	for _, s := range d.shares {
+		s.lastSeen = now
+		if s.m == nil {
+			d.lose(s, "never registered")
+			continue
+		}
+		c.mu.Lock()
+		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
+		c.mu.Unlock()
+		if lost {
+			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why))
+			continue
+		}
+		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
+			Workload: d.j.Workload, Client: d.j.Client, MaxInFlight: d.j.MaxInFlight, Spin: d.j.Spin, Profile: d.j.Profile}
+		select {
+		case s.m.out <- message{Job: jb}:
+		default:
+			d.lose(s, "its control stream is blocked")
+		}
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	cancelled := false
+	for {
+		select {
+		case <-d.finished:
+			d.report()
+			return ctx.Err()
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				d.command(cmdCancel)
+			}
+		case <-tick.C:
+			for _, s := range d.shares {
+				s.mu.Lock()
+				silent := !s.done && time.Since(s.lastSeen) > c.cfg.LostAfter
+				s.mu.Unlock()
+				if silent {
+					d.lose(s, "no heartbeat for "+c.cfg.LostAfter.String())
+				}
+			}
+		}
+	}
+}
+
+// Stop ends the schedule on every worker (run.FleetDriver).
+func (d *drive) Stop() { d.command(cmdStop) }
+
+func (d *drive) command(cmd string) {
+	at := int64(time.Since(d.j.Origin))
+	d.stopAt.CompareAndSwap(0, max(at, 1))
+	for _, s := range d.shares {
+		if s.m == nil {
+			continue
+		}
+		select {
+		case s.m.out <- message{Cmd: cmd, ID: d.id}:
+		default:
+		}
+	}
+}
+
+// beat notes a heartbeat; false when the share is closed.
+func (d *drive) beat(s *share, b beat) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.lastSeen = time.Now()
+	d.counters.InFlight.Add(b.InFlight - s.inFlight)
+	s.inFlight = b.InFlight
+	if b.JobRTTNs > 0 {
+		s.offsetNs, s.rttNs = b.JobOffsetNs, b.JobRTTNs
+	}
+	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs {
+		if dr := b.SampleOffsetNs - s.offsetNs; abs(dr) > abs(s.driftNs) {
+			s.driftNs = dr
+		}
+	}
+	return true
+}
+
+var errClosed = errors.New("fleet: share closed")
+
+// receive takes a batch of records from s's worker into the run's sink.
+func (d *drive) receive(s *share, body io.Reader, final bool, failure string) error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return errClosed
+	}
+	s.lastSeen = time.Now()
+	err := record.Read(body, "records from worker "+s.m.name, func(r *record.Record) error {
+		k, ok := slices.BinarySearchFunc(s.arrivals, r.Seq, func(a schedule.Arrival, seq int64) int { return int(a.Seq - seq) })
+		if !ok || s.reported[k] {
+			return nil // not its arrival, or sent twice: counted once
+		}
+		s.reported[k] = true
+		s.records++
+		r.Shard = s.index
+		d.deliver(s, r)
+		return nil
+	})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	switch {
+	case failure != "":
+		d.lose(s, failure)
+	case final && d.unsent(s) > 0:
+		// A worker that ends its share early (interrupted on its own
+		// machine) leaves arrivals without records: recorded as drops.
+		d.lose(s, fmt.Sprintf("its run ended with %d arrivals unsent", d.unsent(s)))
+	case final:
+		d.finish(s, "")
+	}
+	return nil
+}
+
+// unsent counts s's arrivals without a record that were due before the
+// schedule was stopped (all of them if it was not).
+func (d *drive) unsent(s *share) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stop := time.Duration(d.stopAt.Load())
+	n := 0
+	for k := range s.arrivals {
+		if !s.reported[k] && (stop == 0 || s.arrivals[k].At <= stop) {
+			n++
+		}
+	}
+	return n
+}
+
+// deliver judges r and hands it to the sink (s.mu held).
+func (d *drive) deliver(s *share, r *record.Record) {
+	if d.j.Judge != nil && r.Outcome != record.GeneratorDrop {
+		r.Good = d.j.Judge(r)
+	}
+	c := &d.counters
+	c.Offered.Add(1)
+	switch {
+	case r.Outcome == record.GeneratorDrop:
+		c.Dropped.Add(1)
+	default:
+		c.Sent.Add(1)
+		c.Completed.Add(1)
+	}
+	if r.Outcome == record.OK {
+		c.OK.Add(1)
+	}
+	if r.Good {
+		c.Good.Add(1)
+	}
+	if lag := r.Lag(); lag != record.None {
+		s.lag.RecordValue(max(lag/1000, 1))
+		for cur := c.LagMaxNs.Load(); lag > cur && !c.LagMaxNs.CompareAndSwap(cur, lag); cur = c.LagMaxNs.Load() {
+		}
+	}
+	d.sink(r)
+}
+
+// lose closes s because its worker was lost: every arrival without a
+// record (up to the moment the schedule was stopped, if it was) becomes a
+// generator_drop naming the worker, when and why.
+func (d *drive) lose(s *share, cause string) {
+	name := "w" + strconv.Itoa(s.index)
+	if s.m != nil {
+		name = s.m.name
+	}
+	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause))
+}
+
+func (d *drive) loseAs(s *share, why string) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.lost, s.why = true, why
+	stop := time.Duration(d.stopAt.Load())
+	for k := range s.arrivals {
+		a := &s.arrivals[k]
+		if s.reported[k] || (stop > 0 && a.At > stop) {
+			continue
+		}
+		s.reported[k] = true
+		rec := record.New(requestID(d.j.Run, a.Seq), a.Seq, a.Phase, int64(a.At))
+		rec.Profile = d.j.Profile
+		if d.j.ProfileOf != nil {
+			rec.Profile = d.j.ProfileOf(a)
+		}
+		rec.Outcome, rec.Error, rec.Shard = record.GeneratorDrop, why, s.index
+		d.deliver(s, &rec)
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; its unsent arrivals are recorded as generator_drop\n", why)
+	d.finish(s, why)
+}
+
+// finish closes s; the run ends when every share is closed.
+func (d *drive) finish(s *share, why string) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.done = true
+	d.counters.InFlight.Add(-s.inFlight)
+	s.inFlight = 0
+	s.mu.Unlock()
+	if d.left.Add(-1) == 0 {
+		d.once.Do(func() { close(d.finished) })
+	}
+}
+
+// Distribution is what the manifest records of the workers (run.FleetDriver).
+func (d *drive) Distribution() *record.Distribution {
+	dist := &record.Distribution{Mode: record.DistCoordinator, Generators: d.n, Shard: -1}
+	for _, s := range d.shares {
+		s.mu.Lock()
+		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why,
+			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs}
+		if s.lag.TotalCount() > 0 {
+			g.LagP99Ms = float64(s.lag.ValueAtQuantile(99)) / 1000
+		}
+		if m := s.m; m != nil {
+			g.Name, g.Version, g.Started = m.name, m.version, m.started
+			if g.RTTNs == 0 {
+				g.ClockOffsetNs, g.RTTNs = m.offsetNs, m.rttNs
+			}
+		}
+		s.mu.Unlock()
+		dist.Each = append(dist.Each, g)
+	}
+	return dist
+}
+
+// report prints the run's line per worker: records, lag p99 (a slow
+// worker shows here), offset, loss.
+func (d *drive) report() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workers (%s):", d.j.Run)
+	for _, g := range d.Distribution().Each {
+		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded, lag p99 %.1f ms, clock offset %s (RTT %s, drift %s)",
+			g.Name, g.Records, g.Arrivals, g.LagP99Ms, fmtNs(g.ClockOffsetNs), fmtNs(g.RTTNs), fmtNs(g.OffsetDriftNs))
+		if g.Lost {
+			fmt.Fprintf(&b, "\n  %-12s LOST: %s", "", g.LostWhy)
+		}
+	}
+	fmt.Fprintln(d.c.cfg.Log, b.String())
+}
+
+// requestID is loadgen's id of an arrival ("<run>-<seq>").
+func requestID(run string, seq int64) string {
+	if run == "" {
+		return strconv.FormatInt(seq, 10)
+	}
+	return run + "-" + strconv.FormatInt(seq, 10)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func fmtNs(ns int64) string {
+	return fmt.Sprintf("%+.3f ms", float64(ns)/1e6)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,393 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// These tests run the coordinator and its workers as goroutines of one
+// process, over loopback HTTP, against the in-process simulator: the
+// protocol, the clocks and the records are the real ones, only the
+// processes are not (cmd/surge's TestWorkersMultiProcess runs the binary).
+
+// syncLog is an io.Writer safe for the coordinator's and workers' lines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func testOptions() run.Options {
+	o := run.DefaultOptions()
+	o.Quiet = true
+	o.Seed = 7
+	o.PromptTokens, o.OutputTokens = workload.FixedLength(64), workload.FixedLength(16)
+	return o
+}
+
+func prepare(t *testing.T, o run.Options) *run.Env {
+	t.Helper()
+	env, err := run.PrepareWith(context.Background(), o, false, run.Setup{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env
+}
+
+func plan(rate float64, d time.Duration) schedule.Plan {
+	return schedule.Plan{Phases: []schedule.Phase{{Name: "main", Duration: d, Rate: rate, Arrival: schedule.ArrivalPoisson}}}
+}
+
+// execute runs plan on env into a fresh folder and returns its records
+// (read back from requests.jsonl, in Seq order) and manifest.
+func execute(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) ([]record.Record, *record.Manifest) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	d, err := rundir.Create(dir, rundir.Options{Owner: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := env.Execute(ctx, run.Spec{Name: "r", Dir: d, Command: "run", Plan: p}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []record.Record
+	if err := record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(r *record.Record) error {
+		recs = append(recs, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(recs, func(a, b record.Record) int { return int(a.Seq - b.Seq) })
+	m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs, m
+}
+
+// fleet starts a coordinator for n workers on loopback and the workers
+// given (each a WorkerConfig without the coordinator's URL), and waits for
+// them. The returned function stops the workers and reports their errors.
+func fleet(t *testing.T, cfg Config, workers ...WorkerConfig) (*Coordinator, map[string]chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Serve(ln, len(workers), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := map[string]chan error{}
+	for _, w := range workers {
+		w.Coordinator = c.URL()
+		if w.Version == "" {
+			w.Version = cfg.Version
+		}
+		ch := make(chan error, 1)
+		errs[w.Name] = ch
+		go func() { ch <- RunWorker(ctx, w) }()
+	}
+	t.Cleanup(func() {
+		c.Close()
+		cancel()
+		for name, ch := range errs {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Errorf("worker %s did not end", name)
+			}
+		}
+	})
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c, errs
+}
+
+// nearest is the nearest-rank q-quantile of vs (ms).
+func nearest(vs []float64, q float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	k := int(q*float64(len(s))+0.999999) - 1
+	return s[max(k, 0)]
+}
+
+func latencies(recs []record.Record) (ttft, e2e []float64) {
+	for _, r := range recs {
+		if r.Outcome == record.OK {
+			ttft = append(ttft, float64(r.TTFTSchedule())/1e6)
+			e2e = append(e2e, float64(r.E2ESchedule())/1e6)
+		}
+	}
+	return ttft, e2e
+}
+
+// Two workers and a coordinator give one folder whose records are the
+// schedule's — every arrival once, each from worker Seq mod 2 — and whose
+// percentiles are a single process's on the same schedule and seed.
+func TestTwoWorkersEqualOneProcess(t *testing.T) {
+	p := plan(20, 3*time.Second)
+	arrivals, err := schedule.Build(p, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, _ := execute(t, context.Background(), prepare(t, testOptions()), p)
+
+	env := prepare(t, testOptions())
+	log := &syncLog{}
+	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0", Log: log}, WorkerConfig{Name: "w1", Log: log})
+	env.Fleet = c
+	recs, m := execute(t, context.Background(), env, p)
+
+	if len(recs) != len(arrivals) || len(single) != len(arrivals) {
+		t.Fatalf("records: fleet %d, one process %d, schedule %d\n%s", len(recs), len(single), len(arrivals), log)
+	}
+	for i, r := range recs {
+		if r.Seq != arrivals[i].Seq || r.ScheduledNs != int64(arrivals[i].At) || r.Shard != int(r.Seq%2) || r.Outcome != record.OK {
+			t.Fatalf("record %d: seq %d scheduled %d shard %d outcome %s (%s); want seq %d at %d", i, r.Seq, r.ScheduledNs, r.Shard, r.Outcome, r.Error, arrivals[i].Seq, arrivals[i].At)
+		}
+		if r.ID != single[i].ID || r.MaxTokens != single[i].MaxTokens {
+			t.Fatalf("record %d: id %s max_tokens %d, one process %s %d", i, r.ID, r.MaxTokens, single[i].ID, single[i].MaxTokens)
+		}
+	}
+	ft, fe := latencies(recs)
+	st, se := latencies(single)
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		f, s := nearest(ft, q), nearest(st, q)
+		t.Logf("TTFT p%g: fleet %.1f ms, one process %.1f ms; E2E: %.1f vs %.1f ms", q*100, f, s, nearest(fe, q), nearest(se, q))
+		// Timing noise on a shared machine: a few ms plus 25 %.
+		if d := f - s; d > 5+0.25*s || d < -5-0.25*s {
+			t.Errorf("TTFT p%g: fleet %.1f ms, one process %.1f ms", q*100, f, s)
+		}
+	}
+	dist := m.Distributed
+	if dist == nil || dist.Mode != record.DistCoordinator || dist.Generators != 2 || dist.Shard != -1 || len(dist.Each) != 2 {
+		t.Fatalf("manifest distributed: %+v", dist)
+	}
+	names := map[string]bool{}
+	for i, g := range dist.Each {
+		names[g.Name] = true
+		if g.Index != i || g.Version != "test" || g.Records != g.Arrivals || g.Lost || g.RTTNs <= 0 {
+			t.Errorf("generator %d: %+v", i, g)
+		}
+	}
+	if !names["w0"] || !names["w1"] {
+		t.Errorf("generators %v", names)
+	}
+	if !strings.Contains(log.String(), "lag p99") {
+		t.Errorf("no per-worker line:\n%s", log)
+	}
+}
+
+// A worker whose clock is 3 s ahead still sends on the coordinator's
+// schedule: its offset is measured and its records land on the
+// coordinator's axis (schedule lag within the round trip's bound, not 3 s).
+func TestClockSkew(t *testing.T) {
+	env := prepare(t, testOptions())
+	c, _ := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "ahead", ClockSkew: 3 * time.Second}, WorkerConfig{Name: "behind", ClockSkew: -2 * time.Second})
+	env.Fleet = c
+	start := time.Now()
+	recs, m := execute(t, context.Background(), env, plan(20, 2*time.Second))
+	for _, r := range recs {
+		if r.Outcome != record.OK || r.Lag() < 0 || r.Lag() > int64(200*time.Millisecond) {
+			t.Fatalf("seq %d (worker %d): outcome %s, lag %.1f ms", r.Seq, r.Shard, r.Outcome, float64(r.Lag())/1e6)
+		}
+		// The coordinator saw the request end after it was scheduled on
+		// its own clock: DoneNs is on its axis.
+		if time.Duration(r.DoneNs) > time.Since(start) {
+			t.Fatalf("seq %d: done at %.3f s, later than the run itself", r.Seq, float64(r.DoneNs)/1e9)
+		}
+	}
+	want := map[string]time.Duration{"ahead": 3 * time.Second, "behind": -2 * time.Second}
+	for _, g := range m.Distributed.Each {
+		want := want[g.Name]
+		if d := time.Duration(g.ClockOffsetNs) - want; d < -time.Duration(g.RTTNs) || d > time.Duration(g.RTTNs) || g.RTTNs <= 0 {
+			t.Errorf("%s: offset %s, want %s within the RTT %s", g.Name, time.Duration(g.ClockOffsetNs), want, time.Duration(g.RTTNs))
+		}
+	}
+}
+
+// killable dials through a switch: kill closes every connection it made
+// and refuses new ones, as a worker's death looks from the coordinator.
+type killable struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+func (k *killable) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.killed {
+		return nil, errors.New("killed")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err == nil {
+		k.conns = append(k.conns, c)
+	}
+	return c, err
+}
+
+func (k *killable) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.killed = true
+	for _, c := range k.conns {
+		c.Close()
+	}
+}
+
+// A worker lost mid-run: the records it sent stay, its arrivals without a
+// record become generator_drop naming it and why, and the run has one
+// record per scheduled arrival.
+func TestWorkerKilledMidRun(t *testing.T) {
+	env := prepare(t, testOptions())
+	k := &killable{}
+	hc := &http.Client{Transport: &http.Transport{DialContext: k.dial}}
+	log := &syncLog{}
+	c, errs := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second})
+	env.Fleet = c
+	p := plan(20, 3*time.Second)
+	arrivals, _ := schedule.Build(p, 7)
+	time.AfterFunc(time.Second, k.kill)
+	recs, m := execute(t, context.Background(), env, p)
+	if len(recs) != len(arrivals) {
+		t.Fatalf("%d records, schedule %d\n%s", len(recs), len(arrivals), log)
+	}
+	killed := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })
+	var sent, dropped int
+	for _, r := range recs {
+		switch {
+		case r.Shard != killed && r.Outcome != record.OK:
+			t.Fatalf("seq %d of the live worker: %s %s", r.Seq, r.Outcome, r.Error)
+		case r.Shard == killed && r.Outcome == record.GeneratorDrop:
+			dropped++
+			if !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
+				t.Fatalf("seq %d: drop reason %q", r.Seq, r.Error)
+			}
+		case r.Shard == killed:
+			sent++
+		}
+	}
+	if sent == 0 || dropped == 0 {
+		t.Fatalf("killed worker: %d records sent before, %d drops\n%s", sent, dropped, log)
+	}
+	g := m.Distributed.Each[killed]
+	if !g.Lost || !strings.Contains(g.LostWhy, "connection dropped") || g.Records != int64(sent) {
+		t.Errorf("manifest: %+v (sent %d)", g, sent)
+	}
+	select {
+	case err := <-errs["w1"]:
+		var ue *UnreachableError
+		if !errors.As(err, &ue) {
+			t.Errorf("killed worker ended with %v", err)
+		}
+		errs["w1"] <- err
+	case <-time.After(5 * time.Second):
+		t.Error("killed worker still running")
+	}
+}
+
+// A worker of another version is refused, both sides naming both versions.
+func TestVersionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 1, Config{Version: "v1.2.0", Log: log})
+	defer c.Close()
+	err = RunWorker(context.Background(), WorkerConfig{Coordinator: c.URL(), Name: "old", Version: "v1.1.0"})
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "v1.1.0") || !strings.Contains(err.Error(), "v1.2.0") {
+		t.Fatalf("worker: %v", err)
+	}
+	if s := log.String(); !strings.Contains(s, "old refused") || !strings.Contains(s, "v1.1.0") || !strings.Contains(s, "v1.2.0") {
+		t.Fatalf("coordinator log: %s", s)
+	}
+	// And the coordinator, still waiting, says how many came.
+	err = c.Wait(context.Background(), 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "only 0 of 1 workers registered") {
+		t.Fatalf("wait: %v", err)
+	}
+}
+
+// An unreachable coordinator: the worker gives up after ConnectTimeout,
+// naming the address.
+func TestCoordinatorUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	err = RunWorker(context.Background(), WorkerConfig{Coordinator: url, Name: "w", Version: "x", ConnectTimeout: 300 * time.Millisecond})
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), url) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Ctrl-C on the coordinator: the workers cancel what is in flight and
+// flush it, the run ends partial with every due arrival recorded, and the
+// workers stay for the next run.
+func TestCoordinatorInterrupted(t *testing.T) {
+	o := testOptions()
+	o.OutputTokens = workload.FixedLength(400) // answers of seconds: some in flight at the interrupt
+	env := prepare(t, o)
+	c, errs := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "w1"})
+	env.Fleet = c
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	recs, m := execute(t, ctx, env, plan(20, 5*time.Second))
+	if !m.Partial {
+		t.Fatal("not partial")
+	}
+	var cancelled int
+	for _, r := range recs {
+		if r.ScheduledNs > int64(1500*time.Millisecond) {
+			t.Fatalf("seq %d scheduled at %d recorded after the interrupt", r.Seq, r.ScheduledNs)
+		}
+		if r.Outcome == record.Cancelled {
+			cancelled++
+		}
+		if r.Outcome == record.GeneratorDrop {
+			t.Fatalf("seq %d dropped: %s", r.Seq, r.Error)
+		}
+	}
+	if cancelled == 0 || len(recs) < 15 {
+		t.Fatalf("%d records, %d cancelled", len(recs), cancelled)
+	}
+	for name, ch := range errs {
+		select {
+		case err := <-ch:
+			t.Fatalf("worker %s ended: %v", name, err)
+		default:
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package fleet
+
+import (
+	"time"
+
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// The coordinator's endpoints (see the package doc).
+const (
+	pathTime     = "/fleet/v1/time"
+	pathRegister = "/fleet/v1/register"
+	pathControl  = "/fleet/v1/control"
+	pathBeat     = "/fleet/v1/beat"
+	pathRecords  = "/fleet/v1/records"
+)
+
+// Defaults of the protocol's timing.
+const (
+	DefaultLostAfter    = 5 * time.Second        // silence after which a worker is lost
+	DefaultFlushEvery   = 200 * time.Millisecond // a worker sends its records at least this often
+	DefaultFlushRecords = 500                    // … or once this many wait
+	DefaultBeatEvery    = time.Second            // heartbeat and control-stream ping period
+)
+
+// hello is a worker's registration.
+type hello struct {
+	Name     string    `json:"name"`
+	Version  string    `json:"version"`
+	Started  time.Time `json:"started"`
+	OffsetNs int64     `json:"offset_ns"`
+	RTTNs    int64     `json:"rtt_ns"`
+}
+
+// welcome is the coordinator's answer to hello.
+type welcome struct {
+	Index   int    `json:"index"`
+	Workers int    `json:"workers"`
+	Error   string `json:"error,omitempty"`
+}
+
+// clockReading is the coordinator's clock, ns (package doc: one clock).
+type clockReading struct {
+	Now int64 `json:"now"`
+}
+
+// message is one line of the control stream.
+type message struct {
+	Ping bool   `json:"ping,omitempty"`
+	Job  *job   `json:"job,omitempty"`
+	Cmd  string `json:"cmd,omitempty"` // cmdStop or cmdCancel, for job JobID
+	ID   int    `json:"id,omitempty"`
+	Done bool   `json:"done,omitempty"` // no more jobs: exit
+}
+
+const (
+	cmdStop   = "stop"   // end the schedule, let requests in flight finish (a Stopper)
+	cmdCancel = "cancel" // cancel requests in flight too (Ctrl-C)
+)
+
+// job is one run's share for one worker.
+type job struct {
+	ID          int             `json:"id"`
+	Index       int             `json:"index"`
+	Workers     int             `json:"workers"`
+	Run         string          `json:"run"`
+	OriginNs    int64           `json:"origin_ns"` // the run's origin on the coordinator's clock
+	Arrivals    []arrival       `json:"arrivals"`
+	Workload    workload.Config `json:"workload"`
+	Client      openai.Config   `json:"client"`
+	MaxInFlight int             `json:"max_in_flight"`
+	Spin        time.Duration   `json:"spin"`
+	Profile     string          `json:"profile"`
+}
+
+// arrival is a schedule.Arrival on the wire (without trace blocks, which a
+// fleet refuses).
+type arrival struct {
+	Seq          int64  `json:"s"`
+	At           int64  `json:"t"`
+	Phase        string `json:"p"`
+	PromptTokens int    `json:"i,omitempty"`
+	OutputTokens int    `json:"o,omitempty"`
+}
+
+func wireArrivals(as []schedule.Arrival) []arrival {
+	out := make([]arrival, len(as))
+	for i, a := range as {
+		out[i] = arrival{Seq: a.Seq, At: int64(a.At), Phase: a.Phase, PromptTokens: a.PromptTokens, OutputTokens: a.OutputTokens}
+	}
+	return out
+}
+
+func (j *job) arrivals() []schedule.Arrival {
+	out := make([]schedule.Arrival, len(j.Arrivals))
+	for i, a := range j.Arrivals {
+		out[i] = schedule.Arrival{Seq: a.Seq, At: time.Duration(a.At), Phase: a.Phase, PromptTokens: a.PromptTokens, OutputTokens: a.OutputTokens}
+	}
+	return out
+}
+
+// beat is a worker's heartbeat during a job.
+type beat struct {
+	InFlight int64 `json:"in_flight"`
+	// The newest offset sample (the previous beat's round trip) and the
+	// offset the job runs on.
+	SampleOffsetNs int64 `json:"sample_offset_ns"`
+	SampleRTTNs    int64 `json:"sample_rtt_ns"`
+	JobOffsetNs    int64 `json:"job_offset_ns"`
+	JobRTTNs       int64 `json:"job_rtt_ns"`
+}
+
+// clock is a process's clock in Unix ns: the wall reading at base plus the
+// monotonic time since, plus skew (tests inject a wrong clock with it).
+type clock struct {
+	base time.Time
+	skew time.Duration
+}
+
+func newClock(skew time.Duration) clock { return clock{base: time.Now(), skew: skew} }
+
+// at is t on this clock.
+func (c clock) at(t time.Time) int64 { return c.base.UnixNano() + int64(t.Sub(c.base)) + int64(c.skew) }
+
+// now is the clock's reading now.
+func (c clock) now() int64 { return c.at(time.Now()) }
+
+// time is the moment ns on this clock is, as a time.Time with a monotonic
+// reading (so time.Since works across it).
+func (c clock) time(ns int64) time.Time {
+	return c.base.Add(time.Duration(ns - c.base.UnixNano() - int64(c.skew)))
+}

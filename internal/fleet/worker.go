@@ -1,0 +1,568 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/surge-bench/surge/internal/loadgen"
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/workload"
+)
+
+// WorkerConfig is what a worker needs besides its jobs. The zero values of
+// the timing fields mean the defaults.
+type WorkerConfig struct {
+	Coordinator string // the coordinator's URL, e.g. http://10.0.0.5:7777
+	Name        string // how the coordinator and the manifest name it (required)
+	Version     string // this surge's version (the coordinator refuses another)
+	// APIKey and Headers are this worker's own (its environment and flags,
+	// as surge run reads them): the coordinator never sends them.
+	APIKey  string
+	Headers map[string]string
+	// ConnectTimeout is how long to keep trying to reach the coordinator
+	// at the start (0 = 30 s); past it, and whenever the coordinator stops
+	// answering for LostAfter, the worker ends with an *UnreachableError.
+	ConnectTimeout time.Duration
+	LostAfter      time.Duration
+	FlushEvery     time.Duration
+	FlushRecords   int
+	Log            io.Writer // progress lines (nil: none)
+	// ClockSkew is added to every reading of this worker's clock: tests
+	// give a worker a wrong clock with it.
+	ClockSkew time.Duration
+	// HTTP is the client for the coordinator (nil: a default one).
+	HTTP *http.Client
+}
+
+// UnreachableError is a coordinator that cannot be reached (exit 3).
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("coordinator %s unreachable: %v", e.URL, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// RefusedError is a registration the coordinator refused (another surge
+// version, a name taken, all workers there): exit 2.
+type RefusedError struct{ Why string }
+
+func (e *RefusedError) Error() string { return "the coordinator refused this worker: " + e.Why }
+
+// worker is one RunWorker's state.
+type worker struct {
+	cfg   WorkerConfig
+	base  string
+	hc    *http.Client
+	clock clock
+	index int
+}
+
+// RunWorker registers with the coordinator and runs the jobs it hands out
+// until it says there are no more (nil), ctx ends (ctx's error) or the
+// coordinator is lost (*UnreachableError).
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 30 * time.Second
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = DefaultLostAfter
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = DefaultFlushEvery
+	}
+	if cfg.FlushRecords <= 0 {
+		cfg.FlushRecords = DefaultFlushRecords
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	u, err := url.Parse(cfg.Coordinator)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &RefusedError{Why: fmt.Sprintf("--coordinator: %q is not an http:// URL", cfg.Coordinator)}
+	}
+	w := &worker{cfg: cfg, base: strings.TrimRight(cfg.Coordinator, "/"), hc: cfg.HTTP, clock: newClock(cfg.ClockSkew)}
+	if w.hc == nil {
+		w.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		defer w.hc.CloseIdleConnections()
+	}
+	// Reach the coordinator (it may start after its workers), then measure.
+	deadline := time.Now().Add(cfg.ConnectTimeout)
+	for {
+		_, _, err := w.sample(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return &UnreachableError{URL: cfg.Coordinator, Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	off, rtt, err := w.offset(ctx, 8)
+	if err != nil {
+		return &UnreachableError{URL: cfg.Coordinator, Err: err}
+	}
+	var wel welcome
+	code, err := w.post(ctx, pathRegister, hello{Name: cfg.Name, Version: cfg.Version, Started: time.Now(), OffsetNs: off, RTTNs: rtt}, &wel)
+	switch {
+	case err != nil:
+		return &UnreachableError{URL: cfg.Coordinator, Err: err}
+	case code != http.StatusOK:
+		return &RefusedError{Why: wel.Error}
+	}
+	w.index = wel.Index
+	fmt.Fprintf(cfg.Log, "worker %s: registered with %s as %d of %d (clock offset %s, RTT %s)\n", cfg.Name, cfg.Coordinator, wel.Index, wel.Workers, fmtNs(off), fmtNs(rtt))
+	return w.control(ctx)
+}
+
+// control reads the control stream and runs its jobs one at a time.
+func (w *worker) control(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.base+pathControl+"?w="+strconv.Itoa(w.index), nil)
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		return w.unreachable(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &UnreachableError{URL: w.cfg.Coordinator, Err: fmt.Errorf("control stream: %s", resp.Status)}
+	}
+	lines := make(chan message)
+	readErr := make(chan error, 1)
+	go func() {
+		br := bufio.NewReaderSize(resp.Body, 64<<10)
+		for {
+			b, err := br.ReadBytes('\n')
+			if err != nil {
+				readErr <- err
+				return
+			}
+			var m message
+			if err := json.Unmarshal(b, &m); err != nil {
+				readErr <- fmt.Errorf("control stream: %w", err)
+				return
+			}
+			select {
+			case lines <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var cur *running
+	jobDone := make(chan error, 1)
+	for {
+		select {
+		case <-ctx.Done():
+			if cur != nil {
+				cur.cancel()
+				<-jobDone
+			}
+			return ctx.Err()
+		case err := <-readErr:
+			if cur != nil {
+				cur.cancel()
+				<-jobDone
+			}
+			if err == io.EOF {
+				err = errors.New("the coordinator closed the control stream")
+			}
+			return w.unreachable(ctx, err)
+		case err := <-jobDone:
+			cur = nil
+			var ue *UnreachableError
+			if errors.As(err, &ue) {
+				return err
+			}
+		case m := <-lines:
+			switch {
+			case m.Done:
+				if cur != nil {
+					cur.cancel()
+					<-jobDone
+				}
+				fmt.Fprintf(w.cfg.Log, "worker %s: the coordinator has no more work\n", w.cfg.Name)
+				return nil
+			case m.Job != nil:
+				if cur != nil {
+					cur.cancel()
+					<-jobDone
+				}
+				cur = w.start(ctx, m.Job, jobDone)
+			case m.Cmd != "" && cur != nil && cur.id == m.ID:
+				cur.command(m.Cmd)
+			}
+		}
+	}
+}
+
+// unreachable is err as an *UnreachableError, or ctx's error once ctx ended.
+func (w *worker) unreachable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &UnreachableError{URL: w.cfg.Coordinator, Err: err}
+}
+
+// running is a job under way.
+type running struct {
+	id        int
+	cancel    context.CancelFunc
+	stopped   atomic.Bool
+	cancelled atomic.Bool // by the coordinator
+	open      atomic.Pointer[loadgen.Open]
+}
+
+func (r *running) command(cmd string) {
+	switch cmd {
+	case cmdStop:
+		r.stopped.Store(true)
+		if o := r.open.Load(); o != nil {
+			o.Stop()
+		}
+	case cmdCancel:
+		r.cancelled.Store(true)
+		r.cancel()
+	}
+}
+
+// start runs j on its own goroutine; its end goes to done.
+func (w *worker) start(parent context.Context, j *job, done chan<- error) *running {
+	ctx, cancel := context.WithCancel(parent)
+	r := &running{id: j.ID, cancel: cancel}
+	go func() {
+		err := w.run(ctx, j, r)
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %v\n", w.cfg.Name, j.Run, err)
+		}
+		done <- err
+	}()
+	return r
+}
+
+// run sends j's arrivals with the load generator and streams the records.
+func (w *worker) run(ctx context.Context, j *job, r *running) error {
+	off, rtt, err := w.offset(ctx, 5)
+	if err != nil {
+		return w.unreachable(ctx, err)
+	}
+	q := "?w=" + strconv.Itoa(j.Index) + "&job=" + strconv.Itoa(j.ID)
+	out := newBatcher(w, q, w.cfg.FlushRecords)
+	fail := func(err error) error {
+		out.close(ctx, err.Error())
+		return err
+	}
+	// The run's origin on this worker's clock.
+	origin := w.clock.time(j.OriginNs + off)
+	cc := j.Client
+	cc.APIKey, cc.Headers = w.cfg.APIKey, w.cfg.Headers
+	client, err := openai.New(cc, origin)
+	if err != nil {
+		return fail(err)
+	}
+	defer client.CloseIdle()
+	labels, err := workload.New(j.Workload)
+	if err != nil {
+		return fail(err)
+	}
+	pool := sync.Pool{New: func() any {
+		g, _ := workload.New(j.Workload) // validated above
+		return g
+	}}
+	build := func(a *schedule.Arrival) workload.Request {
+		g := pool.Get().(*workload.Generator)
+		req := g.Generate(*a)
+		pool.Put(g)
+		return req
+	}
+	lcfg := loadgen.Config{MaxInFlight: j.MaxInFlight, Spin: j.Spin, RunID: j.Run, Profile: j.Profile, ProfileOf: labels.ProfileName}
+	gen := loadgen.NewOpen(lcfg, origin, client, build, func(rec *record.Record) {
+		rec.Shard = j.Index
+		out.add(rec)
+	})
+	r.open.Store(gen)
+	if r.stopped.Load() {
+		gen.Stop()
+	}
+	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s)\n", w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtNs(rtt))
+
+	// Heartbeats, each a further offset sample; and the batches.
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Add(2)
+	lost := make(chan error, 2)
+	go func() {
+		defer bg.Done()
+		w.beats(beatCtx, q, gen, off, rtt, lost)
+	}()
+	go func() {
+		defer bg.Done()
+		if err := out.loop(beatCtx); err != nil {
+			lost <- err
+		}
+	}()
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	go func() {
+		select {
+		case err := <-lost:
+			fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %v; cancelling\n", w.cfg.Name, j.Run, err)
+			lost <- err
+			cancelRun()
+		case <-runCtx.Done():
+		}
+	}()
+	runErr := gen.Run(runCtx, j.arrivals())
+	stopBeats()
+	bg.Wait()
+	select {
+	case err := <-lost:
+		return w.unreachable(ctx, err)
+	default:
+	}
+	why := ""
+	if parentDone(ctx) && !r.cancelled.Load() {
+		why = "interrupted on the worker (Ctrl-C or SIGTERM)"
+	}
+	if err := out.close(context.WithoutCancel(ctx), why); err != nil {
+		return w.unreachable(ctx, err)
+	}
+	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d records sent\n", w.cfg.Name, j.Run, out.sent)
+	return runErr
+}
+
+// parentDone reports whether ctx has ended.
+func parentDone(ctx context.Context) bool { return ctx.Err() != nil }
+
+// beats sends a heartbeat every second until ctx ends; a coordinator
+// silent for LostAfter, or one that closed this share, ends the job.
+func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, off, rtt int64, lost chan<- error) {
+	t := time.NewTicker(DefaultBeatEvery)
+	defer t.Stop()
+	last := time.Now()
+	var sOff, sRTT int64
+	for {
+		b := beat{InFlight: gen.Counters.InFlight.Load(), SampleOffsetNs: sOff, SampleRTTNs: sRTT, JobOffsetNs: off, JobRTTNs: rtt}
+		t0 := w.clock.now()
+		var cr clockReading
+		code, err := w.post(ctx, pathBeat+q, b, &cr)
+		t1 := w.clock.now()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && code == http.StatusGone:
+			lost <- errors.New("the coordinator closed this worker's share of the run (it counted the worker lost)")
+			return
+		case err == nil && code == http.StatusOK:
+			last = time.Now()
+			sOff, sRTT = (t0+t1)/2-cr.Now, t1-t0
+		case time.Since(last) > w.cfg.LostAfter:
+			if err == nil {
+				err = fmt.Errorf("heartbeat: status %d", code)
+			}
+			lost <- fmt.Errorf("no answer for %s: %w", w.cfg.LostAfter, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample is one offset sample: (t0+t1)/2 − s and the round trip.
+func (w *worker) sample(ctx context.Context) (offset, rtt int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.base+pathTime, nil)
+	t0 := w.clock.now()
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var cr clockReading
+	err = json.NewDecoder(resp.Body).Decode(&cr)
+	t1 := w.clock.now()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("clock: status %s: %v", resp.Status, err)
+	}
+	return (t0+t1)/2 - cr.Now, t1 - t0, nil
+}
+
+// offset is the sample with the smallest round trip of n.
+func (w *worker) offset(ctx context.Context, n int) (offset, rtt int64, err error) {
+	rtt = -1
+	for range n {
+		o, r, err := w.sample(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if rtt < 0 || r < rtt {
+			offset, rtt = o, r
+		}
+	}
+	return offset, rtt, nil
+}
+
+// post sends v as JSON and decodes the answer into out (when it is JSON).
+func (w *worker) post(ctx context.Context, path string, v, out any) (int, error) {
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, w.base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		json.NewDecoder(resp.Body).Decode(out)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+	}
+	return resp.StatusCode, nil
+}
+
+// batcher collects finished records and sends them in gzip batches.
+type batcher struct {
+	w     *worker
+	q     string
+	limit int
+	mu    sync.Mutex
+	buf   []byte
+	n     int
+	full  chan struct{}
+	sent  int64
+	send  sync.Mutex // one batch at a time, in order
+}
+
+func newBatcher(w *worker, q string, limit int) *batcher {
+	return &batcher{w: w, q: q, limit: limit, full: make(chan struct{}, 1)}
+}
+
+func (b *batcher) add(r *record.Record) {
+	b.mu.Lock()
+	b.buf = r.AppendJSON(b.buf)
+	b.buf = append(b.buf, '\n')
+	b.n++
+	full := b.n >= b.limit
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop sends a batch every FlushEvery or when one is full, until ctx ends.
+func (b *batcher) loop(ctx context.Context) error {
+	t := time.NewTicker(b.w.cfg.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-b.full:
+		}
+		// A batch under way is sent whole even when ctx ends meanwhile.
+		if err := b.flush(context.WithoutCancel(ctx), false, ""); err != nil {
+			return err
+		}
+	}
+}
+
+// close sends what is left with final=1 (and the failure, if any).
+func (b *batcher) close(ctx context.Context, failure string) error {
+	return b.flush(ctx, true, failure)
+}
+
+// flush sends the records collected so far; a failed send is retried until
+// LostAfter has passed, so no record is lost to a brief glitch.
+func (b *batcher) flush(ctx context.Context, final bool, failure string) error {
+	b.send.Lock()
+	defer b.send.Unlock()
+	b.mu.Lock()
+	lines, n := b.buf, b.n
+	b.buf, b.n = nil, 0
+	b.mu.Unlock()
+	if n == 0 && !final {
+		return nil
+	}
+	var z bytes.Buffer
+	gz := gzip.NewWriter(&z)
+	gz.Write(lines)
+	gz.Close()
+	q := b.q
+	if final {
+		q += "&final=1"
+	}
+	if failure != "" {
+		q += "&error=" + url.QueryEscape(failure)
+	}
+	start := time.Now()
+	for {
+		err := b.post(ctx, q, z.Bytes())
+		if err == nil {
+			b.sent += int64(n)
+			return nil
+		}
+		if errors.Is(err, errGone) || time.Since(start) > b.w.cfg.LostAfter || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var errGone = errors.New("the coordinator closed this worker's share of the run (it counted the worker lost)")
+
+func (b *batcher) post(ctx context.Context, q string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.w.base+pathRecords+q, bytes.NewReader(body))
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := b.w.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	switch resp.StatusCode {
+	case http.StatusNoContent, http.StatusOK:
+		return nil
+	case http.StatusGone:
+		return errGone
+	}
+	return fmt.Errorf("records: status %s", resp.Status)
+}
