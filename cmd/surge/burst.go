@@ -92,7 +92,7 @@ the engine model in seconds: a what-if tool for capacity planning.` + exitCodesB
 	var varySpec string // --vary: what-if per value of a simulator setting (vary.go)
 	var what *vary.Config
 	f.fs.StringVar(&varySpec, "vary", "", varyUsage)
-	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+	cmd.RunE = experimentCmd{command: "burst", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate, fleet: addFleetFlags(f.fs),
 		dryRun: &dry, planned: func() ([]experiment.PlannedRun, error) {
 			runs, err := cfg.Planned()
 			if err != nil || what == nil {

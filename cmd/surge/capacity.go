@@ -63,7 +63,7 @@ stops: that is surge's limit on this machine, not the target's.` + exitCodesCapa
 	f.dur(&cfg.SettleTimeout, "settle_timeout", "settle-timeout", "longest wait for the target to return to idle between steps (0 = do not wait)")
 	f.integer(&cfg.Repeat, "repeat", "repeat", "run the whole search this many times, each into DIR/rep-k with the settle gate before it and rep k seeded with --seed + k − 1; DIR's table has each search's sustainable step, the pooled row and the spread of the sustainable rates (min/median/max, a 95% bootstrap interval from 5 searches)")
 	f.options(&cfg.Options)
-	cmd.RunE = experimentCmd{command: "capacity", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+	cmd.RunE = experimentCmd{command: "capacity", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate, fleet: addFleetFlags(f.fs),
 		run: func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.Writer) (experiment.Outcome, error) {
 			return capacity.Capacity(ctx, env, &cfg, d, w)
 		}}.runE

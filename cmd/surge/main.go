@@ -98,5 +98,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	root.AddCommand(newColdstartCmd())
 	root.AddCommand(newMergeCmd())
 	root.AddCommand(newK8sCmd())
+	root.AddCommand(newWorkerCmd())
 	return root
 }

@@ -97,7 +97,8 @@ With no --target it runs against the built-in simulated engine.` + exitCodesRun,
 	f.options(&cfg.Options)
 	var dry bool
 	f.fs.BoolVar(&dry, "dry-run", false, dryRunUsage)
-	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate,
+	ff := addFleetFlags(f.fs)
+	cmd.RunE = experimentCmd{command: "run", flags: f, file: &file, config: &cfg, validate: cfg.Validate, options: &cfg.Options, simulate: &cfg.Simulate, fleet: ff,
 		dryRun: &dry, planned: cfg.Planned,
 		prepare: func(keys map[string]*yaml.Node) error {
 			cfg.ConfigFile = file
@@ -221,6 +222,7 @@ type experimentCmd struct {
 	run      experimentFunc
 	dryRun   *bool                                   // the command's --dry-run (nil: none)
 	planned  func() ([]experiment.PlannedRun, error) // the runs --dry-run shows
+	fleet    *fleetFlags                             // --workers (worker.go; nil: not offered)
 }
 
 // runE is the RunE of an experiment command: apply the -f file (flags
@@ -242,6 +244,9 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		return x.flags.explain(err)
 	}
 	virtual := x.simulate != nil && *x.simulate
+	if err := x.fleet.check(x.flags, x.options, virtual); err != nil {
+		return err
+	}
 	if w := experiment.PriceWarning(x.options); w != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), w)
 	}
@@ -262,7 +267,7 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 			return classify(x.flags, err)
 		}
 	}
-	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run)
+	return runExperiment(cmd, x.flags, x.command, x.options, virtual, x.run, x.fleet)
 }
 
 // dryRun validates as a run would, then prints the planned runs and their
@@ -290,7 +295,7 @@ type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.
 // runExperiment prepares the target, claims the run folder, runs fn and
 // maps the outcome to an exit code. Every configuration error is found
 // before the folder is created.
-func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options, virtual bool, fn experimentFunc) error {
+func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options, virtual bool, fn experimentFunc, ff *fleetFlags) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -302,6 +307,11 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		return classify(f, err)
 	}
 	defer env.Close()
+	endFleet, err := ff.start(cmd, env) // --workers: wait for them before the folder is claimed
+	if err != nil {
+		return err
+	}
+	defer endFleet()
 	path := o.Out
 	if path == "" {
 		path = rundir.DefaultPath("out", command, time.Now())

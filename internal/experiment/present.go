@@ -100,6 +100,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, line := range generatorNotes(res) {
 		fmt.Fprintln(w, line)
 	}
+	for _, line := range WorkerLines(res) { // --workers (workers.go)
+		fmt.Fprintln(w, line)
+	}
 	for _, line := range ClientNotes(a) {
 		fmt.Fprintln(w, line)
 	}

@@ -267,6 +267,7 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 	if n := ShardNote(res); n != "" { // shardnote.go
 		t.Notes = append(t.Notes, n)
 	}
+	t.Notes = append(t.Notes, WorkerLines(res)...) // --workers (workers.go)
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
 	}

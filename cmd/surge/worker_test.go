@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
+
+// proc is surge in a child process (the test binary, see TestMain).
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	done chan struct{}
+	url  chan string // the coordinator's URL, once it says it listens
+}
+
+var listening = regexp.MustCompile(`coordinator: listening on (http://\S+);`)
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{}), url: make(chan string, 1)}
+	p.cmd.Env = append(os.Environ(), "SURGE_TEST_CLI=1")
+	p.cmd.Stdout = nil
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				p.url <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		p.wait()
+	})
+	return p
+}
+
+func (p *proc) wait() int {
+	<-p.done
+	p.cmd.Wait()
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func fleetRecords(t *testing.T, dir string) []record.Record {
+	t.Helper()
+	var recs []record.Record
+	if err := record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(r *record.Record) error {
+		recs = append(recs, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// A coordinator and two workers as three processes on loopback: one run
+// folder holding one record per scheduled arrival (the same arrivals as a
+// single process's run of the same command), every worker exiting 0 —
+// and, in a second run, a worker killed mid-run whose unsent arrivals are
+// generator_drop records naming it. Real time: ~8 s, the proof that the
+// binary itself works as a fleet.
+func TestWorkersMultiProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time multi-process test")
+	}
+	args := []string{"run", "-q", "--rate", "20", "--duration", "2s", "--seed", "3", "--prompt-tokens", "64", "--output-tokens", "16"}
+	one := filepath.Join(t.TempDir(), "one")
+	if code, _, stderr := surge(t, append(args, "-o", one)...); code != 0 {
+		t.Fatalf("single process: exit %d: %s", code, stderr)
+	}
+	want := fleetRecords(t, one)
+
+	for _, kill := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "fleet")
+		coord := start(t, append(args, "-o", dir, "--workers", "2", "--coordinator-listen", "127.0.0.1:0")...)
+		var url string
+		select {
+		case url = <-coord.url:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no coordinator: %s", coord.stderr())
+		}
+		w0 := start(t, "worker", "--coordinator", url, "--name", "w0")
+		w1 := start(t, "worker", "--coordinator", url, "--name", "w1")
+		if kill {
+			time.AfterFunc(1200*time.Millisecond, func() { w1.cmd.Process.Signal(syscall.SIGKILL) })
+		}
+		code := coord.wait()
+		if code != 0 && !(kill && code == 1) {
+			t.Fatalf("coordinator (kill %v): exit %d: %s", kill, code, coord.stderr())
+		}
+		if c := w0.wait(); c != 0 {
+			t.Fatalf("w0: exit %d: %s", c, w0.stderr())
+		}
+		got := fleetRecords(t, dir)
+		if len(got) != len(want) {
+			t.Fatalf("kill %v: %d records, one process %d\n%s", kill, len(got), len(want), coord.stderr())
+		}
+		m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
+		if err != nil || m.Distributed == nil || len(m.Distributed.Each) != 2 {
+			t.Fatalf("manifest: %v %+v", err, m)
+		}
+		drops := 0
+		for _, r := range got {
+			if r.Outcome == record.GeneratorDrop {
+				drops++
+				if !strings.Contains(r.Error, "worker w1 lost at") || !strings.Contains(r.Error, "connection dropped") {
+					t.Fatalf("drop: %q", r.Error)
+				}
+			} else if r.Outcome != record.OK {
+				t.Fatalf("seq %d: %s %s", r.Seq, r.Outcome, r.Error)
+			}
+		}
+		if kill != (drops > 0) {
+			t.Fatalf("kill %v: %d drops\n%s", kill, drops, coord.stderr())
+		}
+		if !kill {
+			if c := w1.wait(); c != 0 {
+				t.Fatalf("w1: exit %d: %s", c, w1.stderr())
+			}
+		}
+	}
+}
+
+// A worker whose coordinator is unreachable exits 3 naming the address.
+func TestWorkerUnreachableExits3(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	code, _, stderr := surge(t, "worker", "--coordinator", url, "--connect-timeout", "300ms")
+	if code != exitTarget || !strings.Contains(stderr, "coordinator "+url+" unreachable") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// What --workers cannot do is refused before anything runs, naming the flag.
+func TestWorkersRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--workers", "2", "--simulate"}, "--workers: workers send live requests"},
+		{[]string{"run", "--workers", "2", "--sessions"}, "--sessions: sessions cannot be split"},
+		{[]string{"burst", "--workers", "2", "--max-cost", "1", "--price-input", "1", "--price-output", "1"}, "--max-cost: a budget"},
+		{[]string{"worker"}, "--coordinator: required"},
+	} {
+		code, _, stderr := surge(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+	}
+}
+
+// Workers that do not come: the coordinator gives up, naming how many came.
+func TestWorkersWaitTimeout(t *testing.T) {
+	code, _, stderr := surge(t, "run", "-q", "--workers", "2", "--coordinator-listen", "127.0.0.1:0", "--workers-wait", "300ms", "-o", filepath.Join(t.TempDir(), "r"))
+	if code != exitTarget || !strings.Contains(stderr, "only 0 of 2 workers registered within 300ms") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

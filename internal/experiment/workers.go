@@ -1,0 +1,35 @@
+package experiment
+
+import (
+	"fmt"
+
+	"github.com/surge-bench/surge/internal/run"
+)
+
+// WorkerLines are a coordinated run's lines per worker (--workers): its
+// arrivals and records, its schedule lag p99 — a slow worker shows here,
+// marked when its p99 is more than twice the fastest's and 5 ms above it —
+// its clock offset, and why it was lost; none for one process.
+func WorkerLines(res *run.Result) []string {
+	d := res.Distributed
+	if d == nil || len(d.Each) == 0 {
+		return nil
+	}
+	fastest := d.Each[0].LagP99Ms
+	for _, g := range d.Each {
+		fastest = min(fastest, g.LagP99Ms)
+	}
+	var out []string
+	for _, g := range d.Each {
+		slow := ""
+		if len(d.Each) > 1 && g.LagP99Ms > 2*fastest && g.LagP99Ms > fastest+5 {
+			slow = " — SLOW: this worker fell behind its schedule more than the others"
+		}
+		out = append(out, fmt.Sprintf("worker %d %s (surge %s): %d of %d arrivals recorded by it, schedule lag p99 %.1f ms%s; clock offset %+.3f ms (RTT %.3f ms, drift %+.3f ms).",
+			g.Index, g.Name, g.Version, g.Records, g.Arrivals, g.LagP99Ms, slow, float64(g.ClockOffsetNs)/1e6, float64(g.RTTNs)/1e6, float64(g.OffsetDriftNs)/1e6))
+		if g.Lost {
+			out = append(out, fmt.Sprintf("worker %d %s LOST: %s; its %d unsent arrivals are generator_drop records.", g.Index, g.Name, g.LostWhy, g.Arrivals-g.Records))
+		}
+	}
+	return out
+}

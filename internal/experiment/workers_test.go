@@ -1,0 +1,35 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
+)
+
+// A coordinated run names each worker's lag, marks the slow one, and says
+// why a lost worker was lost; one process has no such lines.
+func TestWorkerLines(t *testing.T) {
+	if l := WorkerLines(&run.Result{}); l != nil {
+		t.Fatalf("one process: %q", l)
+	}
+	res := &run.Result{Distributed: &record.Distribution{Mode: record.DistCoordinator, Generators: 3, Shard: -1, Each: []record.Generator{
+		{Index: 0, Name: "a", Arrivals: 10, Records: 10, LagP99Ms: 1.5},
+		{Index: 1, Name: "b", Arrivals: 10, Records: 10, LagP99Ms: 40},
+		{Index: 2, Name: "c", Arrivals: 10, Records: 4, LagP99Ms: 2, Lost: true, LostWhy: "worker c lost at 1.2 s: connection dropped"},
+	}}}
+	got := strings.Join(WorkerLines(res), "\n")
+	for _, want := range []string{
+		"worker 0 a (surge ): 10 of 10 arrivals recorded by it, schedule lag p99 1.5 ms;",
+		"worker 1 b (surge ): 10 of 10 arrivals recorded by it, schedule lag p99 40.0 ms — SLOW",
+		"worker 2 c LOST: worker c lost at 1.2 s: connection dropped; its 6 unsent arrivals are generator_drop records.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "SLOW") != 1 {
+		t.Errorf("one slow worker:\n%s", got)
+	}
+}
