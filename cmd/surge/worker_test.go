@@ -189,3 +189,85 @@ func TestWorkersWaitTimeout(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// nsScript runs, inside a user and network namespace of its own (unshare
+// -rn), the simulator and a coordinator on 10.77.0.1 and two workers in a
+// second network namespace (10.77.0.2) joined to it by a veth pair: the
+// workers reach the coordinator and the target over a link, not loopback.
+const nsScript = `set -e
+ip link set lo up
+unshare -n sleep 60 &
+B=$!
+sleep 0.2
+ip link add va type veth peer name vb
+ip link set vb netns $B
+ip addr add 10.77.0.1/24 dev va
+ip link set va up
+nsenter -t $B -n ip link set lo up
+nsenter -t $B -n ip addr add 10.77.0.2/24 dev vb
+nsenter -t $B -n ip link set vb up
+"$BIN" sim --addr 10.77.0.1:18000 2>/dev/null &
+SIM=$!
+"$BIN" run -q --target http://10.77.0.1:18000/v1 --rate 20 --duration 2s --seed 3 --prompt-tokens 64 --output-tokens 16 \
+  --workers 2 --coordinator-listen 10.77.0.1:17777 -o "$DIR" 2>"$DIR.coord" &
+C=$!
+nsenter -t $B -n "$BIN" worker --coordinator http://10.77.0.1:17777 --name ns0 2>"$DIR.w0" &
+nsenter -t $B -n "$BIN" worker --coordinator http://10.77.0.1:17777 --name ns1 2>"$DIR.w1" &
+code=0
+wait $C || code=$?
+kill $SIM $B 2>/dev/null || true
+exit $code
+`
+
+// Two workers in another network namespace than the coordinator and the
+// target (when this machine lets a test create namespaces): one folder,
+// one record per arrival, each worker's offset measured over the link.
+func TestWorkersAcrossNetworkNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time multi-process test")
+	}
+	for _, tool := range []string{"unshare", "nsenter", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("no " + tool)
+		}
+	}
+	if err := exec.Command("unshare", "-rn", "ip", "link", "add", "va", "type", "veth", "peer", "name", "vb").Run(); err != nil {
+		t.Skipf("cannot create network namespaces with a veth pair here: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "ns")
+	cmd := exec.Command("unshare", "-rn", "bash", "-c", nsScript)
+	cmd.Env = append(os.Environ(), "SURGE_TEST_CLI=1", "BIN="+os.Args[0], "DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	logs := func() string {
+		var b strings.Builder
+		for _, f := range []string{".coord", ".w0", ".w1"} {
+			s, _ := os.ReadFile(dir + f)
+			b.WriteString(f + ":\n" + string(s))
+		}
+		return b.String()
+	}
+	if err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, logs())
+	}
+	recs := fleetRecords(t, dir)
+	m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arrivals int64
+	for _, g := range m.Distributed.Each {
+		arrivals += g.Arrivals
+		if g.Lost || g.Records != g.Arrivals || g.RTTNs <= 0 {
+			t.Errorf("worker %+v", g)
+		}
+	}
+	if int64(len(recs)) != arrivals || arrivals == 0 {
+		t.Fatalf("%d records, %d arrivals\n%s", len(recs), arrivals, logs())
+	}
+	for _, r := range recs {
+		if r.Outcome != record.OK || r.Shard != int(r.Seq%2) {
+			t.Fatalf("seq %d shard %d: %s %s", r.Seq, r.Shard, r.Outcome, r.Error)
+		}
+	}
+	t.Logf("%d records over a veth link; %s", len(recs), strings.TrimSpace(logs()))
+}
