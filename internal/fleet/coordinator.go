@@ -178,25 +178,33 @@ func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		refuse("the coordinator is closing")
 		return
 	}
-	active := 0
-	for _, m := range c.workers {
+	index := len(c.workers) // a new index, or a lost worker's to take over
+	for i, m := range c.workers {
 		if m.name == h.Name && !m.lost {
 			refuse(fmt.Sprintf("a worker named %s is registered already: give each worker its own --name", h.Name))
 			return
 		}
-		if !m.lost {
-			active++
+		if m.lost && index == len(c.workers) {
+			index = i
 		}
 	}
-	if active >= c.want || c.cur != nil || len(c.workers) >= c.want {
+	if index >= c.want {
 		refuse(fmt.Sprintf("the coordinator has its %d workers already", c.want))
 		return
 	}
-	m := &member{index: len(c.workers), name: h.Name, version: h.Version, started: h.Started, offsetNs: h.OffsetNs, rttNs: h.RTTNs,
+	m := &member{index: index, name: h.Name, version: h.Version, started: h.Started, offsetNs: h.OffsetNs, rttNs: h.RTTNs,
 		out: make(chan message, 16), streamEnded: make(chan struct{})}
-	c.workers = append(c.workers, m)
-	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s registered (%d of %d, surge %s, clock offset %s, RTT %s)\n",
-		m.name, len(c.workers), c.want, m.version, fmtNs(m.offsetNs), fmtNs(m.rttNs))
+	what := fmt.Sprintf("%d of %d", index+1, c.want)
+	if index < len(c.workers) {
+		// It takes the lost worker's share from the next run on (a run
+		// under way keeps its generator_drop records for that share).
+		what = fmt.Sprintf("in place of %s, lost", c.workers[index].name)
+		c.workers[index] = m
+	} else {
+		c.workers = append(c.workers, m)
+	}
+	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s registered (%s, surge %s, clock offset %s, RTT %s)\n",
+		m.name, what, m.version, fmtNs(m.offsetNs), fmtNs(m.rttNs))
 	writeJSON(w, http.StatusOK, welcome{Index: m.index, Workers: c.want})
 }
 
@@ -358,7 +366,7 @@ func (c *Coordinator) Drive(j run.FleetJob, sink loadgen.Sink) run.FleetDriver {
 	d.originNs = c.clock.at(j.Origin)
 	for i := range n {
 		s := &share{index: i, arrivals: schedule.Shard(j.Arrivals, i, n), lag: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
-		s.reported = make([]bool, len(s.arrivals))
+		s.reported, s.lastSeen = make([]bool, len(s.arrivals)), time.Now()
 		if i < len(ws) {
 			s.m = ws[i]
 		}
@@ -431,9 +439,7 @@ func (d *drive) Run(ctx context.Context) error {
 		c.mu.Unlock()
 	}()
 	d.left.Store(int64(len(d.shares)))
-	now := time.Now()
 	for _, s := range d.shares {
-		s.lastSeen = now
 		if s.m == nil {
 			d.lose(s, "never registered")
 			continue

@@ -150,6 +150,8 @@ func latencies(recs []record.Record) (ttft, e2e []float64) {
 // Two workers and a coordinator give one folder whose records are the
 // schedule's — every arrival once, each from worker Seq mod 2 — and whose
 // percentiles are a single process's on the same schedule and seed.
+// Two real-time runs of 3 s (the "must show"; shorter runs leave
+// too few requests for a p90).
 func TestTwoWorkersEqualOneProcess(t *testing.T) {
 	p := plan(20, 3*time.Second)
 	arrivals, err := schedule.Build(p, 7)
@@ -311,6 +313,24 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		errs["w1"] <- err
 	case <-time.After(5 * time.Second):
 		t.Error("killed worker still running")
+	}
+
+	// A new worker takes the lost one's place for the next run.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunWorker(ctx, WorkerConfig{Coordinator: c.URL(), Name: "w2", Version: "test", Log: log}) }()
+	defer func() { cancel(); <-done }()
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	recs, m = execute(t, context.Background(), env, plan(20, time.Second))
+	for _, r := range recs {
+		if r.Outcome != record.OK {
+			t.Fatalf("after the replacement: seq %d %s %s", r.Seq, r.Outcome, r.Error)
+		}
+	}
+	if g := m.Distributed.Each[killed]; g.Name != "w2" || g.Lost || g.Records != g.Arrivals {
+		t.Fatalf("replacement: %+v\n%s", g, log)
 	}
 }
 
