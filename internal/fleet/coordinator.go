@@ -515,7 +515,9 @@ func (d *drive) beat(s *share, b beat) bool {
 	if b.JobRTTNs > 0 {
 		s.offsetNs, s.rttNs = b.JobOffsetNs, b.JobRTTNs
 	}
-	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs {
+	// A sample is as good as its round trip (error ≤ RTT/2): those within
+	// twice the job's RTT plus a millisecond count.
+	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs+int64(time.Millisecond) {
 		if dr := b.SampleOffsetNs - s.offsetNs; abs(dr) > abs(s.driftNs) {
 			s.driftNs = dr
 		}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -412,6 +414,79 @@ func TestCoordinatorInterrupted(t *testing.T) {
 		case err := <-ch:
 			t.Fatalf("worker %s ended: %v", name, err)
 		default:
+		}
+	}
+}
+
+// A worker whose clock drifts (1 % fast: 10 ms a second) during a run: the
+// heartbeats' offset samples see it, and the manifest records it.
+func TestClockDrift(t *testing.T) {
+	env := prepare(t, testOptions())
+	c, _ := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "fast", ClockDrift: 0.01}, WorkerConfig{Name: "steady"})
+	env.Fleet = c
+	_, m := execute(t, context.Background(), env, plan(10, 3*time.Second))
+	for _, g := range m.Distributed.Each {
+		drift := time.Duration(g.OffsetDriftNs)
+		switch g.Name {
+		case "fast":
+			// Samples 1–3 s into the run: 10–30 ms ahead of the job's offset.
+			if drift < 5*time.Millisecond || drift > 40*time.Millisecond {
+				t.Errorf("fast: drift %s, want 10–30 ms", drift)
+			}
+		case "steady":
+			if drift < -2*time.Millisecond || drift > 2*time.Millisecond {
+				t.Errorf("steady: drift %s", drift)
+			}
+		}
+	}
+}
+
+// A worker that takes its job and then says nothing (hung, its connection
+// still open) is lost after LostAfter: every arrival of its share becomes
+// a generator_drop saying so.
+func TestHungWorkerLost(t *testing.T) {
+	env := prepare(t, testOptions())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 2, Config{Version: "test", Log: log, LostAfter: 500 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- RunWorker(ctx, WorkerConfig{Coordinator: c.URL(), Name: "ok", Version: "test"}) }()
+	defer func() { cancel(); <-done }()
+	// The hung one, by hand: register, open the control stream, never beat.
+	w := &worker{cfg: WorkerConfig{Name: "hung"}, base: c.URL(), hc: http.DefaultClient, clock: newClock(0)}
+	var wel welcome
+	if code, err := w.post(ctx, pathRegister, hello{Name: "hung", Version: "test"}, &wel); err != nil || code != http.StatusOK {
+		t.Fatalf("register: %d %v", code, err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL()+pathControl+"?w="+fmt.Sprint(wel.Index), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go io.Copy(io.Discard, resp.Body)
+	if err := c.Wait(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	env.Fleet = c
+	recs, m := execute(t, context.Background(), env, plan(20, time.Second))
+	hung := m.Distributed.Each[wel.Index]
+	if !hung.Lost || hung.Records != 0 || !strings.Contains(hung.LostWhy, "no heartbeat for 500ms") {
+		t.Fatalf("hung: %+v\n%s", hung, log)
+	}
+	for _, r := range recs {
+		want := record.OK
+		if r.Shard == wel.Index {
+			want = record.GeneratorDrop
+		}
+		if r.Outcome != want {
+			t.Fatalf("seq %d (worker %d): %s %s", r.Seq, r.Shard, r.Outcome, r.Error)
 		}
 	}
 }

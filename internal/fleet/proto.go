@@ -113,16 +113,22 @@ type beat struct {
 }
 
 // clock is a process's clock in Unix ns: the wall reading at base plus the
-// monotonic time since, plus skew (tests inject a wrong clock with it).
+// monotonic time since, plus skew, running rate faster than real time
+// (tests inject a wrong or drifting clock with skew and rate; both 0 for
+// the real one).
 type clock struct {
 	base time.Time
 	skew time.Duration
+	rate float64
 }
 
 func newClock(skew time.Duration) clock { return clock{base: time.Now(), skew: skew} }
 
 // at is t on this clock.
-func (c clock) at(t time.Time) int64 { return c.base.UnixNano() + int64(t.Sub(c.base)) + int64(c.skew) }
+func (c clock) at(t time.Time) int64 {
+	d := t.Sub(c.base)
+	return c.base.UnixNano() + int64(d) + int64(float64(d)*c.rate) + int64(c.skew)
+}
 
 // now is the clock's reading now.
 func (c clock) now() int64 { return c.at(time.Now()) }
@@ -130,5 +136,5 @@ func (c clock) now() int64 { return c.at(time.Now()) }
 // time is the moment ns on this clock is, as a time.Time with a monotonic
 // reading (so time.Since works across it).
 func (c clock) time(ns int64) time.Time {
-	return c.base.Add(time.Duration(ns - c.base.UnixNano() - int64(c.skew)))
+	return c.base.Add(time.Duration(float64(ns-c.base.UnixNano()-int64(c.skew)) / (1 + c.rate)))
 }
