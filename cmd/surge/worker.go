@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -61,6 +62,9 @@ func (ff *fleetFlags) start(cmd *cobra.Command, env *run.Env) (func(), error) {
 		return nil, &exitError{exitUsage, fmt.Errorf("--coordinator-listen: %w", err)}
 	}
 	fmt.Fprintf(log, "coordinator: listening on %s; waiting for %d workers (surge worker --coordinator %s)\n", c.URL(), ff.workers, c.URL())
+	if host, _, _ := net.SplitHostPort(ff.listen); env.Simulated && !isLoopback(host) {
+		fmt.Fprintln(log, "warning: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
+	}
 	if err := c.Wait(cmd.Context(), ff.wait); err != nil {
 		c.Close()
 		if cmd.Context().Err() != nil {
@@ -127,7 +131,7 @@ answering during a run.`,
 			for _, h := range headers {
 				name, val, ok := strings.Cut(h, ":")
 				if !ok || strings.TrimSpace(name) == "" {
-					return usageErr("--header: %q is not \"Name: value\"", name)
+					return usageErr("--header: %q is not \"Name: value\"", h)
 				}
 				if cfg.Headers == nil {
 					cfg.Headers = map[string]string{}
@@ -146,6 +150,15 @@ answering during a run.`,
 	fs.StringArrayVar(&headers, "header", nil, "extra request header \"Name: value\" (repeatable; values are never logged or sent to the coordinator)")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 30*time.Second, "keep trying to reach the coordinator this long at the start (it may start after its workers)")
 	return cmd
+}
+
+// isLoopback reports whether host (of a listen address) is loopback only.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // workerExit maps a worker's end to its exit code.
