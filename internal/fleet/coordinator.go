@@ -516,8 +516,8 @@ func (d *drive) beat(s *share, b beat) bool {
 		s.offsetNs, s.rttNs = b.JobOffsetNs, b.JobRTTNs
 	}
 	// A sample is as good as its round trip (error ≤ RTT/2): those within
-	// twice the job's RTT plus a millisecond count.
-	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs+int64(time.Millisecond) {
+	// twice the job's RTT plus 5 ms count (±2.5 ms at worst).
+	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs+int64(5*time.Millisecond) {
 		if dr := b.SampleOffsetNs - s.offsetNs; abs(dr) > abs(s.driftNs) {
 			s.driftNs = dr
 		}

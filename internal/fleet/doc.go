@@ -42,10 +42,11 @@
 // O + offset and runs the load generator from there, so every time in its
 // records (ns since the origin) is already on the coordinator's axis,
 // within RTT/2. The offset is measured at registration and again when each
-// job arrives; every heartbeat is a further sample, and the largest change
-// among samples whose RTT is within twice the job's plus 1 ms is the drift
-// the manifest records (record.Generator.OffsetDriftNs). The drift is
-// reported, not corrected: a run keeps the origin it started from.
+// job arrives; every heartbeat carries a further sample (the best of five
+// round trips), and the largest change among samples whose RTT is within
+// twice the job's plus 5 ms is the drift the manifest records
+// (record.Generator.OffsetDriftNs). The drift is reported, not corrected:
+// a run keeps the origin it started from.
 //
 // # Losing a worker
 //

@@ -220,7 +220,9 @@ func TestClockSkew(t *testing.T) {
 	start := time.Now()
 	recs, m := execute(t, context.Background(), env, plan(20, 2*time.Second))
 	for _, r := range recs {
-		if r.Outcome != record.OK || r.Lag() < 0 || r.Lag() > int64(200*time.Millisecond) {
+		// Uncorrected, the skews would make lags of −3 s and +2 s; 1 s
+		// leaves room for a machine busy with the whole suite.
+		if r.Outcome != record.OK || r.Lag() < 0 || r.Lag() > int64(time.Second) {
 			t.Fatalf("seq %d (worker %d): outcome %s, lag %.1f ms", r.Seq, r.Shard, r.Outcome, float64(r.Lag())/1e6)
 		}
 		// The coordinator saw the request end after it was scheduled on
@@ -396,7 +398,7 @@ func TestCoordinatorInterrupted(t *testing.T) {
 	}
 	var cancelled int
 	for _, r := range recs {
-		if r.ScheduledNs > int64(1500*time.Millisecond) {
+		if r.ScheduledNs > int64(3*time.Second) { // of 5 s: the rest never recorded
 			t.Fatalf("seq %d scheduled at %d recorded after the interrupt", r.Seq, r.ScheduledNs)
 		}
 		if r.Outcome == record.Cancelled {
@@ -424,14 +426,18 @@ func TestClockDrift(t *testing.T) {
 	env := prepare(t, testOptions())
 	c, _ := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "fast", ClockDrift: 0.01}, WorkerConfig{Name: "steady"})
 	env.Fleet = c
+	start := time.Now()
 	_, m := execute(t, context.Background(), env, plan(10, 3*time.Second))
+	elapsed := time.Since(start)
 	for _, g := range m.Distributed.Each {
 		drift := time.Duration(g.OffsetDriftNs)
+		t.Logf("%s: offset drift %s", g.Name, drift)
 		switch g.Name {
 		case "fast":
-			// Samples 1–3 s into the run: 10–30 ms ahead of the job's offset.
-			if drift < 5*time.Millisecond || drift > 40*time.Millisecond {
-				t.Errorf("fast: drift %s, want 10–30 ms", drift)
+			// Samples 1 s and more into the run: 10 ms ahead or more, at
+			// most 1 % of the time the run took (a busy machine stretches it).
+			if limit := time.Duration(0.01*float64(elapsed)) + 5*time.Millisecond; drift < 5*time.Millisecond || drift > limit {
+				t.Errorf("fast: drift %s, want 10 ms … %s", drift, limit)
 			}
 		case "steady":
 			if drift < -2*time.Millisecond || drift > 2*time.Millisecond {
@@ -451,7 +457,7 @@ func TestHungWorkerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &syncLog{}
-	c := Serve(ln, 2, Config{Version: "test", Log: log, LostAfter: 500 * time.Millisecond})
+	c := Serve(ln, 2, Config{Version: "test", Log: log, LostAfter: 2 * time.Second})
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -477,7 +483,7 @@ func TestHungWorkerLost(t *testing.T) {
 	env.Fleet = c
 	recs, m := execute(t, context.Background(), env, plan(20, time.Second))
 	hung := m.Distributed.Each[wel.Index]
-	if !hung.Lost || hung.Records != 0 || !strings.Contains(hung.LostWhy, "no heartbeat for 500ms") {
+	if !hung.Lost || hung.Records != 0 || !strings.Contains(hung.LostWhy, "no heartbeat for 2s") {
 		t.Fatalf("hung: %+v\n%s", hung, log)
 	}
 	for _, r := range recs {

@@ -104,8 +104,7 @@ func (j *job) arrivals() []schedule.Arrival {
 // beat is a worker's heartbeat during a job.
 type beat struct {
 	InFlight int64 `json:"in_flight"`
-	// The newest offset sample (the previous beat's round trip) and the
-	// offset the job runs on.
+	// A fresh offset sample (0 RTT: none) and the offset the job runs on.
 	SampleOffsetNs int64 `json:"sample_offset_ns"`
 	SampleRTTNs    int64 `json:"sample_rtt_ns"`
 	JobOffsetNs    int64 `json:"job_offset_ns"`

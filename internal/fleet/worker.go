@@ -363,19 +363,22 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 // parentDone reports whether ctx has ended.
 func parentDone(ctx context.Context) bool { return ctx.Err() != nil }
 
-// beats sends a heartbeat every second until ctx ends; a coordinator
-// silent for LostAfter, or one that closed this share, ends the job.
+// beats sends a heartbeat every second until ctx ends, each with a fresh
+// offset sample (the best of five round trips, taken just before); a
+// coordinator silent for LostAfter, or one that closed this share, ends
+// the job.
 func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, off, rtt int64, lost chan<- error) {
 	t := time.NewTicker(DefaultBeatEvery)
 	defer t.Stop()
 	last := time.Now()
-	var sOff, sRTT int64
+	first := true
 	for {
-		b := beat{InFlight: gen.Counters.InFlight.Load(), SampleOffsetNs: sOff, SampleRTTNs: sRTT, JobOffsetNs: off, JobRTTNs: rtt}
-		t0 := w.clock.now()
-		var cr clockReading
-		code, err := w.post(ctx, pathBeat+q, b, &cr)
-		t1 := w.clock.now()
+		b := beat{InFlight: gen.Counters.InFlight.Load(), JobOffsetNs: off, JobRTTNs: rtt}
+		if !first { // the job's own measurement was just taken
+			b.SampleOffsetNs, b.SampleRTTNs, _ = w.offset(ctx, 5)
+		}
+		first = false
+		code, err := w.post(ctx, pathBeat+q, b, &clockReading{})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -384,7 +387,6 @@ func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, off, rt
 			return
 		case err == nil && code == http.StatusOK:
 			last = time.Now()
-			sOff, sRTT = (t0+t1)/2-cr.Now, t1-t0
 		case time.Since(last) > w.cfg.LostAfter:
 			if err == nil {
 				err = fmt.Errorf("heartbeat: status %d", code)
