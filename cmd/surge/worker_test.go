@@ -101,7 +101,7 @@ func TestWorkersMultiProcess(t *testing.T) {
 
 	for _, kill := range []bool{false, true} {
 		dir := filepath.Join(t.TempDir(), "fleet")
-		coord := start(t, append(args, "-o", dir, "--workers", "2", "--coordinator-listen", "127.0.0.1:0")...)
+		coord := start(t, append(args, "-o", dir, "--workers", "2", "--coordinator-listen", "127.0.0.1:0", "--workers-wait", "20s")...)
 		var url string
 		select {
 		case url = <-coord.url:
@@ -111,7 +111,16 @@ func TestWorkersMultiProcess(t *testing.T) {
 		w0 := start(t, "worker", "--coordinator", url, "--name", "w0")
 		w1 := start(t, "worker", "--coordinator", url, "--name", "w1")
 		if kill {
-			time.AfterFunc(1200*time.Millisecond, func() { w1.cmd.Process.Signal(syscall.SIGKILL) })
+			// Killed 0.7 s after its run started (it says so on stderr).
+			go func() {
+				for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					if strings.Contains(w1.stderr(), " arrivals (clock offset") {
+						time.Sleep(700 * time.Millisecond)
+						break
+					}
+				}
+				w1.cmd.Process.Signal(syscall.SIGKILL)
+			}()
 		}
 		code := coord.wait()
 		if code != 0 && !(kill && code == 1) {
