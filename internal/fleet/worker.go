@@ -192,8 +192,8 @@ func (w *worker) control(ctx context.Context) error {
 				cur.cancel()
 				<-jobDone
 			}
-			if err == io.EOF {
-				err = errors.New("the coordinator closed the control stream")
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errors.New("the control stream ended before the coordinator said it was done (stopped or killed)")
 			}
 			return w.unreachable(ctx, err)
 		case err := <-jobDone:
