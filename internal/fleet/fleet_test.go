@@ -496,3 +496,25 @@ func TestHungWorkerLost(t *testing.T) {
 		}
 	}
 }
+
+// A coordinator gone mid-run (killed): its workers end with an
+// *UnreachableError naming its address (surge worker exits 3).
+func TestCoordinatorLostMidRun(t *testing.T) {
+	env := prepare(t, testOptions())
+	c, errs := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "w0", LostAfter: time.Second}, WorkerConfig{Name: "w1", LostAfter: time.Second})
+	env.Fleet = c
+	time.AfterFunc(time.Second, func() { c.srv.Close() }) // every connection cut, as by a kill
+	execute(t, context.Background(), env, plan(20, 2*time.Second))
+	for name, ch := range errs {
+		select {
+		case err := <-ch:
+			var ue *UnreachableError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.URL()) {
+				t.Errorf("%s: %v", name, err)
+			}
+			ch <- err
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s still running", name)
+		}
+	}
+}
