@@ -181,6 +181,7 @@ func TestWorkersRefusals(t *testing.T) {
 	}{
 		{[]string{"run", "--workers", "2", "--simulate"}, "--workers: workers send live requests"},
 		{[]string{"run", "--workers", "2", "--sessions"}, "--sessions: sessions cannot be split"},
+		{[]string{"run", "--workers", "2", "--shard", "0/2"}, "--shard: static shards and --workers"},
 		{[]string{"burst", "--workers", "2", "--max-cost", "1", "--price-input", "1", "--price-output", "1"}, "--max-cost: a budget"},
 		{[]string{"worker"}, "--coordinator: required"},
 	} {

@@ -62,6 +62,8 @@ type FleetJob struct {
 // (the rows would have to travel). *field.Error named by the setting.
 func (o *Options) FleetCheck() error {
 	switch {
+	case o.Shard != "":
+		return &field.Error{Field: "shard", Message: "static shards and --workers are two ways to split one run; use one of them"}
 	case o.Sessions:
 		return &field.Error{Field: "sessions", Message: "sessions cannot be split between --workers yet; run them from one process"}
 	case o.Budgeted():
