@@ -176,6 +176,12 @@ func (c *Config) Validate() error {
 		if !validEnvVarName(c.APIKeyEnv) {
 			es.Add("api-key-env", "%q: want an environment variable name (letters, digits, '_', '-', '.', not starting with a digit)", c.APIKeyEnv)
 		}
+		for _, a := range c.Args {
+			if a == "--api-key-env" || strings.HasPrefix(a, "--api-key-env=") {
+				es.Add("api-key-env", "set it here, not after --: it names the variable the Secret is mounted as, which every pod is told to read")
+				break
+			}
+		}
 	}
 	if c.Static && c.StartAt.IsZero() {
 		c.StartAt = c.Now.Add(DefaultStartAtMargin).Truncate(time.Second)
@@ -363,15 +369,27 @@ func (c *Config) job(name, role string, n int, indexed bool, spec podSpec) *job 
 	return j
 }
 
+// keyArgs tells a surge that sends requests which env var the Secret's
+// key is in (surge run's --api-key-env): a worker reads its key from its
+// own environment, which the coordinator never sends.
+func (c *Config) keyArgs() []string {
+	if c.APIKeySecret == "" {
+		return nil
+	}
+	return []string{"--api-key-env", c.APIKeyEnv}
+}
+
 // experimentArgs is the experiment command with the file from the ConfigMap.
 func (c *Config) experimentArgs(more ...string) []string {
 	args := []string{c.Command, "--file", path.Join(ExperimentDir, ExperimentFile)}
 	args = append(args, more...)
+	args = append(args, c.keyArgs()...)
 	return append(args, c.Args...)
 }
 
 // CoordinatorArgs is the coordinator's command line (in the cluster, or
-// the one the user runs on their machine in ModeExternal).
+// the one the user runs on their machine in ModeExternal, whose key is in
+// the user's own environment).
 func (c *Config) CoordinatorArgs() []string {
 	if c.Mode() == ModeExternal {
 		return append([]string{c.Command, "--file", cmpOr(c.ExperimentName, "experiment.yaml"), "--workers", strconv.Itoa(c.Workers),
@@ -396,9 +414,9 @@ func (c *Config) coordinatorJob() *job {
 }
 
 // WorkerArgs is each worker's command line ($(POD_NAME) is expanded by
-// the kubelet from the container's env).
+// the kubelet from the container's env), with the env var of its key.
 func (c *Config) WorkerArgs() []string {
-	return []string{"worker", "--coordinator", c.CoordinatorURL(), "--name", "$(POD_NAME)"}
+	return append([]string{"worker", "--coordinator", c.CoordinatorURL(), "--name", "$(POD_NAME)"}, c.keyArgs()...)
 }
 
 func (c *Config) workerJob() *job {
