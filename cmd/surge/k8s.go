@@ -58,8 +58,9 @@ PersistentVolumeClaim NAME-results and are copied out with kubectl cp
 through a small pod (later/50-fetch.yaml) that mounts it.
 
 The API key is a reference: --api-key-secret NAME puts the Secret's key
-(--api-key-secret-key) into each pod's environment as --api-key-env; its
-value never appears in a manifest. Nothing is sent anywhere: this writes
+(--api-key-secret-key) into each pod's environment as --api-key-env and
+tells each surge in them to read that variable (its own --api-key-env;
+set it here, not after --); its value never appears in a manifest. Nothing is sent anywhere: this writes
 files and prints the kubectl commands that run them.`,
 		Example: `  surge k8s job -f burst.yaml --workers 4 --namespace llm --api-key-secret vllm-key -o k8s/ \
       -- --target http://vllm.llm.svc:8000/v1

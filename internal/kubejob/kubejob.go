@@ -14,9 +14,10 @@
 //     --start-at T`) each write their folder to a shared volume, and a
 //     merge Job applied after them runs `surge merge`.
 //
-// The objects are k8s.io/api types (batch/v1 Job, core/v1 Service,
-// ConfigMap, PersistentVolumeClaim, Pod) marshalled through their JSON
-// tags to YAML. An API key is a reference to a Secret (env valueFrom
+// The objects (batch/v1 Job, core/v1 Service, ConfigMap,
+// PersistentVolumeClaim, Pod) are small structs of this package with the
+// API's JSON names (objects.go), marshalled to YAML; the tests decode
+// them strictly into the k8s.io/api types, which the binary does not link. An API key is a reference to a Secret (env valueFrom
 // secretKeyRef): its value never appears in a manifest. This package is
 // imported by cmd/surge only; no run links it.
 package kubejob
@@ -32,12 +33,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/surge-bench/surge/internal/field"
 )
@@ -133,11 +128,11 @@ func (c *Config) Validate() error {
 	}
 	// Object names get suffixes up to "-coordinator" (12); a Job's name
 	// also becomes a pod label, at most 63 characters.
-	if errs := validation.IsDNS1035Label(c.Name); len(errs) > 0 || len(c.Name) > 40 {
+	if !validDNSLabel(c.Name, true) || len(c.Name) > 40 {
 		es.Add("name", "%q: want a DNS label of at most 40 characters (lower-case letters, digits, '-', starting with a letter)", c.Name)
 	}
-	if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
-		es.Add("namespace", "%q: %s", c.Namespace, strings.Join(errs, "; "))
+	if !validDNSLabel(c.Namespace, false) {
+		es.Add("namespace", "%q: want a DNS label of at most 63 characters (lower-case letters, digits, '-')", c.Namespace)
 	}
 	if c.Workers < 1 {
 		es.Add("workers", "must be ≥ 1, got %d", c.Workers)
@@ -167,19 +162,25 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, q := range []struct{ flag, v string }{{"cpu", c.CPU}, {"memory", c.Memory}, {"storage", c.Storage}} {
-		if _, err := resource.ParseQuantity(q.v); err != nil {
-			es.Add(q.flag, "%q: %v", q.v, err)
+		if !validQuantity(q.v) {
+			es.Add(q.flag, "%q: want a Kubernetes quantity, e.g. 500m, 2, 512Mi, 1Gi", q.v)
 		}
 	}
 	if c.APIKeySecret != "" {
-		if errs := validation.IsDNS1123Subdomain(c.APIKeySecret); len(errs) > 0 {
-			es.Add("api-key-secret", "%q: %s", c.APIKeySecret, strings.Join(errs, "; "))
+		if !validSubdomain(c.APIKeySecret) {
+			es.Add("api-key-secret", "%q: want a Secret's name (lower-case letters, digits, '-', '.')", c.APIKeySecret)
 		}
-		if errs := validation.IsConfigMapKey(c.APIKeyKey); len(errs) > 0 {
-			es.Add("api-key-secret-key", "%q: %s", c.APIKeyKey, strings.Join(errs, "; "))
+		if !validConfigMapKey(c.APIKeyKey) {
+			es.Add("api-key-secret-key", "%q: want a Secret key (letters, digits, '-', '_', '.')", c.APIKeyKey)
 		}
-		if errs := validation.IsEnvVarName(c.APIKeyEnv); len(errs) > 0 {
-			es.Add("api-key-env", "%q: %s", c.APIKeyEnv, strings.Join(errs, "; "))
+		if !validEnvVarName(c.APIKeyEnv) {
+			es.Add("api-key-env", "%q: want an environment variable name (letters, digits, '_', '-', '.', not starting with a digit)", c.APIKeyEnv)
+		}
+		for _, a := range c.Args {
+			if a == "--api-key-env" || strings.HasPrefix(a, "--api-key-env=") {
+				es.Add("api-key-env", "set it here, not after --: it names the variable the Secret is mounted as, which every pod is told to read")
+				break
+			}
 		}
 	}
 	if c.Static && c.StartAt.IsZero() {
@@ -255,29 +256,36 @@ func (c *Config) Files() []File {
 	return fs
 }
 
-func (c *Config) meta(name, role string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(role)}
+func (c *Config) meta(name, role string) objectMeta {
+	return objectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(role)}
 }
 
-func (c *Config) configMapObj() *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: c.meta(c.configMap(), ""),
-		Data:       map[string]string{ExperimentFile: string(c.Experiment)},
+var (
+	coreV1  = typeMeta{APIVersion: "v1"}
+	batchV1 = typeMeta{APIVersion: "batch/v1", Kind: "Job"}
+)
+
+func kind(t typeMeta, k string) typeMeta { t.Kind = k; return t }
+
+func (c *Config) configMapObj() *configMap {
+	return &configMap{
+		typeMeta: kind(coreV1, "ConfigMap"),
+		Metadata: c.meta(c.configMap(), ""),
+		Data:     map[string]string{ExperimentFile: string(c.Experiment)},
 	}
 }
 
-func (c *Config) pvc() *corev1.PersistentVolumeClaim {
-	mode := corev1.ReadWriteOnce
+func (c *Config) pvc() *persistentVolumeClaim {
+	mode := "ReadWriteOnce"
 	if c.Static {
-		mode = corev1.ReadWriteMany // shards on several nodes write to it at once
+		mode = "ReadWriteMany" // shards on several nodes write to it at once
 	}
-	p := &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: c.meta(c.results(), ""),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{mode},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.Storage)}},
+	p := &persistentVolumeClaim{
+		typeMeta: kind(coreV1, "PersistentVolumeClaim"),
+		Metadata: c.meta(c.results(), ""),
+		Spec: pvcSpec{
+			AccessModes: []string{mode},
+			Resources:   resources{Requests: resourceList{"storage": c.Storage}},
 		},
 	}
 	if c.StorageClass != "" {
@@ -286,14 +294,14 @@ func (c *Config) pvc() *corev1.PersistentVolumeClaim {
 	return p
 }
 
-func (c *Config) service() *corev1.Service {
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: c.meta(c.coordinator(), "coordinator"),
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone, // headless: the name resolves to the coordinator pod
+func (c *Config) service() *service {
+	return &service{
+		typeMeta: kind(coreV1, "Service"),
+		Metadata: c.meta(c.coordinator(), "coordinator"),
+		Spec: serviceSpec{
+			ClusterIP: "None", // headless: the name resolves to the coordinator pod
 			Selector:  c.labels("coordinator"),
-			Ports:     []corev1.ServicePort{{Name: "coordinator", Port: int32(c.Port), TargetPort: intstr.FromInt32(int32(c.Port)), Protocol: corev1.ProtocolTCP}},
+			Ports:     []servicePort{{Name: "coordinator", Port: c.Port, TargetPort: c.Port, Protocol: "TCP"}},
 			// Workers may resolve the name before the coordinator is Ready.
 			PublishNotReadyAddresses: true,
 		},
@@ -302,76 +310,86 @@ func (c *Config) service() *corev1.Service {
 
 // container is the surge container of every Job, with the API key from
 // the Secret when one is named.
-func (c *Config) container(args []string, mounts ...corev1.VolumeMount) corev1.Container {
-	ct := corev1.Container{
+func (c *Config) container(args []string, mounts ...volumeMount) container {
+	ct := container{
 		Name:            "surge",
 		Image:           c.Image,
 		Args:            args,
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c.CPU), corev1.ResourceMemory: resource.MustParse(c.Memory)},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(c.Memory)},
+		ImagePullPolicy: "IfNotPresent",
+		Env:             []envVar{{Name: "POD_NAME", ValueFrom: &envVarSource{FieldRef: &fieldRef{FieldPath: "metadata.name"}}}},
+		Resources: resources{
+			Requests: resourceList{"cpu": c.CPU, "memory": c.Memory},
+			Limits:   resourceList{"memory": c.Memory},
 		},
 		VolumeMounts: mounts,
 	}
 	if c.APIKeySecret != "" {
-		ct.Env = append(ct.Env, corev1.EnvVar{Name: c.APIKeyEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: c.APIKeySecret}, Key: c.APIKeyKey}}})
+		ct.Env = append(ct.Env, envVar{Name: c.APIKeyEnv, ValueFrom: &envVarSource{
+			SecretKeyRef: &secretKeyRef{Name: c.APIKeySecret, Key: c.APIKeyKey}}})
 	}
 	return ct
 }
 
 var (
-	experimentMount = corev1.VolumeMount{Name: "experiment", MountPath: ExperimentDir, ReadOnly: true}
-	resultsMount    = corev1.VolumeMount{Name: "results", MountPath: ResultsDir}
+	experimentMount = volumeMount{Name: "experiment", MountPath: ExperimentDir, ReadOnly: true}
+	resultsMount    = volumeMount{Name: "results", MountPath: ResultsDir}
 )
 
-func (c *Config) volumes() []corev1.Volume {
-	return []corev1.Volume{
-		{Name: "experiment", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: c.configMap()}}}},
-		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.results()}}},
+func (c *Config) volumes() []volume {
+	return []volume{
+		{Name: "experiment", ConfigMap: &configMapSource{Name: c.configMap()}},
+		{Name: "results", PersistentVolumeClaim: &pvcSource{ClaimName: c.results()}},
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
 
 // job is a Job of n pods (Indexed when n > 1 or indexed).
-func (c *Config) job(name, role string, n int, indexed bool, pod corev1.PodSpec) *batchv1.Job {
-	pod.RestartPolicy = corev1.RestartPolicyNever
-	j := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: c.meta(name, role),
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr(int32(n)),
-			Completions: ptr(int32(n)),
+func (c *Config) job(name, role string, n int, indexed bool, spec podSpec) *job {
+	spec.RestartPolicy = "Never"
+	j := &job{
+		typeMeta: batchV1,
+		Metadata: c.meta(name, role),
+		Spec: jobSpec{
+			Parallelism: ptr(n),
+			Completions: ptr(n),
 			// A failed generator is not run again: its share of the
 			// schedule is at its own time or never (a coordinator counts a
 			// lost worker's arrivals as generator_drop).
-			BackoffLimit: ptr(int32(0)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: c.labels(role)},
-				Spec:       pod,
+			BackoffLimit: ptr(0),
+			Template: podTemplate{
+				Metadata: objectMeta{Labels: c.labels(role)},
+				Spec:     spec,
 			},
 		},
 	}
 	if indexed {
-		j.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+		j.Spec.CompletionMode = "Indexed"
 	}
 	return j
+}
+
+// keyArgs tells a surge that sends requests which env var the Secret's
+// key is in (surge run's --api-key-env): a worker reads its key from its
+// own environment, which the coordinator never sends.
+func (c *Config) keyArgs() []string {
+	if c.APIKeySecret == "" {
+		return nil
+	}
+	return []string{"--api-key-env", c.APIKeyEnv}
 }
 
 // experimentArgs is the experiment command with the file from the ConfigMap.
 func (c *Config) experimentArgs(more ...string) []string {
 	args := []string{c.Command, "--file", path.Join(ExperimentDir, ExperimentFile)}
 	args = append(args, more...)
+	args = append(args, c.keyArgs()...)
 	return append(args, c.Args...)
 }
 
 // CoordinatorArgs is the coordinator's command line (in the cluster, or
-// the one the user runs on their machine in ModeExternal).
+// the one the user runs on their machine in ModeExternal, whose key is in
+// the user's own environment).
 func (c *Config) CoordinatorArgs() []string {
 	if c.Mode() == ModeExternal {
 		return append([]string{c.Command, "--file", cmpOr(c.ExperimentName, "experiment.yaml"), "--workers", strconv.Itoa(c.Workers),
@@ -386,31 +404,31 @@ func portOf(hostPort string) string {
 	return hostPort[i+1:]
 }
 
-func (c *Config) coordinatorJob() *batchv1.Job {
+func (c *Config) coordinatorJob() *job {
 	ct := c.container(c.CoordinatorArgs(), experimentMount, resultsMount)
-	ct.Ports = []corev1.ContainerPort{{Name: "coordinator", ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}}
-	return c.job(c.coordinator(), "coordinator", 1, false, corev1.PodSpec{
-		Containers: []corev1.Container{ct},
+	ct.Ports = []containerPort{{Name: "coordinator", ContainerPort: c.Port, Protocol: "TCP"}}
+	return c.job(c.coordinator(), "coordinator", 1, false, podSpec{
+		Containers: []container{ct},
 		Volumes:    c.volumes(),
 	})
 }
 
 // WorkerArgs is each worker's command line ($(POD_NAME) is expanded by
-// the kubelet from the container's env).
+// the kubelet from the container's env), with the env var of its key.
 func (c *Config) WorkerArgs() []string {
-	return []string{"worker", "--coordinator", c.CoordinatorURL(), "--name", "$(POD_NAME)"}
+	return append([]string{"worker", "--coordinator", c.CoordinatorURL(), "--name", "$(POD_NAME)"}, c.keyArgs()...)
 }
 
-func (c *Config) workerJob() *batchv1.Job {
-	j := c.job(c.Name+"-workers", "worker", c.Workers, true, corev1.PodSpec{
-		Containers: []corev1.Container{c.container(c.WorkerArgs())},
+func (c *Config) workerJob() *job {
+	j := c.job(c.Name+"-workers", "worker", c.Workers, true, podSpec{
+		Containers: []container{c.container(c.WorkerArgs())},
 	})
 	// A worker started before the coordinator listens exits 3 naming the
 	// address: its pod is replaced without counting as a failure, until
 	// the coordinator is up.
-	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionIgnore,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: ptr("surge"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
+	j.Spec.PodFailurePolicy = &podFailurePolicy{Rules: []podFailurePolicyRule{{
+		Action:      "Ignore",
+		OnExitCodes: &onExitCodes{ContainerName: "surge", Operator: "In", Values: []int{3}},
 	}}}
 	return j
 }
@@ -422,9 +440,9 @@ func (c *Config) ShardArgs() []string {
 		"--out", path.Join(ResultsDir, c.Name, "shard-$(JOB_COMPLETION_INDEX)"))
 }
 
-func (c *Config) shardJob() *batchv1.Job {
-	return c.job(c.Name+"-shards", "shard", c.Workers, true, corev1.PodSpec{
-		Containers: []corev1.Container{c.container(c.ShardArgs(), experimentMount, resultsMount)},
+func (c *Config) shardJob() *job {
+	return c.job(c.Name+"-shards", "shard", c.Workers, true, podSpec{
+		Containers: []container{c.container(c.ShardArgs(), experimentMount, resultsMount)},
 		Volumes:    c.volumes(),
 	})
 }
@@ -438,28 +456,27 @@ func (c *Config) MergeArgs() []string {
 	return append(args, "--out", path.Join(ResultsDir, c.Name, "merged"))
 }
 
-func (c *Config) mergeJob() *batchv1.Job {
+func (c *Config) mergeJob() *job {
 	ct := c.container(c.MergeArgs(), resultsMount)
 	ct.Env = ct.Env[:1] // merging sends nothing: no key
-	return c.job(c.Name+"-merge", "merge", 1, false, corev1.PodSpec{
-		Containers: []corev1.Container{ct},
+	return c.job(c.Name+"-merge", "merge", 1, false, podSpec{
+		Containers: []container{ct},
 		Volumes:    c.volumes()[1:],
 	})
 }
 
 // fetchPod holds the results volume open for kubectl cp (which needs tar
 // in the container, which the surge image need not have).
-func (c *Config) fetchPod() *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: c.meta(c.Name+"-fetch", "fetch"),
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
+func (c *Config) fetchPod() *pod {
+	return &pod{
+		typeMeta: kind(coreV1, "Pod"),
+		Metadata: c.meta(c.Name+"-fetch", "fetch"),
+		Spec: podSpec{
+			RestartPolicy: "Never",
+			Containers: []container{{
 				Name: "fetch", Image: c.FetchImage, Command: []string{"sleep", "3600"},
-				VolumeMounts: []corev1.VolumeMount{resultsMount},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+				VolumeMounts: []volumeMount{resultsMount},
+				Resources:    resources{Requests: resourceList{"cpu": "10m", "memory": "16Mi"}},
 			}},
 			Volumes: c.volumes()[1:],
 		},
@@ -467,8 +484,8 @@ func (c *Config) fetchPod() *corev1.Pod {
 }
 
 // Render returns one file's YAML: its objects as documents separated by
-// "---", each marshalled through the k8s.io/api JSON tags (so omitted
-// fields stay omitted) and written as YAML.
+// "---", each marshalled through its JSON tags (so omitted fields stay
+// omitted) and written as YAML with sorted keys.
 func Render(f File) ([]byte, error) {
 	var b bytes.Buffer
 	for i, o := range f.Objects {
@@ -480,7 +497,6 @@ func Render(f File) ([]byte, error) {
 		if err := yaml.Unmarshal(js, &v); err != nil { // JSON is YAML
 			return nil, fmt.Errorf("kubejob: %s: %w", f.Name, err)
 		}
-		dropNullCreation(v)
 		if i > 0 {
 			b.WriteString("---\n")
 		}
@@ -492,37 +508,4 @@ func Render(f File) ([]byte, error) {
 		enc.Close()
 	}
 	return b.Bytes(), nil
-}
-
-// dropNullCreation removes the "creationTimestamp: null" and empty
-// "status" that ObjectMeta and the types' zero status marshal to: noise
-// in a manifest a person reads.
-func dropNullCreation(v any) {
-	switch m := v.(type) {
-	case map[string]any:
-		for k, x := range m {
-			if (k == "creationTimestamp" && x == nil) || (k == "status" && isEmpty(x)) {
-				delete(m, k)
-				continue
-			}
-			dropNullCreation(x)
-		}
-	case []any:
-		for _, x := range m {
-			dropNullCreation(x)
-		}
-	}
-}
-
-func isEmpty(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	for _, x := range m {
-		if !isEmpty(x) {
-			return false
-		}
-	}
-	return true
 }

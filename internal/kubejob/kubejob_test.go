@@ -150,10 +150,10 @@ func TestClusterCoordinator(t *testing.T) {
 		t.Fatalf("objects: jobs %v services %d configmaps %d pvcs %d", slices.Collect(maps.Keys(o.jobs)), len(o.services), len(o.cms), len(o.pvcs))
 	}
 	checkIndexed(t, w, 4)
-	if want := []string{"worker", "--coordinator", "http://bench-coordinator.llm.svc:7070", "--name", "$(POD_NAME)"}; !slices.Equal(args(w), want) {
+	if want := []string{"worker", "--coordinator", "http://bench-coordinator.llm.svc:7070", "--name", "$(POD_NAME)", "--api-key-env", "OPENAI_API_KEY"}; !slices.Equal(args(w), want) {
 		t.Errorf("worker args %q, want %q", args(w), want)
 	}
-	want := []string{"burst", "--file", "/etc/surge/experiment.yaml", "--workers", "4", "--coordinator-listen", ":7070", "--out", "/results/bench", "--target", "http://vllm.llm.svc:8000/v1"}
+	want := []string{"burst", "--file", "/etc/surge/experiment.yaml", "--workers", "4", "--coordinator-listen", ":7070", "--out", "/results/bench", "--api-key-env", "OPENAI_API_KEY", "--target", "http://vllm.llm.svc:8000/v1"}
 	if !slices.Equal(args(co), want) {
 		t.Errorf("coordinator args %q, want %q", args(co), want)
 	}
@@ -215,7 +215,7 @@ func TestStaticShards(t *testing.T) {
 	}
 	checkIndexed(t, s, 3)
 	want := []string{"burst", "--file", "/etc/surge/experiment.yaml", "--shard", "auto/3", "--start-at", "2026-12-02T04:03:00Z",
-		"--out", "/results/bench/shard-$(JOB_COMPLETION_INDEX)", "--target", "http://vllm.llm.svc:8000/v1"}
+		"--out", "/results/bench/shard-$(JOB_COMPLETION_INDEX)", "--api-key-env", "OPENAI_API_KEY", "--target", "http://vllm.llm.svc:8000/v1"}
 	if !slices.Equal(args(s), want) {
 		t.Errorf("shard args %q\nwant %q", args(s), want)
 	}
@@ -233,9 +233,44 @@ func TestStaticShards(t *testing.T) {
 	}
 }
 
+// TestKeyEnvIsRead: every pod that sends requests is told to read its key
+// from the env var the Secret is mounted as (surge run's --api-key-env),
+// in each mode and with a variable of the user's naming: a worker reads
+// its key from its own environment, which the coordinator never sends.
+func TestKeyEnvIsRead(t *testing.T) {
+	for _, mode := range []func(*Config){nil, func(c *Config) { c.Static = true }, func(c *Config) { c.CoordinatorListen = "203.0.113.7:7070" }} {
+		c := config(func(c *Config) {
+			c.APIKeyEnv = "VLLM_KEY"
+			if mode != nil {
+				mode(c)
+			}
+		})
+		o := decodeStrict(t, c)
+		for name, j := range o.jobs {
+			ct := j.Spec.Template.Spec.Containers[0]
+			var fromSecret []string
+			for _, e := range ct.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					fromSecret = append(fromSecret, e.Name)
+				}
+			}
+			i := slices.Index(ct.Args, "--api-key-env")
+			if name == "bench-merge" {
+				if i >= 0 || len(fromSecret) > 0 {
+					t.Errorf("%s: the merge sends nothing, yet key env %v args %q", name, fromSecret, ct.Args)
+				}
+				continue
+			}
+			if i < 0 || i+1 >= len(ct.Args) || !slices.Equal(fromSecret, []string{ct.Args[i+1]}) || ct.Args[i+1] != "VLLM_KEY" {
+				t.Errorf("%s (%s): the Secret is mounted as %v, the args %q do not read it", name, c.Mode(), fromSecret, ct.Args)
+			}
+		}
+	}
+}
+
 func TestNoSecretNoKeyEnv(t *testing.T) {
 	o := decodeStrict(t, config(func(c *Config) { c.APIKeySecret = "" }))
-	if strings.Contains(o.text, "OPENAI_API_KEY") || strings.Contains(o.text, "secretKeyRef") {
+	if strings.Contains(o.text, "OPENAI_API_KEY") || strings.Contains(o.text, "secretKeyRef") || strings.Contains(o.text, "--api-key-env") {
 		t.Error("a key env without --api-key-secret")
 	}
 	if !strings.Contains(o.text, "image: ghcr.io/surge-bench/surge:v0.9.0") {
@@ -262,6 +297,7 @@ func TestBadConfig(t *testing.T) {
 		{"static+listen", func(c *Config) { c.Static = true; c.CoordinatorListen = "h:1" }, "static", "no coordinator"},
 		{"static capacity", func(c *Config) { c.Static = true; c.Command = "capacity" }, "static", "use a coordinator"},
 		{"secret", func(c *Config) { c.APIKeySecret = "Bad Name" }, "api-key-secret", ""},
+		{"key env after --", func(c *Config) { c.Args = append(c.Args, "--api-key-env=OTHER") }, "api-key-env", "not after --"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
