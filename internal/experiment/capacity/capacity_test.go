@@ -268,8 +268,19 @@ func TestCapacityEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if err := json.Unmarshal(b, &cr); err != nil || len(cr.Steps) < 2 {
 		t.Fatalf("capacity.json: %v, %d steps", err, len(cr.Steps))
 	}
-	if cr.SustainableRPS < 4 || cr.LowestFailingRPS == 0 {
-		t.Errorf("sustainable %.2f req/s, lowest failing %.2f: the simulator holds 4 req/s easily and fails at 16", cr.SustainableRPS, cr.LowestFailingRPS)
+	switch {
+	case cr.SustainableRPS < 4:
+		t.Errorf("sustainable %.2f req/s: the simulator holds 4 req/s easily", cr.SustainableRPS)
+	case cr.GeneratorLimited:
+		// A loaded machine (CI under -race on 2 cores) may not send the
+		// upper steps on time: the search must then stop there and say
+		// the capacity is a lower bound, not find a failing rate.
+		if cr.LowestFailingRPS != 0 || !strings.Contains(cr.Note, "at least") {
+			t.Errorf("generator-limited search: lowest failing %.2f, note %q; want no failing rate and a lower bound", cr.LowestFailingRPS, cr.Note)
+		}
+		t.Logf("the generator could not keep up on this machine: %s", cr.Note)
+	case cr.LowestFailingRPS == 0:
+		t.Errorf("sustainable %.2f req/s, no failing rate: the simulator fails at 16", cr.SustainableRPS)
 	}
 	for _, s := range cr.Steps {
 		exptest.Files(t, filepath.Join(dir, s.Name), "manifest.json", "requests.jsonl", "summary.json", "engine.csv")
