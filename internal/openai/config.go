@@ -34,6 +34,7 @@ const (
 	lineBufferBytes     = 1 << 10          // a stream's line buffer; longer lines spill (see exchange)
 	spillKeepBytes      = 16 << 10         // a pooled exchange keeps a spill buffer up to this size
 	writeBufferBytes    = 1 << 10          // a connection's write buffer (the request head; see newTransport)
+	readBufferBytes     = 2 << 10          // a connection's read buffer (see newTransport)
 	dialTimeout         = 10 * time.Second
 	tlsHandshakeTimeout = 10 * time.Second
 	idleConnTimeout     = 90 * time.Second
