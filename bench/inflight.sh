@@ -74,16 +74,28 @@ curl -sf "http://$ADDR/health" >/dev/null || { cat "$tmp/server.log" >&2; exit 1
 
 kib() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$2/status" 2>/dev/null || true; }
 
+# wait_ports waits (up to 70 s) until no connection to the server is in
+# TIME_WAIT: the previous run's closed connections hold ephemeral ports
+# (32768–60999, one range per destination), and 18,000 new ones need them.
+wait_ports() {
+	local port=${ADDR##*:} i
+	for i in $(seq 70); do
+		(($(ss -Htan state time-wait "( dport = :$port )" | wc -l) == 0)) && return 0
+		sleep 1
+	done
+}
+
 # measure N prints "open-streams VmRSS-KiB VmHWM-KiB ok-count": the most
 # streams the server had open at once (GET /streams) and surge's largest
 # VmRSS while that many were open.
 measure() {
-	local n=$1 rate out pid open=0 peak=0 hwm=0 v h st rc=0
+	local n=$1 rate timeout out pid open=0 peak=0 hwm=0 v h st rc=0
 	rate=$(awk -v n="$n" -v s="$SEND" 'BEGIN { printf "%.6g", n / s }')
+	timeout=$(awk -v a="$ANSWER" 'BEGIN { printf "%ds", 2 * a + 30 }')
 	out=$tmp/run-$n
 	"$SURGE" run --target "http://$ADDR/v1" --model bench --arrival constant --rate "$rate" --duration "${SEND}s" \
 		--warmup 0s --prompt-tokens 128 --output-tokens 10 --prompt-calibration off --max-in-flight $((n + 100)) \
-		--ttft-deadline 5s --timeout 60s --quiet -o "$out" --force >"$tmp/surge-$n.log" 2>&1 &
+		--ttft-deadline 5s --timeout "$timeout" --quiet -o "$out" --force >"$tmp/surge-$n.log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		st=$(curl -sf "http://$ADDR/streams" || echo 0)
@@ -105,18 +117,21 @@ measure() {
 		tail -20 "$tmp/surge-$n.log" >&2
 	fi
 	ok=$(grep -c '"outcome":"ok"' "$out/requests.jsonl" 2>/dev/null || echo 0)
-	echo "$open $peak $hwm $ok"
+	others=$(grep -o '"outcome":"[a-z_]*"' "$out/requests.jsonl" 2>/dev/null | grep -v '"ok"' | sort | uniq -c |
+		awk '{ sub(/.*:"/, "", $2); sub(/"/, "", $2); printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 }')
+	echo "$open $peak $hwm $ok ${others:--}"
 }
 
 echo "surge in-flight memory: $(go version | cut -d' ' -f3), $(nproc) CPUs, ulimit -n $(ulimit -n), answers ${ANSWER}s, sent over ${SEND}s; $(uptime)"
-read -r idle_open idle idle_hwm idle_ok <<<"$(measure "$IDLE_N")"
+wait_ports
+read -r idle_open idle idle_hwm idle_ok _ <<<"$(measure "$IDLE_N")"
 echo "idle (N=$IDLE_N): VmRSS $idle KiB with $idle_open streams open, VmHWM $idle_hwm KiB, ok $idle_ok"
 echo
-echo "| streams | open at once | ok | VmRSS, all open | VmHWM (whole run) | KB per stream |"
-echo "|---|---|---|---|---|---|"
+echo "| streams | open at once | ok | other outcomes | VmRSS, all open | VmHWM (whole run) | KB per stream |"
+echo "|---|---|---|---|---|---|---|"
 for n in $NS; do
-	sleep 3 # let the previous run's connections close
-	read -r open peak hwm ok <<<"$(measure "$n")"
-	awk -v n="$n" -v o="$open" -v ok="$ok" -v p="$peak" -v h="$hwm" -v i="$idle" 'BEGIN {
-		printf "| %d | %d | %d | %.1f MiB | %.1f MiB | %.1f |\n", n, o, ok, p / 1024, h / 1024, (p - i) * 1.024 / o }'
+	wait_ports
+	read -r open peak hwm ok others <<<"$(measure "$n")"
+	awk -v n="$n" -v o="$open" -v ok="$ok" -v x="$others" -v p="$peak" -v h="$hwm" -v i="$idle" 'BEGIN {
+		printf "| %d | %d | %d | %s | %.1f MiB | %.1f MiB | %.1f |\n", n, o, ok, x, p / 1024, h / 1024, (p - i) * 1.024 / o }'
 done
