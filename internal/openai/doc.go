@@ -137,7 +137,7 @@
 // request. The request body is built in a pooled buffer that goes back to
 // the pool when the round trip returns, and the response header map is
 // dropped once read, so a stream keeps neither while it is read.
-// BenchmarkInFlight measures it: about 11 KiB of heap and 16–17 KiB of
-// stack per stream (35 and 17 with net/http's default buffers and the
-// former 16 KiB line buffer).
+// BenchmarkInFlight measures it: 11–14 KB of heap and 17–21 KB of stack
+// per stream (33–35 KB of heap with net/http's default buffers and the
+// former 16 KiB line buffer; BENCHMARKS.md "In-flight streams").
 package openai
