@@ -1,7 +1,9 @@
 // Command sseserver is a minimal, fast stand-in for a vLLM streaming
 // endpoint, used to benchmark surge's client side (bench/run.sh). It answers
 // POST /v1/chat/completions with an SSE stream shaped like vLLM's and
-// nothing else of the API; GET /health answers "ok".
+// nothing else of the API; GET /health answers "ok", GET /streams the
+// number of responses being streamed at that moment (bench/inflight.sh
+// reads it to know when every stream is open).
 //
 // # Timeline of one response (t = 0 when the request body has been read)
 //
@@ -100,8 +102,9 @@ type Server struct {
 	done    []byte // the [DONE] event and the last (empty) HTTP chunk
 	readers sync.Pool
 
-	// Requests counts completions answered; Active the connections open.
-	Requests, Active atomic.Int64
+	// Requests counts completions answered; Active the connections open;
+	// Streaming the responses begun and not yet ended (GET /streams).
+	Requests, Active, Streaming atomic.Int64
 }
 
 // NewServer returns a Server for cfg.
@@ -234,6 +237,8 @@ func internPath(b []byte) string {
 		return "/v1/chat/completions"
 	case "/health":
 		return "/health"
+	case "/streams":
+		return "/streams"
 	}
 	return "other"
 }
@@ -282,6 +287,8 @@ func (s *Server) serveConn(c net.Conn) {
 			err = s.stream(c, h.contentLength, &buf)
 		case h.method == "GET" && h.path == "/health":
 			err = plain(c, "200 OK", "ok\n", h.close)
+		case h.method == "GET" && h.path == "/streams":
+			err = plain(c, "200 OK", strconv.FormatInt(s.Streaming.Load(), 10)+"\n", h.close)
 		default:
 			err = plain(c, "404 Not Found", "not found\n", h.close)
 		}
@@ -309,6 +316,8 @@ type scratch struct{ event, tail []byte }
 // stream writes one SSE response on the timeline of the package doc.
 func (s *Server) stream(w io.Writer, bodyBytes int64, b *scratch) error {
 	start := time.Now()
+	s.Streaming.Add(1)
+	defer s.Streaming.Add(-1)
 	if _, err := io.WriteString(w, streamHead); err != nil {
 		return err
 	}

@@ -168,3 +168,47 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamsCount checks GET /streams: the responses being streamed,
+// counted from the headers to the last event.
+func TestStreamsCount(t *testing.T) {
+	_, addr := start(t, Config{Tokens: 2, TTFT: 200 * time.Millisecond, Gap: time.Millisecond})
+	streams := func() string {
+		resp, err := http.Get("http://" + addr + "/streams")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b))
+	}
+	if got := streams(); got != "0" {
+		t.Fatalf("before any request: /streams = %q, want 0", got)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil) // the headers come at once, the role chunk after the TTFT
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := streams(); got != "1" {
+		t.Errorf("while a response streams: /streams = %q, want 1", got)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	// The count drops right after the last write, which the client has
+	// read by now; a moment's grace for the server goroutine to return.
+	deadline := time.Now().Add(5 * time.Second)
+	for streams() != "0" && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := streams(); got != "0" {
+		t.Errorf("after the response: /streams = %q, want 0", got)
+	}
+}

@@ -10,7 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -45,13 +48,30 @@ func runBenchServer() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}()
+	var (
+		held    atomic.Int64 // /hold streams that have sent their first chunks
+		release = make(chan struct{})
+		once    sync.Once
+	)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/held": // how many /hold streams are waiting
+			fmt.Fprint(w, held.Load())
+			return
+		case "/release": // let every /hold stream finish
+			once.Do(func() { close(release) })
+			return
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		f := w.(http.Flusher)
-		for _, e := range events {
+		for i, e := range events {
 			_, _ = w.Write(e)
 			f.Flush()
+			if i == 1 && strings.HasPrefix(r.URL.Path, "/hold/") {
+				held.Add(1)
+				<-release
+			}
 		}
 	})}
 	_ = srv.Serve(ln)
@@ -132,5 +152,86 @@ func BenchmarkStream(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/req")
 		})
+	}
+}
+
+// benchInFlight is the number of streams BenchmarkInFlight holds open.
+const benchInFlight = 2000
+
+// BenchmarkInFlight measures what one open stream costs the client: it
+// starts benchInFlight requests, each on its own goroutine as loadgen
+// sends them, against a server (another process) that sends the role and
+// first content chunk and then holds every stream open; when all are
+// held it reads the process's memory, releases them and checks every
+// record. Reported per stream: heap in use (B), goroutine stacks (B),
+// goroutines, and their sum (B/stream); the figures are for the client
+// alone (records, request goroutines, net/http's two per connection).
+// With SURGE_INFLIGHT_HEAP=FILE it also writes a heap profile taken while
+// the streams are held (go tool pprof -sample_index=inuse_space FILE).
+func BenchmarkInFlight(b *testing.B) {
+	addr := startBenchServer(b)
+	base := "http://" + addr
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if prof := os.Getenv("SURGE_INFLIGHT_HEAP"); prof != "" {
+		runtime.MemProfileRate = 512
+	}
+	c := newTestClient(b, base+"/hold/v1", func(c *Config) { c.MaxConns = benchInFlight; c.Timeout = time.Minute })
+	mem := func() (heap, stack uint64, gs int) {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine()
+	}
+	b.ResetTimer()
+	for range b.N {
+		heap0, stack0, gs0 := mem()
+		recs := make([]record.Record, benchInFlight)
+		var wg sync.WaitGroup
+		for i := range recs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := testReq
+				rec := record.New("b", int64(i), "baseline", 0)
+				c.Do(context.Background(), &req, &rec)
+				recs[i] = rec
+			}()
+		}
+		for get("/held") != fmt.Sprint(benchInFlight) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond) // the last first chunks are read
+		heap1, stack1, gs1 := mem()
+		if prof := os.Getenv("SURGE_INFLIGHT_HEAP"); prof != "" {
+			f, err := os.Create(prof)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+		get("/release")
+		wg.Wait()
+		for i := range recs {
+			if rec := &recs[i]; rec.Outcome != record.OK || rec.Chunks != benchTokens {
+				b.Fatalf("stream %d: outcome %s %q, %d chunks", i, rec.Outcome, rec.Error, rec.Chunks)
+			}
+		}
+		n := float64(benchInFlight)
+		heap, stack := float64(int64(heap1)-int64(heap0))/n, float64(int64(stack1)-int64(stack0))/n
+		b.ReportMetric(heap, "heap-B/stream")
+		b.ReportMetric(stack, "stack-B/stream")
+		b.ReportMetric(float64(gs1-gs0)/n, "goroutines/stream")
+		b.ReportMetric(heap+stack, "B/stream")
+		c.CloseIdle()
 	}
 }

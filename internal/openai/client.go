@@ -43,6 +43,7 @@ type Client struct {
 	body   bodyTemplate
 	prefix [8]byte   // trace-id prefix (see TraceID)
 	pool   sync.Pool // *exchange
+	bodies sync.Pool // *bodyBuf: request bodies, held only until the request is written
 }
 
 // New returns a Client for cfg (validated, zero fields defaulted). Record
@@ -148,7 +149,16 @@ func newTransport(cfg Config, dial func(ctx context.Context, network, addr strin
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
+	// The write buffer holds the request head (about 400 bytes) and, when
+	// they fit, the body's first bytes: net/http writes the rest of a
+	// longer body straight from its own buffer, in one more write. The
+	// default 4 KiB buffer would only save that one write per request, at
+	// 3 KiB per connection for the whole run. The read buffer is half the
+	// default: a stream that falls behind still reads about seven waiting
+	// vLLM events per system call.
 	tr := &http.Transport{
+		WriteBufferSize:     writeBufferBytes,
+		ReadBufferSize:      readBufferBytes,
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dial,
 		TLSClientConfig:     tlsConf,
@@ -176,10 +186,16 @@ func (c *Client) CloseIdle() {
 // now returns nanoseconds since the origin (monotonic).
 func (c *Client) now() int64 { return int64(time.Since(c.origin)) }
 
-// exchange holds the reusable state of one attempt: request body, trace
-// hooks, response reader. Exchanges are pooled per Client.
+// exchange holds the reusable state of one attempt: request, trace hooks,
+// response reader. Exchanges are pooled per Client, and one is held for
+// each request in flight, so it is kept small: the line buffer br holds
+// lineBufferBytes, enough for a chunk of every server measured; a longer
+// line is gathered in spill, which grows with it and which putExchange lets
+// go when it grew past spillKeepBytes. The request body (buf) comes from
+// Client.bodies and goes back there once the request has been written, so
+// a stream holds no copy of its prompt while it is read.
 type exchange struct {
-	buf    []byte
+	buf    []byte // the request body, until the round trip returns
 	body   bodyReader
 	tmpl   http.Request
 	trace  httptrace.ClientTrace
@@ -196,6 +212,9 @@ type exchange struct {
 	tpBuf  [55]byte
 }
 
+// bodyBuf is a pooled request body buffer.
+type bodyBuf struct{ b []byte }
+
 // bodyReader is the request body: a bytes.Reader with a no-op Close.
 type bodyReader struct{ bytes.Reader }
 
@@ -205,7 +224,7 @@ func (*bodyReader) Close() error { return nil }
 func (c *Client) getExchange() *exchange {
 	x, _ := c.pool.Get().(*exchange)
 	if x == nil {
-		x = &exchange{br: bufio.NewReaderSize(nil, 16<<10), header: c.header.Clone(), tp: []string{""}, reqID: []string{""}}
+		x = &exchange{br: bufio.NewReaderSize(nil, lineBufferBytes), header: c.header.Clone(), tp: []string{""}, reqID: []string{""}}
 		x.header[TraceparentHeader] = x.tp
 		x.header[RequestIDHeader] = x.reqID
 		x.trace = httptrace.ClientTrace{
@@ -246,10 +265,37 @@ func (c *Client) putExchange(x *exchange) {
 	if x.writes.Load() < x.conns.Load() {
 		return
 	}
-	if cap(x.spill) > 64<<10 {
+	if cap(x.spill) > spillKeepBytes {
 		x.spill = nil
 	}
 	c.pool.Put(x)
+}
+
+// takeBody builds req's body in a pooled buffer and sets it as x's request body.
+func (c *Client) takeBody(x *exchange, req *workload.Request) *bodyBuf {
+	bb, _ := c.bodies.Get().(*bodyBuf)
+	if bb == nil {
+		bb = &bodyBuf{}
+	}
+	x.buf = c.body.appendBody(bb.b[:0], req)
+	x.body.Reset(x.buf)
+	x.tmpl.ContentLength = int64(len(x.buf))
+	return bb
+}
+
+// releaseBody detaches the request body from x once the round trip has
+// returned, and pools its buffer unless the transport may still be writing
+// it (an early response while the body was being written: then it is left
+// to the garbage collector).
+func (c *Client) releaseBody(x *exchange, bb *bodyBuf) {
+	buf := x.buf
+	x.buf = nil
+	if x.writes.Load() < x.conns.Load() {
+		return // putExchange will not pool x either: x.body is the transport's
+	}
+	x.body.Reset(nil)
+	bb.b = buf
+	c.bodies.Put(bb)
 }
 
 // Do sends req, waits for the whole response and fills rec (created by the
@@ -347,9 +393,7 @@ func (c *Client) interrupted(parent context.Context, rec *record.Record, stage s
 func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec *record.Record) (retry bool, hint int64) {
 	x := c.getExchange()
 	defer c.putExchange(x)
-	x.buf = c.body.appendBody(x.buf[:0], req)
-	x.body.Reset(x.buf)
-	x.tmpl.ContentLength = int64(len(x.buf))
+	bb := c.takeBody(x, req)
 	trace := &x.trace
 	if httptrace.ContextClientTrace(ctx) != nil {
 		t := x.trace // WithClientTrace composes hooks into trace: keep the pooled one pristine
@@ -383,6 +427,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 		rec.ConnRetries++
 		resp, err = c.replay(x, hreq)
 	}
+	c.releaseBody(x, bb)
 	now := c.now()
 	rec.ConnNs = x.connNs.Load()
 	if err != nil {

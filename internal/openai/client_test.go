@@ -156,6 +156,9 @@ func TestDoStreams(t *testing.T) {
 			outcome: record.OK, chunks: 1, output: 1},
 		{name: "byte order mark", events: []string{"\xEF\xBB\xBF" + content("a"), done},
 			outcome: record.OK, chunks: 1, output: 1},
+		{name: "lines longer than the line buffer", events: []string{role(), content(strings.Repeat("a", 3*lineBufferBytes)), content("b"),
+			content(strings.Repeat("c", 40*lineBufferBytes)), finish(), usage(10, 3), done},
+			outcome: record.OK, chunks: 3, output: 3, prompt: 10, fromUsage: true},
 
 		// Sad paths.
 		{name: "malformed chunk", events: []string{content("a"), data(`{"choices":[{"delta":{"content":"b"`), done},
@@ -562,8 +565,8 @@ func TestStreamNoAllocPerChunk(t *testing.T) {
 	}
 	c := newTestClient(t, "http://127.0.0.1:1/v1", nil)
 	ctx := context.Background()
-	allocs := func(n int) float64 {
-		body := role() + strings.Repeat(data(vllmChunk), n) + usage(10, n) + done
+	allocs := func(n int, chunk string) float64 {
+		body := role() + strings.Repeat(data(chunk), n) + usage(10, n) + done
 		return testing.AllocsPerRun(50, func() {
 			x := c.getExchange()
 			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
@@ -576,7 +579,79 @@ func TestStreamNoAllocPerChunk(t *testing.T) {
 			}
 		})
 	}
-	if a4, a64 := allocs(4), allocs(64); a64 != a4 {
+	if a4, a64 := allocs(4, vllmChunk), allocs(64, vllmChunk); a64 != a4 {
 		t.Errorf("%.0f allocations for 4 chunks, %.0f for 64", a4, a64)
+	}
+	// Lines longer than the line buffer go through the spill buffer,
+	// which grows once and is reused for every later line.
+	long := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 4*lineBufferBytes) + `"},"finish_reason":null}]}`
+	if a4, a64 := allocs(4, long), allocs(64, long); a64 != a4 {
+		t.Errorf("long lines: %.0f allocations for 4 chunks, %.0f for 64", a4, a64)
+	}
+}
+
+// TestPutExchangeSpill: a pooled exchange keeps a spill buffer that a
+// long line grew up to spillKeepBytes and lets a larger one go, so one
+// huge line does not stay in memory with every pooled exchange.
+func TestPutExchangeSpill(t *testing.T) {
+	c := newTestClient(t, "http://127.0.0.1:1/v1", nil)
+	for _, tc := range []struct {
+		name string
+		cap  int
+		kept bool
+	}{
+		{"a few lines' worth is kept", 4 << 10, true},
+		{"up to the limit is kept", spillKeepBytes, true},
+		{"beyond the limit goes", 2 * spillKeepBytes, false},
+		{"a huge line goes", MaxLineBytes, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := c.getExchange()
+			x.spill = make([]byte, 0, tc.cap)
+			c.putExchange(x)
+			if kept := x.spill != nil; kept != tc.kept {
+				t.Errorf("spill of %d bytes kept: %v, want %v", tc.cap, kept, tc.kept)
+			}
+		})
+	}
+}
+
+// TestReleaseBody: once the round trip has returned, the exchange holds no
+// request body; the buffer is pooled for the next request unless the
+// transport may still be writing it.
+func TestReleaseBody(t *testing.T) {
+	c := newTestClient(t, "http://127.0.0.1:1/v1", nil)
+	for _, tc := range []struct {
+		name          string
+		conns, writes int32
+		pooled        bool
+	}{
+		{"written", 1, 1, true},
+		{"replayed on a second connection and written", 2, 2, true},
+		{"early response while writing", 1, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := c.getExchange()
+			bb := c.takeBody(x, &testReq)
+			body := string(x.buf)
+			if !strings.Contains(body, `"content":"Say hi"`) || x.tmpl.ContentLength != int64(len(body)) {
+				t.Fatalf("body %q, content length %d", body, x.tmpl.ContentLength)
+			}
+			x.conns.Store(tc.conns)
+			x.writes.Store(tc.writes)
+			bb.b = nil // set again only when the buffer goes back to the pool
+			c.releaseBody(x, bb)
+			if x.buf != nil {
+				t.Errorf("the exchange still holds the body")
+			}
+			if got := string(bb.b); (got == body) != tc.pooled {
+				t.Errorf("pooled buffer %q, want the body pooled: %v", got, tc.pooled)
+			}
+			if !tc.pooled { // the transport's reader is left alone
+				if rest, _ := io.ReadAll(&x.body); string(rest) != body {
+					t.Errorf("request body reader gives %q, want the body", rest)
+				}
+			}
+		})
 	}
 }

@@ -31,6 +31,10 @@ const (
 	maxErrorBodyBytes   = 4 << 10          // error bodies are read this far for an error type
 	maxDrainBytes       = 64 << 10         // bytes read after [DONE] or an error to reuse the connection
 	maxFullBodyBytes    = 16 << 20         // longest non-streamed response body
+	lineBufferBytes     = 1 << 10          // a stream's line buffer; longer lines spill (see exchange)
+	spillKeepBytes      = 16 << 10         // a pooled exchange keeps a spill buffer up to this size
+	writeBufferBytes    = 1 << 10          // a connection's write buffer (the request head; see newTransport)
+	readBufferBytes     = 2 << 10          // a connection's read buffer (see newTransport)
 	dialTimeout         = 10 * time.Second
 	tlsHandshakeTimeout = 10 * time.Second
 	idleConnTimeout     = 90 * time.Second

@@ -123,6 +123,9 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 		}
 		return
 	}
+	// The headers have been read (attempt is done with them): let the
+	// map go now rather than hold it for the whole stream.
+	resp.Header = nil
 	x.br.Reset(resp.Body)
 	st := streamState{firstChunk: record.None, firstToken: record.None, firstText: record.None, lastToken: record.None, itlMax: record.None}
 	fail := func(o record.Outcome, detail string) {

@@ -25,7 +25,7 @@ import (
 func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sess *workload.Sessions, origin time.Time,
 	sink loadgen.Sink, col *collector, w *record.Writer, cancel context.CancelCauseFunc, res *Result) error {
 	o := &e.Opts
-	client, err := openai.New(e.ClientConfig(min(o.MaxInFlight, 4096)), origin)
+	client, err := openai.New(e.ClientConfig(openai.MaxConnsFor(o.MaxInFlight)), origin)
 	if err != nil {
 		return configErr(err)
 	}
