@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"io"
 	"path/filepath"
 	"testing"
@@ -48,4 +49,23 @@ func BenchmarkWriterWriteGzip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRead measures decoding requests.jsonl lines (Read), per record.
+func BenchmarkRead(b *testing.B) {
+	r := full()
+	var buf []byte
+	for range 1000 {
+		buf = r.AppendJSON(buf)
+		buf = append(buf, '\n')
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)) / 1000)
+	for b.Loop() {
+		n := 0
+		if err := Read(bytes.NewReader(buf), "x", func(*Record) error { n++; return nil }); err != nil || n != 1000 {
+			b.Fatal(err, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/record")
 }

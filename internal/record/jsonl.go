@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -271,20 +270,22 @@ func ReadFile(path string, fn func(*Record) error) error {
 }
 
 // Read calls fn for every JSON-lines record in r; name is used in errors.
-// Blank lines are skipped. A truncated last line (a run killed mid-write)
+// fn must not keep the record it is given: the next line is decoded into
+// the same one (copy it to keep it). Blank lines are skipped. A truncated last line (a run killed mid-write)
 // is reported as an error naming its line.
 func Read(r io.Reader, name string, fn func(*Record) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	line := 0
+	d := newDecoder()
+	var rec Record
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		var rec Record
-		if err := json.Unmarshal(b, &rec); err != nil {
+		if err := d.unmarshal(b, &rec); err != nil {
 			return fmt.Errorf("record: %s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {
