@@ -155,24 +155,69 @@ func SimulateBlocks(c *Cluster, arrivals []Arrival, blocks BlocksFunc, timeout, 
 		}
 	}
 	out := make([]Outcome, len(arrivals))
-	reqs := make([]simReq, len(arrivals))
+	next := func(i int) (Arrival, bool) {
+		if i < len(arrivals) {
+			return arrivals[i], true
+		}
+		return Arrival{}, false
+	}
+	SimulateStream(c, next, blocks, timeout, sampleEvery, onSample, func(i int, o *Outcome) bool { out[i] = *o; return true })
+	return out
+}
+
+// SimulateStream is SimulateBlocks over arrivals made one at a time:
+// next(i) returns arrival i (i = 0, 1, …, sorted by At; it panics
+// otherwise) until it returns false, and is called only when the
+// simulation reaches the previous arrival's time. emit(i, o) receives each
+// arrival's Outcome in arrival order, as soon as it and every earlier one
+// are final; when emit returns false the simulation stops there. What it
+// holds is the arrivals from the oldest not yet final to the latest
+// submitted — the requests in flight — never the whole run, so a run of
+// any length takes the memory of its concurrency. Outcomes are those
+// Simulate returns, event for event.
+func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksFunc, timeout, sampleEvery time.Duration, onSample func(time.Duration, Snapshot), emit func(i int, o *Outcome) bool) {
 	st := &simState{c: c}
 	sampleAt := Never
 	if sampleEvery > 0 && onSample != nil {
 		sampleAt = 0
 	}
-	next, dl := 0, 0 // next arrival; oldest arrival whose deadline may be pending
+	// win holds arrivals base, base+1, …, n−1 (submitted, not yet
+	// emitted); dl is the oldest arrival whose deadline may be pending.
+	type slot struct {
+		q  simReq
+		o  Outcome
+		at time.Duration
+	}
+	var win []*slot
+	head, base, n, dl := 0, 0, 0, 0
+	get := func(i int) *slot { return win[head+i-base] }
+	pend, more := next(0)
 	t := time.Duration(0)
 	for {
-		for dl < next && reqs[dl].resolved {
+		for dl < n && get(dl).q.resolved {
 			dl++
 		}
-		work, ok := c.NextEvent()
-		if next < len(arrivals) && (!ok || arrivals[next].At < work) {
-			work, ok = arrivals[next].At, true
+		// Final outcomes go out in order; a resolved request is never
+		// touched again (its observer ignores late engine events).
+		for base < dl {
+			s := get(base)
+			win[head] = nil
+			head++
+			base++
+			if !emit(base-1, &s.o) {
+				return
+			}
 		}
-		if timeout > 0 && dl < next {
-			if d := arrivals[dl].At + timeout; !ok || d < work {
+		if head > 1024 && head > len(win)/2 {
+			win = append(win[:0], win[head:]...)
+			head = 0
+		}
+		work, ok := c.NextEvent()
+		if more && (!ok || pend.At < work) {
+			work, ok = pend.At, true
+		}
+		if timeout > 0 && dl < n {
+			if d := get(dl).at + timeout; !ok || d < work {
 				work, ok = d, true
 			}
 		}
@@ -184,20 +229,25 @@ func SimulateBlocks(c *Cluster, arrivals []Arrival, blocks BlocksFunc, timeout, 
 			t = sampleAt
 		}
 		c.Advance(t)
-		for timeout > 0 && dl < next && arrivals[dl].At+timeout <= t {
-			if !reqs[dl].resolved {
-				reqs[dl].timeout(arrivals[dl].At + timeout)
+		for timeout > 0 && dl < n && get(dl).at+timeout <= t {
+			if s := get(dl); !s.q.resolved {
+				s.q.timeout(s.at + timeout)
 			}
 			dl++
 		}
-		for next < len(arrivals) && arrivals[next].At <= t {
-			a := arrivals[next]
+		for more && pend.At <= t {
+			a := pend
 			if blocks != nil && c.cfg.PrefixCache() {
-				st.buf = blocks(next, st.buf[:0])
+				st.buf = blocks(n, st.buf[:0])
 				a.Req.Blocks = st.buf
 			}
-			st.submit(c, &reqs[next], &out[next], a, timeout)
-			next++
+			s := &slot{at: a.At}
+			win = append(win, s)
+			st.submit(c, &s.q, &s.o, a, timeout)
+			n++
+			if pend, more = next(n); more && pend.At < a.At {
+				panic("sim: Simulate: arrivals not sorted by At")
+			}
 		}
 		if sampleAt != Never && sampleAt <= t {
 			onSample(sampleAt, c.Snapshot(t))
@@ -207,7 +257,13 @@ func SimulateBlocks(c *Cluster, arrivals []Arrival, blocks BlocksFunc, timeout, 
 	if sampleAt != Never {
 		onSample(sampleAt, c.Snapshot(max(sampleAt, t)))
 	}
-	return out
+	for base < n {
+		s := get(base)
+		base++
+		if !emit(base-1, &s.o) {
+			return
+		}
+	}
 }
 
 func (st *simState) submit(c *Cluster, q *simReq, o *Outcome, a Arrival, timeout time.Duration) {
