@@ -261,8 +261,12 @@ func measure(ctx context.Context, o Options) (*Stats, error) {
 			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
 		}
 	}
-	st.Scheduled = int64(len(res.Records)) // one record per scheduled arrival
-	st.analyze(res.Records)
+	var recs []record.Record // the bench's own exact statistics, read back from requests.jsonl
+	if err := res.Records.Each(func(r *record.Record) error { recs = append(recs, *r); return nil }); err != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", err)
+	}
+	st.Scheduled = int64(len(recs)) // one record per scheduled arrival
+	st.analyze(recs)
 
 	if o.Records != "" {
 		if err := os.Rename(filepath.Join(d.Path(), "requests.jsonl"), o.Records); err != nil {

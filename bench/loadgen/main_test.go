@@ -235,9 +235,13 @@ func TestMeasure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Records) != n || r.Manifest.Command != "bench" || r.Manifest.Model != "bench" || len(r.Summary) == 0 {
+		nrec := 0
+		if err := r.Records(func(*record.Record) error { nrec++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if nrec != n || r.Manifest.Command != "bench" || r.Manifest.Model != "bench" || len(r.Summary) == 0 {
 			t.Errorf("run folder: %d records, command %q, model %q, summary %d bytes; want %d, bench, bench, some",
-				len(r.Records), r.Manifest.Command, r.Manifest.Model, len(r.Summary), n)
+				nrec, r.Manifest.Command, r.Manifest.Model, len(r.Summary), n)
 		}
 		entries, _ := os.ReadDir(out)
 		var names []string

@@ -1,6 +1,11 @@
 package analyze
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/surge-bench/surge/internal/record"
+)
 
 // Settings of MeasuredCapacity.
 const (
@@ -59,6 +64,22 @@ type Capacity struct {
 	Mu  float64
 	OK  bool
 	Why string
+}
+
+// DoneOK returns the done times (ns, ascending) of the successful
+// requests of recs that ended at or after fromNs: what MeasureCapacity
+// counts for a burst starting at fromNs (it counts nothing earlier), read
+// in one pass without keeping the records.
+func DoneOK(recs record.Source, fromNs int64) ([]int64, error) {
+	var done []int64
+	err := recs.Each(func(r *record.Record) error {
+		if r.Outcome == record.OK && r.DoneNs != record.None && r.DoneNs >= fromNs {
+			done = append(done, r.DoneNs)
+		}
+		return nil
+	})
+	slices.Sort(done)
+	return done, err
 }
 
 // MeasureCapacity is MeasuredCapacity with the reason when μ is unknown.

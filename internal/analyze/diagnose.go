@@ -138,10 +138,11 @@ type EngineQueue struct {
 type DiagnosisInput struct {
 	Scope  string
 	Result *Result
-	// Records are the run's records: the response times of rejections and
-	// the 503s among the HTTP errors come from them. nil: rejections are
-	// the 429s only and their speed is unknown.
-	Records []record.Record
+	// Records streams the run's records (its requests.jsonl): the response
+	// times of rejections, the 503s among the HTTP errors and a burst's
+	// completions come from them, each read in one pass. nil: rejections
+	// are the 429s only and their speed is unknown.
+	Records record.Source
 	// Generator is GeneratorCheck over the judged group's sends (the burst
 	// phase, or the measured phases of a run); zero when not judged (virtual
 	// time, too few sends).
@@ -379,13 +380,12 @@ func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
 // DiagRejectFastMs, or unknown (no records: a 429 is usually immediate).
 func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
 
-func countRejections(recs []record.Record, phases []string, offered int64) rejections {
+func countRejections(recs record.Source, phases []string, offered int64) rejections {
 	j := rejections{offered: offered, medianMs: math.NaN()}
 	var times []float64
-	for i := range recs {
-		rc := &recs[i]
+	_ = recs.Each(func(rc *record.Record) error { // a file that fails to read was reported by the analysis
 		if !slices.Contains(phases, rc.Phase) {
-			continue
+			return nil
 		}
 		switch {
 		case rc.Outcome == record.RateLimited:
@@ -393,12 +393,13 @@ func countRejections(recs []record.Record, phases []string, offered int64) rejec
 		case rc.Outcome == record.HTTPError && rc.Status == 503:
 			j.n503++
 		default:
-			continue
+			return nil
 		}
 		if rc.SentNs != record.None && rc.DoneNs != record.None {
 			times = append(times, nsToMs(rc.DoneNs-rc.SentNs))
 		}
-	}
+		return nil
+	})
 	if len(times) > 0 {
 		slices.Sort(times)
 		j.medianMs = times[(len(times)-1)/2]
@@ -860,14 +861,8 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 	if c.burst {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
-		var done []int64
-		for i := range c.in.Records {
-			if r := &c.in.Records[i]; r.Outcome == record.OK && r.DoneNs != record.None {
-				done = append(done, r.DoneNs)
-			}
-		}
-		slices.Sort(done)
 		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
+		done, _ := DoneOK(c.in.Records, int64(ms(p.StartMs)))
 		if mc := MeasureCapacity(c.r, done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
 			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
 		}

@@ -432,7 +432,7 @@ func TestDiagnose(t *testing.T) {
 				phases = diagPhases()
 			}
 			res := analyseDiag(t, phases, tc.recs)
-			in := DiagnosisInput{Scope: "5×", Result: res, Records: tc.recs, Engine: tc.engine, Capacity: tc.capacity, Scaling: tc.scaling}
+			in := DiagnosisInput{Scope: "5×", Result: res, Records: srcOf(tc.recs), Engine: tc.engine, Capacity: tc.capacity, Scaling: tc.scaling}
 			if tc.generator != nil {
 				in.Generator = tc.generator(tc.recs)
 			}
@@ -481,7 +481,7 @@ func TestDiagnoseGeneratorWins(t *testing.T) {
 		}
 		return failRec(t, record.RateLimited)
 	}, 30)
-	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs), Records: recs})
+	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs), Records: srcOf(recs)})
 	if d.Mode != ModeGeneratorLimited {
 		t.Fatalf("mode %q, want %q: %s", d.Mode, ModeGeneratorLimited, d.Summary)
 	}
@@ -536,7 +536,7 @@ func TestDiagnoseThresholdEdges(t *testing.T) {
 		{"drops at 1 in 150 (0.67%) are below DiagDropShare", share(150, record.GeneratorDrop), ModeHeld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Diagnose(DiagnosisInput{Scope: "k", Result: analyseDiag(t, diagPhases(), tc.recs), Records: tc.recs})
+			d := Diagnose(DiagnosisInput{Scope: "k", Result: analyseDiag(t, diagPhases(), tc.recs), Records: srcOf(tc.recs)})
 			if d.Mode != tc.want {
 				t.Errorf("mode %q, want %q: %s", d.Mode, tc.want, d.Summary)
 			}

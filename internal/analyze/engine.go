@@ -27,59 +27,81 @@ type EngineTiming struct {
 
 // EngineTimings returns the EngineTiming of every phase named in phases
 // (in that order, by arrival) and of "overall" (every phase not in
-// exclude), or nil when no record carries any engine time.
+// exclude), or nil when no record carries any engine time. It is
+// NewEngineTimings fed with every record.
 func EngineTimings(recs []record.Record, phases, exclude []string, source string) map[string]EngineTiming {
-	type acc struct {
-		ok, timed        int64
-		q, pre, dec, e2e []float64
-	}
-	by := map[string]*acc{}
-	for _, p := range phases {
-		by[p] = &acc{}
-	}
-	by["overall"] = &acc{}
-	excluded := map[string]bool{}
-	for _, p := range exclude {
-		excluded[p] = true
-	}
-	any := false
+	e := NewEngineTimings(phases, exclude, source)
 	for i := range recs {
-		r := &recs[i]
-		if r.Outcome != record.OK {
+		e.Add(&recs[i])
+	}
+	return e.Result()
+}
+
+// EngineTimingStats accumulates EngineTimings as records come (Add). The
+// distributions are exact (ExactQueueWait), so it keeps the engine's
+// times of the successful requests that carry any — a run against an
+// engine that reports none (most) keeps nothing.
+type EngineTimingStats struct {
+	source   string
+	by       map[string]*engineAcc
+	excluded map[string]bool
+	any      bool
+}
+
+type engineAcc struct {
+	ok, timed        int64
+	q, pre, dec, e2e []float64
+}
+
+// NewEngineTimings returns an empty EngineTimingStats (see EngineTimings).
+func NewEngineTimings(phases, exclude []string, source string) *EngineTimingStats {
+	e := &EngineTimingStats{source: source, by: map[string]*engineAcc{}, excluded: map[string]bool{}}
+	for _, p := range phases {
+		e.by[p] = &engineAcc{}
+	}
+	e.by["overall"] = &engineAcc{}
+	for _, p := range exclude {
+		e.excluded[p] = true
+	}
+	return e
+}
+
+// Add accounts one record; it does not keep r.
+func (e *EngineTimingStats) Add(r *record.Record) {
+	if r.Outcome != record.OK {
+		return
+	}
+	timed := r.EngineQueueNs != record.None || r.EnginePrefillNs != record.None || r.EngineDecodeNs != record.None || r.EngineE2ENs != record.None
+	e.any = e.any || timed
+	add := func(dst *[]float64, ns int64) {
+		if ns != record.None {
+			*dst = append(*dst, float64(ns)/1e9)
+		}
+	}
+	for i, a := range [2]*engineAcc{e.by[r.Phase], e.by["overall"]} {
+		if a == nil || i == 1 && e.excluded[r.Phase] {
 			continue
 		}
-		targets := []*acc{by[r.Phase]}
-		if !excluded[r.Phase] {
-			targets = append(targets, by["overall"])
+		a.ok++
+		if !timed {
+			continue
 		}
-		timed := r.EngineQueueNs != record.None || r.EnginePrefillNs != record.None || r.EngineDecodeNs != record.None || r.EngineE2ENs != record.None
-		any = any || timed
-		for _, a := range targets {
-			if a == nil {
-				continue
-			}
-			a.ok++
-			if !timed {
-				continue
-			}
-			a.timed++
-			add := func(dst *[]float64, ns int64) {
-				if ns != record.None {
-					*dst = append(*dst, float64(ns)/1e9)
-				}
-			}
-			add(&a.q, r.EngineQueueNs)
-			add(&a.pre, r.EnginePrefillNs)
-			add(&a.dec, r.EngineDecodeNs)
-			add(&a.e2e, r.EngineE2ENs)
-		}
+		a.timed++
+		add(&a.q, r.EngineQueueNs)
+		add(&a.pre, r.EnginePrefillNs)
+		add(&a.dec, r.EngineDecodeNs)
+		add(&a.e2e, r.EngineE2ENs)
 	}
-	if !any {
+}
+
+// Result is EngineTimings of the records added.
+func (e *EngineTimingStats) Result() map[string]EngineTiming {
+	if !e.any {
 		return nil
 	}
-	out := make(map[string]EngineTiming, len(by))
-	for name, a := range by {
-		out[name] = EngineTiming{Source: source, OK: a.ok, Timed: a.timed, Missing: a.ok - a.timed,
+	out := make(map[string]EngineTiming, len(e.by))
+	for name, a := range e.by {
+		out[name] = EngineTiming{Source: e.source, OK: a.ok, Timed: a.timed, Missing: a.ok - a.timed,
 			Queue: ExactQueueWait(a.q), Prefill: ExactQueueWait(a.pre), Decode: ExactQueueWait(a.dec), E2E: ExactQueueWait(a.e2e)}
 	}
 	return out

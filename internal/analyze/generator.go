@@ -49,22 +49,46 @@ type Generator struct {
 // and sent differ in length. When Behind, Note says why in one sentence for
 // people ("the load generator could not keep its schedule: …").
 func GeneratorCheck(sched, sent []int64, lagP99Ms float64) Generator {
+	var sp GeneratorSpan
+	if len(sched) != len(sent) {
+		return Generator{LagP99Ms: lagP99Ms}
+	}
+	for i := range sent {
+		sp.Add(sched[i], sent[i])
+	}
+	return sp.Check(lagP99Ms)
+}
+
+// GeneratorSpan accumulates what GeneratorCheck needs of the sends, one
+// at a time (Add): their count and the first and last scheduled and sent
+// times.
+type GeneratorSpan struct {
+	n                int
+	schedLo, schedHi int64
+	sentLo, sentHi   int64
+}
+
+// Add accounts one send scheduled at sched and sent at sent (ns).
+func (sp *GeneratorSpan) Add(sched, sent int64) {
+	if sp.n == 0 {
+		sp.schedLo, sp.schedHi, sp.sentLo, sp.sentHi = sched, sched, sent, sent
+	}
+	sp.n++
+	sp.schedLo, sp.schedHi = min(sp.schedLo, sched), max(sp.schedHi, sched)
+	sp.sentLo, sp.sentHi = min(sp.sentLo, sent), max(sp.sentHi, sent)
+}
+
+// Check is GeneratorCheck of the sends added.
+func (sp *GeneratorSpan) Check(lagP99Ms float64) Generator {
 	g := Generator{LagP99Ms: lagP99Ms}
-	if len(sent) < GeneratorMinSamples || len(sched) != len(sent) {
+	if sp.n < GeneratorMinSamples {
 		return g
 	}
-	span := func(v []int64) float64 {
-		lo, hi := v[0], v[0]
-		for _, x := range v {
-			lo, hi = min(lo, x), max(hi, x)
-		}
-		return float64(hi-lo) / 1e9
-	}
-	ss, sn := span(sched), span(sent)
+	ss, sn := float64(sp.schedHi-sp.schedLo)/1e9, float64(sp.sentHi-sp.sentLo)/1e9
 	if ss <= 0 || sn <= 0 {
 		return g
 	}
-	n := float64(len(sent) - 1)
+	n := float64(sp.n - 1)
 	g.ScheduledRPS, g.AchievedRPS = n/ss, n/sn
 	var why []string
 	if g.AchievedRPS < GeneratorMinSendRatio*g.ScheduledRPS {

@@ -9,10 +9,10 @@ import (
 
 // PoolRun is one of the runs Pool analyses together: the configuration it
 // was analysed with (its own phase bounds: a recovery stopped early ends
-// its last phase sooner) and its records.
+// its last phase sooner) and its records (a run's requests.jsonl, read once).
 type PoolRun struct {
 	Config  Config
-	Records []record.Record
+	Records record.Source
 }
 
 // Pool analyses repeated runs of the same phases as one sample (docs/method.md
@@ -37,8 +37,8 @@ func Pool(runs []PoolRun) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("analyze: pool: run %d: %w", i+1, err)
 		}
-		for j := range r.Records {
-			a.Add(&r.Records[j])
+		if err := r.Records.Each(func(rec *record.Record) error { a.Add(rec); return nil }); err != nil {
+			return nil, fmt.Errorf("analyze: pool: run %d: %w", i+1, err)
 		}
 		if i > 0 && !slices.EqualFunc(a.cfg.Phases, ans[0].cfg.Phases, func(p, q Phase) bool { return p.Name == q.Name && p.Excluded == q.Excluded }) {
 			return nil, fmt.Errorf("analyze: pool: run %d has other phases than run 1", i+1)

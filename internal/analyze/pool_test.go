@@ -19,7 +19,7 @@ func TestPoolMergesObservations(t *testing.T) {
 		for i := range timeouts {
 			recs = append(recs, *failRec(time.Duration(i)*300*ms, record.Timeout))
 		}
-		return PoolRun{Config: Config{Phases: []Phase{{Name: "main", End: end}}, Timeout: 60 * s}, Records: recs}
+		return PoolRun{Config: Config{Phases: []Phase{{Name: "main", End: end}}, Timeout: 60 * s}, Records: record.SliceSource(recs)}
 	}
 	// Run 1: 10 values 100..1000 ms. Run 2: 9 values 1100..1900 ms and a
 	// timeout. Together: 19 values and 1 timeout, N = 20.

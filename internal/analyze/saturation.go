@@ -41,19 +41,63 @@ type Hopeless struct {
 // test looks at (those scheduled in [StepStart, horizon)); the goodput
 // test counts every record scheduled at or after StepStart.
 func (h Hopeless) Judge(recs []record.Record, horizon time.Duration) string {
-	from := int64(h.StepStart)
+	w := h.Watch()
+	for i := range recs {
+		w.Add(&recs[i])
+	}
+	return w.Judge(horizon)
+}
+
+// HopelessWatch is Hopeless fed with records as they come (Add) and asked
+// at a horizon (Judge), as a live run's stop check asks it. It keeps the
+// goodput count, the latest observation and, of each record that still
+// waited for its first token at or after StepStart, its scheduled and wait
+// end times (16 bytes): a step's own requests, never the run's.
+type HopelessWatch struct {
+	h    Hopeless
+	bad  int
+	last int64
+	n    int
+	pts  []satPoint
+}
+
+// satPoint is what the over-saturation test needs of one record.
+type satPoint struct {
+	sched, wait int64 // scheduled time and wait end (waitEnd), ns
+	drop        bool  // a generator drop: no TTFT point
+}
+
+// Watch returns an empty HopelessWatch for h.
+func (h Hopeless) Watch() *HopelessWatch { return &HopelessWatch{h: h} }
+
+// StepStart is the watched step's start (Hopeless.StepStart).
+func (w *HopelessWatch) StepStart() time.Duration { return w.h.StepStart }
+
+// Add accounts one record; it does not keep r.
+func (w *HopelessWatch) Add(r *record.Record) {
+	from := int64(w.h.StepStart)
+	end := waitEnd(r)
+	w.n++
+	w.last = max(w.last, r.ScheduledNs, end)
+	if r.ScheduledNs >= from && !r.Good {
+		w.bad++
+	}
+	if r.ScheduledNs >= from || end >= from {
+		// A request whose wait ended before StepStart adds one to both
+		// counts of every backlog sample: it changes none.
+		w.pts = append(w.pts, satPoint{r.ScheduledNs, end, r.Outcome == record.GeneratorDrop})
+	}
+}
+
+// Judge is Hopeless.Judge of the records added.
+func (w *HopelessWatch) Judge(horizon time.Duration) string {
+	h := w.h
 	if g := h.Goodput; g > 0 && h.Planned > 0 {
-		var bad int
-		for i := range recs {
-			if recs[i].ScheduledNs >= from && !recs[i].Good {
-				bad++
-			}
-		}
-		if float64(bad) > (1-g)*float64(h.Planned)+1e-9 {
-			return fmt.Sprintf("goodput can no longer reach %.4g%%: %d of the %d planned requests already missed the deadline", 100*g, bad, h.Planned)
+		if float64(w.bad) > (1-g)*float64(h.Planned)+1e-9 {
+			return fmt.Sprintf("goodput can no longer reach %.4g%%: %d of the %d planned requests already missed the deadline", 100*g, w.bad, h.Planned)
 		}
 	}
-	if why, ok := OverSaturated(recs, h.StepStart, horizon, h.LimitMs); ok {
+	if why, ok := overSaturated(w.pts, w.n, w.last, h.StepStart, horizon, h.LimitMs); ok {
 		return why
 	}
 	return ""
@@ -96,14 +140,24 @@ func waitEnd(r *record.Record) int64 {
 // The backlog is growing and the requests still to come will wait longer
 // still. ok is false, and why "", when horizon ≤ from or limitMs ≤ 0.
 func OverSaturated(recs []record.Record, from, horizon time.Duration, limitMs float64) (why string, ok bool) {
+	var last int64
+	pts := make([]satPoint, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		pts[i] = satPoint{r.ScheduledNs, waitEnd(r), r.Outcome == record.GeneratorDrop}
+		last = max(last, r.ScheduledNs, pts[i].wait)
+	}
+	return overSaturated(pts, len(recs), last, from, horizon, limitMs)
+}
+
+// overSaturated is OverSaturated over the points of n records (those
+// that can matter: any whose wait ended before from may be left out),
+// last the latest scheduled or wait-end time of all n.
+func overSaturated(pts []satPoint, n int, last int64, from, horizon time.Duration, limitMs float64) (why string, ok bool) {
 	// Past the last observation nothing changes: a horizon beyond it (a
 	// virtual run whose every arrival was sent passes "never") is the
 	// moment after it, so the backlog samples stay bounded.
-	var last int64
-	for i := range recs {
-		last = max(last, recs[i].ScheduledNs, waitEnd(&recs[i]))
-	}
-	if len(recs) > 0 && int64(horizon) > last {
+	if n > 0 && int64(horizon) > last {
 		horizon = time.Duration(last) + 1
 	}
 	if horizon <= from || limitMs <= 0 {
@@ -111,13 +165,12 @@ func OverSaturated(recs []record.Record, from, horizon time.Duration, limitMs fl
 	}
 	// TTFT from the scheduled arrival, one point per request.
 	var tx, ty []float64
-	for i := range recs {
-		r := &recs[i]
-		if r.ScheduledNs < int64(from) || r.ScheduledNs >= int64(horizon) || r.Outcome == record.GeneratorDrop {
+	for _, p := range pts {
+		if p.sched < int64(from) || p.sched >= int64(horizon) || p.drop {
 			continue
 		}
-		tx = append(tx, float64(r.ScheduledNs)/1e9)
-		ty = append(ty, float64(waitEnd(r)-r.ScheduledNs)/1e6)
+		tx = append(tx, float64(p.sched)/1e9)
+		ty = append(ty, float64(p.wait-p.sched)/1e6)
 	}
 	if len(tx) < SaturationMinPoints {
 		return "", false
@@ -125,9 +178,9 @@ func OverSaturated(recs []record.Record, from, horizon time.Duration, limitMs fl
 	// Requests waiting for their first token, sampled over [from, horizon).
 	// waiting(t) = #{scheduled ≤ t} − #{wait end ≤ t}, as every wait ends
 	// at or after its start.
-	starts, ends := make([]int64, len(recs)), make([]int64, len(recs))
-	for i := range recs {
-		starts[i], ends[i] = recs[i].ScheduledNs, max(waitEnd(&recs[i]), recs[i].ScheduledNs)
+	starts, ends := make([]int64, len(pts)), make([]int64, len(pts))
+	for i, p := range pts {
+		starts[i], ends[i] = p.sched, max(p.wait, p.sched)
 	}
 	slices.Sort(starts)
 	slices.Sort(ends)

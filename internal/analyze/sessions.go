@@ -55,73 +55,119 @@ type TurnResult struct {
 
 // Sessions analyses the session records among recs with cfg (the phases,
 // exclusions, deadlines and timeout of the run's analysis); nil when no
-// record belongs to a session.
+// record belongs to a session. It is NewSessions fed with every record.
 func Sessions(cfg Config, recs []record.Record) *SessionResult {
+	s := NewSessions(cfg)
+	if s == nil {
+		return nil
+	}
+	for i := range recs {
+		s.Add(&recs[i])
+	}
+	return s.Result()
+}
+
+// SessionStats accumulates the session records of a run as they come
+// (NewSessions, Add, Result), in any order: a record whose session's first
+// turn has not come yet waits for it (its session is counted only if that
+// first turn falls in a phase that is not excluded), so what waits is
+// bounded by the records that arrive before their session's first turn,
+// not by the run's length. It keeps one small entry per session.
+type SessionStats struct {
+	an       *Analyzer
+	sessions map[int64]*sessionAcc
+	rows     []*acc
+	prompts  []map[int]int64 // per turn row: prompt tokens → ok requests
+	prefixes []map[int]int64
+	seen     bool
+}
+
+type sessionAcc struct {
+	planned, turns int
+	known          bool // its first turn has come
+	counted        bool // its first turn is in a non-excluded phase
+	bad, cancelled bool
+	pending        []record.Record // records that came before the first turn
+}
+
+// NewSessions returns an empty SessionStats for cfg, nil when cfg is not a
+// valid analysis configuration.
+func NewSessions(cfg Config) *SessionStats {
 	an, err := New(cfg)
 	if err != nil {
 		return nil
 	}
-	included := func(r *record.Record) bool {
-		pi := an.phaseOf(r.ScheduledNs)
-		return pi >= 0 && !an.cfg.Phases[pi].Excluded
+	return &SessionStats{an: an, sessions: map[int64]*sessionAcc{}}
+}
+
+// Add accounts one record (records outside sessions are ignored). It does
+// not keep r.
+func (st *SessionStats) Add(r *record.Record) {
+	if r.Session == 0 || r.Turn < 1 {
+		return
 	}
-	type session struct {
-		planned, turns int
-		counted        bool // its first turn is in a non-excluded phase
-		bad, cancelled bool
+	st.seen = true
+	s := st.sessions[r.Session]
+	if s == nil {
+		s = &sessionAcc{}
+		st.sessions[r.Session] = s
 	}
-	var (
-		sessions = map[int64]*session{}
-		rows     []*acc
-		prompts  [][]int
-		prefixes [][]int
-		seen     bool
-	)
-	for i := range recs {
-		r := &recs[i]
-		if r.Session == 0 || r.Turn != 1 || r.Branch != 0 {
-			continue
+	if r.Turn == 1 && r.Branch == 0 && !s.known {
+		pi := st.an.phaseOf(r.ScheduledNs)
+		s.known, s.counted = true, pi >= 0 && !st.an.cfg.Phases[pi].Excluded
+		st.observe(s, r)
+		for i := range s.pending {
+			st.observe(s, &s.pending[i])
 		}
-		sessions[r.Session] = &session{counted: included(r)}
+		s.pending = nil
+		return
 	}
-	for i := range recs {
-		r := &recs[i]
-		if r.Session == 0 || r.Turn < 1 {
-			continue
-		}
-		seen = true
-		s := sessions[r.Session]
-		if s == nil || !s.counted {
-			continue // started in the warmup (or its first turn is missing)
-		}
-		s.planned = max(s.planned, r.SessionTurns)
-		s.turns = max(s.turns, r.Turn)
-		smp := an.sampleOf(r)
-		switch {
-		case smp.slot == slotCancelled:
-			s.cancelled = true
-		case !smp.good:
-			s.bad = true
-		}
-		k := min(r.Turn, MaxTurnRows) - 1
-		for len(rows) <= k {
-			rows = append(rows, &acc{packed: true})
-			prompts, prefixes = append(prompts, nil), append(prefixes, nil)
-		}
-		rows[k].observe(&smp)
-		if smp.slot == slotOK {
-			if r.UsageFromServer && r.PromptTokens > 0 {
-				prompts[k] = append(prompts[k], r.PromptTokens)
-			}
-			prefixes[k] = append(prefixes[k], r.PrefixTokens)
-		}
+	if !s.known {
+		s.pending = append(s.pending, *r)
+		return
 	}
-	if !seen {
+	st.observe(s, r)
+}
+
+// observe counts r in its session and its turn's row, when the session is
+// counted.
+func (st *SessionStats) observe(s *sessionAcc, r *record.Record) {
+	if !s.counted {
+		return // started in the warmup
+	}
+	s.planned = max(s.planned, r.SessionTurns)
+	s.turns = max(s.turns, r.Turn)
+	smp := st.an.sampleOf(r)
+	switch {
+	case smp.slot == slotCancelled:
+		s.cancelled = true
+	case !smp.good:
+		s.bad = true
+	}
+	k := min(r.Turn, MaxTurnRows) - 1
+	for len(st.rows) <= k {
+		st.rows = append(st.rows, &acc{packed: true})
+		st.prompts, st.prefixes = append(st.prompts, map[int]int64{}), append(st.prefixes, map[int]int64{})
+	}
+	st.rows[k].observe(&smp)
+	if smp.slot == slotOK {
+		if r.UsageFromServer && r.PromptTokens > 0 {
+			st.prompts[k][r.PromptTokens]++
+		}
+		st.prefixes[k][r.PrefixTokens]++
+	}
+}
+
+// Result is the analysis of the session records added; nil when none
+// belonged to a session. A session whose first turn never came is not
+// counted.
+func (st *SessionStats) Result() *SessionResult {
+	if st == nil || !st.seen {
 		return nil
 	}
 	out := &SessionResult{}
-	for _, s := range sessions {
-		if !s.counted {
+	for _, s := range st.sessions {
+		if !s.known || !s.counted {
 			continue
 		}
 		out.Sessions++
@@ -135,17 +181,40 @@ func Sessions(cfg Config, recs []record.Record) *SessionResult {
 		}
 	}
 	out.GoodputRatio = ratio(out.Good, out.Good+out.Bad)
-	timeoutMs := durMs(an.cfg.Timeout)
-	for k, a := range rows {
-		st := a.stats(0, timeoutMs)
+	timeoutMs := durMs(st.an.cfg.Timeout)
+	for k, a := range st.rows {
+		s := a.stats(0, timeoutMs)
 		out.Turns = append(out.Turns, TurnResult{
 			Turn: k + 1, AndLater: k+1 == MaxTurnRows,
-			Requests: st.Offered, OK: st.Succeeded, Good: st.Good, GoodputRatio: st.GoodputRatio,
-			TTFTSend: st.Latency.TTFTSend, TTFTSchedule: st.Latency.TTFTSchedule,
-			PromptTokensP50: median(prompts[k]), PrefixTokensP50: median(prefixes[k]),
+			Requests: s.Offered, OK: s.Succeeded, Good: s.Good, GoodputRatio: s.GoodputRatio,
+			TTFTSend: s.Latency.TTFTSend, TTFTSchedule: s.Latency.TTFTSchedule,
+			PromptTokensP50: countsMedian(st.prompts[k]), PrefixTokensP50: countsMedian(st.prefixes[k]),
 		})
 	}
 	return out
+}
+
+// countsMedian is the nearest-rank median of the values counted in c
+// (value → how many times), 0 when empty: median of the values listed.
+func countsMedian(c map[int]int64) int {
+	var n int64
+	keys := make([]int, 0, len(c))
+	for v, k := range c {
+		keys = append(keys, v)
+		n += k
+	}
+	if n == 0 {
+		return 0
+	}
+	slices.Sort(keys)
+	rank := (n+1)/2 - 1 // 0-based, as median's v[(len(v)+1)/2-1]
+	for _, v := range keys {
+		if rank < c[v] {
+			return v
+		}
+		rank -= c[v]
+	}
+	return keys[len(keys)-1]
 }
 
 // median is the nearest-rank median of v (0 when empty); v is sorted.

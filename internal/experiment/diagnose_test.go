@@ -95,7 +95,7 @@ func burstResult(t *testing.T, virtual bool) *run.Result {
 	for s := 0; s <= 70; s++ {
 		engine = append(engine, scrape.Sample{TNs: int64(s) * int64(time.Second), Has: scrape.Set(0).With(scrape.Waiting).With(scrape.Running), Waiting: 0, Running: 3})
 	}
-	return &run.Result{Analysis: a, Records: recs, Engine: engine, Virtual: virtual}
+	return &run.Result{Analysis: a, Records: record.SliceSource(recs), Engine: engine, Virtual: virtual}
 }
 
 // The wiring from a run: engine gauges per phase from the scraped

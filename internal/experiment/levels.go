@@ -54,21 +54,29 @@ func MeasureRun(res *run.Result, phase string, closed bool) (Measure, error) {
 	m := Measure{Phase: p, StartS: p.StartMs / 1000, EndS: p.EndMs / 1000, LagP99Ms: p.Latency.ScheduleLag.P99Ms}
 	start, end := int64(p.StartMs*1e6), int64(p.EndMs*1e6)
 	var prompt, output int64
-	for i := range res.Records {
-		r := &res.Records[i]
+	var sp analyze.GeneratorSpan
+	generator := !closed && !res.Virtual
+	err := res.Records.Each(func(r *record.Record) error {
 		if r.Outcome == record.OK && r.DoneNs >= start && r.DoneNs < end {
 			m.CompletedOK++
 			prompt += int64(max(0, r.PromptTokens))
 			output += int64(max(0, r.OutputTokens))
 		}
+		if generator && r.ScheduledNs >= start && r.ScheduledNs < end && r.SentNs != record.None {
+			sp.Add(r.ScheduledNs, r.SentNs) // GeneratorOf, in the same pass
+		}
+		return nil
+	})
+	if err != nil {
+		return Measure{}, fmt.Errorf("experiment: run %s: %w", res.Spec.Name, err)
 	}
 	if d := m.EndS - m.StartS; d > 0 {
 		m.RequestRPS = float64(m.CompletedOK) / d
 		m.OutputTPS = float64(output) / d
 		m.TotalTPS = float64(prompt+output) / d
 	}
-	if !closed && !res.Virtual {
-		g := GeneratorOf(res.Records, start, end, m.LagP99Ms)
+	if generator {
+		g := sp.Check(m.LagP99Ms)
 		m.ScheduledRPS, m.AchievedRPS = g.ScheduledRPS, g.AchievedRPS
 		m.GeneratorLimited, m.GeneratorNote = g.Behind, g.Note
 	}

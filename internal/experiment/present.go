@@ -210,17 +210,17 @@ func generatorNotes(res *run.Result) []string {
 }
 
 // GeneratorOf applies analyze.GeneratorCheck to the records scheduled in
-// [fromNs, toNs) that were sent.
-func GeneratorOf(recs []record.Record, fromNs, toNs int64, lagP99Ms float64) analyze.Generator {
-	var sched, sent []int64
-	for i := range recs {
-		r := &recs[i]
+// [fromNs, toNs) that were sent, read in one pass (a file that cannot be
+// read was reported by the run's analysis: what was read is judged).
+func GeneratorOf(recs record.Source, fromNs, toNs int64, lagP99Ms float64) analyze.Generator {
+	var sp analyze.GeneratorSpan
+	_ = recs.Each(func(r *record.Record) error {
 		if r.ScheduledNs >= fromNs && r.ScheduledNs < toNs && r.SentNs != record.None {
-			sched = append(sched, r.ScheduledNs)
-			sent = append(sent, r.SentNs)
+			sp.Add(r.ScheduledNs, r.SentNs)
 		}
-	}
-	return analyze.GeneratorCheck(sched, sent, lagP99Ms)
+		return nil
+	})
+	return sp.Check(lagP99Ms)
 }
 
 // Row builds a results-table row (docs/method.md §13) from the phase named phase.

@@ -297,3 +297,35 @@ func Read(r io.Reader, name string, fn func(*Record) error) error {
 	}
 	return nil
 }
+
+// Source streams records: it calls fn for each, in its order, and stops at
+// the first error fn returns (which it returns). fn must not keep the
+// record it is given. A run's records come from its requests.jsonl
+// (FileSource), so that no analysis holds them all in memory.
+type Source func(fn func(*Record) error) error
+
+// FileSource streams the records of path with ReadFile.
+func FileSource(path string) Source {
+	return func(fn func(*Record) error) error { return ReadFile(path, fn) }
+}
+
+// SliceSource streams recs (for tests and callers that hold records).
+func SliceSource(recs []Record) Source {
+	return func(fn func(*Record) error) error {
+		for i := range recs {
+			r := recs[i] // a copy: fn may not change the caller's records
+			if err := fn(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// Each calls fn for every record of s; a nil Source has none.
+func (s Source) Each(fn func(*Record) error) error {
+	if s == nil {
+		return nil
+	}
+	return s(fn)
+}

@@ -275,20 +275,13 @@ func (m *meter) refusedAt() (time.Duration, bool) {
 // "budget: at the stop 3900 output tokens spent + 1050 reserved by 9
 // requests in flight; the next request needed 212 (--max-output-tokens
 // 5000); finally spent 4553".
-func (m *meter) end(recs []record.Record) (run Spend, why string) {
+// tally is what the records spent (Tally), counted as they were read.
+func (m *meter) end(tally Spend) (run Spend, why string) {
 	if m == nil {
 		return run, ""
 	}
+	run = tally
 	run.Priced = m.prices.Both()
-	for i := range recs {
-		r := &recs[i]
-		if r.Outcome == record.GeneratorDrop {
-			continue
-		}
-		run.Requests++
-		run.InputTokens += int64(r.PromptTokens)
-		run.OutputTokens += int64(r.OutputTokens)
-	}
 	run.Cost = m.prices.Cost(run.InputTokens, run.OutputTokens)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -313,6 +306,17 @@ func (m *meter) end(recs []record.Record) (run Spend, why string) {
 	m.sent, m.out, m.usd, m.refused = 0, 0, 0, nil
 	clear(m.held)
 	return run, why
+}
+
+// Tally adds what one record spent: a request sent (a generator drop
+// was not), its usage's prompt and completion tokens.
+func (s *Spend) Tally(r *record.Record) {
+	if r.Outcome == record.GeneratorDrop {
+		return
+	}
+	s.Requests++
+	s.InputTokens += int64(r.PromptTokens)
+	s.OutputTokens += int64(r.OutputTokens)
 }
 
 // inFlight is "9 requests in flight", "1 request in flight".

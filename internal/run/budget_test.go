@@ -69,7 +69,7 @@ func unusedInFlight(recs []record.Record, stop time.Duration) (n int64) {
 // lower one is what the rule can leave unspent.
 func checkTokenStop(t *testing.T, env *Env, res *Result, nextMax int) {
 	t.Helper()
-	spent := outputTokens(res.Records)
+	spent := outputTokens(recordsOf(t, res))
 	if !res.Partial || !strings.HasPrefix(res.PartialWhy, "budget: ") {
 		t.Fatalf("partial %v why %q", res.Partial, res.PartialWhy)
 	}
@@ -79,7 +79,7 @@ func checkTokenStop(t *testing.T, env *Env, res *Result, nextMax int) {
 	if res.StoppedAt <= 0 || res.StoppedAt >= time.Minute || res.Plan.Duration() != res.StoppedAt {
 		t.Errorf("stopped at %s, plan cut to %s", res.StoppedAt, res.Plan.Duration())
 	}
-	slack := int64(nextMax) + unusedInFlight(res.Records, res.StoppedAt)
+	slack := int64(nextMax) + unusedInFlight(recordsOf(t, res), res.StoppedAt)
 	t.Logf("spent %d of 5000 output tokens in %d requests, stopped at %s; slack allowed %d", spent, res.Count(), res.StoppedAt, slack)
 	if spent > 5000 || spent < 5000-slack {
 		t.Errorf("spent %d output tokens, want within [5000 − %d, 5000]", spent, slack)
@@ -112,8 +112,8 @@ func TestBudgetOutputTokensExact(t *testing.T) {
 	check := func(t *testing.T, virtual bool) {
 		env, res := budgetRun(t, o, virtual)
 		checkTokenStop(t, env, res, 100)
-		if res.Count() != 50 || outputTokens(res.Records) != 5000 || res.StoppedAt != 5*time.Second {
-			t.Errorf("%d records, %d tokens, stopped at %s; want 50, 5000, 5s", res.Count(), outputTokens(res.Records), res.StoppedAt)
+		if res.Count() != 50 || outputTokens(recordsOf(t, res)) != 5000 || res.StoppedAt != 5*time.Second {
+			t.Errorf("%d records, %d tokens, stopped at %s; want 50, 5000, 5s", res.Count(), outputTokens(recordsOf(t, res)), res.StoppedAt)
 		}
 	}
 	t.Run("virtual", func(t *testing.T) { check(t, true) })
@@ -167,7 +167,7 @@ func TestBudgetMaxCost(t *testing.T) {
 		env, res := budgetRun(t, o, virtual)
 		var in, out int64
 		var most float64
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			in, out = in+int64(r.PromptTokens), out+int64(r.OutputTokens)
 			most = max(most, (float64(r.PromptTokens)*2+float64(r.OutputTokens)*10)/1e6)
 		}
@@ -231,7 +231,7 @@ func TestBudgetPricesAlone(t *testing.T) {
 		t.Fatalf("%d records, partial %v %q", res.Count(), res.Partial, res.PartialWhy)
 	}
 	s := env.Spent()
-	if want := (float64(s.InputTokens)*0.5 + float64(s.OutputTokens)*1.5) / 1e6; !s.Priced || s.Cost != want || s.OutputTokens != outputTokens(res.Records) {
+	if want := (float64(s.InputTokens)*0.5 + float64(s.OutputTokens)*1.5) / 1e6; !s.Priced || s.Cost != want || s.OutputTokens != outputTokens(recordsOf(t, res)) {
 		t.Errorf("spent %+v, want cost %g", s, want)
 	}
 }

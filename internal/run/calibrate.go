@@ -119,28 +119,77 @@ func (e *Env) modelCount() func(texts ...string) int {
 // intended with the server's usage.prompt_tokens, over the successful
 // requests that carry usage, and records the calibration used.
 func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.PromptSizing {
-	c := &e.Calibration
-	ps := &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
-		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning}
-	gen, err := workload.New(wcfg)
-	if err != nil {
-		return ps
-	}
-	var intended, actual []int
+	p := e.newPromptSizing(wcfg, arrivals)
 	for i := range recs {
-		r := &recs[i]
-		if r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
-			continue // a session's later turns and sub-requests are not their arrival's draw
-		}
-		a := schedule.Arrival{Seq: r.Seq}
-		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {
-			a = arrivals[r.Seq]
-		}
-		intended = append(intended, gen.IntendedPromptTokens(a))
-		actual = append(actual, r.PromptTokens)
+		p.add(&recs[i])
 	}
-	ps.Intended, ps.Actual = tokenStats(intended), tokenStats(actual)
-	return ps
+	return p.result()
+}
+
+// promptAcc is promptSizing fed one record at a time: the intended and
+// the server's prompt lengths, counted by value (a run's prompts take few
+// distinct lengths), so the statistics stay exact without a list.
+type promptAcc struct {
+	ps               *record.PromptSizing
+	gen              *workload.Generator // nil: the workload does not build
+	arrivals         []schedule.Arrival
+	intended, actual map[int]int64
+}
+
+func (e *Env) newPromptSizing(wcfg workload.Config, arrivals []schedule.Arrival) *promptAcc {
+	c := &e.Calibration
+	p := &promptAcc{ps: &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
+		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning},
+		arrivals: arrivals, intended: map[int]int64{}, actual: map[int]int64{}}
+	if gen, err := workload.New(wcfg); err == nil {
+		p.gen = gen
+	}
+	return p
+}
+
+func (p *promptAcc) add(r *record.Record) {
+	if p.gen == nil || r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
+		return // a session's later turns and sub-requests are not their arrival's draw
+	}
+	a := schedule.Arrival{Seq: r.Seq}
+	if r.Seq >= 0 && r.Seq < int64(len(p.arrivals)) && p.arrivals[r.Seq].Seq == r.Seq {
+		a = p.arrivals[r.Seq]
+	}
+	p.intended[p.gen.IntendedPromptTokens(a)]++
+	p.actual[r.PromptTokens]++
+}
+
+func (p *promptAcc) result() *record.PromptSizing {
+	if p.gen != nil {
+		p.ps.Intended, p.ps.Actual = countedStats(p.intended), countedStats(p.actual)
+	}
+	return p.ps
+}
+
+// countedStats is tokenStats of the values counted in c (value → times).
+func countedStats(c map[int]int64) record.TokenStats {
+	var n, sum int64
+	keys := make([]int, 0, len(c))
+	for v, k := range c {
+		keys = append(keys, v)
+		n += k
+		sum += int64(v) * k
+	}
+	if n == 0 {
+		return record.TokenStats{}
+	}
+	slices.Sort(keys)
+	rank := func(p float64) int {
+		r := int64(max(int(math.Ceil(p*float64(n)))-1, 0)) // 0-based, as tokenStats
+		for _, v := range keys {
+			if r < c[v] {
+				return v
+			}
+			r -= c[v]
+		}
+		return keys[len(keys)-1]
+	}
+	return record.TokenStats{Samples: int(n), Mean: float64(sum) / float64(n), P50: rank(0.50), P95: rank(0.95)}
 }
 
 // tokenStats is the mean and the nearest-rank p50 and p95 of v.

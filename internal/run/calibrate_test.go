@@ -92,9 +92,9 @@ func checkPromptSizing(t *testing.T, res *Result, used string, within5 bool) {
 	if within5 && off > 0.05 || !within5 && off < 0.2 {
 		t.Errorf("server-reported prompt tokens p50 %d (p95 %d) for 200 intended (%.1f%% off); calibration %s", ps.Actual.P50, ps.Actual.P95, 100*off, ps.Description)
 	}
-	for i := range res.Records {
-		if res.Records[i].Outcome != record.OK {
-			t.Fatalf("record %d: %s", i, res.Records[i].Outcome)
+	for i, r := range recordsOf(t, res) {
+		if r.Outcome != record.OK {
+			t.Fatalf("record %d: %s", i, r.Outcome)
 		}
 	}
 }

@@ -114,18 +114,25 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	e.budget.begin()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	col := newCollector(arrivals, sess != nil)
-	sink := func(r *record.Record) {
-		if err := w.Write(r); err != nil {
-			cancel(errWrite)
-		}
-		col.add(r)
-	}
-	sink = e.stampShard(sink) // every record carries its shard (shard.go)
+	// Records go to requests.jsonl as they come, and nowhere else: the
+	// analysis reads the file once the run is over (analysis.go). Every
+	// record carries its shard (shard.go).
 	var runErr error
 	if e.Virtual {
+		sink := e.stampShard(func(r *record.Record) {
+			if err := w.Write(r); err != nil {
+				cancel(errWrite)
+			}
+		})
 		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
 	} else {
+		col := newCollector(arrivals, sess != nil, spec.Stop)
+		sink := e.stampShard(func(r *record.Record) {
+			if err := w.Write(r); err != nil {
+				cancel(errWrite)
+			}
+			col.add(r)
+		})
 		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
 		res.SimEvents = e.SimEvents(started)
 	}
@@ -156,46 +163,46 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if res.StoppedAt > 0 {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
 	}
-	res.Records = col.records()
+	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
+	// A budget's reason (below) never reads as an interruption: this is
+	// the same before and after it.
+	acfg.SLO.Interrupted = Interrupted(res.PartialWhy)
+	var phases []string
+	for _, b := range res.Plan.Bounds() {
+		phases = append(phases, b.Name)
+	}
+	source := analyze.EngineSourceResponse
+	if res.Spans != nil {
+		source = analyze.EngineSourceOTLP
+	}
+	st, err := newAnalysis(acfg)
+	if err != nil {
+		return nil, err
+	}
+	st.engine = analyze.NewEngineTimings(phases, spec.Exclude, source)
+	st.prompt, st.prefix = e.newPromptSizing(wcfg, arrivals), newPrefixAcc(wcfg, arrivals)
+	res.Records = spec.Dir.RecordsSource()
+	if err := res.Records.Each(st.add); err != nil {
+		if writeErr == nil {
+			return nil, fmt.Errorf("run: reading back the records: %w", err)
+		}
+		// The write failed: what the file holds, whole lines, is analysed.
+	}
 	var budgetWhy string
-	if res.Spend, budgetWhy = e.budget.end(res.Records); budgetWhy != "" && !res.Partial {
+	if res.Spend, budgetWhy = e.budget.end(st.spend); budgetWhy != "" && !res.Partial {
 		// The budget ended the schedule (budget.go): what ran is
 		// analysed as run, and marked partial with the reason.
 		res.Partial, res.PartialWhy = true, budgetWhy
 	}
-	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
-	acfg.SLO.Interrupted = Interrupted(res.PartialWhy)
-	res.Analysis, err = analyze.Records(acfg, res.Records, 0)
-	if err != nil {
-		return nil, err
-	}
-	res.Analysis.Sessions = analyze.Sessions(acfg, res.Records)
-	if res.Partial {
-		res.Analysis.MarkPartial()
-	}
-	for i := range res.Records {
-		if res.Records[i].Outcome == record.OK {
-			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)
-		}
-	}
-	slices.Sort(res.DoneOK)
-	res.Prompt = e.promptSizing(wcfg, arrivals, res.Records)
-	res.SharedPrefix = sharedPrefix(wcfg, arrivals, res.Records)
+	st.finish(res)
+	res.Prompt, res.SharedPrefix = st.prompt.result(), st.prefix.result()
+	res.EngineTiming = st.engine.Result()
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
 		for _, b := range spec.Plan.Bounds() {
 			res.QueueWait[b.Name] = QueueWaitOf(scrape.PhaseStats(res.Engine, scrape.QueueTime, int64(b.Start), int64(b.End)))
 		}
 	}
-	source := analyze.EngineSourceResponse
-	if res.Spans != nil {
-		source = analyze.EngineSourceOTLP
-	}
-	var phases []string
-	for _, b := range res.Plan.Bounds() {
-		phases = append(phases, b.Name)
-	}
-	res.EngineTiming = analyze.EngineTimings(res.Records, phases, spec.Exclude, source)
 	res.Scaling = e.scalingTimeline(spec, res, watch)
 	if spec.Finish != nil {
 		spec.Finish(res)

@@ -177,8 +177,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 				if spec.Stop == nil || now < spec.Stop.CheckFrom() || stopped.Load() != 0 {
 					continue
 				}
-				recs, horizon := col.complete()
-				if why := spec.Stop.Stop(recs, horizon); why != "" {
+				if why := col.check(); why != "" {
 					stopWhy.Store(why)
 					stopped.Store(int64(now))
 					stopGen()

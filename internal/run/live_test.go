@@ -1,8 +1,10 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -60,7 +62,7 @@ func TestLiveStatusLine(t *testing.T) {
 // The window P99: nearest rank over the successful requests that finished
 // at or after the window's start, computed by hand.
 func TestRecentLatency(t *testing.T) {
-	c := newCollector(nil, false)
+	c := newCollector(nil, false, nil)
 	add := func(seq int64, sched, done time.Duration, out record.Outcome) {
 		r := record.New("x", seq, "p", int64(sched))
 		r.DoneNs, r.Outcome = int64(done), out
@@ -122,5 +124,87 @@ func TestEnvLoggerWarnsOnce(t *testing.T) {
 	}
 	if n := strings.Count(out, "scrape failed"); n != 2 {
 		t.Errorf("distinct warnings printed %d times, want 2:\n%s", n, out)
+	}
+}
+
+// countStop counts what a Stopper is given and checks the horizon rule.
+type countStop struct {
+	n    int64
+	last int64 // latest scheduled time given
+}
+
+func (s *countStop) CheckFrom() time.Duration { return 0 }
+func (s *countStop) Add(r *record.Record)     { s.n++; s.last = max(s.last, r.ScheduledNs) }
+func (s *countStop) Stop(horizon time.Duration) string {
+	if time.Duration(s.last) >= horizon {
+		panic("a record past the horizon")
+	}
+	return ""
+}
+
+// The collector keeps no record: over a long run (100,000 arrivals at
+// 1,000/s, each finishing 2 s after its arrival, completion order a little
+// shuffled, one request stuck for 30 s) what it holds stays bounded by
+// what is in flight — the finished arrivals beyond the first unfinished
+// one, the records held back for the Stopper until the horizon passes
+// them, the live view's recent window — while the Stopper is given every
+// record once, and only those the horizon has passed.
+func TestCollectorIsBounded(t *testing.T) {
+	const n, gap = 100_000, time.Millisecond
+	arrivals := make([]schedule.Arrival, n)
+	for i := range arrivals {
+		arrivals[i] = schedule.Arrival{Seq: int64(i), At: time.Duration(i) * gap, Phase: "p"}
+	}
+	stop := &countStop{}
+	c := newCollector(arrivals, false, stop)
+	rec := func(i int) record.Record {
+		r := record.New("x", int64(i), "p", int64(arrivals[i].At))
+		d := 2 * time.Second
+		if i == 5000 {
+			d = 30 * time.Second // stuck: the horizon waits for it
+		}
+		r.DoneNs, r.Outcome, r.FirstTokenNs = int64(arrivals[i].At+d), record.OK, int64(arrivals[i].At+d/2)
+		return r
+	}
+	// Completion order: by done time, with pairs swapped.
+	var maxAhead, maxHeld, maxRecent int
+	pending := []record.Record{}
+	flush := func(upTo int64) {
+		slices.SortFunc(pending, func(a, b record.Record) int { return cmp.Compare(a.DoneNs, b.DoneNs) })
+		k := 0
+		for k < len(pending) && pending[k].DoneNs <= upTo {
+			k++
+		}
+		for j := 0; j+1 < k; j += 2 {
+			pending[j], pending[j+1] = pending[j+1], pending[j]
+		}
+		for j := range k {
+			c.add(&pending[j])
+			maxAhead, maxHeld, maxRecent = max(maxAhead, len(c.ahead)), max(maxHeld, c.held.Len()), max(maxRecent, len(c.recent)-c.head)
+		}
+		pending = append(pending[:0], pending[k:]...)
+	}
+	for i := range n {
+		pending = append(pending, rec(i))
+		if i%1000 == 999 {
+			flush(int64(arrivals[i].At))
+		}
+	}
+	flush(1 << 62)
+	if stop.n != n || c.received() != n {
+		t.Fatalf("the Stopper was given %d records, the collector received %d; want %d each", stop.n, c.received(), n)
+	}
+	if _, ok := c.firstUnsent(); ok || c.next != n {
+		t.Errorf("every arrival finished, yet next = %d", c.next)
+	}
+	// In flight at most: 2 s × 1,000/s; behind the stuck request: 30 s ×
+	// 1,000/s finished ahead of it and held for the Stopper; recent: two
+	// 10 s view windows × 1,000/s.
+	if maxAhead > 31_000 || maxHeld > 31_000 || maxRecent > 2*int(live.Window/gap)+2000 {
+		t.Errorf("held at most %d finished arrivals ahead, %d records for the Stopper, %d recent; want ≤ 31,000, 31,000, %d",
+			maxAhead, maxHeld, maxRecent, 2*int(live.Window/gap)+2000)
+	}
+	if len(c.ahead) != 0 || c.held.Len() != 0 {
+		t.Errorf("after the run: %d ahead, %d held; want none", len(c.ahead), c.held.Len())
 	}
 }

@@ -38,7 +38,7 @@ func TestOTLPJoinAgainstSimulator(t *testing.T) {
 			t.Fatal("no span report")
 		}
 		ok, queued := 0, 0
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			if r.Outcome != record.OK {
 				continue
 			}

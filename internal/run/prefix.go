@@ -21,31 +21,56 @@ const PrefixPlacement = "start of the user message"
 // them, the prefix's share of those, and the draws lengthened to hold it.
 // Nil without a shared prefix.
 func sharedPrefix(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.SharedPrefix {
+	p := newPrefixAcc(wcfg, arrivals)
+	for i := range recs {
+		p.add(&recs[i])
+	}
+	return p.result()
+}
+
+// prefixAcc is sharedPrefix fed one record at a time (nil without a
+// shared prefix).
+type prefixAcc struct {
+	sp       *record.SharedPrefix
+	gen      *workload.Generator // nil: the workload does not build
+	arrivals []schedule.Arrival
+}
+
+func newPrefixAcc(wcfg workload.Config, arrivals []schedule.Arrival) *prefixAcc {
 	if wcfg.SharedPrefix <= 0 {
 		return nil
 	}
-	sp := &record.SharedPrefix{Tokens: wcfg.SharedPrefix, Placement: PrefixPlacement}
-	gen, err := workload.New(wcfg)
-	if err != nil {
-		return sp
+	p := &prefixAcc{sp: &record.SharedPrefix{Tokens: wcfg.SharedPrefix, Placement: PrefixPlacement}, arrivals: arrivals}
+	if gen, err := workload.New(wcfg); err == nil {
+		p.gen = gen
 	}
-	for i := range recs {
-		r := &recs[i]
-		a := schedule.Arrival{Seq: r.Seq}
-		if r.Seq >= 0 && r.Seq < int64(len(arrivals)) && arrivals[r.Seq].Seq == r.Seq {
-			a = arrivals[r.Seq]
-		}
-		t, long := gen.IntendedPrompt(a)
-		sp.Requests++
-		sp.PromptTokens += int64(t)
-		if long {
-			sp.Lengthened++
-		}
+	return p
+}
+
+func (p *prefixAcc) add(r *record.Record) {
+	if p == nil || p.gen == nil {
+		return
 	}
-	if sp.PromptTokens > 0 {
-		sp.Share = float64(sp.Tokens) * float64(sp.Requests) / float64(sp.PromptTokens)
+	a := schedule.Arrival{Seq: r.Seq}
+	if r.Seq >= 0 && r.Seq < int64(len(p.arrivals)) && p.arrivals[r.Seq].Seq == r.Seq {
+		a = p.arrivals[r.Seq]
 	}
-	return sp
+	t, long := p.gen.IntendedPrompt(a)
+	p.sp.Requests++
+	p.sp.PromptTokens += int64(t)
+	if long {
+		p.sp.Lengthened++
+	}
+}
+
+func (p *prefixAcc) result() *record.SharedPrefix {
+	if p == nil {
+		return nil
+	}
+	if p.sp.PromptTokens > 0 {
+		p.sp.Share = float64(p.sp.Tokens) * float64(p.sp.Requests) / float64(p.sp.PromptTokens)
+	}
+	return p.sp
 }
 
 // CacheState is the manifest's cache_state: the prefix reuse the workload

@@ -39,7 +39,7 @@ func statsOf(t *testing.T, res *Result, least int) prefixStats {
 	var ttft []int64
 	var s prefixStats
 	sum := 0
-	for _, r := range res.Records {
+	for _, r := range recordsOf(t, res) {
 		if r.Outcome != record.OK {
 			t.Fatalf("record %d: %s", r.Seq, r.Outcome)
 		}
@@ -52,7 +52,7 @@ func statsOf(t *testing.T, res *Result, least int) prefixStats {
 	}
 	slices.Sort(ttft)
 	s.p50, s.p95 = time.Duration(ttft[(len(ttft)-1)/2]), time.Duration(ttft[len(ttft)*95/100])
-	s.meanCached = sum / len(res.Records)
+	s.meanCached = sum / len(ttft)
 	return s
 }
 
@@ -107,6 +107,7 @@ func TestPrefixCacheEffectHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			res.Records = record.SliceSource(recordsOf(t, res)) // the folder goes with the bubble's t
 		})
 		return res
 	}
@@ -120,13 +121,13 @@ func TestPrefixCacheEffectHTTP(t *testing.T) {
 	if 3*on.p50 > off.p50 {
 		t.Errorf("TTFT p50 with the cache %v not markedly below without it %v", on.p50, off.p50)
 	}
-	for _, r := range onRes.Records {
+	for _, r := range recordsOf(t, onRes) {
 		if r.PrefixTokens != 2000 {
 			t.Fatalf("record %d: prefix_tokens %d, want 2000", r.Seq, r.PrefixTokens)
 		}
 	}
 	m := onRes.Manifest
-	if sp := m.SharedPrefix; sp == nil || sp.Tokens != 2000 || sp.Share != 0.8 || sp.Lengthened != 0 || sp.Requests != len(onRes.Records) {
+	if sp := m.SharedPrefix; sp == nil || sp.Tokens != 2000 || sp.Share != 0.8 || sp.Lengthened != 0 || sp.Requests != len(recordsOf(t, onRes)) {
 		t.Fatalf("manifest shared_prefix = %+v", m.SharedPrefix)
 	}
 	if !strings.Contains(m.CacheState, "shared prefix of 2000 tokens (80.0% of prompt tokens; 0 of 60 draws lengthened") {
@@ -156,10 +157,10 @@ func TestSharedPrefixLengthenedCounted(t *testing.T) {
 	o.PromptTokens = workload.FixedLength(100)
 	res := virtualRun(t, o)
 	sp := res.Manifest.SharedPrefix
-	if sp == nil || sp.Lengthened != sp.Requests || sp.Requests != len(res.Records) {
-		t.Fatalf("shared_prefix = %+v for %d records", sp, len(res.Records))
+	if sp == nil || sp.Lengthened != sp.Requests || sp.Requests != len(recordsOf(t, res)) {
+		t.Fatalf("shared_prefix = %+v for %d records", sp, len(recordsOf(t, res)))
 	}
-	for _, r := range res.Records {
+	for _, r := range recordsOf(t, res) {
 		if r.PromptTokens < 600+workload.MinUniqueTokens {
 			t.Fatalf("record %d: the server counted %d prompt tokens, below the prefix and its tail", r.Seq, r.PromptTokens)
 		}

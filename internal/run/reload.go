@@ -49,7 +49,9 @@ func Reload(path string) (*Reloaded, error) {
 		problems = append(problems, fmt.Sprintf("manifest.json: its config does not decode (%v) — default options are used and the phases are taken from the records", err))
 	}
 	if len(plan.Phases) == 0 {
-		plan = planFromRecords(d.Records)
+		if plan, err = planFromRecords(d.Records); err != nil {
+			return nil, err
+		}
 		if manifestOK && err == nil {
 			problems = append(problems, "manifest.json: no plan (an older surge version?) — the phases are taken from the records' scheduled arrivals, their boundaries approximate")
 		}
@@ -113,7 +115,7 @@ func (r *Reloaded) Save(dir *rundir.Dir, res *Result) error {
 // the order of their first scheduled arrival, each lasting until the next
 // one's first arrival (the first from 0, the last until one mean gap
 // after its last arrival), at the rate of its arrivals.
-func planFromRecords(recs []record.Record) schedule.Plan {
+func planFromRecords(recs record.Source) (schedule.Plan, error) {
 	type span struct {
 		name        string
 		first, last int64
@@ -121,8 +123,7 @@ func planFromRecords(recs []record.Record) schedule.Plan {
 	}
 	var spans []*span
 	by := map[string]*span{}
-	for i := range recs {
-		r := &recs[i]
+	err := recs.Each(func(r *record.Record) error {
 		s, ok := by[r.Phase]
 		if !ok {
 			s = &span{name: r.Phase, first: r.ScheduledNs, last: r.ScheduledNs}
@@ -130,6 +131,10 @@ func planFromRecords(recs []record.Record) schedule.Plan {
 			spans = append(spans, s)
 		}
 		s.first, s.last, s.n = min(s.first, r.ScheduledNs), max(s.last, r.ScheduledNs), s.n+1
+		return nil
+	})
+	if err != nil {
+		return schedule.Plan{}, err
 	}
 	slices.SortStableFunc(spans, func(a, b *span) int { return cmp.Compare(a.first, b.first) })
 	var p schedule.Plan
@@ -145,7 +150,7 @@ func planFromRecords(recs []record.Record) schedule.Plan {
 		d := time.Duration(max(1, end-start))
 		p.Phases = append(p.Phases, schedule.Phase{Name: s.name, Duration: d, Rate: float64(s.n) / d.Seconds()})
 	}
-	return p
+	return p, nil
 }
 
 // Result re-analyses the records with the recovery rule of the experiment
@@ -161,15 +166,17 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	m := r.Dir.Manifest
 	acfg := r.Env.AnalyzeConfig(r.Plan, exclude, rule)
 	acfg.SLO.Interrupted = Interrupted(cmp.Or(m.PartialWhy, r.Summary.PartialWhy))
-	an, err := analyze.Records(acfg, r.Dir.Records, 0)
+	st, err := newAnalysis(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", r.Dir.Path, err)
 	}
-	an.Sessions = analyze.Sessions(acfg, r.Dir.Records)
+	if err := r.Dir.Records(st.add); err != nil {
+		return nil, err // names the file and line
+	}
 	s := &r.Summary
 	res := &Result{
-		Spec:     Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule, Rep: m.Rep, Repeats: m.Repeats},
-		Analysis: an, Scrape: s.Engine, Engine: r.Dir.Engine, Records: r.Dir.Records,
+		Spec:   Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule, Rep: m.Rep, Repeats: m.Repeats},
+		Scrape: s.Engine, Engine: r.Dir.Engine, Records: r.Dir.Records,
 		Partial: m.Partial || s.Partial, PartialWhy: cmp.Or(m.PartialWhy, s.PartialWhy), Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
@@ -188,14 +195,6 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 			}
 		}
 	}
-	for i := range res.Records {
-		if res.Records[i].Outcome == record.OK {
-			res.DoneOK = append(res.DoneOK, res.Records[i].DoneNs)
-		}
-	}
-	slices.Sort(res.DoneOK)
-	if res.Partial {
-		res.Analysis.MarkPartial()
-	}
+	st.finish(res)
 	return res, nil
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -35,7 +36,7 @@ func TestExecuteSessions(t *testing.T) {
 		}
 		bySession := map[int64][]record.Record{}
 		seqs := map[int64]bool{}
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			if seqs[r.Seq] {
 				t.Fatalf("seq %d twice", r.Seq)
 			}
@@ -90,19 +91,24 @@ func TestExecuteSessions(t *testing.T) {
 	})
 }
 
-// seenStop remembers which records each check saw.
+// seenStop remembers which records each check had been given.
 type seenStop struct {
 	stopAt
-	seen []map[int64]bool
+	given map[int64]bool
+	seen  []map[int64]bool
 }
 
-func (s *seenStop) Stop(recs []record.Record, horizon time.Duration) string {
-	m := map[int64]bool{}
-	for i := range recs {
-		m[recs[i].Seq] = true
+func (s *seenStop) Add(r *record.Record) {
+	if s.given == nil {
+		s.given = map[int64]bool{}
 	}
-	s.seen = append(s.seen, m)
-	return s.stopAt.Stop(recs, horizon)
+	s.given[r.Seq] = true
+	s.stopAt.Add(r)
+}
+
+func (s *seenStop) Stop(horizon time.Duration) string {
+	s.seen = append(s.seen, maps.Clone(s.given))
+	return s.stopAt.Stop(horizon)
 }
 
 // The Stopper of a sessions run sees every record before its horizon, all
@@ -121,13 +127,13 @@ func TestExecuteSessionsEarlyStop(t *testing.T) {
 			t.Fatalf("stopped at %s after %d checks", res.StoppedAt, len(stop.asked))
 		}
 		for k, h := range stop.asked {
-			for _, r := range res.Records {
+			for _, r := range recordsOf(t, res) {
 				if time.Duration(r.ScheduledNs) < h && !stop.seen[k][r.Seq] {
 					t.Fatalf("check %d (horizon %s) missed turn %d of session %d, scheduled at %s", k, h, r.Turn, r.Session, time.Duration(r.ScheduledNs))
 				}
 			}
 		}
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			if time.Duration(r.ScheduledNs) > res.StoppedAt {
 				t.Fatalf("a turn ready at %s, after the stop at %s", time.Duration(r.ScheduledNs), res.StoppedAt)
 			}
@@ -200,13 +206,14 @@ func TestSessionsRefused(t *testing.T) {
 // some), so the horizon never passes a turn still to come.
 func TestCollectorSessionHorizon(t *testing.T) {
 	arr := []schedule.Arrival{{Seq: 0, At: 0}, {Seq: 1, At: time.Second}, {Seq: 2, At: 2 * time.Second}}
-	c := newCollector(arr, true)
+	stop := &countStop{}
+	c := newCollector(arr, true, stop)
 	turn := func(session int64, seq int64, at time.Duration) *record.Record {
 		r := record.New("", seq, "p", int64(at))
 		r.Session, r.DoneNs = session, int64(at)+1
 		return &r
 	}
-	horizon := func() time.Duration { _, h := c.complete(); return h }
+	horizon := func() time.Duration { c.mu.Lock(); defer c.mu.Unlock(); return c.horizonLocked() }
 	c.add(turn(1, 0, 0))
 	c.add(turn(2, 1, time.Second))
 	if h := horizon(); h != 0 {
@@ -221,8 +228,8 @@ func TestCollectorSessionHorizon(t *testing.T) {
 	if h := horizon(); h != 2*time.Second {
 		t.Fatalf("horizon %s, want the third arrival's 2s", h)
 	}
-	if recs, _ := c.complete(); len(recs) != 3 {
-		t.Fatalf("%d records before the horizon, want 3", len(recs))
+	if stop.n != 3 {
+		t.Fatalf("the Stopper was given %d records before the horizon, want 3", stop.n)
 	}
 }
 
@@ -240,7 +247,7 @@ func TestExecuteSessionDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			inDrain := 0
-			for _, r := range res.Records {
+			for _, r := range recordsOf(t, res) {
 				switch {
 				case r.Phase == schedule.PhaseDrain && r.Turn > 1:
 					inDrain++
@@ -272,7 +279,7 @@ func TestSessionsPrefixCache(t *testing.T) {
 	// are checked on the way.
 	meanCached := func(res *Result) [3]int {
 		var sum, n [3]int
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			if r.Outcome != record.OK || r.Branch != 0 {
 				continue
 			}

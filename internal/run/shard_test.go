@@ -115,18 +115,18 @@ func TestExecuteShardVirtual(t *testing.T) {
 		t.Errorf("one process: distributed %+v, want none", whole.Manifest.Distributed)
 	}
 	bySeq := map[int64]record.Record{}
-	for _, r := range whole.Records {
+	for _, r := range recordsOf(t, whole) {
 		bySeq[r.Seq] = r
 	}
 	total := 0
 	for i := range 3 {
 		res := execute(string(rune('0'+i)) + "/3")
-		total += len(res.Records)
+		total += len(recordsOf(t, res))
 		want := schedule.Shard(mustBuild(t, plan), i, 3)
-		if len(res.Records) != len(want) {
-			t.Fatalf("shard %d: %d records, want its %d arrivals", i, len(res.Records), len(want))
+		if len(recordsOf(t, res)) != len(want) {
+			t.Fatalf("shard %d: %d records, want its %d arrivals", i, len(recordsOf(t, res)), len(want))
 		}
-		for j, r := range res.Records {
+		for j, r := range recordsOf(t, res) {
 			w := bySeq[r.Seq]
 			if r.Seq != want[j].Seq || r.Shard != i || r.ScheduledNs != w.ScheduledNs || r.MaxTokens != w.MaxTokens || r.PromptTokens != w.PromptTokens {
 				t.Fatalf("shard %d record %d: seq %d shard %d scheduled %d max_tokens %d prompt %d; one process: seq %d scheduled %d max_tokens %d prompt %d",
@@ -138,8 +138,8 @@ func TestExecuteShardVirtual(t *testing.T) {
 			t.Fatalf("shard %d: distributed %+v", i, d)
 		}
 	}
-	if total != len(whole.Records) {
-		t.Errorf("the shards sent %d, one process %d", total, len(whole.Records))
+	if total != len(recordsOf(t, whole)) {
+		t.Errorf("the shards sent %d, one process %d", total, len(recordsOf(t, whole)))
 	}
 }
 
@@ -158,7 +158,7 @@ func TestExecuteShardSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := 0
-	for _, r := range res.Records {
+	for _, r := range recordsOf(t, res) {
 		if r.Shard != 1 || schedule.ShardOf(r.Session-1, 2) != 1 {
 			t.Fatalf("record seq %d of session %d turn %d: shard %d", r.Seq, r.Session, r.Turn, r.Shard)
 		}
@@ -202,14 +202,14 @@ func TestStartAtLive(t *testing.T) {
 		if !res.Started.Equal(at) {
 			t.Errorf("started %v, want the start time %v", res.Started, at)
 		}
-		for _, r := range res.Records {
+		for _, r := range recordsOf(t, res) {
 			if r.Seq%2 != 0 || r.Shard != 0 {
 				t.Fatalf("record seq %d shard %d in shard 0/2", r.Seq, r.Shard)
 			}
 		}
 		g := res.Manifest.Distributed.Each[0]
-		if !g.StartAt.Equal(at) || g.StartLateNs != 0 || len(res.Records) != 10 {
-			t.Errorf("%d records; generator %+v", len(res.Records), g)
+		if !g.StartAt.Equal(at) || g.StartLateNs != 0 || len(recordsOf(t, res)) != 10 {
+			t.Errorf("%d records; generator %+v", len(recordsOf(t, res)), g)
 		}
 		before := time.Now()
 		if _, err := env.Execute(context.Background(), Spec{Name: "r2", Dir: testDir(t), Command: "test", Plan: onePhase(4, time.Second)}); err != nil {

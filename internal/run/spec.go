@@ -63,14 +63,18 @@ func (s *Spec) Seed(base int64) int64 {
 // Stopper lets an experiment end a run's schedule before its plan ends: a
 // recovery phase once recovered, a hopeless capacity step.
 //
-// It is asked about once a second, from CheckFrom on, and sees the records
-// of every arrival scheduled before horizon — all of them finished, so that
-// no slow request still in flight is missing from what it judges. When it
-// returns a reason, no further arrival is sent; requests in flight finish,
-// and the last phase ends at the moment of the stop.
+// It is fed (Add) each record scheduled before the horizon — the
+// scheduled time of the first arrival not yet finished — once, when the
+// horizon passes it, so that no slow request still in flight is missing
+// from what it judges; it keeps what it needs of them, not the records.
+// It is asked (Stop) about once a second, from CheckFrom on, having seen
+// every record scheduled before horizon. When it returns a reason, no
+// further arrival is sent; requests in flight finish, and the last phase
+// ends at the moment of the stop. Add and Stop are never called at once.
 type Stopper interface {
 	CheckFrom() time.Duration
-	Stop(recs []record.Record, horizon time.Duration) (why string)
+	Add(rec *record.Record)
+	Stop(horizon time.Duration) (why string)
 }
 
 // Result is what a run produced.
@@ -84,16 +88,19 @@ type Result struct {
 	// arrival) and "overall"; nil when no record carries any.
 	EngineTiming map[string]analyze.EngineTiming
 	// Spans is what the OTLP receiver got during the run (--otlp-listen).
-	Spans      *otlp.Report
-	Records    []record.Record // every record, in schedule order
+	Spans *otlp.Report
+	// Records streams the run's records from its requests.jsonl (nil when
+	// there is none): no run holds its records in memory. Read with
+	// Records.Each.
+	Records    record.Source
+	Recorded   int64 // the number of records analysed
 	Partial    bool
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
 	StopWhy    string
-	Spend      Spend   // what the run's requests spent, from their usage (budget.go)
-	DoneOK     []int64 // completion times of the successful requests, ns, ascending
-	Simulated  bool    // the target was surge's simulator
-	Virtual    bool    // the run was in virtual time
+	Spend      Spend // what the run's requests spent, from their usage (budget.go)
+	Simulated  bool  // the target was surge's simulator
+	Virtual    bool  // the run was in virtual time
 	Plan       schedule.Plan
 	Started    time.Time
 	Elapsed    time.Duration
@@ -118,4 +125,4 @@ type Result struct {
 }
 
 // Count is the number of records.
-func (r *Result) Count() int64 { return int64(len(r.Records)) }
+func (r *Result) Count() int64 { return r.Recorded }

@@ -32,6 +32,9 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	if e.budget.limited() {
 		cfg.Gate = gate{e.budget}
 	}
+	// An open-loop run without a stop or a gate streams its records
+	// (virtual.Config.Sink); the others come in out.Records.
+	cfg.Sink = sink
 	var out *virtual.Output
 	if sess != nil {
 		var stop virtual.Stopper
@@ -70,6 +73,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 		}
 		sink(&out.Records[i])
 	}
+	out.Records = nil
 	return nil
 }
 

@@ -18,9 +18,12 @@ import (
 type Run struct {
 	Path     string           // the folder
 	Manifest *record.Manifest // manifest.json; empty (never nil) when missing or unreadable
-	Records  []record.Record  // requests.jsonl (or requests.jsonl.gz), in file order
-	Engine   []scrape.Sample  // engine.csv; nil when absent or unreadable
-	Summary  json.RawMessage  // summary.json as written; nil when absent or unreadable
+	// RecordsFile is requests.jsonl (or requests.jsonl.gz). Load does not
+	// read it: Records streams it, so that a run of millions of records is
+	// never held in memory.
+	RecordsFile string
+	Engine      []scrape.Sample // engine.csv; nil when absent or unreadable
+	Summary     json.RawMessage // summary.json as written; nil when absent or unreadable
 	// EngineAbsent says engine.csv is not there. A run without engine
 	// metrics has none, so Load does not call it a problem: the caller,
 	// knowing from the manifest or summary.json whether the run scraped,
@@ -37,23 +40,18 @@ type Run struct {
 // file: there is nothing to re-analyse.
 var ErrNoRecords = errors.New("no requests.jsonl (or requests.jsonl.gz): nothing to re-analyse")
 
-// Load reads the run folder path: requests.jsonl (or requests.jsonl.gz),
-// which must be there and readable (errors name the file and line, a
-// truncated last line included), and manifest.json, engine.csv and
+// Load reads the run folder path: manifest.json, engine.csv and
 // summary.json as far as they are there and readable — each one that is
-// not is named in Run.Problems, and the run loads without it.
+// not is named in Run.Problems, and the run loads without it. The records
+// file, requests.jsonl (or requests.jsonl.gz), must be there; it is read
+// when Records streams it.
 func Load(path string) (*Run, error) {
 	run := &Run{Path: path, Manifest: new(record.Manifest)}
 	rp, ok := recordsPath(path)
 	if !ok {
 		return nil, fmt.Errorf("rundir: %s: %w", path, ErrNoRecords)
 	}
-	if err := record.ReadFile(rp, func(r *record.Record) error {
-		run.Records = append(run.Records, *r)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("rundir: %w", err) // names the file and line
-	}
+	run.RecordsFile = rp
 
 	mp := filepath.Join(path, manifestFile)
 	if b, err := os.ReadFile(mp); err != nil {
@@ -90,6 +88,17 @@ func Load(path string) (*Run, error) {
 		run.problem("summary.json", err, summaryCost)
 	}
 	return run, nil
+}
+
+// Records calls fn for every record of the run, in file order, reading
+// requests.jsonl as it goes; fn must not keep the record it is given (copy
+// it to keep it). Errors name the file and line, a truncated last line
+// included.
+func (r *Run) Records(fn func(*record.Record) error) error {
+	if err := record.ReadFile(r.RecordsFile, fn); err != nil {
+		return fmt.Errorf("rundir: %w", err)
+	}
+	return nil
 }
 
 // EngineCost is what a run loses without its engine.csv: the engine's

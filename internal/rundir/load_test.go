@@ -13,6 +13,16 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 )
 
+// records reads every record of run.
+func records(t *testing.T, run *Run) []record.Record {
+	t.Helper()
+	var out []record.Record
+	if err := run.Records(func(r *record.Record) error { out = append(out, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestLoadRoundTrip(t *testing.T) {
 	d := create(t)
 	writeRun(t, d, 300)
@@ -27,10 +37,11 @@ func TestLoadRoundTrip(t *testing.T) {
 	if m.Command != "burst" || m.Model != "m" || m.Hardware != record.NA || m.Finished.IsZero() {
 		t.Errorf("manifest %+v", m)
 	}
-	if len(run.Records) != 300 {
-		t.Fatalf("%d records", len(run.Records))
+	recs := records(t, run)
+	if len(recs) != 300 {
+		t.Fatalf("%d records", len(recs))
 	}
-	for i, r := range run.Records {
+	for i, r := range recs {
 		if want := rec(int64(i)); !reflect.DeepEqual(r, want) {
 			t.Fatalf("record %d: %+v, want %+v", i, r, want)
 		}
@@ -62,7 +73,7 @@ func TestLoadOptionalFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Records != nil || run.Engine != nil || run.Summary != nil {
+	if records(t, run) != nil || run.Engine != nil || run.Summary != nil {
 		t.Fatalf("a run without records, engine.csv or summary.json: %+v", run)
 	}
 }
@@ -91,6 +102,9 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 			run, err := Load(dir)
+			if err == nil {
+				err = run.Records(func(*record.Record) error { return nil })
+			}
 			if want := fmt.Sprintf(c.want, dir); err == nil || err.Error() != want {
 				t.Fatalf("got %v (run %v)\nwant %s", err, run, want)
 			}
@@ -133,8 +147,8 @@ func TestLoadProblems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(run.Records) != 1 || run.Manifest == nil {
-				t.Fatalf("records %d, manifest %v", len(run.Records), run.Manifest)
+			if n := len(records(t, run)); n != 1 || run.Manifest == nil {
+				t.Fatalf("records %d, manifest %v", n, run.Manifest)
 			}
 			if _, has := c.files["engine.csv"]; run.EngineAbsent == has {
 				t.Errorf("EngineAbsent %v with engine.csv there: %v", run.EngineAbsent, has)

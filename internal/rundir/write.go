@@ -62,6 +62,13 @@ func (d *Dir) Records() (*record.Writer, error) {
 	return w, nil
 }
 
+// RecordsSource streams the records written to requests.jsonl (after
+// its writer is closed): the run's records for its analysis, read once
+// rather than held in memory.
+func (d *Dir) RecordsSource() record.Source {
+	return record.FileSource(filepath.Join(d.Path(), recordsFile))
+}
+
 // EngineCSV creates engine.csv, for scrape.NewCSVWriter. Its write errors
 // name the file. The caller closes it.
 func (d *Dir) EngineCSV() (io.WriteCloser, error) {

@@ -1,6 +1,8 @@
 package virtual
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -88,6 +90,7 @@ type stopFunc struct {
 	from  time.Duration
 	stop  func(call int, recs []record.Record, horizon time.Duration) string
 	calls []stopCall
+	seen  []record.Record // every record given so far (Add)
 }
 
 // stopCall is one question asked of a stopFunc.
@@ -98,8 +101,12 @@ type stopCall struct {
 
 func (s *stopFunc) CheckFrom() time.Duration { return s.from }
 
-func (s *stopFunc) Stop(recs []record.Record, horizon time.Duration) string {
-	s.calls = append(s.calls, stopCall{append([]record.Record(nil), recs...), horizon})
+func (s *stopFunc) Add(r *record.Record) { s.seen = append(s.seen, *r) }
+
+func (s *stopFunc) Stop(horizon time.Duration) string {
+	recs := slices.Clone(s.seen)
+	slices.SortFunc(recs, func(a, b record.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	s.calls = append(s.calls, stopCall{recs, horizon})
 	if s.stop == nil {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
@@ -32,6 +33,9 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if stop == nil && cfg.Gate == nil && cfg.Sink != nil {
+		return cfg.openStream(ctx, cl, gen, arrivals)
 	}
 	b := &batch{arrivals: arrivals, tags: make([]tag, len(arrivals))}
 	in := make([]sim.Arrival, len(arrivals))
@@ -92,6 +96,63 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	return out, nil
 }
 
+// openStream is Open without a Stopper or a Gate, each record going to
+// cfg.Sink as the engine model makes it: the requests are made as the
+// simulation reaches them and their labels kept until their records go
+// out, so a run holds its requests in flight only. The records, engine
+// samples and queue waits are those of the batch path.
+func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workload.Generator, arrivals []schedule.Arrival) (*Output, error) {
+	out := &Output{QueueWaits: map[string][]float64{}}
+	var tags []tag // of arrivals base, base+1, … not yet emitted
+	head := 0
+	next := func(i int) (sim.Arrival, bool) {
+		if i >= len(arrivals) {
+			return sim.Arrival{}, false
+		}
+		r := gen.Generate(arrivals[i])
+		tags = append(tags, tagOf(&r))
+		return sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}, true
+	}
+	var blocks sim.BlocksFunc
+	if cfg.prefixCache() {
+		blocks = func(i int, dst []uint64) []uint64 {
+			r := gen.Generate(arrivals[i])
+			return cfg.Blocks(&r, dst)
+		}
+	}
+	onSample := func(t time.Duration, s sim.Snapshot) { out.Engine = append(out.Engine, sample(t, s)) }
+	var err error
+	emit := func(i int, o *sim.Outcome) bool {
+		if i%4096 == 0 {
+			if err = ctx.Err(); err != nil {
+				return false
+			}
+		}
+		a := &arrivals[i]
+		rec := cfg.record(a, o, &tags[head])
+		rec.Good = analyze.Judge(&rec, cfg.Deadlines)
+		tags[head] = tag{}
+		if head++; head > 1024 && head > len(tags)/2 {
+			tags = append(tags[:0], tags[head:]...)
+			head = 0
+		}
+		if o.AdmittedAt != sim.Never {
+			out.QueueWaits[a.Phase] = append(out.QueueWaits[a.Phase], (o.AdmittedAt - o.ScheduledAt).Seconds())
+		}
+		cfg.Sink(&rec)
+		return true
+	}
+	sim.SimulateStream(cl, next, blocks, cfg.Timeout, cfg.ScrapeInterval, onSample, emit)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Events = cl.Events()
+	return out, nil
+}
+
 // stopAt asks stop what a live run would have asked it: at each virtual
 // second t from stop.CheckFrom() (at least 1 s) to planEnd (excluded), the
 // records of every arrival scheduled before the horizon — the scheduled
@@ -124,13 +185,17 @@ func stopAt(stop Stopper, b *batch, recs []record.Record, planEnd time.Duration)
 	if first < from {
 		first += time.Second
 	}
+	fed := 0
 	for t := first; t < planEnd; t += time.Second {
 		n := sort.Search(len(doneBy), func(i int) bool { return doneBy[i] > t })
 		horizon := time.Duration(1<<63 - 1)
 		if n < len(b.arrivals) {
 			horizon = b.arrivals[n].At
 		}
-		if why := stop.Stop(recs[:n], horizon); why != "" {
+		for ; fed < n; fed++ {
+			stop.Add(&recs[fed])
+		}
+		if why := stop.Stop(horizon); why != "" {
 			return t, why
 		}
 	}

@@ -85,15 +85,19 @@ func (r *sessRun) check(t time.Duration) {
 	}
 	var recs []record.Record
 	for _, q := range r.all {
-		if q.a.At < horizon {
+		if q.a.At < horizon && !q.fed {
 			t := tagOf(&q.req)
 			rec := r.cfg.record(&q.a, &q.out, &t)
 			rec.Good = analyze.Judge(&rec, r.cfg.Deadlines)
 			recs = append(recs, rec)
+			q.fed = true
 		}
 	}
 	slices.SortFunc(recs, func(a, b record.Record) int { return cmp.Compare(a.Seq, b.Seq) })
-	if why := r.stop.Stop(recs, horizon); why != "" {
+	for i := range recs {
+		r.stop.Add(&recs[i])
+	}
+	if why := r.stop.Stop(horizon); why != "" {
 		r.stoppedAt, r.stopWhy, r.end = t, why, t
 		r.stop = nil
 		for _, w := range r.wakes {
@@ -120,6 +124,7 @@ type sessReq struct {
 	req workload.Request // labels and max_tokens (messages dropped once sent)
 	s   *vsession
 	run *sessRun
+	fed bool // given to the Stopper
 }
 
 func (q *sessReq) Finished(now time.Duration, res sim.Result) {

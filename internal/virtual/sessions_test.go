@@ -107,12 +107,14 @@ type stopSeen struct {
 	asked    []time.Duration
 	horizons []time.Duration
 	seen     []map[int64]bool
+	recs     []record.Record // given so far
 }
 
 func (s *stopSeen) CheckFrom() time.Duration { return 3 * time.Second }
-func (s *stopSeen) Stop(recs []record.Record, horizon time.Duration) string {
+func (s *stopSeen) Add(r *record.Record)     { s.recs = append(s.recs, *r) }
+func (s *stopSeen) Stop(horizon time.Duration) string {
 	m := map[int64]bool{}
-	for _, r := range recs {
+	for _, r := range s.recs {
 		if time.Duration(r.ScheduledNs) >= horizon || r.DoneNs == record.None {
 			panic("the stopper saw a record past the horizon or unfinished")
 		}

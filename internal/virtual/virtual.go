@@ -37,6 +37,13 @@ type Config struct {
 	// Gate, when set, may refuse arrivals of an open-loop run, asked as a
 	// live run's budget is (see Gate); nil admits every arrival.
 	Gate Gate
+	// Sink, when set, receives each record of an open-loop run without a
+	// Stopper or a Gate as the engine model makes it, in schedule order
+	// (it must not keep the record), and Output.Records is nil: the run
+	// then holds the requests in flight, not the run (sim.SimulateStream).
+	// Otherwise — and with a Stopper or a Gate, which judge the whole
+	// simulation before the run is cut — the records are in Output.Records.
+	Sink func(*record.Record)
 }
 
 // Gate lets the caller end an open-loop run at the first arrival it
@@ -103,17 +110,21 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Stopper lets the caller end an open-loop run early, asked as a live run
-// would ask it: once per whole second from CheckFrom on, seeing the records
-// of every arrival scheduled before the horizon (see the package doc).
+// would ask it: once per whole second from CheckFrom on, having been given
+// the records of every arrival scheduled before the horizon (see the
+// package doc).
 type Stopper interface {
 	// CheckFrom is the first moment (since the run's start) at which Stop
 	// may be asked; the first question comes at the first whole second
 	// ≥ max(CheckFrom, 1 s).
 	CheckFrom() time.Duration
-	// Stop reports why the schedule should end now, or "" to go on. recs
-	// are the judged records, in schedule order, of every arrival scheduled
-	// before horizon, all of them complete; it must not keep or change them.
-	Stop(recs []record.Record, horizon time.Duration) (why string)
+	// Add gives the Stopper one judged, complete record, once, when the
+	// horizon passes its arrival (in schedule order between two
+	// questions); it must not keep or change the record.
+	Add(rec *record.Record)
+	// Stop reports why the schedule should end now, or "" to go on,
+	// having been given every record scheduled before horizon.
+	Stop(horizon time.Duration) (why string)
 }
 
 // Output is what a virtual run produced.

@@ -477,7 +477,8 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		}
 		if mu.source != muSessions && (mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated) {
 			// μ measured: the burst's completion rate, when a backlog built.
-			mc := analyze.MeasureCapacity(res.Analysis, res.DoneOK, burstStart, r.BurstEnd)
+			done, _ := analyze.DoneOK(res.Records, int64(burstStart)) // a file that fails to read was reported by the analysis
+			mc := analyze.MeasureCapacity(res.Analysis, done, burstStart, r.BurstEnd)
 			if !mc.OK && mu.mu == 0 && mc.Why == analyze.NotSaturated {
 				// No prediction from a completion rate the burst's own
 				// arrivals set: it would predict no backlog at all.
@@ -516,7 +517,11 @@ type experimentRecord struct {
 }
 
 // recovered ends a run's recovery phase once the analysis says it has
-// recovered, judging whole windows only.
+// recovered, judging whole windows only. It analyses the records as the
+// horizon passes them (one Analyzer over the run's plan); a record
+// scheduled at or after the planned end of the recovery waits until a
+// judged horizon, cut back to a whole window, passes it — so what it
+// holds is at most a window's worth of records plus what is in flight.
 type recovered struct {
 	env                  *run.Env
 	plan                 schedule.Plan
@@ -524,22 +529,57 @@ type recovered struct {
 	rule                 analyze.RecoveryRule
 	burstEnd, plannedEnd time.Duration
 	window               time.Duration
+
+	an   *analyze.Analyzer // nil until the first record
+	err  error             // the analysis configuration's error: never stops
+	held []record.Record   // scheduled at or after plannedEnd, not yet analysed
 }
 
 // CheckFrom is the end of the planned recovery window.
 func (s *recovered) CheckFrom() time.Duration { return s.plannedEnd }
 
+// Add analyses r, or holds it when a later whole-window cut may still
+// leave it out.
+func (s *recovered) Add(r *record.Record) {
+	if s.an == nil && s.err == nil {
+		s.an, s.err = analyze.New(s.env.AnalyzeConfig(s.plan, s.exclude, s.rule))
+	}
+	if s.err != nil {
+		return
+	}
+	// Every horizon judged is cut back to a window boundary past
+	// plannedEnd (Stop), so a record scheduled before plannedEnd is below
+	// all of them.
+	if time.Duration(r.ScheduledNs) < s.plannedEnd {
+		s.an.Add(r)
+		return
+	}
+	s.held = append(s.held, *r)
+}
+
 // Stop says "recovered" once the recovery rule holds on the windows seen.
-func (s *recovered) Stop(recs []record.Record, horizon time.Duration) string {
+// The verdict is the one an analysis of the plan cut at the horizon (the
+// records scheduled before it) gives: the windows after the cut are empty
+// here, and an empty window never qualifies.
+func (s *recovered) Stop(horizon time.Duration) string {
 	// Judge whole windows only: cut the horizon back to the last window
 	// boundary (windows are aligned to the burst end), so a recovery is
 	// never declared on a window partly observed.
 	horizon = s.burstEnd + (horizon-s.burstEnd)/s.window*s.window
-	if horizon <= s.plannedEnd {
+	if horizon <= s.plannedEnd || s.an == nil {
 		return ""
 	}
-	r, err := analyze.Records(s.env.AnalyzeConfig(s.plan, s.exclude, s.rule), recs, horizon)
-	if err == nil && r.Recovery.Judged && r.Recovery.Recovered {
+	kept := s.held[:0]
+	for i := range s.held {
+		if time.Duration(s.held[i].ScheduledNs) < horizon {
+			s.an.Add(&s.held[i])
+		} else {
+			kept = append(kept, s.held[i])
+		}
+	}
+	clear(s.held[len(kept):])
+	s.held = kept
+	if r := s.an.Result(); r.Recovery.Judged && r.Recovery.Recovered {
 		return "recovered"
 	}
 	return ""

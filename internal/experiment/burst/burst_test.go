@@ -211,7 +211,11 @@ func TestMeasuredMuMatchesCapacity(t *testing.T) {
 	})
 	r := runs[0]
 	burstStart := 30*time.Second + 2*time.Minute
-	mu, ok := analyze.MeasuredCapacity(r.Result.Analysis, r.Result.DoneOK, burstStart, r.BurstEnd)
+	done, err := analyze.DoneOK(r.Result.Records, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu, ok := analyze.MeasuredCapacity(r.Result.Analysis, done, burstStart, r.BurstEnd)
 	if !ok {
 		t.Fatal("no μ measured from a 3× burst over a half-loaded simulator")
 	}
@@ -229,7 +233,10 @@ func TestMeasuredMuMatchesCapacity(t *testing.T) {
 		c.Multipliers = []float64{1.2}
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 2*time.Minute, time.Minute, time.Minute, time.Minute
 	})
-	if mu, ok := analyze.MeasuredCapacity(runs[0].Result.Analysis, runs[0].Result.DoneOK, burstStart, runs[0].BurstEnd); ok {
+	if done, err = analyze.DoneOK(runs[0].Result.Records, 0); err != nil {
+		t.Fatal(err)
+	}
+	if mu, ok := analyze.MeasuredCapacity(runs[0].Result.Analysis, done, burstStart, runs[0].BurstEnd); ok {
 		t.Fatalf("μ %.2f measured from a burst below capacity", mu)
 	}
 }

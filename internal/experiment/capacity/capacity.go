@@ -344,7 +344,7 @@ func runStep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int,
 		if limit == 0 {
 			limit = float64(env.Opts.TTFTDeadline.Milliseconds())
 		}
-		stop = &hopeless{analyze.Hopeless{StepStart: plan.Bounds()[len(plan.Phases)-1].Start, Planned: planned, Goodput: env.Opts.SLOGoodput, LimitMs: limit}}
+		stop = &hopeless{analyze.Hopeless{StepStart: plan.Bounds()[len(plan.Phases)-1].Start, Planned: planned, Goodput: env.Opts.SLOGoodput, LimitMs: limit}.Watch()}
 		spec.Stop, spec.StopInVirtualTime = stop, true
 	}
 	res, err := env.Execute(ctx, spec)
@@ -645,13 +645,15 @@ type stepRecord struct {
 	Capacity *Config `json:"capacity"`
 }
 
-// hopeless stops a step that can no longer pass (analyze.Hopeless).
-type hopeless struct{ h analyze.Hopeless }
+// hopeless stops a step that can no longer pass (analyze.Hopeless), fed
+// the step's records as the horizon passes them.
+type hopeless struct{ w *analyze.HopelessWatch }
 
 // CheckFrom is the start of the step's measured phase.
-func (s *hopeless) CheckFrom() time.Duration { return s.h.StepStart }
+func (s *hopeless) CheckFrom() time.Duration { return s.w.StepStart() }
+
+// Add accounts one record below the horizon.
+func (s *hopeless) Add(r *record.Record) { s.w.Add(r) }
 
 // Stop says why the step is hopeless, or "".
-func (s *hopeless) Stop(recs []record.Record, horizon time.Duration) string {
-	return s.h.Judge(recs, horizon)
-}
+func (s *hopeless) Stop(horizon time.Duration) string { return s.w.Judge(horizon) }
