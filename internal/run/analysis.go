@@ -1,8 +1,11 @@
 package run
 
 import (
+	"iter"
+
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schedule"
 )
 
 // analysis is every accumulator a run's records feed, in the one pass
@@ -54,5 +57,48 @@ func (a *analysis) finish(res *Result) {
 	res.Analysis.Sessions = a.sess.Result()
 	if res.Partial {
 		res.Analysis.MarkPartial()
+	}
+}
+
+// arrivalIndex finds the scheduled arrival of a record for the prompt
+// accumulators: in the schedule's slice, or — a run that never held its
+// schedule (Env.streamsSchedule) — in the lazy schedule, walked in step
+// with the records, which such a run writes in schedule order.
+type arrivalIndex struct {
+	slice []schedule.Arrival
+	next  func() (schedule.Arrival, bool) // nil: no lazy schedule
+	stop  func()
+	cur   schedule.Arrival
+	ok    bool
+}
+
+func newArrivalIndex(slice []schedule.Arrival, lazy iter.Seq[schedule.Arrival]) *arrivalIndex {
+	x := &arrivalIndex{slice: slice}
+	if lazy != nil {
+		x.next, x.stop = iter.Pull(lazy)
+		x.cur, x.ok = x.next()
+	}
+	return x
+}
+
+// of is the arrival numbered seq; only its Seq is known when it is not
+// found (a closed loop's users, a session's later turns, records out of
+// schedule order in a lazy walk).
+func (x *arrivalIndex) of(seq int64) schedule.Arrival {
+	if s := x.slice; seq >= 0 && seq < int64(len(s)) && s[seq].Seq == seq {
+		return s[seq]
+	}
+	for x.next != nil && x.ok && x.cur.Seq < seq {
+		x.cur, x.ok = x.next()
+	}
+	if x.next != nil && x.ok && x.cur.Seq == seq {
+		return x.cur
+	}
+	return schedule.Arrival{Seq: seq}
+}
+
+func (x *arrivalIndex) close() {
+	if x.stop != nil {
+		x.stop()
 	}
 }

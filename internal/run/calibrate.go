@@ -119,7 +119,7 @@ func (e *Env) modelCount() func(texts ...string) int {
 // intended with the server's usage.prompt_tokens, over the successful
 // requests that carry usage, and records the calibration used.
 func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.PromptSizing {
-	p := e.newPromptSizing(wcfg, arrivals)
+	p := e.newPromptSizing(wcfg, newArrivalIndex(arrivals, nil))
 	for i := range recs {
 		p.add(&recs[i])
 	}
@@ -132,11 +132,11 @@ func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, re
 type promptAcc struct {
 	ps               *record.PromptSizing
 	gen              *workload.Generator // nil: the workload does not build
-	arrivals         []schedule.Arrival
+	arrivals         *arrivalIndex
 	intended, actual map[int]int64
 }
 
-func (e *Env) newPromptSizing(wcfg workload.Config, arrivals []schedule.Arrival) *promptAcc {
+func (e *Env) newPromptSizing(wcfg workload.Config, arrivals *arrivalIndex) *promptAcc {
 	c := &e.Calibration
 	p := &promptAcc{ps: &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
 		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning},
@@ -151,11 +151,7 @@ func (p *promptAcc) add(r *record.Record) {
 	if p.gen == nil || r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
 		return // a session's later turns and sub-requests are not their arrival's draw
 	}
-	a := schedule.Arrival{Seq: r.Seq}
-	if r.Seq >= 0 && r.Seq < int64(len(p.arrivals)) && p.arrivals[r.Seq].Seq == r.Seq {
-		a = p.arrivals[r.Seq]
-	}
-	p.intended[p.gen.IntendedPromptTokens(a)]++
+	p.intended[p.gen.IntendedPromptTokens(p.arrivals.of(r.Seq))]++
 	p.actual[r.PromptTokens]++
 }
 

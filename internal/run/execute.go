@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -55,7 +56,16 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	var arrivals []schedule.Arrival // none in a closed loop: users send when ready
-	if spec.Closed == nil {
+	var lazy iter.Seq[schedule.Arrival]
+	switch {
+	case spec.Closed != nil:
+	case e.streamsSchedule(spec):
+		// Never held: made as the engine model reaches each arrival.
+		var err error
+		if lazy, err = schedule.Arrivals(spec.Plan, spec.Seed(o.Seed)); err != nil {
+			return nil, configErr(err)
+		}
+	default:
 		var err error
 		if arrivals, err = schedule.Build(spec.Plan, spec.Seed(o.Seed)); err != nil {
 			return nil, configErr(err)
@@ -124,7 +134,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 				cancel(errWrite)
 			}
 		})
-		runErr = e.executeVirtual(runCtx, spec, arrivals, wcfg, sess, sink, res)
+		runErr = e.executeVirtual(runCtx, spec, arrivals, lazy, wcfg, sess, sink, res)
 	} else {
 		col := newCollector(arrivals, sess != nil, spec.Stop)
 		sink := e.stampShard(func(r *record.Record) {
@@ -180,7 +190,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	st.engine = analyze.NewEngineTimings(phases, spec.Exclude, source)
-	st.prompt, st.prefix = e.newPromptSizing(wcfg, arrivals), newPrefixAcc(wcfg, arrivals)
+	ax := newArrivalIndex(arrivals, lazy)
+	defer ax.close()
+	st.prompt, st.prefix = e.newPromptSizing(wcfg, ax), newPrefixAcc(wcfg, ax)
 	res.Records = spec.Dir.RecordsSource()
 	if err := res.Records.Each(st.add); err != nil {
 		if writeErr == nil {
@@ -215,6 +227,18 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return res, &WriteError{spec.Dir.Path(), writeErr}
 	}
 	return res, nil
+}
+
+// streamsSchedule says whether the run never holds its schedule: an
+// open loop in virtual time without sessions, a stop judged in virtual
+// time or a budget, whose arrivals the engine model takes one at a time
+// (virtual.OpenStream). Such a run is not bound by schedule.MaxArrivals.
+// A shard (--shard) builds its schedule to keep its share and count it.
+func (e *Env) streamsSchedule(spec Spec) bool {
+	if _, n, err := e.Opts.ShardOf(); err != nil || n > 1 {
+		return false
+	}
+	return e.Virtual && spec.Closed == nil && !e.Opts.Sessions && !(spec.Stop != nil && spec.StopInVirtualTime) && !e.budget.limited()
 }
 
 // Interrupted says whether a run's partial reason is a Ctrl-C: the

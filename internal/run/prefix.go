@@ -21,7 +21,7 @@ const PrefixPlacement = "start of the user message"
 // them, the prefix's share of those, and the draws lengthened to hold it.
 // Nil without a shared prefix.
 func sharedPrefix(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.SharedPrefix {
-	p := newPrefixAcc(wcfg, arrivals)
+	p := newPrefixAcc(wcfg, newArrivalIndex(arrivals, nil))
 	for i := range recs {
 		p.add(&recs[i])
 	}
@@ -33,10 +33,10 @@ func sharedPrefix(wcfg workload.Config, arrivals []schedule.Arrival, recs []reco
 type prefixAcc struct {
 	sp       *record.SharedPrefix
 	gen      *workload.Generator // nil: the workload does not build
-	arrivals []schedule.Arrival
+	arrivals *arrivalIndex
 }
 
-func newPrefixAcc(wcfg workload.Config, arrivals []schedule.Arrival) *prefixAcc {
+func newPrefixAcc(wcfg workload.Config, arrivals *arrivalIndex) *prefixAcc {
 	if wcfg.SharedPrefix <= 0 {
 		return nil
 	}
@@ -51,11 +51,7 @@ func (p *prefixAcc) add(r *record.Record) {
 	if p == nil || p.gen == nil {
 		return
 	}
-	a := schedule.Arrival{Seq: r.Seq}
-	if r.Seq >= 0 && r.Seq < int64(len(p.arrivals)) && p.arrivals[r.Seq].Seq == r.Seq {
-		a = p.arrivals[r.Seq]
-	}
-	t, long := p.gen.IntendedPrompt(a)
+	t, long := p.gen.IntendedPrompt(p.arrivals.of(r.Seq))
 	p.sp.Requests++
 	p.sp.PromptTokens += int64(t)
 	if long {

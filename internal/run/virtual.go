@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -17,7 +18,7 @@ import (
 // model in virtual time and hands every record to sink, as a live run
 // would. The client side is ideal there: everything measured is the
 // engine's doing.
-func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sess *workload.Sessions, sink loadgen.Sink, res *Result) error {
+func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule.Arrival, lazy iter.Seq[schedule.Arrival], wcfg workload.Config, sess *workload.Sessions, sink loadgen.Sink, res *Result) error {
 	o := &e.Opts
 	gen, err := workload.New(wcfg)
 	if err != nil {
@@ -44,6 +45,8 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 		out, err = virtual.Sessions(ctx, cfg, sess, arrivals, spec.Plan.Bounds(), spec.Plan.Duration(), stop)
 	} else if spec.Closed != nil {
 		out, err = virtual.Closed(ctx, cfg, gen, *spec.Closed)
+	} else if lazy != nil {
+		out, err = virtual.OpenStream(ctx, cfg, gen, lazy) // Env.streamsSchedule
 	} else {
 		var stop virtual.Stopper
 		if spec.Stop != nil && spec.StopInVirtualTime {

@@ -2,6 +2,9 @@ package virtual
 
 import (
 	"context"
+	"errors"
+	"iter"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,7 +38,7 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 		return nil, err
 	}
 	if stop == nil && cfg.Gate == nil && cfg.Sink != nil {
-		return cfg.openStream(ctx, cl, gen, arrivals)
+		return cfg.openStream(ctx, cl, gen, slices.Values(arrivals))
 	}
 	b := &batch{arrivals: arrivals, tags: make([]tag, len(arrivals))}
 	in := make([]sim.Arrival, len(arrivals))
@@ -96,27 +99,60 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	return out, nil
 }
 
+// OpenStream is Open over a lazy schedule (schedule.Arrivals), without a
+// Stopper or a Gate, each record going to cfg.Sink (which must be set) as
+// the engine model makes it, in schedule order; Output.Records is nil.
+// Neither the schedule nor the records are held: a run of any length
+// holds its requests in flight, the engine samples and the queue waits.
+func OpenStream(ctx context.Context, cfg Config, gen *workload.Generator, arrivals iter.Seq[schedule.Arrival]) (*Output, error) {
+	if err := cfg.validate(gen); err != nil {
+		return nil, err
+	}
+	if cfg.Sink == nil {
+		return nil, &ConfigError{errors.New("virtual: OpenStream without a Sink")}
+	}
+	cl, err := cfg.cluster()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return cfg.openStream(ctx, cl, gen, arrivals)
+}
+
 // openStream is Open without a Stopper or a Gate, each record going to
-// cfg.Sink as the engine model makes it: the requests are made as the
-// simulation reaches them and their labels kept until their records go
-// out, so a run holds its requests in flight only. The records, engine
-// samples and queue waits are those of the batch path.
-func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workload.Generator, arrivals []schedule.Arrival) (*Output, error) {
+// cfg.Sink as the engine model makes it: the arrivals and their requests
+// are made as the simulation reaches them, and an arrival and its labels
+// kept until its record goes out, so a run holds its requests in flight
+// only. The records, engine samples and queue waits are those of the
+// batch path.
+func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workload.Generator, arrivals iter.Seq[schedule.Arrival]) (*Output, error) {
 	out := &Output{QueueWaits: map[string][]float64{}}
-	var tags []tag // of arrivals base, base+1, … not yet emitted
-	head := 0
-	next := func(i int) (sim.Arrival, bool) {
-		if i >= len(arrivals) {
+	pull, stopPull := iter.Pull(arrivals)
+	defer stopPull()
+	type pending struct {
+		a schedule.Arrival
+		t tag
+	}
+	var win []pending // arrivals base, base+1, … not yet emitted
+	head, base := 0, 0
+	var last schedule.Arrival // the latest made, for the prefix-cache hashes
+	next := func(int) (sim.Arrival, bool) {
+		a, ok := pull()
+		if !ok {
 			return sim.Arrival{}, false
 		}
-		r := gen.Generate(arrivals[i])
-		tags = append(tags, tagOf(&r))
-		return sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}, true
+		r := gen.Generate(a)
+		win = append(win, pending{a, tagOf(&r)})
+		last = a
+		return sim.Arrival{At: a.At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}, true
 	}
 	var blocks sim.BlocksFunc
 	if cfg.prefixCache() {
-		blocks = func(i int, dst []uint64) []uint64 {
-			r := gen.Generate(arrivals[i])
+		// Asked for the arrival just made, as it is submitted.
+		blocks = func(_ int, dst []uint64) []uint64 {
+			r := gen.Generate(last)
 			return cfg.Blocks(&r, dst)
 		}
 	}
@@ -128,16 +164,17 @@ func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workloa
 				return false
 			}
 		}
-		a := &arrivals[i]
-		rec := cfg.record(a, o, &tags[head])
+		p := &win[head+i-base]
+		a := &p.a
+		rec := cfg.record(a, o, &p.t)
 		rec.Good = analyze.Judge(&rec, cfg.Deadlines)
-		tags[head] = tag{}
-		if head++; head > 1024 && head > len(tags)/2 {
-			tags = append(tags[:0], tags[head:]...)
-			head = 0
-		}
 		if o.AdmittedAt != sim.Never {
 			out.QueueWaits[a.Phase] = append(out.QueueWaits[a.Phase], (o.AdmittedAt - o.ScheduledAt).Seconds())
+		}
+		*p = pending{}
+		if head, base = head+1, base+1; head > 1024 && head > len(win)/2 {
+			win = append(win[:0], win[head:]...)
+			head = 0
 		}
 		cfg.Sink(&rec)
 		return true
