@@ -255,7 +255,42 @@ type diagCase struct {
 	cmpFrom, cmpTo *group
 	rej            rejections
 	burst          bool
-	phased         bool // a run without a burst compared phase by phase (phasePair)
+	phased         bool       // a run without a burst compared phase by phase (phasePair)
+	seen           diagTally  // what the one pass over the records found
+}
+
+// diagTally is what the diagnosis reads of the records, gathered in one
+// pass over them (scanRecords): the rejections of each phase and, for a
+// burst, the done times of the successful requests from its start on.
+type diagTally struct {
+	n429, n503 map[string]int64
+	times      map[string][]float64 // rejections' done − sent, ms, by phase
+	done       []int64              // ascending
+}
+
+// scanRecords reads recs once (a file that fails to read was reported by
+// the analysis: what was read counts). doneFrom < 0: no done times.
+func scanRecords(recs record.Source, doneFrom int64) diagTally {
+	t := diagTally{n429: map[string]int64{}, n503: map[string]int64{}, times: map[string][]float64{}}
+	_ = recs.Each(func(rc *record.Record) error {
+		if doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= doneFrom {
+			t.done = append(t.done, rc.DoneNs)
+		}
+		switch {
+		case rc.Outcome == record.RateLimited:
+			t.n429[rc.Phase]++
+		case rc.Outcome == record.HTTPError && rc.Status == 503:
+			t.n503[rc.Phase]++
+		default:
+			return nil
+		}
+		if rc.SentNs != record.None && rc.DoneNs != record.None {
+			t.times[rc.Phase] = append(t.times[rc.Phase], nsToMs(rc.DoneNs-rc.SentNs))
+		}
+		return nil
+	})
+	slices.Sort(t.done)
+	return t
 }
 
 // engGroup is the group whose engine gauges the hints quote: the burst,
@@ -299,7 +334,13 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		}
 		c.ref = c.cmpFrom
 	}
-	c.rej = countRejections(in.Records, c.stress.phases, c.stress.s.Offered)
+	doneFrom := int64(-1)
+	if c.burst {
+		p, _ := r.Phase(r.Settings.BurstPhase)
+		doneFrom = int64(time.Duration(p.StartMs * 1e6)) // completionRate's burst start
+	}
+	c.seen = scanRecords(in.Records, doneFrom)
+	c.rej = c.seen.rejections(c.stress.phases, c.stress.s.Offered)
 	if in.Records == nil {
 		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
 	}
@@ -380,26 +421,14 @@ func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
 // DiagRejectFastMs, or unknown (no records: a 429 is usually immediate).
 func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
 
-func countRejections(recs record.Source, phases []string, offered int64) rejections {
+func (t diagTally) rejections(phases []string, offered int64) rejections {
 	j := rejections{offered: offered, medianMs: math.NaN()}
 	var times []float64
-	_ = recs.Each(func(rc *record.Record) error { // a file that fails to read was reported by the analysis
-		if !slices.Contains(phases, rc.Phase) {
-			return nil
-		}
-		switch {
-		case rc.Outcome == record.RateLimited:
-			j.n429++
-		case rc.Outcome == record.HTTPError && rc.Status == 503:
-			j.n503++
-		default:
-			return nil
-		}
-		if rc.SentNs != record.None && rc.DoneNs != record.None {
-			times = append(times, nsToMs(rc.DoneNs-rc.SentNs))
-		}
-		return nil
-	})
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(phases))) {
+		j.n429 += t.n429[p]
+		j.n503 += t.n503[p]
+		times = append(times, t.times[p]...)
+	}
 	if len(times) > 0 {
 		slices.Sort(times)
 		j.medianMs = times[(len(times)-1)/2]
@@ -862,8 +891,7 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
 		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
-		done, _ := DoneOK(c.in.Records, int64(ms(p.StartMs)))
-		if mc := MeasureCapacity(c.r, done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
+		if mc := MeasureCapacity(c.r, c.seen.done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
 			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
 		}
 	}

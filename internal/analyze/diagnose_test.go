@@ -553,7 +553,7 @@ func TestMoveText(t *testing.T) {
 	if _, ok := factor(Dist{Count: 5, P95Ms: 10}, b, Q95); ok {
 		t.Error("a reference of 5 values was compared")
 	}
-	if !math.IsNaN(countRejections(nil, nil, 10).medianMs) {
+	if !math.IsNaN(scanRecords(nil, -1).rejections(nil, 10).medianMs) {
 		t.Error("median of no rejections should be unknown")
 	}
 }
