@@ -255,8 +255,8 @@ type diagCase struct {
 	cmpFrom, cmpTo *group
 	rej            rejections
 	burst          bool
-	phased         bool       // a run without a burst compared phase by phase (phasePair)
-	seen           diagTally  // what the one pass over the records found
+	phased         bool      // a run without a burst compared phase by phase (phasePair)
+	seen           diagTally // what the one pass over the records found
 }
 
 // diagTally is what the diagnosis reads of the records, gathered in one

@@ -216,12 +216,3 @@ func countsMedian(c map[int]int64) int {
 	}
 	return keys[len(keys)-1]
 }
-
-// median is the nearest-rank median of v (0 when empty); v is sorted.
-func median(v []int) int {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	return v[(len(v)+1)/2-1]
-}

@@ -115,20 +115,11 @@ func (e *Env) modelCount() func(texts ...string) int {
 	}
 }
 
-// promptSizing compares, request by request, the prompt length surge
+// promptAcc compares, request by request, the prompt length surge
 // intended with the server's usage.prompt_tokens, over the successful
-// requests that carry usage, and records the calibration used.
-func (e *Env) promptSizing(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.PromptSizing {
-	p := e.newPromptSizing(wcfg, newArrivalIndex(arrivals, nil))
-	for i := range recs {
-		p.add(&recs[i])
-	}
-	return p.result()
-}
-
-// promptAcc is promptSizing fed one record at a time: the intended and
-// the server's prompt lengths, counted by value (a run's prompts take few
-// distinct lengths), so the statistics stay exact without a list.
+// requests that carry usage, and records the calibration used; fed one
+// record at a time, it counts both lengths by value (a run's prompts take
+// few distinct lengths), so the statistics stay exact without a list.
 type promptAcc struct {
 	ps               *record.PromptSizing
 	gen              *workload.Generator // nil: the workload does not build
@@ -162,7 +153,8 @@ func (p *promptAcc) result() *record.PromptSizing {
 	return p.ps
 }
 
-// countedStats is tokenStats of the values counted in c (value → times).
+// countedStats is the mean and the nearest-rank p50 and p95 of the
+// values counted in c (value → times).
 func countedStats(c map[int]int64) record.TokenStats {
 	var n, sum int64
 	keys := make([]int, 0, len(c))
@@ -176,7 +168,7 @@ func countedStats(c map[int]int64) record.TokenStats {
 	}
 	slices.Sort(keys)
 	rank := func(p float64) int {
-		r := int64(max(int(math.Ceil(p*float64(n)))-1, 0)) // 0-based, as tokenStats
+		r := int64(max(int(math.Ceil(p*float64(n)))-1, 0)) // 0-based rank ⌈p·n⌉
 		for _, v := range keys {
 			if r < c[v] {
 				return v
@@ -186,19 +178,4 @@ func countedStats(c map[int]int64) record.TokenStats {
 		return keys[len(keys)-1]
 	}
 	return record.TokenStats{Samples: int(n), Mean: float64(sum) / float64(n), P50: rank(0.50), P95: rank(0.95)}
-}
-
-// tokenStats is the mean and the nearest-rank p50 and p95 of v.
-func tokenStats(v []int) record.TokenStats {
-	if len(v) == 0 {
-		return record.TokenStats{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	sum := 0
-	for _, x := range s {
-		sum += x
-	}
-	rank := func(p float64) int { return s[max(int(math.Ceil(p*float64(len(s))))-1, 0)] }
-	return record.TokenStats{Samples: len(s), Mean: float64(sum) / float64(len(s)), P50: rank(0.50), P95: rank(0.95)}
 }

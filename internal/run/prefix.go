@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/surge-bench/surge/internal/record"
-	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -16,20 +15,10 @@ import (
 // tokens that the prompt calibration did not measure.
 const PrefixPlacement = "start of the user message"
 
-// sharedPrefix counts the shared prefix over a run's records (every arrival
-// has one, sent or not): their intended prompt tokens as the generator drew
-// them, the prefix's share of those, and the draws lengthened to hold it.
-// Nil without a shared prefix.
-func sharedPrefix(wcfg workload.Config, arrivals []schedule.Arrival, recs []record.Record) *record.SharedPrefix {
-	p := newPrefixAcc(wcfg, newArrivalIndex(arrivals, nil))
-	for i := range recs {
-		p.add(&recs[i])
-	}
-	return p.result()
-}
-
-// prefixAcc is sharedPrefix fed one record at a time (nil without a
-// shared prefix).
+// prefixAcc counts the shared prefix over a run's records (every arrival
+// has one, sent or not), fed one record at a time: their intended prompt
+// tokens as the generator drew them, the prefix's share of those, and the
+// draws lengthened to hold it. Nil without a shared prefix.
 type prefixAcc struct {
 	sp       *record.SharedPrefix
 	gen      *workload.Generator // nil: the workload does not build

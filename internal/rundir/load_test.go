@@ -78,8 +78,9 @@ func TestLoadOptionalFiles(t *testing.T) {
 	}
 }
 
-// Only the records are indispensable: without them, or with a line
-// that does not parse, Load fails naming the file (and line).
+// Only the records are indispensable: without them Load fails, and with a
+// line that does not parse streaming them (Run.Records) fails, naming the
+// file and line.
 func TestLoadErrors(t *testing.T) {
 	good := rec(0)
 	line := string(good.AppendJSON(nil)) + "\n"
