@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -143,6 +144,10 @@ type DiagnosisInput struct {
 	// completions come from them, each read in one pass. nil: rejections
 	// are the 429s only and their speed is unknown.
 	Records record.Source
+	// Tally, when set, is what the records say, gathered by the run's own
+	// pass over them (NewDiagTally with DoneFrom of the run's analysis
+	// configuration); Records is then not read.
+	Tally *DiagTally
 	// Generator is GeneratorCheck over the judged group's sends (the burst
 	// phase, or the measured phases of a run); zero when not judged (virtual
 	// time, too few sends).
@@ -255,41 +260,79 @@ type diagCase struct {
 	cmpFrom, cmpTo *group
 	rej            rejections
 	burst          bool
-	phased         bool      // a run without a burst compared phase by phase (phasePair)
-	seen           diagTally // what the one pass over the records found
+	phased         bool       // a run without a burst compared phase by phase (phasePair)
+	seen           *DiagTally // what the records say (DiagnosisInput.Tally, or a pass over Records)
 }
 
-// diagTally is what the diagnosis reads of the records, gathered in one
-// pass over them (scanRecords): the rejections of each phase and, for a
-// burst, the done times of the successful requests from its start on.
-type diagTally struct {
+// DiagTally is what the diagnosis reads of the records: the rejections of
+// each phase (429s, 503s and their response times) and the done times of
+// the successful requests from a burst's start on (MeasureCapacity's
+// completions). An accumulator (NewDiagTally, Add), so that the run's one
+// pass over its records gathers it with the rest of the analysis; what it
+// keeps is a number per rejection and per completion after the burst
+// start, none for a run without a burst.
+type DiagTally struct {
+	doneFrom   int64 // -1: no done times
 	n429, n503 map[string]int64
 	times      map[string][]float64 // rejections' done − sent, ms, by phase
-	done       []int64              // ascending
+	done       []int64
+	sorted     bool
 }
 
-// scanRecords reads recs once (a file that fails to read was reported by
-// the analysis: what was read counts). doneFrom < 0: no done times.
-func scanRecords(recs record.Source, doneFrom int64) diagTally {
-	t := diagTally{n429: map[string]int64{}, n503: map[string]int64{}, times: map[string][]float64{}}
-	_ = recs.Each(func(rc *record.Record) error {
-		if doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= doneFrom {
-			t.done = append(t.done, rc.DoneNs)
+// NewDiagTally returns an empty DiagTally keeping the done times from
+// doneFromNs on (the burst's start; -1 for none).
+func NewDiagTally(doneFromNs int64) *DiagTally {
+	return &DiagTally{doneFrom: doneFromNs, n429: map[string]int64{}, n503: map[string]int64{}, times: map[string][]float64{}}
+}
+
+// DoneFrom is the start of the done times a diagnosis of an analysis with
+// cfg reads (-1: none): its burst phase's start, as the Result reports it
+// in ms and the diagnosis reads it back.
+func DoneFrom(cfg Config) int64 {
+	name := cmp.Or(cfg.BurstPhase, DefaultBurstPhase)
+	for _, p := range cfg.Phases {
+		if p.Name == name {
+			return int64(time.Duration(durMs(p.Start) * 1e6))
 		}
-		switch {
-		case rc.Outcome == record.RateLimited:
-			t.n429[rc.Phase]++
-		case rc.Outcome == record.HTTPError && rc.Status == 503:
-			t.n503[rc.Phase]++
-		default:
-			return nil
-		}
-		if rc.SentNs != record.None && rc.DoneNs != record.None {
-			t.times[rc.Phase] = append(t.times[rc.Phase], nsToMs(rc.DoneNs-rc.SentNs))
-		}
-		return nil
-	})
-	slices.Sort(t.done)
+	}
+	return -1
+}
+
+// Add accounts one record; it does not keep rc.
+func (t *DiagTally) Add(rc *record.Record) {
+	if t.doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= t.doneFrom {
+		t.done, t.sorted = append(t.done, rc.DoneNs), false
+	}
+	switch {
+	case rc.Outcome == record.RateLimited:
+		t.n429[rc.Phase]++
+	case rc.Outcome == record.HTTPError && rc.Status == 503:
+		t.n503[rc.Phase]++
+	default:
+		return
+	}
+	if rc.SentNs != record.None && rc.DoneNs != record.None {
+		t.times[rc.Phase] = append(t.times[rc.Phase], nsToMs(rc.DoneNs-rc.SentNs))
+	}
+}
+
+// From is the start of the done times kept (-1: none).
+func (t *DiagTally) From() int64 { return t.doneFrom }
+
+// DoneOK is the done times kept, ascending.
+func (t *DiagTally) DoneOK() []int64 {
+	if !t.sorted {
+		slices.Sort(t.done)
+		t.sorted = true
+	}
+	return t.done
+}
+
+// scanRecords reads recs once into a DiagTally (a file that fails to read
+// was reported by the analysis: what was read counts).
+func scanRecords(recs record.Source, doneFrom int64) *DiagTally {
+	t := NewDiagTally(doneFrom)
+	_ = recs.Each(func(rc *record.Record) error { t.Add(rc); return nil })
 	return t
 }
 
@@ -339,7 +382,9 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		p, _ := r.Phase(r.Settings.BurstPhase)
 		doneFrom = int64(time.Duration(p.StartMs * 1e6)) // completionRate's burst start
 	}
-	c.seen = scanRecords(in.Records, doneFrom)
+	if c.seen = in.Tally; c.seen == nil || c.seen.doneFrom != doneFrom {
+		c.seen = scanRecords(in.Records, doneFrom)
+	}
 	c.rej = c.seen.rejections(c.stress.phases, c.stress.s.Offered)
 	if in.Records == nil {
 		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
@@ -421,7 +466,7 @@ func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
 // DiagRejectFastMs, or unknown (no records: a 429 is usually immediate).
 func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
 
-func (t diagTally) rejections(phases []string, offered int64) rejections {
+func (t *DiagTally) rejections(phases []string, offered int64) rejections {
 	j := rejections{offered: offered, medianMs: math.NaN()}
 	var times []float64
 	for _, p := range slices.Compact(slices.Sorted(slices.Values(phases))) {
@@ -891,7 +936,7 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
 		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
-		if mc := MeasureCapacity(c.r, c.seen.done, ms(p.StartMs), ms(p.EndMs)); mc.OK {
+		if mc := MeasureCapacity(c.r, c.seen.DoneOK(), ms(p.StartMs), ms(p.EndMs)); mc.OK {
 			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
 		}
 	}

@@ -32,7 +32,7 @@ func DiagnoseWith(scope string, res *run.Result, capacity analyze.DiagCapacity) 
 // DiagnosisInput gathers what analyze.Diagnose looks at from a run.
 func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
 	a := res.Analysis
-	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records, Capacity: analyze.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
+	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records, Tally: res.Diag, Capacity: analyze.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
 	for _, e := range res.SimEvents {
 		in.Scaling = append(in.Scaling, analyze.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
 	}

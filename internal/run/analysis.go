@@ -21,6 +21,7 @@ type analysis struct {
 	engine *analyze.EngineTimingStats // nil: not measured here
 	prompt *promptAcc                 // nil: not measured here
 	prefix *prefixAcc                 // nil: no shared prefix
+	diag   *analyze.DiagTally
 	spend  Spend
 	count  int64
 }
@@ -31,7 +32,7 @@ func newAnalysis(cfg analyze.Config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &analysis{an: an, sess: analyze.NewSessions(cfg)}, nil
+	return &analysis{an: an, sess: analyze.NewSessions(cfg), diag: analyze.NewDiagTally(analyze.DoneFrom(cfg))}, nil
 }
 
 // add feeds one record to every accumulator.
@@ -46,6 +47,7 @@ func (a *analysis) add(r *record.Record) error {
 		a.prompt.add(r)
 	}
 	a.prefix.add(r)
+	a.diag.Add(r)
 	a.spend.Tally(r)
 	return nil
 }
@@ -53,6 +55,7 @@ func (a *analysis) add(r *record.Record) error {
 // finish sets res's analysis from the accumulators.
 func (a *analysis) finish(res *Result) {
 	res.Recorded = a.count
+	res.Diag = a.diag
 	res.Analysis = a.an.Result()
 	res.Analysis.Sessions = a.sess.Result()
 	if res.Partial {

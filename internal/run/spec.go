@@ -92,8 +92,12 @@ type Result struct {
 	// Records streams the run's records from its requests.jsonl (nil when
 	// there is none): no run holds its records in memory. Read with
 	// Records.Each.
-	Records    record.Source
-	Recorded   int64 // the number of records analysed
+	Records  record.Source
+	Recorded int64 // the number of records analysed
+	// Diag is what the diagnosis and a burst's μ read of the records
+	// (rejections, completions after the burst start), gathered in the
+	// same pass; nil when the result was not analysed from its records.
+	Diag       *analyze.DiagTally
 	Partial    bool
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not

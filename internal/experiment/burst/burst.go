@@ -477,7 +477,12 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		}
 		if mu.source != muSessions && (mu.mu == 0 || c.CapacityRPS == 0 && !env.Simulated) {
 			// μ measured: the burst's completion rate, when a backlog built.
-			done, _ := analyze.DoneOK(res.Records, int64(burstStart)) // a file that fails to read was reported by the analysis
+			var done []int64
+			if d := res.Diag; d != nil && d.From() >= 0 && d.From() <= int64(burstStart) {
+				done = d.DoneOK() // gathered by the run's pass over its records
+			} else {
+				done, _ = analyze.DoneOK(res.Records, int64(burstStart)) // a file that fails to read was reported by the analysis
+			}
 			mc := analyze.MeasureCapacity(res.Analysis, done, burstStart, r.BurstEnd)
 			if !mc.OK && mu.mu == 0 && mc.Why == analyze.NotSaturated {
 				// No prediction from a completion rate the burst's own
