@@ -78,6 +78,20 @@ func (sp *GeneratorSpan) Add(sched, sent int64) {
 	sp.sentLo, sp.sentHi = min(sp.sentLo, sent), max(sp.sentHi, sent)
 }
 
+// Merge adds o's sends to sp.
+func (sp *GeneratorSpan) Merge(o GeneratorSpan) {
+	if o.n == 0 {
+		return
+	}
+	if sp.n == 0 {
+		*sp = o
+		return
+	}
+	sp.n += o.n
+	sp.schedLo, sp.schedHi = min(sp.schedLo, o.schedLo), max(sp.schedHi, o.schedHi)
+	sp.sentLo, sp.sentHi = min(sp.sentLo, o.sentLo), max(sp.sentHi, o.sentHi)
+}
+
 // Check is GeneratorCheck of the sends added.
 func (sp *GeneratorSpan) Check(lagP99Ms float64) Generator {
 	g := Generator{LagP99Ms: lagP99Ms}

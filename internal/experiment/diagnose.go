@@ -58,7 +58,7 @@ func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
 		} else {
 			lag = a.Overall.Latency.ScheduleLag.P99Ms
 		}
-		in.Generator = GeneratorOf(res.Records, from, to, lag)
+		in.Generator = generatorOf(res, from, to, lag)
 	}
 	if len(res.Engine) == 0 {
 		return in

@@ -197,7 +197,7 @@ func generatorNotes(res *run.Result) []string {
 	if res.Virtual || res.Spec.Closed != nil {
 		return notes
 	}
-	g := GeneratorOf(res.Records, 0, math.MaxInt64, o.Latency.ScheduleLag.P99Ms)
+	g := generatorOf(res, 0, math.MaxInt64, o.Latency.ScheduleLag.P99Ms)
 	switch {
 	case g.Behind:
 		notes = append(notes, "WARNING: "+g.Note+". Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.")
@@ -207,6 +207,15 @@ func generatorNotes(res *run.Result) []string {
 		}
 	}
 	return notes
+}
+
+// generatorOf is GeneratorOf of res's records, from the spans its
+// analysis gathered when they cover the range, else by a pass.
+func generatorOf(res *run.Result, fromNs, toNs int64, lagP99Ms float64) analyze.Generator {
+	if sp, ok := res.Sends.In(fromNs, toNs); ok {
+		return sp.Check(lagP99Ms)
+	}
+	return GeneratorOf(res.Records, fromNs, toNs, lagP99Ms)
 }
 
 // GeneratorOf applies analyze.GeneratorCheck to the records scheduled in

@@ -1,7 +1,10 @@
 package run
 
 import (
+	"cmp"
 	"iter"
+	"math"
+	"slices"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
@@ -22,6 +25,7 @@ type analysis struct {
 	prompt *promptAcc                 // nil: not measured here
 	prefix *prefixAcc                 // nil: no shared prefix
 	diag   *analyze.DiagTally
+	sends  *Sends
 	spend  Spend
 	count  int64
 }
@@ -32,7 +36,8 @@ func newAnalysis(cfg analyze.Config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &analysis{an: an, sess: analyze.NewSessions(cfg), diag: analyze.NewDiagTally(analyze.DoneFrom(cfg))}, nil
+	sends := &Sends{phases: cfg.Phases, spans: make([]analyze.GeneratorSpan, len(cfg.Phases))}
+	return &analysis{an: an, sess: analyze.NewSessions(cfg), diag: analyze.NewDiagTally(analyze.DoneFrom(cfg)), sends: sends}, nil
 }
 
 // add feeds one record to every accumulator.
@@ -48,6 +53,7 @@ func (a *analysis) add(r *record.Record) error {
 	}
 	a.prefix.add(r)
 	a.diag.Add(r)
+	a.sends.add(r)
 	a.spend.Tally(r)
 	return nil
 }
@@ -55,7 +61,7 @@ func (a *analysis) add(r *record.Record) error {
 // finish sets res's analysis from the accumulators.
 func (a *analysis) finish(res *Result) {
 	res.Recorded = a.count
-	res.Diag = a.diag
+	res.Diag, res.Sends = a.diag, a.sends
 	res.Analysis = a.an.Result()
 	res.Analysis.Sessions = a.sess.Result()
 	if res.Partial {
@@ -104,4 +110,62 @@ func (x *arrivalIndex) close() {
 	if x.stop != nil {
 		x.stop()
 	}
+}
+
+// Sends is the generator check's view of a run's sends (analyze.GeneratorSpan),
+// gathered in the analysis pass: of every sent record, and of each
+// phase's by scheduled time, so that a check over whole phases needs no
+// pass of its own.
+type Sends struct {
+	phases []analyze.Phase
+	spans  []analyze.GeneratorSpan // by phase, indexed like phases
+	all    analyze.GeneratorSpan
+	first  int64 // the earliest scheduled time of a send
+}
+
+func (s *Sends) add(r *record.Record) {
+	if r.SentNs == record.None {
+		return
+	}
+	if s.first = min(s.first, r.ScheduledNs); s.all == (analyze.GeneratorSpan{}) {
+		s.first = r.ScheduledNs
+	}
+	s.all.Add(r.ScheduledNs, r.SentNs)
+	for i := range s.phases {
+		if p := &s.phases[i]; r.ScheduledNs >= int64(p.Start) && r.ScheduledNs < int64(p.End) {
+			s.spans[i].Add(r.ScheduledNs, r.SentNs)
+			break
+		}
+	}
+}
+
+// In is the span of the sends scheduled in [fromNs, toNs), when that is
+// every send or exactly the union of some phases (phases cover what lies
+// between them: a gap would hold sends of no phase); ok false otherwise.
+func (s *Sends) In(fromNs, toNs int64) (sp analyze.GeneratorSpan, ok bool) {
+	if s == nil {
+		return sp, false
+	}
+	if fromNs <= s.first && toNs == math.MaxInt64 {
+		return s.all, true
+	}
+	covered := []analyze.Phase{}
+	for i, p := range s.phases {
+		if int64(p.Start) >= fromNs && int64(p.End) <= toNs {
+			sp.Merge(s.spans[i])
+			covered = append(covered, p)
+		} else if int64(p.End) > fromNs && int64(p.Start) < toNs {
+			return sp, false // a phase cut by the range
+		}
+	}
+	// The covered phases must tile [fromNs, toNs) without a gap.
+	slices.SortFunc(covered, func(a, b analyze.Phase) int { return cmp.Compare(a.Start, b.Start) })
+	at := fromNs
+	for _, p := range covered {
+		if int64(p.Start) != at {
+			return sp, false
+		}
+		at = int64(p.End)
+	}
+	return sp, at == toNs
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,6 +72,7 @@ func TestReportEqualsRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameAnalysis(t, res, rule)
+			sameSends(t, res)
 		})
 	})
 	t.Run("sessions", func(t *testing.T) {
@@ -90,4 +92,27 @@ func TestReportEqualsRun(t *testing.T) {
 		}
 		sameAnalysis(t, res, analyze.RecoveryRule{})
 	})
+}
+
+// sameSends: the sends' spans the analysis pass gathered are those a pass
+// over the records finds, for every send and for whole phases; a range
+// that cuts a phase is not answered.
+func sameSends(t *testing.T, res *Result) {
+	t.Helper()
+	recs := recordsOf(t, res)
+	b := res.Plan.Bounds()
+	for _, c := range []struct{ from, to int64 }{{0, math.MaxInt64}, {int64(b[2].Start), int64(b[2].End)}, {int64(b[1].Start), int64(b[3].End)}} {
+		var want analyze.GeneratorSpan
+		for _, r := range recs {
+			if r.Sent() && r.ScheduledNs >= c.from && r.ScheduledNs < c.to {
+				want.Add(r.ScheduledNs, r.SentNs)
+			}
+		}
+		if got, ok := res.Sends.In(c.from, c.to); !ok || got != want || want == (analyze.GeneratorSpan{}) {
+			t.Errorf("sends in [%d, %d): %+v (ok %v), a pass finds %+v", c.from, c.to, got, ok, want)
+		}
+	}
+	if _, ok := res.Sends.In(int64(b[2].Start)+1, int64(b[2].End)); ok {
+		t.Error("a range cutting a phase was answered")
+	}
 }

@@ -97,7 +97,10 @@ type Result struct {
 	// Diag is what the diagnosis and a burst's μ read of the records
 	// (rejections, completions after the burst start), gathered in the
 	// same pass; nil when the result was not analysed from its records.
-	Diag       *analyze.DiagTally
+	Diag *analyze.DiagTally
+	// Sends is the generator check's view of the sends, gathered in the
+	// same pass; nil when the result was not analysed from its records.
+	Sends      *Sends
 	Partial    bool
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
