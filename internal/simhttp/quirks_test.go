@@ -196,7 +196,10 @@ func TestQuirkNoRetryAfter(t *testing.T) {
 
 func TestQuirkTruncateOnOverload(t *testing.T) {
 	cfg := fastConfig()
-	cfg.MaxNumSeqs, cfg.MaxWaiting, cfg.StepBase = 1, 8, 2*time.Millisecond
+	// 25 ms steps: request 1 stays in the batch for 0.5 s, long enough
+	// for 2 and 3 to arrive behind it on a loaded machine (at 2 ms it
+	// could finish first).
+	cfg.MaxNumSeqs, cfg.MaxWaiting, cfg.StepBase = 1, 8, 25*time.Millisecond
 	both(t, cfg, sim.QuirkTruncateOnOverload, func(t *testing.T, e *env, on bool) {
 		body := `{` + chatHead + `,"max_tokens":20,"ignore_eos":true,"stream":true}`
 		// 1 runs in the batch of one; 2 and 3 arrive at a full engine
