@@ -107,7 +107,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	watch := e.startWatch(ctx) // before the clock starts: the pods that exist now are not scaling events
 	defer watch.Stop()         // nil-safe, once: the timeline stops it when the run ends
-	started := time.Now()
+	started := time.Now().Add(e.fleetLead(arrivals)) // workers get their jobs first (fleet.go)
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
 	res.shardArrivals, res.startLate = int64(len(arrivals)), late
 	// A manifest first that says the run has not finished: if the end of

@@ -21,6 +21,9 @@ type Fleet interface {
 	// Drive prepares one run; its records go to sink (from many
 	// goroutines).
 	Drive(job FleetJob, sink loadgen.Sink) FleetDriver
+	// Lead is how far ahead of now a run of that many arrivals sets its
+	// origin, so that every worker has its job before the first is due.
+	Lead(arrivals int) time.Duration
 }
 
 // FleetDriver is one run on a fleet, shaped like loadgen.Open.
@@ -74,6 +77,15 @@ func (o *Options) FleetCheck() error {
 		return &field.Error{Field: "dataset", Message: "dataset rows would have to travel to the workers; --workers supports synthetic prompts and traces for now"}
 	}
 	return nil
+}
+
+// fleetLead is how far ahead the run's origin is set: the fleet's lead,
+// 0 in one process.
+func (e *Env) fleetLead(arrivals []schedule.Arrival) time.Duration {
+	if e.Fleet == nil || e.Virtual {
+		return 0
+	}
+	return e.Fleet.Lead(len(arrivals))
 }
 
 // fleetJob is the job of this run for e.Fleet.
