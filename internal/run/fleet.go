@@ -70,7 +70,13 @@ func (o *Options) FleetCheck() error {
 	case o.Sessions:
 		return &field.Error{Field: "sessions", Message: "sessions cannot be split between --workers yet; run them from one process"}
 	case o.Budgeted():
-		return &field.Error{Field: "max_cost", Message: "a budget reserves each request before it is sent, in one process; --workers cannot honour it yet"}
+		f := "max_cost" // the budget set, named as the user set it
+		if o.MaxRequests != nil {
+			f = "max_requests"
+		} else if o.MaxOutputTokens != nil {
+			f = "max_output_tokens"
+		}
+		return &field.Error{Field: f, Message: "a budget reserves each request before it is sent, in one process; --workers cannot honour it yet"}
 	case o.OTLPListen != "":
 		return &field.Error{Field: "otlp_listen", Message: "engine spans are matched by the sending client's trace prefix; --workers cannot join them yet"}
 	case o.Dataset != "":
