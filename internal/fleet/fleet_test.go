@@ -414,7 +414,8 @@ func TestCoordinatorInterrupted(t *testing.T) {
 	c, errs := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "w1"})
 	env.Fleet = c
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Second, cancel)
+	// ~1.25 s into the run: the origin is set Lead (≥ 250 ms) ahead.
+	time.AfterFunc(1500*time.Millisecond, cancel)
 	recs, m := execute(t, ctx, env, plan(20, 5*time.Second))
 	if !m.Partial {
 		t.Fatal("not partial")
