@@ -108,7 +108,7 @@ answering during a run.`,
   OPENAI_API_KEY=… surge worker --coordinator http://10.0.0.5:7777 --name gen-a
 
   # two workers and the coordinator on one machine, against the built-in simulator
-  surge run --rate 20 --duration 30s --workers 2 &
+  surge run --rate 20 --duration 30s --prompt-tokens 64 --output-tokens 32 --workers 2 &
   surge worker --coordinator http://127.0.0.1:7777 --name w0 &
   surge worker --coordinator http://127.0.0.1:7777 --name w1`,
 		Args: cobra.NoArgs,

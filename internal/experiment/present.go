@@ -671,6 +671,9 @@ func LevelNotes(scope string, res *run.Result) []string {
 	if n := ShardNote(res); n != "" {
 		lines = append(lines, n)
 	}
+	if n := WorkerSummary(res); n != "" { // --workers (workers.go)
+		lines = append(lines, n)
+	}
 	if _, notes := PromptMeta(res.Prompt); len(notes) > 0 {
 		lines = append(lines, notes...)
 	}

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -32,4 +33,30 @@ func WorkerLines(res *run.Result) []string {
 		}
 	}
 	return out
+}
+
+// WorkerSummary is WorkerLines in one line, for a run that is one row of
+// a burst or capacity search's results.md: per worker its schedule lag
+// p99, SLOW or LOST (with why); "" for one process.
+func WorkerSummary(res *run.Result) string {
+	d := res.Distributed
+	if d == nil || len(d.Each) == 0 {
+		return ""
+	}
+	fastest := d.Each[0].LagP99Ms
+	for _, g := range d.Each {
+		fastest = min(fastest, g.LagP99Ms)
+	}
+	parts := make([]string, 0, len(d.Each))
+	for _, g := range d.Each {
+		p := fmt.Sprintf("%s %d/%d recorded, lag p99 %.1f ms", g.Name, g.Records, g.Arrivals, g.LagP99Ms)
+		if len(d.Each) > 1 && g.LagP99Ms > 2*fastest && g.LagP99Ms > fastest+5 {
+			p += " SLOW"
+		}
+		if g.Lost {
+			p += " LOST (" + g.LostWhy + ")"
+		}
+		parts = append(parts, p)
+	}
+	return fmt.Sprintf("%d workers: %s.", len(d.Each), strings.Join(parts, "; "))
 }

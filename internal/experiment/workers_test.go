@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -31,5 +32,25 @@ func TestWorkerLines(t *testing.T) {
 	}
 	if strings.Count(got, "SLOW") != 1 {
 		t.Errorf("one slow worker:\n%s", got)
+	}
+}
+
+// A burst's or capacity step's row gets the same facts in one line, and a
+// capacity step's notes (LevelNotes) carry it.
+func TestWorkerSummary(t *testing.T) {
+	if s := WorkerSummary(&run.Result{}); s != "" {
+		t.Fatalf("one process: %q", s)
+	}
+	res := &run.Result{Distributed: &record.Distribution{Mode: record.DistCoordinator, Generators: 2, Shard: -1, Each: []record.Generator{
+		{Index: 0, Name: "a", Arrivals: 10, Records: 10, LagP99Ms: 1.5},
+		{Index: 1, Name: "b", Arrivals: 10, Records: 4, LagP99Ms: 40, Lost: true, LostWhy: "connection dropped"},
+	}}}
+	want := "2 workers: a 10/10 recorded, lag p99 1.5 ms; b 4/10 recorded, lag p99 40.0 ms SLOW LOST (connection dropped)."
+	if s := WorkerSummary(res); s != want {
+		t.Errorf("summary %q, want %q", s, want)
+	}
+	res.Analysis = &analyze.Result{}
+	if n := strings.Join(LevelNotes("step 3", res), "\n"); !strings.Contains(n, "step 3: "+want) {
+		t.Errorf("level notes:\n%s", n)
 	}
 }

@@ -48,6 +48,13 @@
 // (record.Generator.OffsetDriftNs). The drift is reported, not corrected:
 // a run keeps the origin it started from.
 //
+// The origin is set ahead of the moment the jobs go out (Coordinator.Lead:
+// ten of the slowest worker's RTTs, 2 µs per arrival and 250 ms of setup,
+// at most MaxLead), so that every worker has its job and its load generator
+// ready before the first arrival is due; the manifest records the lead
+// (Distribution.LeadNs) and how early each worker was ready
+// (Generator.ReadyBeforeNs, negative if late).
+//
 // # Losing a worker
 //
 // A worker is lost when its control connection drops or nothing (no

@@ -210,6 +210,29 @@ func TestTwoWorkersEqualOneProcess(t *testing.T) {
 	}
 }
 
+// The coordinator sets the origin ahead of the moment the jobs go out, so
+// that every worker — one with a clock 2 s ahead too — has its job and its
+// load generator ready before its first arrival is due (taken at the
+// moment of sending, the first arrivals were a few ms late).
+func TestWorkersReadyBeforeOrigin(t *testing.T) {
+	env := prepare(t, testOptions())
+	c, _ := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "ahead", ClockSkew: 2 * time.Second})
+	env.Fleet = c
+	_, m := execute(t, context.Background(), env, plan(20, time.Second))
+	dist := m.Distributed
+	if dist.LeadNs <= 0 || dist.LeadNs > int64(MaxLead) {
+		t.Errorf("lead %s, want within (0, %s]", time.Duration(dist.LeadNs), MaxLead)
+	}
+	for _, g := range dist.Each {
+		if g.ReadyBeforeNs <= 0 {
+			t.Errorf("%s: ready %s before the origin (lead %s): its first arrivals were late", g.Name, time.Duration(g.ReadyBeforeNs), time.Duration(dist.LeadNs))
+		}
+	}
+	if l := leadFor(time.Second, 1e9); l != MaxLead {
+		t.Errorf("lead for a slow worker and a huge job: %s, want the bound %s", l, MaxLead)
+	}
+}
+
 // A worker whose clock is 3 s ahead still sends on the coordinator's
 // schedule: its offset is measured and its records land on the
 // coordinator's axis (schedule lag within the round trip's bound, not 3 s).
@@ -391,7 +414,8 @@ func TestCoordinatorInterrupted(t *testing.T) {
 	c, errs := fleet(t, Config{Version: "test"}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "w1"})
 	env.Fleet = c
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Second, cancel)
+	// ~1.25 s into the run: the origin is set Lead (≥ 250 ms) ahead.
+	time.AfterFunc(1500*time.Millisecond, cancel)
 	recs, m := execute(t, ctx, env, plan(20, 5*time.Second))
 	if !m.Partial {
 		t.Fatal("not partial")

@@ -23,6 +23,7 @@ const (
 	DefaultFlushEvery   = 200 * time.Millisecond // a worker sends its records at least this often
 	DefaultFlushRecords = 500                    // … or once this many wait
 	DefaultBeatEvery    = time.Second            // heartbeat and control-stream ping period
+	MaxLead             = 5 * time.Second        // the longest a run's origin is set ahead
 )
 
 // hello is a worker's registration.
@@ -109,6 +110,9 @@ type beat struct {
 	SampleRTTNs    int64 `json:"sample_rtt_ns"`
 	JobOffsetNs    int64 `json:"job_offset_ns"`
 	JobRTTNs       int64 `json:"job_rtt_ns"`
+	// How long before the origin the job's load generator was ready
+	// (negative: after); with the job's offset.
+	ReadyBeforeNs int64 `json:"ready_before_ns"`
 }
 
 // clock is a process's clock in Unix ns: the wall reading at base plus the

@@ -313,7 +313,11 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 	if r.stopped.Load() {
 		gen.Stop()
 	}
-	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s)\n", w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtNs(rtt))
+	// How long before the origin this share is ready to go: the
+	// coordinator's lead less the job's delivery and this setup.
+	ready := j.OriginNs + off - w.clock.now()
+	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s), ready %.1f ms before the origin\n",
+		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtNs(rtt), float64(ready)/1e6)
 
 	// Heartbeats, each a further offset sample; and the batches.
 	beatCtx, stopBeats := context.WithCancel(ctx)
@@ -322,7 +326,7 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 	lost := make(chan error, 2)
 	go func() {
 		defer bg.Done()
-		w.beats(beatCtx, q, gen, off, rtt, lost)
+		w.beats(beatCtx, q, gen, beat{JobOffsetNs: off, JobRTTNs: rtt, ReadyBeforeNs: ready}, lost)
 	}()
 	go func() {
 		defer bg.Done()
@@ -367,13 +371,14 @@ func parentDone(ctx context.Context) bool { return ctx.Err() != nil }
 // offset sample (the best of five round trips, taken just before); a
 // coordinator silent for LostAfter, or one that closed this share, ends
 // the job.
-func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, off, rtt int64, lost chan<- error) {
+func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, job beat, lost chan<- error) {
 	t := time.NewTicker(DefaultBeatEvery)
 	defer t.Stop()
 	last := time.Now()
 	first := true
 	for {
-		b := beat{InFlight: gen.Counters.InFlight.Load(), JobOffsetNs: off, JobRTTNs: rtt}
+		b := job // the job's offset, RTT and readiness
+		b.InFlight = gen.Counters.InFlight.Load()
 		if !first { // the job's own measurement was just taken
 			b.SampleOffsetNs, b.SampleRTTNs, _ = w.offset(ctx, 5)
 		}

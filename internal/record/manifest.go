@@ -91,6 +91,10 @@ type Distribution struct {
 	// static shards: from their manifests' start times); 0 with a
 	// coordinator, whose clock every arrival is on.
 	StartSkewNs int64 `json:"start_skew_ns"`
+	// LeadNs (coordinator mode) is how far ahead of the moment the jobs
+	// went out the coordinator set the run's origin, so that every worker
+	// has its job before its first arrival is due.
+	LeadNs int64 `json:"lead_ns,omitempty"`
 }
 
 // Generator is one shard or worker of a distributed run.
@@ -123,6 +127,10 @@ type Generator struct {
 	// partial when any of its shards is).
 	Partial    bool   `json:"partial,omitempty"`
 	PartialWhy string `json:"partial_why,omitempty"`
+	// ReadyBeforeNs (coordinator mode) is how long before the run's origin
+	// the worker had its job and its load generator ready; negative when
+	// after (its first arrivals were then late by up to as much).
+	ReadyBeforeNs int64 `json:"ready_before_ns,omitempty"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost

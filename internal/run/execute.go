@@ -105,9 +105,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
-	watch := e.startWatch(ctx) // before the clock starts: the pods that exist now are not scaling events
-	defer watch.Stop()         // nil-safe, once: the timeline stops it when the run ends
-	started := time.Now()
+	watch := e.startWatch(ctx)                       // before the clock starts: the pods that exist now are not scaling events
+	defer watch.Stop()                               // nil-safe, once: the timeline stops it when the run ends
+	started := time.Now().Add(e.fleetLead(arrivals)) // workers get their jobs first (fleet.go)
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
 	res.shardArrivals, res.startLate = int64(len(arrivals)), late
 	// A manifest first that says the run has not finished: if the end of

@@ -21,6 +21,9 @@ type Fleet interface {
 	// Drive prepares one run; its records go to sink (from many
 	// goroutines).
 	Drive(job FleetJob, sink loadgen.Sink) FleetDriver
+	// Lead is how far ahead of now a run of that many arrivals sets its
+	// origin, so that every worker has its job before the first is due.
+	Lead(arrivals int) time.Duration
 }
 
 // FleetDriver is one run on a fleet, shaped like loadgen.Open.
@@ -67,13 +70,28 @@ func (o *Options) FleetCheck() error {
 	case o.Sessions:
 		return &field.Error{Field: "sessions", Message: "sessions cannot be split between --workers yet; run them from one process"}
 	case o.Budgeted():
-		return &field.Error{Field: "max_cost", Message: "a budget reserves each request before it is sent, in one process; --workers cannot honour it yet"}
+		f := "max_cost" // the budget set, named as the user set it
+		if o.MaxRequests != nil {
+			f = "max_requests"
+		} else if o.MaxOutputTokens != nil {
+			f = "max_output_tokens"
+		}
+		return &field.Error{Field: f, Message: "a budget reserves each request before it is sent, in one process; --workers cannot honour it yet"}
 	case o.OTLPListen != "":
 		return &field.Error{Field: "otlp_listen", Message: "engine spans are matched by the sending client's trace prefix; --workers cannot join them yet"}
 	case o.Dataset != "":
 		return &field.Error{Field: "dataset", Message: "dataset rows would have to travel to the workers; --workers supports synthetic prompts and traces for now"}
 	}
 	return nil
+}
+
+// fleetLead is how far ahead the run's origin is set: the fleet's lead,
+// 0 in one process.
+func (e *Env) fleetLead(arrivals []schedule.Arrival) time.Duration {
+	if e.Fleet == nil || e.Virtual {
+		return 0
+	}
+	return e.Fleet.Lead(len(arrivals))
 }
 
 // fleetJob is the job of this run for e.Fleet.

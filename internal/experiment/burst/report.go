@@ -331,6 +331,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if n := experiment.ShardNote(res); n != "" {
 			t.Notes = append(t.Notes, scope+": "+n)
 		}
+		if n := experiment.WorkerSummary(res); n != "" { // --workers
+			t.Notes = append(t.Notes, scope+": "+n)
+		}
 		for _, p := range r.Problems {
 			t.Notes = append(t.Notes, scope+": re-rendered without "+p)
 		}
