@@ -65,6 +65,9 @@ type Env struct {
 	// startPending is set once the command's first run has waited for
 	// --start-at (shard.go): the start time is the command's, as the budget.
 	startPending atomic.Bool
+	// console is where the command prints its own lines (the live view's
+	// writer, also with --quiet): the --start-at wait and its warning.
+	console io.Writer
 }
 
 // ConfigError marks an error in the user's configuration (exit code 2).
@@ -168,6 +171,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		// The engine model answers directly, without the HTTP client.
 		logger.Warn("--retries has no effect with --simulate: virtual time does not retry; to see what retries add, run against surge sim over HTTP")
 	}
+	e.console = view
 	if !o.Quiet {
 		e.Live = view
 	}

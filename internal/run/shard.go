@@ -132,6 +132,7 @@ func (e *Env) awaitStart(ctx context.Context) (late time.Duration, err error) {
 		return 0, nil
 	}
 	if d := time.Until(at); d > 0 {
+		e.say("waiting for --start-at %s (in %s)", e.Opts.StartAt, showWait(d))
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -141,10 +142,33 @@ func (e *Env) awaitStart(ctx context.Context) (late time.Duration, err error) {
 		}
 	}
 	late = time.Since(at)
-	if late > StartSkewWarn && e.Logger != nil {
-		e.Logger.Warn(fmt.Sprintf("--start-at %s had passed %s ago: this shard started at once, not together with the others (surge merge will report the start skew)", e.Opts.StartAt, late.Round(time.Millisecond)))
+	if late > StartSkewWarn {
+		e.say("WARNING: --start-at %s had passed %s ago: this shard started at once, not together with the others (surge merge will report the start skew)", e.Opts.StartAt, late.Round(time.Millisecond))
 	}
 	return late, nil
+}
+
+// say prints one line of the command's own on the console, in the words
+// and format of the rest of its output ("WARNING: …" for a warning), not
+// as a log record. Without a console (check, coldstart) a warning goes to
+// the logger, as before.
+func (e *Env) say(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	switch {
+	case e.console != nil:
+		fmt.Fprintln(e.console, line)
+	case e.Logger != nil && strings.HasPrefix(line, "WARNING: "):
+		e.Logger.Warn(strings.TrimPrefix(line, "WARNING: "))
+	}
+}
+
+// showWait is a wait as a person reads it: whole seconds, or
+// milliseconds under one.
+func showWait(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // startInterrupted is a Ctrl-C while waiting for --start-at: an

@@ -194,10 +194,15 @@ func TestStartAtLive(t *testing.T) {
 		o := quietOptions()
 		at := time.Now().Add(90 * time.Second).Truncate(time.Second)
 		o.Shard, o.StartAt = "0/2", at.Format(time.RFC3339Nano)
-		env := bubbleEnv(t, o, nil)
+		var console strings.Builder
+		env := bubbleEnv(t, o, &console)
 		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(4, 5*time.Second)})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The wait is said on the console, not done in silence.
+		if want := "waiting for --start-at " + o.StartAt + " (in 1m"; !strings.Contains(console.String(), want) {
+			t.Errorf("console %q, want %q", console.String(), want)
 		}
 		if !res.Started.Equal(at) {
 			t.Errorf("started %v, want the start time %v", res.Started, at)
@@ -221,13 +226,16 @@ func TestStartAtLive(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		var log bytes.Buffer
+		var console strings.Builder
 		o := quietOptions()
 		o.StartAt = time.Now().Add(-3 * time.Second).Format(time.RFC3339Nano)
-		env := bubbleEnv(t, o, nil)
+		env := bubbleEnv(t, o, &console)
 		env.Logger = slog.New(slog.NewTextHandler(&log, nil))
 		late, err := env.awaitStart(context.Background())
-		if err != nil || late != 3*time.Second || !strings.Contains(log.String(), "had passed 3s ago") {
-			t.Errorf("late %s err %v log %q", late, err, log.String())
+		// The warning is the console's own "WARNING: …" line, not a log record.
+		if err != nil || late != 3*time.Second || !strings.HasPrefix(console.String(), "WARNING: --start-at ") ||
+			!strings.Contains(console.String(), "had passed 3s ago") || log.Len() != 0 {
+			t.Errorf("late %s err %v console %q log %q", late, err, console.String(), log.String())
 		}
 	})
 	synctest.Test(t, func(t *testing.T) { // Ctrl-C while waiting: nothing is written
