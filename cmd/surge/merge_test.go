@@ -75,7 +75,7 @@ func TestShardsMergeToTheWholeSchedule(t *testing.T) {
 		args []string
 		want string
 	}{
-		"disagree":   {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "slow"), "-o", filepath.Join(dir, "x")}, "disagree on config.extra.Rate: 20 in"},
+		"disagree":   {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "slow"), "-o", filepath.Join(dir, "x")}, "disagree on config.extra.Rate (--rate): 20 in"},
 		"missing":    {[]string{"merge", filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "x")}, "shard 1 of 2 missing"},
 		"twice":      {[]string{"merge", filepath.Join(dir, "s0of2"), filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "x")}, "given twice"},
 		"not shard":  {[]string{"merge", filepath.Join(dir, "s"), "-o", filepath.Join(dir, "x")}, "not a shard"},

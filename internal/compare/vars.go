@@ -102,6 +102,16 @@ func settings(m *record.Manifest) map[string]leaf {
 	return out
 }
 
+// SettingName is the name a user sets one of m's settings by — the flag
+// without its dashes, as Variables names it (rate, seed, max-waiting) —
+// for its path in manifest.json: at the top (seed, model) or below config
+// (options.Seed, extra.Rate). ok is false for a path that is no setting
+// (the plan, bookkeeping). surge merge names a disagreement this way.
+func SettingName(m *record.Manifest, path string) (name string, ok bool) {
+	l, ok := settings(m)[path]
+	return l.name, ok
+}
+
 // byProfile are the workload settings that, unset, take the profile's
 // (or the mix's) own value.
 var byProfile = []string{"mix", "prompt-tokens", "output-tokens"}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/surge-bench/surge/internal/compare"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -43,9 +44,33 @@ func Agree(a, b *record.Manifest, dirA, dirB string) error {
 		return refuse("%s: manifest.json: %v", dirB, err)
 	}
 	if path, va, vb, ok := diff("", ta, tb); !ok {
-		return refuse("the shards are not one experiment: they disagree on %s: %s in %s, %s in %s", path, va, dirA, vb, dirB)
+		return refuse("the shards are not one experiment: they disagree on %s: %s in %s, %s in %s", named(path, a, b), va, dirA, vb, dirB)
 	}
 	return nil
+}
+
+// named is a manifest path as a refusal shows it: with the flag the user
+// sets it by, when it has one (config.extra.Rate (--rate)), named as
+// surge compare names the settings it weighs. An element or the length
+// of a list is named by its list's flag.
+func named(path string, a, b *record.Manifest) string {
+	p := strings.TrimSuffix(strings.TrimPrefix(path, "config."), " (length)")
+	for p != "" {
+		for _, m := range []*record.Manifest{a, b} {
+			if name, ok := compare.SettingName(m, p); ok {
+				if name == p || strings.ContainsRune(name, ' ') { // seed, model; "surge version"
+					return path
+				}
+				return path + " (--" + name + ")"
+			}
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return path
 }
 
 // defining is the part of a manifest that defines the experiment, as a

@@ -317,6 +317,13 @@ func TestMergeRefuses(t *testing.T) {
 		"seed differs": {func(t *testing.T, root string) []string {
 			return []string{shard(t, root+"/a", 0, 2, nil), shard(t, root+"/b", 1, 2, func(m *record.Manifest) { m.Seed = 8 })}
 		}, []string{"disagree on seed: 7 in", "8 in"}},
+		"option differs": {func(t *testing.T, root string) []string { // named by its flag too
+			return []string{shard(t, root+"/a", 0, 2, nil), shard(t, root+"/b", 1, 2, func(m *record.Manifest) {
+				c := m.Config.(run.ManifestConfig)
+				c.Options.TTFTDeadline = 9
+				m.Config = c
+			})}
+		}, []string{"disagree on config.options.TTFTDeadline (--ttft-deadline): 2000000000 in", "9 in"}},
 		"version differs": {func(t *testing.T, root string) []string {
 			return []string{shard(t, root+"/a", 0, 2, nil), shard(t, root+"/b", 1, 2, func(m *record.Manifest) { m.Version = "v9" })}
 		}, []string{"disagree on version"}},
