@@ -58,6 +58,22 @@ func TestShardsMergeToTheWholeSchedule(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// The prompt lengths, intended and server-reported, are counted over
+	// the merged records: those of one process, and in the report.
+	ms, err := record.ReadManifest(filepath.Join(dir, "m", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := record.ReadManifest(filepath.Join(dir, "s", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp, wp := ms.PromptSizing, ws.PromptSizing; mp == nil || wp == nil || wp.Actual.Samples == 0 || mp.Intended != wp.Intended || mp.Actual != wp.Actual {
+		t.Errorf("merged prompt sizing %+v, one process %+v", mp, wp)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "m", "results.md")); !strings.Contains(string(md), "prompt tokens") || !strings.Contains(string(md), "server-reported p50") {
+		t.Errorf("the merged results.md has no prompt tokens line")
+	}
 	md, _ := os.ReadFile(filepath.Join(dir, "m", "results.md"))
 	if !strings.Contains(string(md), "merged from 2 shards") {
 		t.Errorf("results.md does not say it is a merge")

@@ -205,15 +205,26 @@ func Runs(ctx context.Context, shards []Shard, out *rundir.Dir) (*Result, error)
 	if err := copyEngine(first, out); err != nil {
 		return nil, err
 	}
+	// The prompt lengths, counted again over the merged records (the
+	// shards' percentiles do not combine); none when they cannot be.
+	var counted record.TokenStats
+	var intended record.TokenStats
+	if ps, err := run.RecountPrompts(first.Manifest, first.Manifest.PromptSizing, out.RecordsSource()); err == nil {
+		intended, counted = ps.Intended, ps.Actual
+	}
 	if b, err := os.ReadFile(filepath.Join(first.Dir, "summary.json")); err == nil && json.Valid(b) {
-		if b, err = summary(b); err != nil {
+		if b, err = summary(b, intended, counted); err != nil {
 			return nil, refuse("%s: summary.json: %v", first.Dir, err)
 		}
 		if err := out.WriteFile("summary.json", func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 			return nil, err
 		}
 	}
-	if err := out.WriteManifest(manifest(shards, counts, res.Skew, filepath.Base(out.Path()))); err != nil {
+	m := manifest(shards, counts, res.Skew, filepath.Base(out.Path()))
+	if m.PromptSizing != nil {
+		m.PromptSizing.Intended, m.PromptSizing.Actual = intended, counted
+	}
+	if err := out.WriteManifest(m); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -225,9 +236,10 @@ func Runs(ctx context.Context, shards []Shard, out *rundir.Dir) (*Result, error)
 // what shard 0 counted of its own records is dropped — the engine's
 // per-request timing (the re-render would otherwise show shard 0's) and
 // the prompt-length statistics (percentiles of 1/N of the prompts, which
-// cannot be merged without the prompts) — and the analysis is written
-// again by the re-render.
-func summary(b []byte) ([]byte, error) {
+// cannot be merged: intended and actual, counted again over the merged
+// records, replace them) — and the analysis is written again by the
+// re-render.
+func summary(b []byte, intended, actual record.TokenStats) ([]byte, error) {
 	var s map[string]json.RawMessage
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, err
@@ -238,7 +250,7 @@ func summary(b []byte) ([]byte, error) {
 		if err := json.Unmarshal(p, &ps); err != nil {
 			return nil, err
 		}
-		ps.Intended, ps.Actual = record.TokenStats{}, record.TokenStats{}
+		ps.Intended, ps.Actual = intended, actual
 		p, err := json.Marshal(ps)
 		if err != nil {
 			return nil, err
