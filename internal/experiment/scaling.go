@@ -48,7 +48,11 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 	}
 	t.Meta = []report.KV{{Key: "source", Value: src}, {Key: "events", Value: strconv.Itoa(len(tl.Events))}}
 	for _, e := range tl.Events {
-		row := []report.LevelCell{report.TextCell(e.Replica)}
+		name := e.Replica
+		if e.AfterRecovery {
+			name += " (after recovery)"
+		}
+		row := []report.LevelCell{report.TextCell(name)}
 		if tl.Source == scaling.SourceKubernetes {
 			n := OrDash(e.Node)
 			if e.NewNode {
@@ -66,18 +70,20 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 		t.Notes = append(t.Notes, "no scaling event: no new pod appeared during the run")
 	}
 	out := []report.LevelTable{t}
-	if len(tl.Events) < 2 {
+	n := tl.BurstEvents()
+	if n < 2 {
+		out[0].Notes = append(out[0].Notes, tl.Excluded()...)
 		return out
 	}
 	d := report.LevelTable{
-		Title: fmt.Sprintf("%s: distribution over %d events", title, len(tl.Events)),
+		Title: fmt.Sprintf("%s: distribution over %d events", title, n),
 		Columns: []report.LevelColumn{
 			{Key: "from", Head: "from", Kind: report.LevelText}, {Key: "to", Head: "to", Kind: report.LevelText},
 			{Key: "events", Head: "events", Kind: report.LevelCount},
 			{Key: "min_s", Head: "min", Kind: report.LevelSeconds}, {Key: "median_s", Head: "median", Kind: report.LevelSeconds},
 			{Key: "max_s", Head: "max", Kind: report.LevelSeconds},
 		},
-		Notes: []string{"median by nearest rank (one event's own value); intervals on surge's clock"},
+		Notes: append([]string{"median by nearest rank (one event's own value); intervals on surge's clock"}, tl.Excluded()...),
 	}
 	for _, iv := range tl.Intervals() {
 		d.Rows = append(d.Rows, []report.LevelCell{report.TextCell(milestoneHead(iv.From)), report.TextCell(milestoneHead(iv.To)),
