@@ -441,10 +441,25 @@ func (c *Config) ShardArgs() []string {
 }
 
 func (c *Config) shardJob() *job {
-	return c.job(c.Name+"-shards", "shard", c.Workers, true, podSpec{
+	j := c.job(c.Name+"-shards", "shard", c.Workers, true, podSpec{
 		Containers: []container{c.container(c.ShardArgs(), experimentMount, resultsMount)},
 		Volumes:    c.volumes(),
 	})
+	// A shard exits 1 when its SLO verdict fails, after writing its whole
+	// folder: a result, not a crash. With backoffLimit 0 the first such
+	// pod would fail the Job and the controller would terminate the
+	// shards still running. batch/v1's backoffLimitPerIndex 0 (no
+	// maxFailedIndexes) instead fails only that index, never retried (a
+	// retried shard would replay its share at the wrong time), lets every
+	// other index run to its end, and marks the Job Failed (reason
+	// FailedIndexes) only when all have ended, so merge sees every folder.
+	// No podFailurePolicy rule does this: Ignore re-creates the pod (the
+	// shard would run again), Count counts toward backoffLimit.
+	// backoffLimit is left unset: with a per-index limit it defaults to
+	// "no global limit".
+	j.Spec.BackoffLimit = nil
+	j.Spec.BackoffLimitPerIndex = ptr(0)
+	return j
 }
 
 // MergeArgs is the merge Job's command line.

@@ -366,3 +366,59 @@ func TestKubectlAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestShardSLOFailureDoesNotFailSiblings: REVIEW15 #14. A shard's SLO
+// verdict (exit 1) must fail only its index: backoffLimitPerIndex 0, no
+// global backoffLimit 0, no FailJob rule; and every printed wait returns
+// on Failed as well as Complete (run against a fake kubectl).
+func TestShardSLOFailureDoesNotFailSiblings(t *testing.T) {
+	c := config(func(c *Config) { c.Static = true; c.Workers = 3 })
+	o := decodeStrict(t, c)
+	s := o.jobs["bench-shards"].Spec
+	if s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 0 || s.BackoffLimit != nil || s.MaxFailedIndexes != nil {
+		t.Errorf("shards: backoffLimitPerIndex %v backoffLimit %v maxFailedIndexes %v; want 0, unset, unset", s.BackoffLimitPerIndex, s.BackoffLimit, s.MaxFailedIndexes)
+	}
+	if p := s.PodFailurePolicy; p != nil {
+		for _, r := range p.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob {
+				t.Errorf("a FailJob rule kills the sibling shards: %+v", r)
+			}
+		}
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, mode := range []func(*Config){nil, func(c *Config) { c.Static = true }} {
+		c := config(mode)
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var waits []string
+		for _, l := range c.Steps("k8s") {
+			if strings.Contains(l, "--for=condition=complete") {
+				t.Errorf("a wait that blocks on a Failed Job: %s", l)
+			}
+			if strings.HasPrefix(l, "until ") {
+				waits = append(waits, l)
+			}
+		}
+		if len(waits) == 0 {
+			t.Fatalf("%s: no wait for the Job's end in %q", c.Mode(), c.Steps("k8s"))
+		}
+		bin := t.TempDir()
+		// The fake kubectl answers what a Job that failed an index says.
+		fake := "#!/bin/sh\necho 'FailureTarget Failed'\n"
+		if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range waits {
+			cmd := exec.Command(bash, "-c", w)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "Failed" {
+				t.Errorf("%s: %v %q, want it to return printing Failed", w, err, out)
+			}
+		}
+	}
+}

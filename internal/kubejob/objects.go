@@ -78,8 +78,11 @@ type jobSpec struct {
 	Completions      *int              `json:"completions,omitempty"`
 	PodFailurePolicy *podFailurePolicy `json:"podFailurePolicy,omitempty"`
 	BackoffLimit     *int              `json:"backoffLimit,omitempty"`
-	Template         podTemplate       `json:"template"`
-	CompletionMode   string            `json:"completionMode,omitempty"`
+	// BackoffLimitPerIndex (Indexed Jobs): a failed index is not retried
+	// past it, and does not fail the other indexes.
+	BackoffLimitPerIndex *int        `json:"backoffLimitPerIndex,omitempty"`
+	Template             podTemplate `json:"template"`
+	CompletionMode       string      `json:"completionMode,omitempty"`
 }
 
 type podFailurePolicy struct {
