@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,45 @@ func TestK8sJob(t *testing.T) {
 		if code, _, stderr := surge(t, args...); code != exitUsage || !strings.Contains(stderr, b.msg) {
 			t.Errorf("%v: code %d, stderr %q; want 2 with %q", b.args, code, stderr, b.msg)
 		}
+	}
+}
+
+// TestK8sJobChecksTheFile: REVIEW15 #15. The experiment file is parsed by
+// the command's own parser before any manifest is written: an unknown
+// field, or a key of another command, is refused with the message surge
+// COMMAND -f gives; so is a typo in the flags after --, and a --start-at
+// in the past.
+func TestK8sJobChecksTheFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	burst := write("burst.yaml", "baseline_rps: 20\nmultipliers: [2, 5]\n")
+	bogus := write("bogus.yaml", "baseline_rps: 20\nbogus_key: 1\n")
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-f", burst, "--command", "run"}, `burst.yaml:2: unknown field "multipliers"`},
+		{[]string{"-f", bogus}, `bogus.yaml:2: unknown field "bogus_key"`},
+		{[]string{"-f", burst, "--", "--taget", "http://x"}, "--taget"},
+		{[]string{"-f", burst, "--static", "--start-at", "2020-01-01T00:00:00Z"}, "--start-at: 2020-01-01T00:00:00Z is in the past"},
+	}
+	for i, tc := range cases {
+		out := filepath.Join(dir, "k8s"+strconv.Itoa(i))
+		args := append([]string{"k8s", "job", "--workers", "2", "-o", out}, tc.args...)
+		code, _, stderr := surge(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: code %d, stderr %q; want 2 with %q", tc.args, code, stderr, tc.msg)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: manifests written in spite of the error", tc.args)
+		}
+	}
+	// The same file is fine for the command it was written for.
+	if code, _, stderr := surge(t, "k8s", "job", "--workers", "2", "-f", burst, "-o", filepath.Join(dir, "ok"), "--", "--target", "http://vllm.llm.svc:8000/v1"); code != 0 {
+		t.Errorf("good file: code %d %s", code, stderr)
 	}
 }

@@ -183,6 +183,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.Static && !c.StartAt.IsZero() && !c.StartAt.After(c.Now) {
+		// Every shard would start "at once" whenever its pod came up: not together.
+		es.Add("start-at", "%s is in the past (now %s): each shard would start when its pod comes up, not together; give a time a few minutes ahead (the pods are scheduled and pull the image first), or leave it out for %s from now",
+			c.StartAt.UTC().Format(time.RFC3339), c.Now.UTC().Format(time.RFC3339), DefaultStartAtMargin)
+	}
 	if c.Static && c.StartAt.IsZero() {
 		c.StartAt = c.Now.Add(DefaultStartAtMargin).Truncate(time.Second)
 	}

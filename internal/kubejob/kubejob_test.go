@@ -297,6 +297,7 @@ func TestBadConfig(t *testing.T) {
 		{"static+listen", func(c *Config) { c.Static = true; c.CoordinatorListen = "h:1" }, "static", "no coordinator"},
 		{"static capacity", func(c *Config) { c.Static = true; c.Command = "capacity" }, "static", "use a coordinator"},
 		{"secret", func(c *Config) { c.APIKeySecret = "Bad Name" }, "api-key-secret", ""},
+		{"start-at past", func(c *Config) { c.Static = true; c.StartAt = c.Now.Add(-time.Hour) }, "start-at", "in the past"},
 		{"key env after --", func(c *Config) { c.Args = append(c.Args, "--api-key-env=OTHER") }, "api-key-env", "not after --"},
 	}
 	for _, tc := range cases {
