@@ -59,6 +59,10 @@ const (
 	DefaultStartAtMargin = 3 * time.Minute
 )
 
+// ImageUID is the uid (and gid) the surge image runs as: the Dockerfile's
+// USER (distroless "nonroot").
+const ImageUID int64 = 65532
+
 // Paths inside the pods.
 const (
 	ExperimentDir  = "/etc/surge"
@@ -352,6 +356,8 @@ func ptr[T any](v T) *T { return &v }
 // job is a Job of n pods (Indexed when n > 1 or indexed).
 func (c *Config) job(name, role string, n int, indexed bool, spec podSpec) *job {
 	spec.RestartPolicy = "Never"
+	// The Dockerfile's user; fsGroup makes the results volume writable to it.
+	spec.SecurityContext = &podSecurityContext{RunAsUser: ptr(ImageUID), RunAsGroup: ptr(ImageUID), RunAsNonRoot: ptr(true), FSGroup: ptr(ImageUID)}
 	j := &job{
 		typeMeta: batchV1,
 		Metadata: c.meta(name, role),

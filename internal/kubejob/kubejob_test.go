@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,6 +420,37 @@ func TestShardSLOFailureDoesNotFailSiblings(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil || strings.TrimSpace(string(out)) != "Failed" {
 				t.Errorf("%s: %v %q, want it to return printing Failed", w, err, out)
+			}
+		}
+	}
+}
+
+// TestDockerfile: REVIEW15 #13. The repository builds the image the
+// manifests name (static, non-root, surge as the entrypoint, since the
+// containers get only args), and every surge pod runs as the image's user
+// with the results volume writable to it.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	for _, want := range []string{"CGO_ENABLED=0", "./cmd/surge", "-X main.version=", `ENTRYPOINT ["/usr/local/bin/surge"]`, "USER " + strconv.FormatInt(ImageUID, 10)} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	if strings.Count(df, "\nFROM ") < 2 {
+		t.Error("Dockerfile: want a multi-stage build (the Go toolchain stays out of the image)")
+	}
+	for _, mode := range []func(*Config){nil, func(c *Config) { c.Static = true }} {
+		for name, j := range decodeStrict(t, config(mode)).jobs {
+			sc := j.Spec.Template.Spec.SecurityContext
+			if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != ImageUID || sc.FSGroup == nil || *sc.FSGroup != ImageUID || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+				t.Errorf("%s: securityContext %+v, want the image's uid %d and fsGroup", name, sc, ImageUID)
+			}
+			if c := j.Spec.Template.Spec.Containers[0]; len(c.Command) != 0 {
+				t.Errorf("%s: command %q overrides the image's entrypoint", name, c.Command)
 			}
 		}
 	}

@@ -112,9 +112,17 @@ type pod struct {
 }
 
 type podSpec struct {
-	Volumes       []volume    `json:"volumes,omitempty"`
-	Containers    []container `json:"containers"`
-	RestartPolicy string      `json:"restartPolicy,omitempty"`
+	Volumes         []volume            `json:"volumes,omitempty"`
+	Containers      []container         `json:"containers"`
+	RestartPolicy   string              `json:"restartPolicy,omitempty"`
+	SecurityContext *podSecurityContext `json:"securityContext,omitempty"`
+}
+
+type podSecurityContext struct {
+	RunAsUser    *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup   *int64 `json:"runAsGroup,omitempty"`
+	RunAsNonRoot *bool  `json:"runAsNonRoot,omitempty"`
+	FSGroup      *int64 `json:"fsGroup,omitempty"`
 }
 
 type volume struct {
