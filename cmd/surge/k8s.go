@@ -127,7 +127,11 @@ files and prints the kubectl commands that run them.`,
 				}
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "Wrote %d manifest files to %s (%s mode, %d workers, image %s).\n\n", len(files), out, c.Mode(), c.Workers, c.Image)
+			noun := "manifest files"
+			if len(files) == 1 {
+				noun = "manifest file"
+			}
+			fmt.Fprintf(w, "Wrote %d %s to %s (%s mode, %d workers, image %s).\n\n", len(files), noun, out, c.Mode(), c.Workers, c.Image)
 			for _, l := range c.Steps(out) {
 				fmt.Fprintln(w, l)
 			}

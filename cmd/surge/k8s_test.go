@@ -87,3 +87,29 @@ func TestK8sJobChecksTheFile(t *testing.T) {
 		t.Errorf("good file: code %d %s", code, stderr)
 	}
 }
+
+// TestK8sJobExternal: REVIEW15 #16. The printed coordinator command names
+// the file given to -f (or none without -f, never a file the user does
+// not have), the step says the coordinator must reach the target and the
+// metrics URL, and one manifest is "1 manifest file".
+func TestK8sJobExternal(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "my burst.yaml")
+	os.WriteFile(exp, []byte("baseline_rps: 20\nmultipliers: [2, 5]\n"), 0o644)
+	code, stdout, stderr := surge(t, "k8s", "job", "--workers", "4", "--coordinator-listen", "203.0.113.7:7070", "-f", exp, "-o", filepath.Join(dir, "a"))
+	if code != 0 {
+		t.Fatalf("code %d %s", code, stderr)
+	}
+	for _, want := range []string{"surge burst --file '" + exp + "' --workers 4 --coordinator-listen :7070", "Wrote 1 manifest file to", "reach the target", "--metrics-url"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = surge(t, "k8s", "job", "--workers", "4", "--coordinator-listen", "203.0.113.7:7070", "-o", filepath.Join(dir, "b"), "--", "--baseline-rps", "20")
+	if code != 0 {
+		t.Fatalf("code %d %s", code, stderr)
+	}
+	if strings.Contains(stdout, "experiment.yaml") || !strings.Contains(stdout, "surge burst --workers 4 --coordinator-listen :7070 --out surge --baseline-rps 20") {
+		t.Errorf("without -f the command must not name a file:\n%s", stdout)
+	}
+}

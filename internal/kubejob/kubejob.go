@@ -403,8 +403,14 @@ func (c *Config) experimentArgs(more ...string) []string {
 // the user's own environment).
 func (c *Config) CoordinatorArgs() []string {
 	if c.Mode() == ModeExternal {
-		return append([]string{c.Command, "--file", cmpOr(c.ExperimentName, "experiment.yaml"), "--workers", strconv.Itoa(c.Workers),
-			"--coordinator-listen", ":" + portOf(c.CoordinatorListen), "--out", c.Name}, c.Args...)
+		// The file as the user named it to -f (here, not in a pod); none
+		// without -f: the command then runs on the flags after -- alone.
+		args := []string{c.Command}
+		if c.ExperimentName != "" {
+			args = append(args, "--file", c.ExperimentName)
+		}
+		return append(append(args, "--workers", strconv.Itoa(c.Workers),
+			"--coordinator-listen", ":"+portOf(c.CoordinatorListen), "--out", c.Name), c.Args...)
 	}
 	return c.experimentArgs("--workers", strconv.Itoa(c.Workers), "--coordinator-listen", ":"+strconv.Itoa(c.Port),
 		"--out", path.Join(ResultsDir, c.Name))

@@ -36,8 +36,9 @@ func (c *Config) Steps(dir string) []string {
 			c.waitEnd(k, "job/"+c.coordinator()))
 		fetch()
 	case ModeExternal:
-		add("on this machine, start the coordinator first (it must be reachable at "+c.CoordinatorListen+" from the pods):",
-			"surge "+strings.Join(c.CoordinatorArgs(), " "))
+		add("on this machine, start the coordinator first: the pods must reach it at "+c.CoordinatorListen+
+			"; it must reach the target itself (it sizes the prompts against it) and any --metrics-url, and hands its --target to the workers — so a target address both this machine and the pods reach, not a cluster-internal Service name:",
+			"surge "+shellJoin(c.CoordinatorArgs()))
 		add("then start the workers:", fmt.Sprintf("%s apply -f %s", k, dir))
 		add("the coordinator writes ./"+c.Name+" and its report here; clean up:", fmt.Sprintf("%s delete -f %s", k, dir))
 	case ModeStatic:
@@ -69,4 +70,16 @@ func (c *Config) resultFolder() string {
 // prints the one reached.
 func (c *Config) waitEnd(k, obj string) string {
 	return fmt.Sprintf(`until %s get %s -o jsonpath='{.status.conditions[?(@.status=="True")].type}' | grep -woE 'Complete|Failed'; do sleep 10; done`, k, obj)
+}
+
+// shellJoin joins args for a shell, quoting those that need it.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
