@@ -158,3 +158,50 @@ func scalingBands(res *run.Result) []report.Band {
 	}
 	return out
 }
+
+// ScalingLine is the console's one line about the run's autoscaling
+// timeline: how many new replicas, how long pod created → first served
+// took (the median over the burst's events), and where the whole
+// timeline is. Empty without a timeline.
+func ScalingLine(res *run.Result) string {
+	tl := res.Scaling
+	if tl == nil {
+		return ""
+	}
+	if len(tl.Events) == 0 {
+		what := "no new replica appeared during the run"
+		if tl.Watch != "" {
+			what = "no new pod matching " + tl.Watch + " appeared during the run"
+		}
+		return "autoscaling timeline: " + what + " (" + run.ScalingFile + ")"
+	}
+	n := len(tl.Events)
+	b := strings.Builder{}
+	fmt.Fprintf(&b, "autoscaling timeline: %d new %s", n, plural(n, "replica", "replicas"))
+	if late := n - tl.BurstEvents(); late > 0 {
+		fmt.Fprintf(&b, " (%d triggered after the recovery)", late)
+	}
+	found := false
+	for _, iv := range tl.Intervals() {
+		if iv.From == scaling.PodCreated && iv.To == scaling.FirstServed {
+			if iv.N == 1 {
+				fmt.Fprintf(&b, ", pod created → first served %.1f s", iv.Median.Seconds())
+			} else {
+				fmt.Fprintf(&b, ", pod created → first served median %.1f s (%d events, %.1f–%.1f s)", iv.Median.Seconds(), iv.N, iv.Min.Seconds(), iv.Max.Seconds())
+			}
+			found = true
+		}
+	}
+	if !found {
+		b.WriteString(", first served unknown")
+	}
+	b.WriteString(" (" + run.ScalingFile + "; the table in results.md)")
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
