@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +54,9 @@ completions = N) and make one report of them:
     (later/40-merge.yaml, applied after them) runs surge merge.
 
 The experiment file (-f) goes into a ConfigMap mounted at /etc/surge; it
-must parse as a YAML mapping. Flags after -- are passed to the command
+is first read by the parser of surge COMMAND -f itself (with the flags
+after --), so an unknown field, or a key of another command, is refused
+here, before any manifest is written. Flags after -- are passed to the command
 (e.g. -- --target http://vllm.llm.svc:8000/v1). Results go to a
 PersistentVolumeClaim NAME-results and are copied out with kubectl cp
 through a small pod (later/50-fetch.yaml) that mounts it.
@@ -84,6 +88,11 @@ files and prints the kubectl commands that run them.`,
 					return usageErr("--start-at: %q: want an RFC 3339 time, e.g. 2026-12-02T10:00:00Z", startAt)
 				}
 				c.StartAt = t
+			}
+			if file != "" {
+				if err := checkExperimentFile(cmd.Context(), experiments, file, args); err != nil {
+					return err
+				}
 			}
 			if err := c.Validate(); err != nil {
 				var es field.Errors
@@ -118,7 +127,11 @@ files and prints the kubectl commands that run them.`,
 				}
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "Wrote %d manifest files to %s (%s mode, %d workers, image %s).\n\n", len(files), out, c.Mode(), c.Workers, c.Image)
+			noun := "manifest files"
+			if len(files) == 1 {
+				noun = "manifest file"
+			}
+			fmt.Fprintf(w, "Wrote %d %s to %s (%s mode, %d workers, image %s).\n\n", len(files), noun, out, c.Mode(), c.Workers, c.Image)
 			for _, l := range c.Steps(out) {
 				fmt.Fprintln(w, l)
 			}
@@ -147,4 +160,47 @@ files and prints the kubectl commands that run them.`,
 	f.StringVar(&c.FetchImage, "fetch-image", kubejob.DefaultFetchImage, "image of the pod kubectl cp copies the results from (needs tar)")
 	f.BoolVar(&force, "force", false, "replace manifests already in --out")
 	return cmd
+}
+
+type parseOnlyKey struct{}
+
+// parseOnly reports whether an experiment command runs only to parse its
+// flags and -f file (experimentCmd.runE stops right after).
+func parseOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(parseOnlyKey{}).(bool)
+	return v
+}
+
+// checkExperimentFile parses file, and the flags after --, with the
+// command's own flags and strict YAML decoding, as `surge COMMAND -f file
+// FLAGS…` would, and stops there: nothing runs. Its error is the
+// command's own (file:line: unknown field "x").
+func checkExperimentFile(ctx context.Context, command, file string, args []string) error {
+	var c *cobra.Command
+	switch command {
+	case "run":
+		c = newRunCmd()
+	case "burst":
+		c = newBurstCmd()
+	case "capacity":
+		c = newCapacityCmd()
+	default:
+		return nil // Validate names --command
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c.SetArgs(append([]string{"--file", file}, args...))
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	c.SilenceErrors, c.SilenceUsage = true, true
+	err := c.ExecuteContext(context.WithValue(ctx, parseOnlyKey{}, true))
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return usageErr("--file: not an experiment file of surge %s: %v", command, ee.err)
+	}
+	return usageErr("the flags after -- (for surge %s): %v", command, err)
 }

@@ -232,6 +232,9 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if parseOnly(cmd.Context()) {
+		return nil // surge k8s job checks the file with this very parser (k8s.go)
+	}
 	if x.prepare != nil {
 		if err := x.prepare(keys); err != nil {
 			return err

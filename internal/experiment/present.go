@@ -114,6 +114,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, line := range EngineTimingLines(res) {
 		fmt.Fprintln(w, line)
 	}
+	if line := ScalingLine(res); line != "" { // the autoscaling timeline (scaling.go)
+		fmt.Fprintln(w, line)
+	}
 }
 
 // EngineReason says why the engine metric m is unavailable from a run

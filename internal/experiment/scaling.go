@@ -48,7 +48,11 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 	}
 	t.Meta = []report.KV{{Key: "source", Value: src}, {Key: "events", Value: strconv.Itoa(len(tl.Events))}}
 	for _, e := range tl.Events {
-		row := []report.LevelCell{report.TextCell(e.Replica)}
+		name := e.Replica
+		if e.AfterRecovery {
+			name += " (after recovery)"
+		}
+		row := []report.LevelCell{report.TextCell(name)}
 		if tl.Source == scaling.SourceKubernetes {
 			n := OrDash(e.Node)
 			if e.NewNode {
@@ -66,18 +70,20 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 		t.Notes = append(t.Notes, "no scaling event: no new pod appeared during the run")
 	}
 	out := []report.LevelTable{t}
-	if len(tl.Events) < 2 {
+	n := tl.BurstEvents()
+	if n < 2 {
+		out[0].Notes = append(out[0].Notes, tl.Excluded()...)
 		return out
 	}
 	d := report.LevelTable{
-		Title: fmt.Sprintf("%s: distribution over %d events", title, len(tl.Events)),
+		Title: fmt.Sprintf("%s: distribution over %d events", title, n),
 		Columns: []report.LevelColumn{
 			{Key: "from", Head: "from", Kind: report.LevelText}, {Key: "to", Head: "to", Kind: report.LevelText},
 			{Key: "events", Head: "events", Kind: report.LevelCount},
 			{Key: "min_s", Head: "min", Kind: report.LevelSeconds}, {Key: "median_s", Head: "median", Kind: report.LevelSeconds},
 			{Key: "max_s", Head: "max", Kind: report.LevelSeconds},
 		},
-		Notes: []string{"median by nearest rank (one event's own value); intervals on surge's clock"},
+		Notes: append([]string{"median by nearest rank (one event's own value); intervals on surge's clock"}, tl.Excluded()...),
 	}
 	for _, iv := range tl.Intervals() {
 		d.Rows = append(d.Rows, []report.LevelCell{report.TextCell(milestoneHead(iv.From)), report.TextCell(milestoneHead(iv.To)),
@@ -151,4 +157,51 @@ func scalingBands(res *run.Result) []report.Band {
 		out = append(out, report.Band{Label: e.Replica + ": pod created → first served", Start: float64(start) / 1e9, End: float64(end) / 1e9})
 	}
 	return out
+}
+
+// ScalingLine is the console's one line about the run's autoscaling
+// timeline: how many new replicas, how long pod created → first served
+// took (the median over the burst's events), and where the whole
+// timeline is. Empty without a timeline.
+func ScalingLine(res *run.Result) string {
+	tl := res.Scaling
+	if tl == nil {
+		return ""
+	}
+	if len(tl.Events) == 0 {
+		what := "no new replica appeared during the run"
+		if tl.Watch != "" {
+			what = "no new pod matching " + tl.Watch + " appeared during the run"
+		}
+		return "autoscaling timeline: " + what + " (" + run.ScalingFile + ")"
+	}
+	n := len(tl.Events)
+	b := strings.Builder{}
+	fmt.Fprintf(&b, "autoscaling timeline: %d new %s", n, plural(n, "replica", "replicas"))
+	if late := n - tl.BurstEvents(); late > 0 {
+		fmt.Fprintf(&b, " (%d triggered after the recovery)", late)
+	}
+	found := false
+	for _, iv := range tl.Intervals() {
+		if iv.From == scaling.PodCreated && iv.To == scaling.FirstServed {
+			if iv.N == 1 {
+				fmt.Fprintf(&b, ", pod created → first served %.1f s", iv.Median.Seconds())
+			} else {
+				fmt.Fprintf(&b, ", pod created → first served median %.1f s (%d events, %.1f–%.1f s)", iv.Median.Seconds(), iv.N, iv.Min.Seconds(), iv.Max.Seconds())
+			}
+			found = true
+		}
+	}
+	if !found {
+		b.WriteString(", first served unknown")
+	}
+	b.WriteString(" (" + run.ScalingFile + "; the table in results.md)")
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -59,6 +59,10 @@ const (
 	DefaultStartAtMargin = 3 * time.Minute
 )
 
+// ImageUID is the uid (and gid) the surge image runs as: the Dockerfile's
+// USER (distroless "nonroot").
+const ImageUID int64 = 65532
+
 // Paths inside the pods.
 const (
 	ExperimentDir  = "/etc/surge"
@@ -182,6 +186,11 @@ func (c *Config) Validate() error {
 				break
 			}
 		}
+	}
+	if c.Static && !c.StartAt.IsZero() && !c.StartAt.After(c.Now) {
+		// Every shard would start "at once" whenever its pod came up: not together.
+		es.Add("start-at", "%s is in the past (now %s): each shard would start when its pod comes up, not together; give a time a few minutes ahead (the pods are scheduled and pull the image first), or leave it out for %s from now",
+			c.StartAt.UTC().Format(time.RFC3339), c.Now.UTC().Format(time.RFC3339), DefaultStartAtMargin)
 	}
 	if c.Static && c.StartAt.IsZero() {
 		c.StartAt = c.Now.Add(DefaultStartAtMargin).Truncate(time.Second)
@@ -347,6 +356,8 @@ func ptr[T any](v T) *T { return &v }
 // job is a Job of n pods (Indexed when n > 1 or indexed).
 func (c *Config) job(name, role string, n int, indexed bool, spec podSpec) *job {
 	spec.RestartPolicy = "Never"
+	// The Dockerfile's user; fsGroup makes the results volume writable to it.
+	spec.SecurityContext = &podSecurityContext{RunAsUser: ptr(ImageUID), RunAsGroup: ptr(ImageUID), RunAsNonRoot: ptr(true), FSGroup: ptr(ImageUID)}
 	j := &job{
 		typeMeta: batchV1,
 		Metadata: c.meta(name, role),
@@ -392,8 +403,14 @@ func (c *Config) experimentArgs(more ...string) []string {
 // the user's own environment).
 func (c *Config) CoordinatorArgs() []string {
 	if c.Mode() == ModeExternal {
-		return append([]string{c.Command, "--file", cmpOr(c.ExperimentName, "experiment.yaml"), "--workers", strconv.Itoa(c.Workers),
-			"--coordinator-listen", ":" + portOf(c.CoordinatorListen), "--out", c.Name}, c.Args...)
+		// The file as the user named it to -f (here, not in a pod); none
+		// without -f: the command then runs on the flags after -- alone.
+		args := []string{c.Command}
+		if c.ExperimentName != "" {
+			args = append(args, "--file", c.ExperimentName)
+		}
+		return append(append(args, "--workers", strconv.Itoa(c.Workers),
+			"--coordinator-listen", ":"+portOf(c.CoordinatorListen), "--out", c.Name), c.Args...)
 	}
 	return c.experimentArgs("--workers", strconv.Itoa(c.Workers), "--coordinator-listen", ":"+strconv.Itoa(c.Port),
 		"--out", path.Join(ResultsDir, c.Name))
@@ -441,10 +458,25 @@ func (c *Config) ShardArgs() []string {
 }
 
 func (c *Config) shardJob() *job {
-	return c.job(c.Name+"-shards", "shard", c.Workers, true, podSpec{
+	j := c.job(c.Name+"-shards", "shard", c.Workers, true, podSpec{
 		Containers: []container{c.container(c.ShardArgs(), experimentMount, resultsMount)},
 		Volumes:    c.volumes(),
 	})
+	// A shard exits 1 when its SLO verdict fails, after writing its whole
+	// folder: a result, not a crash. With backoffLimit 0 the first such
+	// pod would fail the Job and the controller would terminate the
+	// shards still running. batch/v1's backoffLimitPerIndex 0 (no
+	// maxFailedIndexes) instead fails only that index, never retried (a
+	// retried shard would replay its share at the wrong time), lets every
+	// other index run to its end, and marks the Job Failed (reason
+	// FailedIndexes) only when all have ended, so merge sees every folder.
+	// No podFailurePolicy rule does this: Ignore re-creates the pod (the
+	// shard would run again), Count counts toward backoffLimit.
+	// backoffLimit is left unset: with a per-index limit it defaults to
+	// "no global limit".
+	j.Spec.BackoffLimit = nil
+	j.Spec.BackoffLimitPerIndex = ptr(0)
+	return j
 }
 
 // MergeArgs is the merge Job's command line.

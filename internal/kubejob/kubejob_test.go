@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -297,6 +298,7 @@ func TestBadConfig(t *testing.T) {
 		{"static+listen", func(c *Config) { c.Static = true; c.CoordinatorListen = "h:1" }, "static", "no coordinator"},
 		{"static capacity", func(c *Config) { c.Static = true; c.Command = "capacity" }, "static", "use a coordinator"},
 		{"secret", func(c *Config) { c.APIKeySecret = "Bad Name" }, "api-key-secret", ""},
+		{"start-at past", func(c *Config) { c.Static = true; c.StartAt = c.Now.Add(-time.Hour) }, "start-at", "in the past"},
 		{"key env after --", func(c *Config) { c.Args = append(c.Args, "--api-key-env=OTHER") }, "api-key-env", "not after --"},
 	}
 	for _, tc := range cases {
@@ -363,6 +365,93 @@ func TestKubectlAccepts(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("kubectl read %q, want %q", got, want)
+		}
+	}
+}
+
+// TestShardSLOFailureDoesNotFailSiblings: REVIEW15 #14. A shard's SLO
+// verdict (exit 1) must fail only its index: backoffLimitPerIndex 0, no
+// global backoffLimit 0, no FailJob rule; and every printed wait returns
+// on Failed as well as Complete (run against a fake kubectl).
+func TestShardSLOFailureDoesNotFailSiblings(t *testing.T) {
+	c := config(func(c *Config) { c.Static = true; c.Workers = 3 })
+	o := decodeStrict(t, c)
+	s := o.jobs["bench-shards"].Spec
+	if s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 0 || s.BackoffLimit != nil || s.MaxFailedIndexes != nil {
+		t.Errorf("shards: backoffLimitPerIndex %v backoffLimit %v maxFailedIndexes %v; want 0, unset, unset", s.BackoffLimitPerIndex, s.BackoffLimit, s.MaxFailedIndexes)
+	}
+	if p := s.PodFailurePolicy; p != nil {
+		for _, r := range p.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob {
+				t.Errorf("a FailJob rule kills the sibling shards: %+v", r)
+			}
+		}
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, mode := range []func(*Config){nil, func(c *Config) { c.Static = true }} {
+		c := config(mode)
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var waits []string
+		for _, l := range c.Steps("k8s") {
+			if strings.Contains(l, "--for=condition=complete") {
+				t.Errorf("a wait that blocks on a Failed Job: %s", l)
+			}
+			if strings.HasPrefix(l, "until ") {
+				waits = append(waits, l)
+			}
+		}
+		if len(waits) == 0 {
+			t.Fatalf("%s: no wait for the Job's end in %q", c.Mode(), c.Steps("k8s"))
+		}
+		bin := t.TempDir()
+		// The fake kubectl answers what a Job that failed an index says.
+		fake := "#!/bin/sh\necho 'FailureTarget Failed'\n"
+		if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range waits {
+			cmd := exec.Command(bash, "-c", w)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "Failed" {
+				t.Errorf("%s: %v %q, want it to return printing Failed", w, err, out)
+			}
+		}
+	}
+}
+
+// TestDockerfile: REVIEW15 #13. The repository builds the image the
+// manifests name (static, non-root, surge as the entrypoint, since the
+// containers get only args), and every surge pod runs as the image's user
+// with the results volume writable to it.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	for _, want := range []string{"CGO_ENABLED=0", "./cmd/surge", "-X main.version=", `ENTRYPOINT ["/usr/local/bin/surge"]`, "USER " + strconv.FormatInt(ImageUID, 10)} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	if strings.Count(df, "\nFROM ") < 2 {
+		t.Error("Dockerfile: want a multi-stage build (the Go toolchain stays out of the image)")
+	}
+	for _, mode := range []func(*Config){nil, func(c *Config) { c.Static = true }} {
+		for name, j := range decodeStrict(t, config(mode)).jobs {
+			sc := j.Spec.Template.Spec.SecurityContext
+			if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != ImageUID || sc.FSGroup == nil || *sc.FSGroup != ImageUID || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+				t.Errorf("%s: securityContext %+v, want the image's uid %d and fsGroup", name, sc, ImageUID)
+			}
+			if c := j.Spec.Template.Spec.Containers[0]; len(c.Command) != 0 {
+				t.Errorf("%s: command %q overrides the image's entrypoint", name, c.Command)
+			}
 		}
 	}
 }

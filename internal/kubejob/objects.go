@@ -78,8 +78,11 @@ type jobSpec struct {
 	Completions      *int              `json:"completions,omitempty"`
 	PodFailurePolicy *podFailurePolicy `json:"podFailurePolicy,omitempty"`
 	BackoffLimit     *int              `json:"backoffLimit,omitempty"`
-	Template         podTemplate       `json:"template"`
-	CompletionMode   string            `json:"completionMode,omitempty"`
+	// BackoffLimitPerIndex (Indexed Jobs): a failed index is not retried
+	// past it, and does not fail the other indexes.
+	BackoffLimitPerIndex *int        `json:"backoffLimitPerIndex,omitempty"`
+	Template             podTemplate `json:"template"`
+	CompletionMode       string      `json:"completionMode,omitempty"`
 }
 
 type podFailurePolicy struct {
@@ -109,9 +112,17 @@ type pod struct {
 }
 
 type podSpec struct {
-	Volumes       []volume    `json:"volumes,omitempty"`
-	Containers    []container `json:"containers"`
-	RestartPolicy string      `json:"restartPolicy,omitempty"`
+	Volumes         []volume            `json:"volumes,omitempty"`
+	Containers      []container         `json:"containers"`
+	RestartPolicy   string              `json:"restartPolicy,omitempty"`
+	SecurityContext *podSecurityContext `json:"securityContext,omitempty"`
+}
+
+type podSecurityContext struct {
+	RunAsUser    *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup   *int64 `json:"runAsGroup,omitempty"`
+	RunAsNonRoot *bool  `json:"runAsNonRoot,omitempty"`
+	FSGroup      *int64 `json:"fsGroup,omitempty"`
 }
 
 type volume struct {

@@ -31,22 +31,24 @@ func (c *Config) Steps(dir string) []string {
 	switch c.Mode() {
 	case ModeCluster:
 		add("start the coordinator and the workers:", fmt.Sprintf("%s apply -f %s", k, dir))
-		add("follow the coordinator (the report's lines and the exit line are its log):",
+		add("follow the coordinator (the report's lines and the exit line are its log), then wait for its Job to end — Complete, or Failed when an SLO failed (exit 1; the report is written either way):",
 			fmt.Sprintf("%s logs -f job/%s", k, c.coordinator()),
-			fmt.Sprintf("%s wait --for=condition=complete job/%s --timeout=24h", k, c.coordinator()))
+			c.waitEnd(k, "job/"+c.coordinator()))
 		fetch()
 	case ModeExternal:
-		add("on this machine, start the coordinator first (it must be reachable at "+c.CoordinatorListen+" from the pods):",
-			"surge "+strings.Join(c.CoordinatorArgs(), " "))
+		add("on this machine, start the coordinator first: the pods must reach it at "+c.CoordinatorListen+
+			"; it must reach the target itself (it sizes the prompts against it) and any --metrics-url, and hands its --target to the workers — so a target address both this machine and the pods reach, not a cluster-internal Service name:",
+			"surge "+shellJoin(c.CoordinatorArgs()))
 		add("then start the workers:", fmt.Sprintf("%s apply -f %s", k, dir))
 		add("the coordinator writes ./"+c.Name+" and its report here; clean up:", fmt.Sprintf("%s delete -f %s", k, dir))
 	case ModeStatic:
 		add(fmt.Sprintf("start the shards before %s (they begin together then):", c.StartAt.UTC().Format("2006-01-02T15:04:05Z")),
-			fmt.Sprintf("%s apply -f %s", k, dir),
-			fmt.Sprintf("%s wait --for=condition=complete job/%s-shards --timeout=24h", k, c.Name))
+			fmt.Sprintf("%s apply -f %s", k, dir))
+		add("wait until every shard has ended: the Job ends Complete, or Failed (reason FailedIndexes) when a shard's SLO failed (exit 1) — that shard's folder is written all the same, and the other shards are not stopped:",
+			c.waitEnd(k, "job/"+c.Name+"-shards"))
 		add("merge the shards into one run folder:",
 			fmt.Sprintf("%s apply -f %s", k, path.Join(dir, "later", "40-merge.yaml")),
-			fmt.Sprintf("%s wait --for=condition=complete job/%s-merge --timeout=1h", k, c.Name))
+			c.waitEnd(k, "job/"+c.Name+"-merge"))
 		fetch()
 	}
 	return s
@@ -58,4 +60,26 @@ func (c *Config) resultFolder() string {
 		return c.Name + "/merged"
 	}
 	return c.Name
+}
+
+// waitEnd is a command that returns when the Job ends, Complete or
+// Failed: `kubectl wait --for=condition=complete` alone would block to its
+// timeout on a Failed Job, and kubectl wait has no "either" condition. It
+// polls the conditions whose status is True (FailureTarget and
+// SuccessCriteriaMet precede the terminal ones; neither matches) and
+// prints the one reached.
+func (c *Config) waitEnd(k, obj string) string {
+	return fmt.Sprintf(`until %s get %s -o jsonpath='{.status.conditions[?(@.status=="True")].type}' | grep -woE 'Complete|Failed'; do sleep 10; done`, k, obj)
+}
+
+// shellJoin joins args for a shell, quoting those that need it.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }

@@ -22,6 +22,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/surge-bench/surge/internal/sim"
@@ -63,6 +64,11 @@ type Event struct {
 	Replica string `json:"replica"`        // pod name, or "r3" for the simulator's replica 3 (its X-Surge-Replica value)
 	Node    string `json:"node,omitempty"` // the node it ran on (Kubernetes)
 	NewNode bool   `json:"new_node"`       // a node was added for it during the run
+	// AfterRecovery marks a replica triggered (or, without a trigger,
+	// created) at or after the run's recovery: the burst's load did not
+	// call for it, so it carries no burst_start / recovered milestones and
+	// is left out of the distribution over the burst's events.
+	AfterRecovery bool `json:"after_recovery,omitempty"`
 	// Milestones are the event's milestones in Order; absent ones are left out.
 	Milestones []Stamp `json:"milestones"`
 }
@@ -98,8 +104,18 @@ type Run struct {
 	RecoveredNs  int64
 }
 
-// Add puts the run's own milestones into e and sorts them in Order.
+// Add puts the run's own milestones into e and sorts them in Order. An
+// event that began (triggered, else pod created) at or after the recovery
+// is not the burst's: it is marked AfterRecovery and gets neither.
 func (r Run) Add(e *Event) {
+	start, ok := e.At(Triggered)
+	if !ok {
+		start, ok = e.At(PodCreated)
+	}
+	if ok && r.RecoveredNs >= 0 && start >= r.RecoveredNs {
+		e.AfterRecovery = true
+		return
+	}
 	if r.BurstStartNs >= 0 {
 		e.Milestones = append(e.Milestones, Stamp{Milestone: BurstStart, AtNs: r.BurstStartNs, KubeNs: None})
 	}
@@ -176,7 +192,8 @@ type Interval struct {
 // consecutive milestones of Order (from each milestone to the next one an
 // event reached), then of the two spans that sum them: pod created →
 // first served (how long new capacity took to become useful) and burst
-// start → first served. An interval no event has is left out.
+// start → first served. An interval no event has is left out, and so are
+// the events Excluded names (see there).
 func (t *Timeline) Intervals() []Interval {
 	type key struct{ from, to string }
 	vals := map[key][]time.Duration{}
@@ -188,8 +205,14 @@ func (t *Timeline) Intervals() []Interval {
 		vals[k] = append(vals[k], d)
 	}
 	for _, e := range t.Events {
+		if e.AfterRecovery {
+			continue
+		}
 		for i := 1; i < len(e.Milestones); i++ {
 			a, b := e.Milestones[i-1], e.Milestones[i]
+			if b.Milestone == Recovered && b.AtNs < a.AtNs {
+				continue // recovered before this replica got there
+			}
 			put(key{a.Milestone, b.Milestone}, time.Duration(b.AtNs-a.AtNs))
 		}
 	}
@@ -200,7 +223,7 @@ func (t *Timeline) Intervals() []Interval {
 	tv := map[key][]time.Duration{}
 	for _, e := range t.Events {
 		fs, ok := e.At(FirstServed)
-		if !ok {
+		if !ok || e.AfterRecovery {
 			continue
 		}
 		for _, k := range totals {
@@ -223,6 +246,48 @@ func (t *Timeline) Intervals() []Interval {
 		// between) says nothing new.
 		if v := tv[k]; len(v) > 0 && !slices.Contains(keys, k) {
 			dist(k, v)
+		}
+	}
+	return out
+}
+
+// BurstEvents counts the events the distribution is over: those not
+// AfterRecovery.
+func (t *Timeline) BurstEvents() int {
+	n := 0
+	for _, e := range t.Events {
+		if !e.AfterRecovery {
+			n++
+		}
+	}
+	return n
+}
+
+// Excluded says, one line per case, what Intervals leaves out and why: a
+// replica triggered after the run had recovered (not the burst's
+// capacity; its intervals would mix an unrelated scale-up into the
+// burst's), and a replica whose last milestone came after the recovery
+// (its interval to "recovered" would be negative: the run recovered
+// without it).
+func (t *Timeline) Excluded() []string {
+	var out []string
+	sec := func(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 1, 64) + " s" }
+	for _, e := range t.Events {
+		if e.AfterRecovery {
+			at, ok := e.At(Triggered)
+			what := "triggered"
+			if !ok {
+				at, _ = e.At(PodCreated)
+				what = "created"
+			}
+			out = append(out, e.Replica+" was "+what+" at "+sec(at)+", after the run had recovered: not the burst's capacity, left out of the distribution")
+			continue
+		}
+		for i := 1; i < len(e.Milestones); i++ {
+			a, b := e.Milestones[i-1], e.Milestones[i]
+			if b.Milestone == Recovered && b.AtNs < a.AtNs {
+				out = append(out, "the run recovered at "+sec(b.AtNs)+", before "+e.Replica+"'s "+strings.ReplaceAll(a.Milestone, "_", " ")+" at "+sec(a.AtNs)+": that negative interval to recovered is left out")
+			}
 		}
 	}
 	return out

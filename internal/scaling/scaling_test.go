@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,50 @@ func TestMedianOfThree(t *testing.T) {
 	iv := tl.Intervals()
 	if len(iv) != 1 || iv[0].Min != 1 || iv[0].Median != 3 || iv[0].Max != 5 || iv[0].N != 3 {
 		t.Errorf("%+v", iv)
+	}
+}
+
+// TestAfterRecovery: REVIEW15 #17. A replica triggered after the run had
+// recovered is not the burst's (no burst_start/recovered milestones, out
+// of the distribution), and a replica that first served after the
+// recovery has no negative "first served → recovered" interval.
+func TestAfterRecovery(t *testing.T) {
+	s := time.Second
+	evs := []sim.Event{
+		{At: 436 * s, Kind: sim.EventScaleTrigger, Replica: 1},
+		{At: 441 * s, Kind: sim.EventCapacityRequested, Replica: 1},
+		{At: 531 * s, Kind: sim.EventFirstServed, Replica: 1},
+		{At: 500 * s, Kind: sim.EventScaleTrigger, Replica: 2},
+		{At: 505 * s, Kind: sim.EventCapacityRequested, Replica: 2},
+		{At: 560 * s, Kind: sim.EventFirstServed, Replica: 2},  // after the recovery at 540 s
+		{At: 546 * s, Kind: sim.EventScaleTrigger, Replica: 3}, // after the recovery
+		{At: 551 * s, Kind: sim.EventCapacityRequested, Replica: 3},
+		{At: 642 * s, Kind: sim.EventFirstServed, Replica: 3},
+	}
+	tl := FromSim(evs, Run{BurstStartNs: int64(420 * s), RecoveredNs: int64(540 * s)})
+	if tl == nil || len(tl.Events) != 3 || tl.BurstEvents() != 2 {
+		t.Fatalf("%+v", tl)
+	}
+	r3 := tl.Events[2]
+	if !r3.AfterRecovery || tl.Events[0].AfterRecovery || tl.Events[1].AfterRecovery {
+		t.Errorf("after recovery flags: %+v", tl.Events)
+	}
+	if _, ok := r3.At(BurstStart); ok {
+		t.Errorf("r3 carries the burst's start: %+v", r3)
+	}
+	for _, iv := range tl.Intervals() {
+		if iv.Min < 0 {
+			t.Errorf("negative interval in the distribution: %+v", iv)
+		}
+		if iv.From == BurstStart && iv.To == Triggered && (iv.N != 2 || iv.Max != 80*s) {
+			t.Errorf("burst start → triggered mixes r3 in: %+v", iv)
+		}
+		if iv.To == Recovered && iv.N != 1 {
+			t.Errorf("first served → recovered: %+v, want r1 only", iv)
+		}
+	}
+	ex := tl.Excluded()
+	if len(ex) != 2 || !strings.Contains(ex[0], "r2's first served at 560.0 s") || !strings.Contains(ex[1], "r3 was triggered at 546.0 s, after the run had recovered") {
+		t.Errorf("excluded: %q", ex)
 	}
 }
