@@ -29,7 +29,7 @@ func WorkerLines(res *run.Result) []string {
 		out = append(out, fmt.Sprintf("worker %d %s (surge %s): %d of %d arrivals recorded by it, schedule lag p99 %.1f ms%s; clock offset %+.3f ms (RTT %.3f ms, drift %+.3f ms).",
 			g.Index, g.Name, g.Version, g.Records, g.Arrivals, g.LagP99Ms, slow, float64(g.ClockOffsetNs)/1e6, float64(g.RTTNs)/1e6, float64(g.OffsetDriftNs)/1e6))
 		if g.Lost {
-			out = append(out, fmt.Sprintf("worker %d %s LOST: %s; its %d unsent arrivals are generator_drop records.", g.Index, g.Name, g.LostWhy, g.Arrivals-g.Records))
+			out = append(out, fmt.Sprintf("worker %d %s LOST: %s; %d of its arrivals were in flight (cancelled records), %d never sent (generator_drop records).", g.Index, g.Name, g.LostWhy, g.LostInFlight, g.LostUnsent))
 		}
 	}
 	return out

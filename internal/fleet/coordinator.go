@@ -430,11 +430,15 @@ type share struct {
 	why      string
 	lastSeen time.Time
 	inFlight int64
-	lag      *hdr.Histogram // schedule lag, µs
-	offsetNs int64          // the job's offset and its RTT
-	rttNs    int64
-	driftNs  int64
-	readyNs  int64 // how long before the origin the worker was ready
+	// lostInFlight and lostUnsent count the arrivals without a record
+	// when the worker was lost: due before it (cancelled records) and
+	// after it (generator_drop records).
+	lostInFlight, lostUnsent int64
+	lag                      *hdr.Histogram // schedule lag, µs
+	offsetNs                 int64          // the job's offset and its RTT
+	rttNs                    int64
+	driftNs                  int64
+	readyNs                  int64 // how long before the origin the worker was ready
 }
 
 func (d *drive) share(i int) *share {
@@ -475,7 +479,7 @@ func (d *drive) Run(ctx context.Context) error {
 		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
 		c.mu.Unlock()
 		if lost {
-			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why))
+			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why), -1)
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
@@ -633,18 +637,33 @@ func (d *drive) deliver(s *share, r *record.Record) {
 	d.sink(r)
 }
 
-// lose closes s because its worker was lost: every arrival without a
-// record (up to the moment the schedule was stopped, if it was) becomes a
-// generator_drop naming the worker, when and why.
+// lose closes s because its worker was lost. Its arrivals without a
+// record that were due before the loss (when the connection dropped; when
+// the coordinator last heard from it, for a silent worker) were sent or
+// being sent: cancelled records, "lost with the request in flight". Those
+// due after it (up to the moment the schedule was stopped, if it was) were
+// never sent: generator_drop records. Both name the worker, when and why.
 func (d *drive) lose(s *share, cause string) {
 	name := "w" + strconv.Itoa(s.index)
 	if s.m != nil {
 		name = s.m.name
 	}
-	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause))
+	s.mu.Lock()
+	cut := time.Now()
+	if strings.HasPrefix(cause, "no heartbeat") || strings.HasPrefix(cause, "its control stream") {
+		cut = s.lastSeen
+	}
+	s.mu.Unlock()
+	if strings.HasPrefix(cause, "its run ended") || cause == "never registered" {
+		cut = d.j.Origin // it said it was done, or never began: nothing in flight
+	}
+	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause), cut.Sub(d.j.Origin))
 }
 
-func (d *drive) loseAs(s *share, why string) {
+// loseAs closes s as lost for why: its arrivals without a record due at or
+// before cut are cancelled (in flight when it was lost), the rest
+// generator_drop (never sent).
+func (d *drive) loseAs(s *share, why string, cut time.Duration) {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -663,11 +682,19 @@ func (d *drive) loseAs(s *share, why string) {
 		if d.j.ProfileOf != nil {
 			rec.Profile = d.j.ProfileOf(a)
 		}
-		rec.Outcome, rec.Error, rec.Shard = record.GeneratorDrop, why, s.index
+		rec.Shard = s.index
+		if a.At <= cut {
+			rec.Outcome, rec.Error = record.Cancelled, why+" (the worker was lost with the request in flight; its answer never came back)"
+			s.lostInFlight++
+		} else {
+			rec.Outcome, rec.Error = record.GeneratorDrop, why+" (never sent)"
+			s.lostUnsent++
+		}
 		d.deliver(s, &rec)
 	}
+	inFlight, unsent := s.lostInFlight, s.lostUnsent
 	s.mu.Unlock()
-	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; its unsent arrivals are recorded as generator_drop\n", why)
+	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; %d of its arrivals were in flight (recorded as cancelled), %d never sent (recorded as generator_drop)\n", why, inFlight, unsent)
 	d.finish(s, why)
 }
 
@@ -693,7 +720,8 @@ func (d *drive) Distribution() *record.Distribution {
 	for _, s := range d.shares {
 		s.mu.Lock()
 		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why,
-			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs}
+			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs,
+			LostInFlight: s.lostInFlight, LostUnsent: s.lostUnsent}
 		if s.lag.TotalCount() > 0 {
 			g.LagP99Ms = float64(s.lag.ValueAtQuantile(99)) / 1000
 		}

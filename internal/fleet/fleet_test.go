@@ -316,7 +316,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		switch {
 		case r.Shard != killed && r.Outcome != record.OK:
 			t.Fatalf("seq %d of the live worker: %s %s", r.Seq, r.Outcome, r.Error)
-		case r.Shard == killed && r.Outcome == record.GeneratorDrop:
+		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error)):
 			dropped++
 			if !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
 				t.Fatalf("seq %d: drop reason %q", r.Seq, r.Error)
@@ -361,6 +361,51 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 	if g := m.Distributed.Each[killed]; g.Name != "w2" || g.Lost || g.Records != g.Arrivals {
 		t.Fatalf("replacement: %+v\n%s", g, log)
+	}
+}
+
+// A worker killed while its requests are in flight: the arrivals it had
+// due before the loss are cancelled "with the request in flight", only
+// those after it generator_drop "never sent" (its records are held back
+// here, so every arrival due before the kill is in flight).
+func TestWorkerKilledInFlight(t *testing.T) {
+	env := prepare(t, testOptions())
+	k := &killable{}
+	hc := &http.Client{Transport: &http.Transport{DialContext: k.dial}}
+	log := &syncLog{}
+	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"},
+		WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second, FlushEvery: time.Hour, FlushRecords: 1 << 20})
+	env.Fleet = c
+	p := plan(20, 3*time.Second)
+	time.AfterFunc(1500*time.Millisecond, k.kill)
+	recs, m := execute(t, context.Background(), env, p)
+	killed := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })
+	var inFlight, unsent int64
+	var lastInFlight, firstUnsent int64 = -1, 1 << 62
+	for _, r := range recs {
+		if r.Shard != killed {
+			continue
+		}
+		switch r.Outcome {
+		case record.Cancelled:
+			inFlight++
+			lastInFlight = max(lastInFlight, r.ScheduledNs)
+			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "in flight") {
+				t.Fatalf("seq %d: %q", r.Seq, r.Error)
+			}
+		case record.GeneratorDrop:
+			unsent++
+			firstUnsent = min(firstUnsent, r.ScheduledNs)
+			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "never sent") {
+				t.Fatalf("seq %d: %q", r.Seq, r.Error)
+			}
+		default:
+			t.Fatalf("seq %d of the killed worker: %s (its records were held back)", r.Seq, r.Outcome)
+		}
+	}
+	g := m.Distributed.Each[killed]
+	if inFlight == 0 || unsent == 0 || lastInFlight >= firstUnsent || g.LostInFlight != inFlight || g.LostUnsent != unsent {
+		t.Fatalf("in flight %d (last %d ns), unsent %d (first %d ns), manifest %+v\n%s", inFlight, lastInFlight, unsent, firstUnsent, g, log)
 	}
 }
 
