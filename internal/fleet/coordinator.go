@@ -119,11 +119,29 @@ func (c *Coordinator) Wait(ctx context.Context, timeout time.Duration) error {
 		case <-ch:
 		case <-time.After(200 * time.Millisecond):
 		case <-ctx.Done():
-			return fmt.Errorf("fleet: interrupted while waiting for workers: %d of %d registered %v", n, c.want, names)
+			return fmt.Errorf("fleet: interrupted while waiting for workers: %s registered", registered(n, c.want, names))
 		case <-deadline.C:
-			return fmt.Errorf("fleet: only %d of %d workers registered within %s %v; start the others with: surge worker --coordinator %s", n, c.want, timeout, names, c.URL())
+			return fmt.Errorf("fleet: only %s registered within %s; start the others with: surge worker --coordinator %s", registered(n, c.want, names), timeout, c.URL())
 		}
 	}
+}
+
+// registered says how many of want workers came, and which: "1 of 2
+// workers (w0)", "0 of 1 worker".
+func registered(n, want int, names []string) string {
+	s := fmt.Sprintf("%d of %d %s", n, want, Plural(want, "worker", "workers"))
+	if len(names) > 0 {
+		s += " (" + strings.Join(names, ", ") + ")"
+	}
+	return s
+}
+
+// Plural is one when n is 1, else many.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Close tells every worker there is no more work and stops serving.

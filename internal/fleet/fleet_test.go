@@ -428,7 +428,7 @@ func TestVersionRefused(t *testing.T) {
 	}
 	// And the coordinator, still waiting, says how many came.
 	err = c.Wait(context.Background(), 300*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "only 0 of 1 workers registered") {
+	if err == nil || !strings.Contains(err.Error(), "only 0 of 1 worker registered within") {
 		t.Fatalf("wait: %v", err)
 	}
 }
@@ -584,6 +584,22 @@ func TestCoordinatorLostMidRun(t *testing.T) {
 			ch <- err
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s still running", name)
+		}
+	}
+}
+
+// The coordinator's waiting messages count in English, no Go slice.
+func TestRegisteredWording(t *testing.T) {
+	for _, tc := range []struct {
+		n, want int
+		names   []string
+		out     string
+	}{
+		{0, 1, []string{}, "0 of 1 worker"},
+		{1, 2, []string{"w0"}, "1 of 2 workers (w0)"},
+	} {
+		if got := registered(tc.n, tc.want, tc.names); got != tc.out {
+			t.Errorf("registered(%d, %d, %q) = %q, want %q", tc.n, tc.want, tc.names, got, tc.out)
 		}
 	}
 }
