@@ -18,12 +18,14 @@ func TestWorkerLines(t *testing.T) {
 	res := &run.Result{Distributed: &record.Distribution{Mode: record.DistCoordinator, Generators: 3, Shard: -1, Each: []record.Generator{
 		{Index: 0, Name: "a", Arrivals: 10, Records: 10, LagP99Ms: 1.5},
 		{Index: 1, Name: "b", Arrivals: 10, Records: 10, LagP99Ms: 40},
+		{Index: 3, Name: "d", Arrivals: 93, Records: 33, Due: 33, LagP99Ms: 1.5},
 		{Index: 2, Name: "c", Arrivals: 10, Records: 4, LagP99Ms: 2, Lost: true, LostWhy: "worker c lost at 1.2 s: connection dropped", LostInFlight: 2, LostUnsent: 4},
 	}}}
 	got := strings.Join(WorkerLines(res), "\n")
 	for _, want := range []string{
 		"worker 0 a (surge ): 10 of 10 arrivals recorded by it, schedule lag p99 1.5 ms;",
 		"worker 1 b (surge ): 10 of 10 arrivals recorded by it, schedule lag p99 40.0 ms — SLOW",
+		"worker 3 d (surge ): 33 of 33 arrivals due before the schedule was stopped (93 planned) recorded by it,",
 		"worker 2 c LOST: worker c lost at 1.2 s: connection dropped; 2 of its arrivals were in flight (cancelled records), 4 never sent (generator_drop records).",
 	} {
 		if !strings.Contains(got, want) {

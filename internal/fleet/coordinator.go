@@ -739,7 +739,15 @@ func (d *drive) Distribution() *record.Distribution {
 		s.mu.Lock()
 		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why,
 			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs,
-			LostInFlight: s.lostInFlight, LostUnsent: s.lostUnsent}
+			LostInFlight: s.lostInFlight, LostUnsent: s.lostUnsent, Due: int64(len(s.arrivals))}
+		if stop := time.Duration(d.stopAt.Load()); stop > 0 {
+			g.Due = 0
+			for k := range s.arrivals {
+				if s.reported[k] || s.arrivals[k].At <= stop {
+					g.Due++
+				}
+			}
+		}
 		if s.lag.TotalCount() > 0 {
 			g.LagP99Ms = float64(s.lag.ValueAtQuantile(99)) / 1000
 		}
@@ -761,13 +769,22 @@ func (d *drive) report() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers (%s, origin set %.0f ms ahead of the jobs):", d.j.Run, float64(d.leadNs)/1e6)
 	for _, g := range d.Distribution().Each {
-		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
-			g.Name, g.Records, g.Arrivals, g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtNs(g.RTTNs), fmtNs(g.OffsetDriftNs))
+		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded%s, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
+			g.Name, g.Records, g.Due, notDue(g), g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtNs(g.RTTNs), fmtNs(g.OffsetDriftNs))
 		if g.Lost {
 			fmt.Fprintf(&b, "\n  %-12s LOST: %s", "", g.LostWhy)
 		}
 	}
 	fmt.Fprintln(d.c.cfg.Log, b.String())
+}
+
+// notDue says how many of g's arrivals were handed out but not due (the
+// schedule was stopped): "" when none.
+func notDue(g record.Generator) string {
+	if g.Due >= g.Arrivals {
+		return ""
+	}
+	return fmt.Sprintf(" (%d handed out, %d not due: the schedule was stopped)", g.Arrivals, g.Arrivals-g.Due)
 }
 
 // requestID is loadgen's id of an arrival ("<run>-<seq>").

@@ -480,6 +480,18 @@ func TestCoordinatorInterrupted(t *testing.T) {
 	if cancelled == 0 || len(recs) < 15 {
 		t.Fatalf("%d records, %d cancelled", len(recs), cancelled)
 	}
+	// Each worker's arrivals due before the interrupt, not its whole
+	// share, are what its records are counted against.
+	var due int64
+	for _, g := range m.Distributed.Each {
+		if g.Due == 0 || g.Due >= g.Arrivals || g.Records > g.Due {
+			t.Errorf("%s: %d records, %d due, %d handed out", g.Name, g.Records, g.Due, g.Arrivals)
+		}
+		due += g.Due
+	}
+	if due != int64(len(recs)) {
+		t.Errorf("%d due, %d records", due, len(recs))
+	}
 	for name, ch := range errs {
 		select {
 		case err := <-ch:

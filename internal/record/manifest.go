@@ -136,6 +136,10 @@ type Generator struct {
 	// records), LostUnsent were due after (generator_drop records).
 	LostInFlight int64 `json:"lost_in_flight,omitempty"`
 	LostUnsent   int64 `json:"lost_unsent,omitempty"`
+	// Due (coordinator mode) is how many of its Arrivals were due before
+	// the schedule was stopped (Ctrl-C, a recovered burst phase) or have
+	// a record; = Arrivals when the schedule ran to its end.
+	Due int64 `json:"due,omitempty"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost
