@@ -10,7 +10,8 @@ import (
 
 // WorkerLines are a coordinated run's lines per worker (--workers): its
 // arrivals and records, its schedule lag p99 — a slow worker shows here,
-// marked when its p99 is more than twice the fastest's and 5 ms above it —
+// marked when its p99 is more than twice the fastest's and SlowLagMarginMs
+// above it —
 // its clock offset, and why it was lost; none for one process.
 func WorkerLines(res *run.Result) []string {
 	d := res.Distributed
@@ -24,7 +25,7 @@ func WorkerLines(res *run.Result) []string {
 	var out []string
 	for _, g := range d.Each {
 		slow := ""
-		if len(d.Each) > 1 && g.LagP99Ms > 2*fastest && g.LagP99Ms > fastest+5 {
+		if slowWorker(d, g, fastest) {
 			slow = " — SLOW: this worker fell behind its schedule more than the others"
 		}
 		out = append(out, fmt.Sprintf("worker %d %s (surge %s): %d of %s recorded by it, schedule lag p99 %.1f ms%s; clock offset %+.3f ms (RTT %.3f ms, drift %+.3f ms).",
@@ -51,7 +52,7 @@ func WorkerSummary(res *run.Result) string {
 	parts := make([]string, 0, len(d.Each))
 	for _, g := range d.Each {
 		p := fmt.Sprintf("%s %d/%d recorded, lag p99 %.1f ms", g.Name, g.Records, due(g), g.LagP99Ms)
-		if len(d.Each) > 1 && g.LagP99Ms > 2*fastest && g.LagP99Ms > fastest+5 {
+		if slowWorker(d, g, fastest) {
 			p += " SLOW"
 		}
 		if g.Lost {
@@ -79,4 +80,14 @@ func dueText(g record.Generator) string {
 		return fmt.Sprintf("%d arrivals due before the schedule was stopped (%d planned)", d, g.Arrivals)
 	}
 	return fmt.Sprintf("%d arrivals", g.Arrivals)
+}
+
+// SlowLagMarginMs is how far (ms) a worker's schedule lag p99 must be
+// above the fastest worker's, as well as twice it, to be marked SLOW: a
+// few tens of ms between workers is a busy host's noise (the run's own
+// lag note says so), not a worker that fell behind.
+const SlowLagMarginMs = 50
+
+func slowWorker(d *record.Distribution, g record.Generator, fastest float64) bool {
+	return len(d.Each) > 1 && g.LagP99Ms > 2*fastest && g.LagP99Ms > fastest+SlowLagMarginMs
 }

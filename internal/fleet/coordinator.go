@@ -222,7 +222,7 @@ func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		c.workers = append(c.workers, m)
 	}
 	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s registered (%s, surge %s, clock offset %s, RTT %s)\n",
-		m.name, what, m.version, fmtNs(m.offsetNs), fmtNs(m.rttNs))
+		m.name, what, m.version, fmtNs(m.offsetNs), fmtRTT(m.rttNs))
 	writeJSON(w, http.StatusOK, welcome{Index: m.index, Workers: c.want})
 }
 
@@ -770,7 +770,7 @@ func (d *drive) report() {
 	fmt.Fprintf(&b, "workers (%s, origin set %.0f ms ahead of the jobs):", d.j.Run, float64(d.leadNs)/1e6)
 	for _, g := range d.Distribution().Each {
 		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded%s, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
-			g.Name, g.Records, g.Due, notDue(g), g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtNs(g.RTTNs), fmtNs(g.OffsetDriftNs))
+			g.Name, g.Records, g.Due, notDue(g), g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtRTT(g.RTTNs), fmtNs(g.OffsetDriftNs))
 		if g.Lost {
 			fmt.Fprintf(&b, "\n  %-12s LOST: %s", "", g.LostWhy)
 		}
@@ -799,6 +799,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// fmtRTT is a round trip, which has no sign: "0.154 ms".
+func fmtRTT(ns int64) string {
+	return fmt.Sprintf("%.3f ms", float64(ns)/1e6)
 }
 
 func fmtNs(ns int64) string {

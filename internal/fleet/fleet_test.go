@@ -615,3 +615,13 @@ func TestRegisteredWording(t *testing.T) {
 		}
 	}
 }
+
+// A round trip is printed without a sign (an offset keeps its sign).
+func TestRTTUnsigned(t *testing.T) {
+	if got := fmtRTT(154000); got != "0.154 ms" {
+		t.Errorf("fmtRTT = %q", got)
+	}
+	if got := fmtNs(154000); got != "+0.154 ms" {
+		t.Errorf("fmtNs = %q", got)
+	}
+}

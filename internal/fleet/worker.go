@@ -178,7 +178,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		return &RefusedError{Why: wel.Error}
 	}
 	w.index = wel.Index
-	fmt.Fprintf(cfg.Log, "worker %s: registered with %s as %d of %d (clock offset %s, RTT %s)\n", cfg.Name, cfg.Coordinator, wel.Index, wel.Workers, fmtNs(off), fmtNs(rtt))
+	fmt.Fprintf(cfg.Log, "worker %s: registered with %s as %d of %d (clock offset %s, RTT %s)\n", cfg.Name, cfg.Coordinator, wel.Index, wel.Workers, fmtNs(off), fmtRTT(rtt))
 	return w.control(ctx)
 }
 
@@ -357,7 +357,7 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 	// coordinator's lead less the job's delivery and this setup.
 	ready := j.OriginNs + off - w.clock.now()
 	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s), ready %.1f ms before the origin\n",
-		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtNs(rtt), float64(ready)/1e6)
+		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtRTT(rtt), float64(ready)/1e6)
 
 	// Heartbeats, each a further offset sample; and the batches.
 	beatCtx, stopBeats := context.WithCancel(ctx)
