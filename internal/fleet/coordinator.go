@@ -448,6 +448,11 @@ type share struct {
 	why      string
 	lastSeen time.Time
 	inFlight int64
+	// The share's live offered and sent counts: the larger of the
+	// worker's heartbeat (requests due and sent so far) and the records
+	// received (recOffered, recSent); liveOffered and liveSent are what
+	// the drive's counters hold for it.
+	beatOffered, beatSent, recOffered, recSent, liveOffered, liveSent int64
 	// lostInFlight and lostUnsent count the arrivals without a record
 	// when the worker was lost: due before it (cancelled records) and
 	// after it (generator_drop records).
@@ -561,6 +566,8 @@ func (d *drive) beat(s *share, b beat) bool {
 	s.lastSeen = time.Now()
 	d.counters.InFlight.Add(b.InFlight - s.inFlight)
 	s.inFlight = b.InFlight
+	s.beatOffered, s.beatSent = max(s.beatOffered, b.Offered), max(s.beatSent, b.Sent)
+	d.syncLive(s)
 	if b.JobRTTNs > 0 {
 		s.offsetNs, s.rttNs, s.readyNs = b.JobOffsetNs, b.JobRTTNs, b.ReadyBeforeNs
 	}
@@ -633,14 +640,15 @@ func (d *drive) deliver(s *share, r *record.Record) {
 		r.Good = d.j.Judge(r)
 	}
 	c := &d.counters
-	c.Offered.Add(1)
+	s.recOffered++
 	switch {
 	case r.Outcome == record.GeneratorDrop:
 		c.Dropped.Add(1)
 	default:
-		c.Sent.Add(1)
+		s.recSent++
 		c.Completed.Add(1)
 	}
+	d.syncLive(s)
 	if r.Outcome == record.OK {
 		c.OK.Add(1)
 	}
@@ -653,6 +661,20 @@ func (d *drive) deliver(s *share, r *record.Record) {
 		}
 	}
 	d.sink(r)
+}
+
+// syncLive brings the live offered and sent counts up to s's (s.mu held):
+// from its heartbeats while requests are in flight, from its records once
+// they are back.
+func (d *drive) syncLive(s *share) {
+	if o := max(s.beatOffered, s.recOffered); o > s.liveOffered {
+		d.counters.Offered.Add(o - s.liveOffered)
+		s.liveOffered = o
+	}
+	if n := max(s.beatSent, s.recSent); n > s.liveSent {
+		d.counters.Sent.Add(n - s.liveSent)
+		s.liveSent = n
+	}
 }
 
 // lose closes s because its worker was lost. Its arrivals without a

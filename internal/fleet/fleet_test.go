@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -623,5 +625,37 @@ func TestRTTUnsigned(t *testing.T) {
 	}
 	if got := fmtNs(154000); got != "+0.154 ms" {
 		t.Errorf("fmtNs = %q", got)
+	}
+}
+
+// The live offered and sent counts come from the workers' heartbeats while
+// their requests are in flight (records return only when a request ends),
+// and are not counted twice when the records come back (REVIEW15 #6).
+func TestLiveCountsFromHeartbeats(t *testing.T) {
+	d := &drive{sink: func(*record.Record) {}}
+	s := &share{lag: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
+	d.beat(s, beat{InFlight: 7, Offered: 9, Sent: 8})
+	if o, n, f := d.counters.Offered.Load(), d.counters.Sent.Load(), d.counters.InFlight.Load(); o != 9 || n != 8 || f != 7 {
+		t.Fatalf("after a beat: offered %d sent %d in flight %d, want 9 8 7", o, n, f)
+	}
+	for i := range 5 { // records of requests the beat already counted
+		r := record.New("r", int64(i), "main", 0)
+		r.Outcome = record.OK
+		s.mu.Lock()
+		d.deliver(s, &r)
+		s.mu.Unlock()
+	}
+	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 9 || n != 8 {
+		t.Fatalf("records counted twice: offered %d sent %d", o, n)
+	}
+	for i := range 6 { // more records than the last beat said: they count
+		r := record.New("r", int64(5+i), "main", 0)
+		r.Outcome = record.OK
+		s.mu.Lock()
+		d.deliver(s, &r)
+		s.mu.Unlock()
+	}
+	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 11 || n != 11 {
+		t.Fatalf("after 11 records: offered %d sent %d", o, n)
 	}
 }

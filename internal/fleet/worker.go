@@ -419,6 +419,7 @@ func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, job bea
 	for {
 		b := job // the job's offset, RTT and readiness
 		b.InFlight = gen.Counters.InFlight.Load()
+		b.Offered, b.Sent = gen.Counters.Offered.Load(), gen.Counters.Sent.Load()
 		if !first { // the job's own measurement was just taken
 			b.SampleOffsetNs, b.SampleRTTNs, _ = w.offset(ctx, 5)
 		}
