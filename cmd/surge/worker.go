@@ -61,7 +61,7 @@ func (ff *fleetFlags) start(cmd *cobra.Command, env *run.Env) (func(), error) {
 	if err != nil {
 		return nil, &exitError{exitUsage, fmt.Errorf("--coordinator-listen: %w", err)}
 	}
-	fmt.Fprintf(log, "coordinator: listening on %s; waiting for %d workers (surge worker --coordinator %s)\n", c.URL(), ff.workers, c.URL())
+	fmt.Fprintf(log, "coordinator: listening on %s; waiting for %d %s (surge worker --coordinator %s)\n", c.URL(), ff.workers, fleet.Plural(ff.workers, "worker", "workers"), c.URL())
 	if host, _, _ := net.SplitHostPort(ff.listen); env.Simulated && !isLoopback(host) {
 		fmt.Fprintln(log, "warning: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
 	}
@@ -138,6 +138,9 @@ answering during a run.`,
 				}
 				cfg.Headers[strings.TrimSpace(name)] = strings.TrimSpace(val)
 			}
+			if err := fleet.CheckURL(cfg.Coordinator); err != nil {
+				return usageErr("%v", err)
+			}
 			cfg.Version, cfg.Log = toolVersion(), cmd.ErrOrStderr()
 			return workerExit(fleet.RunWorker(cmd.Context(), cfg))
 		},
@@ -165,10 +168,11 @@ func isLoopback(host string) bool {
 func workerExit(err error) error {
 	var ue *fleet.UnreachableError
 	var re *fleet.RefusedError
+	var nc *fleet.NotCoordinatorError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &nc):
 		return &exitError{exitTarget, err}
 	case errors.As(err, &re):
 		return &exitError{exitUsage, err}

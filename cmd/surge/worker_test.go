@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +141,9 @@ func TestWorkersMultiProcess(t *testing.T) {
 		}
 		drops := 0
 		for _, r := range got {
-			if r.Outcome == record.GeneratorDrop {
+			// Killed: its arrivals due before the kill are cancelled (in
+			// flight), those after it generator_drop (never sent).
+			if r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error) {
 				drops++
 				if !strings.Contains(r.Error, "worker w1 lost at") || !strings.Contains(r.Error, "connection dropped") {
 					t.Fatalf("drop: %q", r.Error)
@@ -280,4 +284,40 @@ func TestWorkersAcrossNetworkNamespaces(t *testing.T) {
 		}
 	}
 	t.Logf("%d records over a veth link; %s", len(recs), strings.TrimSpace(logs()))
+}
+
+// A worker pointed at a server that is not a coordinator (a 404 to the
+// clock: the wrong port) stops at once saying so, exit 3, no Go "<nil>";
+// a malformed --coordinator is a usage error, not a refusal.
+func TestWorkerNotACoordinator(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	start := time.Now()
+	code, _, stderr := surge(t, "worker", "--coordinator", srv.URL, "--connect-timeout", "20s")
+	if code != exitTarget || !strings.Contains(stderr, srv.URL+" answered 404 Not Found to /fleet/v1/time: not a surge coordinator (wrong port?)") || strings.Contains(stderr, "<nil>") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("took %s: a 404 will not heal, no retries", el)
+	}
+	for _, bad := range []string{"127.0.0.1:7777", "ftp://x", "http://[::1"} {
+		code, _, stderr := surge(t, "worker", "--coordinator", bad)
+		if code != exitUsage || strings.Contains(stderr, "refused") || !strings.Contains(stderr, "--coordinator: ") {
+			t.Errorf("%s: exit %d: %s", bad, code, stderr)
+		}
+	}
+}
+
+// While the coordinator is not there yet, the worker says it is waiting.
+func TestWorkerSaysItWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	code, _, stderr := surge(t, "worker", "--coordinator", url, "--connect-timeout", "300ms", "--name", "w9")
+	if code != exitTarget || !strings.Contains(stderr, "worker w9: waiting for the coordinator at "+url+" (up to 300ms)") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
 }

@@ -121,6 +121,7 @@ type sample struct {
 	slot           int
 	sent, good     bool
 	inFlightCancel bool // cancelled after it was sent: censored like a timeout
+	lostDrop       bool // generator_drop of a lost worker, not of the in-flight cap
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
@@ -163,6 +164,9 @@ type acc struct {
 	// after they were sent): censored in the latency percentiles like
 	// timeouts.
 	cancelled int64
+	// lostDrops counts the generator_drop records of a lost worker (not
+	// the in-flight cap: record.WorkerLost).
+	lostDrops int64
 	m         [numMetrics]metricAcc
 	client    clientAcc
 	packed    bool
@@ -178,6 +182,9 @@ func (a *acc) observe(s *sample) {
 	}
 	if s.inFlightCancel {
 		a.cancelled++
+	}
+	if s.lostDrop {
+		a.lostDrops++
 	}
 	a.prompt += s.prompt
 	a.output += s.output
@@ -224,6 +231,7 @@ func (a *acc) merge(b *acc) {
 		a.outcomes[i] += b.outcomes[i]
 	}
 	a.sent += b.sent
+	a.lostDrops += b.lostDrops
 	a.good += b.good
 	a.prompt += b.prompt
 	a.output += b.output
@@ -495,6 +503,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
 	s.sent = sent != none
 	s.inFlightCancel = s.slot == slotCancelled && s.sent
+	s.lostDrop = s.slot == slotDrop && record.WorkerLost(rec.Error)
 	if s.sent {
 		s.us[mLag] = a.us(sent - sched)
 		if conn != none {

@@ -502,16 +502,33 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 			why = append(why, fmt.Sprintf("schedule lag p95 %s, p99 %s in %s (limit %s)", lag.Text(Q95), lag.Text(Q99), c.stress.noun, FormatMs(lagLimit)))
 		}
 		return strings.Join(why, ", ") + ": the target was not tested at this load", []Hint{busyHint(lag)}, true
-	case st.DropRate > DiagDropShare:
-		drops := st.Outcomes[record.GeneratorDrop]
-		return fmt.Sprintf("%d of %s's %d arrivals (%s) were dropped at the in-flight cap, never sent: the target was not tested at this load", drops, c.stress.noun, st.Offered, pct(st.DropRate)),
+	case capDropRate(st) > DiagDropShare:
+		drops := st.Outcomes[record.GeneratorDrop] - st.WorkerLostDrops
+		return fmt.Sprintf("%d of %s's %d arrivals (%s) were dropped at the in-flight cap, never sent: the target was not tested at this load", drops, c.stress.noun, st.Offered, pct(capDropRate(st))),
 			[]Hint{{
 				Hypothesis: "the in-flight cap filled because the target held requests longer than the cap allows at this rate",
-				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(st.DropRate), st.Latency.TTFTSend.Text(Q95)),
+				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(capDropRate(st)), st.Latency.TTFTSend.Text(Q95)),
 				Check:      "the requests in flight against --max-in-flight; raise it to at least the arrival rate × the longest latency you expect, to see how the target itself fails",
+			}}, true
+	case st.Offered > 0 && float64(st.WorkerLostDrops)/float64(st.Offered) > DiagDropShare:
+		share := float64(st.WorkerLostDrops) / float64(st.Offered)
+		return fmt.Sprintf("%d of %s's %d arrivals (%s) were never sent because a worker was lost (their records name it): the target was not tested at this load", st.WorkerLostDrops, c.stress.noun, st.Offered, pct(share)),
+			[]Hint{{
+				Hypothesis: "a worker of the fleet stopped during the run (killed, crashed, or its network dropped); its remaining arrivals were never sent",
+				Evidence:   fmt.Sprintf("%d generator_drop records whose error says \"worker … lost at …\"; the coordinator's LOST line", st.WorkerLostDrops),
+				Check:      "the lost worker's own log and machine; rerun with the fleet whole (the in-flight cap was not the cause)",
 			}}, true
 	}
 	return "", nil, false
+}
+
+// capDropRate is the share of st's arrivals dropped at the in-flight cap
+// (generator drops less those a lost worker left).
+func capDropRate(st *Stats) float64 {
+	if st.Offered == 0 {
+		return 0
+	}
+	return float64(st.Outcomes[record.GeneratorDrop]-st.WorkerLostDrops) / float64(st.Offered)
 }
 
 func busyHint(lag Dist) Hint {

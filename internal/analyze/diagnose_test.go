@@ -247,6 +247,22 @@ func diagScenarios() []diagScenario {
 			hints: []string{"the in-flight cap filled"},
 		},
 		{
+			// The same fifth never sent because a worker of the fleet was
+			// lost: not the in-flight cap, and no advice to raise it.
+			name: "drops-worker-lost",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%5 == 0 {
+					r := failRec(t, record.GeneratorDrop)
+					r.Error = "worker w1 lost at 8.0 s: connection dropped (never sent)"
+					return r
+				}
+				return normal(k, t)
+			}, 30),
+			mode:   ModeGeneratorLimited,
+			hints:  []string{"a worker of the fleet stopped"},
+			absent: []string{"the in-flight cap filled"},
+		},
+		{
 			// TTFT from send grows to 6 s while the engine's queue stays
 			// empty: the wait is in front of the engine.
 			name: "queue-outside-engine",

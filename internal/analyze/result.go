@@ -96,7 +96,11 @@ type Stats struct {
 	RateLimitRate float64 `json:"rate_limit_rate"` // 429 / offered
 	TimeoutRate   float64 `json:"timeout_rate"`    // timeouts / offered
 	DropRate      float64 `json:"drop_rate"`       // generator drops / offered
-	CancelRate    float64 `json:"cancel_rate"`     // cancelled / offered
+	// WorkerLostDrops counts the generator drops that a lost worker left
+	// (coordinated runs; never sent because the worker was gone, not
+	// because of the in-flight cap). Included in DropRate.
+	WorkerLostDrops int64   `json:"worker_lost_drops,omitempty"`
+	CancelRate      float64 `json:"cancel_rate"` // cancelled / offered
 	// CancelledInFlight counts the requests cancelled after they were sent
 	// (Ctrl-C): censored in the latency percentiles like timeouts.
 	CancelledInFlight int64   `json:"cancelled_in_flight"`
@@ -391,12 +395,13 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		ArrivalsOKRatio: ratio(o[slotOK], offered),
 		LastDoneMs:      nsToMs(a.lastDone),
 
-		ErrorRate:     ratio(errs, offered),
-		RateLimitRate: ratio(o[slotRateLimited], offered),
-		TimeoutRate:   ratio(o[slotTimeout], offered),
-		DropRate:      ratio(o[slotDrop], offered),
-		CancelRate:    ratio(o[slotCancelled], offered),
-		FailureRate:   ratio(errs+o[slotRateLimited]+o[slotTimeout]+o[slotDrop], offered),
+		ErrorRate:       ratio(errs, offered),
+		RateLimitRate:   ratio(o[slotRateLimited], offered),
+		TimeoutRate:     ratio(o[slotTimeout], offered),
+		DropRate:        ratio(o[slotDrop], offered),
+		CancelRate:      ratio(o[slotCancelled], offered),
+		WorkerLostDrops: a.lostDrops,
+		FailureRate:     ratio(errs+o[slotRateLimited]+o[slotTimeout]+o[slotDrop], offered),
 
 		PromptTokens:   a.prompt,
 		OutputTokens:   a.output,

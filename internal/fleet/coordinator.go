@@ -119,11 +119,29 @@ func (c *Coordinator) Wait(ctx context.Context, timeout time.Duration) error {
 		case <-ch:
 		case <-time.After(200 * time.Millisecond):
 		case <-ctx.Done():
-			return fmt.Errorf("fleet: interrupted while waiting for workers: %d of %d registered %v", n, c.want, names)
+			return fmt.Errorf("fleet: interrupted while waiting for workers: %s registered", registered(n, c.want, names))
 		case <-deadline.C:
-			return fmt.Errorf("fleet: only %d of %d workers registered within %s %v; start the others with: surge worker --coordinator %s", n, c.want, timeout, names, c.URL())
+			return fmt.Errorf("fleet: only %s registered within %s; start the others with: surge worker --coordinator %s", registered(n, c.want, names), timeout, c.URL())
 		}
 	}
+}
+
+// registered says how many of want workers came, and which: "1 of 2
+// workers (w0)", "0 of 1 worker".
+func registered(n, want int, names []string) string {
+	s := fmt.Sprintf("%d of %d %s", n, want, Plural(want, "worker", "workers"))
+	if len(names) > 0 {
+		s += " (" + strings.Join(names, ", ") + ")"
+	}
+	return s
+}
+
+// Plural is one when n is 1, else many.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Close tells every worker there is no more work and stops serving.
@@ -204,7 +222,7 @@ func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
 		c.workers = append(c.workers, m)
 	}
 	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s registered (%s, surge %s, clock offset %s, RTT %s)\n",
-		m.name, what, m.version, fmtNs(m.offsetNs), fmtNs(m.rttNs))
+		m.name, what, m.version, fmtNs(m.offsetNs), fmtRTT(m.rttNs))
 	writeJSON(w, http.StatusOK, welcome{Index: m.index, Workers: c.want})
 }
 
@@ -430,11 +448,20 @@ type share struct {
 	why      string
 	lastSeen time.Time
 	inFlight int64
-	lag      *hdr.Histogram // schedule lag, µs
-	offsetNs int64          // the job's offset and its RTT
-	rttNs    int64
-	driftNs  int64
-	readyNs  int64 // how long before the origin the worker was ready
+	// The share's live offered and sent counts: the larger of the
+	// worker's heartbeat (requests due and sent so far) and the records
+	// received (recOffered, recSent); liveOffered and liveSent are what
+	// the drive's counters hold for it.
+	beatOffered, beatSent, recOffered, recSent, liveOffered, liveSent int64
+	// lostInFlight and lostUnsent count the arrivals without a record
+	// when the worker was lost: due before it (cancelled records) and
+	// after it (generator_drop records).
+	lostInFlight, lostUnsent int64
+	lag                      *hdr.Histogram // schedule lag, µs
+	offsetNs                 int64          // the job's offset and its RTT
+	rttNs                    int64
+	driftNs                  int64
+	readyNs                  int64 // how long before the origin the worker was ready
 }
 
 func (d *drive) share(i int) *share {
@@ -475,7 +502,7 @@ func (d *drive) Run(ctx context.Context) error {
 		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
 		c.mu.Unlock()
 		if lost {
-			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why))
+			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why), -1)
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
@@ -539,6 +566,8 @@ func (d *drive) beat(s *share, b beat) bool {
 	s.lastSeen = time.Now()
 	d.counters.InFlight.Add(b.InFlight - s.inFlight)
 	s.inFlight = b.InFlight
+	s.beatOffered, s.beatSent = max(s.beatOffered, b.Offered), max(s.beatSent, b.Sent)
+	d.syncLive(s)
 	if b.JobRTTNs > 0 {
 		s.offsetNs, s.rttNs, s.readyNs = b.JobOffsetNs, b.JobRTTNs, b.ReadyBeforeNs
 	}
@@ -611,14 +640,15 @@ func (d *drive) deliver(s *share, r *record.Record) {
 		r.Good = d.j.Judge(r)
 	}
 	c := &d.counters
-	c.Offered.Add(1)
+	s.recOffered++
 	switch {
 	case r.Outcome == record.GeneratorDrop:
 		c.Dropped.Add(1)
 	default:
-		c.Sent.Add(1)
+		s.recSent++
 		c.Completed.Add(1)
 	}
+	d.syncLive(s)
 	if r.Outcome == record.OK {
 		c.OK.Add(1)
 	}
@@ -633,18 +663,47 @@ func (d *drive) deliver(s *share, r *record.Record) {
 	d.sink(r)
 }
 
-// lose closes s because its worker was lost: every arrival without a
-// record (up to the moment the schedule was stopped, if it was) becomes a
-// generator_drop naming the worker, when and why.
+// syncLive brings the live offered and sent counts up to s's (s.mu held):
+// from its heartbeats while requests are in flight, from its records once
+// they are back.
+func (d *drive) syncLive(s *share) {
+	if o := max(s.beatOffered, s.recOffered); o > s.liveOffered {
+		d.counters.Offered.Add(o - s.liveOffered)
+		s.liveOffered = o
+	}
+	if n := max(s.beatSent, s.recSent); n > s.liveSent {
+		d.counters.Sent.Add(n - s.liveSent)
+		s.liveSent = n
+	}
+}
+
+// lose closes s because its worker was lost. Its arrivals without a
+// record that were due before the loss (when the connection dropped; when
+// the coordinator last heard from it, for a silent worker) were sent or
+// being sent: cancelled records, "lost with the request in flight". Those
+// due after it (up to the moment the schedule was stopped, if it was) were
+// never sent: generator_drop records. Both name the worker, when and why.
 func (d *drive) lose(s *share, cause string) {
 	name := "w" + strconv.Itoa(s.index)
 	if s.m != nil {
 		name = s.m.name
 	}
-	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause))
+	s.mu.Lock()
+	cut := time.Now()
+	if strings.HasPrefix(cause, "no heartbeat") || strings.HasPrefix(cause, "its control stream") {
+		cut = s.lastSeen
+	}
+	s.mu.Unlock()
+	if strings.HasPrefix(cause, "its run ended") || cause == "never registered" {
+		cut = d.j.Origin // it said it was done, or never began: nothing in flight
+	}
+	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause), cut.Sub(d.j.Origin))
 }
 
-func (d *drive) loseAs(s *share, why string) {
+// loseAs closes s as lost for why: its arrivals without a record due at or
+// before cut are cancelled (in flight when it was lost), the rest
+// generator_drop (never sent).
+func (d *drive) loseAs(s *share, why string, cut time.Duration) {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -663,11 +722,19 @@ func (d *drive) loseAs(s *share, why string) {
 		if d.j.ProfileOf != nil {
 			rec.Profile = d.j.ProfileOf(a)
 		}
-		rec.Outcome, rec.Error, rec.Shard = record.GeneratorDrop, why, s.index
+		rec.Shard = s.index
+		if a.At <= cut {
+			rec.Outcome, rec.Error = record.Cancelled, why+" (the worker was lost with the request in flight; its answer never came back)"
+			s.lostInFlight++
+		} else {
+			rec.Outcome, rec.Error = record.GeneratorDrop, why+" (never sent)"
+			s.lostUnsent++
+		}
 		d.deliver(s, &rec)
 	}
+	inFlight, unsent := s.lostInFlight, s.lostUnsent
 	s.mu.Unlock()
-	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; its unsent arrivals are recorded as generator_drop\n", why)
+	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; %d of its arrivals were in flight (recorded as cancelled), %d never sent (recorded as generator_drop)\n", why, inFlight, unsent)
 	d.finish(s, why)
 }
 
@@ -693,7 +760,16 @@ func (d *drive) Distribution() *record.Distribution {
 	for _, s := range d.shares {
 		s.mu.Lock()
 		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why,
-			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs}
+			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs,
+			LostInFlight: s.lostInFlight, LostUnsent: s.lostUnsent, Due: int64(len(s.arrivals))}
+		if stop := time.Duration(d.stopAt.Load()); stop > 0 {
+			g.Due = 0
+			for k := range s.arrivals {
+				if s.reported[k] || s.arrivals[k].At <= stop {
+					g.Due++
+				}
+			}
+		}
 		if s.lag.TotalCount() > 0 {
 			g.LagP99Ms = float64(s.lag.ValueAtQuantile(99)) / 1000
 		}
@@ -715,13 +791,22 @@ func (d *drive) report() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers (%s, origin set %.0f ms ahead of the jobs):", d.j.Run, float64(d.leadNs)/1e6)
 	for _, g := range d.Distribution().Each {
-		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
-			g.Name, g.Records, g.Arrivals, g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtNs(g.RTTNs), fmtNs(g.OffsetDriftNs))
+		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded%s, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
+			g.Name, g.Records, g.Due, notDue(g), g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtRTT(g.RTTNs), fmtNs(g.OffsetDriftNs))
 		if g.Lost {
 			fmt.Fprintf(&b, "\n  %-12s LOST: %s", "", g.LostWhy)
 		}
 	}
 	fmt.Fprintln(d.c.cfg.Log, b.String())
+}
+
+// notDue says how many of g's arrivals were handed out but not due (the
+// schedule was stopped): "" when none.
+func notDue(g record.Generator) string {
+	if g.Due >= g.Arrivals {
+		return ""
+	}
+	return fmt.Sprintf(" (%d handed out, %d not due: the schedule was stopped)", g.Arrivals, g.Arrivals-g.Due)
 }
 
 // requestID is loadgen's id of an arrival ("<run>-<seq>").
@@ -736,6 +821,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// fmtRTT is a round trip, which has no sign: "0.154 ms".
+func fmtRTT(ns int64) string {
+	return fmt.Sprintf("%.3f ms", float64(ns)/1e6)
 }
 
 func fmtNs(ns int64) string {

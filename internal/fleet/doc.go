@@ -59,9 +59,12 @@
 //
 // A worker is lost when its control connection drops or nothing (no
 // heartbeat, no records) came from it for Config.LostAfter (5 s). Its
-// arrivals that have no record yet are then written as generator_drop
-// records whose error names the worker, when and why ("worker w2 lost at
-// 12.3 s: no heartbeat for 5 s"); the records it sent stay. The record
+// arrivals that have no record yet are then written with an error that
+// names the worker, when and why ("worker w2 lost at 12.3 s: no heartbeat
+// for 5 s"): cancelled when they were due before the loss (the worker had
+// them in flight; the loss is when the connection dropped, or when it was
+// last heard from), generator_drop ("never sent") when due after it. The
+// records it sent stay. The record
 // count of the run therefore equals the schedule's, as with one process.
 // Records a lost worker sends later are refused (410 Gone), so none is
 // counted twice.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -316,7 +318,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		switch {
 		case r.Shard != killed && r.Outcome != record.OK:
 			t.Fatalf("seq %d of the live worker: %s %s", r.Seq, r.Outcome, r.Error)
-		case r.Shard == killed && r.Outcome == record.GeneratorDrop:
+		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error)):
 			dropped++
 			if !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
 				t.Fatalf("seq %d: drop reason %q", r.Seq, r.Error)
@@ -364,6 +366,51 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 }
 
+// A worker killed while its requests are in flight: the arrivals it had
+// due before the loss are cancelled "with the request in flight", only
+// those after it generator_drop "never sent" (its records are held back
+// here, so every arrival due before the kill is in flight).
+func TestWorkerKilledInFlight(t *testing.T) {
+	env := prepare(t, testOptions())
+	k := &killable{}
+	hc := &http.Client{Transport: &http.Transport{DialContext: k.dial}}
+	log := &syncLog{}
+	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"},
+		WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second, FlushEvery: time.Hour, FlushRecords: 1 << 20})
+	env.Fleet = c
+	p := plan(20, 3*time.Second)
+	time.AfterFunc(1500*time.Millisecond, k.kill)
+	recs, m := execute(t, context.Background(), env, p)
+	killed := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })
+	var inFlight, unsent int64
+	var lastInFlight, firstUnsent int64 = -1, 1 << 62
+	for _, r := range recs {
+		if r.Shard != killed {
+			continue
+		}
+		switch r.Outcome {
+		case record.Cancelled:
+			inFlight++
+			lastInFlight = max(lastInFlight, r.ScheduledNs)
+			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "in flight") {
+				t.Fatalf("seq %d: %q", r.Seq, r.Error)
+			}
+		case record.GeneratorDrop:
+			unsent++
+			firstUnsent = min(firstUnsent, r.ScheduledNs)
+			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "never sent") {
+				t.Fatalf("seq %d: %q", r.Seq, r.Error)
+			}
+		default:
+			t.Fatalf("seq %d of the killed worker: %s (its records were held back)", r.Seq, r.Outcome)
+		}
+	}
+	g := m.Distributed.Each[killed]
+	if inFlight == 0 || unsent == 0 || lastInFlight >= firstUnsent || g.LostInFlight != inFlight || g.LostUnsent != unsent {
+		t.Fatalf("in flight %d (last %d ns), unsent %d (first %d ns), manifest %+v\n%s", inFlight, lastInFlight, unsent, firstUnsent, g, log)
+	}
+}
+
 // A worker of another version is refused, both sides naming both versions.
 func TestVersionRefused(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -383,7 +430,7 @@ func TestVersionRefused(t *testing.T) {
 	}
 	// And the coordinator, still waiting, says how many came.
 	err = c.Wait(context.Background(), 300*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "only 0 of 1 workers registered") {
+	if err == nil || !strings.Contains(err.Error(), "only 0 of 1 worker registered within") {
 		t.Fatalf("wait: %v", err)
 	}
 }
@@ -434,6 +481,18 @@ func TestCoordinatorInterrupted(t *testing.T) {
 	}
 	if cancelled == 0 || len(recs) < 15 {
 		t.Fatalf("%d records, %d cancelled", len(recs), cancelled)
+	}
+	// Each worker's arrivals due before the interrupt, not its whole
+	// share, are what its records are counted against.
+	var due int64
+	for _, g := range m.Distributed.Each {
+		if g.Due == 0 || g.Due >= g.Arrivals || g.Records > g.Due {
+			t.Errorf("%s: %d records, %d due, %d handed out", g.Name, g.Records, g.Due, g.Arrivals)
+		}
+		due += g.Due
+	}
+	if due != int64(len(recs)) {
+		t.Errorf("%d due, %d records", due, len(recs))
 	}
 	for name, ch := range errs {
 		select {
@@ -540,5 +599,63 @@ func TestCoordinatorLostMidRun(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s still running", name)
 		}
+	}
+}
+
+// The coordinator's waiting messages count in English, no Go slice.
+func TestRegisteredWording(t *testing.T) {
+	for _, tc := range []struct {
+		n, want int
+		names   []string
+		out     string
+	}{
+		{0, 1, []string{}, "0 of 1 worker"},
+		{1, 2, []string{"w0"}, "1 of 2 workers (w0)"},
+	} {
+		if got := registered(tc.n, tc.want, tc.names); got != tc.out {
+			t.Errorf("registered(%d, %d, %q) = %q, want %q", tc.n, tc.want, tc.names, got, tc.out)
+		}
+	}
+}
+
+// A round trip is printed without a sign (an offset keeps its sign).
+func TestRTTUnsigned(t *testing.T) {
+	if got := fmtRTT(154000); got != "0.154 ms" {
+		t.Errorf("fmtRTT = %q", got)
+	}
+	if got := fmtNs(154000); got != "+0.154 ms" {
+		t.Errorf("fmtNs = %q", got)
+	}
+}
+
+// The live offered and sent counts come from the workers' heartbeats while
+// their requests are in flight (records return only when a request ends),
+// and are not counted twice when the records come back (REVIEW15 #6).
+func TestLiveCountsFromHeartbeats(t *testing.T) {
+	d := &drive{sink: func(*record.Record) {}}
+	s := &share{lag: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
+	d.beat(s, beat{InFlight: 7, Offered: 9, Sent: 8})
+	if o, n, f := d.counters.Offered.Load(), d.counters.Sent.Load(), d.counters.InFlight.Load(); o != 9 || n != 8 || f != 7 {
+		t.Fatalf("after a beat: offered %d sent %d in flight %d, want 9 8 7", o, n, f)
+	}
+	for i := range 5 { // records of requests the beat already counted
+		r := record.New("r", int64(i), "main", 0)
+		r.Outcome = record.OK
+		s.mu.Lock()
+		d.deliver(s, &r)
+		s.mu.Unlock()
+	}
+	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 9 || n != 8 {
+		t.Fatalf("records counted twice: offered %d sent %d", o, n)
+	}
+	for i := range 6 { // more records than the last beat said: they count
+		r := record.New("r", int64(5+i), "main", 0)
+		r.Outcome = record.OK
+		s.mu.Lock()
+		d.deliver(s, &r)
+		s.mu.Unlock()
+	}
+	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 11 || n != 11 {
+		t.Fatalf("after 11 records: offered %d sent %d", o, n)
 	}
 }

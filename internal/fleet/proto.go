@@ -105,6 +105,11 @@ func (j *job) arrivals() []schedule.Arrival {
 // beat is a worker's heartbeat during a job.
 type beat struct {
 	InFlight int64 `json:"in_flight"`
+	// The worker's load generator's counts so far: arrivals due (offered)
+	// and sent, for the coordinator's live status (records come back
+	// only when a request ends).
+	Offered int64 `json:"offered"`
+	Sent    int64 `json:"sent"`
 	// A fresh offset sample (0 RTT: none) and the offset the job runs on.
 	SampleOffsetNs int64 `json:"sample_offset_ns"`
 	SampleRTTNs    int64 `json:"sample_rtt_ns"`

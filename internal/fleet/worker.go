@@ -69,6 +69,36 @@ type RefusedError struct{ Why string }
 
 func (e *RefusedError) Error() string { return "the coordinator refused this worker: " + e.Why }
 
+// NotCoordinatorError is an address that answers HTTP but not as a surge
+// coordinator (a 404 to its clock, or no clock reading): retrying will not
+// help, so the worker stops at once (exit 3, like an unreachable one).
+type NotCoordinatorError struct {
+	URL, Why string
+}
+
+func (e *NotCoordinatorError) Error() string {
+	return fmt.Sprintf("%s %s: not a surge coordinator (wrong port?)", e.URL, e.Why)
+}
+
+// CheckURL says whether u can be a coordinator's URL (http:// or https://
+// with a host): a usage error naming --coordinator otherwise.
+func CheckURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("--coordinator: %q is not an http:// URL (e.g. http://10.0.0.5:7777)", u)
+	}
+	return nil
+}
+
+// statusError is an answer other than 200 to a request of the protocol.
+type statusError struct {
+	what   string
+	status string
+	code   int
+}
+
+func (e *statusError) Error() string { return e.what + ": status " + e.status }
+
 // worker is one RunWorker's state.
 type worker struct {
 	cfg   WorkerConfig
@@ -97,9 +127,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	u, err := url.Parse(cfg.Coordinator)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &RefusedError{Why: fmt.Sprintf("--coordinator: %q is not an http:// URL", cfg.Coordinator)}
+	if err := CheckURL(cfg.Coordinator); err != nil {
+		return err
 	}
 	w := &worker{cfg: cfg, base: strings.TrimRight(cfg.Coordinator, "/"), hc: cfg.HTTP, clock: clock{base: time.Now(), skew: cfg.ClockSkew, rate: cfg.ClockDrift}}
 	if w.hc == nil {
@@ -108,13 +137,24 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	}
 	// Reach the coordinator (it may start after its workers), then measure.
 	deadline := time.Now().Add(cfg.ConnectTimeout)
-	for {
+	for tries := 0; ; tries++ {
 		_, _, err := w.sample(ctx)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var se *statusError
+		var nc *NotCoordinatorError
+		switch {
+		case errors.As(err, &se) && (se.code == http.StatusNotFound || se.code == http.StatusMethodNotAllowed):
+			return &NotCoordinatorError{URL: cfg.Coordinator, Why: "answered " + se.status + " to " + pathTime}
+		case errors.As(err, &nc):
+			return nc
+		}
+		if tries == 0 {
+			fmt.Fprintf(cfg.Log, "worker %s: waiting for the coordinator at %s (up to %s): %v\n", cfg.Name, cfg.Coordinator, cfg.ConnectTimeout, err)
 		}
 		if time.Now().After(deadline) {
 			return &UnreachableError{URL: cfg.Coordinator, Err: err}
@@ -138,7 +178,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		return &RefusedError{Why: wel.Error}
 	}
 	w.index = wel.Index
-	fmt.Fprintf(cfg.Log, "worker %s: registered with %s as %d of %d (clock offset %s, RTT %s)\n", cfg.Name, cfg.Coordinator, wel.Index, wel.Workers, fmtNs(off), fmtNs(rtt))
+	fmt.Fprintf(cfg.Log, "worker %s: registered with %s as %d of %d (clock offset %s, RTT %s)\n", cfg.Name, cfg.Coordinator, wel.Index, wel.Workers, fmtNs(off), fmtRTT(rtt))
 	return w.control(ctx)
 }
 
@@ -317,7 +357,7 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 	// coordinator's lead less the job's delivery and this setup.
 	ready := j.OriginNs + off - w.clock.now()
 	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s), ready %.1f ms before the origin\n",
-		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtNs(rtt), float64(ready)/1e6)
+		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtRTT(rtt), float64(ready)/1e6)
 
 	// Heartbeats, each a further offset sample; and the batches.
 	beatCtx, stopBeats := context.WithCancel(ctx)
@@ -379,6 +419,7 @@ func (w *worker) beats(ctx context.Context, q string, gen *loadgen.Open, job bea
 	for {
 		b := job // the job's offset, RTT and readiness
 		b.InFlight = gen.Counters.InFlight.Load()
+		b.Offered, b.Sent = gen.Counters.Offered.Load(), gen.Counters.Sent.Load()
 		if !first { // the job's own measurement was just taken
 			b.SampleOffsetNs, b.SampleRTTNs, _ = w.offset(ctx, 5)
 		}
@@ -418,11 +459,15 @@ func (w *worker) sample(ctx context.Context) (offset, rtt int64, err error) {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return 0, 0, &statusError{what: "clock", status: resp.Status, code: resp.StatusCode}
+	}
 	var cr clockReading
 	err = json.NewDecoder(resp.Body).Decode(&cr)
 	t1 := w.clock.now()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("clock: status %s: %v", resp.Status, err)
+	if err != nil || cr.Now == 0 {
+		return 0, 0, &NotCoordinatorError{URL: w.cfg.Coordinator, Why: "answered " + pathTime + " without a clock reading"}
 	}
 	return (t0+t1)/2 - cr.Now, t1 - t0, nil
 }

@@ -131,6 +131,15 @@ type Generator struct {
 	// the worker had its job and its load generator ready; negative when
 	// after (its first arrivals were then late by up to as much).
 	ReadyBeforeNs int64 `json:"ready_before_ns,omitempty"`
+	// A lost worker's arrivals without a record: LostInFlight were due
+	// before it was lost (it had sent them, or was sending them: cancelled
+	// records), LostUnsent were due after (generator_drop records).
+	LostInFlight int64 `json:"lost_in_flight,omitempty"`
+	LostUnsent   int64 `json:"lost_unsent,omitempty"`
+	// Due (coordinator mode) is how many of its Arrivals were due before
+	// the schedule was stopped (Ctrl-C, a recovered burst phase) or have
+	// a record; = Arrivals when the schedule ran to its end.
+	Due int64 `json:"due,omitempty"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost
