@@ -506,7 +506,7 @@ func (d *drive) Run(ctx context.Context) error {
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
-			Workload: d.j.Workload, Client: d.j.Client, MaxInFlight: d.j.MaxInFlight, Spin: d.j.Spin, Profile: d.j.Profile}
+			Workload: d.j.Workload, Client: d.j.Client, MaxInFlight: workerCap(d.j.MaxInFlight, d.n, s.index), Spin: d.j.Spin, Profile: d.j.Profile}
 		select {
 		case s.m.out <- message{Job: jb}:
 		default:
