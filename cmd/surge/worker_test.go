@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,6 +72,19 @@ func (p *proc) stderr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.String()
+}
+
+func resultNotes(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Notes []string }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Notes
 }
 
 func fleetRecords(t *testing.T, dir string) []record.Record {
@@ -158,6 +173,18 @@ func TestWorkersMultiProcess(t *testing.T) {
 		if !kill {
 			if c := w1.wait(); c != 0 {
 				t.Fatalf("w1: exit %d: %s", c, w1.stderr())
+			}
+			// surge report rebuilds the per-worker lines from the manifest:
+			// the re-render's notes are the run's own (REVIEW15 #23).
+			before := resultNotes(t, dir)
+			if len(before) == 0 || !strings.Contains(strings.Join(before, "\n"), "worker 1 w1") {
+				t.Fatalf("run's notes without the worker lines: %q", before)
+			}
+			if code, _, stderr := surge(t, "report", dir); code != 0 {
+				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			if after := resultNotes(t, dir); !slices.Equal(after, before) {
+				t.Fatalf("re-rendered notes %q, the run's %q", after, before)
 			}
 		}
 	}

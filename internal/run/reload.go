@@ -186,6 +186,9 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	if res.Prompt == nil {
 		res.Prompt = m.PromptSizing
 	}
+	if d := m.Distributed; d != nil && d.Mode == record.DistCoordinator {
+		res.Distributed = d // the per-worker lines, as the run wrote them
+	}
 	res.Scaling = loadScaling(r.Dir.Path, res)
 	if res.QueueWait == nil {
 		res.QueueWait = map[string]analyze.QueueWait{}
