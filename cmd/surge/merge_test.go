@@ -170,3 +170,16 @@ func TestBurstShardsMerge(t *testing.T) {
 		t.Errorf("the merged burst's results.md (%v):\n%s", err, md)
 	}
 }
+
+// A concurrency sweep with --shard is refused before its first level
+// runs: exit 2, and no folder left behind (REVIEW15 #24).
+func TestSweepShardRefusedBeforeItRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sw")
+	code, _, errs := surge(t, "sweep", "--shard", "0/2", "--duration", "2s", "-q", "-o", out)
+	if code != exitUsage || !strings.Contains(errs, "--shard: splits a schedule of arrivals, which a closed loop") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("the refused sweep left %s behind (%v)", out, err)
+	}
+}

@@ -117,6 +117,9 @@ func (c *Config) Validate() error {
 	if c.closed() && c.Options.Sessions {
 		bad("sessions", "needs open-loop arrivals to start sessions; a concurrency sweep (closed loop) has none — sweep --rates instead")
 	}
+	if c.closed() && c.Options.Shard != "" { // refused before the first level runs
+		bad("shard", "splits a schedule of arrivals, which a closed loop (a concurrency sweep) does not have: its users send when ready; use a rate sweep, run, burst or capacity")
+	}
 	flag := "concurrency"
 	if !c.closed() {
 		flag = "rates"

@@ -226,6 +226,7 @@ func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
 		"zero duration":       {Mutate: func(c *Config) { c.Duration = 0 }, Want: "--duration: must be > 0"},
 		"sessions closed":     {Mutate: func(c *Config) { c.Options.Sessions = true }, Want: "--sessions: needs open-loop arrivals"},
 		"sessions users":      {Mutate: func(c *Config) { c.Options.Sessions, c.Concurrency = true, []int{1, 2} }, Want: "--sessions: needs open-loop arrivals"},
+		"shard closed":        {Mutate: func(c *Config) { c.Options.Shard = "0/2" }, Want: "--shard: splits a schedule of arrivals"},
 	}
 	exptest.ConfigErrors(t, DefaultConfig, (*Config).Validate, cases)
 	// A rate sweep of sessions is an open loop: allowed.
@@ -233,6 +234,10 @@ func TestSweepConfigErrorsNameTheFlag(t *testing.T) {
 	c.Options.Sessions, c.Rates = true, []float64{0.5, 1}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("rate sweep with sessions: %v", err)
+	}
+	c.Options.Sessions, c.Options.Shard = false, "0/2"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("rate sweep with --shard: %v", err)
 	}
 }
 
