@@ -27,7 +27,7 @@ type fleetFlags struct {
 // addFleetFlags registers --workers, --coordinator-listen and --workers-wait.
 func addFleetFlags(fs *pflag.FlagSet) *fleetFlags {
 	ff := &fleetFlags{}
-	fs.IntVar(&ff.workers, "workers", 0, "coordinator mode: split the arrivals between N `surge worker` processes (arrival Seq mod N) that send them and stream their records back; one run folder, one report, one clock")
+	fs.IntVar(&ff.workers, "workers", 0, "coordinator mode: split the arrivals between N surge worker processes (arrival Seq mod N) that send them and stream their records back; one run folder, one report, one clock")
 	fs.StringVar(&ff.listen, "coordinator-listen", "127.0.0.1:7777", "with --workers: where workers reach the coordinator (host:port; :7777 for other machines)")
 	fs.DurationVar(&ff.wait, "workers-wait", 2*time.Minute, "with --workers: how long to wait for the workers to register before giving up (exit 3)")
 	return ff

@@ -348,3 +348,14 @@ func TestWorkerSaysItWaits(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// --help names --workers' value int, not the backquoted "surge worker" in
+// its usage (pflag takes a backquoted word for the value's name).
+func TestWorkersHelpNamesTheValue(t *testing.T) {
+	for _, c := range []string{"run", "burst", "capacity"} {
+		_, out, errs := surge(t, c, "--help")
+		if help := out + errs; !strings.Contains(help, "--workers int ") || strings.Contains(help, "--workers surge") {
+			t.Errorf("surge %s --help: --workers is not shown as --workers int", c)
+		}
+	}
+}
