@@ -22,7 +22,7 @@ func TestK8sJob(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, want := range []string{"kubectl -n llm apply -f " + out, "kubectl -n llm cp surge-fetch:/results/surge ./surge", "create secret generic vllm-key"} {
+	for _, want := range []string{"kubectl -n llm apply -f " + out, "kubectl -n llm cp surge-fetch:/results/surge ./surge-results", "surge report ./surge-results", "create secret generic vllm-key"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("steps lack %q:\n%s", want, stdout)
 		}

@@ -23,7 +23,7 @@ func (c *Config) Steps(dir string) []string {
 		add("copy the results out through a pod that mounts the volume:",
 			fmt.Sprintf("%s apply -f %s", k, path.Join(dir, "later", "50-fetch.yaml")),
 			fmt.Sprintf("%s wait --for=condition=Ready pod/%s-fetch --timeout=5m", k, c.Name),
-			fmt.Sprintf("%s cp %s-fetch:%s ./%s", k, c.Name, path.Join(ResultsDir, c.Name), c.Name),
+			fmt.Sprintf("%s cp %s-fetch:%s ./%s-results", k, c.Name, path.Join(ResultsDir, c.Name), c.Name),
 			fmt.Sprintf("surge report ./%s", c.resultFolder()))
 		add("clean up (the volume too, once the results are copied):",
 			fmt.Sprintf("%s delete -f %s -f %s", k, dir, path.Join(dir, "later")))
@@ -54,12 +54,13 @@ func (c *Config) Steps(dir string) []string {
 	return s
 }
 
-// resultFolder is the folder surge report is given after the copy.
+// resultFolder is the folder surge report is given after the copy: the
+// name plus -results, never the binary's own name (./surge).
 func (c *Config) resultFolder() string {
 	if c.Mode() == ModeStatic {
-		return c.Name + "/merged"
+		return c.Name + "-results/merged"
 	}
-	return c.Name
+	return c.Name + "-results"
 }
 
 // waitEnd is a command that returns when the Job ends, Complete or
