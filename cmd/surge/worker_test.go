@@ -177,7 +177,7 @@ func TestWorkersMultiProcess(t *testing.T) {
 			// surge report rebuilds the per-worker lines from the manifest:
 			// the re-render's notes are the run's own (REVIEW15 #23).
 			before := resultNotes(t, dir)
-			if len(before) == 0 || !strings.Contains(strings.Join(before, "\n"), "worker 1 w1") {
+			if len(before) == 0 || !strings.Contains(strings.Join(before, "\n"), "worker 1 w") {
 				t.Fatalf("run's notes without the worker lines: %q", before)
 			}
 			if code, _, stderr := surge(t, "report", dir); code != 0 {
