@@ -502,7 +502,7 @@ func (d *drive) Run(ctx context.Context) error {
 		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
 		c.mu.Unlock()
 		if lost {
-			d.loseAs(s, fmt.Sprintf("worker %s lost at %s, before this run: %s", s.m.name, at.UTC().Format(time.TimeOnly), why), -1)
+			d.loseAs(s, record.LostWorkerError(s.m.name, at.UTC().Format(time.TimeOnly)+", before this run", why), -1)
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
@@ -697,7 +697,7 @@ func (d *drive) lose(s *share, cause string) {
 	if strings.HasPrefix(cause, "its run ended") || cause == "never registered" {
 		cut = d.j.Origin // it said it was done, or never began: nothing in flight
 	}
-	d.loseAs(s, fmt.Sprintf("worker %s lost at %.1f s: %s", name, time.Since(d.j.Origin).Seconds(), cause), cut.Sub(d.j.Origin))
+	d.loseAs(s, record.LostWorkerError(name, fmt.Sprintf("%.1f s", time.Since(d.j.Origin).Seconds()), cause), cut.Sub(d.j.Origin))
 }
 
 // loseAs closes s as lost for why: its arrivals without a record due at or
