@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -106,25 +105,11 @@ files and prints the kubectl commands that run them.`,
 				return usageErr("%v", err)
 			}
 			files := c.Files()
-			if !force {
-				for _, f := range files {
-					if _, err := os.Stat(filepath.Join(out, f.Name)); err == nil {
-						return usageErr("--out: %s already exists (--force to replace the manifests)", filepath.Join(out, f.Name))
-					}
+			if err := kubejob.Write(out, files, force); err != nil {
+				if ex := (*kubejob.ExistsError)(nil); errors.As(err, &ex) {
+					return usageErr("--out: %s already exists (--force to replace the manifests)", ex.Path)
 				}
-			}
-			for _, f := range files {
-				b, err := kubejob.Render(f)
-				if err != nil {
-					return &exitError{exitInternal, err}
-				}
-				p := filepath.Join(out, f.Name)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return &exitError{exitInternal, err}
-				}
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					return &exitError{exitInternal, err}
-				}
+				return &exitError{exitInternal, err}
 			}
 			w := cmd.OutOrStdout()
 			noun := "manifest files"
