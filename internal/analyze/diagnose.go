@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -274,15 +275,20 @@ type diagCase struct {
 type DiagTally struct {
 	doneFrom   int64 // -1: no done times
 	n429, n503 map[string]int64
-	times      map[string][]float64 // rejections' done − sent, ms, by phase
-	done       []int64
-	sorted     bool
+	// status4xx counts the other client errors (4xx but 429) by phase
+	// and status: requests the target refused as invalid, which no load
+	// explains.
+	status4xx map[phaseStatus]int64
+	times     map[string][]float64 // rejections' done − sent, ms, by phase
+	done      []int64
+	sorted    bool
 }
 
 // NewDiagTally returns an empty DiagTally keeping the done times from
 // doneFromNs on (the burst's start; -1 for none).
 func NewDiagTally(doneFromNs int64) *DiagTally {
-	return &DiagTally{doneFrom: doneFromNs, n429: map[string]int64{}, n503: map[string]int64{}, times: map[string][]float64{}}
+	return &DiagTally{doneFrom: doneFromNs, n429: map[string]int64{}, n503: map[string]int64{}, status4xx: map[phaseStatus]int64{},
+		times: map[string][]float64{}}
 }
 
 // DoneFrom is the start of the done times a diagnosis of an analysis with
@@ -298,6 +304,12 @@ func DoneFrom(cfg Config) int64 {
 	return -1
 }
 
+// phaseStatus keys DiagTally's client errors.
+type phaseStatus struct {
+	phase  string
+	status int
+}
+
 // Add accounts one record; it does not keep rc.
 func (t *DiagTally) Add(rc *record.Record) {
 	if t.doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= t.doneFrom {
@@ -308,6 +320,9 @@ func (t *DiagTally) Add(rc *record.Record) {
 		t.n429[rc.Phase]++
 	case rc.Outcome == record.HTTPError && rc.Status == 503:
 		t.n503[rc.Phase]++
+	case rc.Outcome == record.HTTPError && rc.Status/100 == 4:
+		t.status4xx[phaseStatus{rc.Phase, rc.Status}]++
+		return
 	default:
 		return
 	}
@@ -455,6 +470,8 @@ func (c *diagCase) windowPair(phases []string) (first, last *group) {
 // rejections are the judged group's 429s and 503s.
 type rejections struct {
 	n429, n503 int64
+	n4xx       int64         // other client errors (4xx but 429)
+	status4xx  map[int]int64 // n4xx by status
 	offered    int64
 	medianMs   float64 // median response time (done − sent) of the rejections; NaN unknown
 }
@@ -467,11 +484,17 @@ func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
 func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
 
 func (t *DiagTally) rejections(phases []string, offered int64) rejections {
-	j := rejections{offered: offered, medianMs: math.NaN()}
+	j := rejections{offered: offered, medianMs: math.NaN(), status4xx: map[int]int64{}}
 	var times []float64
 	for _, p := range slices.Compact(slices.Sorted(slices.Values(phases))) {
 		j.n429 += t.n429[p]
 		j.n503 += t.n503[p]
+		for k, n := range t.status4xx {
+			if k.phase == p {
+				j.n4xx += n
+				j.status4xx[k.status] += n
+			}
+		}
 		times = append(times, t.times[p]...)
 	}
 	if len(times) > 0 {
@@ -651,11 +674,39 @@ func (c *diagCase) failingHints() []Hint {
 	if c.ref != nil {
 		ev += fmt.Sprintf(", %s in %s", pct(c.ref.s.ErrorRate), c.ref.label)
 	}
-	return []Hint{{
+	var hints []Hint
+	failed := c.stress.s.ErrorRate - c.rej.share503()
+	invalid := ratio(c.rej.n4xx, c.rej.offered)
+	if c.rej.n4xx > 0 && invalid >= failed/2 {
+		// Refused as invalid: no load explains a 400, 401, 404 or 413, and
+		// they are at least half the failures, so they are said first.
+		hints = append(hints, Hint{
+			Hypothesis: "the target refused these requests as invalid (HTTP 4xx): the workload or the configuration, not the load",
+			Evidence:   fmt.Sprintf("%s of %s's arrivals were refused with %s", pct(invalid), c.stress.noun, statusList(c.rej.status4xx)),
+			Check: "the server's log for the reason; 400: prompt + max_tokens against the model's context length (vLLM --max-model-len, " +
+				"llama.cpp --ctx-size; shorten --prompt-tokens or --output-tokens); 401/403: the API key; 404: --model and the base URL",
+		})
+	}
+	if failed-invalid < DiagErrorShare {
+		return hints // what else failed would not have made the mode
+	}
+	return append(hints, Hint{
 		Hypothesis: "the target, or something in front of it, breaks under this load instead of queueing or rejecting",
 		Evidence:   ev,
 		Check:      "the outcome and status of the failed requests in requests.jsonl, and the server's and gateway's logs for the same minutes",
-	}}
+	})
+}
+
+// statusList names statuses by count, most frequent first: "12 × 400,
+// 1 × 404".
+func statusList(by map[int]int64) string {
+	codes := slices.Collect(maps.Keys(by))
+	slices.SortFunc(codes, func(a, b int) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(codes))
+	for i, s := range codes {
+		parts[i] = fmt.Sprintf("%d × %d", by[s], s)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // backlogEvidence lists what says the target accepted work and then made

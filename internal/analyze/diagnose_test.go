@@ -336,8 +336,43 @@ func diagScenarios() []diagScenario {
 				}
 				return normal(k, t)
 			}, 30),
+			mode:   ModeFailing,
+			hints:  []string{"the target, or something in front of it, breaks"},
+			absent: []string{"the target refused these requests as invalid"},
+		},
+		{
+			// The failures are 400s (prompts over the model's context, as
+			// vLLM answers them): a workload problem, said before the load
+			// hypothesis.
+			name: "failing-client-errors",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				if k%4 == 0 {
+					r := failRec(t, record.HTTPError)
+					r.Status = 400
+					return r
+				}
+				return normal(k, t)
+			}, 30),
+			mode:   ModeFailing,
+			hints:  []string{"the target refused these requests as invalid"},
+			absent: []string{"the target, or something in front of it, breaks"},
+		},
+		{
+			// Half 400s, half 500s: both hypotheses, the client errors first.
+			name: "failing-mixed",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				switch k % 8 {
+				case 0:
+					r := failRec(t, record.HTTPError)
+					r.Status = 400
+					return r
+				case 4:
+					return failRec(t, record.HTTPError)
+				}
+				return normal(k, t)
+			}, 30),
 			mode:  ModeFailing,
-			hints: []string{"the target, or something in front of it, breaks"},
+			hints: []string{"the target refused these requests as invalid", "the target, or something in front of it, breaks"},
 		},
 		{
 			// A plain run (no burst phase) whose TTFT grows in its second
