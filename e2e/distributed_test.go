@@ -77,8 +77,11 @@ func distributed(t *testing.T, engineArgs []string) {
 		}
 	}
 
-	// Static shards: two processes that start together and a merge.
-	at := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339)
+	// Static shards: two processes that start together and a merge. The
+	// start is far enough ahead for both to size their prompts first:
+	// against Ollama that is 12 probe requests each, through one slot
+	// (4 s ahead, both shards started 5.5 and 7.7 s late).
+	at := time.Now().Add(25 * time.Second).UTC().Format(time.RFC3339)
 	var shards []*exec.Cmd
 	var shardOut []*strings.Builder
 	var shardDirs []string

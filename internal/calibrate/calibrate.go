@@ -112,6 +112,11 @@ type Result struct {
 	Probes         int     `json:"probe_requests"`     // requests sent to the model's completion endpoint
 	Fallback       string  `json:"fallback,omitempty"` // why /tokenize was not used although tried
 	Warning        string  `json:"warning,omitempty"`  // why calibration failed
+	// ContextTokens is the model's context length (prompt + output
+	// tokens of one request) as the target reported it — vLLM's
+	// /tokenize answers max_model_len — or the engine model's in
+	// virtual time; 0 when unknown.
+	ContextTokens int `json:"context_tokens,omitempty"`
 }
 
 // Sizing is the workload sizing of the result (the zero Sizing, surge's
@@ -357,8 +362,9 @@ func tokenizeVLLM(ctx context.Context, cfg Config) (Result, error) {
 			body["prompt"] = t
 		}
 		var resp struct {
-			Count  *int  `json:"count"`
-			Tokens []int `json:"tokens"`
+			Count       *int  `json:"count"`
+			Tokens      []int `json:"tokens"`
+			MaxModelLen int   `json:"max_model_len"`
 		}
 		if err := post(ctx, cfg, body, &resp); err != nil {
 			return r, err
@@ -366,6 +372,7 @@ func tokenizeVLLM(ctx context.Context, cfg Config) (Result, error) {
 		if resp.Count == nil {
 			return r, errNotVLLM
 		}
+		r.ContextTokens = max(resp.MaxModelLen, 0)
 		r.Points = append(r.Points, Point{Bytes: len(t), Tokens: *resp.Count})
 	}
 	d, c, err := Fit(r.Points)

@@ -33,7 +33,9 @@ func (e *Env) calibratePrompts(ctx context.Context) calibrate.Result {
 		return calibrate.Result{Method: calibrate.UsedNone, Warning: "prompt calibration failed (" + err.Error() + ")"}
 	}
 	if e.Virtual {
-		return calibrate.Model(e.modelTokenizer(), texts)
+		r := calibrate.Model(e.modelTokenizer(), texts)
+		r.ContextTokens = o.Sim.MaxModelLen
+		return r
 	}
 	cc := e.ClientConfig(2)
 	cc.Retries = 0

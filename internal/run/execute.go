@@ -97,6 +97,10 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 
+	if sess == nil {
+		e.warnContext(arrivals, wcfg) // context.go
+	}
+
 	late, err := e.awaitStart(ctx) // --start-at (shard.go)
 	if err != nil {
 		return nil, err
