@@ -36,8 +36,9 @@ const ReplicaHeader = "X-Surge-Replica"
 type Client struct {
 	cfg    Config
 	origin time.Time
-	tr     *http.Transport
-	fresh  *http.Transport // no keep-alive: replays after a reused connection failed
+	tr     roundTripper
+	fresh  roundTripper // no keep-alive: replays after a reused connection failed
+	h1     bool         // tr is surge's own HTTP/1.1 transport (h1.go), not net/http's
 	url    *url.URL
 	header http.Header // shared by all requests; never modified after New
 	body   bodyTemplate
@@ -69,7 +70,7 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 		endpoint.Path = strings.TrimRight(base.Path, "/") + "/completions"
 	}
 
-	tr, err := newTransport(cfg, dial, base.Scheme == "https")
+	tr, fresh, h1, err := newTransports(cfg, dial, &endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +89,48 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	if prefix == ([8]byte{}) {
 		prefix = randomPrefix()
 	}
-	fresh := tr.Clone()
-	fresh.DisableKeepAlives = true
-	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, url: &endpoint, header: h, body: body, prefix: prefix}, nil
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, h1: h1, url: &endpoint, header: h, body: body, prefix: prefix}, nil
+}
+
+// newTransports returns the transport of the measured requests and the
+// one of their replays (no keep-alive), and whether they are surge's own
+// (Config.Transport: auto picks it for http:// endpoints that no proxy
+// applies to; https keeps net/http for HTTP/2, a proxy keeps net/http).
+func newTransports(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), endpoint *url.URL) (tr, fresh roundTripper, h1 bool, err error) {
+	proxy, _ := http.ProxyFromEnvironment(&http.Request{URL: endpoint})
+	switch cfg.Transport {
+	case TransportSurge:
+		if proxy != nil {
+			return nil, nil, false, errors.New("openai: config: transport \"surge\" does not use proxies, and the environment's HTTP_PROXY/HTTPS_PROXY applies to the endpoint: use \"auto\" or \"go\", or NO_PROXY")
+		}
+		h1 = true
+	case TransportGo:
+	default:
+		h1 = endpoint.Scheme == "http" && proxy == nil
+	}
+	if !h1 {
+		t, err := newTransport(cfg, dial, endpoint.Scheme == "https")
+		if err != nil {
+			return nil, nil, false, err
+		}
+		f := t.Clone()
+		f.DisableKeepAlives = true
+		return t, f, false, nil
+	}
+	tlsConf, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if dial == nil {
+		dial = defaultDialer().DialContext
+	}
+	info := endpointInfo(endpoint.Scheme, endpoint.Host)
+	return newH1Transport(info, tlsConf, dial, cfg.MaxConns, true), newH1Transport(info, tlsConf, dial, cfg.MaxConns, false), true, nil
+}
+
+// defaultDialer is the network dialer of both transports.
+func defaultDialer() *net.Dialer {
+	return &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 }
 
 // HTTP returns an HTTP client for cfg's endpoint with the client's own
@@ -131,23 +171,12 @@ func (c Config) header() http.Header {
 // settings and CA, the dialer (nil: the network's), one connection pool
 // of MaxConns.
 func newTransport(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), h2 bool) (*http.Transport, error) {
-	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // the user asked for it
-	if cfg.CACertFile != "" {
-		pem, err := os.ReadFile(cfg.CACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("openai: ca cert: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("openai: ca cert: %s holds no PEM certificate", cfg.CACertFile)
-		}
-		tlsConf.RootCAs = pool
+	tlsConf, err := tlsConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+		dial = defaultDialer().DialContext
 	}
 	// The write buffer holds the request head (about 400 bytes) and, when
 	// they fit, the body's first bytes: net/http writes the rest of a
@@ -172,6 +201,27 @@ func newTransport(cfg Config, dial func(ctx context.Context, network, addr strin
 	}
 
 	return tr, nil
+}
+
+// tlsConfig is cfg's TLS configuration: TLS 1.2 or later, the extra CA
+// file, the verification the user asked for.
+func tlsConfig(cfg Config) (*tls.Config, error) {
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // the user asked for it
+	if cfg.CACertFile != "" {
+		pem, err := os.ReadFile(cfg.CACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("openai: ca cert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("openai: ca cert: %s holds no PEM certificate", cfg.CACertFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	return tlsConf, nil
 }
 
 // TracePrefix is the prefix of every trace id this client sends (see TraceID).
@@ -215,8 +265,15 @@ type exchange struct {
 // bodyBuf is a pooled request body buffer.
 type bodyBuf struct{ b []byte }
 
-// bodyReader is the request body: a bytes.Reader with a no-op Close.
-type bodyReader struct{ bytes.Reader }
+// bodyReader is the request body: a bytes.Reader with a no-op Close,
+// which offers surge's transport its bytes to write without a copy.
+type bodyReader struct {
+	bytes.Reader
+	raw []byte
+}
+
+// reset makes the reader read b.
+func (r *bodyReader) reset(b []byte) { r.Reader.Reset(b); r.raw = b }
 
 // Close implements io.Closer.
 func (*bodyReader) Close() error { return nil }
@@ -278,7 +335,7 @@ func (c *Client) takeBody(x *exchange, req *workload.Request) *bodyBuf {
 		bb = &bodyBuf{}
 	}
 	x.buf = c.body.appendBody(bb.b[:0], req)
-	x.body.Reset(x.buf)
+	x.body.reset(x.buf)
 	x.tmpl.ContentLength = int64(len(x.buf))
 	return bb
 }
@@ -293,7 +350,7 @@ func (c *Client) releaseBody(x *exchange, bb *bodyBuf) {
 	if x.writes.Load() < x.conns.Load() {
 		return // putExchange will not pool x either: x.body is the transport's
 	}
-	x.body.Reset(nil)
+	x.body.reset(nil)
 	bb.b = buf
 	c.bodies.Put(bb)
 }
@@ -483,7 +540,9 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 // round trip's writer may still hold the pooled one.
 func (c *Client) replay(x *exchange, hreq *http.Request) (*http.Response, error) {
 	r := hreq.WithContext(hreq.Context())
-	r.Body = io.NopCloser(bytes.NewReader(x.buf))
+	rb := &bodyReader{}
+	rb.reset(x.buf)
+	r.Body = rb
 	return c.fresh.RoundTrip(r)
 }
 

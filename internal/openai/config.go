@@ -20,6 +20,13 @@ const (
 	APICompletions = "completions" // POST {BaseURL}/completions with a prompt
 )
 
+// The HTTP client transports (Config.Transport).
+const (
+	TransportAuto  = "auto"  // surge's own for http:// without a proxy, net/http otherwise
+	TransportSurge = "surge" // surge's own HTTP/1.1 transport, http and https (no proxy)
+	TransportGo    = "go"    // net/http's (HTTP/2 over https, proxies)
+)
+
 // Defaults applied by New to zero fields, and by DefaultConfig.
 const (
 	DefaultTimeout      = 60 * time.Second // per request, the whole exchange including retries
@@ -60,6 +67,7 @@ type Config struct {
 	RetryMaxWait       time.Duration     // longest wait before a retry; a longer Retry-After ends retrying
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
 	ReplicaHeader      string            // response header naming the replica (or pod) that answered; "" = ReplicaHeader
+	Transport          string            // TransportAuto ("" too), TransportSurge or TransportGo (doc.go, "Transport")
 	// TracePrefix is the first half of every trace id sent in traceparent
 	// (see TraceID); zero means random, chosen by New.
 	TracePrefix [8]byte `json:"-" yaml:"-"`
@@ -129,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.API != "" && c.API != APIChat && c.API != APICompletions {
 		return fmt.Errorf("openai: config: api must be %q or %q, not %q", APIChat, APICompletions, c.API)
+	}
+	if c.Transport != "" && c.Transport != TransportAuto && c.Transport != TransportSurge && c.Transport != TransportGo {
+		return fmt.Errorf("openai: config: transport must be %q, %q or %q, not %q", TransportAuto, TransportSurge, TransportGo, c.Transport)
 	}
 	if c.Timeout < 0 {
 		return errors.New("openai: config: timeout must not be negative")
