@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,17 +48,22 @@ func runBenchServer() {
 		os.Exit(0)
 	}()
 	var (
-		held    atomic.Int64 // /hold streams that have sent their first chunks
-		release = make(chan struct{})
-		once    sync.Once
+		mu      sync.Mutex
+		held    int                   // /hold streams of this round that have sent their first chunks
+		release = make(chan struct{}) // closed (and replaced: a new round) by /release
 	)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/held": // how many /hold streams are waiting
-			fmt.Fprint(w, held.Load())
+			mu.Lock()
+			fmt.Fprint(w, held)
+			mu.Unlock()
 			return
-		case "/release": // let every /hold stream finish
-			once.Do(func() { close(release) })
+		case "/release": // let every /hold stream finish; a new round starts
+			mu.Lock()
+			close(release)
+			release, held = make(chan struct{}), 0
+			mu.Unlock()
 			return
 		}
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -69,8 +73,11 @@ func runBenchServer() {
 			_, _ = w.Write(e)
 			f.Flush()
 			if i == 1 && strings.HasPrefix(r.URL.Path, "/hold/") {
-				held.Add(1)
-				<-release
+				mu.Lock()
+				held++
+				ch := release
+				mu.Unlock()
+				<-ch
 			}
 		}
 	})}
@@ -117,9 +124,10 @@ func cpuTime() time.Duration {
 // allocations per request.
 func BenchmarkStream(b *testing.B) {
 	addr := startBenchServer(b)
-	for _, conc := range []int{1, 16} {
-		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
-			c := newTestClient(b, "http://"+addr+"/v1", func(c *Config) { c.MaxConns = conc })
+	for _, tc := range benchCases([]int{1, 16}) {
+		conc := tc.n
+		b.Run(tc.name("conc"), func(b *testing.B) {
+			c := newTestClient(b, "http://"+addr+"/v1", func(c *Config) { c.MaxConns = conc; c.Transport = tc.transport })
 			check := func(rec *record.Record) {
 				if rec.Outcome != record.OK || rec.Chunks != benchTokens || rec.OutputTokens != benchTokens {
 					b.Errorf("outcome %s %q chunks %d", rec.Outcome, rec.Error, rec.Chunks) // Errorf: RunParallel goroutines may not call Fatal
@@ -155,6 +163,27 @@ func BenchmarkStream(b *testing.B) {
 	}
 }
 
+// benchCase is one transport at one size.
+type benchCase struct {
+	transport string
+	n         int
+}
+
+func (tc benchCase) name(size string) string {
+	return fmt.Sprintf("transport=%s/%s=%d", tc.transport, size, tc.n)
+}
+
+// benchCases is every size with surge's transport and net/http's.
+func benchCases(ns []int) []benchCase {
+	var cs []benchCase
+	for _, tr := range []string{TransportSurge, TransportGo} {
+		for _, n := range ns {
+			cs = append(cs, benchCase{tr, n})
+		}
+	}
+	return cs
+}
+
 // benchInFlight is the number of streams BenchmarkInFlight holds open.
 const benchInFlight = 2000
 
@@ -183,7 +212,6 @@ func BenchmarkInFlight(b *testing.B) {
 	if prof := os.Getenv("SURGE_INFLIGHT_HEAP"); prof != "" {
 		runtime.MemProfileRate = 512
 	}
-	c := newTestClient(b, base+"/hold/v1", func(c *Config) { c.MaxConns = benchInFlight; c.Timeout = time.Minute })
 	mem := func() (heap, stack uint64, gs int) {
 		runtime.GC()
 		runtime.GC()
@@ -191,6 +219,15 @@ func BenchmarkInFlight(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine()
 	}
+	for _, tr := range []string{TransportSurge, TransportGo} {
+		b.Run("transport="+tr, func(b *testing.B) {
+			c := newTestClient(b, base+"/hold/"+tr+"/v1", func(c *Config) { c.MaxConns = benchInFlight; c.Timeout = time.Minute; c.Transport = tr })
+			benchInFlightOnce(b, c, base, get, mem)
+		})
+	}
+}
+
+func benchInFlightOnce(b *testing.B, c *Client, base string, get func(string) string, mem func() (uint64, uint64, int)) {
 	b.ResetTimer()
 	for range b.N {
 		heap0, stack0, gs0 := mem()
