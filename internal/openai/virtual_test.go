@@ -163,9 +163,9 @@ func TestTimeoutVirtual(t *testing.T) {
 		{"after headers", stall([]string{}), "timeout after 0 chunks", 200},
 		{"mid-stream", stall([]string{role(), content("a"), content("b")}), "timeout after 2 chunks", 200},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
+		forTransports(t, tt.name, func(t *testing.T, tr string) {
 			synctest.Test(t, func(t *testing.T) {
-				c, _ := virtualServer(t, tt.h, func(c *Config) { c.Timeout = 5 * time.Second })
+				c, _ := virtualServer(t, tt.h, func(c *Config) { c.Timeout = 5 * time.Second; c.Transport = tr })
 				rec := run(context.Background(), c, &testReq)
 				checkOrder(t, rec)
 				if rec.Outcome != record.Timeout || rec.Error != tt.errText || rec.Status != tt.status {
@@ -182,24 +182,35 @@ func TestTimeoutVirtual(t *testing.T) {
 // TestCancelVirtual: cancelling the caller's context mid-stream is
 // "cancelled", not "timeout", and stops the request at once.
 func TestCancelVirtual(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, content("a"))
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-		}
-		c, _ := virtualServer(t, http.HandlerFunc(h), nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		time.AfterFunc(time.Second, cancel)
-		rec := run(ctx, c, &testReq)
-		checkOrder(t, rec)
-		if rec.Outcome != record.Cancelled || rec.Error != "cancelled after 1 chunks" || rec.E2ESend() != int64(time.Second) {
-			t.Fatalf("got %s %q e2e %d, want cancelled after 1 chunks at 1s", rec.Outcome, rec.Error, rec.E2ESend())
-		}
+	forTransports(t, "", func(t *testing.T, tr string) {
+		synctest.Test(t, func(t *testing.T) {
+			h := func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, content("a"))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}
+			c, _ := virtualServer(t, http.HandlerFunc(h), func(c *Config) { c.Transport = tr })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			time.AfterFunc(time.Second, cancel)
+			rec := run(ctx, c, &testReq)
+			checkOrder(t, rec)
+			if rec.Outcome != record.Cancelled || rec.Error != "cancelled after 1 chunks" || rec.E2ESend() != int64(time.Second) {
+				t.Fatalf("got %s %q e2e %d, want cancelled after 1 chunks at 1s", rec.Outcome, rec.Error, rec.E2ESend())
+			}
+		})
 	})
+}
+
+// forTransports runs f as a subtest name/transport=… with surge's
+// transport and with net/http's.
+func forTransports(t *testing.T, name string, f func(t *testing.T, tr string)) {
+	t.Helper()
+	for _, tr := range []string{TransportSurge, TransportGo} {
+		t.Run(strings.TrimPrefix(name+"/transport="+tr, "/"), func(t *testing.T) { f(t, tr) })
+	}
 }
 
 // scripted answers attempt i with replies[i] (the last one repeats) and
@@ -343,8 +354,12 @@ func TestCancelWhileWaitingVirtual(t *testing.T) {
 // TestConnWaitVirtual: with MaxConns 1, a second concurrent request waits
 // for the connection, and the wait shows as ConnNs − SentNs.
 func TestConnWaitVirtual(t *testing.T) {
+	forTransports(t, "", func(t *testing.T, tr string) { testConnWaitVirtual(t, tr) })
+}
+
+func testConnWaitVirtual(t *testing.T, tr string) {
 	synctest.Test(t, func(t *testing.T) {
-		c, _ := virtualServer(t, paced([]string{content("a"), done}, []time.Duration{300 * ms, 0}), func(c *Config) { c.MaxConns = 1 })
+		c, _ := virtualServer(t, paced([]string{content("a"), done}, []time.Duration{300 * ms, 0}), func(c *Config) { c.MaxConns = 1; c.Transport = tr })
 		recs := make([]record.Record, 2)
 		var wg sync.WaitGroup
 		for i := range recs {
