@@ -25,6 +25,7 @@
 #   IDLE_N    streams of the idle reference run   [10]
 #   SURGE     the surge binary                    [built from this tree]
 #   ADDR      server address (loopback)           [127.0.0.1:18090]
+#   ARGS      extra flags of every surge run      [none; e.g. "--http-client go"]
 #   GOGC, GOMEMLIMIT etc. pass through to surge.
 #
 # File descriptors: each stream is one connection, so surge and the server
@@ -95,7 +96,7 @@ measure() {
 	out=$tmp/run-$n
 	"$SURGE" run --target "http://$ADDR/v1" --model bench --arrival constant --rate "$rate" --duration "${SEND}s" \
 		--warmup 0s --prompt-tokens 128 --output-tokens 10 --prompt-calibration off --max-in-flight $((n + 100)) \
-		--ttft-deadline 5s --timeout "$timeout" --quiet -o "$out" --force >"$tmp/surge-$n.log" 2>&1 &
+		--ttft-deadline 5s --timeout "$timeout" --quiet -o "$out" --force ${ARGS:-} >"$tmp/surge-$n.log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		st=$(curl -sf "http://$ADDR/streams" || echo 0)
@@ -122,7 +123,7 @@ measure() {
 	echo "$open $peak $hwm $ok ${others:--}"
 }
 
-echo "surge in-flight memory: $(go version | cut -d' ' -f3), $(nproc) CPUs, ulimit -n $(ulimit -n), answers ${ANSWER}s, sent over ${SEND}s; $(uptime)"
+echo "surge in-flight memory${ARGS:+ ($ARGS)}: $(go version | cut -d' ' -f3), $(nproc) CPUs, ulimit -n $(ulimit -n), answers ${ANSWER}s, sent over ${SEND}s; $(uptime)"
 wait_ports
 read -r idle_open idle idle_hwm idle_ok _ <<<"$(measure "$IDLE_N")"
 echo "idle (N=$IDLE_N): VmRSS $idle KiB with $idle_open streams open, VmHWM $idle_hwm KiB, ok $idle_ok"

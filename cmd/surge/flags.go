@@ -272,6 +272,7 @@ func (f *flags) options(o *run.Options) {
 	f.integer(&o.Retries, "retries", "retries", "retries after 429/5xx/connection errors, honouring Retry-After (0 = off; every attempt is counted)")
 	f.integer(&o.MaxInFlight, "max_in_flight", "max-in-flight", "in-flight cap; an arrival beyond it is recorded as generator_drop, never delayed")
 	f.dur(&o.Spin, "spin", "spin", "spin this long before each arrival for sub-millisecond send precision (costs a core; 0 = off)")
+	f.str(&o.HTTPClient, "http_client", "http-client", "HTTP client: auto (surge's own HTTP/1.1 client for http:// without a proxy, Go's net/http otherwise), surge (surge's own, http and https) or go (net/http: HTTP/2, proxies)")
 	f.str(&o.Profile, "profile", "profile", "workload profile: "+strings.Join(workload.Names(), ", ")+", or one defined under profiles: in the -f file")
 	f.value(mixValue{&o.Mix}, "mix", "mix", "send a weighted mix of profiles instead of one, each request labelled with its profile and every table split by profile, e.g. --mix chat=0.7,rag=0.2,longgen=0.1 (weights ≥ 0, normalised; profiles built in or defined under profiles: in the -f file; not with --profile)")
 	f.length(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "prompt length in tokens, replacing the profile's distribution (with --mix: every profile's): a count (200) or a distribution — uniform:min=100,max=400, normal:mean=500,sd=120, lognormal:median=800,p95=6000, empirical:FILE (a tokens,count CSV from your logs); 0 = the profile's")

@@ -364,6 +364,7 @@ func (e *Env) ClientConfig(maxConns int) openai.Config {
 	c.CACertFile, c.InsecureSkipVerify = o.CACert, o.Insecure
 	c.MaxConns = maxConns
 	c.ReplicaHeader = o.ReplicaHeader
+	c.Transport = o.HTTPClient
 	if e.network != nil {
 		c.Dial = e.network.DialContext
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
@@ -51,6 +52,7 @@ type Options struct {
 	Insecure   bool     `yaml:"insecure"`     // skip TLS verification
 	Headers    []string `yaml:"headers"`      // extra request headers, "Name: value"
 	Stream     bool     `yaml:"stream"`       // stream responses (SSE)
+	HTTPClient string   `yaml:"http_client"`  // auto, surge or go: the HTTP client transport (openai.Config.Transport)
 
 	Timeout     time.Duration `yaml:"timeout"`       // per-request timeout
 	Retries     int           `yaml:"retries"`       // bounded retries (0 = off)
@@ -157,6 +159,7 @@ func DefaultOptions() Options {
 		API:               DefaultAPI,
 		APIKeyEnv:         DefaultAPIKeyEnv,
 		Stream:            true,
+		HTTPClient:        openai.TransportAuto,
 		Timeout:           DefaultTimeout,
 		MaxInFlight:       loadgen.DefaultMaxInFlight,
 		Profile:           DefaultProfile,
@@ -188,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if o.API != "chat" && o.API != "completions" {
 		bad("api", "must be chat or completions, got %q", o.API)
+	}
+	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, o.HTTPClient) {
+		bad("http_client", "must be auto, surge or go, got %q", o.HTTPClient)
 	}
 	if o.Timeout <= 0 {
 		bad("timeout", "must be > 0, got %s", o.Timeout)
