@@ -125,7 +125,7 @@ func newTransports(cfg Config, dial func(ctx context.Context, network, addr stri
 		dial = defaultDialer().DialContext
 	}
 	info := endpointInfo(endpoint.Scheme, endpoint.Host)
-	return newH1Transport(info, tlsConf, dial, cfg.MaxConns, true), newH1Transport(info, tlsConf, dial, cfg.MaxConns, false), true, nil
+	return newH1Transport(endpoint.Host, info, tlsConf, dial, cfg.MaxConns, true), newH1Transport(endpoint.Host, info, tlsConf, dial, cfg.MaxConns, false), true, nil
 }
 
 // defaultDialer is the network dialer of both transports.

@@ -3,8 +3,9 @@
 // workload.Request, reads the whole response and fills one record.Record
 // with the boundaries of the exchange, its outcome and its token counts.
 //
-// It is the hot path of the load generator, so it uses plain net/http and
-// its own SSE reader: each line is read with bufio.Reader.ReadSlice and each
+// It is the hot path of the load generator, so it has its own HTTP/1.1
+// transport (one goroutine per stream; net/http for HTTP/2 and proxies)
+// and its own SSE reader: each line is read with bufio.Reader.ReadSlice and each
 // chunk is checked by ScanChunk, a validating JSON scanner that extracts
 // only what is measured and allocates nothing. No SDK, no encoding/json per
 // chunk (encoding/json is used for non-streamed bodies only).
@@ -116,28 +117,70 @@
 //
 // # Transport
 //
-// One http.Transport per Client: compression off (so chunks arrive as sent),
-// MaxConnsPerHost and MaxIdleConnsPerHost = Config.MaxConns (size it to the
-// in-flight cap; time waiting for a connection shows as ConnNs − SentNs),
-// HTTP/2 negotiated for https only, 10 s dial and TLS handshake timeouts,
-// proxies from the environment (loopback is never proxied).
+// Config.Transport picks the HTTP client. With "auto" (the default) an
+// http:// endpoint that no proxy applies to (http.ProxyFromEnvironment;
+// loopback is never proxied) gets surge's own HTTP/1.1 transport (h1.go);
+// https keeps net/http, which negotiates HTTP/2 by ALPN, and so does an
+// endpoint behind a proxy. "surge" forces surge's transport, for https
+// too (HTTP/1.1 only, ALPN "http/1.1"), and refuses an endpoint a proxy
+// applies to rather than bypass the proxy silently; "go" forces net/http.
+// surge check's probes (HTTP) always use net/http.
+//
+// surge's transport serves one endpoint. The caller's goroutine writes the
+// request and reads the response: no readLoop or writeLoop. The request
+// head is built in a pooled buffer (a header name that is no token, or a
+// name or value holding CR, LF or NUL, is refused before anything is sent)
+// and written with the body in one writev (net.Buffers), without copying
+// the body. The response is read through a 2 KiB buffer per connection:
+// HTTP/1.0 and 1.1 status lines, 1xx informational responses skipped,
+// chunked bodies (extensions and trailers discarded), Content-Length
+// (a body cut short is io.ErrUnexpectedEOF) or until close. The
+// cancellation of the request's context (the per-request timeout or the
+// run's end) reaches a blocked read or write through a deadline in the
+// past, set by context.AfterFunc: no goroutine waits for it. httptrace's
+// GotConn (Reused, WasIdle), WroteRequest and GotFirstResponseByte are
+// called as net/http calls them, so the boundaries and the replay of a dead
+// kept-alive connection (Retries, above) are the same with either
+// transport.
+//
+// Connections: at most Config.MaxConns open (idle and busy; size it to
+// the in-flight cap; time waiting for one shows as ConnNs − SentNs), the
+// newest idle one reused first, one returned to the pool as soon as its
+// body reaches EOF (unless a response or the request said Connection:
+// close, or HTTP/1.0 without keep-alive), a body closed early closes its
+// connection. Requests beyond the cap wait in order for a returned
+// connection or a freed slot, as long as their context lasts. Idle
+// connections are dropped after 90 s, checked when a connection is taken
+// (no timer). Before an idle connection is reused, a non-blocking
+// MSG_PEEK on its socket tells whether the server has closed it while it
+// was idle (llama.cpp's llama-server advertises keep-alive and closes
+// after every streamed response; net/http's readLoop would notice, and a
+// read deadline in the past cannot ask the socket): a closed one is
+// dropped and another taken, so the replay (Retries, above) is left for
+// the race of a close in flight. Dial and TLS handshake: 10 s each; compression is
+// never asked for.
+//
+// net/http's transport (for "go", https, proxies): compression off,
+// MaxConnsPerHost and MaxIdleConnsPerHost = Config.MaxConns, HTTP/2
+// negotiated for https only, the same timeouts, proxies from the
+// environment.
 //
 // # Memory per stream in flight
 //
-// A stream in flight holds three goroutines (the caller's, blocked reading
-// the body, and the connection's readLoop and writeLoop in net/http: 8 +
-// 4 + 4 KiB of stack once they settle), the connection's read buffer
-// (2 KiB, half net/http's default: a stream that falls behind still reads
-// several waiting events per system call) and write buffer (1 KiB: the
-// request head; a longer body's rest is written straight from its own
-// buffer in one more write), and the exchange: a 1 KiB line buffer (a
+// With surge's transport a stream in flight holds one goroutine (the
+// caller's, blocked reading the body: 8 KiB of stack), its connection
+// (the net.Conn and a 2 KiB read buffer; the request head's buffer goes
+// back to a pool once written) and the exchange: a 1 KiB line buffer (a
 // chunk of every server measured fits; a longer line is gathered in a
 // spill buffer that grows with it, up to MaxLineBytes, and is let go with
-// the exchange past 16 KiB) and the trace hooks and headers of the
-// request. The request body is built in a pooled buffer that goes back to
-// the pool when the round trip returns, and the response header map is
-// dropped once read, so a stream keeps neither while it is read.
-// BenchmarkInFlight measures it: 11–14 KB of heap and 17–21 KB of stack
-// per stream (33–35 KB of heap with net/http's default buffers and the
-// former 16 KiB line buffer; BENCHMARKS.md "In-flight streams").
+// the exchange past 16 KiB), the trace hooks and headers of the request,
+// and the context.AfterFunc registration. The request body is built in a
+// pooled buffer that goes back to the pool when the round trip returns,
+// and the response header map is dropped once read, so a stream keeps
+// neither while it is read. BenchmarkInFlight measures it: about 9 KB of
+// heap and 8 KB of stack per stream, 17 KB in all, against 36 KB with
+// net/http's transport (three goroutines: the caller and the connection's
+// readLoop and writeLoop, 8 + 4 + 4 KiB of stack, and net/http's
+// per-connection and per-request structures; BENCHMARKS.md "In-flight
+// streams").
 package openai

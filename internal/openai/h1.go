@@ -38,6 +38,7 @@ type roundTripper interface {
 // A response body must be read and closed by one goroutine (Close does not
 // interrupt a concurrent Read); its connection returns to the pool at EOF.
 type h1Transport struct {
+	host      string // the endpoint URL's host, as written
 	addr      string // host:port dialled
 	https     bool
 	tlsConf   *tls.Config // https only; ServerName set
@@ -66,10 +67,11 @@ type h1Conn struct {
 // connection, or nil meaning a slot was freed for it to dial.
 type h1Waiter struct{ ch chan *h1Conn }
 
-// newH1Transport returns the transport for requests to u's host. tlsConf
+// newH1Transport returns the transport for requests to host (u: its
+// address and name). tlsConf
 // is cloned for https; dial is the dialer (never nil).
-func newH1Transport(u *urlInfo, tlsConf *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), maxConns int, keepAlive bool) *h1Transport {
-	t := &h1Transport{addr: u.addr, https: u.https, dial: dial, maxConns: max(maxConns, 1), keepAlive: keepAlive}
+func newH1Transport(host string, u *urlInfo, tlsConf *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), maxConns int, keepAlive bool) *h1Transport {
+	t := &h1Transport{host: host, addr: u.addr, https: u.https, dial: dial, maxConns: max(maxConns, 1), keepAlive: keepAlive}
 	if u.https {
 		t.tlsConf = tlsConf.Clone()
 		t.tlsConf.ServerName = u.hostname
@@ -111,7 +113,7 @@ var (
 // its bytes (bodyReader), else read whole first.
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if req.URL.Host != "" && endpointInfo(req.URL.Scheme, req.URL.Host).addr != t.addr {
+	if req.URL.Host != t.host && endpointInfo(req.URL.Scheme, req.URL.Host).addr != t.addr {
 		closeBody(req)
 		return nil, errH1OtherHost
 	}
