@@ -489,3 +489,46 @@ func TestH1GoroutinesPerStream(t *testing.T) {
 		})
 	}
 }
+
+// TestH1NoAllocPerChunk: a whole request over surge's transport (loopback,
+// chunked, kept alive) allocates the same for 4 and for 64 chunks —
+// nothing per chunk in the transport's body reader either. The server
+// writes one prepared string per response, so its allocations do not grow
+// with the chunks.
+func TestH1NoAllocPerChunk(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not stable under the race detector")
+	}
+	resp := map[int]string{}
+	for _, n := range []int{4, 64} {
+		var b strings.Builder
+		b.WriteString(sseHead + "Transfer-Encoding: chunked\r\n\r\n")
+		b.WriteString(httpChunk(role()))
+		for range n {
+			b.WriteString(httpChunk(data(vllmChunk)))
+		}
+		b.WriteString(httpChunk(usage(10, n)+done) + "0\r\n\r\n")
+		resp[n] = b.String()
+	}
+	var chunks atomic.Int32
+	srv := newRawServer(t, func(_ int, conn net.Conn) bool {
+		_, err := io.WriteString(conn, resp[int(chunks.Load())])
+		return err == nil
+	})
+	c := newTestClient(t, srv.url(), nil)
+	allocs := func(n int) float64 {
+		chunks.Store(int32(n))
+		return testing.AllocsPerRun(50, func() {
+			rec := record.New("r", 1, "baseline", 0)
+			c.Do(context.Background(), &testReq, &rec)
+			if rec.Outcome != record.OK || rec.Chunks != n {
+				t.Fatalf("outcome %s %q chunks %d", rec.Outcome, rec.Error, rec.Chunks)
+			}
+		})
+	}
+	if a4, a64 := allocs(4), allocs(64); a64 != a4 {
+		t.Errorf("%.0f allocations per request for 4 chunks, %.0f for 64", a4, a64)
+	} else {
+		t.Logf("%.0f allocations per request (client and server)", a4)
+	}
+}
