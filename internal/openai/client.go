@@ -128,6 +128,18 @@ func newTransports(cfg Config, dial func(ctx context.Context, network, addr stri
 	return newH1Transport(endpoint.Host, info, tlsConf, dial, cfg.MaxConns, true), newH1Transport(endpoint.Host, info, tlsConf, dial, cfg.MaxConns, false), true, nil
 }
 
+// ProxyApplies reports whether the environment's proxy settings
+// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) send requests to baseURL through a
+// proxy, which surge's own transport does not use (Config.Transport).
+func ProxyApplies(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	p, _ := http.ProxyFromEnvironment(&http.Request{URL: u})
+	return p != nil
+}
+
 // defaultDialer is the network dialer of both transports.
 func defaultDialer() *net.Dialer {
 	return &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}

@@ -195,6 +195,9 @@ func (o *Options) Validate() error {
 	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, o.HTTPClient) {
 		bad("http_client", "must be auto, surge or go, got %q", o.HTTPClient)
 	}
+	if o.HTTPClient == openai.TransportSurge && o.Target != "" && openai.ProxyApplies(o.Target) {
+		bad("http_client", "surge's own client does not use proxies, and HTTP_PROXY/HTTPS_PROXY applies to the target: use auto or go (or NO_PROXY)")
+	}
 	if o.Timeout <= 0 {
 		bad("timeout", "must be > 0, got %s", o.Timeout)
 	}
