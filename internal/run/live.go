@@ -126,6 +126,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		gen := loadgen.NewSessions(lcfg, origin, client, start, sink)
 		counters, stopGen = &gen.Counters, gen.Stop
 		plan := loadgen.SessionPlan{Phases: spec.Plan.Bounds(), End: spec.Plan.Duration(), Ended: col.sessionEnded}
+		plan.Shard, plan.Shards, _ = e.Opts.ShardOf() // later turns' seqs unique across shards (shard.go)
 		drive = func() error { return gen.Run(ctx, arrivals, plan) }
 	} else if e.Fleet != nil {
 		// Workers send the arrivals (fleet.go); their records come back here.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -144,30 +145,62 @@ func TestExecuteShardVirtual(t *testing.T) {
 }
 
 // Sessions are split whole: every turn of a session is sent by the shard
-// of its first arrival.
+// of its first arrival, and every seq by one shard only — a later turn's
+// seq names its shard too (schedule.LaterSeqs) — so the shards hold the
+// requests of one process, each once.
 func TestExecuteShardSessions(t *testing.T) {
-	o := quietOptions()
-	o.Sessions, o.Shard = true, "1/2"
-	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(4, 20*time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	later := 0
-	for _, r := range recordsOf(t, res) {
-		if r.Shard != 1 || schedule.ShardOf(r.Session-1, 2) != 1 {
-			t.Fatalf("record seq %d of session %d turn %d: shard %d", r.Seq, r.Session, r.Turn, r.Shard)
+	execute := func(shard string) []record.Record {
+		o := quietOptions()
+		o.Sessions, o.Shard = true, shard
+		env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r.Turn > 1 {
-			later++
+		defer env.Close()
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(6, 20*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recordsOf(t, res)
+	}
+	type req struct{ session, turn, branch, maxTokens int64 }
+	key := func(r record.Record) req {
+		return req{r.Session, int64(r.Turn), int64(r.Branch), int64(r.MaxTokens)}
+	}
+	// Each shard's engine model sees 1/N of the load, so later turns
+	// (ready at a previous turn's end) may be cut at the plan's end in one
+	// run and not in another: the sessions and their first turns compare.
+	once := map[req]bool{}
+	for _, r := range execute("") {
+		if r.Turn == 1 {
+			once[key(r)] = true
+		}
+	}
+	seqs := map[int64]int{}
+	sharded := map[req]bool{}
+	later := 0
+	for i := range 2 {
+		for _, r := range execute(string(rune('0'+i)) + "/2") {
+			if r.Shard != i || schedule.ShardOf(r.Session-1, 2) != i || schedule.ShardOf(r.Seq, 2) != i {
+				t.Fatalf("shard %d: record seq %d of session %d turn %d says shard %d", i, r.Seq, r.Session, r.Turn, r.Shard)
+			}
+			if j, dup := seqs[r.Seq]; dup {
+				t.Fatalf("seq %d sent by shard %d and shard %d (session %d turn %d)", r.Seq, j, i, r.Session, r.Turn)
+			}
+			seqs[r.Seq] = i
+			if r.Turn == 1 {
+				sharded[key(r)] = true
+			}
+			if r.Turn > 1 {
+				later++
+			}
 		}
 	}
 	if later == 0 {
 		t.Fatal("no later turns: the test proves nothing")
+	}
+	if !maps.Equal(sharded, once) {
+		t.Errorf("the shards sent %d first turns (session, branch, max_tokens), one process %d: not the same", len(sharded), len(once))
 	}
 }
 

@@ -26,6 +26,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	}
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
+	cfg.Shard, cfg.Shards, _ = o.ShardOf() // later session turns' seqs unique across shards (shard.go)
 	cfg.Sim.Seed = spec.Seed(cfg.Sim.Seed) // a repeat's engine model differs too
 	if err := e.CheckBudget(spec.Closed != nil); err != nil {
 		return err

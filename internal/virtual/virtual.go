@@ -44,6 +44,11 @@ type Config struct {
 	// Otherwise — and with a Stopper or a Gate, which judge the whole
 	// simulation before the run is cut — the records are in Output.Records.
 	Sink func(*record.Record)
+	// Shard and Shards are this generator's share of the schedule
+	// (--shard I/N; zero Shards is one process): in Sessions, the seqs of
+	// later turns and sub-requests (schedule.LaterSeqs), unique across
+	// the shards.
+	Shard, Shards int
 }
 
 // Gate lets the caller end an open-loop run at the first arrival it
