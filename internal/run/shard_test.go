@@ -296,3 +296,33 @@ func mustBuild(t *testing.T, p schedule.Plan) []schedule.Arrival {
 	}
 	return a
 }
+
+// The OTLP join takes a shard's spans: its arrivals are every Nth seq of
+// the schedule (the bound is the highest, not their count), and a sessions
+// shard's later turns number with a stride of N.
+func TestSpanBoundsShard(t *testing.T) {
+	all := mustBuild(t, onePhase(10, 10*time.Second)) // seqs 0…99
+	cases := []struct {
+		name      string
+		arrivals  []schedule.Arrival
+		unplanned bool
+		shards    int
+		limit     int
+		below     int64
+	}{
+		{"one process", all, false, 1, 100, 100},
+		{"shard 3 of 4", schedule.Shard(all, 3, 4), false, 4, 25, 100},
+		{"shard 0 of 4", schedule.Shard(all, 0, 4), false, 4, 25, 97},
+		{"sessions, one process", all, true, 1, closedSpanCap, closedSpanCap},
+		{"sessions, shard of 4", schedule.Shard(all, 1, 4), true, 4, closedSpanCap, 4 * closedSpanCap},
+		{"no arrivals", nil, false, 1, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			limit, below := spanBounds(tc.arrivals, tc.unplanned, tc.shards)
+			if limit != tc.limit || below != tc.below {
+				t.Errorf("spanBounds = %d, %d; want %d, %d", limit, below, tc.limit, tc.below)
+			}
+		})
+	}
+}
