@@ -326,3 +326,22 @@ func TestSpanBoundsShard(t *testing.T) {
 		})
 	}
 }
+
+// A shard's analysis finds each record's arrival (the prompt accumulators
+// read its trace-given sizes) among its every-Nth arrivals.
+func TestArrivalIndexShard(t *testing.T) {
+	all := mustBuild(t, onePhase(10, 10*time.Second))
+	for i := range all {
+		all[i].PromptTokens = 1000 + int(all[i].Seq)
+	}
+	x := newArrivalIndex(schedule.Shard(all, 2, 3), nil)
+	defer x.close()
+	for _, seq := range []int64{2, 5, 50, 98} {
+		if a := x.of(seq); a.Seq != seq || a.PromptTokens != 1000+int(seq) {
+			t.Errorf("of(%d) = seq %d prompt %d, want its arrival (prompt %d)", seq, a.Seq, a.PromptTokens, 1000+seq)
+		}
+	}
+	if a := x.of(7); a.PromptTokens != 0 { // shard 1's, not this one's
+		t.Errorf("of(7) = %+v, want no arrival", a)
+	}
+}
