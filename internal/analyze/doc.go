@@ -200,11 +200,16 @@
 // reported for a real backlog: a peak above that threshold and of at least
 // a tenth of the burst's arrivals, lasting at least 5 s.
 //
-// # Exact engine queue wait (ExactQueueWait)
+// # Engine queue wait known per request (WaitHist, ExactQueueWait)
 //
-// The engine model knows every admission time, so a virtual run's queue
-// waits need no histogram: percentiles are nearest rank on the sorted
-// waits, v_k with k = ⌈p·n⌉ − 1, reported in ms.
+// The engine model knows every admission time. A virtual run records each
+// wait (admission − arrival) as it happens into its phase's WaitHist, a
+// histogram of the latencies' geometry, so that memory does not grow with
+// the run: count and mean exact, percentiles nearest rank r = ⌈p·n⌉ at the
+// histogram's precision (≥ the true wait truncated to µs, ≤ 0.1 % above).
+// ExactQueueWait (the engine's own per-request timings) keeps the values:
+// percentiles are nearest rank on the sorted waits, v_k with
+// k = ⌈p·n⌉ − 1, reported in ms.
 //
 // # Did the generator keep its schedule (GeneratorCheck)
 //

@@ -11,8 +11,8 @@ import (
 // queue columns). From a real engine it comes from the engine's own
 // queue-time histogram (P99Above when the p99 lies beyond its last finite
 // bucket; PxxAtMost when a percentile lies inside the first bucket, where
-// only its upper bound is known); from the engine model it is exact
-// (ExactQueueWait).
+// only its upper bound is known); from the engine model it is known per
+// request (WaitHist: exact count and mean, percentiles to 0.1 %).
 type QueueWait struct {
 	Available bool    `json:"available"`        // false: no value; Reason says why
 	Reason    string  `json:"reason,omitempty"` // why not available

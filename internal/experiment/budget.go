@@ -22,8 +22,8 @@ type Estimate struct {
 	IgnoreEOS    bool  // answers run to max_tokens, so OutputTokens is the output expected
 }
 
-// EstimatePlanned adds up the planned runs: schedule.Build's arrivals of
-// each (with its rep's seed), and for each arrival the intended prompt tokens and max_tokens
+// EstimatePlanned adds up the planned runs: the arrivals of each
+// (schedule.Arrivals, with its rep's seed), and for each arrival the intended prompt tokens and max_tokens
 // the run's workload gives it (with --sessions, workload.Summarize's
 // counts of every turn).
 func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
@@ -37,10 +37,6 @@ func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 		if err != nil {
 			return est, &run.ConfigError{Err: err}
 		}
-		arrivals, err := schedule.Build(plan, r.Seed(o.Seed))
-		if err != nil {
-			return est, &run.ConfigError{Err: err}
-		}
 		rcfg := wcfg // a repeat draws its workload with its own seed too
 		rcfg.Seed = r.Seed(wcfg.Seed)
 		gen, err := workload.New(rcfg)
@@ -48,6 +44,10 @@ func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 			return est, &run.ConfigError{Err: err}
 		}
 		if sess != nil {
+			arrivals, err := schedule.Build(plan, r.Seed(o.Seed))
+			if err != nil {
+				return est, &run.ConfigError{Err: err}
+			}
 			s, err := workload.Summarize(rcfg, sess, arrivals)
 			if err != nil {
 				return est, &run.ConfigError{Err: err}
@@ -57,8 +57,14 @@ func EstimatePlanned(o *run.Options, runs []PlannedRun) (Estimate, error) {
 			est.OutputTokens += s.MaxTokens.Sum()
 			continue
 		}
-		for i := range arrivals {
-			prompt, maxTok := gen.Shape(arrivals[i])
+		// One arrival at a time: a long run's schedule (56 B an arrival)
+		// is not held for a count.
+		arrivals, err := schedule.Arrivals(plan, r.Seed(o.Seed))
+		if err != nil {
+			return est, &run.ConfigError{Err: err}
+		}
+		for a := range arrivals {
+			prompt, maxTok := gen.Shape(a)
 			est.Requests++
 			est.InputTokens += int64(prompt)
 			est.OutputTokens += int64(maxTok)

@@ -43,6 +43,11 @@ type SessionPlan struct {
 	// arrival's seq and the number of records it produced (each reaches
 	// the sink before Ended is called).
 	Ended func(seq int64, records int)
+	// Shard and Shards are this generator's share of the schedule
+	// (--shard I/N): the arrivals are those whose Seq mod Shards is Shard,
+	// and later turns and sub-requests take the seqs schedule.LaterSeqs
+	// gives, unique across the generators. Zero Shards is one process.
+	Shard, Shards int
 }
 
 // Sessions is the session driver: each scheduled arrival starts a session
@@ -58,7 +63,9 @@ type SessionPlan struct {
 // they mean for an arrival. The first turn's record takes its arrival's
 // Seq (Seq ↔ arrival holds for first turns); every later turn and every
 // fan-out sub-request takes the next Seq above the arrivals', in the order
-// they are sent.
+// they are sent — with shards (SessionPlan.Shards), the next above them
+// that names this shard (schedule.LaterSeqs), so that no two shards send
+// the same Seq.
 //
 // A session ends after its last turn; after a turn any of whose requests
 // did not end ok (an error, a timeout, a generator_drop at the in-flight
@@ -73,7 +80,8 @@ type Sessions struct {
 	target Target
 	start  SessionFunc
 	sink   Sink
-	seq    atomic.Int64
+	seq    atomic.Int64 // the next later seq
+	step   int64        // between later seqs: 1, or the number of shards
 
 	// Counters are updated as the run goes (every turn and sub-request
 	// counts as an arrival).
@@ -96,11 +104,9 @@ func (s *Sessions) Stop() { s.halt() }
 // returns when every session has ended. Cancelling ctx stops everything
 // and cancels the requests in flight; Run still waits for their records.
 func (s *Sessions) Run(ctx context.Context, arrivals []schedule.Arrival, plan SessionPlan) error {
-	next := int64(0)
-	for i := range arrivals {
-		next = max(next, arrivals[i].Seq+1)
-	}
+	next, step := schedule.LaterSeqs(arrivals, plan.Shard, plan.Shards)
 	s.seq.Store(next)
+	s.step = step
 	var wg sync.WaitGroup
 	s.pace(ctx, arrivals, func(a *schedule.Arrival) {
 		wg.Add(1)
@@ -152,7 +158,7 @@ func (s *Sessions) turn(ctx context.Context, conv Conversation, turn int, a *sch
 	for i := range reqs {
 		seq := a.Seq
 		if turn > 1 || i > 0 {
-			seq = s.seq.Add(1) - 1
+			seq = s.seq.Add(s.step) - s.step
 		}
 		req, rec := &reqs[i], &recs[i]
 		req.Seq = seq

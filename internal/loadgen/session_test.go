@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -306,4 +307,55 @@ func TestSessionsStop(t *testing.T) {
 			t.Fatalf("%d records, want 4", len(out.recs))
 		}
 	})
+}
+
+// Shards of one sessions run (--shard I/N) send every seq once between
+// them: a later turn or sub-request takes a seq above the whole schedule's
+// arrivals that names its shard (seq mod N), like its session's arrival.
+// One process numbers them 10, 11, … straight on from its arrivals.
+func TestSessionsShardSeqs(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		synctest.Test(t, func(t *testing.T) {
+			all := constant(10, time.Second)
+			seqs := map[int64]int{} // seq → shard
+			var later []int64
+			for i := range n {
+				origin := time.Now()
+				var out sessSink
+				start, _ := starter(3, 1, time.Second)
+				tgt := &sessTarget{origin: origin, service: func(*workload.Request) time.Duration { return time.Second }}
+				p := plan(time.Hour)
+				p.Shard, p.Shards = i, n
+				if err := NewSessions(Config{}, origin, tgt, start, out.sink).Run(context.Background(), schedule.Shard(all, i, n), p); err != nil {
+					t.Fatal(err)
+				}
+				if len(out.recs) != len(schedule.Shard(all, i, n))*6 {
+					t.Fatalf("shard %d/%d: %d records, want 6 per session", i, n, len(out.recs))
+				}
+				for _, r := range out.recs {
+					if j, dup := seqs[r.Seq]; dup {
+						t.Fatalf("seq %d sent by shard %d and shard %d of %d", r.Seq, j, i, n)
+					}
+					seqs[r.Seq] = i
+					if got := schedule.ShardOf(r.Seq, n); got != i || schedule.ShardOf(r.Session-1, n) != i {
+						t.Fatalf("shard %d/%d sent seq %d (session %d), which names shard %d", i, n, r.Seq, r.Session, got)
+					}
+					if r.Turn > 1 || r.Branch > 0 {
+						if r.Seq < 10 {
+							t.Fatalf("later request seq %d among the arrivals'", r.Seq)
+						}
+						later = append(later, r.Seq)
+					}
+				}
+			}
+			if n == 1 {
+				slices.Sort(later)
+				for k, s := range later {
+					if s != int64(10+k) {
+						t.Fatalf("one process: later seqs %v, want 10, 11, … (as always)", later)
+					}
+				}
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -475,5 +476,94 @@ func TestMergePartialShard(t *testing.T) {
 	}
 	if !m.Distributed.Each[1].Partial || m.Distributed.Each[0].Partial {
 		t.Errorf("each %+v", m.Distributed.Each)
+	}
+}
+
+// sessionize makes recs (arrivals 0…len−1) a sessions run of n shards: each
+// arrival starts a session (turn 1), and each shard sends later turns of
+// its own sessions, numbered as the session drivers number them
+// (schedule.LaterSeqs). It returns every record, in Seq order.
+func sessionize(rng *rand.Rand, recs []record.Record, n int) []record.Record {
+	turns := map[int64]int{} // session → its turns so far
+	for i := range recs {
+		recs[i].Session, recs[i].Turn, recs[i].SessionTurns = recs[i].Seq+1, 1, 1
+		turns[recs[i].Session] = 1
+	}
+	all := slices.Clone(recs)
+	arrivals := make([]schedule.Arrival, len(recs))
+	for i := range recs {
+		arrivals[i] = schedule.Arrival{Seq: recs[i].Seq}
+	}
+	for i := range n {
+		mine := schedule.Shard(arrivals, i, n)
+		if len(mine) == 0 {
+			continue
+		}
+		seq, step := schedule.LaterSeqs(mine, i, n)
+		for range rng.IntN(2 * len(mine)) {
+			a := recs[mine[rng.IntN(len(mine))].Seq]
+			turns[a.Session]++
+			r := a
+			r.Seq, r.ID, r.Turn = seq, fmt.Sprintf("r-%d", seq), turns[a.Session]
+			r.ScheduledNs = min(a.ScheduledNs+int64(r.Turn)*int64(time.Second), int64(29*time.Second))
+			r.Phase = schedule.PhaseNameAt(plan.Bounds(), time.Duration(r.ScheduledNs))
+			all = append(all, r)
+			seq += step
+		}
+	}
+	for i := range all {
+		all[i].SessionTurns = turns[all[i].Session]
+	}
+	slices.SortFunc(all, func(a, b record.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return all
+}
+
+// The property with sessions (--sessions --shard): later turns numbered by
+// each shard's driver are sent by their session's shard and share no seq
+// with another shard's, so shards merged are the records recorded once —
+// the same records in seq order, the same analysis, sessions included.
+func TestMergeSessionsEqualsRecordingOnce(t *testing.T) {
+	for iter := range 8 {
+		rng := rand.New(rand.NewPCG(uint64(iter), 16))
+		n := 2 + rng.IntN(4)
+		recs := sessionize(rng, genRecords(rng, 20+rng.IntN(200)), n)
+		offsets := make([]time.Duration, n)
+		shuffle := iter%2 == 1
+		t.Run(fmt.Sprintf("n=%d,records=%d,shuffled=%v", n, len(recs), shuffle), func(t *testing.T) {
+			seen := map[int64]bool{}
+			for _, r := range recs {
+				if seen[r.Seq] {
+					t.Fatalf("seq %d twice among the shards' records", r.Seq)
+				}
+				seen[r.Seq] = true
+			}
+			root := t.TempDir()
+			whole := filepath.Join(root, "whole")
+			writeRun(t, whole, manifestOf(t0, nil), recs)
+			dirs := writeShards(t, rng, root, recs, n, offsets, shuffle)
+			out := filepath.Join(root, "merged")
+			var w bytes.Buffer
+			if _, err := Folders(context.Background(), dirs, Options{Out: out}, &w); err != nil {
+				t.Fatalf("%v\n%s", err, w.String())
+			}
+			got := readRecords(t, out)
+			want := slices.Clone(recs)
+			for i := range want {
+				want[i].Shard = schedule.ShardOf(want[i].Seq, n)
+				if want[i].Shard != schedule.ShardOf(want[i].Session-1, n) {
+					t.Fatalf("seq %d (session %d turn %d) falls to shard %d, its session's arrival to shard %d", want[i].Seq, want[i].Session, want[i].Turn, want[i].Shard, schedule.ShardOf(want[i].Session-1, n))
+				}
+			}
+			if !slices.EqualFunc(got, want, func(a, b record.Record) bool { return string(a.AppendJSON(nil)) == string(b.AppendJSON(nil)) }) {
+				t.Fatalf("merged records differ from the records recorded once")
+			}
+			a, b := analysis(t, out), analysis(t, whole)
+			if !bytes.Equal(a, b) {
+				t.Errorf("the merged analysis differs from the analysis of the records recorded once:\nmerged %.400s\nonce   %.400s", a, b)
+			}
+			if !bytes.Contains(a, []byte(`"sessions":{`)) {
+				t.Errorf("no sessions in the analysis: %.400s", a)
+			}
+		})
 	}
 }

@@ -96,6 +96,11 @@ func newArrivalIndex(slice []schedule.Arrival, lazy iter.Seq[schedule.Arrival]) 
 func (x *arrivalIndex) of(seq int64) schedule.Arrival {
 	if s := x.slice; seq >= 0 && seq < int64(len(s)) && s[seq].Seq == seq {
 		return s[seq]
+	} else if len(s) > 0 {
+		// A shard's arrivals (--shard) are every Nth seq, in order.
+		if i, ok := slices.BinarySearchFunc(s, seq, func(a schedule.Arrival, seq int64) int { return cmp.Compare(a.Seq, seq) }); ok {
+			return s[i]
+		}
 	}
 	for x.next != nil && x.ok && x.cur.Seq < seq {
 		x.cur, x.ok = x.next()

@@ -36,7 +36,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	var join *otlp.Join
 	var spansBefore otlp.Stats
 	if e.spans != nil {
-		join = e.spanJoin(client.TracePrefix(), spec, len(arrivals), sess != nil, sink)
+		join = e.spanJoin(client.TracePrefix(), spec, arrivals, sess != nil, sink)
 		sink = join.Add
 		spansBefore = e.spans.Stats()
 		e.spans.Attach(join)
@@ -126,6 +126,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		gen := loadgen.NewSessions(lcfg, origin, client, start, sink)
 		counters, stopGen = &gen.Counters, gen.Stop
 		plan := loadgen.SessionPlan{Phases: spec.Plan.Bounds(), End: spec.Plan.Duration(), Ended: col.sessionEnded}
+		plan.Shard, plan.Shards, _ = e.Opts.ShardOf() // later turns' seqs unique across shards (shard.go)
 		drive = func() error { return gen.Run(ctx, arrivals, plan) }
 	} else if e.Fleet != nil {
 		// Workers send the arrivals (fleet.go); their records come back here.
@@ -303,16 +304,29 @@ const closedSpanCap = 1 << 20
 
 // spanJoin is the join of this run's records with the engine's spans: a
 // span belongs to the run when its trace id carries the client's prefix
-// and the sequence number of one of the run's arrivals.
-func (e *Env) spanJoin(prefix [8]byte, spec Spec, arrivals int, sessions bool, sink loadgen.Sink) *otlp.Join {
-	limit := arrivals
-	if spec.Closed != nil || sessions {
-		limit = closedSpanCap
-	}
-	n := int64(limit)
+// and the sequence number of one of the run's requests (spanBounds).
+func (e *Env) spanJoin(prefix [8]byte, spec Spec, arrivals []schedule.Arrival, sessions bool, sink loadgen.Sink) *otlp.Join {
+	_, shards, _ := e.Opts.ShardOf()
+	limit, n := spanBounds(arrivals, spec.Closed != nil || sessions, shards)
 	match := func(id [16]byte) (int64, bool) {
 		seq, ok := openai.SeqOfTraceID(prefix, id)
 		return seq, ok && seq < n
 	}
 	return otlp.NewJoin(match, limit, e.Opts.OTLPGrace, sink)
+}
+
+// spanBounds are the spans a run's join holds at most (limit) and the
+// seqs below which a span is one of the run's (below): an open loop's
+// arrivals — a shard's are every Nth of the schedule, so the bound is
+// the highest seq, not their count — or, in a closed loop or sessions
+// run, closedSpanCap requests, times the shards, whose later turns number
+// with a stride of N (schedule.LaterSeqs).
+func spanBounds(arrivals []schedule.Arrival, unplanned bool, shards int) (limit int, below int64) {
+	if unplanned {
+		return closedSpanCap, int64(closedSpanCap) * int64(max(shards, 1))
+	}
+	for i := range arrivals {
+		below = max(below, arrivals[i].Seq+1)
+	}
+	return len(arrivals), below
 }

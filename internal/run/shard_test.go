@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -144,30 +145,62 @@ func TestExecuteShardVirtual(t *testing.T) {
 }
 
 // Sessions are split whole: every turn of a session is sent by the shard
-// of its first arrival.
+// of its first arrival, and every seq by one shard only — a later turn's
+// seq names its shard too (schedule.LaterSeqs) — so the shards hold the
+// requests of one process, each once.
 func TestExecuteShardSessions(t *testing.T) {
-	o := quietOptions()
-	o.Sessions, o.Shard = true, "1/2"
-	env, err := Prepare(context.Background(), o, true, nil, nil, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(4, 20*time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	later := 0
-	for _, r := range recordsOf(t, res) {
-		if r.Shard != 1 || schedule.ShardOf(r.Session-1, 2) != 1 {
-			t.Fatalf("record seq %d of session %d turn %d: shard %d", r.Seq, r.Session, r.Turn, r.Shard)
+	execute := func(shard string) []record.Record {
+		o := quietOptions()
+		o.Sessions, o.Shard = true, shard
+		env, err := Prepare(context.Background(), o, true, nil, nil, "test")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if r.Turn > 1 {
-			later++
+		defer env.Close()
+		res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(6, 20*time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recordsOf(t, res)
+	}
+	type req struct{ session, turn, branch, maxTokens int64 }
+	key := func(r record.Record) req {
+		return req{r.Session, int64(r.Turn), int64(r.Branch), int64(r.MaxTokens)}
+	}
+	// Each shard's engine model sees 1/N of the load, so later turns
+	// (ready at a previous turn's end) may be cut at the plan's end in one
+	// run and not in another: the sessions and their first turns compare.
+	once := map[req]bool{}
+	for _, r := range execute("") {
+		if r.Turn == 1 {
+			once[key(r)] = true
+		}
+	}
+	seqs := map[int64]int{}
+	sharded := map[req]bool{}
+	later := 0
+	for i := range 2 {
+		for _, r := range execute(string(rune('0'+i)) + "/2") {
+			if r.Shard != i || schedule.ShardOf(r.Session-1, 2) != i || schedule.ShardOf(r.Seq, 2) != i {
+				t.Fatalf("shard %d: record seq %d of session %d turn %d says shard %d", i, r.Seq, r.Session, r.Turn, r.Shard)
+			}
+			if j, dup := seqs[r.Seq]; dup {
+				t.Fatalf("seq %d sent by shard %d and shard %d (session %d turn %d)", r.Seq, j, i, r.Session, r.Turn)
+			}
+			seqs[r.Seq] = i
+			if r.Turn == 1 {
+				sharded[key(r)] = true
+			}
+			if r.Turn > 1 {
+				later++
+			}
 		}
 	}
 	if later == 0 {
 		t.Fatal("no later turns: the test proves nothing")
+	}
+	if !maps.Equal(sharded, once) {
+		t.Errorf("the shards sent %d first turns (session, branch, max_tokens), one process %d: not the same", len(sharded), len(once))
 	}
 }
 
@@ -262,4 +295,53 @@ func mustBuild(t *testing.T, p schedule.Plan) []schedule.Arrival {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// The OTLP join takes a shard's spans: its arrivals are every Nth seq of
+// the schedule (the bound is the highest, not their count), and a sessions
+// shard's later turns number with a stride of N.
+func TestSpanBoundsShard(t *testing.T) {
+	all := mustBuild(t, onePhase(10, 10*time.Second)) // seqs 0…99
+	cases := []struct {
+		name      string
+		arrivals  []schedule.Arrival
+		unplanned bool
+		shards    int
+		limit     int
+		below     int64
+	}{
+		{"one process", all, false, 1, 100, 100},
+		{"shard 3 of 4", schedule.Shard(all, 3, 4), false, 4, 25, 100},
+		{"shard 0 of 4", schedule.Shard(all, 0, 4), false, 4, 25, 97},
+		{"sessions, one process", all, true, 1, closedSpanCap, closedSpanCap},
+		{"sessions, shard of 4", schedule.Shard(all, 1, 4), true, 4, closedSpanCap, 4 * closedSpanCap},
+		{"no arrivals", nil, false, 1, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			limit, below := spanBounds(tc.arrivals, tc.unplanned, tc.shards)
+			if limit != tc.limit || below != tc.below {
+				t.Errorf("spanBounds = %d, %d; want %d, %d", limit, below, tc.limit, tc.below)
+			}
+		})
+	}
+}
+
+// A shard's analysis finds each record's arrival (the prompt accumulators
+// read its trace-given sizes) among its every-Nth arrivals.
+func TestArrivalIndexShard(t *testing.T) {
+	all := mustBuild(t, onePhase(10, 10*time.Second))
+	for i := range all {
+		all[i].PromptTokens = 1000 + int(all[i].Seq)
+	}
+	x := newArrivalIndex(schedule.Shard(all, 2, 3), nil)
+	defer x.close()
+	for _, seq := range []int64{2, 5, 50, 98} {
+		if a := x.of(seq); a.Seq != seq || a.PromptTokens != 1000+int(seq) {
+			t.Errorf("of(%d) = seq %d prompt %d, want its arrival (prompt %d)", seq, a.Seq, a.PromptTokens, 1000+seq)
+		}
+	}
+	if a := x.of(7); a.PromptTokens != 0 { // shard 1's, not this one's
+		t.Errorf("of(7) = %+v, want no arrival", a)
+	}
 }

@@ -26,6 +26,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	}
 	cfg := virtual.Config{Sim: o.Sim, Timeout: o.Timeout, ScrapeInterval: o.ScrapeInterval, Deadlines: o.Deadlines(), Run: spec.Name, Profile: o.Profile,
 		CountPrompt: e.modelCount(), Blocks: e.modelBlocks()}
+	cfg.Shard, cfg.Shards, _ = o.ShardOf() // later session turns' seqs unique across shards (shard.go)
 	cfg.Sim.Seed = spec.Seed(cfg.Sim.Seed) // a repeat's engine model differs too
 	if err := e.CheckBudget(spec.Closed != nil); err != nil {
 		return err
@@ -65,7 +66,7 @@ func (e *Env) executeVirtual(ctx context.Context, spec Spec, arrivals []schedule
 	res.Scrape = scrape.Status{State: scrape.StateOK, Preset: "sim", Samples: len(out.Engine)}
 	res.QueueWait = map[string]analyze.QueueWait{}
 	for _, b := range spec.Plan.Bounds() {
-		res.QueueWait[b.Name] = analyze.ExactQueueWait(out.QueueWaits[b.Name])
+		res.QueueWait[b.Name] = out.QueueWaits[b.Name].QueueWait() // nil: no observations
 	}
 	if err := writeEngineCSV(spec.Dir, out.Engine); err != nil {
 		return err

@@ -162,7 +162,7 @@ func TestClosed(t *testing.T) {
 				if ph != tc.loop.Phase && ph != schedule.PhaseWarmup {
 					t.Errorf("queue waits of phase %q", ph)
 				}
-				admitted += len(w)
+				admitted += int(w.Count())
 			}
 			atOnce, ok := 0, 0
 			for i := range out.Records {

@@ -128,7 +128,7 @@ func OpenStream(ctx context.Context, cfg Config, gen *workload.Generator, arriva
 // only. The records, engine samples and queue waits are those of the
 // batch path.
 func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workload.Generator, arrivals iter.Seq[schedule.Arrival]) (*Output, error) {
-	out := &Output{QueueWaits: map[string][]float64{}}
+	out := &Output{QueueWaits: map[string]*analyze.WaitHist{}}
 	pull, stopPull := iter.Pull(arrivals)
 	defer stopPull()
 	type pending struct {
@@ -168,9 +168,7 @@ func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workloa
 		a := &p.a
 		rec := cfg.record(a, o, &p.t)
 		rec.Good = analyze.Judge(&rec, cfg.Deadlines)
-		if o.AdmittedAt != sim.Never {
-			out.QueueWaits[a.Phase] = append(out.QueueWaits[a.Phase], (o.AdmittedAt - o.ScheduledAt).Seconds())
-		}
+		addWait(out.QueueWaits, a.Phase, o)
 		*p = pending{}
 		if head, base = head+1, base+1; head > 1024 && head > len(win)/2 {
 			win = append(win[:0], win[head:]...)

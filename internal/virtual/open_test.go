@@ -50,8 +50,8 @@ func TestOpenBelowCapacity(t *testing.T) {
 		}
 		lastDone = max(lastDone, r.DoneNs)
 	}
-	if w := out.QueueWaits["p"]; len(w) != len(arr) || slices.Max(w) > 0.1 || slices.Min(w) < 0 || len(out.QueueWaits) != 1 {
-		t.Errorf("queue waits %v, want %d waits in [0, 0.1] s in phase p only", out.QueueWaits, len(arr))
+	if w := out.QueueWaits["p"].QueueWait(); w.Count != float64(len(arr)) || w.P99Ms > 100 || w.MeanMs < 0 || len(out.QueueWaits) != 1 {
+		t.Errorf("queue waits %+v in %d phases, want %d waits in [0, 100] ms in phase p only", w, len(out.QueueWaits), len(arr))
 	}
 	if out.StoppedAt != 0 || out.StopWhy != "" || len(out.Events) != 0 {
 		t.Errorf("stopped at %v (%q), events %v", out.StoppedAt, out.StopWhy, out.Events)
@@ -284,10 +284,11 @@ func TestOpenOutcomes(t *testing.T) {
 	}
 }
 
-// Queue waits are the exact admission − scheduled times: on a one-slot
-// engine the second of two simultaneous requests waits until the first
-// ended. Phases none of whose requests was admitted are absent.
-func TestOpenQueueWaitsExact(t *testing.T) {
+// Queue waits are the admission − scheduled times: on a one-slot engine
+// the second of two simultaneous requests waits until the first ended.
+// Each phase's go into a histogram (µs, 3 significant digits; the mean
+// exact). Phases none of whose requests was admitted are absent.
+func TestOpenQueueWaits(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Sim.MaxNumSeqs = 1
 	arr := []schedule.Arrival{{Seq: 0, At: 0, Phase: "p"}, {Seq: 1, At: 0, Phase: "p"}, {Seq: 2, At: 30 * time.Second, Phase: "q"}}
@@ -296,9 +297,20 @@ func TestOpenQueueWaitsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := time.Duration(out.Records[0].DoneNs)
-	want := map[string][]float64{"p": {0, first.Seconds()}, "q": {0}}
-	if !reflect.DeepEqual(out.QueueWaits, want) {
-		t.Errorf("queue waits %v, want %v", out.QueueWaits, want)
+	// p: 0 and first; the p50 is the 1st, the p95 and p99 the 2nd, the
+	// largest, reported as its µs.
+	firstMs := float64(first/time.Microsecond) / 1e3
+	want := map[string]analyze.QueueWait{
+		"p": {Available: true, Count: 2, MeanMs: float64(first) / 2 / 1e6, P50Ms: 0, P95Ms: firstMs, P99Ms: firstMs},
+		"q": {Available: true, Count: 1},
+	}
+	if len(out.QueueWaits) != len(want) {
+		t.Errorf("queue waits of %d phases, want %d", len(out.QueueWaits), len(want))
+	}
+	for ph, w := range want {
+		if got := out.QueueWaits[ph].QueueWait(); got != w {
+			t.Errorf("phase %s: queue wait %+v, want %+v", ph, got, w)
+		}
 	}
 
 	cfg.Sim.Fault500 = 1 // nothing is admitted

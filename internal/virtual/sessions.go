@@ -29,7 +29,8 @@ var errSessionFaults = errors.New("sessions in virtual time do not model mid-str
 // turn would be ready at or after end. A turn's scheduled and sent time is
 // its ready time, its phase that of the moment (phases), its seq its
 // arrival's for a first turn and the next above the arrivals' otherwise, in
-// send order. A request not complete at send + Timeout is cancelled then.
+// send order (with Config.Shards, the next that names this shard:
+// schedule.LaterSeqs). A request not complete at send + Timeout is cancelled then.
 // The client is ideal, as in Open: no in-flight cap, no lag. Mid-stream
 // faults are not modelled (a *ConfigError).
 //
@@ -57,9 +58,7 @@ func Sessions(ctx context.Context, cfg Config, sess *workload.Sessions, arrivals
 			r.checkAt += time.Second
 		}
 	}
-	for i := range arrivals {
-		r.seq = max(r.seq, arrivals[i].Seq+1)
-	}
+	r.seq, r.step = schedule.LaterSeqs(arrivals, cfg.Shard, cfg.Shards)
 	samples, err := r.run(ctx)
 	if err != nil {
 		return nil, err
@@ -166,6 +165,7 @@ type sessRun struct {
 
 	next   int   // arrivals[:next] have started their session
 	seq    int64 // the next seq of a later turn or sub-request
+	step   int64 // between those seqs (schedule.LaterSeqs)
 	all    []*sessReq
 	active []*sessReq
 	fin    []*sessReq
@@ -305,7 +305,7 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 		seq := s.a.Seq
 		if s.turn > 1 || i > 0 {
 			seq = r.seq
-			r.seq++
+			r.seq += r.step
 		}
 		req := reqs[i]
 		sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}

@@ -44,6 +44,11 @@ type Config struct {
 	// Otherwise — and with a Stopper or a Gate, which judge the whole
 	// simulation before the run is cut — the records are in Output.Records.
 	Sink func(*record.Record)
+	// Shard and Shards are this generator's share of the schedule
+	// (--shard I/N; zero Shards is one process): in Sessions, the seqs of
+	// later turns and sub-requests (schedule.LaterSeqs), unique across
+	// the shards.
+	Shard, Shards int
 }
 
 // Gate lets the caller end an open-loop run at the first arrival it
@@ -132,11 +137,12 @@ type Output struct {
 	Records []record.Record // one per arrival, in schedule (Seq) order
 	Engine  []scrape.Sample // engine samples every ScrapeInterval from 0, and one after the last event
 	Events  []sim.Event     // the cluster's scaling milestones, in time order
-	// QueueWaits holds the engine queue wait (admission − scheduled time,
-	// in seconds) of every admitted request, by the phase of its arrival,
-	// in schedule order. A phase none of whose requests was admitted is
-	// absent.
-	QueueWaits map[string][]float64
+	// QueueWaits holds the engine queue waits (admission − scheduled
+	// time) of the admitted requests, by the phase of their arrival, each
+	// phase's in a histogram fed as the requests are admitted, so that it
+	// does not grow with the run (analyze.WaitHist). A phase none of whose
+	// requests was admitted is absent.
+	QueueWaits map[string]*analyze.WaitHist
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 = it did not
 	StopWhy    string        // the Stopper's reason; "" = it did not stop
 }
@@ -212,19 +218,27 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 	return rec
 }
 
-// queueWaits returns the engine queue wait of every admitted request, in
-// seconds, by the phase of its arrival. The model knows the admission times
-// exactly, so no histogram buckets are involved.
-func queueWaits(b *batch) map[string][]float64 {
-	m := map[string][]float64{}
+// queueWaits returns the engine queue waits of the admitted requests by
+// the phase of their arrival (Output.QueueWaits).
+func queueWaits(b *batch) map[string]*analyze.WaitHist {
+	m := map[string]*analyze.WaitHist{}
 	for i := range b.outs {
-		if b.outs[i].AdmittedAt == sim.Never {
-			continue
-		}
-		ph := b.arrivals[i].Phase
-		m[ph] = append(m[ph], (b.outs[i].AdmittedAt - b.outs[i].ScheduledAt).Seconds())
+		addWait(m, b.arrivals[i].Phase, &b.outs[i])
 	}
 	return m
+}
+
+// addWait records o's engine queue wait under phase when it was admitted.
+func addWait(m map[string]*analyze.WaitHist, phase string, o *sim.Outcome) {
+	if o.AdmittedAt == sim.Never {
+		return
+	}
+	w := m[phase]
+	if w == nil {
+		w = &analyze.WaitHist{}
+		m[phase] = w
+	}
+	w.Add(o.AdmittedAt - o.ScheduledAt)
 }
 
 // output assembles the Output of a finished simulation.
