@@ -97,7 +97,9 @@ the coordinator never sends a key or a header. It runs until the coordinator
 says there is no more work.
 
 Exit codes: 0 the coordinator finished; 1 interrupted (Ctrl-C: requests in
-flight are cancelled and their records sent); 2 refused (another version,
+flight are cancelled, their records and the run's last ones sent, and the
+coordinator records the worker as interrupted; its arrivals not yet sent
+become generator_drop records naming the interruption); 2 refused (another version,
 a name taken, a bad URL); 3 the coordinator was unreachable, or stopped
 answering during a run.`,
 		Example: `  # on the coordinator's machine
@@ -169,9 +171,12 @@ func workerExit(err error) error {
 	var ue *fleet.UnreachableError
 	var re *fleet.RefusedError
 	var nc *fleet.NotCoordinatorError
+	var ie *fleet.InterruptedError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ie):
+		return &exitError{exitSLO, ie}
 	case errors.As(err, &ue), errors.As(err, &nc):
 		return &exitError{exitTarget, err}
 	case errors.As(err, &re):

@@ -72,13 +72,21 @@ func plan(rate float64, d time.Duration) schedule.Plan {
 // (read back from requests.jsonl, in Seq order) and manifest.
 func execute(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) ([]record.Record, *record.Manifest) {
 	t.Helper()
+	recs, m, _ := executeResult(t, ctx, env, p)
+	return recs, m
+}
+
+// executeResult is execute with the run's Result too.
+func executeResult(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) ([]record.Record, *record.Manifest, *run.Result) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	d, err := rundir.Create(dir, rundir.Options{Owner: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := env.Execute(ctx, run.Spec{Name: "r", Dir: d, Command: "run", Plan: p}); err != nil {
+	res, err := env.Execute(ctx, run.Spec{Name: "r", Dir: d, Command: "run", Plan: p})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []record.Record
@@ -93,7 +101,7 @@ func execute(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return recs, m
+	return recs, m, res
 }
 
 // fleet starts a coordinator for n workers on loopback and the workers
@@ -318,9 +326,9 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		switch {
 		case r.Shard != killed && r.Outcome != record.OK:
 			t.Fatalf("seq %d of the live worker: %s %s", r.Seq, r.Outcome, r.Error)
-		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error)):
+		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && r.Cause == record.CauseWorkerLost):
 			dropped++
-			if !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
+			if r.Cause != record.CauseWorkerLost || !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
 				t.Fatalf("seq %d: drop reason %q", r.Seq, r.Error)
 			}
 		case r.Shard == killed:
@@ -392,13 +400,13 @@ func TestWorkerKilledInFlight(t *testing.T) {
 		case record.Cancelled:
 			inFlight++
 			lastInFlight = max(lastInFlight, r.ScheduledNs)
-			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "in flight") {
+			if r.Cause != record.CauseWorkerLost || !strings.Contains(r.Error, "in flight") {
 				t.Fatalf("seq %d: %q", r.Seq, r.Error)
 			}
 		case record.GeneratorDrop:
 			unsent++
 			firstUnsent = min(firstUnsent, r.ScheduledNs)
-			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "never sent") {
+			if r.Cause != record.CauseWorkerLost || !strings.Contains(r.Error, "never sent") {
 				t.Fatalf("seq %d: %q", r.Seq, r.Error)
 			}
 		default:
@@ -657,5 +665,176 @@ func TestLiveCountsFromHeartbeats(t *testing.T) {
 	}
 	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 11 || n != 11 {
 		t.Fatalf("after 11 records: offered %d sent %d", o, n)
+	}
+}
+
+// onLine is a log that calls f once, with the line, when a line contains
+// match.
+type onLine struct {
+	syncLog
+	match string
+	once  sync.Once
+	f     func()
+}
+
+func (l *onLine) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.match) {
+		l.once.Do(l.f)
+	}
+	return l.syncLog.Write(p)
+}
+
+// Ctrl-C on a worker mid-run (REVIEW15 #20): the worker cancels its
+// requests in flight and sends their records before it leaves, and the
+// coordinator takes them — cancelled, naming the worker's interruption
+// (record.CauseWorkerInterrupted) — then closes the share as interrupted,
+// not lost to a dropped connection: the arrivals it never sent are
+// generator_drop naming the interruption, counted apart from the in-flight
+// cap's, and the manifest, the per-worker line and the worker's own error
+// say "interrupted". The next run gives its share to no one, saying why.
+func TestWorkerInterrupted(t *testing.T) {
+	o := testOptions()
+	o.OutputTokens = workload.FixedLength(60) // answers of 1.2 s (a 20 ms step a token): some in flight at the interrupt
+	env := prepare(t, o)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 2, Config{Version: "test", Log: log})
+	defer c.Close()
+	keepCtx, stopKeep := context.WithCancel(context.Background())
+	keep := make(chan error, 1)
+	go func() {
+		keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test", Log: log})
+	}()
+	defer func() { stopKeep(); <-keep }()
+	// quit's own Ctrl-C, 0.6 s after its job began (its first arrivals are
+	// due a lead of ≥ 250 ms later): ~7 of its 20/s in flight, most of
+	// its share not yet due.
+	quitCtx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	qlog := &onLine{match: " arrivals (clock offset", f: func() { time.AfterFunc(600*time.Millisecond, interrupt) }}
+	quit := make(chan error, 1)
+	go func() {
+		quit <- RunWorker(quitCtx, WorkerConfig{Coordinator: c.URL(), Name: "quit", Version: "test", Log: qlog})
+	}()
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	env.Fleet = c
+	p := plan(40, 2*time.Second)
+	arrivals, _ := schedule.Build(p, 7)
+	recs, m, res := executeResult(t, context.Background(), env, p)
+
+	var werr error
+	select {
+	case werr = <-quit:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the interrupted worker did not end")
+	}
+	var ie *InterruptedError
+	if !errors.As(werr, &ie) || !errors.Is(werr, context.Canceled) || !ie.Job || ie.Err != nil {
+		t.Fatalf("interrupted worker ended with %v\n%s", werr, qlog.String())
+	}
+	if len(recs) != len(arrivals) {
+		t.Fatalf("%d records, schedule %d\n%s", len(recs), len(arrivals), log)
+	}
+	q := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "quit" })
+	var ok, cancelled, unsent int64
+	for _, r := range recs {
+		if strings.Contains(r.Error, "connection dropped") || r.Cause == record.CauseWorkerLost {
+			t.Fatalf("seq %d: %s %q (cause %q): counted as a lost connection", r.Seq, r.Outcome, r.Error, r.Cause)
+		}
+		switch {
+		case r.Shard != q && r.Outcome != record.OK:
+			t.Fatalf("seq %d of the worker that stayed: %s %s", r.Seq, r.Outcome, r.Error)
+		case r.Shard != q:
+		case r.Outcome == record.OK:
+			ok++
+		case r.Outcome == record.Cancelled:
+			cancelled++
+			if r.Cause != record.CauseWorkerInterrupted || !r.Sent() || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "(cancelled ") {
+				t.Fatalf("seq %d cancelled: sent %v, cause %q, %q", r.Seq, r.Sent(), r.Cause, r.Error)
+			}
+		case r.Outcome == record.GeneratorDrop:
+			unsent++
+			if r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "never sent") {
+				t.Fatalf("seq %d dropped: cause %q, %q", r.Seq, r.Cause, r.Error)
+			}
+		default:
+			t.Fatalf("seq %d of the interrupted worker: %s %s", r.Seq, r.Outcome, r.Error)
+		}
+	}
+	if cancelled == 0 || unsent == 0 || cancelled != ie.Cancelled {
+		t.Fatalf("interrupted worker: %d ok, %d cancelled (it says %d), %d never sent\n%s\n%s", ok, cancelled, ie.Cancelled, unsent, log, qlog.String())
+	}
+	g := m.Distributed.Each[q]
+	if !g.Lost || !g.Interrupted || !strings.Contains(g.LostWhy, "interrupted") || g.Records != ok+cancelled || g.LostInFlight != cancelled || g.LostUnsent != unsent {
+		t.Errorf("manifest: %+v (ok %d, cancelled %d, unsent %d)", g, ok, cancelled, unsent)
+	}
+	if s := log.String(); !strings.Contains(s, "INTERRUPTED: worker quit interrupted at ") || strings.Contains(s, "LOST") || strings.Contains(s, "connection dropped") {
+		t.Errorf("coordinator log:\n%s", s)
+	}
+	if o := res.Analysis.Overall; o.WorkerLostDrops != unsent {
+		t.Errorf("analysis: %d drops of a worker's end, want %d (not the in-flight cap's)", o.WorkerLostDrops, unsent)
+	}
+
+	// The next run: quit's share has no worker, and says it was interrupted.
+	recs, m = execute(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	for _, r := range recs {
+		if r.Shard == q && (r.Outcome != record.GeneratorDrop || r.Cause != record.CauseWorkerInterrupted || !strings.Contains(r.Error, "before this run")) {
+			t.Fatalf("next run, seq %d: %s %q (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
+		}
+	}
+	if g := m.Distributed.Each[q]; !g.Interrupted || g.Records != 0 {
+		t.Errorf("next run's manifest: %+v", g)
+	}
+}
+
+// A worker interrupted between runs says goodbye: the coordinator records
+// it as interrupted (not a dropped connection), and the next run's share
+// of it is generator_drop with that cause.
+func TestWorkerInterruptedBetweenRuns(t *testing.T) {
+	env := prepare(t, testOptions())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 2, Config{Version: "test", Log: log})
+	defer c.Close()
+	keepCtx, stopKeep := context.WithCancel(context.Background())
+	keep := make(chan error, 1)
+	go func() { keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test"}) }()
+	defer func() { stopKeep(); <-keep }()
+	quitCtx, interrupt := context.WithCancel(context.Background())
+	quit := make(chan error, 1)
+	go func() { quit <- RunWorker(quitCtx, WorkerConfig{Coordinator: c.URL(), Name: "quit", Version: "test"}) }()
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	interrupt()
+	var ie *InterruptedError
+	if err := <-quit; !errors.As(err, &ie) || ie.Job {
+		t.Fatalf("worker interrupted between runs: %v", err)
+	}
+	env.Fleet = c
+	recs, m := execute(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	q := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "quit" })
+	n := 0
+	for _, r := range recs {
+		if r.Shard == q {
+			n++
+			if r.Outcome != record.GeneratorDrop || r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") {
+				t.Fatalf("seq %d: %s %q (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
+			}
+		}
+	}
+	if g := m.Distributed.Each[q]; n == 0 || !g.Interrupted || !strings.Contains(g.LostWhy, "Ctrl-C") {
+		t.Fatalf("%d records of its share; manifest %+v\n%s", n, g, log)
+	}
+	if s := log.String(); !strings.Contains(s, "worker quit interrupted between runs") || strings.Contains(s, "connection dropped") {
+		t.Errorf("coordinator log:\n%s", s)
 	}
 }
