@@ -728,8 +728,11 @@ func (d *drive) deliver(s *share, r *record.Record) {
 		c.Completed.Add(1)
 	}
 	d.syncLive(s)
-	if r.Outcome == record.OK {
+	switch r.Outcome {
+	case record.OK:
 		c.OK.Add(1)
+	case record.Cancelled:
+		c.Cancelled.Add(1)
 	}
 	if r.Good {
 		c.Good.Add(1)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/live"
+	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/workload"
@@ -206,5 +207,19 @@ func TestCollectorIsBounded(t *testing.T) {
 	}
 	if len(c.ahead) != 0 || c.held.Len() != 0 {
 		t.Errorf("after the run: %d ahead, %d held; want none", len(c.ahead), c.held.Len())
+	}
+}
+
+// The live status's errors are the failed requests: the cancelled ones (a
+// Ctrl-C, a lost or interrupted worker's) are counted apart (REVIEW15).
+func TestLiveErrorsExcludeCancelled(t *testing.T) {
+	var c loadgen.Counters
+	c.Completed.Store(10)
+	c.OK.Store(6)
+	c.Cancelled.Store(3) // and one failure
+	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "main", Duration: time.Second, Rate: 1}}}
+	l := newLiveState(Spec{Name: "r", Plan: plan}, &c, time.Now(), nil, newCollector(nil, false, nil))
+	if s := l.status(); s.Errors != 1 || s.Cancelled != 3 {
+		t.Fatalf("errors %d cancelled %d, want 1 and 3", s.Errors, s.Cancelled)
 	}
 }
