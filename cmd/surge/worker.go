@@ -63,7 +63,7 @@ func (ff *fleetFlags) start(cmd *cobra.Command, env *run.Env) (func(), error) {
 	}
 	fmt.Fprintf(log, "coordinator: listening on %s; waiting for %d %s (surge worker --coordinator %s)\n", c.URL(), ff.workers, fleet.Plural(ff.workers, "worker", "workers"), c.URL())
 	if host, _, _ := net.SplitHostPort(ff.listen); env.Simulated && !isLoopback(host) {
-		fmt.Fprintln(log, "warning: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
+		fmt.Fprintln(log, "WARNING: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
 	}
 	if err := c.Wait(cmd.Context(), ff.wait); err != nil {
 		c.Close()
