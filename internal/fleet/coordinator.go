@@ -337,9 +337,7 @@ func (c *Coordinator) serveBye(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		d := c.cur
 		c.mu.Unlock()
-		if s := d.shareOf(m); s != nil {
-			d.interrupt(s, int64(time.Since(d.j.Origin)))
-		} else {
+		if s := d.shareOf(m); s == nil || !d.interrupt(s, int64(time.Since(d.j.Origin))) {
 			fmt.Fprintf(c.cfg.Log, "coordinator: worker %s interrupted between runs: %s\n", m.name, whyInterrupted)
 		}
 	}
@@ -554,16 +552,10 @@ func (d *drive) Run(ctx context.Context) error {
 			continue
 		}
 		c.mu.Lock()
-		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
+		lost, interrupted, why, at := s.m.lost, s.m.interrupted, s.m.lostWhy, s.m.lostAt
 		c.mu.Unlock()
 		if lost {
-			d.c.mu.Lock()
-			interrupted := s.m.interrupted
-			d.c.mu.Unlock()
-			s.mu.Lock()
-			s.interrupted = interrupted
-			s.mu.Unlock()
-			d.loseAs(s, endText(s.m.name, interrupted, at.UTC().Format(time.TimeOnly)+", before this run", why), -1)
+			d.loseAs(s, endText(s.m.name, interrupted, at.UTC().Format(time.TimeOnly)+", before this run", why), -1, interrupted)
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
@@ -633,14 +625,24 @@ func (d *drive) beat(s *share, b beat) bool {
 		s.offsetNs, s.rttNs, s.readyNs = b.JobOffsetNs, b.JobRTTNs, b.ReadyBeforeNs
 	}
 	// A sample is as good as its round trip (error ≤ RTT/2): those within
-	// twice the job's RTT plus 5 ms count (±2.5 ms at worst).
-	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs+int64(5*time.Millisecond) {
+	// sampleTolerance count.
+	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= sampleTolerance(s.rttNs) {
 		if dr := b.SampleOffsetNs - s.offsetNs; abs(dr) > abs(s.driftNs) {
 			s.driftNs = dr
 		}
 	}
 	return true
 }
+
+// sampleTolerance is the longest round trip of a heartbeat's offset sample
+// that counts toward the drift, for a job whose offset was measured over
+// jobRTT: twice it plus 5 ms (±2.5 ms at worst, on a busy machine).
+func sampleTolerance(jobRTT int64) int64 { return 2*jobRTT + int64(5*time.Millisecond) }
+
+// driftError bounds the error of a measured drift (a sample's offset less
+// the job's, each off by at most half its round trip): for a clock that
+// does not drift, the drift recorded is within ±driftError(jobRTT).
+func driftError(jobRTT int64) int64 { return (sampleTolerance(jobRTT) + jobRTT) / 2 }
 
 var errClosed = errors.New("fleet: share closed")
 
@@ -777,25 +779,22 @@ func (d *drive) lose(s *share, cause string) {
 	}
 	s.mu.Unlock()
 	if strings.HasPrefix(cause, "its run ended") || cause == "never registered" {
-		cut = d.j.Origin // it said it was done, or never began: nothing in flight
+		cut = d.j.Origin.Add(-1) // it said it was done, or never began: nothing in flight (not even an arrival at 0)
 	}
-	d.loseAs(s, endText(name, false, fmt.Sprintf("%.1f s", time.Since(d.j.Origin).Seconds()), cause), cut.Sub(d.j.Origin))
+	d.loseAs(s, endText(name, false, fmt.Sprintf("%.1f s", time.Since(d.j.Origin).Seconds()), cause), cut.Sub(d.j.Origin), false)
 }
 
 // interrupt closes s because its worker was interrupted on its machine at
 // atNs after the origin and said so, after its last records: its requests
 // in flight came back as its own cancelled records, so every arrival
 // without a record was never sent (generator_drop), naming the
-// interruption.
-func (d *drive) interrupt(s *share, atNs int64) {
+// interruption. False when s was closed already (its share was done).
+func (d *drive) interrupt(s *share, atNs int64) bool {
 	name := "w" + strconv.Itoa(s.index)
 	if s.m != nil {
 		name = s.m.name
 	}
-	s.mu.Lock()
-	s.interrupted = true
-	s.mu.Unlock()
-	d.loseAs(s, endText(name, true, fmt.Sprintf("%.1f s", float64(atNs)/1e9), whyInterrupted), -1)
+	return d.loseAs(s, endText(name, true, fmt.Sprintf("%.1f s", float64(atNs)/1e9), whyInterrupted), -1, true)
 }
 
 // whyInterrupted is why a worker that said it was interrupted left.
@@ -813,21 +812,21 @@ func endText(name string, interrupted bool, when, why string) string {
 	return "worker " + name + verb + when + ": " + why
 }
 
-// loseAs closes s as lost (or interrupted, when s.interrupted) for why:
-// its arrivals without a record due at or before cut are cancelled (in
-// flight when it was lost), the rest generator_drop (never sent); each
-// carries the cause.
-func (d *drive) loseAs(s *share, why string, cut time.Duration) {
+// loseAs closes s as lost (or interrupted) for why: its arrivals without
+// a record due at or before cut are cancelled (in flight when it was
+// lost), the rest generator_drop (never sent); each carries the cause.
+// False when s was closed already.
+func (d *drive) loseAs(s *share, why string, cut time.Duration, interrupted bool) bool {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	cause := record.CauseWorkerLost
-	if s.interrupted {
+	if interrupted {
 		cause = record.CauseWorkerInterrupted
 	}
-	s.lost, s.why = true, why
+	s.lost, s.interrupted, s.why = true, interrupted, why
 	stop := time.Duration(d.stopAt.Load())
 	for k := range s.arrivals {
 		a := &s.arrivals[k]
@@ -858,6 +857,7 @@ func (d *drive) loseAs(s *share, why string, cut time.Duration) {
 		fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; %d of its arrivals were in flight (recorded as cancelled), %d never sent (recorded as generator_drop)\n", why, inFlight, unsent)
 	}
 	d.finish(s, why)
+	return true
 }
 
 // finish closes s; the run ends when every share is closed.
