@@ -279,16 +279,26 @@ func TestClockSkew(t *testing.T) {
 	env.Fleet = c
 	start := time.Now()
 	recs, m := execute(t, context.Background(), env, plan(20, 2*time.Second))
+	lags := map[int][]float64{}
 	for _, r := range recs {
-		// Uncorrected, the skews would make lags of −3 s and +2 s; 1 s
-		// leaves room for a machine busy with the whole suite.
-		if r.Outcome != record.OK || r.Lag() < 0 || r.Lag() > int64(time.Second) {
+		// Uncorrected, the skews would shift every lag of a worker by
+		// −3 s and +2 s: none may be negative, and each worker's median
+		// must be under 1 s (below). The median, not each request: a
+		// loaded machine (-race beside the rest of the suite) lags single
+		// requests by over a second, which is not a clock shift.
+		if r.Outcome != record.OK || r.Lag() < 0 {
 			t.Fatalf("seq %d (worker %d): outcome %s, lag %.1f ms", r.Seq, r.Shard, r.Outcome, float64(r.Lag())/1e6)
 		}
+		lags[r.Shard] = append(lags[r.Shard], float64(r.Lag())/1e6)
 		// The coordinator saw the request end after it was scheduled on
 		// its own clock: DoneNs is on its axis.
 		if time.Duration(r.DoneNs) > time.Since(start) {
 			t.Fatalf("seq %d: done at %.3f s, later than the run itself", r.Seq, float64(r.DoneNs)/1e9)
+		}
+	}
+	for shard, ls := range lags {
+		if p50 := nearest(ls, 0.5); p50 > 1000 {
+			t.Errorf("worker %d: median schedule lag %.1f ms: its clock's skew was not corrected", shard, p50)
 		}
 	}
 	want := map[string]time.Duration{"ahead": 3 * time.Second, "behind": -2 * time.Second}
@@ -352,6 +362,22 @@ func (o *observed) RoundTrip(r *http.Request) (*http.Response, error) {
 		o.f(r.URL.Path, body, resp.StatusCode)
 	}
 	return resp, err
+}
+
+// hookLog is a log that calls f once a line contains match.
+type hookLog struct {
+	syncLog
+	match string
+	once  sync.Once
+	f     func()
+}
+
+func (l *hookLog) Write(p []byte) (int, error) {
+	n, err := l.syncLog.Write(p)
+	if strings.Contains(string(p), l.match) {
+		l.once.Do(l.f)
+	}
+	return n, err
 }
 
 // inFlight is the in-flight count of a heartbeat's body (0 for another
@@ -457,12 +483,17 @@ func TestWorkerKilledInFlight(t *testing.T) {
 		}
 	}
 	hc := &http.Client{Transport: &observed{rt: &http.Transport{DialContext: k.dial}, f: kill}}
-	log := &syncLog{}
+	// A schedule far longer than the test, ended by a Ctrl-C on the
+	// coordinator once it lost w1: w1 has arrivals not yet due however
+	// late a loaded machine lets the kill come.
+	ctx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	log := &hookLog{match: "coordinator: worker w1 lost at", f: stopRun}
 	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"},
 		WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second, FlushEvery: time.Hour, FlushRecords: 1 << 20})
 	env.Fleet = c
-	p := plan(20, 3*time.Second)
-	recs, m := execute(t, context.Background(), env, p)
+	p := plan(20, 30*time.Second)
+	recs, m := execute(t, ctx, env, p)
 	killed := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })
 	var inFlight, unsent int64
 	var lastInFlight, firstUnsent int64 = -1, 1 << 62
@@ -789,22 +820,29 @@ func TestWorkerInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Fleet = c
-	p := plan(40, 2*time.Second)
+	// A schedule far longer than the test, ended by a Ctrl-C on the
+	// coordinator once quit has left: quit has arrivals not yet due
+	// however late a loaded machine lets it be interrupted.
+	p := plan(40, 30*time.Second)
 	arrivals, _ := schedule.Build(p, 7)
-	recs, m, res := executeResult(t, context.Background(), env, p)
-
+	ctx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
 	var werr error
+	left := make(chan struct{})
+	go func() {
+		werr = <-quit
+		close(left)
+		stopRun()
+	}()
+	recs, m, res := executeResult(t, ctx, env, p)
 	select {
-	case werr = <-quit:
+	case <-left:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the interrupted worker did not end")
 	}
 	var ie *InterruptedError
 	if !errors.As(werr, &ie) || !errors.Is(werr, context.Canceled) || !ie.Job || ie.Err != nil {
 		t.Fatalf("interrupted worker ended with %v\n%s", werr, qlog.String())
-	}
-	if len(recs) != len(arrivals) {
-		t.Fatalf("%d records, schedule %d\n%s", len(recs), len(arrivals), log)
 	}
 	q := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "quit" })
 	var ok, cancelled, unsent int64
@@ -813,15 +851,17 @@ func TestWorkerInterrupted(t *testing.T) {
 			t.Fatalf("seq %d: %s %q (cause %q): counted as a lost connection", r.Seq, r.Outcome, r.Error, r.Cause)
 		}
 		switch {
-		case r.Shard != q && r.Outcome != record.OK:
-			t.Fatalf("seq %d of the worker that stayed: %s %s", r.Seq, r.Outcome, r.Error)
+		case r.Shard != q && r.Outcome != record.OK && (r.Outcome != record.Cancelled || r.Cause != ""):
+			// (cancelled by the coordinator's Ctrl-C at the end: no cause)
+			t.Fatalf("seq %d of the worker that stayed: %s %s (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
 		case r.Shard != q:
 		case r.Outcome == record.OK:
 			ok++
 		case r.Outcome == record.Cancelled:
+			// In flight, or due at the very moment ("cancelled before send").
 			cancelled++
-			if r.Cause != record.CauseWorkerInterrupted || !r.Sent() || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "(cancelled ") {
-				t.Fatalf("seq %d cancelled: sent %v, cause %q, %q", r.Seq, r.Sent(), r.Cause, r.Error)
+			if r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "(cancelled ") {
+				t.Fatalf("seq %d cancelled: cause %q, %q", r.Seq, r.Cause, r.Error)
 			}
 		case r.Outcome == record.GeneratorDrop:
 			unsent++
@@ -831,6 +871,10 @@ func TestWorkerInterrupted(t *testing.T) {
 		default:
 			t.Fatalf("seq %d of the interrupted worker: %s %s", r.Seq, r.Outcome, r.Error)
 		}
+	}
+	// Every arrival of quit's share has one record: none is missing.
+	if share := int64(len(schedule.Shard(arrivals, q, 2))); ok+cancelled+unsent != share {
+		t.Fatalf("quit's share of %d arrivals: %d ok, %d cancelled, %d never sent", share, ok, cancelled, unsent)
 	}
 	if cancelled == 0 || unsent == 0 || cancelled != ie.Cancelled {
 		t.Fatalf("interrupted worker: %d ok, %d cancelled (it says %d), %d never sent\n%s\n%s", ok, cancelled, ie.Cancelled, unsent, log, qlog.String())
@@ -842,16 +886,25 @@ func TestWorkerInterrupted(t *testing.T) {
 	if s := log.String(); !strings.Contains(s, "INTERRUPTED: worker quit interrupted at ") || strings.Contains(s, "LOST") || strings.Contains(s, "connection dropped") {
 		t.Errorf("coordinator log:\n%s", s)
 	}
-	if o := res.Analysis.Overall; o.WorkerLostDrops != unsent {
-		t.Errorf("analysis: %d drops of a worker's end, want %d (not the in-flight cap's)", o.WorkerLostDrops, unsent)
+	// (The analysis covers the plan up to the coordinator's Ctrl-C.)
+	if o := res.Analysis.Overall; o.WorkerLostDrops != o.Outcomes[record.GeneratorDrop] {
+		t.Errorf("analysis: %d drops of a worker's end among %d: every drop is the interrupted worker's, none the in-flight cap's", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop])
 	}
 
-	// The next run: quit's share has no worker, and says it was interrupted.
-	recs, m = execute(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	// The next run: quit's share has no worker, and says it was
+	// interrupted; the analysis counts those drops as a worker's end.
+	recs, m, res = executeResult(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	drops := int64(0)
 	for _, r := range recs {
 		if r.Shard == q && (r.Outcome != record.GeneratorDrop || r.Cause != record.CauseWorkerInterrupted || !strings.Contains(r.Error, "before this run")) {
 			t.Fatalf("next run, seq %d: %s %q (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
 		}
+		if r.Shard == q {
+			drops++
+		}
+	}
+	if o := res.Analysis.Overall; drops == 0 || o.WorkerLostDrops != drops || o.Outcomes[record.GeneratorDrop] != drops {
+		t.Errorf("next run's analysis: %d worker drops, %d drops, want %d of each", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop], drops)
 	}
 	if g := m.Distributed.Each[q]; !g.Interrupted || g.Records != 0 {
 		t.Errorf("next run's manifest: %+v", g)
