@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -123,7 +122,7 @@ func runCheck(cmd *cobra.Command, f *flags, o run.Options, cfg check.Config, qui
 	ctx := cmd.Context()
 	w := cmd.OutOrStdout()
 	o.Quiet = true // no live view: the lines are the view
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := run.ConsoleLogger(cmd.ErrOrStderr())
 	env, err := run.PrepareWith(context.WithoutCancel(ctx), o, false, run.Setup{Logger: logger, Version: toolVersion(), Network: network, Interrupt: ctx})
 	if err != nil {
 		return classify(f, err)

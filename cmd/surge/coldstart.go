@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,7 +118,7 @@ func runColdstart(cmd *cobra.Command, f *flags, o run.Options, cfg coldstart.Con
 		return &exitError{exitUsage, err}
 	}
 	o.Quiet = true
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := run.ConsoleLogger(cmd.ErrOrStderr())
 	env, err := run.PrepareWith(context.WithoutCancel(ctx), o, false, run.Setup{Logger: logger, Version: toolVersion(), Network: network, Interrupt: ctx})
 	if err != nil {
 		return classify(f, err)

@@ -38,13 +38,17 @@ func usageErr(format string, a ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, a...)}
 }
 
-func main() {
+func main() { os.Exit(signalled()) }
+
+// signalled runs the command line with Ctrl-C and SIGTERM ending its
+// context (the test binary, run as surge, calls it too).
+func signalled() int {
 	// A closed stdout (surge run | head) must not kill a run before it has
 	// written its report: writes to it fail quietly instead.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // cli executes one surge command line and returns its exit code.

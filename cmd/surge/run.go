@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -301,7 +300,7 @@ type experimentFunc func(ctx context.Context, env *run.Env, d *rundir.Dir, w io.
 func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options, virtual bool, fn experimentFunc, ff *fleetFlags) error {
 	ctx := cmd.Context()
 	stdout := cmd.OutOrStdout()
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := run.ConsoleLogger(cmd.ErrOrStderr())
 	// Ctrl-C ends the run, but the run folder and reports are still written:
 	// the experiment sees the cancellation, while preparing and reporting use
 	// a context that outlives it.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 // tmpfs, for instance): with SURGE_TEST_CLI set, the test binary is surge.
 func TestMain(m *testing.M) {
 	if os.Getenv("SURGE_TEST_CLI") == "1" {
-		os.Exit(cli(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(signalled()) // as main: Ctrl-C and SIGTERM end the context
 	}
 	os.Exit(m.Run())
 }

@@ -138,15 +138,37 @@ func TestWatchK8sLive(t *testing.T) {
 	}
 }
 
+// TestWatchK8sSelectorMatchesNothing: a selector that matches no pod is
+// said at the start as a console warning ("WARNING: …", like the rest of
+// the output, not slog's key=value line), and the run carries on.
+func TestWatchK8sSelectorMatchesNothing(t *testing.T) {
+	dir := t.TempDir()
+	empty := `{"kind":"List","apiVersion":"v1","items":[]}` + "\n"
+	for f, body := range map[string]string{"pods-list.json": empty, "nodes-list.json": empty, "pods-watch.json": "", "nodes-watch.json": ""} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeKubectl(t, dir, nil)
+	code, stdout, stderr := surge(t, "run", "--rate", "10", "--duration", "500ms", "--output-tokens", "4", "--prompt-tokens", "16", "--prompt-calibration", "off", "--watch-k8s", "llm/app=nothing", "-q", "-o", filepath.Join(t.TempDir(), "r"))
+	if code != exitOK && code != exitSLO {
+		t.Fatalf("code %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "\nWARNING: --watch-k8s: no pod in namespace llm matches \"app=nothing\" yet") || strings.Contains(stdout+stderr, "level=") {
+		t.Errorf("the selector warning is not a console WARNING line:\nstdout: %s\nstderr: %s", stdout, stderr)
+	}
+}
+
 func TestWatchK8sWithoutKubectl(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	out := filepath.Join(t.TempDir(), "r")
-	code, _, stderr := surge(t, "run", "--rate", "10", "--duration", "1s", "--output-tokens", "4", "--prompt-tokens", "16", "--prompt-calibration", "off", "--watch-k8s", "llm/app=sim", "-o", out)
+	code, stdout, stderr := surge(t, "run", "--rate", "10", "--duration", "1s", "--output-tokens", "4", "--prompt-tokens", "16", "--prompt-calibration", "off", "--watch-k8s", "llm/app=sim", "-o", out)
 	if code != exitOK && code != exitSLO {
 		t.Fatalf("the run did not carry on: code %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "--watch-k8s needs kubectl") {
-		t.Errorf("stderr lacks the kubectl message: %s", stderr)
+	// A warning of the console, in its format, not a slog line (REVIEW15).
+	if !strings.Contains(stdout, "\nWARNING: --watch-k8s needs kubectl") || strings.Contains(stdout+stderr, "level=") {
+		t.Errorf("the kubectl warning is not a console WARNING line:\nstdout: %s\nstderr: %s", stdout, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(out, "scaling.json")); err == nil {
 		t.Error("a scaling.json without a watch")

@@ -63,7 +63,7 @@ func (ff *fleetFlags) start(cmd *cobra.Command, env *run.Env) (func(), error) {
 	}
 	fmt.Fprintf(log, "coordinator: listening on %s; waiting for %d %s (surge worker --coordinator %s)\n", c.URL(), ff.workers, fleet.Plural(ff.workers, "worker", "workers"), c.URL())
 	if host, _, _ := net.SplitHostPort(ff.listen); env.Simulated && !isLoopback(host) {
-		fmt.Fprintln(log, "warning: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
+		fmt.Fprintln(log, "WARNING: the built-in simulator listens on loopback, so only workers on this machine reach it; for workers elsewhere serve it with `surge sim --addr :8000` and pass --target")
 	}
 	if err := c.Wait(cmd.Context(), ff.wait); err != nil {
 		c.Close()
@@ -97,7 +97,9 @@ the coordinator never sends a key or a header. It runs until the coordinator
 says there is no more work.
 
 Exit codes: 0 the coordinator finished; 1 interrupted (Ctrl-C: requests in
-flight are cancelled and their records sent); 2 refused (another version,
+flight are cancelled, their records and the run's last ones sent, and the
+coordinator records the worker as interrupted; its arrivals not yet sent
+become generator_drop records naming the interruption); 2 refused (another version,
 a name taken, a bad URL); 3 the coordinator was unreachable, or stopped
 answering during a run.`,
 		Example: `  # on the coordinator's machine
@@ -169,9 +171,12 @@ func workerExit(err error) error {
 	var ue *fleet.UnreachableError
 	var re *fleet.RefusedError
 	var nc *fleet.NotCoordinatorError
+	var ie *fleet.InterruptedError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ie):
+		return &exitError{exitSLO, ie}
 	case errors.As(err, &ue), errors.As(err, &nc):
 		return &exitError{exitTarget, err}
 	case errors.As(err, &re):

@@ -103,8 +103,10 @@ func fleetRecords(t *testing.T, dir string) []record.Record {
 // folder holding one record per scheduled arrival (the same arrivals as a
 // single process's run of the same command), every worker exiting 0 —
 // and, in a second run, a worker killed mid-run whose unsent arrivals are
-// generator_drop records naming it. Real time: ~8 s, the proof that the
-// binary itself works as a fleet.
+// generator_drop records naming it; in a third, a worker given SIGINT
+// (Ctrl-C) mid-run, which sends its last records, exits 1 and is recorded
+// as interrupted, not as a dropped connection (REVIEW15 #20). Real time:
+// ~10 s, the proof that the binary itself works as a fleet.
 func TestWorkersMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time multi-process test")
@@ -116,7 +118,8 @@ func TestWorkersMultiProcess(t *testing.T) {
 	}
 	want := fleetRecords(t, one)
 
-	for _, kill := range []bool{false, true} {
+	for _, mode := range []string{"whole", "kill", "interrupt"} {
+		kill := mode != "whole" // w1 ends mid-run
 		dir := filepath.Join(t.TempDir(), "fleet")
 		coord := start(t, append(args, "-o", dir, "--workers", "2", "--coordinator-listen", "127.0.0.1:0", "--workers-wait", "20s")...)
 		var url string
@@ -136,7 +139,11 @@ func TestWorkersMultiProcess(t *testing.T) {
 						break
 					}
 				}
-				w1.cmd.Process.Signal(syscall.SIGKILL)
+				if mode == "kill" {
+					w1.cmd.Process.Signal(syscall.SIGKILL)
+				} else {
+					w1.cmd.Process.Signal(syscall.SIGINT)
+				}
 			}()
 		}
 		code := coord.wait()
@@ -156,15 +163,35 @@ func TestWorkersMultiProcess(t *testing.T) {
 		}
 		drops := 0
 		for _, r := range got {
-			// Killed: its arrivals due before the kill are cancelled (in
-			// flight), those after it generator_drop (never sent).
-			if r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error) {
+			switch {
+			case mode == "interrupt" && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled):
+				// Interrupted: its requests in flight are its own cancelled
+				// records, its arrivals not yet sent generator_drop, both
+				// naming the interruption.
+				if r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker w1 interrupted at") {
+					t.Fatalf("seq %d: %s %q (cause %q)\n%s", r.Seq, r.Outcome, r.Error, r.Cause, coord.stderr())
+				}
+				if r.Outcome == record.GeneratorDrop {
+					drops++
+				}
+			case r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && r.Cause == record.CauseWorkerLost:
+				// Killed: its arrivals due before the kill are cancelled (in
+				// flight), those after it generator_drop (never sent).
 				drops++
 				if !strings.Contains(r.Error, "worker w1 lost at") || !strings.Contains(r.Error, "connection dropped") {
 					t.Fatalf("drop: %q", r.Error)
 				}
-			} else if r.Outcome != record.OK {
+			case r.Outcome != record.OK:
 				t.Fatalf("seq %d: %s %s", r.Seq, r.Outcome, r.Error)
+			}
+		}
+		if mode == "interrupt" {
+			if c := w1.wait(); c != 1 || !strings.Contains(w1.stderr(), "the coordinator recorded this worker as interrupted") {
+				t.Fatalf("interrupted w1: exit %d: %s", c, w1.stderr())
+			}
+			g := m.Distributed.Each[slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })]
+			if s := coord.stderr(); !g.Interrupted || !strings.Contains(s, "INTERRUPTED: worker w1 interrupted at") || strings.Contains(s, "connection dropped") {
+				t.Fatalf("coordinator: %+v\n%s", g, s)
 			}
 		}
 		if kill != (drops > 0) {

@@ -613,3 +613,24 @@ func TestCancelledInFlightAreCensored(t *testing.T) {
 		t.Errorf("with timeouts: p95 %q p99 %q (%+v)", d.Text(Q95), d.Text(Q99), d)
 	}
 }
+
+// A worker's drops are known by the record's cause, not its error text:
+// a drop with record.CauseWorkerLost or CauseWorkerInterrupted counts in
+// WorkerLostDrops whatever its error says, and a drop without a cause is
+// the in-flight cap's even when its error reads like a lost worker's.
+func TestWorkerDropsByCause(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 10 * s, Rate: 1}}, Timeout: 60 * s})
+	drop := func(err string, c record.Cause) {
+		r := failRec(time.Second, record.GeneratorDrop)
+		r.Error, r.Cause = err, c
+		a.Add(r)
+	}
+	drop("anything", record.CauseWorkerLost)
+	drop("worker quit interrupted at 1.0 s: Ctrl-C or SIGTERM on the worker (never sent)", record.CauseWorkerInterrupted)
+	drop("worker w1 lost at 8.0 s: connection dropped (never sent)", "") // text alone: the cap's
+	drop("in-flight cap 4 reached", "")
+	o := a.Result().Overall
+	if o.WorkerLostDrops != 2 || o.Outcomes[record.GeneratorDrop] != 4 {
+		t.Fatalf("worker drops %d of %d, want 2 of 4", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop])
+	}
+}

@@ -164,8 +164,8 @@ type acc struct {
 	// after they were sent): censored in the latency percentiles like
 	// timeouts.
 	cancelled int64
-	// lostDrops counts the generator_drop records of a lost worker (not
-	// the in-flight cap: record.WorkerLost).
+	// lostDrops counts the generator_drop records of a lost or
+	// interrupted worker (record.Cause; not the in-flight cap).
 	lostDrops int64
 	m         [numMetrics]metricAcc
 	client    clientAcc
@@ -503,7 +503,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
 	s.sent = sent != none
 	s.inFlightCancel = s.slot == slotCancelled && s.sent
-	s.lostDrop = s.slot == slotDrop && record.WorkerLost(rec.Error)
+	s.lostDrop = s.slot == slotDrop && rec.Cause.Worker()
 	if s.sent {
 		s.us[mLag] = a.us(sent - sched)
 		if conn != none {

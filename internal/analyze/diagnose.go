@@ -535,10 +535,10 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 			}}, true
 	case st.Offered > 0 && float64(st.WorkerLostDrops)/float64(st.Offered) > DiagDropShare:
 		share := float64(st.WorkerLostDrops) / float64(st.Offered)
-		return fmt.Sprintf("%d of %s's %d arrivals (%s) were never sent because a worker was lost (their records name it): the target was not tested at this load", st.WorkerLostDrops, c.stress.noun, st.Offered, pct(share)),
+		return fmt.Sprintf("%d of %s's %d arrivals (%s) were never sent because a worker was lost or interrupted (their records name it): the target was not tested at this load", st.WorkerLostDrops, c.stress.noun, st.Offered, pct(share)),
 			[]Hint{{
-				Hypothesis: "a worker of the fleet stopped during the run (killed, crashed, or its network dropped); its remaining arrivals were never sent",
-				Evidence:   fmt.Sprintf("%d generator_drop records whose error says \"worker … lost at …\"; the coordinator's LOST line", st.WorkerLostDrops),
+				Hypothesis: "a worker of the fleet stopped during the run (killed, crashed, its network dropped, or interrupted on its machine); its remaining arrivals were never sent",
+				Evidence:   fmt.Sprintf("%d generator_drop records with cause worker_lost or worker_interrupted, whose error names the worker; the coordinator's LOST or INTERRUPTED line", st.WorkerLostDrops),
 				Check:      "the lost worker's own log and machine; rerun with the fleet whole (the in-flight cap was not the cause)",
 			}}, true
 	}

@@ -253,7 +253,7 @@ func diagScenarios() []diagScenario {
 			recs: calm(func(k int, t time.Duration) *record.Record {
 				if k%5 == 0 {
 					r := failRec(t, record.GeneratorDrop)
-					r.Error = "worker w1 lost at 8.0 s: connection dropped (never sent)"
+					r.Error, r.Cause = "worker w1 lost at 8.0 s: connection dropped (never sent)", record.CauseWorkerLost
 					return r
 				}
 				return normal(k, t)

@@ -96,9 +96,10 @@ type Stats struct {
 	RateLimitRate float64 `json:"rate_limit_rate"` // 429 / offered
 	TimeoutRate   float64 `json:"timeout_rate"`    // timeouts / offered
 	DropRate      float64 `json:"drop_rate"`       // generator drops / offered
-	// WorkerLostDrops counts the generator drops that a lost worker left
-	// (coordinated runs; never sent because the worker was gone, not
-	// because of the in-flight cap). Included in DropRate.
+	// WorkerLostDrops counts the generator drops that a lost or
+	// interrupted worker left (coordinated runs, record.Cause: never sent
+	// because the worker was gone, not because of the in-flight cap).
+	// Included in DropRate.
 	WorkerLostDrops int64   `json:"worker_lost_drops,omitempty"`
 	CancelRate      float64 `json:"cancel_rate"` // cancelled / offered
 	// CancelledInFlight counts the requests cancelled after they were sent

@@ -85,7 +85,7 @@ func (w *HopelessWatch) Add(r *record.Record) {
 	if r.ScheduledNs >= from || end >= from {
 		// A request whose wait ended before StepStart adds one to both
 		// counts of every backlog sample: it changes none.
-		w.pts = append(w.pts, satPoint{r.ScheduledNs, end, r.Outcome == record.GeneratorDrop && !record.WorkerLost(r.Error)})
+		w.pts = append(w.pts, satPoint{r.ScheduledNs, end, r.Outcome == record.GeneratorDrop && !r.Cause.Worker()})
 	}
 }
 
@@ -144,7 +144,7 @@ func OverSaturated(recs []record.Record, from, horizon time.Duration, limitMs fl
 	pts := make([]satPoint, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		pts[i] = satPoint{r.ScheduledNs, waitEnd(r), r.Outcome == record.GeneratorDrop && !record.WorkerLost(r.Error)}
+		pts[i] = satPoint{r.ScheduledNs, waitEnd(r), r.Outcome == record.GeneratorDrop && !r.Cause.Worker()}
 		last = max(last, r.ScheduledNs, pts[i].wait)
 	}
 	return overSaturated(pts, len(recs), last, from, horizon, limitMs)

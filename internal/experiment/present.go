@@ -198,7 +198,7 @@ func generatorNotes(res *run.Result) []string {
 		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were dropped by the in-flight cap (generator_drop): the target stopped keeping up; they count as failures.", d))
 	}
 	if d := o.WorkerLostDrops; d > 0 {
-		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were never sent because a worker was lost (generator_drop naming the worker; not the in-flight cap): the target was not tested with the full schedule; they count as failures.", d))
+		notes = append(notes, fmt.Sprintf("WARNING: %d arrivals were never sent because a worker was lost or interrupted (generator_drop naming the worker; not the in-flight cap): the target was not tested with the full schedule; they count as failures.", d))
 	}
 	if res.Virtual || res.Spec.Closed != nil {
 		return notes

@@ -12,7 +12,8 @@ import (
 // arrivals and records, its schedule lag p99 — a slow worker shows here,
 // marked when its p99 is more than twice the fastest's and SlowLagMarginMs
 // above it —
-// its clock offset, and why it was lost; none for one process.
+// its clock offset, and why it was lost (or that it was interrupted on its
+// machine); none for one process.
 func WorkerLines(res *run.Result) []string {
 	d := res.Distributed
 	if d == nil || len(d.Each) == 0 {
@@ -30,7 +31,10 @@ func WorkerLines(res *run.Result) []string {
 		}
 		out = append(out, fmt.Sprintf("worker %d %s (surge %s): %d of %s recorded by it, schedule lag p99 %.1f ms%s; clock offset %+.3f ms (RTT %.3f ms, drift %+.3f ms).",
 			g.Index, g.Name, g.Version, g.Records, dueText(g), g.LagP99Ms, slow, float64(g.ClockOffsetNs)/1e6, float64(g.RTTNs)/1e6, float64(g.OffsetDriftNs)/1e6))
-		if g.Lost {
+		switch {
+		case g.Interrupted:
+			out = append(out, fmt.Sprintf("worker %d %s INTERRUPTED: %s; it cancelled its %d requests in flight (its cancelled records), %d arrivals never sent (generator_drop records).", g.Index, g.Name, g.LostWhy, g.LostInFlight, g.LostUnsent))
+		case g.Lost:
 			out = append(out, fmt.Sprintf("worker %d %s LOST: %s; %d of its arrivals were in flight (cancelled records), %d never sent (generator_drop records).", g.Index, g.Name, g.LostWhy, g.LostInFlight, g.LostUnsent))
 		}
 	}
@@ -55,7 +59,10 @@ func WorkerSummary(res *run.Result) string {
 		if slowWorker(d, g, fastest) {
 			p += " SLOW"
 		}
-		if g.Lost {
+		switch {
+		case g.Interrupted:
+			p += " INTERRUPTED (" + g.LostWhy + ")"
+		case g.Lost:
 			p += " LOST (" + g.LostWhy + ")"
 		}
 		parts = append(parts, p)

@@ -20,6 +20,7 @@ func TestWorkerLines(t *testing.T) {
 		{Index: 1, Name: "b", Arrivals: 10, Records: 10, LagP99Ms: 80},
 		{Index: 3, Name: "d", Arrivals: 93, Records: 33, Due: 33, LagP99Ms: 1.5},
 		{Index: 2, Name: "c", Arrivals: 10, Records: 4, LagP99Ms: 2, Lost: true, LostWhy: "worker c lost at 1.2 s: connection dropped", LostInFlight: 2, LostUnsent: 4},
+		{Index: 4, Name: "e", Arrivals: 10, Records: 6, LagP99Ms: 2, Lost: true, Interrupted: true, LostWhy: "worker e interrupted at 0.9 s: Ctrl-C or SIGTERM on the worker", LostInFlight: 3, LostUnsent: 4},
 	}}}
 	got := strings.Join(WorkerLines(res), "\n")
 	for _, want := range []string{
@@ -27,10 +28,14 @@ func TestWorkerLines(t *testing.T) {
 		"worker 1 b (surge ): 10 of 10 arrivals recorded by it, schedule lag p99 80.0 ms — SLOW",
 		"worker 3 d (surge ): 33 of 33 arrivals due before the schedule was stopped (93 planned) recorded by it,",
 		"worker 2 c LOST: worker c lost at 1.2 s: connection dropped; 2 of its arrivals were in flight (cancelled records), 4 never sent (generator_drop records).",
+		"worker 4 e INTERRUPTED: worker e interrupted at 0.9 s: Ctrl-C or SIGTERM on the worker; it cancelled its 3 requests in flight (its cancelled records), 4 arrivals never sent (generator_drop records).",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
 		}
+	}
+	if strings.Count(got, "LOST") != 1 {
+		t.Errorf("one lost worker (the interrupted one is not):\n%s", got)
 	}
 	if strings.Count(got, "SLOW") != 1 {
 		t.Errorf("one slow worker:\n%s", got)

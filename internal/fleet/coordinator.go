@@ -56,6 +56,7 @@ type member struct {
 	offsetNs, rttNs  int64
 	out              chan message // to its control stream
 	lost             bool
+	interrupted      bool // lost because it was interrupted on its machine and said so
 	lostWhy          string
 	lostAt           time.Time
 	streaming        bool
@@ -89,6 +90,7 @@ func Serve(ln net.Listener, want int, cfg Config) *Coordinator {
 	mux.HandleFunc("GET "+pathControl, c.serveControl)
 	mux.HandleFunc("POST "+pathBeat, c.serveBeat)
 	mux.HandleFunc("POST "+pathRecords, c.serveRecords)
+	mux.HandleFunc("POST "+pathBye, c.serveBye)
 	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go c.srv.Serve(ln)
 	return c
@@ -294,12 +296,10 @@ func (c *Coordinator) serveControl(w http.ResponseWriter, r *http.Request) {
 
 // lose marks m lost (for good) and its share of the run under way.
 func (c *Coordinator) lose(m *member, cause string) {
-	c.mu.Lock()
-	if m.lost || c.done {
-		c.mu.Unlock()
+	if !c.gone(m, false, cause) {
 		return
 	}
-	m.lost, m.lostAt, m.lostWhy = true, time.Now(), cause
+	c.mu.Lock()
 	d := c.cur
 	c.mu.Unlock()
 	if d != nil {
@@ -309,6 +309,39 @@ func (c *Coordinator) lose(m *member, cause string) {
 		}
 	}
 	fmt.Fprintf(c.cfg.Log, "coordinator: worker %s lost between runs: %s\n", m.name, cause)
+}
+
+// gone marks m lost for why (interrupted: it said it was interrupted);
+// false when it was already, or the coordinator is closing.
+func (c *Coordinator) gone(m *member, interrupted bool, why string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.lost || c.done {
+		return false
+	}
+	m.lost, m.interrupted, m.lostAt, m.lostWhy = true, interrupted, time.Now(), why
+	return true
+}
+
+// serveBye is a worker leaving because it was interrupted on its machine
+// (Ctrl-C or SIGTERM there), after its last records: it is gone for good,
+// as "interrupted" rather than a dropped connection, and a share of the
+// run under way that it did not close yet is closed so.
+func (c *Coordinator) serveBye(w http.ResponseWriter, r *http.Request) {
+	m := c.member(r)
+	if m == nil {
+		http.Error(w, "unknown worker", http.StatusNotFound)
+		return
+	}
+	if c.gone(m, true, whyInterrupted) {
+		c.mu.Lock()
+		d := c.cur
+		c.mu.Unlock()
+		if s := d.shareOf(m); s == nil || !d.interrupt(s, int64(time.Since(d.j.Origin))) {
+			fmt.Fprintf(c.cfg.Log, "coordinator: worker %s interrupted between runs: %s\n", m.name, whyInterrupted)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // job returns the run under way and worker i's share of it, for a request
@@ -361,7 +394,12 @@ func (c *Coordinator) serveRecords(w http.ResponseWriter, r *http.Request) {
 		body = gz
 	}
 	q := r.URL.Query()
-	if err := d.receive(s, body, q.Get("final") == "1", q.Get("error")); err != nil {
+	end := workerEnd{failure: q.Get("error")}
+	if q.Get("stop") == stopInterrupted {
+		end.interrupted = true
+		end.atNs, _ = strconv.ParseInt(q.Get("at"), 10, 64)
+	}
+	if err := d.receive(s, body, q.Get("final") == "1", end); err != nil {
 		if errors.Is(err, errClosed) {
 			http.Error(w, "this worker's share of the run is closed: "+s.why, http.StatusGone)
 			return
@@ -445,9 +483,12 @@ type share struct {
 	records  int64  // records received from the worker
 	done     bool   // final batch received, or lost
 	lost     bool
-	why      string
-	lastSeen time.Time
-	inFlight int64
+	// interrupted: lost because the worker was interrupted on its machine
+	// and said so (its final batch or a bye), not a dropped connection.
+	interrupted bool
+	why         string
+	lastSeen    time.Time
+	inFlight    int64
 	// The share's live offered and sent counts: the larger of the
 	// worker's heartbeat (requests due and sent so far) and the records
 	// received (recOffered, recSent); liveOffered and liveSent are what
@@ -455,7 +496,8 @@ type share struct {
 	beatOffered, beatSent, recOffered, recSent, liveOffered, liveSent int64
 	// lostInFlight and lostUnsent count the arrivals without a record
 	// when the worker was lost: due before it (cancelled records) and
-	// after it (generator_drop records).
+	// after it (generator_drop records). For a worker interrupted on its
+	// machine, lostInFlight counts the cancelled records it sent itself.
 	lostInFlight, lostUnsent int64
 	lag                      *hdr.Histogram // schedule lag, µs
 	offsetNs                 int64          // the job's offset and its RTT
@@ -469,6 +511,17 @@ func (d *drive) share(i int) *share {
 		return nil
 	}
 	return d.shares[i]
+}
+
+// shareOf is m's share of d (nil when d is nil or m has none).
+func (d *drive) shareOf(m *member) *share {
+	if d == nil {
+		return nil
+	}
+	if s := d.share(m.index); s != nil && s.m == m {
+		return s
+	}
+	return nil
 }
 
 // Counters are the run's live totals (run.FleetDriver).
@@ -499,10 +552,10 @@ func (d *drive) Run(ctx context.Context) error {
 			continue
 		}
 		c.mu.Lock()
-		lost, why, at := s.m.lost, s.m.lostWhy, s.m.lostAt
+		lost, interrupted, why, at := s.m.lost, s.m.interrupted, s.m.lostWhy, s.m.lostAt
 		c.mu.Unlock()
 		if lost {
-			d.loseAs(s, record.LostWorkerError(s.m.name, at.UTC().Format(time.TimeOnly)+", before this run", why), -1)
+			d.loseAs(s, endText(s.m.name, interrupted, at.UTC().Format(time.TimeOnly)+", before this run", why), -1, interrupted)
 			continue
 		}
 		jb := &job{ID: d.id, Index: s.index, Workers: d.n, Run: d.j.Run, OriginNs: d.originNs, Arrivals: wireArrivals(s.arrivals),
@@ -572,8 +625,8 @@ func (d *drive) beat(s *share, b beat) bool {
 		s.offsetNs, s.rttNs, s.readyNs = b.JobOffsetNs, b.JobRTTNs, b.ReadyBeforeNs
 	}
 	// A sample is as good as its round trip (error ≤ RTT/2): those within
-	// twice the job's RTT plus 5 ms count (±2.5 ms at worst).
-	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= 2*s.rttNs+int64(5*time.Millisecond) {
+	// sampleTolerance count.
+	if b.SampleRTTNs > 0 && s.rttNs > 0 && b.SampleRTTNs <= sampleTolerance(s.rttNs) {
 		if dr := b.SampleOffsetNs - s.offsetNs; abs(dr) > abs(s.driftNs) {
 			s.driftNs = dr
 		}
@@ -581,10 +634,29 @@ func (d *drive) beat(s *share, b beat) bool {
 	return true
 }
 
+// sampleTolerance is the longest round trip of a heartbeat's offset sample
+// that counts toward the drift, for a job whose offset was measured over
+// jobRTT: twice it plus 5 ms (±2.5 ms at worst, on a busy machine).
+func sampleTolerance(jobRTT int64) int64 { return 2*jobRTT + int64(5*time.Millisecond) }
+
+// driftError bounds the error of a measured drift (a sample's offset less
+// the job's, each off by at most half its round trip): for a clock that
+// does not drift, the drift recorded is within ±driftError(jobRTT).
+func driftError(jobRTT int64) int64 { return (sampleTolerance(jobRTT) + jobRTT) / 2 }
+
 var errClosed = errors.New("fleet: share closed")
 
+// workerEnd is how a worker's last batch of a job says its share ended
+// early: a failure on its side (the text), or an interruption on its
+// machine atNs after the origin.
+type workerEnd struct {
+	failure     string
+	interrupted bool
+	atNs        int64
+}
+
 // receive takes a batch of records from s's worker into the run's sink.
-func (d *drive) receive(s *share, body io.Reader, final bool, failure string) error {
+func (d *drive) receive(s *share, body io.Reader, final bool, end workerEnd) error {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -599,6 +671,9 @@ func (d *drive) receive(s *share, body io.Reader, final bool, failure string) er
 		s.reported[k] = true
 		s.records++
 		r.Shard = s.index
+		if r.Cause == record.CauseWorkerInterrupted {
+			s.lostInFlight++ // its own request in flight, cancelled by its interruption
+		}
 		d.deliver(s, r)
 		return nil
 	})
@@ -607,8 +682,14 @@ func (d *drive) receive(s *share, body io.Reader, final bool, failure string) er
 		return err
 	}
 	switch {
-	case failure != "":
-		d.lose(s, failure)
+	case end.interrupted && final:
+		// Its last records are in: it leaves, interrupted on its machine.
+		if s.m != nil {
+			d.c.gone(s.m, true, whyInterrupted)
+		}
+		d.interrupt(s, end.atNs)
+	case end.failure != "":
+		d.lose(s, end.failure)
 	case final && d.unsent(s) > 0:
 		// A worker that ends its share early (interrupted on its own
 		// machine) leaves arrivals without records: recorded as drops.
@@ -649,8 +730,11 @@ func (d *drive) deliver(s *share, r *record.Record) {
 		c.Completed.Add(1)
 	}
 	d.syncLive(s)
-	if r.Outcome == record.OK {
+	switch r.Outcome {
+	case record.OK:
 		c.OK.Add(1)
+	case record.Cancelled:
+		c.Cancelled.Add(1)
 	}
 	if r.Good {
 		c.Good.Add(1)
@@ -695,21 +779,54 @@ func (d *drive) lose(s *share, cause string) {
 	}
 	s.mu.Unlock()
 	if strings.HasPrefix(cause, "its run ended") || cause == "never registered" {
-		cut = d.j.Origin // it said it was done, or never began: nothing in flight
+		cut = d.j.Origin.Add(-1) // it said it was done, or never began: nothing in flight (not even an arrival at 0)
 	}
-	d.loseAs(s, record.LostWorkerError(name, fmt.Sprintf("%.1f s", time.Since(d.j.Origin).Seconds()), cause), cut.Sub(d.j.Origin))
+	d.loseAs(s, endText(name, false, fmt.Sprintf("%.1f s", time.Since(d.j.Origin).Seconds()), cause), cut.Sub(d.j.Origin), false)
 }
 
-// loseAs closes s as lost for why: its arrivals without a record due at or
-// before cut are cancelled (in flight when it was lost), the rest
-// generator_drop (never sent).
-func (d *drive) loseAs(s *share, why string, cut time.Duration) {
+// interrupt closes s because its worker was interrupted on its machine at
+// atNs after the origin and said so, after its last records: its requests
+// in flight came back as its own cancelled records, so every arrival
+// without a record was never sent (generator_drop), naming the
+// interruption. False when s was closed already (its share was done).
+func (d *drive) interrupt(s *share, atNs int64) bool {
+	name := "w" + strconv.Itoa(s.index)
+	if s.m != nil {
+		name = s.m.name
+	}
+	return d.loseAs(s, endText(name, true, fmt.Sprintf("%.1f s", float64(atNs)/1e9), whyInterrupted), -1, true)
+}
+
+// whyInterrupted is why a worker that said it was interrupted left.
+const whyInterrupted = "Ctrl-C or SIGTERM on the worker"
+
+// endText is the error of a record a lost or interrupted worker left, and
+// the manifest's LostWhy: "worker NAME lost at WHEN: WHY", "worker NAME
+// interrupted at WHEN: WHY". It is for people: the analysis reads the
+// record's Cause.
+func endText(name string, interrupted bool, when, why string) string {
+	verb := " lost at "
+	if interrupted {
+		verb = " interrupted at "
+	}
+	return "worker " + name + verb + when + ": " + why
+}
+
+// loseAs closes s as lost (or interrupted) for why: its arrivals without
+// a record due at or before cut are cancelled (in flight when it was
+// lost), the rest generator_drop (never sent); each carries the cause.
+// False when s was closed already.
+func (d *drive) loseAs(s *share, why string, cut time.Duration, interrupted bool) bool {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
-		return
+		return false
 	}
-	s.lost, s.why = true, why
+	cause := record.CauseWorkerLost
+	if interrupted {
+		cause = record.CauseWorkerInterrupted
+	}
+	s.lost, s.interrupted, s.why = true, interrupted, why
 	stop := time.Duration(d.stopAt.Load())
 	for k := range s.arrivals {
 		a := &s.arrivals[k]
@@ -722,7 +839,7 @@ func (d *drive) loseAs(s *share, why string, cut time.Duration) {
 		if d.j.ProfileOf != nil {
 			rec.Profile = d.j.ProfileOf(a)
 		}
-		rec.Shard = s.index
+		rec.Shard, rec.Cause = s.index, cause
 		if a.At <= cut {
 			rec.Outcome, rec.Error = record.Cancelled, why+" (the worker was lost with the request in flight; its answer never came back)"
 			s.lostInFlight++
@@ -734,8 +851,13 @@ func (d *drive) loseAs(s *share, why string, cut time.Duration) {
 	}
 	inFlight, unsent := s.lostInFlight, s.lostUnsent
 	s.mu.Unlock()
-	fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; %d of its arrivals were in flight (recorded as cancelled), %d never sent (recorded as generator_drop)\n", why, inFlight, unsent)
+	if cause == record.CauseWorkerInterrupted {
+		fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; it cancelled its %d requests in flight and sent their records (cancelled), %d arrivals never sent (recorded as generator_drop)\n", why, inFlight, unsent)
+	} else {
+		fmt.Fprintf(d.c.cfg.Log, "coordinator: %s; %d of its arrivals were in flight (recorded as cancelled), %d never sent (recorded as generator_drop)\n", why, inFlight, unsent)
+	}
 	d.finish(s, why)
+	return true
 }
 
 // finish closes s; the run ends when every share is closed.
@@ -759,7 +881,7 @@ func (d *drive) Distribution() *record.Distribution {
 	dist := &record.Distribution{Mode: record.DistCoordinator, Generators: d.n, Shard: -1, LeadNs: d.leadNs}
 	for _, s := range d.shares {
 		s.mu.Lock()
-		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why,
+		g := record.Generator{Index: s.index, Arrivals: int64(len(s.arrivals)), Records: s.records, Lost: s.lost, LostWhy: s.why, Interrupted: s.interrupted,
 			ClockOffsetNs: s.offsetNs, RTTNs: s.rttNs, OffsetDriftNs: s.driftNs, ReadyBeforeNs: s.readyNs,
 			LostInFlight: s.lostInFlight, LostUnsent: s.lostUnsent, Due: int64(len(s.arrivals))}
 		if stop := time.Duration(d.stopAt.Load()); stop > 0 {
@@ -793,7 +915,10 @@ func (d *drive) report() {
 	for _, g := range d.Distribution().Each {
 		fmt.Fprintf(&b, "\n  %-12s %6d of %6d arrivals recorded%s, lag p99 %.1f ms, ready %.1f ms before the origin, clock offset %s (RTT %s, drift %s)",
 			g.Name, g.Records, g.Due, notDue(g), g.LagP99Ms, float64(g.ReadyBeforeNs)/1e6, fmtNs(g.ClockOffsetNs), fmtRTT(g.RTTNs), fmtNs(g.OffsetDriftNs))
-		if g.Lost {
+		switch {
+		case g.Interrupted:
+			fmt.Fprintf(&b, "\n  %-12s INTERRUPTED: %s", "", g.LostWhy)
+		case g.Lost:
 			fmt.Fprintf(&b, "\n  %-12s LOST: %s", "", g.LostWhy)
 		}
 	}

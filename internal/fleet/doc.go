@@ -17,6 +17,8 @@
 //	                          flight, the newest offset sample
 //	POST /fleet/v1/records    a batch of finished records (gzip JSON lines,
 //	                          every 200 ms or 500 records); final=1 ends the job
+//	                          (with stop=interrupted&at=NS: Ctrl-C on the worker)
+//	POST /fleet/v1/bye        an interrupted worker leaving, after its last records
 //
 // A job is one run's share for worker i of n: the arrivals
 // schedule.Shard(arrivals, i, n) (Seq mod n = i), the run's origin on the
@@ -67,5 +69,21 @@
 // records it sent stay. The record
 // count of the run therefore equals the schedule's, as with one process.
 // Records a lost worker sends later are refused (410 Gone), so none is
-// counted twice.
+// counted twice. Each such record carries record.CauseWorkerLost, which
+// the analysis reads (never the error text) to count its drops apart from
+// the in-flight cap's.
+//
+// # A worker interrupted on its machine
+//
+// Ctrl-C or SIGTERM on a worker is not a loss: its control stream stays
+// open while the load generator cancels the requests in flight, whose
+// records name the interruption (record.CauseWorkerInterrupted, "worker
+// w1 interrupted at 6.9 s: Ctrl-C or SIGTERM on the worker (cancelled
+// mid-stream)"); its last batch says stop=interrupted with the moment, and
+// the coordinator takes those records, closes the share and writes its
+// arrivals without a record — none was sent — as generator_drop with the
+// same cause. Then the worker says bye (also when no job was under way)
+// and closes the stream, and the coordinator counts it gone for good, as
+// interrupted (record.Generator.Interrupted). A dropped connection before
+// the last batch is still a loss.
 package fleet

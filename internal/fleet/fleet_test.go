@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,28 +74,44 @@ func plan(rate float64, d time.Duration) schedule.Plan {
 // (read back from requests.jsonl, in Seq order) and manifest.
 func execute(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) ([]record.Record, *record.Manifest) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "run")
-	d, err := rundir.Create(dir, rundir.Options{Owner: "test"})
+	recs, m, _ := executeResult(t, ctx, env, p)
+	return recs, m
+}
+
+// executeResult is execute with the run's Result too.
+func executeResult(t *testing.T, ctx context.Context, env *run.Env, p schedule.Plan) ([]record.Record, *record.Manifest, *run.Result) {
+	t.Helper()
+	recs, m, res, err := executeIn(ctx, env, p, filepath.Join(t.TempDir(), "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return recs, m, res
+}
+
+// executeIn is executeResult into dir, for any goroutine.
+func executeIn(ctx context.Context, env *run.Env, p schedule.Plan, dir string) ([]record.Record, *record.Manifest, *run.Result, error) {
+	d, err := rundir.Create(dir, rundir.Options{Owner: "test"})
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	defer d.Close()
-	if _, err := env.Execute(ctx, run.Spec{Name: "r", Dir: d, Command: "run", Plan: p}); err != nil {
-		t.Fatal(err)
+	res, err := env.Execute(ctx, run.Spec{Name: "r", Dir: d, Command: "run", Plan: p})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	var recs []record.Record
 	if err := record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(r *record.Record) error {
 		recs = append(recs, *r)
 		return nil
 	}); err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
 	slices.SortFunc(recs, func(a, b record.Record) int { return int(a.Seq - b.Seq) })
 	m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, nil, err
 	}
-	return recs, m
+	return recs, m, res, nil
 }
 
 // fleet starts a coordinator for n workers on loopback and the workers
@@ -155,20 +173,37 @@ func latencies(recs []record.Record) (ttft, e2e []float64) {
 // schedule's — every arrival once, each from worker Seq mod 2 — and whose
 // percentiles are a single process's on the same schedule and seed.
 // Two real-time runs of 3 s (the "must show"; shorter runs leave
-// too few requests for a p90).
+// too few requests for a p90), each against its own simulator, at the same
+// time: a machine busy with other work slows both alike (one after the
+// other, load that came between them once made the fleet's median TTFT
+// 513 ms against the single process's 63 ms).
 func TestTwoWorkersEqualOneProcess(t *testing.T) {
 	p := plan(20, 3*time.Second)
 	arrivals, err := schedule.Build(p, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	single, _ := execute(t, context.Background(), prepare(t, testOptions()), p)
-
+	one := prepare(t, testOptions())
 	env := prepare(t, testOptions())
 	log := &syncLog{}
 	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0", Log: log}, WorkerConfig{Name: "w1", Log: log})
 	env.Fleet = c
+	type result struct {
+		recs []record.Record
+		err  error
+	}
+	alone := make(chan result, 1)
+	dir := filepath.Join(t.TempDir(), "one")
+	go func() {
+		recs, _, _, err := executeIn(context.Background(), one, p, dir)
+		alone <- result{recs, err}
+	}()
 	recs, m := execute(t, context.Background(), env, p)
+	r := <-alone
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	single := r.recs
 
 	if len(recs) != len(arrivals) || len(single) != len(arrivals) {
 		t.Fatalf("records: fleet %d, one process %d, schedule %d\n%s", len(recs), len(single), len(arrivals), log)
@@ -244,16 +279,26 @@ func TestClockSkew(t *testing.T) {
 	env.Fleet = c
 	start := time.Now()
 	recs, m := execute(t, context.Background(), env, plan(20, 2*time.Second))
+	lags := map[int][]float64{}
 	for _, r := range recs {
-		// Uncorrected, the skews would make lags of −3 s and +2 s; 1 s
-		// leaves room for a machine busy with the whole suite.
-		if r.Outcome != record.OK || r.Lag() < 0 || r.Lag() > int64(time.Second) {
+		// Uncorrected, the skews would shift every lag of a worker by
+		// −3 s and +2 s: none may be negative, and each worker's median
+		// must be under 1 s (below). The median, not each request: a
+		// loaded machine (-race beside the rest of the suite) lags single
+		// requests by over a second, which is not a clock shift.
+		if r.Outcome != record.OK || r.Lag() < 0 {
 			t.Fatalf("seq %d (worker %d): outcome %s, lag %.1f ms", r.Seq, r.Shard, r.Outcome, float64(r.Lag())/1e6)
 		}
+		lags[r.Shard] = append(lags[r.Shard], float64(r.Lag())/1e6)
 		// The coordinator saw the request end after it was scheduled on
 		// its own clock: DoneNs is on its axis.
 		if time.Duration(r.DoneNs) > time.Since(start) {
 			t.Fatalf("seq %d: done at %.3f s, later than the run itself", r.Seq, float64(r.DoneNs)/1e9)
+		}
+	}
+	for shard, ls := range lags {
+		if p50 := nearest(ls, 0.5); p50 > 1000 {
+			t.Errorf("worker %d: median schedule lag %.1f ms: its clock's skew was not corrected", shard, p50)
 		}
 	}
 	want := map[string]time.Duration{"ahead": 3 * time.Second, "behind": -2 * time.Second}
@@ -295,19 +340,75 @@ func (k *killable) kill() {
 	}
 }
 
+// observed is a worker's transport that tells f of each of its requests
+// the coordinator answered: the path, the body sent, the status. Tests end
+// or interrupt a worker on what it did, not after a fixed time, which a
+// busy machine stretches (a kill 1 s after the start once came before the
+// worker's first batch of records).
+type observed struct {
+	rt http.RoundTripper
+	f  func(path string, body []byte, code int)
+}
+
+func (o *observed) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := o.rt.RoundTrip(r)
+	if err == nil {
+		o.f(r.URL.Path, body, resp.StatusCode)
+	}
+	return resp, err
+}
+
+// hookLog is a log that calls f once a line contains match.
+type hookLog struct {
+	syncLog
+	match string
+	once  sync.Once
+	f     func()
+}
+
+func (l *hookLog) Write(p []byte) (int, error) {
+	n, err := l.syncLog.Write(p)
+	if strings.Contains(string(p), l.match) {
+		l.once.Do(l.f)
+	}
+	return n, err
+}
+
+// inFlight is the in-flight count of a heartbeat's body (0 for another
+// request's).
+func inFlight(path string, body []byte) int64 {
+	var b beat
+	if path != pathBeat || json.Unmarshal(body, &b) != nil {
+		return 0
+	}
+	return b.InFlight
+}
+
 // A worker lost mid-run: the records it sent stay, its arrivals without a
 // record become generator_drop naming it and why, and the run has one
-// record per scheduled arrival.
+// record per scheduled arrival. It is killed once the coordinator took
+// its first batch of records, a third of the way into its share or so.
 func TestWorkerKilledMidRun(t *testing.T) {
 	env := prepare(t, testOptions())
 	k := &killable{}
-	hc := &http.Client{Transport: &http.Transport{DialContext: k.dial}}
+	var once sync.Once
+	kill := func(path string, _ []byte, code int) {
+		if path == pathRecords && code == http.StatusNoContent {
+			once.Do(func() { go k.kill() })
+		}
+	}
+	hc := &http.Client{Transport: &observed{rt: &http.Transport{DialContext: k.dial}, f: kill}}
 	log := &syncLog{}
 	c, errs := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"}, WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second})
 	env.Fleet = c
 	p := plan(20, 3*time.Second)
 	arrivals, _ := schedule.Build(p, 7)
-	time.AfterFunc(time.Second, k.kill)
 	recs, m := execute(t, context.Background(), env, p)
 	if len(recs) != len(arrivals) {
 		t.Fatalf("%d records, schedule %d\n%s", len(recs), len(arrivals), log)
@@ -318,9 +419,9 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		switch {
 		case r.Shard != killed && r.Outcome != record.OK:
 			t.Fatalf("seq %d of the live worker: %s %s", r.Seq, r.Outcome, r.Error)
-		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && record.WorkerLost(r.Error)):
+		case r.Shard == killed && (r.Outcome == record.GeneratorDrop || r.Outcome == record.Cancelled && r.Cause == record.CauseWorkerLost):
 			dropped++
-			if !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
+			if r.Cause != record.CauseWorkerLost || !strings.HasPrefix(r.Error, "worker w1 lost at ") || !strings.Contains(r.Error, "connection dropped") {
 				t.Fatalf("seq %d: drop reason %q", r.Seq, r.Error)
 			}
 		case r.Shard == killed:
@@ -369,18 +470,30 @@ func TestWorkerKilledMidRun(t *testing.T) {
 // A worker killed while its requests are in flight: the arrivals it had
 // due before the loss are cancelled "with the request in flight", only
 // those after it generator_drop "never sent" (its records are held back
-// here, so every arrival due before the kill is in flight).
+// here, so every arrival due before the kill is in flight). It is killed
+// once a heartbeat said it had requests in flight (its second, 1 s into
+// its job).
 func TestWorkerKilledInFlight(t *testing.T) {
 	env := prepare(t, testOptions())
 	k := &killable{}
-	hc := &http.Client{Transport: &http.Transport{DialContext: k.dial}}
-	log := &syncLog{}
+	var once sync.Once
+	kill := func(path string, body []byte, _ int) {
+		if inFlight(path, body) > 0 {
+			once.Do(func() { go k.kill() })
+		}
+	}
+	hc := &http.Client{Transport: &observed{rt: &http.Transport{DialContext: k.dial}, f: kill}}
+	// A schedule far longer than the test, ended by a Ctrl-C on the
+	// coordinator once it lost w1: w1 has arrivals not yet due however
+	// late a loaded machine lets the kill come.
+	ctx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	log := &hookLog{match: "coordinator: worker w1 lost at", f: stopRun}
 	c, _ := fleet(t, Config{Version: "test", Log: log}, WorkerConfig{Name: "w0"},
 		WorkerConfig{Name: "w1", HTTP: hc, LostAfter: time.Second, FlushEvery: time.Hour, FlushRecords: 1 << 20})
 	env.Fleet = c
-	p := plan(20, 3*time.Second)
-	time.AfterFunc(1500*time.Millisecond, k.kill)
-	recs, m := execute(t, context.Background(), env, p)
+	p := plan(20, 30*time.Second)
+	recs, m := execute(t, ctx, env, p)
 	killed := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "w1" })
 	var inFlight, unsent int64
 	var lastInFlight, firstUnsent int64 = -1, 1 << 62
@@ -392,13 +505,13 @@ func TestWorkerKilledInFlight(t *testing.T) {
 		case record.Cancelled:
 			inFlight++
 			lastInFlight = max(lastInFlight, r.ScheduledNs)
-			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "in flight") {
+			if r.Cause != record.CauseWorkerLost || !strings.Contains(r.Error, "in flight") {
 				t.Fatalf("seq %d: %q", r.Seq, r.Error)
 			}
 		case record.GeneratorDrop:
 			unsent++
 			firstUnsent = min(firstUnsent, r.ScheduledNs)
-			if !record.WorkerLost(r.Error) || !strings.Contains(r.Error, "never sent") {
+			if r.Cause != record.CauseWorkerLost || !strings.Contains(r.Error, "never sent") {
 				t.Fatalf("seq %d: %q", r.Seq, r.Error)
 			}
 		default:
@@ -523,8 +636,11 @@ func TestClockDrift(t *testing.T) {
 				t.Errorf("fast: drift %s, want 10 ms … %s", drift, limit)
 			}
 		case "steady":
-			if drift < -2*time.Millisecond || drift > 2*time.Millisecond {
-				t.Errorf("steady: drift %s", drift)
+			// Within what the accepted samples guarantee (driftError: 2.5
+			// ms and 1.5 RTTs), not an arbitrary 2 ms: a sample of 5 ms
+			// RTT on a loaded machine is accepted and may be 2.5 ms off.
+			if e := time.Duration(driftError(g.RTTNs)); drift < -e || drift > e {
+				t.Errorf("steady: drift %s, want within ±%s (job RTT %s)", drift, e, time.Duration(g.RTTNs))
 			}
 		}
 	}
@@ -657,5 +773,187 @@ func TestLiveCountsFromHeartbeats(t *testing.T) {
 	}
 	if o, n := d.counters.Offered.Load(), d.counters.Sent.Load(); o != 11 || n != 11 {
 		t.Fatalf("after 11 records: offered %d sent %d", o, n)
+	}
+}
+
+// Ctrl-C on a worker mid-run (REVIEW15 #20): the worker cancels its
+// requests in flight and sends their records before it leaves, and the
+// coordinator takes them — cancelled, naming the worker's interruption
+// (record.CauseWorkerInterrupted) — then closes the share as interrupted,
+// not lost to a dropped connection: the arrivals it never sent are
+// generator_drop naming the interruption, counted apart from the in-flight
+// cap's, and the manifest, the per-worker line and the worker's own error
+// say "interrupted". The next run gives its share to no one, saying why.
+func TestWorkerInterrupted(t *testing.T) {
+	o := testOptions()
+	o.OutputTokens = workload.FixedLength(60) // answers of 1.2 s (a 20 ms step a token): some in flight at the interrupt
+	env := prepare(t, o)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 2, Config{Version: "test", Log: log})
+	defer c.Close()
+	keepCtx, stopKeep := context.WithCancel(context.Background())
+	keep := make(chan error, 1)
+	go func() {
+		keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test", Log: log})
+	}()
+	defer func() { stopKeep(); <-keep }()
+	// quit's own Ctrl-C once a heartbeat says it has requests in flight
+	// (its second, 1 s into its job: ~0.75 s into the run, its answers
+	// take 1.2 s): some in flight, most of its share not yet due.
+	quitCtx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	hc := &http.Client{Transport: &observed{rt: &http.Transport{}, f: func(path string, body []byte, _ int) {
+		if inFlight(path, body) > 0 {
+			interrupt()
+		}
+	}}}
+	qlog := &syncLog{}
+	quit := make(chan error, 1)
+	go func() {
+		quit <- RunWorker(quitCtx, WorkerConfig{Coordinator: c.URL(), Name: "quit", Version: "test", Log: qlog, HTTP: hc})
+	}()
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	env.Fleet = c
+	// A schedule far longer than the test, ended by a Ctrl-C on the
+	// coordinator once quit has left: quit has arrivals not yet due
+	// however late a loaded machine lets it be interrupted.
+	p := plan(40, 30*time.Second)
+	arrivals, _ := schedule.Build(p, 7)
+	ctx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	var werr error
+	left := make(chan struct{})
+	go func() {
+		werr = <-quit
+		close(left)
+		stopRun()
+	}()
+	recs, m, res := executeResult(t, ctx, env, p)
+	select {
+	case <-left:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the interrupted worker did not end")
+	}
+	var ie *InterruptedError
+	if !errors.As(werr, &ie) || !errors.Is(werr, context.Canceled) || !ie.Job || ie.Err != nil {
+		t.Fatalf("interrupted worker ended with %v\n%s", werr, qlog.String())
+	}
+	q := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "quit" })
+	var ok, cancelled, unsent int64
+	for _, r := range recs {
+		if strings.Contains(r.Error, "connection dropped") || r.Cause == record.CauseWorkerLost {
+			t.Fatalf("seq %d: %s %q (cause %q): counted as a lost connection", r.Seq, r.Outcome, r.Error, r.Cause)
+		}
+		switch {
+		case r.Shard != q && r.Outcome != record.OK && (r.Outcome != record.Cancelled || r.Cause != ""):
+			// (cancelled by the coordinator's Ctrl-C at the end: no cause)
+			t.Fatalf("seq %d of the worker that stayed: %s %s (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
+		case r.Shard != q:
+		case r.Outcome == record.OK:
+			ok++
+		case r.Outcome == record.Cancelled:
+			// In flight, or due at the very moment ("cancelled before send").
+			cancelled++
+			if r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "(cancelled ") {
+				t.Fatalf("seq %d cancelled: cause %q, %q", r.Seq, r.Cause, r.Error)
+			}
+		case r.Outcome == record.GeneratorDrop:
+			unsent++
+			if r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") || !strings.Contains(r.Error, "never sent") {
+				t.Fatalf("seq %d dropped: cause %q, %q", r.Seq, r.Cause, r.Error)
+			}
+		default:
+			t.Fatalf("seq %d of the interrupted worker: %s %s", r.Seq, r.Outcome, r.Error)
+		}
+	}
+	// Every arrival of quit's share has one record: none is missing.
+	if share := int64(len(schedule.Shard(arrivals, q, 2))); ok+cancelled+unsent != share {
+		t.Fatalf("quit's share of %d arrivals: %d ok, %d cancelled, %d never sent", share, ok, cancelled, unsent)
+	}
+	if cancelled == 0 || unsent == 0 || cancelled != ie.Cancelled {
+		t.Fatalf("interrupted worker: %d ok, %d cancelled (it says %d), %d never sent\n%s\n%s", ok, cancelled, ie.Cancelled, unsent, log, qlog.String())
+	}
+	g := m.Distributed.Each[q]
+	if !g.Lost || !g.Interrupted || !strings.Contains(g.LostWhy, "interrupted") || g.Records != ok+cancelled || g.LostInFlight != cancelled || g.LostUnsent != unsent {
+		t.Errorf("manifest: %+v (ok %d, cancelled %d, unsent %d)", g, ok, cancelled, unsent)
+	}
+	if s := log.String(); !strings.Contains(s, "INTERRUPTED: worker quit interrupted at ") || strings.Contains(s, "LOST") || strings.Contains(s, "connection dropped") {
+		t.Errorf("coordinator log:\n%s", s)
+	}
+	// (The analysis covers the plan up to the coordinator's Ctrl-C.)
+	if o := res.Analysis.Overall; o.WorkerLostDrops != o.Outcomes[record.GeneratorDrop] {
+		t.Errorf("analysis: %d drops of a worker's end among %d: every drop is the interrupted worker's, none the in-flight cap's", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop])
+	}
+
+	// The next run: quit's share has no worker, and says it was
+	// interrupted; the analysis counts those drops as a worker's end.
+	recs, m, res = executeResult(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	drops := int64(0)
+	for _, r := range recs {
+		if r.Shard == q && (r.Outcome != record.GeneratorDrop || r.Cause != record.CauseWorkerInterrupted || !strings.Contains(r.Error, "before this run")) {
+			t.Fatalf("next run, seq %d: %s %q (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
+		}
+		if r.Shard == q {
+			drops++
+		}
+	}
+	if o := res.Analysis.Overall; drops == 0 || o.WorkerLostDrops != drops || o.Outcomes[record.GeneratorDrop] != drops {
+		t.Errorf("next run's analysis: %d worker drops, %d drops, want %d of each", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop], drops)
+	}
+	if g := m.Distributed.Each[q]; !g.Interrupted || g.Records != 0 {
+		t.Errorf("next run's manifest: %+v", g)
+	}
+}
+
+// A worker interrupted between runs says goodbye: the coordinator records
+// it as interrupted (not a dropped connection), and the next run's share
+// of it is generator_drop with that cause.
+func TestWorkerInterruptedBetweenRuns(t *testing.T) {
+	env := prepare(t, testOptions())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	c := Serve(ln, 2, Config{Version: "test", Log: log})
+	defer c.Close()
+	keepCtx, stopKeep := context.WithCancel(context.Background())
+	keep := make(chan error, 1)
+	go func() { keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test"}) }()
+	defer func() { stopKeep(); <-keep }()
+	quitCtx, interrupt := context.WithCancel(context.Background())
+	quit := make(chan error, 1)
+	go func() { quit <- RunWorker(quitCtx, WorkerConfig{Coordinator: c.URL(), Name: "quit", Version: "test"}) }()
+	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	interrupt()
+	var ie *InterruptedError
+	if err := <-quit; !errors.As(err, &ie) || ie.Job {
+		t.Fatalf("worker interrupted between runs: %v", err)
+	}
+	env.Fleet = c
+	recs, m := execute(t, context.Background(), env, plan(20, 500*time.Millisecond))
+	q := slices.IndexFunc(m.Distributed.Each, func(g record.Generator) bool { return g.Name == "quit" })
+	n := 0
+	for _, r := range recs {
+		if r.Shard == q {
+			n++
+			if r.Outcome != record.GeneratorDrop || r.Cause != record.CauseWorkerInterrupted || !strings.HasPrefix(r.Error, "worker quit interrupted at ") {
+				t.Fatalf("seq %d: %s %q (cause %q)", r.Seq, r.Outcome, r.Error, r.Cause)
+			}
+		}
+	}
+	if g := m.Distributed.Each[q]; n == 0 || !g.Interrupted || !strings.Contains(g.LostWhy, "Ctrl-C") {
+		t.Fatalf("%d records of its share; manifest %+v\n%s", n, g, log)
+	}
+	if s := log.String(); !strings.Contains(s, "worker quit interrupted between runs") || strings.Contains(s, "connection dropped") {
+		t.Errorf("coordinator log:\n%s", s)
 	}
 }

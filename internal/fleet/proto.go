@@ -15,7 +15,13 @@ const (
 	pathControl  = "/fleet/v1/control"
 	pathBeat     = "/fleet/v1/beat"
 	pathRecords  = "/fleet/v1/records"
+	pathBye      = "/fleet/v1/bye"
 )
+
+// stopInterrupted is a final batch's stop= when the worker was
+// interrupted on its machine (Ctrl-C, SIGTERM), with at= the moment, ns
+// since the run's origin.
+const stopInterrupted = "interrupted"
 
 // Defaults of the protocol's timing.
 const (

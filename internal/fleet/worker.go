@@ -90,6 +90,29 @@ func CheckURL(u string) error {
 	return nil
 }
 
+// InterruptedError is a worker interrupted on its own machine (Ctrl-C,
+// SIGTERM): exit 1. It is a context.Canceled (errors.Is).
+type InterruptedError struct {
+	Job       bool  // a job was under way
+	Cancelled int64 // its requests in flight, cancelled, whose records were sent
+	// Err is why the job's last records did not reach the coordinator
+	// (nil: they did, and it recorded the worker as interrupted).
+	Err error
+}
+
+func (e *InterruptedError) Error() string {
+	switch {
+	case !e.Job:
+		return "interrupted between runs; the coordinator was told"
+	case e.Err != nil:
+		return fmt.Sprintf("interrupted: the records of the run under way could not be sent: %v (the coordinator counts this worker lost)", e.Err)
+	}
+	return fmt.Sprintf("interrupted: %d %s in flight cancelled; every record was sent and the coordinator recorded this worker as interrupted",
+		e.Cancelled, Plural(int(e.Cancelled), "request", "requests"))
+}
+
+func (e *InterruptedError) Unwrap() error { return context.Canceled }
+
 // statusError is an answer other than 200 to a request of the protocol.
 type statusError struct {
 	what   string
@@ -182,11 +205,17 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	return w.control(ctx)
 }
 
-// control reads the control stream and runs its jobs one at a time.
+// control reads the control stream and runs its jobs one at a time. The
+// stream outlives ctx: interrupted, the worker sends the job's last
+// records and says goodbye before it closes the stream, so that the
+// coordinator takes them and records an interruption, not a dropped
+// connection.
 func (w *worker) control(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.base+pathControl+"?w="+strconv.Itoa(w.index), nil)
+	streamCtx, closeStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeStream()
+	req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, w.base+pathControl+"?w="+strconv.Itoa(w.index), nil)
 	resp, err := w.hc.Do(req)
 	if err != nil {
 		return w.unreachable(ctx, err)
@@ -212,7 +241,7 @@ func (w *worker) control(ctx context.Context) error {
 			}
 			select {
 			case lines <- m:
-			case <-ctx.Done():
+			case <-streamCtx.Done():
 				return
 			}
 		}
@@ -222,11 +251,11 @@ func (w *worker) control(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if cur != nil {
-				cur.cancel()
-				<-jobDone
+			if cur == nil {
+				return w.leave(ctx, nil, nil)
 			}
-			return ctx.Err()
+			cur.cancel()
+			return w.leave(ctx, cur, <-jobDone)
 		case err := <-readErr:
 			if cur != nil {
 				cur.cancel()
@@ -237,6 +266,9 @@ func (w *worker) control(ctx context.Context) error {
 			}
 			return w.unreachable(ctx, err)
 		case err := <-jobDone:
+			if ctx.Err() != nil { // it ended because this worker was interrupted
+				return w.leave(ctx, cur, err)
+			}
 			cur = nil
 			var ue *UnreachableError
 			if errors.As(err, &ue) {
@@ -272,6 +304,32 @@ func (w *worker) unreachable(ctx context.Context, err error) error {
 	return &UnreachableError{URL: w.cfg.Coordinator, Err: err}
 }
 
+// leave ends an interrupted worker: the job under way (nil: none) ended
+// with err after sending its last records, or failing to; then the
+// coordinator is told.
+func (w *worker) leave(ctx context.Context, job *running, err error) error {
+	ie := &InterruptedError{}
+	if job != nil {
+		ie.Job, ie.Cancelled = true, job.cancelledSent.Load()
+		if !errors.Is(err, context.Canceled) {
+			ie.Err = err // nil, or why its last records did not go out
+		}
+	}
+	w.bye(context.WithoutCancel(ctx))
+	return ie
+}
+
+// bye tells the coordinator this worker leaves because it was interrupted
+// (after the last records of a job under way): best effort, 2 s.
+func (w *worker) bye(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, w.base+pathBye+"?w="+strconv.Itoa(w.index), nil)
+	if resp, err := w.hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
 // running is a job under way.
 type running struct {
 	id        int
@@ -279,6 +337,23 @@ type running struct {
 	stopped   atomic.Bool
 	cancelled atomic.Bool // by the coordinator
 	open      atomic.Pointer[loadgen.Open]
+	// interruptedNs is when the worker's own interruption (its parent
+	// context ending, not the coordinator's cancel) reached the job, ns
+	// since the run's origin; 0 until then. cancelledSent counts the
+	// requests in flight it cancelled.
+	interruptedNs atomic.Int64
+	cancelledSent atomic.Int64
+}
+
+// interrupted reports whether the job was cut by the worker's own
+// interruption (parent ended, the coordinator did not cancel), noting
+// when at first sight: ns since the origin, at least 1.
+func (r *running) interrupted(parent context.Context, origin time.Time) (int64, bool) {
+	if parent.Err() == nil || r.cancelled.Load() {
+		return 0, false
+	}
+	r.interruptedNs.CompareAndSwap(0, max(int64(time.Since(origin)), 1))
+	return r.interruptedNs.Load(), true
 }
 
 func (r *running) command(cmd string) {
@@ -299,7 +374,7 @@ func (w *worker) start(parent context.Context, j *job, done chan<- error) *runni
 	ctx, cancel := context.WithCancel(parent)
 	r := &running{id: j.ID, cancel: cancel}
 	go func() {
-		err := w.run(ctx, j, r)
+		err := w.run(parent, ctx, j, r)
 		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %v\n", w.cfg.Name, j.Run, err)
@@ -310,7 +385,11 @@ func (w *worker) start(parent context.Context, j *job, done chan<- error) *runni
 }
 
 // run sends j's arrivals with the load generator and streams the records.
-func (w *worker) run(ctx context.Context, j *job, r *running) error {
+// parent is the worker's own context: when it ends (Ctrl-C on the
+// worker), the requests in flight are cancelled and their records say so
+// (record.CauseWorkerInterrupted), and the last batch tells the
+// coordinator.
+func (w *worker) run(parent, ctx context.Context, j *job, r *running) error {
 	off, rtt, err := w.offset(ctx, 5)
 	if err != nil {
 		return w.unreachable(ctx, err)
@@ -345,8 +424,15 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 		return req
 	}
 	lcfg := loadgen.Config{MaxInFlight: j.MaxInFlight, Spin: j.Spin, RunID: j.Run, Profile: j.Profile, ProfileOf: labels.ProfileName}
+	stopWatch := context.AfterFunc(parent, func() { r.interrupted(parent, origin) })
+	defer stopWatch()
 	gen := loadgen.NewOpen(lcfg, origin, client, build, func(rec *record.Record) {
 		rec.Shard = j.Index
+		if at, ok := r.interrupted(parent, origin); ok && rec.Outcome == record.Cancelled {
+			rec.Cause = record.CauseWorkerInterrupted
+			rec.Error = endText(w.cfg.Name, true, fmt.Sprintf("%.1f s", float64(at)/1e9), whyInterrupted) + " (" + rec.Error + ")"
+			r.cancelledSent.Add(1)
+		}
 		out.add(rec)
 	})
 	r.open.Store(gen)
@@ -393,19 +479,19 @@ func (w *worker) run(ctx context.Context, j *job, r *running) error {
 		return w.unreachable(ctx, err)
 	default:
 	}
-	why := ""
-	if parentDone(ctx) && !r.cancelled.Load() {
-		why = "interrupted on the worker (Ctrl-C or SIGTERM)"
+	end := ""
+	if at, ok := r.interrupted(parent, origin); ok {
+		end = "&stop=" + stopInterrupted + "&at=" + strconv.FormatInt(at, 10)
 	}
-	if err := out.close(context.WithoutCancel(ctx), why); err != nil {
+	if err := out.finish(context.WithoutCancel(ctx), end); err != nil {
+		if end != "" {
+			return err // the worker's own Ctrl-C: control says what became of the records
+		}
 		return w.unreachable(ctx, err)
 	}
 	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d records sent\n", w.cfg.Name, j.Run, out.sent)
 	return runErr
 }
-
-// parentDone reports whether ctx has ended.
-func parentDone(ctx context.Context) bool { return ctx.Err() != nil }
 
 // beats sends a heartbeat every second until ctx ends, each with a fresh
 // offset sample (the best of five round trips, taken just before); a
@@ -559,12 +645,23 @@ func (b *batcher) loop(ctx context.Context) error {
 
 // close sends what is left with final=1 (and the failure, if any).
 func (b *batcher) close(ctx context.Context, failure string) error {
-	return b.flush(ctx, true, failure)
+	q := ""
+	if failure != "" {
+		q = "&error=" + url.QueryEscape(failure)
+	}
+	return b.flush(ctx, true, q)
 }
 
-// flush sends the records collected so far; a failed send is retried until
-// LostAfter has passed, so no record is lost to a brief glitch.
-func (b *batcher) flush(ctx context.Context, final bool, failure string) error {
+// finish sends what is left with final=1 and end (a query suffix saying
+// how the share ended, "" when it ran its course).
+func (b *batcher) finish(ctx context.Context, end string) error {
+	return b.flush(ctx, true, end)
+}
+
+// flush sends the records collected so far (final: the last, with extra
+// appended to the query); a failed send is retried until LostAfter has
+// passed, so no record is lost to a brief glitch.
+func (b *batcher) flush(ctx context.Context, final bool, extra string) error {
 	b.send.Lock()
 	defer b.send.Unlock()
 	b.mu.Lock()
@@ -580,10 +677,7 @@ func (b *batcher) flush(ctx context.Context, final bool, failure string) error {
 	gz.Close()
 	q := b.q
 	if final {
-		q += "&final=1"
-	}
-	if failure != "" {
-		q += "&error=" + url.QueryEscape(failure)
+		q += "&final=1" + extra
 	}
 	start := time.Now()
 	for {

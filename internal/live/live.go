@@ -40,7 +40,11 @@ type Status struct {
 	P99     time.Duration
 	Drops   int64
 	LagMax  time.Duration // largest schedule lag so far
-	Errors  int64         // failed requests so far
+	Errors  int64         // failed requests so far (not counting the cancelled)
+	// Cancelled counts the requests cancelled in flight so far — by a
+	// Ctrl-C, or a worker of the fleet lost or interrupted: an interrupt,
+	// not the target failing, so shown apart from Errors.
+	Cancelled int64
 }
 
 // NoData marks a latency of a window in which no request finished.
@@ -116,8 +120,16 @@ func (v *View) Draw(s Status) {
 
 // Line is the one-line form of s, for logs and pipes.
 func Line(s Status) string {
-	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s completed %.1f/s goodput %.1f/s in-flight %d waiting %s TTFT p95 %s completion p99 %s drops %d lag %s errors %d",
-		s.Run, fmtDur(s.Elapsed), s.phase(), s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtLatency(s.TTFTP95), fmtLatency(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors)
+	return fmt.Sprintf("%s %s %s: offered %.1f/s sent %.1f/s completed %.1f/s goodput %.1f/s in-flight %d waiting %s TTFT p95 %s completion p99 %s drops %d lag %s errors %d%s",
+		s.Run, fmtDur(s.Elapsed), s.phase(), s.Offered, s.Sent, s.OK, s.Goodput, s.InFlight, fmtNum(s.Waiting), fmtLatency(s.TTFTP95), fmtLatency(s.P99), s.Drops, fmtDur(s.LagMax), s.Errors, s.cancelled())
+}
+
+// cancelled is " cancelled N" once requests were cancelled, else "".
+func (s Status) cancelled() string {
+	if s.Cancelled == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" cancelled %d", s.Cancelled)
 }
 
 // Block is the multi-line form of s, for a terminal.
@@ -133,7 +145,7 @@ func Block(s Status) []string {
 		fmt.Sprintf("── %s ── phase %-9s elapsed %s  %s", s.Run, s.phase(), fmtDur(s.Elapsed), eta),
 		fmt.Sprintf("   offered %7.1f/s  sent %7.1f/s  completed %7.1f/s  goodput %7.1f/s", s.Offered, s.Sent, s.OK, s.Goodput),
 		fmt.Sprintf("   in-flight %6d  engine waiting %6s  last %s: TTFT p95 %8s  completion p99 %8s", s.InFlight, fmtNum(s.Waiting), fmtDur(Window), fmtLatency(s.TTFTP95), fmtLatency(s.P99)),
-		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s", s.Drops, s.Errors, fmtDur(s.LagMax)),
+		fmt.Sprintf("   drops %6d  errors %6d  schedule lag max %8s%s", s.Drops, s.Errors, fmtDur(s.LagMax), s.cancelled()),
 	}
 }
 

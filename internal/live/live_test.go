@@ -81,3 +81,19 @@ func TestBlockDrainingAndNoData(t *testing.T) {
 		}
 	}
 }
+
+// Requests cancelled in flight (Ctrl-C, a lost or interrupted worker) are
+// shown apart from the errors, and only once there are some.
+func TestCancelledApartFromErrors(t *testing.T) {
+	s := Status{Run: "r", Phase: "main", Errors: 2, Cancelled: 7, TTFTP95: NoData, P99: NoData}
+	if l := Line(s); !strings.Contains(l, "errors 2 cancelled 7") {
+		t.Errorf("line %q", l)
+	}
+	if b := strings.Join(Block(s), "\n"); !strings.Contains(b, "errors      2") || !strings.Contains(b, "cancelled 7") {
+		t.Errorf("block:\n%s", b)
+	}
+	s.Cancelled = 0
+	if l, b := Line(s), strings.Join(Block(s), "\n"); strings.Contains(l, "cancelled") || strings.Contains(b, "cancelled") {
+		t.Errorf("no cancelled requests, yet: %q\n%s", l, b)
+	}
+}

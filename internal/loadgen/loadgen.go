@@ -87,6 +87,7 @@ type Counters struct {
 	Sent      atomic.Int64 // handed to the target
 	Completed atomic.Int64 // records finished (any outcome except drop)
 	OK        atomic.Int64 // finished with outcome ok
+	Cancelled atomic.Int64 // finished with outcome cancelled (an interrupt, not the target failing)
 	Good      atomic.Int64 // finished within the per-request deadline
 	Dropped   atomic.Int64 // generator_drop
 	InFlight  atomic.Int64 // sent, not finished
@@ -235,8 +236,11 @@ func finish(cfg *Config, c *Counters, rec *record.Record) {
 	if rec.Good {
 		c.Good.Add(1)
 	}
-	if rec.Outcome == record.OK {
+	switch rec.Outcome {
+	case record.OK:
 		c.OK.Add(1)
+	case record.Cancelled:
+		c.Cancelled.Add(1)
 	}
 	if lag := rec.Lag(); lag != record.None {
 		c.noteLag(lag)

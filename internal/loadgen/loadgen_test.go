@@ -159,6 +159,10 @@ func TestOpenInterruptRecordsEveryDueArrival(t *testing.T) {
 		if ok != 31 || cancelled != 20 {
 			t.Fatalf("ok %d cancelled %d", ok, cancelled)
 		}
+		// The counters (the live view's) count the cancelled apart.
+		if n, done, good := o.Counters.Cancelled.Load(), o.Counters.Completed.Load(), o.Counters.OK.Load(); n != 20 || done != 51 || good != 31 {
+			t.Fatalf("counters: cancelled %d, completed %d, ok %d", n, done, good)
+		}
 	})
 }
 

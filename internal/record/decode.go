@@ -91,6 +91,10 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		r.Good, ok = d.bool()
 	case "error":
 		r.Error, ok = d.str(true)
+	case "cause":
+		var s string
+		s, ok = d.str(true)
+		r.Cause = Cause(s)
 	case "prompt_tokens":
 		ok = d.intTo(&r.PromptTokens)
 	case "output_tokens":

@@ -28,6 +28,11 @@ func TestDecoderMatchesEncodingJSON(t *testing.T) {
 			return r
 		}(),
 		"negative": func() Record { r := full(); r.ScheduledNs, r.Shard = -5, -1; return r }(),
+		"worker lost": func() Record {
+			r := New("x-1", 1, "baseline", 0)
+			r.Outcome, r.Error, r.Cause = GeneratorDrop, "worker w1 lost at 2.0 s: connection dropped (never sent)", CauseWorkerLost
+			return r
+		}(),
 	}
 	for name, r := range written {
 		line := r.AppendJSON(nil)

@@ -133,13 +133,20 @@ type Generator struct {
 	ReadyBeforeNs int64 `json:"ready_before_ns,omitempty"`
 	// A lost worker's arrivals without a record: LostInFlight were due
 	// before it was lost (it had sent them, or was sending them: cancelled
-	// records), LostUnsent were due after (generator_drop records).
+	// records), LostUnsent were due after (generator_drop records). For an
+	// Interrupted worker LostInFlight counts the cancelled records it sent.
 	LostInFlight int64 `json:"lost_in_flight,omitempty"`
 	LostUnsent   int64 `json:"lost_unsent,omitempty"`
 	// Due (coordinator mode) is how many of its Arrivals were due before
 	// the schedule was stopped (Ctrl-C, a recovered burst phase) or have
 	// a record; = Arrivals when the schedule ran to its end.
 	Due int64 `json:"due,omitempty"`
+	// Interrupted (with Lost) says the worker was interrupted on its own
+	// machine (Ctrl-C, SIGTERM) and said so after sending its last
+	// records: its requests in flight are its own cancelled records
+	// (LostInFlight), its arrivals not yet sent generator_drop
+	// (LostUnsent); LostWhy names the interruption.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Spent is what requests spent, from their usage, and the prices the cost

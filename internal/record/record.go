@@ -48,6 +48,29 @@ func (o Outcome) Valid() bool {
 	return false
 }
 
+// Cause is why an arrival of a coordinated run (--workers) ended without
+// an answer for a reason outside the target and outside the load
+// generator's own rules: the analysis reads it, never Error's text, to
+// tell a lost worker's generator_drop from the in-flight cap's and its
+// cancelled records from a Ctrl-C of the run.
+type Cause string
+
+// The causes a Record can carry (the empty Cause is none).
+const (
+	// CauseWorkerLost: the coordinator lost the worker that had the
+	// arrival (its connection dropped, or it fell silent): cancelled when
+	// the worker had it in flight, generator_drop when it was never sent.
+	CauseWorkerLost Cause = "worker_lost"
+	// CauseWorkerInterrupted: the worker that had the arrival was
+	// interrupted on its own machine (Ctrl-C or SIGTERM there) and said so:
+	// cancelled for its requests in flight (records it sent),
+	// generator_drop for its arrivals not yet sent.
+	CauseWorkerInterrupted Cause = "worker_interrupted"
+)
+
+// Worker reports whether c is a worker's end (lost or interrupted).
+func (c Cause) Worker() bool { return c == CauseWorkerLost || c == CauseWorkerInterrupted }
+
 // Record is the measurement of one scheduled arrival.
 type Record struct {
 	ID    string `json:"id"`    // request id, unique within a run
@@ -67,6 +90,11 @@ type Record struct {
 	Outcome Outcome `json:"outcome"` // how it ended
 	Good    bool    `json:"good"`    // the per-request deadline held (counts toward goodput)
 	Error   string  `json:"error"`   // short classification detail; never content or secrets
+	// Cause says what ended a generator_drop or cancelled record when it
+	// was not this process's own in-flight cap or interruption: the
+	// worker of a coordinated run that had the arrival was lost or
+	// interrupted. Empty otherwise (absent from the line).
+	Cause Cause `json:"cause"`
 
 	PromptTokens    int  `json:"prompt_tokens"`     // from server usage; 0 if unknown
 	OutputTokens    int  `json:"output_tokens"`     // from server usage (or counted chunks if no usage)
@@ -208,6 +236,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
 		b = strconv.AppendQuote(b, r.Error)
+	}
+	if r.Cause != "" {
+		b = append(b, `,"cause":`...)
+		b = strconv.AppendQuote(b, string(r.Cause))
 	}
 	b = append(b, `,"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.PromptTokens), 10)

@@ -32,6 +32,23 @@ func full() Record {
 	return r
 }
 
+// A record without a cause writes no "cause" key, so the lines of every
+// run that is not a coordinated one are byte for byte what they were.
+func TestCauseOmittedWhenEmpty(t *testing.T) {
+	r := New("x-0", 0, "baseline", 0)
+	r.Outcome, r.Error = GeneratorDrop, "in-flight cap 8 reached"
+	if b := r.AppendJSON(nil); strings.Contains(string(b), "cause") {
+		t.Fatalf("line without a cause names one: %s", b)
+	}
+	r.Cause = CauseWorkerLost
+	if b := r.AppendJSON(nil); !strings.Contains(string(b), `"cause":"worker_lost"`) {
+		t.Fatalf("line with a cause: %s", b)
+	}
+	if !CauseWorkerLost.Worker() || !CauseWorkerInterrupted.Worker() || Cause("").Worker() {
+		t.Fatal("Worker() wrong")
+	}
+}
+
 func TestRoundTrip(t *testing.T) {
 	cases := map[string]Record{
 		"full":    full(),
@@ -42,6 +59,12 @@ func TestRoundTrip(t *testing.T) {
 			return r
 		}(),
 		"quoted strings": func() Record { r := full(); r.Error = "weird \"quote\" \\ \n"; return r }(),
+		"worker interrupted": func() Record {
+			r := New("x-2", 2, "burst", 5)
+			r.SentNs, r.DoneNs, r.Outcome, r.Cause = 6, 9, Cancelled, CauseWorkerInterrupted
+			r.Error = "worker quit interrupted at 6.9 s: Ctrl-C or SIGTERM on the worker (cancelled mid-stream)"
+			return r
+		}(),
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {

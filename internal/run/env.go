@@ -87,7 +87,7 @@ func configErr(err error) error {
 // Setup is what Prepare needs besides the options.
 type Setup struct {
 	View    io.Writer    // where the live view draws (nil or Options.Quiet: none)
-	Logger  *slog.Logger // warnings (never content); nil: none
+	Logger  *slog.Logger // warnings (never content) when there is no View (with one, they are its "WARNING: …" lines); nil: none
 	Version string       // surge's version, for the manifest
 	// Network, when set, replaces the real network: the in-process
 	// simulator listens on it and every client dials it. Tests pass an
@@ -152,9 +152,17 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// Warnings (the scraper's, the --watch-k8s watch's, the Env's own) are
+	// lines of the command's console, in its "WARNING: …" format like the
+	// rest of its output, not slog records; without a console they go to
+	// the logger given.
+	h := logger.Handler()
+	if view != nil {
+		h = &consoleHandler{w: view, mu: &sync.Mutex{}, next: h}
+	}
 	// Every run of an experiment has its own scraper, which notes a missing
 	// metric at its first scrape: say each such warning once per command.
-	logger = slog.New(&onceHandler{h: logger.Handler(), seen: &sync.Map{}})
+	logger = slog.New(&onceHandler{h: h, seen: &sync.Map{}})
 	e := &Env{Opts: o, Logger: logger, Version: version, MetricsURL: o.MetricsURL, Preset: o.MetricsPreset, KeySource: "none", network: su.Network, Dataset: dataset, budget: newMeter(&o)}
 	if dataset != nil && dataset.Skipped > 0 {
 		what, more := "conversation", ""

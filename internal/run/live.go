@@ -293,7 +293,10 @@ func (l *liveState) status() live.Status {
 		InFlight: l.c.InFlight.Load(), Waiting: waiting, Drops: l.c.Dropped.Load(),
 		TTFTP95: ttft, P99: e2e,
 		LagMax: time.Duration(l.c.LagMaxNs.Load()),
-		Errors: l.c.Completed.Load() - l.c.OK.Load(),
+		// Cancelled requests (Ctrl-C, a lost or interrupted worker) are
+		// an interrupt, not the target failing: counted apart.
+		Errors:    l.c.Completed.Load() - l.c.OK.Load() - l.c.Cancelled.Load(),
+		Cancelled: l.c.Cancelled.Load(),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/live"
+	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -206,5 +209,68 @@ func TestCollectorIsBounded(t *testing.T) {
 	}
 	if len(c.ahead) != 0 || c.held.Len() != 0 {
 		t.Errorf("after the run: %d ahead, %d held; want none", len(c.ahead), c.held.Len())
+	}
+}
+
+// The live status's errors are the failed requests: the cancelled ones (a
+// Ctrl-C, a lost or interrupted worker's) are counted apart (REVIEW15).
+func TestLiveErrorsExcludeCancelled(t *testing.T) {
+	var c loadgen.Counters
+	c.Completed.Store(10)
+	c.OK.Store(6)
+	c.Cancelled.Store(3) // and one failure
+	plan := schedule.Plan{Phases: []schedule.Phase{{Name: "main", Duration: time.Second, Rate: 1}}}
+	l := newLiveState(Spec{Name: "r", Plan: plan}, &c, time.Now(), nil, newCollector(nil, false, nil))
+	if s := l.status(); s.Errors != 1 || s.Cancelled != 3 {
+		t.Fatalf("errors %d cancelled %d, want 1 and 3", s.Errors, s.Cancelled)
+	}
+}
+
+// Warnings reach the console in its own format — "WARNING: …", like the
+// rest of a command's output — not as slog's key=value lines (REVIEW15):
+// the Env's own (--retries with --simulate), the scraper's (given
+// env.Logger, as every run's scraper and the --watch-k8s watch are) with
+// their attributes, each once.
+func TestWarningsReachTheConsole(t *testing.T) {
+	var console, logged strings.Builder
+	o := quietOptions()
+	o.Retries = 1
+	env, err := PrepareWith(context.Background(), o, true, Setup{Version: "test", View: &console,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/metrics"
+	ln.Close() // nothing answers there
+	scr, err := scrape.New(scrape.Config{URL: url, Attempts: 1, Interval: time.Millisecond}, time.Now(), env.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr.Run(context.Background()) // returns once the endpoint is unavailable
+	for range 2 {
+		env.Logger.Warn("engine metrics: scrape failed; samples will have a gap", "reason", "refused")
+	}
+	env.Logger.Info("engine metrics: scraping again")
+	got := console.String()
+	for _, want := range []string{
+		"WARNING: --retries has no effect with --simulate",
+		"WARNING: engine metrics unavailable: " + url,
+		"WARNING: engine metrics: scrape failed; samples will have a gap (reason: refused)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("console lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "level=") || strings.Count(got, "scrape failed") != 1 {
+		t.Errorf("console:\n%s", got)
+	}
+	// Below a warning, the logger given still decides.
+	if l := logged.String(); strings.Contains(l, "WARN") || !strings.Contains(l, "scraping again") {
+		t.Errorf("logger: %s", l)
 	}
 }
