@@ -574,10 +574,7 @@ func (t *h1Transport) newConn(ctx context.Context) (*h1Conn, bool, time.Duration
 // putIdle hands c to the first waiter, or makes it idle.
 func (t *h1Transport) putIdle(c *h1Conn) {
 	t.mu.Lock()
-	if len(t.waiters) > 0 {
-		w := t.waiters[0]
-		t.waiters[0] = nil
-		t.waiters = t.waiters[1:]
+	if w := t.popWaiter(); w != nil {
 		t.mu.Unlock()
 		w.ch <- c
 		return
@@ -596,16 +593,24 @@ func (t *h1Transport) closeConn(c *h1Conn) {
 // freeSlot gives a connection's slot to the first waiter, or frees it.
 func (t *h1Transport) freeSlot() {
 	t.mu.Lock()
-	if len(t.waiters) > 0 {
-		w := t.waiters[0]
-		t.waiters[0] = nil
-		t.waiters = t.waiters[1:]
+	if w := t.popWaiter(); w != nil {
 		t.mu.Unlock()
 		w.ch <- nil
 		return
 	}
 	t.open--
 	t.mu.Unlock()
+}
+
+// popWaiter takes the oldest waiter off the queue (nil: none); t.mu is held.
+func (t *h1Transport) popWaiter() *h1Waiter {
+	if len(t.waiters) == 0 {
+		return nil
+	}
+	w := t.waiters[0]
+	t.waiters[0] = nil
+	t.waiters = t.waiters[1:]
+	return w
 }
 
 // CloseIdleConnections closes the idle connections.
