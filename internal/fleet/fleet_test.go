@@ -114,16 +114,47 @@ func executeIn(ctx context.Context, env *run.Env, p schedule.Plan, dir string) (
 	return recs, m, res, nil
 }
 
-// fleet starts a coordinator for n workers on loopback and the workers
-// given (each a WorkerConfig without the coordinator's URL), and waits for
-// them. The returned function stops the workers and reports their errors.
-func fleet(t *testing.T, cfg Config, workers ...WorkerConfig) (*Coordinator, map[string]chan error) {
+// coordinator serves n workers on loopback until the test ends.
+func coordinator(t *testing.T, n int, cfg Config) *Coordinator {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Serve(ln, len(workers), cfg)
+	c := Serve(ln, n, cfg)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startWorker runs a worker of c under its own context, as a separate
+// process would: interrupt is its Ctrl-C, done gives what RunWorker
+// returned. At the end of the test it is interrupted and waited for.
+func startWorker(t *testing.T, c *Coordinator, w WorkerConfig) (interrupt context.CancelFunc, done chan error) {
+	w.Coordinator = c.URL()
+	ctx, interrupt := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	ended := make(chan struct{})
+	go func() {
+		done <- RunWorker(ctx, w)
+		close(ended)
+	}()
+	t.Cleanup(func() {
+		interrupt()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Errorf("worker %s did not end", w.Name)
+		}
+	})
+	return interrupt, done
+}
+
+// fleet starts a coordinator for n workers on loopback and the workers
+// given (each a WorkerConfig without the coordinator's URL), and waits for
+// them. The returned function stops the workers and reports their errors.
+func fleet(t *testing.T, cfg Config, workers ...WorkerConfig) (*Coordinator, map[string]chan error) {
+	t.Helper()
+	c := coordinator(t, len(workers), cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := map[string]chan error{}
 	for _, w := range workers {
@@ -136,7 +167,6 @@ func fleet(t *testing.T, cfg Config, workers ...WorkerConfig) (*Coordinator, map
 		go func() { ch <- RunWorker(ctx, w) }()
 	}
 	t.Cleanup(func() {
-		c.Close()
 		cancel()
 		for name, ch := range errs {
 			select {
@@ -447,12 +477,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 
 	// A new worker takes the lost one's place for the next run.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- RunWorker(ctx, WorkerConfig{Coordinator: c.URL(), Name: "w2", Version: "test", Log: log})
-	}()
-	defer func() { cancel(); <-done }()
+	startWorker(t, c, WorkerConfig{Name: "w2", Version: "test", Log: log})
 	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -526,14 +551,9 @@ func TestWorkerKilledInFlight(t *testing.T) {
 
 // A worker of another version is refused, both sides naming both versions.
 func TestVersionRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &syncLog{}
-	c := Serve(ln, 1, Config{Version: "v1.2.0", Log: log})
-	defer c.Close()
-	err = RunWorker(context.Background(), WorkerConfig{Coordinator: c.URL(), Name: "old", Version: "v1.1.0"})
+	c := coordinator(t, 1, Config{Version: "v1.2.0", Log: log})
+	err := RunWorker(context.Background(), WorkerConfig{Coordinator: c.URL(), Name: "old", Version: "v1.1.0"})
 	var re *RefusedError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "v1.1.0") || !strings.Contains(err.Error(), "v1.2.0") {
 		t.Fatalf("worker: %v", err)
@@ -651,18 +671,11 @@ func TestClockDrift(t *testing.T) {
 // a generator_drop saying so.
 func TestHungWorkerLost(t *testing.T) {
 	env := prepare(t, testOptions())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &syncLog{}
-	c := Serve(ln, 2, Config{Version: "test", Log: log, LostAfter: 2 * time.Second})
-	defer c.Close()
+	c := coordinator(t, 2, Config{Version: "test", Log: log, LostAfter: 2 * time.Second})
+	startWorker(t, c, WorkerConfig{Name: "ok", Version: "test"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- RunWorker(ctx, WorkerConfig{Coordinator: c.URL(), Name: "ok", Version: "test"}) }()
-	defer func() { cancel(); <-done }()
 	// The hung one, by hand: register, open the control stream, never beat.
 	w := &worker{cfg: WorkerConfig{Name: "hung"}, base: c.URL(), hc: http.DefaultClient, clock: newClock(0)}
 	var wel welcome
@@ -788,19 +801,9 @@ func TestWorkerInterrupted(t *testing.T) {
 	o := testOptions()
 	o.OutputTokens = workload.FixedLength(60) // answers of 1.2 s (a 20 ms step a token): some in flight at the interrupt
 	env := prepare(t, o)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &syncLog{}
-	c := Serve(ln, 2, Config{Version: "test", Log: log})
-	defer c.Close()
-	keepCtx, stopKeep := context.WithCancel(context.Background())
-	keep := make(chan error, 1)
-	go func() {
-		keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test", Log: log})
-	}()
-	defer func() { stopKeep(); <-keep }()
+	c := coordinator(t, 2, Config{Version: "test", Log: log})
+	startWorker(t, c, WorkerConfig{Name: "keep", Version: "test", Log: log})
 	// quit's own Ctrl-C once a heartbeat says it has requests in flight
 	// (its second, 1 s into its job: ~0.75 s into the run, its answers
 	// take 1.2 s): some in flight, most of its share not yet due.
@@ -916,20 +919,10 @@ func TestWorkerInterrupted(t *testing.T) {
 // of it is generator_drop with that cause.
 func TestWorkerInterruptedBetweenRuns(t *testing.T) {
 	env := prepare(t, testOptions())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &syncLog{}
-	c := Serve(ln, 2, Config{Version: "test", Log: log})
-	defer c.Close()
-	keepCtx, stopKeep := context.WithCancel(context.Background())
-	keep := make(chan error, 1)
-	go func() { keep <- RunWorker(keepCtx, WorkerConfig{Coordinator: c.URL(), Name: "keep", Version: "test"}) }()
-	defer func() { stopKeep(); <-keep }()
-	quitCtx, interrupt := context.WithCancel(context.Background())
-	quit := make(chan error, 1)
-	go func() { quit <- RunWorker(quitCtx, WorkerConfig{Coordinator: c.URL(), Name: "quit", Version: "test"}) }()
+	c := coordinator(t, 2, Config{Version: "test", Log: log})
+	startWorker(t, c, WorkerConfig{Name: "keep", Version: "test"})
+	interrupt, quit := startWorker(t, c, WorkerConfig{Name: "quit", Version: "test"})
 	if err := c.Wait(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -1,72 +1,31 @@
 package openai
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"testing"
 
 	"github.com/surge-bench/surge/internal/record"
 )
 
-// keepAliveCloser is a loopback server that answers like llama.cpp's
+// newKeepAliveCloser is a loopback server that answers like llama.cpp's
 // llama-server: "Keep-Alive: timeout=5, max=100", no "Connection: close",
 // and the connection closed after the response. With lazy set it closes only
 // when the next request on the connection has arrived, so that every reuse
 // fails before any response byte (the race the real server loses sometimes,
 // made certain).
-type keepAliveCloser struct {
-	ln   net.Listener
-	lazy bool
-	wg   sync.WaitGroup
-}
-
-func newKeepAliveCloser(t *testing.T, lazy bool) *keepAliveCloser {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &keepAliveCloser{ln: ln, lazy: lazy}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Add(1)
-			go func() { defer s.wg.Done(); s.serve(conn) }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
-	return s
-}
-
-func (s *keepAliveCloser) url() string { return "http://" + s.ln.Addr().String() + "/v1" }
-
-func (s *keepAliveCloser) serve(conn net.Conn) {
-	defer conn.Close()
-	br := bufio.NewReader(conn)
-	for n := 0; ; n++ {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, req.Body)
+func newKeepAliveCloser(t *testing.T, lazy bool) *rawServer {
+	return newRawServer(t, func(n int, conn net.Conn) bool {
 		if n > 0 { // lazy: a reused connection is closed unanswered
-			return
+			return false
 		}
-		resp := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		resp := sseHead + "Keep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			httpChunk(role()) + httpChunk(content("a")) + httpChunk(usage(3, 1)) + httpChunk(done) + "0\r\n\r\n"
-		if _, err := io.WriteString(conn, resp); err != nil || !s.lazy {
-			return
-		}
-	}
+		_, err := io.WriteString(conn, resp)
+		return err == nil && lazy
+	})
 }
 
 // TestReusedConnectionReplayed: a request that fails on a reused
