@@ -15,14 +15,14 @@ import (
 // where its key came from, how its prompts were sized and what it spent
 // (each its own), and how it was split (checked apart: N).
 var perRun = []string{"run_id", "started", "finished", "partial", "partial_why", "key_source", "prompt_sizing", "spent", "budget", "distributed", "metrics_url",
-	"shared_prefix", "cache_state"} // counts of its own arrivals (the prefix itself is options.SharedPrefix)
+	"shared_prefix", "cache_state", "http_client"} // counts of its own arrivals (the prefix itself is options.SharedPrefix)
 
 // perProcess are the options (manifest config.options) each process
 // sets for itself without changing the experiment: its shard, where it
 // writes, what it prints or serves, how it reaches the target and its
 // metrics (the target itself is compared), its own budget.
 var perProcess = []string{"Shard", "StartAt", "Out", "Force", "Quiet", "PrometheusAddr", "OTLPListen", "OTLPGrace",
-	"APIKeyEnv", "APIKeyFile", "CACert", "Insecure", "Headers", "Spin",
+	"APIKeyEnv", "APIKeyFile", "CACert", "Insecure", "Headers", "HTTPClient", "Spin",
 	"MetricsURL", "MetricsPreset", "MetricOverride", "ScrapeInterval",
 	"MaxRequests", "MaxOutputTokens", "MaxCost"}
 

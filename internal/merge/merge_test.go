@@ -397,6 +397,22 @@ func TestMergeRefuses(t *testing.T) {
 			}
 		})
 	}
+	// What each process sets for itself (its client, output, printing)
+	// is no disagreement: e.g. one shard on surge's HTTP client, one on Go's.
+	t.Run("per-process options differ", func(t *testing.T) {
+		root := t.TempDir()
+		own := func(hc string, quiet bool) func(*record.Manifest) {
+			return func(m *record.Manifest) {
+				c := m.Config.(run.ManifestConfig)
+				c.Options.HTTPClient, c.Options.Quiet, c.Options.Out = hc, quiet, m.Model+hc
+				m.Config = c
+			}
+		}
+		dirs := []string{shard(t, root+"/a", 0, 2, own("surge", false)), shard(t, root+"/b", 1, 2, own("go", true))}
+		if _, err := Folders(context.Background(), dirs, Options{Out: root + "/merged"}, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("out is a shard", func(t *testing.T) {
 		root := t.TempDir()
 		a := shard(t, root+"/a", 0, 1, nil)
