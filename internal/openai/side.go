@@ -2,6 +2,16 @@ package openai
 
 import "net/http"
 
+// TransportName is the transport the Client's requests go through:
+// TransportSurge (surge's own HTTP/1.1) or TransportGo (net/http), what
+// Config.Transport "auto" picked for the endpoint.
+func (c *Client) TransportName() string {
+	if c.h1 {
+		return TransportSurge
+	}
+	return TransportGo
+}
+
 // HTTPClient is an HTTP client over the Client's own transport (its TLS
 // settings, dialer and connection pool), for side requests to the same
 // server such as /tokenize.

@@ -51,6 +51,11 @@ type Manifest struct {
 	Rep        int    `json:"rep,omitempty"`
 	Repeats    int    `json:"repeats,omitempty"`
 	MetricsURL string `json:"metrics_url"`
+	// HTTPClient is the HTTP client the requests went through: "surge"
+	// (surge's own HTTP/1.1) or "go" (net/http), what --http-client auto
+	// picked. Absent in virtual time and on a coordinator (each worker
+	// picks its own).
+	HTTPClient string `json:"http_client,omitempty"`
 	Config     any    `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).

@@ -371,7 +371,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Workload: o.WorkloadName(), PromptSet: promptSet(o), Mix: manifestMix(o),
 		Seed: spec.Seed(o.Seed), Rep: spec.Rep, Repeats: spec.Repeats, MetricsURL: record.RedactURL(e.MetricsURL),
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
-		PromptSizing: res.Prompt,
+		PromptSizing: res.Prompt, HTTPClient: res.HTTPClient,
 	}
 	if d := e.Dataset; d != nil {
 		m.Workload = workload.ProfileDataset

@@ -279,3 +279,25 @@ func TestInterruptedBurstIsNotAPass(t *testing.T) {
 		}
 	})
 }
+
+// TestManifestNamesHTTPClient: the manifest says which HTTP client the
+// requests went through — what --http-client auto picked for the
+// simulator's http:// address (surge's own), or the one asked for.
+func TestManifestNamesHTTPClient(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{{"auto", "surge"}, {"go", "go"}, {"surge", "surge"}} {
+		t.Run(tc.flag, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := quietOptions()
+				o.HTTPClient = tc.flag
+				env := bubbleEnv(t, o, nil)
+				res, err := env.Execute(context.Background(), Spec{Name: "r", Dir: testDir(t), Command: "test", Plan: onePhase(2, 2*time.Second)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Manifest.HTTPClient; got != tc.want {
+					t.Errorf("--http-client %s: manifest http_client %q, want %q", tc.flag, got, tc.want)
+				}
+			})
+		})
+	}
+}

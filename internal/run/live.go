@@ -30,6 +30,9 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		return configErr(err)
 	}
 	defer client.CloseIdle()
+	if e.Fleet == nil { // a coordinator's workers each pick their own
+		res.HTTPClient = client.TransportName()
+	}
 
 	// Engine spans (--otlp-listen): finished records wait for theirs in
 	// the join, which then hands them on to the sink, each once.

@@ -105,9 +105,10 @@ type Result struct {
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
 	StopWhy    string
-	Spend      Spend // what the run's requests spent, from their usage (budget.go)
-	Simulated  bool  // the target was surge's simulator
-	Virtual    bool  // the run was in virtual time
+	Spend      Spend  // what the run's requests spent, from their usage (budget.go)
+	HTTPClient string // the transport the requests went through (openai.Client.TransportName); "" in virtual time and on a coordinator
+	Simulated  bool   // the target was surge's simulator
+	Virtual    bool   // the run was in virtual time
 	Plan       schedule.Plan
 	Started    time.Time
 	Elapsed    time.Duration
