@@ -122,6 +122,7 @@ type sample struct {
 	sent, good     bool
 	inFlightCancel bool // cancelled after it was sent: censored like a timeout
 	lostDrop       bool // generator_drop of a lost worker, not of the in-flight cap
+	tokenless      bool // ok, but the stream carried no token: an empty answer, never good
 	us             [numMetrics]int64
 	prompt, output int64
 	decodeNs, gaps int64
@@ -167,6 +168,9 @@ type acc struct {
 	// lostDrops counts the generator_drop records of a lost or
 	// interrupted worker (record.Cause; not the in-flight cap).
 	lostDrops int64
+	// tokenless counts the ok requests whose stream carried no token (an
+	// empty answer): not good, though neither late nor failed.
+	tokenless int64
 	m         [numMetrics]metricAcc
 	client    clientAcc
 	packed    bool
@@ -185,6 +189,9 @@ func (a *acc) observe(s *sample) {
 	}
 	if s.lostDrop {
 		a.lostDrops++
+	}
+	if s.tokenless {
+		a.tokenless++
 	}
 	a.prompt += s.prompt
 	a.output += s.output
@@ -232,6 +239,7 @@ func (a *acc) merge(b *acc) {
 	}
 	a.sent += b.sent
 	a.lostDrops += b.lostDrops
+	a.tokenless += b.tokenless
 	a.good += b.good
 	a.prompt += b.prompt
 	a.output += b.output
@@ -515,6 +523,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	}
 	if s.slot == slotOK {
 		s.prompt, s.output = int64(rec.PromptTokens), int64(rec.OutputTokens)
+		s.tokenless = first == none
 		if first != none {
 			s.us[mTTFTSchedule] = a.us(first - sched)
 			if s.sent {

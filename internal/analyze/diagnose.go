@@ -729,7 +729,7 @@ func (c *diagCase) backlogEvidence() []string {
 	if st.TimeoutRate > DiagBacklogTimeoutShare {
 		parts = append(parts, fmt.Sprintf("%s of %s's arrivals timed out", pct(st.TimeoutRate), c.stress.noun))
 	}
-	if late := st.ArrivalsOKRatio - st.GoodputRatio; late >= DiagBacklogLateShare {
+	if late := st.ArrivalsOKRatio - st.GoodputRatio - ratio(st.Tokenless, st.Offered); late >= DiagBacklogLateShare { // empty answers are not late
 		parts = append(parts, fmt.Sprintf("%s succeeded but only %s in time", pct(st.ArrivalsOKRatio), pct(st.GoodputRatio)))
 	}
 	if c.rej.share() >= DiagRejectShare && !c.rej.fast() {
@@ -849,9 +849,23 @@ func (c *diagCase) heldSummary() string {
 		s += sep + "TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
 	}
 	if st.FailureRate == 0 {
-		return s + "; no rejections, timeouts, errors or drops"
+		s += "; no rejections, timeouts, errors or drops"
+	} else {
+		s += "; failures " + pct(st.FailureRate)
 	}
-	return s + "; failures " + pct(st.FailureRate)
+	if t := tokenlessText(st); t != "" {
+		s += "; " + t
+	}
+	return s
+}
+
+// tokenlessText says how many ok answers carried no token (empty: never
+// good, but neither late nor failed); "" when none did.
+func tokenlessText(st *Stats) string {
+	if st.Tokenless == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d ok answers carried no token (empty answers are never good)", st.Tokenless, st.Succeeded)
 }
 
 // missedText names the failing clauses of v, measured vs limit, and why

@@ -114,6 +114,22 @@ func diagScenarios() []diagScenario {
 			name: "held", recs: calm(normal, 20), mode: ModeHeld,
 		},
 		{
+			// One burst answer in five ends ok at once with no token (a
+			// model that emits end-of-sequence first): not good, but not
+			// late either — no backlog, and the summary counts them.
+			name: "empty-answers",
+			recs: calm(func(k int, t time.Duration) *record.Record {
+				r := normal(k, t)
+				if k%5 == 0 {
+					r.FirstChunkNs, r.FirstTokenNs, r.Chunks, r.OutputTokens, r.TPOTNs, r.ITLMaxNs = record.None, record.None, 0, 1, record.None, record.None
+					r.Good = Judge(r, DefaultDeadlines)
+				}
+				return r
+			}, 20),
+			mode:    ModeHeld,
+			summary: []string{"40 of 200 ok answers carried no token (empty answers are never good)"},
+		},
+		{
 			// Two of three burst arrivals are refused at once with
 			// Retry-After; the rest are served as usual.
 			name: "rejecting",

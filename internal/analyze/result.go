@@ -75,13 +75,17 @@ func (l Latency) Get(m Metric) Dist {
 // CompletedRPS), which counts the ok requests whose done time falls in the
 // group's interval: the target's throughput.
 type Stats struct {
-	DurationMs float64                  `json:"duration_ms"`
-	Offered    int64                    `json:"offered"`   // scheduled arrivals
-	Sent       int64                    `json:"sent"`      // left the generator
-	Succeeded  int64                    `json:"succeeded"` // outcome ok
-	Good       int64                    `json:"good"`      // met the per-request deadline
-	Completed  int64                    `json:"completed"` // ok requests whose done time falls in the interval, whatever their arrival
-	Outcomes   map[record.Outcome]int64 `json:"outcomes"`  // every outcome, zeros included
+	DurationMs float64 `json:"duration_ms"`
+	Offered    int64   `json:"offered"`   // scheduled arrivals
+	Sent       int64   `json:"sent"`      // left the generator
+	Succeeded  int64   `json:"succeeded"` // outcome ok
+	// Tokenless counts the ok requests whose stream carried no token:
+	// an empty answer (the server ended it at once), never good, though
+	// neither late nor failed.
+	Tokenless int64                    `json:"ok_without_token,omitempty"`
+	Good      int64                    `json:"good"`      // met the per-request deadline
+	Completed int64                    `json:"completed"` // ok requests whose done time falls in the interval, whatever their arrival
+	Outcomes  map[record.Outcome]int64 `json:"outcomes"`  // every outcome, zeros included
 
 	OfferedRPS   float64 `json:"offered_rps"`
 	SentRPS      float64 `json:"sent_rps"`
@@ -417,6 +421,7 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 	}
 	timeouts := o[slotTimeout]
 	s.CancelledInFlight = a.cancelled
+	s.Tokenless = a.tokenless
 	for i := range a.m {
 		var t, c int64
 		if censorable(i) {

@@ -1,6 +1,7 @@
 package burst
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -142,7 +143,7 @@ func baselineQueued(r *Run, b analyze.PhaseResult) (string, bool) {
 // (succeeded past the deadline) or failures — per multiplier.
 func calmBaselineNote(runs []Run, idx []int) string {
 	var scopes, ttfts, misses []string
-	var late, failed int64
+	var late, failed, empty int64
 	var rates, mus []float64
 	var deadline, e2e float64
 	many := false
@@ -153,7 +154,8 @@ func calmBaselineNote(runs []Run, idx []int) string {
 		deadline, e2e = set.TTFTDeadlineMs, set.E2EDeadlineMs
 		scopes = append(scopes, r.scope())
 		ttfts = append(ttfts, b.Latency.TTFTSend.Text(analyze.Q95))
-		late += b.Succeeded - b.Good
+		late += b.Succeeded - b.Good - b.Tokenless
+		empty += b.Tokenless
 		failed += b.Offered - b.Succeeded
 		misses = append(misses, fmt.Sprintf("%d of %d", b.Offered-b.Good, b.Offered))
 		many = many || float64(b.Offered-b.Good) > max(2, analyze.DiagBacklogLateShare*float64(b.Offered))
@@ -162,13 +164,7 @@ func calmBaselineNote(runs []Run, idx []int) string {
 			mus = append(mus, r.Mu)
 		}
 	}
-	cause := fmt.Sprintf("long answers past the %s completion deadline", analyze.FormatMs(e2e))
-	switch {
-	case failed > late:
-		cause = "failed requests (see the failure columns)"
-	case failed > 0:
-		cause += ", and a few failed requests"
-	}
+	cause := missCause(late, empty, failed, e2e)
 	s := fmt.Sprintf("%s: the baseline missed the SLO by %s, not by queueing — its first tokens came in time (TTFT from send p95 %s, deadline %s) at %s req/s",
 		who(scopes, len(runs)), cause, perRun(ttfts, scopes), analyze.FormatMs(deadline), rateRange(rates))
 	if len(mus) == len(idx) {
@@ -179,6 +175,33 @@ func calmBaselineNote(runs []Run, idx []int) string {
 		return s + fmt.Sprintf("; %s requests missed their deadline: the completion deadline is short for these answers (a longer --e2e-deadline, or shorter answers).", per)
 	}
 	return s + fmt.Sprintf("; %s requests missed their deadline, too few to say the baseline is not sustainable.", per)
+}
+
+// missCause names why a calm baseline's requests missed, the most common
+// reason first: answers that succeeded past the completion deadline
+// (e2eMs), answers that carried no token (ok but empty, never good) and
+// failed requests; the others follow as "a few" when there are any.
+func missCause(late, empty, failed int64, e2eMs float64) string {
+	type reason struct {
+		n         int64
+		main, few string
+	}
+	reasons := []reason{
+		{late, fmt.Sprintf("long answers past the %s completion deadline", analyze.FormatMs(e2eMs)), "long answers"},
+		{empty, "empty answers (ok, but the stream carried no token)", "empty answers"},
+		{failed, "failed requests (see the failure columns)", "failed requests"},
+	}
+	slices.SortStableFunc(reasons, func(a, b reason) int { return cmp.Compare(b.n, a.n) })
+	var few []string
+	for _, r := range reasons[1:] {
+		if r.n > 0 {
+			few = append(few, r.few)
+		}
+	}
+	if len(few) == 0 {
+		return reasons[0].main
+	}
+	return reasons[0].main + ", and a few " + strings.Join(few, " and ")
 }
 
 // rateRange is one rate, or "lo–hi" when they differ.

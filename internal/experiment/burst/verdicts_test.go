@@ -159,3 +159,23 @@ func TestRecoveryLate(t *testing.T) {
 		}
 	}
 }
+
+// A calm baseline's misses are named by their most common reason, the
+// others as "a few": long answers, empty answers (ok without a token: not
+// late), failed requests.
+func TestMissCause(t *testing.T) {
+	for _, tc := range []struct {
+		late, empty, failed int64
+		want                string
+	}{
+		{4, 0, 0, "long answers past the 12s completion deadline"},
+		{4, 0, 1, "long answers past the 12s completion deadline, and a few failed requests"},
+		{1, 0, 3, "failed requests (see the failure columns), and a few long answers"},
+		{0, 1, 0, "empty answers (ok, but the stream carried no token)"},
+		{1, 2, 1, "empty answers (ok, but the stream carried no token), and a few long answers and failed requests"},
+	} {
+		if got := missCause(tc.late, tc.empty, tc.failed, 12000); got != tc.want {
+			t.Errorf("late %d, empty %d, failed %d: %q, want %q", tc.late, tc.empty, tc.failed, got, tc.want)
+		}
+	}
+}
