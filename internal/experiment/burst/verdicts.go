@@ -170,11 +170,17 @@ func calmBaselineNote(runs []Run, idx []int) string {
 	if len(mus) == len(idx) {
 		s += fmt.Sprintf(", below the capacity μ %s req/s", rateRange(mus))
 	}
-	per := perRun(misses, scopes)
-	if many {
-		return s + fmt.Sprintf("; %s requests missed their deadline: the completion deadline is short for these answers (a longer --e2e-deadline, or shorter answers).", per)
+	per, missed := perRun(misses, scopes), "missed their deadline"
+	if empty > 0 {
+		missed = "were not good" // an empty answer missed no deadline
 	}
-	return s + fmt.Sprintf("; %s requests missed their deadline, too few to say the baseline is not sustainable.", per)
+	if many && late >= empty+failed {
+		return s + fmt.Sprintf("; %s requests %s: the completion deadline is short for these answers (a longer --e2e-deadline, or shorter answers).", per, missed)
+	}
+	if many {
+		return s + fmt.Sprintf("; %s requests %s.", per, missed)
+	}
+	return s + fmt.Sprintf("; %s requests %s, too few to say the baseline is not sustainable.", per, missed)
 }
 
 // missCause names why a calm baseline's requests missed, the most common

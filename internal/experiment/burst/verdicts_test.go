@@ -46,6 +46,17 @@ func constructedRun(k float64, n int64, baseline, burst, recovery, overall analy
 	return Run{K: k, Result: &run.Result{Analysis: a}, Mu: 9.14, MuSource: "simulated engine"}
 }
 
+// withEmptyBaseline makes n of r's baseline successes answers that
+// carried no token.
+func withEmptyBaseline(r Run, n int64) Run {
+	for i := range r.Result.Analysis.Phases {
+		if p := &r.Result.Analysis.Phases[i]; p.Name == schedule.PhaseBaseline {
+			p.Tokenless = n
+		}
+	}
+	return r
+}
+
 // The burst's closing block, on constructed verdicts: a line per
 // multiplier with each phase's verdict and the failing clauses of the
 // phase that matters; a baseline that already missed the SLO in every run
@@ -88,6 +99,11 @@ func TestVerdictsGolden(t *testing.T) {
 		// long: not queueing, a completion deadline short for them.
 		{"verdicts-baseline-many-late.txt", []Run{
 			constructedRun(2, 83, exptest.Verdict(exptest.TTFT(640, 2000, false, 83), exptest.E2E(16000, 12000, false, 83), exptest.Goodput(0.88, 0.99, 83)), burstSoft, ok, ok),
+		}},
+		// One ok answer of the baseline carried no token: an empty
+		// answer, not a long one, and no deadline was missed.
+		{"verdicts-baseline-empty.txt", []Run{
+			withEmptyBaseline(constructedRun(2, 83, exptest.Verdict(exptest.TTFT(640, 2000, false, 82), exptest.E2E(9000, 12000, false, 82), exptest.Goodput(0.988, 0.99, 83)), burstSoft, ok, ok), 1),
 		}},
 		{"verdicts-all-pass.txt", []Run{
 			constructedRun(2, 300, ok, ok, ok, ok),
