@@ -383,6 +383,13 @@ type Analyzer struct {
 	anom     Anomalies
 	profiles profileSet   // the measured records by profile label
 	byPhase  []profileSet // each phase's records by profile label, indexed like cfg.Phases
+	// label is the one profile label seen while split is false: until a
+	// second label appears the profiles' accumulators would repeat the
+	// phases' (at twice their cost per record), so only their token
+	// counts are kept, and splitProfiles copies the phases' accumulators
+	// into the label's when the second one comes.
+	label           string
+	labelled, split bool
 }
 
 // New returns an Analyzer for cfg, or the configuration's errors.
@@ -470,10 +477,18 @@ func (a *Analyzer) Add(rec *record.Record) {
 	s := a.sampleOf(rec)
 	sched, done := rec.ScheduledNs, rec.DoneNs
 	if pi := a.phaseOf(sched); pi >= 0 {
+		if !a.split { // before this record reaches its phase (splitProfiles)
+			if !a.labelled {
+				a.label, a.labelled = rec.Profile, true
+			}
+			if rec.Profile != a.label {
+				a.splitProfiles()
+			}
+		}
 		a.phases[pi].observe(&s)
-		a.byPhase[pi].observe(rec.Profile, &s)
+		a.byPhase[pi].observe(rec.Profile, &s, a.split)
 		if !a.cfg.Phases[pi].Excluded {
-			a.profiles.observe(rec.Profile, &s)
+			a.profiles.observe(rec.Profile, &s, a.split)
 		}
 		if rec.Phase != "" && rec.Phase != a.cfg.Phases[pi].Name {
 			a.anom.PhaseLabelMismatch++
@@ -587,6 +602,14 @@ func (a *Analyzer) Merge(b *Analyzer) error {
 	}
 	if !reflect.DeepEqual(a.cfg, b.cfg) {
 		return ErrConfigMismatch
+	}
+	// Split both before their phases merge when their profiles differ
+	// or either is split already; a takes b's one label otherwise.
+	if a.split || b.split || a.labelled && b.labelled && a.label != b.label {
+		a.splitProfiles()
+		b.splitProfiles()
+	} else if !a.labelled {
+		a.label, a.labelled = b.label, b.labelled
 	}
 	for i := range a.phases {
 		a.phases[i].merge(b.phases[i])

@@ -72,10 +72,13 @@ func (ps profileSet) get(name string) *profileAcc {
 	return p
 }
 
-// observe accounts a measured record's sample to its profile.
-func (ps profileSet) observe(name string, s *sample) {
+// observe accounts a measured record's sample to its profile: its token
+// counts, and its accumulator when accs (Analyzer.split).
+func (ps profileSet) observe(name string, s *sample, accs bool) {
 	p := ps.get(name)
-	p.acc.observe(s)
+	if accs {
+		p.acc.observe(s)
+	}
 	if s.slot == slotOK {
 		if s.prompt > 0 {
 			p.prompt[s.prompt]++
@@ -143,11 +146,33 @@ func (ps profileSet) results(durNs int64, timeoutMs float64, groupOffered int64)
 // for the phases and Overall.
 func (a *Analyzer) countProfileCompletion(name string, done int64) {
 	di := a.phaseOf(done)
-	if di < 0 {
+	if di < 0 || !a.split { // unsplit: the phases count it (splitProfiles)
 		return
 	}
 	a.byPhase[di].get(name).acc.completed++
 	if !a.cfg.Phases[di].Excluded {
 		a.profiles.get(name).acc.completed++
+	}
+}
+
+// splitProfiles starts accumulating by profile: the one label seen so
+// far gets its phases' accumulators (every record until now was its), and
+// from here on each record goes to its profile's too. Idempotent.
+func (a *Analyzer) splitProfiles() {
+	if a.split {
+		return
+	}
+	a.split = true
+	if !a.labelled {
+		return
+	}
+	for pi, ph := range a.phases {
+		if ph.offered() == 0 && ph.completed == 0 {
+			continue // the label never reached this phase
+		}
+		a.byPhase[pi].get(a.label).acc.merge(ph)
+		if !a.cfg.Phases[pi].Excluded {
+			a.profiles.get(a.label).acc.merge(ph)
+		}
 	}
 }

@@ -1,7 +1,12 @@
 package analyze
 
 import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +132,62 @@ func TestProfilesSplitEachPhase(t *testing.T) {
 	for _, p := range one.Result().Phases {
 		if p.Profiles != nil {
 			t.Errorf("one profile: phase %s split %+v", p.Name, p.Profiles)
+		}
+	}
+}
+
+// The split by profile starts only when a second label appears (the
+// first label's records until then are copied from the phases): whatever
+// the order of the records, and however they are split between merged
+// analyzers, the result is the same — every phase, profile and window.
+func TestProfilesSplitLateEqualsEarly(t *testing.T) {
+	cfg := Config{Phases: burstPhases()}
+	rng := rand.New(rand.NewPCG(3, 9))
+	var recs []*record.Record
+	for i := range 300 {
+		sched := time.Duration(rng.Int64N(int64(110 * s)))
+		var r *record.Record
+		if i%17 == 0 {
+			r = failRec(sched, record.Timeout)
+		} else {
+			r = okRec(sched, 0, time.Duration(50+rng.IntN(900))*ms, time.Duration(1000+rng.IntN(20000))*ms)
+		}
+		r.Profile = [...]string{"chat", "rag", "longgen"}[rng.IntN(3)]
+		recs = append(recs, r)
+	}
+	result := func(order []*record.Record, parts int) []byte {
+		as := make([]*Analyzer, parts)
+		for i := range as {
+			as[i] = mustNew(t, cfg)
+		}
+		for i, r := range order {
+			as[i*parts/len(order)].Add(r)
+		}
+		for _, b := range as[1:] {
+			if err := as[0].Merge(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j, err := json.Marshal(as[0].Result())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	early := result(recs, 1) // labels mixed from the second record on
+	byLabel := slices.Clone(recs)
+	slices.SortStableFunc(byLabel, func(a, b *record.Record) int { return strings.Compare(a.Profile, b.Profile) })
+	reversed := slices.Clone(byLabel)
+	slices.Reverse(reversed)
+	for name, got := range map[string][]byte{
+		"sorted by label (split after 1/3)":   result(byLabel, 1),
+		"sorted by label, 3 analyzers merged": result(byLabel, 3),
+		"sorted by label, 2 analyzers merged": result(byLabel, 2),
+		"mixed, 4 analyzers merged":           result(recs, 4),
+		"reversed, sorted by label, 2 merged": result(reversed, 2),
+	} {
+		if !bytes.Equal(got, early) {
+			t.Errorf("%s: the result differs from the records' in arrival order", name)
 		}
 	}
 }
