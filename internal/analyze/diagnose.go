@@ -729,7 +729,7 @@ func (c *diagCase) backlogEvidence() []string {
 	if st.TimeoutRate > DiagBacklogTimeoutShare {
 		parts = append(parts, fmt.Sprintf("%s of %s's arrivals timed out", pct(st.TimeoutRate), c.stress.noun))
 	}
-	if late := st.ArrivalsOKRatio - st.GoodputRatio - ratio(st.Tokenless, st.Offered); late >= DiagBacklogLateShare { // empty answers are not late
+	if st.LateRatio() >= DiagBacklogLateShare {
 		parts = append(parts, fmt.Sprintf("%s succeeded but only %s in time", pct(st.ArrivalsOKRatio), pct(st.GoodputRatio)))
 	}
 	if c.rej.share() >= DiagRejectShare && !c.rej.fast() {

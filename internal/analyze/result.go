@@ -363,6 +363,16 @@ func (a *Analyzer) windowResults(w *windowSeries, timeoutMs float64) []WindowRes
 	return out
 }
 
+// Late counts the ok requests that missed a per-request deadline: not
+// good, and not an empty answer (Tokenless), which has no deadline to miss.
+func (s *Stats) Late() int64 { return s.Succeeded - s.Good - s.Tokenless }
+
+// LateRatio is Late as a share of Offered (arrivals ok − goodput − empty
+// answers, in the ratios' own terms).
+func (s *Stats) LateRatio() float64 {
+	return s.ArrivalsOKRatio - s.GoodputRatio - ratio(s.Tokenless, s.Offered)
+}
+
 func ratio(n, d int64) float64 {
 	if d <= 0 {
 		return 0

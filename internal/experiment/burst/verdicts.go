@@ -154,7 +154,7 @@ func calmBaselineNote(runs []Run, idx []int) string {
 		deadline, e2e = set.TTFTDeadlineMs, set.E2EDeadlineMs
 		scopes = append(scopes, r.scope())
 		ttfts = append(ttfts, b.Latency.TTFTSend.Text(analyze.Q95))
-		late += b.Succeeded - b.Good - b.Tokenless
+		late += b.Late()
 		empty += b.Tokenless
 		failed += b.Offered - b.Succeeded
 		misses = append(misses, fmt.Sprintf("%d of %d", b.Offered-b.Good, b.Offered))
