@@ -97,10 +97,15 @@ func nearestRank(recs []record.Record, q float64, latency func(*record.Record) i
 	var vals []int64
 	timeouts := 0
 	for i := range recs {
-		switch r := &recs[i]; r.Outcome {
-		case record.OK:
+		switch r := &recs[i]; {
+		case r.Outcome == record.OK:
 			vals = append(vals, latency(r)/1000) // analyze records whole µs
-		case record.Timeout:
+		case r.Outcome != record.Timeout:
+		case latency(r) >= 0 && r.DoneNs != record.None && latency(r) < r.DoneNs-r.ScheduledNs:
+			// a timeout whose boundary came before its end (a first
+			// token): that latency is known
+			vals = append(vals, latency(r)/1000)
+		default:
 			timeouts++
 		}
 	}

@@ -634,3 +634,68 @@ func TestWorkerDropsByCause(t *testing.T) {
 		t.Fatalf("worker drops %d of %d, want 2 of 4", o.WorkerLostDrops, o.Outcomes[record.GeneratorDrop])
 	}
 }
+
+// A request that timed out after its first token has a known TTFT: only
+// its completion is censored (docs/method.md §7).
+func TestTimeoutAfterFirstTokenKeepsItsTTFT(t *testing.T) {
+	a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 100 * s}}, Timeout: 60 * s})
+	for i := range 958 {
+		a.Add(okRec(time.Duration(i)*100*ms, 0, 40*ms, 2*s))
+	}
+	for i := range 42 {
+		r := failRec(time.Duration(i)*100*ms, record.Timeout)
+		if i >= 2 { // 40 of the 42 timeouts had their first token
+			r.FirstTokenNs = r.ScheduledNs + int64(45*ms)
+		}
+		a.Add(r)
+	}
+	l := a.Result().Overall.Latency
+	if d := l.TTFTSchedule; d.P95Censored || d.P99Censored || d.Count != 998 || d.Censored != 2 {
+		t.Errorf("TTFT: count %d censored %d p95/p99 censored %v/%v; want 998 values, 2 censored, both known",
+			d.Count, d.Censored, d.P95Censored, d.P99Censored)
+	}
+	if d := l.TTFTSchedule; !hdrNear(d.P99Ms, 45) {
+		t.Errorf("TTFT p99 = %v ms, want 45 (the timeouts' first tokens)", d.P99Ms)
+	}
+	if d := l.E2ESchedule; !d.P99Censored || d.Censored != 42 || d.P99Ms != 60000 {
+		t.Errorf("completion: p99 censored %v, censored %d, p99 %v; want censored at 60 s by all 42 timeouts", d.P99Censored, d.Censored, d.P99Ms)
+	}
+}
+
+// Every percentile carries its order-statistic interval; a P99 of 70
+// values has no upper bound, and one beyond the recorded values is open.
+func TestPercentileIntervals(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		ok, timeouts      int
+		p99Lo             float64
+		p99Open, loCensor bool
+		p95Lo, p95Hi      float64
+	}{
+		// 1..70 ms: P95 ranks 63..71 (71 > 70: open), P99 67..open.
+		{"70 values", 70, 0, 67, true, false, 63, 0},
+		// 1..1000 ms: P99 ranks 983..997, P95 936..964.
+		{"1000 values", 1000, 0, 983, false, false, 936, 964},
+		// 100 values and 10 timeouts (110): P95 ranks 100..109, P99
+		// 106..111; the P99's lower rank lies among the timeouts, so it
+		// is above the timeout.
+		{"10% timeouts", 100, 10, 60000, true, true, 100, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := mustNew(t, Config{Phases: []Phase{{Name: "steady", End: 1000 * s}}, Timeout: 60 * s})
+			for i := range tc.ok {
+				a.Add(okRec(time.Duration(i)*ms, 0, time.Duration(i+1)*ms, time.Duration(i+1)*ms))
+			}
+			for i := range tc.timeouts {
+				a.Add(failRec(time.Duration(i)*ms, record.Timeout))
+			}
+			d := a.Result().Overall.Latency.TTFTSchedule
+			if !hdrNear(d.P99CI.LoMs, tc.p99Lo) || d.P99CI.HiOpen != tc.p99Open || d.P99CI.LoCensored != tc.loCensor {
+				t.Errorf("p99 interval %+v, want lo %v open %v lo censored %v", d.P99CI, tc.p99Lo, tc.p99Open, tc.loCensor)
+			}
+			if !hdrNear(d.P95CI.LoMs, tc.p95Lo) || (tc.p95Hi > 0 && !hdrNear(d.P95CI.HiMs, tc.p95Hi)) {
+				t.Errorf("p95 interval %+v, want [%v, %v]", d.P95CI, tc.p95Lo, tc.p95Hi)
+			}
+		})
+	}
+}

@@ -124,6 +124,11 @@ type sample struct {
 	lostDrop       bool // generator_drop of a lost worker, not of the in-flight cap
 	tokenless      bool // ok, but the stream carried no token: an empty answer, never good
 	us             [numMetrics]int64
+	// cens marks a metric whose value is censored: the request timed out
+	// (censorTimeout) or was cancelled in flight (censorCancel) before it
+	// reached that boundary. A timeout after its first token has a known
+	// TTFT; only its completion is censored.
+	cens           [numMetrics]int8
 	prompt, output int64
 	decodeNs, gaps int64
 	rec            *record.Record // for the client's counts (ClientStats)
@@ -134,7 +139,17 @@ type metricAcc struct {
 	h        hist  // nil until the first value
 	sum, max int64 // µs, exact
 	sumSq    u128  // Σ µs², exact (for the standard deviation)
+	// timeouts and cancelled count the requests whose value of this
+	// metric is censored: above every recorded value (sample.cens).
+	timeouts, cancelled int64
 }
+
+// Censoring kinds of a sample's metric.
+const (
+	censorNone int8 = iota
+	censorTimeout
+	censorCancel
+)
 
 // u128 is an unsigned 128-bit accumulator.
 type u128 struct{ hi, lo uint64 }
@@ -202,6 +217,12 @@ func (a *acc) observe(s *sample) {
 		if v >= 0 {
 			a.m[i].add(v, a.packed)
 		}
+		switch s.cens[i] {
+		case censorTimeout:
+			a.m[i].timeouts++
+		case censorCancel:
+			a.m[i].cancelled++
+		}
 	}
 	if s.rec != nil {
 		a.client.observe(s.rec, s.slot == slotOK, a.packed)
@@ -221,6 +242,8 @@ func (m *metricAcc) add(v int64, packed bool) {
 
 // merge adds src's values to m.
 func (m *metricAcc) merge(src *metricAcc, packed bool) {
+	m.timeouts += src.timeouts
+	m.cancelled += src.cancelled
 	if src.h == nil {
 		return
 	}
@@ -568,8 +591,41 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 			s.decodeNs, s.gaps = done-first, int64(rec.Chunks-1)
 		}
 	}
+	if kind := censorKind(s.slot, s.inFlightCancel); kind != censorNone {
+		// Completion is unknown; a first token (or text) that came
+		// before the end is known, and counts like any other.
+		s.cens[mE2ESchedule], s.cens[mE2ESend] = kind, kind
+		if first != none {
+			s.us[mTTFTSchedule] = a.us(first - sched)
+			if s.sent {
+				s.us[mTTFTSend] = a.us(first - sent)
+			}
+		} else {
+			s.cens[mTTFTSchedule], s.cens[mTTFTSend] = kind, kind
+		}
+		if rec.FirstTextNs != none {
+			s.us[mTTFTTextSched] = a.us(rec.FirstTextNs - sched)
+			if s.sent {
+				s.us[mTTFTTextSend] = a.us(rec.FirstTextNs - sent)
+			}
+		} else {
+			s.cens[mTTFTTextSched], s.cens[mTTFTTextSend] = kind, kind
+		}
+	}
 	s.rec = rec
 	return s
+}
+
+// censorKind says whether a request of this outcome is censored in the
+// latency distributions: a timeout, or a request cancelled in flight.
+func censorKind(slot int, inFlightCancel bool) int8 {
+	switch {
+	case slot == slotTimeout:
+		return censorTimeout
+	case inFlightCancel:
+		return censorCancel
+	}
+	return censorNone
 }
 
 // countCompletion counts an ok request that ended at done (ns) in the phase

@@ -96,6 +96,10 @@
 // past 5 %, P50 past 50 %. A censored quantile is reported as a lower bound
 // (the per-request timeout, or the observed value if larger), flagged, and
 // formatted as "> 60s". Mean and max stay the values over ok requests.
+// Censoring is per boundary: a request that timed out after its first
+// token has a known TTFT, which is recorded like an ok request's; only
+// its completion is censored (and its first answer text, if none came).
+// Dist.Censored counts the censored requests of each distribution.
 //
 // Requests cancelled in flight (outcome cancelled with a sent time: a
 // Ctrl-C) are censored the same way: each one's latency is at least its
@@ -106,6 +110,27 @@
 // the largest ok value, and Dist.Interrupted is set. So the survivors of an
 // interrupted overload never make a percentile, or a PASS, on their own. A
 // request cancelled before it was sent is not censored.
+//
+// # Confidence intervals of percentiles (Interval, QuantileRanks)
+//
+// Each reported percentile carries a 95 % interval that holds whatever the
+// latency distribution (order statistics): of N values (recorded plus
+// censored), B ~ Binomial(N, q) of them fall below the true q-quantile ξ,
+// so [X₍l₎, X₍u₎] covers ξ with probability P(l ≤ B < u) ≥ 95 % when
+//
+//	l = the largest rank with P(B ≤ l − 1) ≤ 2.5 %   (0: no lower bound)
+//	u = the smallest rank with P(B ≥ u) ≤ 2.5 %      (none: no upper bound)
+//
+// The binomial tails are summed exactly (in the smaller tail, from the
+// term nearest the mean outward). A P99 has an upper bound only from 368
+// values (0.99^368 ≤ 2.5 %), a P95 from 72: a 10 s window at 7 req/s
+// cannot bound its P99 from above, whatever its values. A rank among the
+// censored requests makes that bound censored: an upper one unknown
+// (Interval.HiOpen), a lower one the bound they exceed
+// (Interval.LoCensored). The order statistics are read from the HDR
+// histogram like the percentiles (at most 0.1 % above the true value).
+// Proportions (goodput, the share of slow requests) get the Clopper–Pearson
+// interval (ProportionCI): the p whose binomial tails at k are 2.5 %.
 //
 // # By profile (Result.Profiles)
 //

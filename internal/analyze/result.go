@@ -37,6 +37,15 @@ type Dist struct {
 	// cancelled in flight (Ctrl-C): it is at least the largest value
 	// recorded (PxxMs), its true value unknown.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Censored counts the requests whose value is known only to exceed
+	// every recorded one: timeouts and requests cancelled in flight
+	// before they reached this boundary (a timeout after its first token
+	// has a known TTFT and is not censored in it).
+	Censored int64 `json:"censored,omitempty"`
+	// PxxCI are the percentiles' Confidence intervals (Interval).
+	P50CI Interval `json:"p50_ci"`
+	P95CI Interval `json:"p95_ci"`
+	P99CI Interval `json:"p99_ci"`
 }
 
 // Latency holds every distribution of a group, keyed by Metric names.
@@ -429,15 +438,10 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 	if a.gaps > 0 {
 		s.ITLMeanPooledMs = float64(a.decodeNs) / float64(a.gaps) / 1e6
 	}
-	timeouts := o[slotTimeout]
 	s.CancelledInFlight = a.cancelled
 	s.Tokenless = a.tokenless
 	for i := range a.m {
-		var t, c int64
-		if censorable(i) {
-			t, c = timeouts, a.cancelled
-		}
-		*s.Latency.ptr(i) = a.m[i].dist(t, c, timeoutMs)
+		*s.Latency.ptr(i) = a.m[i].dist(a.m[i].timeouts, a.m[i].cancelled, timeoutMs)
 	}
 	return s
 }
@@ -451,21 +455,24 @@ var quantiles = [3]int64{50, 95, 99}
 // nearest rank r = ceil(q·(cnt+C+T)), the cancelled ranking above every
 // recorded value and the timeouts above those; when r > cnt the quantile
 // lies among them and is censored: unknown, at least the largest recorded
-// value, and at least the timeout when r > cnt + C.
+// value, and at least the timeout when r > cnt + C. Each quantile's
+// Interval takes the order statistics of QuantileRanks the same way.
 func (m *metricAcc) dist(timeouts, cancelled int64, timeoutMs float64) Dist {
 	var d Dist
-	var vals [3]float64
-	cens := [3]bool{}
 	var cnt int64
 	if m.h != nil {
 		cnt = m.h.TotalCount()
 	}
 	total := cnt + cancelled + timeouts
-	var ranks [3]int64
+	d.Censored = cancelled + timeouts
+	// Every rank asked for: the point (nearest rank) and the interval's
+	// two order statistics of each quantile.
+	var ranks [3][3]int64 // [quantile][point, lo, hi]
 	for i, q := range quantiles {
-		ranks[i] = max(1, (q*total+99)/100)
-		cens[i] = timeouts+cancelled > 0 && ranks[i] > cnt
+		ranks[i][0] = max(1, (q*total+99)/100)
+		ranks[i][1], ranks[i][2] = QuantileRanks(total, float64(q)/100)
 	}
+	var vals [3][3]float64
 	if cnt > 0 {
 		d.Count = cnt
 		d.MeanMs = float64(m.sum) / float64(cnt) / 1e3
@@ -475,28 +482,60 @@ func (m *metricAcc) dist(timeouts, cancelled int64, timeoutMs float64) Dist {
 		// percentile p as int(p/100·N + 0.5); asking for p = (r − 0.25)/N·100
 		// selects rank r exactly (the ±0.25 margin dwarfs any floating-point
 		// error).
-		ps := make([]float64, len(quantiles))
-		for i := range quantiles {
-			r := min(ranks[i], cnt)
-			ps[i] = (float64(r) - 0.25) / float64(cnt) * 100
+		ps := make([]float64, 0, 9)
+		for i := range ranks {
+			for _, r := range ranks[i] {
+				r = min(max(r, 1), cnt)
+				ps = append(ps, (float64(r)-0.25)/float64(cnt)*100)
+			}
 		}
-		for i, v := range m.h.ValueAtPercentilesSlice(ps) {
+		for j, v := range m.h.ValueAtPercentilesSlice(ps) {
 			// Both the bucket's highest value and the exact maximum are
 			// ≥ the true order statistic: keep the tighter one.
-			vals[i] = float64(min(v, m.max)) / 1e3
+			vals[j/3][j%3] = float64(min(v, m.max)) / 1e3
 		}
+	}
+	// bound is what a rank beyond the recorded values exceeds: the
+	// timeout among the timeouts, else the largest value recorded (v).
+	bound := func(r int64, v float64) float64 {
+		if r > cnt+cancelled {
+			return max(v, timeoutMs)
+		}
+		return v
+	}
+	var out [3]struct {
+		v  float64
+		c  bool
+		ci Interval
 	}
 	for i := range quantiles {
-		if cens[i] && ranks[i] > cnt+cancelled {
-			vals[i] = max(vals[i], timeoutMs)
-			d.CensorMs = timeoutMs
+		r, lo, hi := ranks[i][0], ranks[i][1], ranks[i][2]
+		o := &out[i]
+		o.v, o.c = vals[i][0], r > cnt && d.Censored > 0
+		if o.c {
+			o.v = bound(r, o.v)
+			if r > cnt+cancelled {
+				d.CensorMs = timeoutMs
+			} else {
+				d.Interrupted = true
+			}
 		}
-		if cens[i] && ranks[i] <= cnt+cancelled {
-			d.Interrupted = true
+		switch {
+		case lo == 0: // nothing bounds it below
+		case lo > cnt:
+			o.ci.LoCensored, o.ci.LoMs = true, bound(lo, vals[i][1])
+		default:
+			o.ci.LoMs = vals[i][1]
+		}
+		if hi > cnt {
+			o.ci.HiOpen = true
+		} else {
+			o.ci.HiMs = vals[i][2]
 		}
 	}
-	d.P50Ms, d.P95Ms, d.P99Ms = vals[0], vals[1], vals[2]
-	d.P50Censored, d.P95Censored, d.P99Censored = cens[0], cens[1], cens[2]
+	d.P50Ms, d.P95Ms, d.P99Ms = out[0].v, out[1].v, out[2].v
+	d.P50Censored, d.P95Censored, d.P99Censored = out[0].c, out[1].c, out[2].c
+	d.P50CI, d.P95CI, d.P99CI = out[0].ci, out[1].ci, out[2].ci
 	return d
 }
 
