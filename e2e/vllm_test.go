@@ -269,7 +269,7 @@ func TestVLLM(t *testing.T) {
 	t.Run("sweep", func(t *testing.T) {
 		sw := filepath.Join(dir, "sweep")
 		_, g0 := vllmCounters(t)
-		if _, code := vsurge(t, "sweep", "--concurrency", "1,4,8,16", "--duration", "8s", "--warmup", "2s", "-o", sw); code != 0 && code != 1 {
+		if _, code := vsurge(t, "sweep", "--concurrency", "1,4,8,16", "--duration", "8s", "--warmup", "2s", "-o", sw); code != 0 && code != 1 && code != 5 {
 			t.Fatalf("sweep exit %d", code)
 		}
 		sweep := readSweep(t, sw, 4)
@@ -366,7 +366,7 @@ func TestVLLM(t *testing.T) {
 		rate := half()
 		p0, g0 := vllmCounters(t)
 		if _, code := vsurge(t, "run", "--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--duration", "15s", "--ttft-deadline", "5s",
-			"--otlp-listen", otlpListen(t), "-o", run); code != 0 && code != 1 {
+			"--otlp-listen", otlpListen(t), "-o", run); code != 0 && code != 1 && code != 5 {
 			t.Fatalf("exit %d", code)
 		}
 		recs := readRecords(t, filepath.Join(run, "requests.jsonl"))
@@ -405,7 +405,7 @@ func TestVLLM(t *testing.T) {
 			_, g0 := vllmCounters(t)
 			if _, code := vsurge(t, "burst", "--baseline-rps", strconv.FormatFloat(base, 'f', -1, 64), "--multipliers", strconv.Itoa(k),
 				"--warmup", "3s", "--baseline", "10s", "--burst", "6s", "--recovery", "15s", "--recovery-limit", "40s",
-				"--window", "2s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "--otlp-listen", otlpListen(t), "-o", bd); code != 0 && code != 1 {
+				"--window", "2s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "--otlp-listen", otlpListen(t), "-o", bd); code != 0 && code != 1 && code != 5 {
 				t.Fatalf("exit %d", code)
 			}
 			run := filepath.Join(bd, fmt.Sprintf("burst-%dx", k))

@@ -16,7 +16,7 @@ func smallBurst(t *testing.T, dir, name string, extra ...string) string {
 	out := filepath.Join(dir, name)
 	args := append([]string{"burst", "--simulate", "-q", "--baseline-rps", "8", "--multipliers", "5",
 		"--warmup", "20s", "--baseline", "60s", "--burst", "30s", "--recovery", "60s", "--recovery-limit", "2m", "-o", out}, extra...)
-	if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+	if code, stdout, stderr := surge(t, args...); !ran(code) {
 		t.Fatalf("burst %v: exit %d\n%s\n%s", extra, code, stdout, stderr)
 	}
 	return out
@@ -104,7 +104,7 @@ func TestCompareBadInput(t *testing.T) {
 	dir := t.TempDir()
 	a := smallBurst(t, dir, "a")
 	r := filepath.Join(dir, "r")
-	if code, stdout, stderr := surge(t, "run", "--simulate", "-q", "--rate", "2", "--duration", "10s", "-o", r); code != exitOK {
+	if code, stdout, stderr := surge(t, "run", "--simulate", "-q", "--rate", "2", "--duration", "10s", "-o", r); !ran(code) {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	empty := t.TempDir()
@@ -135,8 +135,8 @@ func TestCompareCapacity(t *testing.T) {
 	dir := t.TempDir()
 	search := func(name string, extra ...string) string {
 		out := filepath.Join(dir, name)
-		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "200", "--step-duration", "20s", "--max-step-duration", "1m", "-o", out}, extra...)
-		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "400", "--step-duration", "20s", "--max-step-duration", "5m", "-o", out}, extra...)
+		if code, stdout, stderr := surge(t, args...); !ran(code) {
 			t.Fatalf("capacity %v: exit %d\n%s\n%s", extra, code, stdout, stderr)
 		}
 		return out
@@ -162,7 +162,7 @@ func TestCompareSoak(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--replicas", "2"}} {
 		out := filepath.Join(dir, "soak"+strings.Join(extra, ""))
 		args := append([]string{"soak", "--simulate", "-q", "--duration", "6m", "--rate", "2", "-o", out}, extra...)
-		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+		if code, stdout, stderr := surge(t, args...); !ran(code) {
 			t.Fatalf("soak: exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		outs = append(outs, out)
@@ -186,8 +186,8 @@ func TestCompareRepeatedCapacityWithSingle(t *testing.T) {
 	dir := t.TempDir()
 	search := func(name string, extra ...string) string {
 		out := filepath.Join(dir, name)
-		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "200", "--step-duration", "20s", "--max-step-duration", "1m", "-o", out}, extra...)
-		if code, stdout, stderr := surge(t, args...); code != exitOK && code != exitSLO {
+		args := append([]string{"capacity", "--simulate", "-q", "--start-rps", "2", "--min-requests", "400", "--step-duration", "20s", "--max-step-duration", "5m", "-o", out}, extra...)
+		if code, stdout, stderr := surge(t, args...); !ran(code) {
 			t.Fatalf("capacity %v: exit %d\n%s\n%s", extra, code, stdout, stderr)
 		}
 		return out

@@ -18,11 +18,12 @@ import (
 
 // Exit codes (the user-facing contract).
 const (
-	exitOK       = 0 // ran, and every SLO held
-	exitSLO      = 1 // ran, and an SLO failed
-	exitUsage    = 2 // usage or configuration error
-	exitTarget   = 3 // the target was unusable
-	exitInternal = 4 // anything else went wrong
+	exitOK        = 0 // ran, and every SLO held
+	exitSLO       = 1 // ran, and an SLO failed
+	exitUsage     = 2 // usage or configuration error
+	exitTarget    = 3 // the target was unusable
+	exitInternal  = 4 // anything else went wrong
+	exitUndecided = 5 // ran, nothing failed, but a verdict could not be decided on its sample (INCONCLUSIVE)
 )
 
 // exitError carries an exit code up to main.

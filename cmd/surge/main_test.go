@@ -132,7 +132,7 @@ func TestFlagsWinOverFile(t *testing.T) {
 	os.WriteFile(f, []byte("multipliers: [3]\nbaseline_rps: 4\nwarmup: 0s\nbaseline: 20s\nburst: 10s\nrecovery: 20s\nrecovery_limit: 20s\nquiet: true\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "-f", f, "--multipliers", "2", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(out, "burst-2x")); err != nil {
@@ -161,7 +161,7 @@ func TestBurstSimulate(t *testing.T) {
 func TestReportRerendersBurst(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "o")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "5", "--multipliers", "3", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("burst: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	before, err := os.ReadFile(filepath.Join(out, "results.csv"))
@@ -205,7 +205,7 @@ func TestLevelCommandsSimulate(t *testing.T) {
 	}{
 		{"capacity", []string{"capacity", "--simulate", "--slo-e2e-p99", "0", "--e2e-deadline", "10m", "--timeout", "10m"}, exitOK,
 			[]string{"step  1:", "Sustainable capacity: 9", "Suggested baseline: 6", "\n  sustainable 9", "exit 0: a sustainable rate was found"}},
-		{"sweep", []string{"sweep", "--simulate", "--max-num-seqs", "16", "--concurrency", "4,16,64", "--duration", "1m"}, exitOK,
+		{"sweep", []string{"sweep", "--simulate", "--max-num-seqs", "16", "--concurrency", "4,16,64", "--duration", "5m"}, exitOK,
 			[]string{"throughput knee:       c16", "usable level:          c16", "\n  usable c16 ", "budget PASS  p95 TTFT", "exit 0: a usable level was found: c16"}},
 		{"soak stable", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m"}, exitOK, []string{"drift STABLE", "exit 0: the SLO held", "and nothing drifted"}},
 		{"soak drifting", []string{"soak", "--simulate", "--duration", "20m", "--warmup", "1m", "--rate", "6", "--slowdown-per-hour", "1"}, exitSLO, []string{"drift DRIFTING", "a metric drifted"}},
@@ -233,8 +233,8 @@ func TestLevelCommandsSimulate(t *testing.T) {
 }
 
 // sloColumns checks that results.csv has a verdict column per SLO clause
-// and that every row holds PASS or FAIL in the goodput one (checked by
-// default), and PASS, FAIL or N/A in the others.
+// and that every row holds PASS, FAIL or INCONCLUSIVE in the goodput one
+// (checked by default), and those or N/A in the others.
 func sloColumns(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -253,7 +253,7 @@ func sloColumns(t *testing.T, path string) {
 			continue
 		}
 		for _, r := range rows[1:] {
-			if v := r[j]; v != "PASS" && v != "FAIL" && (col == "slo_goodput_ratio" || v != "N/A") {
+			if v := r[j]; v != "PASS" && v != "FAIL" && v != "INCONCLUSIVE" && (col == "slo_goodput_ratio" || v != "N/A") {
 				t.Errorf("%s: %s = %q", path, col, v)
 			}
 		}
@@ -426,7 +426,7 @@ func TestLengthDistributions(t *testing.T) {
 	out := filepath.Join(dir, "ln")
 	code, stdout, stderr := surge(t, "run", "--rate", "60", "--duration", "4s", "-q",
 		"--prompt-tokens", "lognormal:median=300,p95=1200,max=4000", "--output-tokens", "uniform:min=8,max=16", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	var prompts, maxTokens []int
@@ -448,7 +448,7 @@ func TestLengthDistributions(t *testing.T) {
 	}
 	f := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(f, []byte("rate: 5\nduration: 2s\nquiet: true\nprompt_tokens: \"normal:mean=100,sd=10\"\noutput_tokens: 8\n"), 0o644)
-	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", filepath.Join(dir, "yaml")); code != exitOK && code != exitSLO {
+	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", filepath.Join(dir, "yaml")); !ran(code) {
 		t.Fatalf("from a file: exit %d: %s %s", code, stdout, stderr)
 	}
 	for args, want := range map[string]string{
@@ -474,7 +474,7 @@ func TestSessionsFlags(t *testing.T) {
 	f := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(f, []byte("rate: 2\nduration: 2s\nquiet: true\nsessions: true\nsession_turns: 2\nthink_time: 100ms\nturn_tokens: 20\nfanout: 1\nsession_drain: 20s\noutput_tokens: 8\n"), 0o644)
 	out := filepath.Join(dir, "yaml")
-	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", out); code != exitOK && code != exitSLO {
+	if code, stdout, stderr := surge(t, "run", "-f", f, "-o", out); !ran(code) {
 		t.Fatalf("from a file: exit %d: %s %s", code, stdout, stderr)
 	}
 	turns := map[[2]int]int{}
@@ -503,10 +503,16 @@ func TestSessionsFlags(t *testing.T) {
 		t.Errorf("sweep --sessions: exit %d, stderr %q", code, stderr)
 	}
 	out = filepath.Join(dir, "virtual")
-	if code, stdout, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1", "--multipliers", "3", "--session-turns", "3", "-q", "-o", out); code != exitOK && code != exitSLO {
+	if code, stdout, stderr := surge(t, "burst", "--simulate", "--sessions", "--baseline-rps", "1", "--multipliers", "3", "--session-turns", "3", "-q", "-o", out); !ran(code) {
 		t.Fatalf("burst --simulate --sessions: exit %d: %s %s", code, stdout, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "results.md")); err != nil || !strings.Contains(string(b), "3×: sessions, per turn") {
 		t.Fatalf("burst --simulate --sessions: results.md without the per-turn table: %v", err)
 	}
 }
+
+// ran says whether an exit code is one of a run that ran to a verdict:
+// PASS (0), FAIL (1) or INCONCLUSIVE (5). Tests of what a run writes,
+// not of its verdict, accept any of them: short test runs often have too
+// few requests to decide a P99.
+func ran(code int) bool { return code == exitOK || code == exitSLO || code == exitUndecided }

@@ -34,12 +34,12 @@ func TestShardsMergeToTheWholeSchedule(t *testing.T) {
 		if s != "" {
 			a = append(a, "--shard", s)
 		}
-		if code, out, errs := surge(t, a...); code != exitOK && code != exitSLO {
+		if code, out, errs := surge(t, a...); !ran(code) {
 			t.Fatalf("surge %v: exit %d\n%s\n%s", a, code, out, errs)
 		}
 	}
 	code, out, errs := surge(t, "merge", filepath.Join(dir, "s1of2"), filepath.Join(dir, "s0of2"), "-o", filepath.Join(dir, "m"))
-	if (code != exitOK && code != exitSLO) || !strings.Contains(out, "merged 2 shards") || !strings.Contains(out, "each against its own engine model") {
+	if (!ran(code)) || !strings.Contains(out, "merged 2 shards") || !strings.Contains(out, "each against its own engine model") {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
 	}
 	whole, merged := recordsIn(t, filepath.Join(dir, "s")), recordsIn(t, filepath.Join(dir, "m"))
@@ -84,7 +84,7 @@ func TestShardsMergeToTheWholeSchedule(t *testing.T) {
 	}
 
 	// Bad input exits 2 and says why.
-	if code, _, errs := surge(t, append(args, "--rate", "10", "--shard", "1/2", "-o", filepath.Join(dir, "slow"))...); code != exitOK && code != exitSLO {
+	if code, _, errs := surge(t, append(args, "--rate", "10", "--shard", "1/2", "-o", filepath.Join(dir, "slow"))...); !ran(code) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for name, c := range map[string]struct {
@@ -116,7 +116,7 @@ func TestLiveShardsMerge(t *testing.T) {
 	}
 	runVirtual(t, append(args, "-o", filepath.Join(dir, "one"))...)
 	code, out, errs := surge(t, "merge", filepath.Join(dir, "s0"), filepath.Join(dir, "s1"), "-o", filepath.Join(dir, "m"))
-	if (code != exitOK && code != exitSLO) || !strings.Contains(out, "its own in-process simulator") {
+	if (!ran(code)) || !strings.Contains(out, "its own in-process simulator") {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
 	}
 	one, merged := recordsIn(t, filepath.Join(dir, "one")), recordsIn(t, filepath.Join(dir, "m"))
@@ -153,13 +153,13 @@ func TestBurstShardsMerge(t *testing.T) {
 	n := 0
 	for _, s := range []string{"0/2", "1/2"} {
 		o := filepath.Join(dir, "b"+s[:1])
-		if code, out, errs := surge(t, append(args, "--shard", s, "-o", o)...); code != exitOK && code != exitSLO {
+		if code, out, errs := surge(t, append(args, "--shard", s, "-o", o)...); !ran(code) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 		}
 		n += len(recordsIn(t, filepath.Join(o, "burst-2x")))
 	}
 	code, out, errs := surge(t, "merge", filepath.Join(dir, "b0"), filepath.Join(dir, "b1"), "-o", filepath.Join(dir, "m"))
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errs)
 	}
 	if got := len(recordsIn(t, filepath.Join(dir, "m", "burst-2x"))); got != n || n == 0 {

@@ -19,7 +19,7 @@ func TestMixRun(t *testing.T) {
 	os.WriteFile(f, []byte("rate: 40\nduration: 3s\nquiet: true\nprofiles:\n  - name: agent\n    prompt: uniform:min=900,max=1100\n    output: 16\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := surge(t, "run", "-f", f, "--mix", "chat=3,agent=1", "--output-tokens", "8", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	count := map[string]int{}
@@ -71,7 +71,7 @@ func TestMixRun(t *testing.T) {
 func TestSingleProfileHasNoBreakdown(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "one")
 	code, stdout, stderr := surge(t, "run", "--rate", "20", "--duration", "1s", "-q", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	for _, name := range []string{"results.md", "report.html", "summary.json", "manifest.json"} {
@@ -90,7 +90,7 @@ func TestMixBurstSimulate(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "b")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--mix", "chat=0.7,rag=0.2,longgen=0.1", "--multipliers", "2,4", "--baseline-rps", "4",
 		"--warmup", "5s", "--baseline", "20s", "--burst", "10s", "--recovery", "20s", "-q", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "results.md"))
@@ -149,7 +149,7 @@ func TestMixUsageErrors(t *testing.T) {
 func TestMixRunSimulate(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "v")
 	code, stdout, stderr := surge(t, "run", "--simulate", "--mix", "chat=0.7,rag=0.2,longgen=0.1", "--rate", "20", "--duration", "30s", "-q", "-o", out)
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	var m record.Manifest

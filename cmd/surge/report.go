@@ -8,6 +8,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/rerender"
+	"github.com/surge-bench/surge/internal/judge"
 )
 
 func newReportCmd() *cobra.Command {
@@ -54,10 +55,7 @@ writing there; 4 anything else, e.g. a file could not be written.`,
 				return classify(nil, err)
 			}
 			if out.Part != "" { // the experiment's exit code weighs all its runs
-				held := "failed"
-				if out.SLOPass {
-					held = "held"
-				}
+				held := map[judge.Outcome]string{judge.Pass: "held", judge.Fail: "failed", judge.Inconclusive: "was inconclusive"}[out.Verdict]
 				fmt.Fprintf(w, "exit 0: re-rendered (%s, whose exit code weighs all its runs: this run's SLO %s)\n", out.Part, held)
 				return nil
 			}
@@ -76,8 +74,10 @@ func verdictExit(out experiment.Outcome) string {
 		return fmt.Sprintf(with, exitSLO, "interrupted or stopped by its budget (the files are marked partial)")
 	case out.Unusable:
 		return fmt.Sprintf(with, exitTarget, "the target was unusable: no request succeeded")
-	case !out.SLOPass:
+	case out.Verdict == judge.Fail:
 		return fmt.Sprintf(with, exitSLO, cmp.Or(out.Meaning, "an SLO failed (the verdicts above say which and by how much)"))
+	case out.Verdict == judge.Inconclusive:
+		return fmt.Sprintf(with, exitUndecided, cmp.Or(out.Meaning, "no SLO failed, but one could not be decided on its sample"))
 	}
 	return fmt.Sprintf(with, exitOK, cmp.Or(out.Meaning, "every SLO held"))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/capacity"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 )
@@ -170,14 +171,15 @@ func exitCodes(zero, one string) string {
 	return "\n\n" + wrap("Exit codes: 0 "+zero+"; 1 "+one+", or the run was interrupted or stopped by its budget (its files are marked partial); "+
 		"2 usage or configuration error, or the output folder is in use or not empty; "+
 		"3 the target was unusable (no request succeeded); "+
-		"4 anything else, e.g. the run folder could not be written (disk full) — the run stops within a second and keeps every record written so far.", 78)
+		"4 anything else, e.g. the run folder could not be written (disk full) — the run stops within a second and keeps every record written so far; "+
+		"5 ran, and nothing failed, but a verdict was INCONCLUSIVE: its sample could not decide it (too few requests, or an interval across the limit; the verdicts say why).", 78)
 }
 
 // The exit codes of each experiment command.
 var (
 	exitCodesRoot     = exitCodes("ran, and the command's verdict held (each command's --help says what that is)", "ran, and its verdict failed")
 	exitCodesRun      = exitCodes("ran, and the SLO held over the whole run (the warmup excluded; a phase may fail inside a run that held)", "the SLO failed over the whole run")
-	exitCodesBurst    = exitCodes("the SLO held over every multiplier's whole run (a burst phase may fail inside a run that held: the Verdicts block shows each phase)", "the SLO failed over the whole run at some multiplier")
+	exitCodesBurst    = exitCodes("the burst phase held the SLO at every multiplier (the phase under test decides; the baseline and recovery verdicts are shown beside it)", "the burst phase failed the SLO at some multiplier")
 	exitCodesCapacity = exitCodes("a sustainable rate was found (the failing steps above it bound the search; they do not fail the command)", "no step met the SLO, or surge could not send the load (generator-limited)")
 	exitCodesSweep    = exitCodes("a usable level was found (levels past the knee or the latency-budget break are findings, not a failure)", "no level stayed within the latency budget, or surge could not send the load")
 	exitCodesSoak     = exitCodes("the SLO held over the soak and no series drifted (an inconclusive drift test fails nothing)", "the SLO failed over the soak or a series drifted")
@@ -340,9 +342,12 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	case out.Unusable:
 		fmt.Fprintln(stdout, "exit 3: the target was unusable: no request succeeded")
 		return &exitError{exitTarget, errSilent}
-	case !out.SLOPass:
+	case out.Verdict == judge.Fail:
 		fmt.Fprintln(stdout, "exit 1: "+cmp.Or(out.Meaning, "an SLO failed (the verdicts above say which and by how much)"))
 		return &exitError{exitSLO, errSilent}
+	case out.Verdict == judge.Inconclusive:
+		fmt.Fprintln(stdout, "exit 5: "+cmp.Or(out.Meaning, "no SLO failed, but one could not be decided on its sample (the verdicts above say which and why)"))
+		return &exitError{exitUndecided, errSilent}
 	}
 	fmt.Fprintln(stdout, "exit 0: "+cmp.Or(out.Meaning, "every SLO held"))
 	return nil

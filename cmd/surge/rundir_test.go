@@ -72,7 +72,7 @@ func TestTwoRunsOnOneFolder(t *testing.T) {
 			if !strings.Contains(errs[i], dir) {
 				t.Errorf("the refusal does not name the folder: %q", errs[i])
 			}
-		case exitOK, exitSLO:
+		case exitOK, exitSLO, exitUndecided:
 		default:
 			t.Errorf("exit %d: %s", c, errs[i])
 		}
@@ -85,7 +85,7 @@ func TestTwoRunsOnOneFolder(t *testing.T) {
 	if code, _, stderr := surge(t, "run", "-q", "--duration", "1s", "-o", dir); code != exitUsage || !strings.Contains(stderr, "--force") {
 		t.Fatalf("a run over a finished one: exit %d %q", code, stderr)
 	}
-	if code, _, stderr := surge(t, "run", "-q", "--duration", "1s", "--force", "-o", dir); code != exitOK && code != exitSLO {
+	if code, _, stderr := surge(t, "run", "-q", "--duration", "1s", "--force", "-o", dir); !ran(code) {
 		t.Fatalf("--force: exit %d %q", code, stderr)
 	}
 }
@@ -101,7 +101,7 @@ func TestDefaultNamesNeverCollide(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if code, _, stderr := surge(t, "run", "-q", "--rate", "2", "--duration", "1s"); code != exitOK && code != exitSLO {
+			if code, _, stderr := surge(t, "run", "-q", "--rate", "2", "--duration", "1s"); !ran(code) {
 				t.Errorf("exit %d: %s", code, stderr)
 			}
 		}()

@@ -51,7 +51,7 @@ func runVirtual(t *testing.T, args ...string) (int, string) {
 		defer func() { network = nil }()
 		code = cli(context.Background(), args, &stdout, &stderr)
 	})
-	if code != exitOK && code != exitSLO {
+	if !ran(code) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	return code, stdout.String()

@@ -113,7 +113,7 @@ func TestWorkersMultiProcess(t *testing.T) {
 	}
 	args := []string{"run", "-q", "--rate", "20", "--duration", "2s", "--seed", "3", "--prompt-tokens", "64", "--output-tokens", "16"}
 	one := filepath.Join(t.TempDir(), "one")
-	if code, _, stderr := surge(t, append(args, "-o", one)...); code != 0 {
+	if code, _, stderr := surge(t, append(args, "-o", one)...); !ran(code) {
 		t.Fatalf("single process: exit %d: %s", code, stderr)
 	}
 	want := fleetRecords(t, one)
@@ -147,7 +147,7 @@ func TestWorkersMultiProcess(t *testing.T) {
 			}()
 		}
 		code := coord.wait()
-		if code != 0 && !(kill && code == 1) {
+		if !ran(code) {
 			t.Fatalf("coordinator (kill %v): exit %d: %s", kill, code, coord.stderr())
 		}
 		if c := w0.wait(); c != 0 {
@@ -284,6 +284,9 @@ nsenter -t $B -n "$BIN" worker --coordinator http://10.77.0.1:17777 --name ns1 2
 code=0
 wait $C || code=$?
 kill $SIM $B 2>/dev/null || true
+# 1 and 5 are verdicts (an SLO failed, or 40 requests could not decide
+# one): the run ran.
+case $code in 1|5) code=0 ;; esac
 exit $code
 `
 

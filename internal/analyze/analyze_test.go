@@ -52,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		{"burst experiment", func(c *Config) {}, ""},
 		{"single phase, every knob set", func(c *Config) {
 			c.Phases = []Phase{{Name: "steady", End: time.Minute}}
-			c.Window, c.Timeout, c.SLO = 5*s, 60*s, DefaultSLO
+			c.Window, c.Timeout = 5*s, 60*s
 			c.Recovery = RecoveryRule{Window: 30 * s, Tolerance: 0.2, Consecutive: 2, Metric: MetricTTFTSchedule}
 		}, ""},
 		// sad paths
@@ -65,7 +65,6 @@ func TestConfigValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.Phases[2].Rate = -1 }, `phases[2] "burst": rate -1 must be a finite number ≥ 0`},
 		{"negative window", func(c *Config) { c.Window = -s }, "window: -1s must be > 0"},
 		{"negative deadline", func(c *Config) { c.Deadlines = Deadlines{TTFT: -s} }, "deadlines.ttft: -1s is negative"},
-		{"goodput ratio above 1", func(c *Config) { c.SLO.GoodputRatio = 1.5 }, "slo.goodput_ratio: 1.5 must be within [0, 1]"},
 		{"recovery on schedule lag", func(c *Config) { c.Recovery.Metric = MetricScheduleLag }, `recovery.metric: "schedule_lag" is not a latency metric`},
 		{"recovery on unknown metric", func(c *Config) { c.Recovery.Metric = "p99" }, `recovery.metric: "p99" is not a latency metric`},
 		{"too many windows", func(c *Config) { c.Window = time.Millisecond }, "window: 1ms gives more than 60480 windows over the run's 1m50s"},
@@ -309,63 +308,6 @@ func seq64(from, to int64) []int64 {
 	return v
 }
 
-func TestSLOVerdicts(t *testing.T) {
-	phases := []Phase{
-		{Name: "warmup", End: 10 * s, Excluded: true},
-		{Name: "fast", Start: 10 * s, End: 20 * s},
-		{Name: "slow", Start: 20 * s, End: 30 * s},
-		{Name: "timeouts", Start: 30 * s, End: 40 * s},
-		{Name: "empty", Start: 40 * s, End: 50 * s},
-	}
-	a := mustNew(t, Config{Phases: phases, SLO: DefaultSLO, Timeout: 60 * s})
-	for i := range 100 {
-		off := time.Duration(i) * 100 * ms
-		a.Add(okRec(off, 0, 5*s, 20*s)) // warmup: terrible, but excluded
-		a.Add(okRec(10*s+off, 0, 500*ms, 3*s))
-		a.Add(okRec(20*s+off, 0, 2500*ms, 3*s))
-		a.Add(okRec(30*s+off, 0, 100*ms, 1*s))
-	}
-	addAll(a, failRec(30*s, record.Timeout), failRec(31*s, record.Timeout))
-	r := a.Result()
-	tests := []struct {
-		phase   string
-		pass    bool
-		clauses [3]bool // ttft_p95, e2e_p99, goodput_ratio
-		text0   string
-	}{
-		{"fast", true, [3]bool{true, true, true}, "p95 TTFT 500ms <= 2s: pass"},
-		{"slow", false, [3]bool{false, true, false}, "p95 TTFT 2.5s > 2s: FAIL"},
-		{"timeouts", false, [3]bool{true, false, false}, "p95 TTFT 100ms <= 2s: pass"},
-		{"empty", false, [3]bool{false, false, false}, "p95 TTFT n/a (no samples), limit 2s: FAIL"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.phase, func(t *testing.T) {
-			v := mustPhase(t, r, tc.phase).SLO
-			if v.Pass != tc.pass || len(v.Clauses) != 3 {
-				t.Fatalf("verdict = %+v, want pass=%v with 3 clauses", v, tc.pass)
-			}
-			for i, want := range tc.clauses {
-				if v.Clauses[i].Pass != want {
-					t.Errorf("clause %s pass = %v, want %v (%s)", v.Clauses[i].Name, v.Clauses[i].Pass, want, v.Clauses[i].Text)
-				}
-			}
-			if v.Clauses[0].Text != tc.text0 {
-				t.Errorf("clause text = %q, want %q", v.Clauses[0].Text, tc.text0)
-			}
-		})
-	}
-	tp := mustPhase(t, r, "timeouts").SLO.Clauses[1]
-	if !tp.Censored || !strings.Contains(tp.Text, "> 60s") {
-		t.Errorf("censored e2e clause = %+v, want censored with > 60s", tp)
-	}
-	if r.Verdict.Pass {
-		t.Errorf("overall verdict passed, want fail")
-	}
-	if ok := (SLO{}).check(&r.Overall); !ok.Pass || len(ok.Clauses) != 0 {
-		t.Errorf("an empty SLO must pass with no clauses, got %+v", ok)
-	}
-}
-
 func TestVLLMFields(t *testing.T) {
 	a := mustNew(t, Config{Phases: []Phase{{Name: "w", End: 10 * s, Excluded: true}, {Name: "m", Start: 10 * s, End: 20 * s}}, Timeout: 60 * s})
 	a.Add(okRec(time.Second, 0, 1*s, 2*s)) // warmup: excluded
@@ -537,7 +479,7 @@ func TestMergeRejects(t *testing.T) {
 
 // summary.json's names are a contract: spot-check them.
 func TestResultJSONNames(t *testing.T) {
-	a := mustNew(t, Config{Phases: burstPhases(), SLO: DefaultSLO, Timeout: 60 * s})
+	a := mustNew(t, Config{Phases: burstPhases(), Timeout: 60 * s})
 	a.Add(okRec(15*s, 0, 100*ms, 200*ms))
 	b, err := json.Marshal(a.Result())
 	if err != nil {
@@ -545,8 +487,8 @@ func TestResultJSONNames(t *testing.T) {
 	}
 	for _, key := range []string{`"phases":[{"name":"warmup"`, `"offered_rps":`, `"goodput_ratio":`, `"rate_limit_rate":`,
 		`"ttft_schedule":{"count":`, `"p99_censored":false`, `"e2e_schedule":`, `"schedule_lag":`, `"conn_wait":`,
-		`"recovery":{"judged":`, `"timeline":[{"t_ms":0,`, `"oldest_waiting_age_ms":`, `"outcomes":{"cancelled":0,`,
-		`"slo":{"pass":`, `"percentile_definition":"nearest rank`} {
+		`"recovery":{"measured":`, `"timeline":[{"t_ms":0,`, `"oldest_waiting_age_ms":`, `"outcomes":{"cancelled":0,`,
+		`"p99_ci":{"lo_ms":`, `"percentile_definition":"nearest rank`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("result JSON lacks %s", key)
 		}
@@ -579,7 +521,7 @@ func TestOutOfRangeDurations(t *testing.T) {
 // unknown, at least the slowest success; the p95 TTFT clause fails. A
 // request cancelled before it was sent is not censored.
 func TestCancelledInFlightAreCensored(t *testing.T) {
-	a := mustNew(t, Config{Phases: []Phase{{Name: "burst", End: 20 * s}}, Timeout: 60 * s, SLO: SLO{TTFTP95: 2 * s}})
+	a := mustNew(t, Config{Phases: []Phase{{Name: "burst", End: 20 * s}}, Timeout: 60 * s})
 	for i := range 100 {
 		a.Add(okRec(time.Duration(i)*100*ms, 0, 300*ms, time.Second))
 	}
@@ -599,9 +541,6 @@ func TestCancelledInFlightAreCensored(t *testing.T) {
 	}
 	if !hdrNear(d.P95Ms, 300) || d.Text(Q95) != "> 300ms" {
 		t.Errorf("p95 %v %q, want the lower bound > 300ms", d.P95Ms, d.Text(Q95))
-	}
-	if r.Verdict.Pass || !r.Verdict.Clauses[0].Censored || !strings.Contains(r.Verdict.Clauses[0].Text, "cancelled in flight") {
-		t.Errorf("verdict %+v: want a FAIL naming the cancelled", r.Verdict)
 	}
 	// Timeouts rank above the cancelled: with 3 more (113 in all), P95 (rank
 	// 108) is still among the cancelled, P99 (rank 112) among the timeouts.

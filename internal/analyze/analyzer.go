@@ -187,8 +187,11 @@ type acc struct {
 	// empty answer): not good, though neither late nor failed.
 	tokenless int64
 	m         [numMetrics]metricAcc
-	client    clientAcc
-	packed    bool
+	// ruleOK holds the recovery metric's values of the ok requests, in
+	// the recovery windows only (Recovery counts the slow ones).
+	ruleOK metricAcc
+	client clientAcc
+	packed bool
 }
 
 func (a *acc) observe(s *sample) {
@@ -274,6 +277,7 @@ func (a *acc) merge(b *acc) {
 	for i := range a.m {
 		a.m[i].merge(&b.m[i], a.packed)
 	}
+	a.ruleOK.merge(&b.ruleOK, a.packed)
 	a.client.merge(&b.client, a.packed)
 }
 
@@ -399,13 +403,15 @@ type Analyzer struct {
 	runStart int64  // first phase start, ns
 	runEnd   int64  // last phase end, ns
 	burst    int    // index of the burst phase, -1 if none
-	baseline int    // index of the baseline phase, -1 if none
-	windows  *windowSeries
-	recov    *windowSeries // recovery windows; == windows unless Recovery.Window differs
-	timeline *timeline
-	anom     Anomalies
-	profiles profileSet   // the measured records by profile label
-	byPhase  []profileSet // each phase's records by profile label, indexed like cfg.Phases
+	// ruleMetric is the recovery rule's metric (an index into Metrics).
+	ruleMetric int
+	baseline   int // index of the baseline phase, -1 if none
+	windows    *windowSeries
+	recov      *windowSeries // recovery windows; == windows unless Recovery.Window differs
+	timeline   *timeline
+	anom       Anomalies
+	profiles   profileSet   // the measured records by profile label
+	byPhase    []profileSet // each phase's records by profile label, indexed like cfg.Phases
 	// label is the one profile label seen while split is false: until a
 	// second label appears the profiles' accumulators would repeat the
 	// phases' (at twice their cost per record), so only their token
@@ -421,7 +427,7 @@ func New(cfg Config) (*Analyzer, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1, profiles: profileSet{}}
+	a := &Analyzer{cfg: cfg, burst: -1, baseline: -1, profiles: profileSet{}, ruleMetric: metricIndex(cfg.Recovery.Metric)}
 	a.runStart, a.runEnd = int64(cfg.Phases[0].Start), int64(cfg.Phases[0].End)
 	for i, p := range cfg.Phases {
 		a.byStart = append(a.byStart, i)
@@ -519,9 +525,14 @@ func (a *Analyzer) Add(rec *record.Record) {
 	} else {
 		a.anom.Unassigned++
 	}
-	a.windows.get(a.windows.index(sched)).observe(&s)
+	w := a.windows.get(a.windows.index(sched))
+	w.observe(&s)
 	if a.recov != a.windows {
-		a.recov.get(a.recov.index(sched)).observe(&s)
+		w = a.recov.get(a.recov.index(sched))
+		w.observe(&s)
+	}
+	if v := s.us[a.ruleMetric]; s.slot == slotOK && v >= 0 {
+		w.ruleOK.add(v, true)
 	}
 	if s.slot == slotOK && done != record.None {
 		a.countCompletion(done)

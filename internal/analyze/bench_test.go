@@ -34,7 +34,7 @@ func benchConfig() Config {
 		{Name: "baseline", Start: 2 * time.Minute, End: 7 * time.Minute},
 		{Name: "burst", Start: 7 * time.Minute, End: 8 * time.Minute},
 		{Name: "recovery", Start: 8 * time.Minute, End: 13 * time.Minute},
-	}, SLO: DefaultSLO, Timeout: 60 * s}
+	}, Timeout: 60 * s}
 }
 
 // BenchmarkAdd measures the cost of accounting one record (ns/op = ns per record).

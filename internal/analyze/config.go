@@ -25,11 +25,6 @@ const (
 // within 2 s and completion within 12 s of the scheduled arrival.
 var DefaultDeadlines = Deadlines{TTFT: 2 * time.Second, E2E: 12 * time.Second}
 
-// DefaultSLO is docs/method.md §1's example SLO: p95 TTFT ≤ 2 s, p99 E2E ≤ 12 s,
-// goodput ≥ 99 % of offered. Config.SLO's zero value has no clauses; pass
-// DefaultSLO explicitly to use it.
-var DefaultSLO = SLO{TTFTP95: 2 * time.Second, E2EP99: 12 * time.Second, GoodputRatio: 0.99}
-
 // Phase is one phase of a run: requests scheduled in [Start, End) belong to it.
 type Phase struct {
 	Name     string        // warmup, baseline, burst, recovery, …
@@ -45,20 +40,6 @@ type Phase struct {
 type Deadlines struct {
 	TTFT time.Duration // first content token within this of the scheduled arrival
 	E2E  time.Duration // completion within this of the scheduled arrival
-}
-
-// SLO accepts or rejects a load level. Every clause is optional: a zero field
-// is not checked.
-type SLO struct {
-	TTFTP95      time.Duration // p95 of TTFT from the scheduled arrival must be ≤ this
-	E2EP99       time.Duration // p99 of completion from the scheduled arrival must be ≤ this
-	GoodputRatio float64       // good / offered must be ≥ this (0…1)
-	// Interrupted marks a run stopped by Ctrl-C: the requests surge
-	// cancelled are not failures of the target. A clause they decide —
-	// a percentile whose lower bound is within its limit, a goodput that
-	// would hold had they finished in time — is undecided (Clause.Unknown),
-	// not FAIL; one that fails whatever they would have done still fails.
-	Interrupted bool
 }
 
 // Metric names a latency distribution. The names are stable: they are JSON
@@ -140,7 +121,6 @@ type Config struct {
 	Window        time.Duration // arrival-time window length; 0 = 10 s
 	Deadlines     Deadlines     // per-request deadline for goodput; zero = DefaultDeadlines
 	Timeout       time.Duration // the per-request timeout in use, shown in "> timeout"; 0 = unknown
-	SLO           SLO           // zero = no clauses
 	Recovery      RecoveryRule  // recovery rule; zero fields = defaults
 	BaselinePhase string        // "" = "baseline"
 	BurstPhase    string        // "" = "burst"
@@ -245,15 +225,6 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		bad("timeout: %v is negative", c.Timeout)
-	}
-	if c.SLO.TTFTP95 < 0 {
-		bad("slo.ttft_p95: %v is negative", c.SLO.TTFTP95)
-	}
-	if c.SLO.E2EP99 < 0 {
-		bad("slo.e2e_p99: %v is negative", c.SLO.E2EP99)
-	}
-	if g := c.SLO.GoodputRatio; g < 0 || g > 1 || math.IsNaN(g) {
-		bad("slo.goodput_ratio: %v must be within [0, 1]", g)
 	}
 	r := c.Recovery
 	switch {

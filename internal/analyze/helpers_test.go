@@ -118,11 +118,3 @@ func abs(x float64) float64 {
 // hdrNear reports whether got is the HDR-reported value of exact: never
 // below it and at most 0.1 % above.
 func hdrNear(got, exact float64) bool { return got >= exact && got <= exact*1.001 }
-
-// srcOf streams recs; nil for none, as a run without records has no source.
-func srcOf(recs []record.Record) record.Source {
-	if recs == nil {
-		return nil
-	}
-	return record.SliceSource(recs)
-}

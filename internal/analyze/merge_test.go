@@ -79,7 +79,7 @@ func resultJSON(t *testing.T, a *Analyzer) []byte {
 // analyzers gives exactly the result of one analyzer that saw everything.
 func TestMergeEqualsSingle(t *testing.T) {
 	configs := map[string]Config{
-		"burst with 5 s recovery windows": {Phases: burstPhases(), SLO: DefaultSLO, Timeout: 30 * s, Recovery: RecoveryRule{Window: 5 * s}},
+		"burst with 5 s recovery windows": {Phases: burstPhases(), Timeout: 30 * s, Recovery: RecoveryRule{Window: 5 * s}},
 		"single phase, 250 ms samples":    {Phases: []Phase{{Name: "steady", Start: 5 * s, End: 100 * s}}, SampleEvery: 250 * ms},
 	}
 	for name, cfg := range configs {

@@ -50,15 +50,11 @@ func Pool(runs []PoolRun) (*Result, error) {
 	r := first.Result() // the settings, the anomalies' shape
 	r.Anomalies = Anomalies{}
 	r.Windows, r.Timeline, r.Profiles, r.Sessions = nil, nil, nil, nil
-	r.Recovery = Recovery{Reason: "pooled: recovery is one value per run (per scaling event); see the runs' spread"}
+	r.Recovery = Recovery{Reason: "pooled: recovery is one value per run (per scaling event); see the runs' spread", Windows: []RecoveryWindow{}, Baseline: []RecoveryWindow{}}
 	if first.burst >= 0 {
 		r.Recovery.Metric = c.Recovery.Metric
 	}
 	timeoutMs := durMs(c.Timeout)
-	slo := c.SLO // interrupted when any run was (SLO.Interrupted)
-	for _, a := range ans {
-		slo.Interrupted = slo.Interrupted || a.cfg.SLO.Interrupted
-	}
 	overall := &acc{}
 	var overallNs int64
 	r.Phases = r.Phases[:0]
@@ -72,7 +68,7 @@ func Pool(runs []PoolRun) (*Result, error) {
 		}
 		st := merged.stats(d, timeoutMs)
 		r.Phases = append(r.Phases, PhaseResult{Name: p.Name, StartMs: durMs(p.Start), EndMs: durMs(p.End), Rate: p.Rate, Excluded: p.Excluded,
-			Stats: st, SLO: slo.check(&st)})
+			Stats: st})
 		if !p.Excluded {
 			overall.merge(merged)
 			overallNs += d
@@ -82,6 +78,5 @@ func Pool(runs []PoolRun) (*Result, error) {
 		r.Anomalies.add(a.anom)
 	}
 	r.Overall = overall.stats(overallNs, timeoutMs)
-	r.Verdict = slo.check(&r.Overall)
 	return r, nil
 }

@@ -49,7 +49,7 @@ func TestPoolMergesObservations(t *testing.T) {
 	}
 	// The average of the runs' own P50s (500 and 1500 ms) would be 1000 by
 	// chance here; their P95s average to (1000 + 1900)/2 = 1450, not 1900.
-	if !(p.Recovery.Reason != "" && !p.Recovery.Judged) {
+	if !(p.Recovery.Reason != "" && !p.Recovery.Measured) {
 		t.Errorf("pooled recovery judged: %+v", p.Recovery)
 	}
 	if _, err := Pool([]PoolRun{run(10*s, a, 0), {Config: Config{Phases: []Phase{{Name: "other", End: 10 * s}}, Timeout: 60 * s}}}); err == nil {

@@ -192,7 +192,6 @@ type PhaseResult struct {
 	Rate     float64 `json:"planned_rps"` // the planned offered rate
 	Excluded bool    `json:"excluded"`
 	Stats
-	SLO Verdict `json:"slo"`
 	// Profiles splits the phase by workload profile when the run's
 	// records carry more than one; nil otherwise (see Result.Profiles).
 	Profiles []ProfileResult `json:"profiles,omitempty"`
@@ -237,9 +236,6 @@ type Settings struct {
 	TTFTDeadlineMs   float64 `json:"ttft_deadline_ms"`
 	E2EDeadlineMs    float64 `json:"e2e_deadline_ms"`
 	TimeoutMs        float64 `json:"timeout_ms"` // 0 = unknown
-	SLOTTFTP95Ms     float64 `json:"slo_ttft_p95_ms,omitempty"`
-	SLOE2EP99Ms      float64 `json:"slo_e2e_p99_ms,omitempty"`
-	SLOGoodputRatio  float64 `json:"slo_goodput_ratio,omitempty"`
 	BaselinePhase    string  `json:"baseline_phase"`
 	BurstPhase       string  `json:"burst_phase"`
 	PercentileMethod string  `json:"percentile_definition"`
@@ -251,7 +247,6 @@ type Result struct {
 	Settings  Settings       `json:"settings"`
 	Phases    []PhaseResult  `json:"phases"`
 	Overall   Stats          `json:"overall"` // non-excluded phases together
-	Verdict   Verdict        `json:"verdict"` // the SLO on Overall
 	Windows   []WindowResult `json:"windows"`
 	Recovery  Recovery       `json:"recovery"`
 	Timeline  []Sample       `json:"timeline"`
@@ -289,9 +284,6 @@ func (a *Analyzer) Result() *Result {
 			TTFTDeadlineMs:   durMs(c.Deadlines.TTFT),
 			E2EDeadlineMs:    durMs(c.Deadlines.E2E),
 			TimeoutMs:        timeoutMs,
-			SLOTTFTP95Ms:     durMs(c.SLO.TTFTP95),
-			SLOE2EP99Ms:      durMs(c.SLO.E2EP99),
-			SLOGoodputRatio:  c.SLO.GoodputRatio,
 			BaselinePhase:    c.BaselinePhase,
 			BurstPhase:       c.BurstPhase,
 			PercentileMethod: PercentileDefinition,
@@ -306,7 +298,7 @@ func (a *Analyzer) Result() *Result {
 		st := a.phases[i].stats(d, timeoutMs)
 		pr := PhaseResult{
 			Name: p.Name, StartMs: durMs(p.Start), EndMs: durMs(p.End), Rate: p.Rate, Excluded: p.Excluded,
-			Stats: st, SLO: c.SLO.check(&st),
+			Stats: st,
 		}
 		if multi {
 			pr.Profiles = a.byPhase[i].results(d, timeoutMs, st.Offered)
@@ -321,13 +313,8 @@ func (a *Analyzer) Result() *Result {
 	if multi {
 		r.Profiles = a.profiles.results(overallNs, timeoutMs, r.Overall.Offered)
 	}
-	r.Verdict = c.SLO.check(&r.Overall)
 	r.Windows = a.windowResults(a.windows, timeoutMs)
-	rw := r.Windows
-	if a.recov != a.windows {
-		rw = a.windowResults(a.recov, timeoutMs)
-	}
-	r.Recovery = a.recovery(r, rw)
+	r.Recovery = a.recovery(r)
 	r.Timeline = a.timeline.samples(a.runEnd)
 	return r
 }

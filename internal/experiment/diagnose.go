@@ -6,35 +6,35 @@ import (
 	"math"
 	"strings"
 
-	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/scrape"
 )
 
-// Diagnose is analyze.Diagnose of one run, for the reports: the
+// Diagnose is judge.Diagnose of one run, for the reports: the
 // generator verdict over the judged phase's sends (the burst phase, or
 // the measured phases of a run without one), the engine's waiting and
 // running gauges and its queue wait per phase, and the records.
 func Diagnose(scope string, res *run.Result) report.Diagnosis {
-	return ReportDiagnosis(analyze.Diagnose(DiagnosisInput(scope, res)))
+	return ReportDiagnosis(judge.Diagnose(DiagnosisInput(scope, res)))
 }
 
 // DiagnoseWith is Diagnose with the capacity μ the run knows and the
 // fluid model's prediction (a burst's), which the hints compare the
 // measured throughput and recovery with.
-func DiagnoseWith(scope string, res *run.Result, capacity analyze.DiagCapacity) report.Diagnosis {
+func DiagnoseWith(scope string, res *run.Result, capacity judge.DiagCapacity) report.Diagnosis {
 	in := DiagnosisInput(scope, res)
 	in.Capacity = capacity
-	return ReportDiagnosis(analyze.Diagnose(in))
+	return ReportDiagnosis(judge.Diagnose(in))
 }
 
-// DiagnosisInput gathers what analyze.Diagnose looks at from a run.
-func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
+// DiagnosisInput gathers what judge.Diagnose looks at from a run.
+func DiagnosisInput(scope string, res *run.Result) judge.DiagnosisInput {
 	a := res.Analysis
-	in := analyze.DiagnosisInput{Scope: scope, Result: a, Records: res.Records, Tally: res.Diag, Capacity: analyze.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
+	in := judge.DiagnosisInput{Scope: scope, Result: a, Verdicts: res.Verdicts, Records: res.Records, Tally: res.Diag, Capacity: judge.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
 	for _, e := range res.SimEvents {
-		in.Scaling = append(in.Scaling, analyze.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
+		in.Scaling = append(in.Scaling, judge.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
 	}
 	from, to := int64(math.MaxInt64), int64(math.MinInt64)
 	judged := false
@@ -63,11 +63,11 @@ func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
 	if len(res.Engine) == 0 {
 		return in
 	}
-	in.Engine = map[string]analyze.EngineQueue{}
+	in.Engine = map[string]judge.EngineQueue{}
 	queue := func(name string, fromNs, toNs int64) {
 		w := scrape.Gauge(res.Engine, scrape.Waiting, fromNs, toNs)
 		r := scrape.Gauge(res.Engine, scrape.Running, fromNs, toNs)
-		e := analyze.EngineQueue{Scrapes: w.N, WaitingMax: w.Max, WaitingMean: w.Mean, RunningMax: r.Max}
+		e := judge.EngineQueue{Scrapes: w.N, WaitingMax: w.Max, WaitingMean: w.Mean, RunningMax: r.Max}
 		if et, ok := res.EngineTiming[name]; ok && et.Queue.Available {
 			e.Wait = et.Queue
 		} else {
@@ -90,7 +90,7 @@ func DiagnosisInput(scope string, res *run.Result) analyze.DiagnosisInput {
 }
 
 // ReportDiagnosis converts an analysis diagnosis for the reports.
-func ReportDiagnosis(d analyze.Diagnosis) report.Diagnosis {
+func ReportDiagnosis(d judge.Diagnosis) report.Diagnosis {
 	out := report.Diagnosis{Scope: d.Scope, Mode: d.Mode, Summary: d.Summary}
 	for _, h := range d.Hints {
 		out.Hints = append(out.Hints, report.Hint{Hypothesis: h.Hypothesis, Evidence: h.Evidence, Check: h.Check})

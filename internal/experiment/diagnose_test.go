@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/golden"
+	"github.com/surge-bench/surge/internal/judge"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
@@ -20,23 +21,23 @@ import (
 // verdicts, the why line, and a diagnosis line plus at most one hint per
 // multiplier — with the reports and exit lines, about 15 lines.
 func TestTerminalVerdictsAndDiagnosis(t *testing.T) {
-	ph := func(b, u, r bool) []PhaseVerdict {
-		return []PhaseVerdict{{Name: "baseline", Pass: b}, {Name: "burst", Pass: u}, {Name: "recovery", Pass: r}}
+	ph := func(b, r judge.Outcome) []PhaseVerdict {
+		return []PhaseVerdict{{Name: "baseline", Outcome: b}, {Name: "recovery", Outcome: r}}
 	}
 	lines := []VerdictLine{
-		{Scope: "2×", Label: "overall", Pass: true, Phases: ph(true, true, true)},
-		{Scope: "5×", Label: "overall", Phases: ph(false, false, true), Detail: "burst: p95 TTFT > 60s (limit 2s); goodput 68.97% (limit 99%)"},
-		{Scope: "10×", Label: "overall", Phases: ph(false, false, false), Detail: "burst: p95 TTFT > 60s (limit 2s); goodput 55.08% (limit 99%)"},
+		{Scope: "2×", Label: "burst", Outcome: judge.Pass, Phases: ph(judge.Pass, judge.Inconclusive)},
+		{Scope: "5×", Label: "burst", Outcome: judge.Fail, Phases: ph(judge.Fail, judge.Pass), Detail: "burst: p95 TTFT > 60s (limit 2s, n=1,204): 300 timeouts (24.9%) put the p95 above the 60s timeout; goodput 68.97% (limit 99%, n=1,204): 66.3%–71.5% with 95% confidence"},
+		{Scope: "10×", Label: "burst", Outcome: judge.Fail, Phases: ph(judge.Fail, judge.Fail), Detail: "burst: p95 TTFT > 60s (limit 2s, n=2,400); goodput 55.08% (limit 99%, n=2,400)"},
 	}
 	ds := []report.Diagnosis{
-		{Scope: "2×", Mode: analyze.ModeHeld, Summary: "goodput 96.49% of the burst's arrivals, TTFT p95 from schedule 343ms → 557ms (1.62×, baseline → burst); no rejections, timeouts, errors or drops",
+		{Scope: "2×", Mode: judge.ModeHeld, Summary: "goodput 96.49% of the burst's arrivals, TTFT p95 from schedule 343ms → 557ms (1.62×, baseline → burst); no rejections, timeouts, errors or drops",
 			Hints: []report.Hint{{Hypothesis: "decode contention", Evidence: "completion p50 3.23s → 5.48s (1.69×, baseline → burst)", Check: "the output-token distribution"}}},
-		{Scope: "5×", Mode: analyze.ModeBacklogged, Summary: "24.79% of the burst's arrivals timed out",
+		{Scope: "5×", Mode: judge.ModeBacklogged, Summary: "24.79% of the burst's arrivals timed out",
 			Hints: []report.Hint{
 				{Hypothesis: "requests queued in the engine before their first token", Evidence: "the engine's waiting queue peaked at 604 in the burst (baseline 3)", Check: "whether the engine's queue time accounts for the TTFT"},
 				{Hypothesis: "not printed in the terminal", Evidence: "only in results.md", Check: "results.md"},
 			}},
-		{Scope: "10×", Mode: analyze.ModeRejectedFast, Summary: "75.27% of the burst's arrivals were rejected (1796 × 429) with a median response of 2ms"},
+		{Scope: "10×", Mode: judge.ModeRejectedFast, Summary: "75.27% of the burst's arrivals were rejected (1796 × 429) with a median response of 2ms"},
 	}
 	var b strings.Builder
 	PrintVerdicts(&b, "SLO p95 TTFT ≤ 2s, goodput ≥ 99% of offered; measured vs limit", lines, []string{"5×: the baseline phase already missed the SLO (goodput 95% of offered < 99%)"})
@@ -87,7 +88,7 @@ func burstResult(t *testing.T, virtual bool) *run.Result {
 	add("baseline", 0, 30*time.Second, 10, steady)
 	add("burst", 30*time.Second, 40*time.Second, 30, func(k int) time.Duration { return 100*time.Millisecond + time.Duration(k)*20*time.Millisecond })
 	add("recovery", 40*time.Second, 70*time.Second, 10, steady)
-	a, err := analyze.Records(analyze.Config{Phases: phases, Timeout: time.Minute, SLO: analyze.DefaultSLO}, recs, 0)
+	a, err := analyze.Records(analyze.Config{Phases: phases, Timeout: time.Minute}, recs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func burstResult(t *testing.T, virtual bool) *run.Result {
 	for s := 0; s <= 70; s++ {
 		engine = append(engine, scrape.Sample{TNs: int64(s) * int64(time.Second), Has: scrape.Set(0).With(scrape.Waiting).With(scrape.Running), Waiting: 0, Running: 3})
 	}
-	return &run.Result{Analysis: a, Records: record.SliceSource(recs), Engine: engine, Virtual: virtual}
+	return &run.Result{Analysis: a, Verdicts: judge.Run(a, judge.Rules{SLO: judge.DefaultSLO, Engine: engine}), Records: record.SliceSource(recs), Engine: engine, Virtual: virtual}
 }
 
 // The wiring from a run: engine gauges per phase from the scraped
@@ -114,7 +115,7 @@ func TestDiagnoseRun(t *testing.T) {
 		t.Errorf("generator verdict over the burst: %+v, want about 30 req/s scheduled, not behind", g)
 	}
 	d := Diagnose("5×", res)
-	if d.Mode != analyze.ModeBacklogged || len(d.Hints) == 0 || !strings.HasPrefix(d.Hints[0].Hypothesis, "requests waited outside the engine") {
+	if d.Mode != judge.ModeBacklogged || len(d.Hints) == 0 || !strings.HasPrefix(d.Hints[0].Hypothesis, "requests waited outside the engine") {
 		t.Errorf("got %s %s: %+v", d.Scope, d.Mode, d.Hints)
 	}
 	if in := DiagnosisInput("5×", burstResult(t, true)); in.Generator != (analyze.Generator{}) {
@@ -130,9 +131,9 @@ func TestDiagnoseRun(t *testing.T) {
 // WithDiagnosis keeps a summary the report already has and makes one,
 // every number unknown, when there is none.
 func TestWithDiagnosis(t *testing.T) {
-	d := report.Diagnosis{Scope: "5×", Mode: analyze.ModeHeld}
+	d := report.Diagnosis{Scope: "5×", Mode: judge.ModeHeld}
 	s := WithDiagnosis(nil, d)
-	if s.Diagnosis == nil || s.Diagnosis.Mode != analyze.ModeHeld || !math.IsNaN(s.Mu) || !math.IsNaN(s.MeasuredRecoveryS) {
+	if s.Diagnosis == nil || s.Diagnosis.Mode != judge.ModeHeld || !math.IsNaN(s.Mu) || !math.IsNaN(s.MeasuredRecoveryS) {
 		t.Errorf("new summary %+v", s)
 	}
 	have := &report.RunSummary{Mu: 9.1, MuSource: "measured"}

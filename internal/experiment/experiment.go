@@ -16,17 +16,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 )
 
 // Outcome summarises an experiment for the exit code.
 type Outcome struct {
-	SLOPass  bool // every SLO held
+	// Verdict decides the exit code: PASS when every SLO held, FAIL
+	// when one failed, INCONCLUSIVE when none failed but one could not
+	// be decided on its sample.
+	Verdict  judge.Outcome
 	Unusable bool // the target answered nothing usable
 	Partial  bool // interrupted, or stopped by a write error
 	Dir      string
-	// Meaning says in a few words what decided SLOPass for this command,
+	// Meaning says in a few words what decided Verdict for this command,
 	// for the exit-code line, e.g. "a sustainable rate was found (6.5
 	// req/s)" or "no level stayed within the latency budget"; empty means
 	// "every SLO held" or "an SLO failed".

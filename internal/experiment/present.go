@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
@@ -252,7 +253,8 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 	if !ok {
 		return r
 	}
-	return statsRow(r, res, phase, &p.Stats, p.SLO)
+	v, _ := res.Verdicts.Phase(phase)
+	return statsRow(r, res, phase, &p.Stats, v)
 }
 
 // OverallRow is the results-table row of a run's measured phases together
@@ -261,7 +263,7 @@ func Row(res *run.Result, o *run.Options, phase string) report.Row {
 // phase only.
 func OverallRow(res *run.Result, o *run.Options) report.Row {
 	r := Row(res, o, "")
-	r = statsRow(r, res, "", &res.Analysis.Overall, res.Analysis.Verdict)
+	r = statsRow(r, res, "", &res.Analysis.Overall, res.Verdicts.Overall)
 	r.Phase = "overall"
 	r.QueueWait = report.PercentilesNA("engine queue wait is measured per phase (see the phase rows)")
 	r.EngineQueue = r.QueueWait
@@ -270,7 +272,7 @@ func OverallRow(res *run.Result, o *run.Options) report.Row {
 
 // statsRow fills r from one phase's statistics (phase names its engine
 // measurements; "" for none) and its SLO verdict.
-func statsRow(r report.Row, res *run.Result, phase string, s *analyze.Stats, slo analyze.Verdict) report.Row {
+func statsRow(r report.Row, res *run.Result, phase string, s *analyze.Stats, slo judge.Verdict) report.Row {
 	r.SLO = SLOStatus(slo)
 	r.OfferedRPS, r.SentRPS, r.CompletedRPS, r.GoodputRPS = report.Val(s.OfferedRPS), report.Val(s.SentRPS), report.Val(s.CompletedRPS), report.Val(s.GoodputRPS)
 	if why := budgetCut(res, phase); why != "" {
@@ -522,27 +524,28 @@ func WriteReports(d *rundir.Dir, t report.Table, h report.HTMLReport) error {
 	return d.WriteFile("report.html", func(w io.Writer) error { return report.WriteHTML(w, h) })
 }
 
-// SLOVerdicts turns an analysis verdict into report verdict lines.
-func SLOVerdicts(scope string, v analyze.Verdict) []report.Verdict {
+// SLOVerdicts turns a judged verdict into report verdict lines, one per
+// clause, each with its evidence (judge.Clause.Brief).
+func SLOVerdicts(scope string, v judge.Verdict) []report.Verdict {
 	var out []report.Verdict
 	for _, c := range v.Clauses {
-		detail := c.Text
-		if v.Partial && c.Pass {
-			detail = strings.TrimSuffix(detail, ": pass") + ": held over what ran (the run was cut short)"
+		detail := c.Brief()
+		if v.Partial && c.Outcome == judge.Pass {
+			detail += ": held over what ran (the run was cut short)"
 		}
 		out = append(out, report.Verdict{Scope: scope, Check: clauseName(c), Status: clauseStatus(v, c), Detail: detail})
 	}
 	return out
 }
 
-func clauseName(c analyze.Clause) string {
+func clauseName(c judge.Clause) string {
 	switch c.Name {
-	case analyze.ClauseTTFTP95:
-		return "p95 TTFT ≤ " + analyze.FormatMs(c.Limit)
-	case analyze.ClauseE2EP99:
-		return "p99 completion ≤ " + analyze.FormatMs(c.Limit)
+	case judge.ClauseTTFTP95:
+		return "p95 TTFT ≤ " + c.LimitText()
+	case judge.ClauseE2EP99:
+		return "p99 completion ≤ " + c.LimitText()
 	}
-	return "goodput ≥ " + strconv.FormatFloat(100*c.Limit, 'f', -1, 64) + "% of offered"
+	return "goodput ≥ " + c.LimitText() + " of offered"
 }
 
 // FmtRate prints a rate in req/s with up to three significant digits.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -40,25 +41,24 @@ func ValidateRepeat(n int) error {
 // not pooled.
 func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 	var runs []analyze.PoolRun
-	partial := false
+	partial, interrupted := false, false
 	why := ""
 	for _, r := range results {
 		cfg := env.AnalyzeConfig(r.Plan, r.Spec.Exclude, r.Spec.Recovery)
-		cfg.SLO.Interrupted = run.Interrupted(r.PartialWhy)
 		runs = append(runs, analyze.PoolRun{Config: cfg, Records: r.Records})
 		if r.Partial {
 			partial, why = true, r.PartialWhy
 		}
+		interrupted = interrupted || run.Interrupted(r.PartialWhy)
 	}
 	a, err := analyze.Pool(runs)
 	if err != nil {
 		return nil, err
 	}
-	if partial {
-		a.MarkPartial()
-	}
+	slo := env.Opts.SLO()
+	slo.Interrupted = interrupted
 	first := results[0]
-	return &run.Result{Spec: first.Spec, Analysis: a, Partial: partial, PartialWhy: why, Simulated: first.Simulated, Virtual: first.Virtual, Plan: first.Plan,
+	return &run.Result{Spec: first.Spec, Analysis: a, Verdicts: judge.Pooled(a, slo, partial), Partial: partial, PartialWhy: why, Simulated: first.Simulated, Virtual: first.Virtual, Plan: first.Plan,
 		QueueWait: map[string]analyze.QueueWait{}}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -84,7 +85,7 @@ func RepeatRow(res *run.Result, o *run.Options) report.Row {
 // --repeat asked for (fewer results: interrupted).
 func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, planned int, interrupted bool, w io.Writer) (Outcome, error) {
 	o := &env.Opts
-	out := Outcome{SLOPass: true, Dir: d.Path(), Partial: interrupted}
+	out := Outcome{Verdict: judge.Pass, Dir: d.Path(), Partial: interrupted}
 	t := report.Table{Title: "surge run: " + env.TargetName(), Meta: HTMLMeta(env), Omit: report.BurstColumns}
 	t.Meta = append(t.Meta, report.KV{Key: "repeats", Value: fmt.Sprintf("%d runs of the same plan (rep k seeded with %d + k − 1), each in %s/rep-k", planned, o.Seed, d.Path())})
 	h := report.HTMLReport{Title: t.Title}
@@ -97,11 +98,11 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 		row := RepeatRow(res, o)
 		row.Rep, row.Repeats = k, len(results)
 		rows = append(rows, row)
-		t.Verdicts = append(t.Verdicts, SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
-		l := LineOf(scope, "overall", res.Analysis.Verdict, res.Partial)
-		l.Detail = Clauses(res.Analysis.Verdict, false)
+		t.Verdicts = append(t.Verdicts, SLOVerdicts(scope+" overall", res.Verdicts.Overall)...)
+		l := LineOf(scope, "overall", res.Verdicts.Overall)
+		l.Detail = Clauses(res.Verdicts.Overall, false)
 		lines = append(lines, l)
-		out.SLOPass = out.SLOPass && res.Analysis.Verdict.Pass
+		out.Verdict = judge.Worse(out.Verdict, res.Verdicts.Overall.Outcome)
 		out.Partial = out.Partial || res.Partial
 		anyOK = anyOK || res.Analysis.Overall.Succeeded > 0
 		for _, n := range ClientNotes(res.Analysis) {
@@ -131,9 +132,9 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 			row := RepeatRow(pooled, o)
 			PoolRow(&row, len(wholeResults), wholeRows[0])
 			t.Rows = append(t.Rows, row)
-			t.Verdicts = append(t.Verdicts, SLOVerdicts("pooled overall", pooled.Analysis.Verdict)...)
-			l := LineOf("pooled", "overall", pooled.Analysis.Verdict, pooled.Partial)
-			l.Detail = Clauses(pooled.Analysis.Verdict, false)
+			t.Verdicts = append(t.Verdicts, SLOVerdicts("pooled overall", pooled.Verdicts.Overall)...)
+			l := LineOf("pooled", "overall", pooled.Verdicts.Overall)
+			l.Detail = Clauses(pooled.Verdicts.Overall, false)
 			lines = append(lines, l)
 		}
 		t.Spreads = Spreads("run", wholeRows, o.Seed)
@@ -149,8 +150,11 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 	}
 	out.Unusable = len(results) > 0 && !anyOK
 	out.Meaning = fmt.Sprintf("the SLO held in every one of the %d runs", len(results))
-	if !out.SLOPass {
+	switch out.Verdict {
+	case judge.Fail:
 		out.Meaning = "the SLO failed in at least one run (the verdicts above say which)"
+	case judge.Inconclusive:
+		out.Meaning = "no run failed the SLO, but at least one could not be decided on its sample (the verdicts above say which and why)"
 	}
 	fmt.Fprintln(w)
 	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per run, then the pooled row", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},

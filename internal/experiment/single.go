@@ -224,8 +224,8 @@ func runEnd(w io.Writer, env *run.Env, res *run.Result, notes []string) (Outcome
 		return Outcome{}, err
 	}
 	dir := res.Spec.Dir.Path()
-	out := Outcome{SLOPass: res.Analysis.Verdict.Pass, Partial: res.Partial, Dir: dir, Unusable: Unusable(res)}
-	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Analysis, res.Partial), nil)
+	out := Outcome{Verdict: res.Verdicts.Overall.Outcome, Partial: res.Partial, Dir: dir, Unusable: Unusable(res)}
+	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Verdicts), nil)
 	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 	if out.Unusable {
@@ -254,14 +254,15 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 		NoBurst(&row)
 		if measured > 1 { // the rows are phases, in plan order: name them; one phase is the run itself
 			row.Phase = ph.Name
-			t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, ph.SLO)...)
+			v, _ := res.Verdicts.Phase(ph.Name)
+			t.Verdicts = append(t.Verdicts, SLOVerdicts(ph.Name, v)...)
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	if measured > 1 {
 		t.Rows = append(t.Rows, OverallRow(res, &env.Opts))
 	}
-	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Analysis.Verdict)...)
+	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Verdicts.Overall)...)
 	t.Notes = append(t.Notes, notes...)
 	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
 	if n := ShardNote(res); n != "" { // shardnote.go

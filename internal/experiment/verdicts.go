@@ -7,43 +7,61 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 )
 
 // VerdictLine is one line of a command's closing verdict block: a scope
-// (a multiplier, a capacity step, a sweep level, a soak, a run), whether
-// it passed, the verdicts of its phases when they differ in meaning (a
+// (a multiplier, a capacity step, a sweep level, a soak, a run), its
+// outcome, the verdicts of its phases when they differ in meaning (a
 // burst's baseline, burst and recovery), and the detail that explains the
-// status: the SLO clauses with their measured values and limits.
+// status: the SLO clauses with their measured values, limits, samples and
+// the reasons of those that did not pass.
 type VerdictLine struct {
-	Scope  string         // e.g. "5×", "sustainable 6.5 req/s", "usable c64"
-	Label  string         // what Pass judges, e.g. "overall", "SLO", "budget", "drift"; "" for none
-	Pass   bool           // the scope's verdict (decides the exit code where the command says so)
-	Status string         // the status word when PASS/FAIL says too little, e.g. "DRIFTING", "GENERATOR-LIMITED"
-	Phases []PhaseVerdict // per-phase verdicts shown after the status, in order
-	Detail string         // measured vs limit, e.g. "burst: goodput 3.1% (limit 99%)"
+	Scope   string        // e.g. "5×", "sustainable 6.5 req/s", "usable c64"
+	Label   string        // what Outcome judges, e.g. "overall", "SLO", "budget", "drift"; "" for none
+	Outcome judge.Outcome // the scope's verdict (decides the exit code where the command says so)
+	Status  string        // the status word when the outcome says too little, e.g. "DRIFTING", "GENERATOR-LIMITED"
+	Phases  []PhaseVerdict
+	Detail  string // measured vs limit, e.g. "burst: goodput 3.1% (limit 99%, n=120): …"
 	// Partial marks a scope whose run was cut short (Ctrl-C, a budget):
-	// its status is never PASS, but PARTIAL — what ran held, but the plan
-	// did not run to its end.
+	// its status is never PASS, but PARTIAL unless it failed — what ran
+	// held or could not be decided, but the plan did not run to its end.
 	Partial bool
-	// Undecided marks a scope that did not pass only by clauses the
-	// requests an interrupt cancelled decide (analyze.Verdict.Sure): with
-	// Partial its status is PARTIAL, not FAIL.
-	Undecided bool
 }
 
-// PhaseVerdict is one phase's PASS or FAIL in a VerdictLine (PARTIAL
-// when Undecided).
+// PhaseVerdict is one phase's outcome in a VerdictLine.
 type PhaseVerdict struct {
-	Name      string
-	Pass      bool
-	Undecided bool
+	Name    string
+	Outcome judge.Outcome
+	Partial bool
 }
 
-// LineOf is the VerdictLine of scope judged by v in a run partial or not.
-func LineOf(scope, label string, v analyze.Verdict, partial bool) VerdictLine {
-	return VerdictLine{Scope: scope, Label: label, Pass: v.Pass, Partial: partial, Undecided: !v.Pass && !v.Sure()}
+// Word is the status a line shows for an outcome: FAIL, PARTIAL for a
+// cut run that did not fail, else PASS or INCONCLUSIVE.
+func Word(o judge.Outcome, partial bool) string {
+	switch {
+	case o == judge.Fail:
+		return "FAIL"
+	case partial:
+		return "PARTIAL"
+	case o == "":
+		return string(judge.Pass)
+	}
+	return string(o)
+}
+
+// OutcomeOf is PASS or FAIL.
+func OutcomeOf(pass bool) judge.Outcome {
+	if pass {
+		return judge.Pass
+	}
+	return judge.Fail
+}
+
+// LineOf is the VerdictLine of scope judged by v.
+func LineOf(scope, label string, v judge.Verdict) VerdictLine {
+	return VerdictLine{Scope: scope, Label: label, Outcome: v.Outcome, Partial: v.Partial}
 }
 
 // PrintVerdicts ends a command's terminal output with its verdicts: a
@@ -65,22 +83,15 @@ func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []strin
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, l := range lines {
 		status := l.Status
-		switch {
-		case status == "" && l.Partial && (l.Pass || l.Undecided):
-			status = "PARTIAL"
-		case status == "":
-			status = VerdictWord(l.Pass)
+		if status == "" {
+			status = Word(l.Outcome, l.Partial)
 		}
 		if l.Label != "" {
 			status = l.Label + " " + status
 		}
 		var phases []string
 		for _, p := range l.Phases {
-			word := VerdictWord(p.Pass)
-			if p.Undecided && !p.Pass {
-				word = "PARTIAL"
-			}
-			phases = append(phases, p.Name+" "+word)
+			phases = append(phases, p.Name+" "+Word(p.Outcome, p.Partial))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t", l.Scope, status)
 		if len(phases) > 0 {
@@ -100,43 +111,40 @@ func PrintVerdicts(w io.Writer, heading string, lines []VerdictLine, why []strin
 	}
 }
 
-// Clauses lists the SLO clauses of v as measured vs limit, e.g. "p95
-// TTFT > 60s (limit 2s); goodput 3.1% (limit 99%)": every clause, or only
-// the failing ones.
-func Clauses(v analyze.Verdict, failingOnly bool) string {
+// Clauses lists the SLO clauses of v as measured vs limit with their
+// samples and reasons (judge.Clause.Brief): every clause, or only those
+// that did not pass.
+func Clauses(v judge.Verdict, unpassedOnly bool) string {
 	var parts []string
 	for _, c := range v.Clauses {
-		if failingOnly && c.Pass {
+		if unpassedOnly && c.Outcome == judge.Pass {
 			continue
 		}
-		parts = append(parts, ClauseText(c))
+		parts = append(parts, c.Brief())
 	}
 	return strings.Join(parts, "; ")
 }
 
-// ClauseText is one SLO clause as measured vs limit (analyze.Clause.Brief).
-func ClauseText(c analyze.Clause) string { return c.Brief() }
-
 // RunVerdictLines is the verdict block of one run of arbitrary phases
 // (`surge run`, a soak): a line per measured phase when there are several,
 // then overall, each with every SLO clause as measured vs limit.
-func RunVerdictLines(a *analyze.Result, partial bool) []VerdictLine {
+func RunVerdictLines(v *judge.Verdicts) []VerdictLine {
 	var lines []VerdictLine
-	var measured []analyze.PhaseResult
-	for _, p := range a.Phases {
+	var measured []judge.PhaseVerdict
+	for _, p := range v.Phases {
 		if !p.Excluded {
 			measured = append(measured, p)
 		}
 	}
 	if len(measured) > 1 {
 		for _, p := range measured {
-			l := LineOf(p.Name, "", p.SLO, partial)
-			l.Detail = Clauses(p.SLO, false)
+			l := LineOf(p.Name, "", p.Verdict)
+			l.Detail = Clauses(p.Verdict, false)
 			lines = append(lines, l)
 		}
 	}
-	l := LineOf("overall", "", a.Verdict, partial)
-	l.Detail = Clauses(a.Verdict, false)
+	l := LineOf("overall", "", v.Overall)
+	l.Detail = Clauses(v.Overall, false)
 	return append(lines, l)
 }
 
@@ -148,26 +156,36 @@ func Count(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// clauseStatus is one clause's status: FAIL, PASS, or PARTIAL for a
-// clause that held in a run cut short (never PASS).
-func clauseStatus(v analyze.Verdict, c analyze.Clause) report.VerdictStatus {
+// clauseStatus is one clause's status: FAIL, INCONCLUSIVE, PASS, or
+// PARTIAL for a clause that did not fail in a run cut short (never PASS).
+func clauseStatus(v judge.Verdict, c judge.Clause) report.VerdictStatus {
 	switch {
-	case c.Unknown && v.Partial:
-		return report.VerdictPartial
-	case c.Unknown:
-		return report.VerdictUnknown
-	case !c.Pass:
+	case c.Outcome == judge.Fail:
 		return report.VerdictFail
 	case v.Partial:
 		return report.VerdictPartial
+	case c.Outcome == judge.Inconclusive:
+		return report.VerdictInconclusive
 	}
 	return report.VerdictPass
 }
 
-// SLOStatus is each clause of v by name, PASS or FAIL, for the slo_*
-// columns of results.csv and results.json; a clause v did not check is
-// absent (N/A).
-func SLOStatus(v analyze.Verdict) map[string]report.VerdictStatus {
+// Status is an outcome as a report's verdict status.
+func Status(o judge.Outcome) report.VerdictStatus {
+	switch o {
+	case judge.Pass:
+		return report.VerdictPass
+	case judge.Fail:
+		return report.VerdictFail
+	case judge.Inconclusive:
+		return report.VerdictInconclusive
+	}
+	return report.VerdictUnknown
+}
+
+// SLOStatus is each clause of v by name, for the slo_* columns of
+// results.csv and results.json; a clause v did not check is absent (N/A).
+func SLOStatus(v judge.Verdict) map[string]report.VerdictStatus {
 	out := map[string]report.VerdictStatus{}
 	for _, c := range v.Clauses {
 		out[c.Name] = clauseStatus(v, c)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/surge-bench/surge/internal/golden"
+	"github.com/surge-bench/surge/internal/judge"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -20,22 +20,22 @@ func TestRunVerdictsGolden(t *testing.T) {
 	pass := exptest.Verdict(exptest.TTFT(380, 2000, false, 600), exptest.E2E(10600, 12000, false, 600), exptest.Goodput(0.995, 0.99, 600))
 	fail := exptest.Verdict(exptest.TTFT(2400, 2000, false, 600), exptest.E2E(60000, 12000, true, 600), exptest.Goodput(0.69, 0.99, 600))
 	empty := exptest.Verdict(exptest.TTFT(0, 2000, false, 0), exptest.E2E(0, 12000, false, 0), exptest.Goodput(0, 0.99, 0))
-	phase := func(name string, excluded bool, v analyze.Verdict) analyze.PhaseResult {
-		return analyze.PhaseResult{Name: name, Excluded: excluded, SLO: v}
+	phase := func(name string, excluded bool, v judge.Verdict) judge.PhaseVerdict {
+		return judge.PhaseVerdict{Name: name, Excluded: excluded, Verdict: v}
 	}
 	cases := []struct {
 		name string
-		a    analyze.Result
+		v    judge.Verdicts
 		why  []string
 	}{
-		{"verdicts-run-pass.txt", analyze.Result{Phases: []analyze.PhaseResult{phase("warmup", true, fail), phase("main", false, pass)}, Verdict: pass}, nil},
-		{"verdicts-run-phases.txt", analyze.Result{Phases: []analyze.PhaseResult{phase("warmup", true, pass), phase("steady", false, pass), phase("peak", false, fail), phase("idle", false, empty)}, Verdict: fail},
+		{"verdicts-run-pass.txt", judge.Verdicts{Phases: []judge.PhaseVerdict{phase("warmup", true, fail), phase("main", false, pass)}, Overall: pass}, nil},
+		{"verdicts-run-phases.txt", judge.Verdicts{Phases: []judge.PhaseVerdict{phase("warmup", true, pass), phase("steady", false, pass), phase("peak", false, fail), phase("idle", false, empty)}, Overall: fail},
 			[]string{"a note that explains the verdicts"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			PrintVerdicts(&b, "SLO "+SLOText(&o)+"; measured vs limit", RunVerdictLines(&tc.a, false), tc.why)
+			PrintVerdicts(&b, "SLO "+SLOText(&o)+"; measured vs limit", RunVerdictLines(&tc.v), tc.why)
 			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}
@@ -48,8 +48,9 @@ func TestPrintVerdictsEdges(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("no lines printed %q", b.String())
 	}
-	PrintVerdicts(&b, "", []VerdictLine{{Scope: "a", Label: "drift", Status: "DRIFTING"}, {Scope: "bb", Pass: true, Phases: []PhaseVerdict{{Name: "p"}}, Detail: "d"}}, nil)
-	want := "\nVerdicts:\n  a   drift DRIFTING\n  bb  PASS            p FAIL  d\n"
+	PrintVerdicts(&b, "", []VerdictLine{{Scope: "a", Label: "drift", Status: "DRIFTING"}, {Scope: "bb", Outcome: judge.Pass, Phases: []PhaseVerdict{{Name: "p", Outcome: judge.Fail}, {Name: "q", Outcome: judge.Inconclusive}}, Detail: "d"},
+		{Scope: "c", Outcome: judge.Inconclusive, Partial: true}}, nil)
+	want := "\nVerdicts:\n  a   drift DRIFTING\n  bb  PASS            p FAIL  q INCONCLUSIVE  d\n  c   PARTIAL\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
@@ -58,7 +59,7 @@ func TestPrintVerdictsEdges(t *testing.T) {
 // A failing goodput that one decimal would round onto its limit gets two.
 func TestClauseText(t *testing.T) {
 	for _, tc := range []struct {
-		c    analyze.Clause
+		c    judge.Clause
 		want string
 	}{
 		{exptest.Goodput(0.9896, 0.99, 900), "goodput 98.96% (limit 99%)"},
@@ -68,7 +69,7 @@ func TestClauseText(t *testing.T) {
 		{exptest.E2E(0, 12000, false, 0), "p99 completion n/a (limit 12s)"},
 		{exptest.E2E(12400, 12000, false, 9), "p99 completion 12.4s (limit 12s)"},
 	} {
-		if got := ClauseText(tc.c); got != tc.want {
+		if got := tc.c.Short(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}

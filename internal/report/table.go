@@ -221,15 +221,18 @@ type VerdictStatus int
 
 // The verdict statuses; the zero value means the check could not be decided.
 const (
-	VerdictUnknown VerdictStatus = iota // not decided: data missing
-	VerdictPass                         // the SLO held
-	VerdictFail                         // the SLO failed
-	VerdictPartial                      // held over what ran, but the run was cut short (Ctrl-C, a budget): never PASS
+	VerdictUnknown      VerdictStatus = iota // not decided: data missing
+	VerdictPass                              // the SLO held
+	VerdictFail                              // the SLO failed
+	VerdictPartial                           // held over what ran, but the run was cut short (Ctrl-C, a budget): never PASS
+	VerdictInconclusive                      // the sample cannot decide it (too few requests, an interval across the limit)
 )
 
-// String returns "PASS", "FAIL", "PARTIAL" or "N/A".
+// String returns "PASS", "FAIL", "PARTIAL", "INCONCLUSIVE" or "N/A".
 func (s VerdictStatus) String() string {
 	switch s {
+	case VerdictInconclusive:
+		return "INCONCLUSIVE"
 	case VerdictPartial:
 		return "PARTIAL"
 	case VerdictPass:
@@ -247,7 +250,7 @@ func (s VerdictStatus) MarshalText() ([]byte, error) { return []byte(s.String())
 type Verdict struct {
 	Scope  string        `json:"scope"`  // what was checked, e.g. "5×" or "all runs"
 	Check  string        `json:"check"`  // the SLO, e.g. "p95 TTFT <= 2s"
-	Status VerdictStatus `json:"status"` // PASS, FAIL or N/A
+	Status VerdictStatus `json:"status"` // PASS, FAIL, INCONCLUSIVE, PARTIAL or N/A
 	Detail string        `json:"detail"` // the observed value, e.g. "observed 3.4s"
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schedule"
 )
@@ -28,16 +29,17 @@ type analysis struct {
 	sends  *Sends
 	spend  Spend
 	count  int64
+	slo    judge.SLO // what the run is judged by
 }
 
 // newAnalysis returns the accumulators of an analysis with cfg.
-func newAnalysis(cfg analyze.Config) (*analysis, error) {
+func newAnalysis(cfg analyze.Config, slo judge.SLO) (*analysis, error) {
 	an, err := analyze.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	sends := &Sends{phases: cfg.Phases, spans: make([]analyze.GeneratorSpan, len(cfg.Phases))}
-	return &analysis{an: an, sess: analyze.NewSessions(cfg), diag: analyze.NewDiagTally(analyze.DoneFrom(cfg)), sends: sends}, nil
+	return &analysis{an: an, sess: analyze.NewSessions(cfg), diag: analyze.NewDiagTally(analyze.DoneFrom(cfg)), sends: sends, slo: slo}, nil
 }
 
 // add feeds one record to every accumulator.
@@ -58,15 +60,15 @@ func (a *analysis) add(r *record.Record) error {
 	return nil
 }
 
-// finish sets res's analysis from the accumulators.
+// finish sets res's analysis from the accumulators, and its verdicts
+// (res.Engine, when scraped, must be set: the engine queue's drain is
+// judged beside the latency's recovery).
 func (a *analysis) finish(res *Result) {
 	res.Recorded = a.count
 	res.Diag, res.Sends = a.diag, a.sends
 	res.Analysis = a.an.Result()
 	res.Analysis.Sessions = a.sess.Result()
-	if res.Partial {
-		res.Analysis.MarkPartial()
-	}
+	res.Verdicts = judge.Run(res.Analysis, judge.Rules{SLO: a.slo, Partial: res.Partial, Engine: res.Engine})
 }
 
 // arrivalIndex finds the scheduled arrival of a record for the prompt

@@ -180,7 +180,8 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	acfg := e.AnalyzeConfig(res.Plan, spec.Exclude, spec.Recovery)
 	// A budget's reason (below) never reads as an interruption: this is
 	// the same before and after it.
-	acfg.SLO.Interrupted = Interrupted(res.PartialWhy)
+	slo := o.SLO()
+	slo.Interrupted = Interrupted(res.PartialWhy)
 	var phases []string
 	for _, b := range res.Plan.Bounds() {
 		phases = append(phases, b.Name)
@@ -189,7 +190,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if res.Spans != nil {
 		source = analyze.EngineSourceOTLP
 	}
-	st, err := newAnalysis(acfg)
+	st, err := newAnalysis(acfg, slo)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (e *Env) streamsSchedule(spec Spec) bool {
 
 // Interrupted says whether a run's partial reason is a Ctrl-C: the
 // requests surge cancelled then are not failures of the target
-// (analyze.SLO.Interrupted).
+// (judge.SLO.Interrupted).
 func Interrupted(partialWhy string) bool { return strings.HasPrefix(partialWhy, "interrupted") }
 
 // Save writes a run's manifest.json, summary.json and timeseries.csv —
@@ -268,7 +269,7 @@ func Save(d *rundir.Dir, res *Result) error {
 
 // summary is the run's summary.json.
 func (res *Result) summary() rundir.Summary {
-	return rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis,
+	return rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis, Verdicts: res.Verdicts,
 		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
 		SimEvents: res.SimEvents, Burst: res.Burst,
 		Prompt: res.Prompt}
@@ -307,7 +308,6 @@ func (e *Env) AnalyzeConfig(plan schedule.Plan, exclude []string, rule analyze.R
 		Window:    o.Window,
 		Deadlines: o.Deadlines(),
 		Timeout:   o.Timeout,
-		SLO:       o.SLO(),
 		Recovery:  rule,
 	}
 }

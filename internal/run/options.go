@@ -17,6 +17,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
@@ -173,9 +174,9 @@ func DefaultOptions() Options {
 		Window:            DefaultWindow,
 		TTFTDeadline:      analyze.DefaultDeadlines.TTFT,
 		E2EDeadline:       analyze.DefaultDeadlines.E2E,
-		SLOTTFTP95:        analyze.DefaultSLO.TTFTP95,
-		SLOE2EP99:         analyze.DefaultSLO.E2EP99,
-		SLOGoodput:        analyze.DefaultSLO.GoodputRatio,
+		SLOTTFTP95:        judge.DefaultSLO.TTFTP95,
+		SLOE2EP99:         judge.DefaultSLO.E2EP99,
+		SLOGoodput:        judge.DefaultSLO.GoodputRatio,
 		OTLPGrace:         otlp.DefaultGrace,
 		Sim:               sim.DefaultConfig(),
 	}
@@ -487,6 +488,6 @@ func (o *Options) Deadlines() analyze.Deadlines {
 }
 
 // SLO is the service-level objective runs are judged by.
-func (o *Options) SLO() analyze.SLO {
-	return analyze.SLO{TTFTP95: o.SLOTTFTP95, E2EP99: o.SLOE2EP99, GoodputRatio: o.SLOGoodput}
+func (o *Options) SLO() judge.SLO {
+	return judge.SLO{TTFTP95: o.SLOTTFTP95, E2EP99: o.SLOE2EP99, GoodputRatio: o.SLOGoodput}
 }

@@ -165,8 +165,9 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	}
 	m := r.Dir.Manifest
 	acfg := r.Env.AnalyzeConfig(r.Plan, exclude, rule)
-	acfg.SLO.Interrupted = Interrupted(cmp.Or(m.PartialWhy, r.Summary.PartialWhy))
-	st, err := newAnalysis(acfg)
+	slo := r.Env.Opts.SLO()
+	slo.Interrupted = Interrupted(cmp.Or(m.PartialWhy, r.Summary.PartialWhy))
+	st, err := newAnalysis(acfg, slo)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", r.Dir.Path, err)
 	}

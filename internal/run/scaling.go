@@ -115,8 +115,8 @@ func scalingRun(res *Result) scaling.Run {
 			break
 		}
 	}
-	if a := res.Analysis; a != nil && a.Recovery.Judged && a.Recovery.Recovered {
-		r.RecoveredNs = int64((a.Recovery.BurstEndMs + a.Recovery.RecoveryTimeMs) * float64(time.Millisecond))
+	if v := res.Verdicts; v != nil && v.Recovery.Recovered {
+		r.RecoveredNs = int64((v.Recovery.BurstEndMs + v.Recovery.RecoveryTimeMs) * float64(time.Millisecond))
 	}
 	return r
 }

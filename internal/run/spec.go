@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -79,8 +80,11 @@ type Stopper interface {
 
 // Result is what a run produced.
 type Result struct {
-	Spec      Spec
-	Analysis  *analyze.Result
+	Spec     Spec
+	Analysis *analyze.Result
+	// Verdicts are the run's judgements (internal/judge): the SLO per
+	// phase and overall, and the recovery after a burst.
+	Verdicts  *judge.Verdicts
 	Scrape    scrape.Status
 	Engine    []scrape.Sample
 	QueueWait map[string]analyze.QueueWait // engine-measured queue wait per phase

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
@@ -17,6 +18,7 @@ type Summary struct {
 	PartialWhy string                       `json:"partial_why,omitempty"`
 	Records    int64                        `json:"records"`
 	Analysis   *analyze.Result              `json:"analysis"`
+	Verdicts   *judge.Verdicts              `json:"verdicts"`   // the SLO per phase and overall, the recovery
 	VLLM       analyze.VLLMBench            `json:"vllm_bench"` // vLLM bench field names, for cross-checks
 	Engine     scrape.Status                `json:"engine_metrics"`
 	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase, from the engine's histogram deltas

@@ -19,6 +19,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
@@ -277,9 +278,12 @@ func (c *Config) Runs() []PlannedBurst {
 }
 
 // RecoveryRule is the rule recovery is judged by: P99 of the chosen
-// latency within 10% of the baseline's for three consecutive windows.
+// latency within 10% of the baseline's for three consecutive windows,
+// each window long enough at the baseline rate to be decided
+// (judge.RecoveryWindowFor): at 2 req/s a 10 s window holds 20 requests,
+// too few to tell a window as at baseline from one 10% slow.
 func (c *Config) RecoveryRule() analyze.RecoveryRule {
-	r := analyze.RecoveryRule{Window: c.Options.Window}
+	r := analyze.RecoveryRule{Window: judge.RecoveryWindowFor(c.BaselineRPS, c.Options.Window)}
 	if c.RecoveryMetric == "ttft" {
 		r.Metric = analyze.MetricTTFTSchedule
 	} else {
@@ -584,7 +588,7 @@ func (s *recovered) Stop(horizon time.Duration) string {
 	}
 	clear(s.held[len(kept):])
 	s.held = kept
-	if r := s.an.Result(); r.Recovery.Judged && r.Recovery.Recovered {
+	if judge.JudgeRecovery(s.an.Result(), nil).Recovered {
 		return "recovered"
 	}
 	return ""

@@ -15,6 +15,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/capacity"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
@@ -56,7 +57,7 @@ func TestBurstAboveCapacityMatchesPrediction(t *testing.T) {
 	if r.Prediction == nil || r.Prediction.Never {
 		t.Fatalf("no prediction: %+v\n%s", r.Prediction, out)
 	}
-	rec := r.Result.Analysis.Recovery
+	rec := r.Result.Verdicts.Recovery
 	if !rec.Recovered {
 		t.Fatalf("not recovered: %s\n%s", rec.Message, out)
 	}
@@ -79,7 +80,7 @@ func TestBurstBelowCapacityRecoversImmediately(t *testing.T) {
 		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 30*time.Second, 3*time.Minute, time.Minute, 2*time.Minute, 2*time.Minute
 	})
 	r := runs[0]
-	rec := r.Result.Analysis.Recovery
+	rec := r.Result.Verdicts.Recovery
 	// Within a window or two: requests arriving just after the burst still
 	// share the batch with the burst's own requests.
 	if !rec.Recovered || rec.RecoveryTimeMs > 20_000 {
@@ -168,7 +169,7 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 	if err := json.Unmarshal(b, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Records != int64(n) || sum.Analysis == nil || !sum.Analysis.Recovery.Judged {
+	if sum.Records != int64(n) || sum.Analysis == nil || !sum.Analysis.Recovery.Measured || sum.Verdicts == nil {
 		t.Fatalf("summary: records %d analysis %v", sum.Records, sum.Analysis != nil)
 	}
 }
@@ -442,7 +443,7 @@ func TestBurstDiagnosis(t *testing.T) {
 	if v < 0 || d < v {
 		t.Fatalf("no diagnosis after the verdicts:\n%s", term)
 	}
-	for _, want := range []string{"  1×  " + analyze.ModeHeld + ": ", "  4×  " + analyze.ModeBacklogged + ": ", "suggests "} {
+	for _, want := range []string{"  1×  " + judge.ModeHeld + ": ", "  4×  " + judge.ModeBacklogged + ": ", "suggests "} {
 		if !strings.Contains(term[d:], want) {
 			t.Errorf("terminal diagnosis lacks %q:\n%s", want, term[d:])
 		}
@@ -461,7 +462,7 @@ func TestBurstDiagnosis(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Diagnoses) != 2 || doc.Diagnoses[0].Mode != analyze.ModeHeld || doc.Diagnoses[1].Mode != analyze.ModeBacklogged || len(doc.Diagnoses[1].Hints) == 0 {
+	if len(doc.Diagnoses) != 2 || doc.Diagnoses[0].Mode != judge.ModeHeld || doc.Diagnoses[1].Mode != judge.ModeBacklogged || len(doc.Diagnoses[1].Hints) == 0 {
 		t.Errorf("results.json diagnoses: %+v", doc.Diagnoses)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
@@ -49,15 +50,20 @@ func measuredRecovery(res *run.Result, planned time.Duration) recovery {
 	if nr := burstNotReached(res); nr != "" {
 		return report.RecoveryNA(nr)
 	}
-	r := res.Analysis.Recovery
-	switch {
-	case !r.Judged:
+	r := res.Verdicts.Recovery
+	switch r.Outcome {
+	case judge.Inconclusive:
 		return report.RecoveryNA(r.Reason)
-	case r.Recovered:
+	case judge.Pass:
 		rec := report.RecoveredAfter(r.RecoveryTimeMs / 1000)
-		if time.Duration(r.RecoveryTimeMs*1e6) > planned {
-			rec.Reason = fmt.Sprintf("beyond the planned window of %s (recovery was extended)", planned)
+		var notes []string
+		if r.EarliestKnown && r.EarliestMs < r.RecoveryTimeMs {
+			notes = append(notes, fmt.Sprintf("no slow window from %s on", fmtSeconds(r.EarliestMs/1000)))
 		}
+		if time.Duration(r.RecoveryTimeMs*1e6) > planned {
+			notes = append(notes, fmt.Sprintf("beyond the planned window of %s (recovery was extended)", planned))
+		}
+		rec.Reason = strings.Join(notes, "; ")
 		return rec
 	}
 	return report.NotRecoveredWithin(r.ObservedMs / 1000)
@@ -99,7 +105,7 @@ func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) + 
 func printRun(w io.Writer, run *Run) {
 	res := run.Result
 	experiment.PrintPhases(w, res)
-	fmt.Fprintf(w, "recovery (%s): %s", res.Analysis.Recovery.Metric, recoveryText(run.Recovery))
+	fmt.Fprintf(w, "recovery (%s): %s", res.Verdicts.Recovery.Metric, recoveryText(run.Recovery))
 	switch {
 	case run.Prediction != nil:
 		fmt.Fprintf(w, "; predicted %s (μ = %.2f req/s, %s)", recoveryText(predictedRecovery(run.Prediction, run.MuSource)), run.Mu, run.MuSource)
@@ -161,8 +167,8 @@ func queueLimitNote(run *Run) string {
 
 // diagCapacity is the μ a burst run knows and the fluid model's recovery
 // with it, for the diagnosis.
-func diagCapacity(r *Run) analyze.DiagCapacity {
-	dc := analyze.DiagCapacity{Mu: r.Mu, Source: r.MuSource, PredictedRecoveryMs: math.NaN()}
+func diagCapacity(r *Run) judge.DiagCapacity {
+	dc := judge.DiagCapacity{Mu: r.Mu, Source: r.MuSource, PredictedRecoveryMs: math.NaN()}
 	if p := r.Prediction; p != nil {
 		dc.PredictedRecoveryMs = math.Inf(1)
 		if !p.Never {
@@ -220,25 +226,23 @@ func runSummary(c *Config, r *Run, window time.Duration) report.RunSummary {
 		}
 	}
 	for _, name := range []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedule.PhaseRecovery} {
-		if p, ok := res.Analysis.Phase(name); ok {
-			s.Verdicts = append(s.Verdicts, clauseVerdicts(name, p.SLO)...)
+		if v, ok := res.Verdicts.Phase(name); ok {
+			s.Verdicts = append(s.Verdicts, clauseVerdicts(name, v)...)
 		}
 	}
-	s.Verdicts = append(s.Verdicts, clauseVerdicts("overall", res.Analysis.Verdict)...)
+	s.Verdicts = append(s.Verdicts, clauseVerdicts("overall", res.Verdicts.Overall)...)
 	return s
 }
 
-// clauseVerdicts lists an SLO verdict's clauses with the measured value
-// alone as the detail (the clause names the limit).
-func clauseVerdicts(scope string, v analyze.Verdict) []report.Verdict {
+// clauseVerdicts lists an SLO verdict's clauses with the measured value,
+// its sample and the reason it did not pass as the detail (the clause
+// names the limit).
+func clauseVerdicts(scope string, v judge.Verdict) []report.Verdict {
 	out := experiment.SLOVerdicts(scope, v)
 	for i, c := range v.Clauses {
-		d := analyze.FormatMs(c.Measured)
-		if c.Name == analyze.ClauseGoodputRatio {
-			d = strconv.FormatFloat(100*c.Measured, 'f', 1, 64) + "%"
-		}
-		if c.Censored {
-			d = "> " + d + " (too many timeouts)"
+		d := c.Value() + " (n=" + strconv.FormatInt(c.Samples+c.Censored, 10) + ")"
+		if c.Reason != "" {
+			d += ": " + c.Reason
 		}
 		out[i].Detail = d
 	}
@@ -270,7 +274,7 @@ func predictedBacklog(c *Config, r *Run) (t, v report.Series) {
 // writeReports writes the top-level results table and report.html: the
 // burst layout, one row per multiplier.
 func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupted bool, w io.Writer) (experiment.Outcome, error) {
-	out := experiment.Outcome{SLOPass: true, Dir: d.Path(), Partial: interrupted}
+	out := experiment.Outcome{Verdict: judge.Pass, Dir: d.Path(), Partial: interrupted}
 	t := report.Table{Title: "surge burst: " + env.TargetName(), Meta: append(experiment.HTMLMeta(env),
 		report.KV{Key: "named baseline", Value: fmt.Sprintf("%.2f req/s", c.BaselineRPS)},
 		report.KV{Key: "phases", Value: fmt.Sprintf("warmup %s (excluded), baseline %s, burst %s, recovery %s (watched up to %s)", c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit)},
@@ -299,14 +303,12 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		t.Rows = append(t.Rows, row)
 		scope := r.scope()
 		for _, name := range verdictPhases {
-			if p, ok := res.Analysis.Phase(name); ok {
-				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, p.SLO)...)
+			if v, ok := res.Verdicts.Phase(name); ok {
+				t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" "+name, v)...)
 			}
 		}
-		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Analysis.Verdict)...)
-		if !res.Analysis.Verdict.Pass {
-			out.SLOPass = false
-		}
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" overall", res.Verdicts.Overall)...)
+		out.Verdict = judge.Worse(out.Verdict, runOutcome(r))
 		if res.Analysis.Overall.Succeeded > 0 {
 			anyOK = true
 		}
@@ -342,7 +344,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		}
 		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s (%.1f req/s over a %.1f req/s baseline)", r.scope(), r.K*c.BaselineRPS, c.BaselineRPS))
 		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
-		if ar := res.Analysis.Recovery; ar.Recovered {
+		if ar := res.Verdicts.Recovery; ar.Recovered {
 			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
 		}
 		if r.Prediction != nil && !r.Prediction.Never {
@@ -354,7 +356,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
 		diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
 		if nr := burstNotReached(res); nr != "" {
-			diag = report.Diagnosis{Scope: scope, Mode: analyze.ModeNotJudged, Summary: nr}
+			diag = report.Diagnosis{Scope: scope, Mode: judge.ModeNotJudged, Summary: nr}
 		}
 		t.Diagnoses = append(t.Diagnoses, diag)
 		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
@@ -677,7 +679,7 @@ func pooledRows(env *run.Env, c *Config, t *report.Table, runs []Run) (lines []e
 		row.PredictedRecovery = report.RecoveryNA("pooled: the prediction is per run (see the runs' rows)")
 		row.Mu, row.MuSource = report.Unavailable("pooled: μ is per run (see the runs' rows)"), "per run"
 		t.Rows = append(t.Rows, row)
-		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" pooled overall", pooled.Analysis.Verdict)...)
+		t.Verdicts = append(t.Verdicts, experiment.SLOVerdicts(scope+" pooled overall", pooled.Verdicts.Overall)...)
 		// the same line as a run's (verdictLines), for the runs merged
 		pl := verdictLines([]Run{{K: k, Result: pooled}})
 		pl[0].Scope = scope + " pooled"

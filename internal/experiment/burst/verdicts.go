@@ -12,6 +12,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -28,25 +29,32 @@ func printVerdicts(w io.Writer, o *run.Options, runs []Run, pooled []experiment.
 }
 
 // verdictLines is a burst's closing verdict block: one line per
-// multiplier with its overall SLO verdict (which decides the exit code),
-// each phase's verdict, and the failing clauses of the phase that matters
-// (focusPhase).
+// multiplier with the verdict of its burst phase — the phase under test,
+// which decides the exit code (runOutcome) — then its baseline's and
+// recovery's, and the clauses that did not pass of the phase that
+// matters (focusPhase), with their samples and reasons. The SLO over the
+// whole run is in results.md's verdicts, not here: it mixes the burst
+// with the calm around it, and its PASS would read as "the burst was
+// fine".
 func verdictLines(runs []Run) []experiment.VerdictLine {
 	var lines []experiment.VerdictLine
 	for i := range runs {
-		a := runs[i].Result.Analysis
-		l := experiment.LineOf(runs[i].scope(), "overall", a.Verdict, runs[i].Result.Partial)
+		v := runs[i].Result.Verdicts
+		l := experiment.VerdictLine{Scope: runs[i].scope(), Label: "burst", Outcome: runOutcome(&runs[i]), Partial: runs[i].Result.Partial}
 		for _, name := range verdictPhases {
-			if p, ok := a.Phase(name); ok {
-				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Pass: p.SLO.Pass, Undecided: runs[i].Result.Partial && !p.SLO.Sure()})
+			if name == schedule.PhaseBurst {
+				continue
+			}
+			if pv, ok := v.Phase(name); ok {
+				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Outcome: pv.Outcome, Partial: pv.Partial})
 			}
 		}
-		if name, v, ok := focusPhase(a); ok {
-			l.Detail = name + ": " + experiment.Clauses(v, true)
+		if name, fv, ok := focusPhase(v); ok {
+			l.Detail = name + ": " + experiment.Clauses(fv, true)
 		}
 		if nr := burstNotReached(runs[i].Result); nr != "" {
 			l.Status = "PARTIAL"
-			if name, _, ok := focusPhase(a); ok && name != "overall" {
+			if name, _, ok := focusPhase(v); ok && name != schedule.PhaseBurst {
 				l.Detail = nr + "; " + l.Detail
 			} else {
 				l.Detail = nr
@@ -57,22 +65,27 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 	return lines
 }
 
-// focusPhase picks the phase whose failing clauses a multiplier's verdict
-// line shows: the burst, the phase under test, when it failed; else the
-// first failing of baseline and recovery; else overall when it failed
-// (only the whole run missed, e.g. on goodput summed over the phases).
-// ok is false when every verdict held.
-func focusPhase(a *analyze.Result) (string, analyze.Verdict, bool) {
+// runOutcome is a burst run's verdict: its burst phase's, the phase
+// under test (the whole run's when the burst was not reached).
+func runOutcome(r *Run) judge.Outcome {
+	if v, ok := r.Result.Verdicts.Phase(schedule.PhaseBurst); ok {
+		return v.Outcome
+	}
+	return r.Result.Verdicts.Overall.Outcome
+}
+
+// focusPhase picks the phase whose clauses a multiplier's verdict line
+// shows: the burst, the phase under test, when it did not pass; else the
+// first of baseline and recovery that did not. ok is false when every
+// phase passed.
+func focusPhase(v *judge.Verdicts) (string, judge.Verdict, bool) {
 	order := []string{schedule.PhaseBurst, schedule.PhaseBaseline, schedule.PhaseRecovery}
 	for _, name := range order {
-		if p, ok := a.Phase(name); ok && !p.SLO.Pass {
-			return name, p.SLO, true
+		if pv, ok := v.Phase(name); ok && pv.Outcome != judge.Pass {
+			return name, pv, true
 		}
 	}
-	if !a.Verdict.Pass {
-		return "overall", a.Verdict, true
-	}
-	return "", analyze.Verdict{}, false
+	return "", judge.Verdict{}, false
 }
 
 // baselineNotes explain baselines that missed the SLO, first in the
@@ -91,15 +104,16 @@ func baselineNotes(runs []Run) []string {
 	var calm []int // runs whose baseline missed without queueing
 	for i := range runs {
 		b, ok := runs[i].Result.Analysis.Phase(schedule.PhaseBaseline)
-		if !ok || b.SLO.Pass || !b.SLO.Sure() { // undecided: an interrupt's cancellations, not the target
+		bv, _ := runs[i].Result.Verdicts.Phase(schedule.PhaseBaseline)
+		if !ok || bv.Outcome != judge.Fail { // passed, or undecided (its sample, an interrupt's cancellations)
 			continue
 		}
-		ev, queued := baselineQueued(&runs[i], b)
+		ev, queued := baselineQueued(&runs[i], b, bv)
 		if !queued {
 			calm = append(calm, i)
 			continue
 		}
-		key := fmt.Sprintf("%s over %d requests (%s)", experiment.Clauses(b.SLO, true), b.Offered, ev)
+		key := fmt.Sprintf("%s (%s)", failing(bv), ev)
 		if _, seen := scopes[key]; !seen {
 			order = append(order, key)
 		}
@@ -117,10 +131,10 @@ func baselineNotes(runs []Run) []string {
 
 // baselineQueued says whether a baseline that missed the SLO shows
 // queueing, and the evidence that does.
-func baselineQueued(r *Run, b analyze.PhaseResult) (string, bool) {
+func baselineQueued(r *Run, b analyze.PhaseResult, v judge.Verdict) (string, bool) {
 	var ev []string
-	for _, c := range b.SLO.Clauses {
-		if c.Name == analyze.ClauseTTFTP95 && !c.Pass {
+	for _, c := range v.Clauses {
+		if c.Name == judge.ClauseTTFTP95 && c.Outcome == judge.Fail {
 			ev = append(ev, "its first tokens came late")
 		}
 	}
@@ -128,7 +142,7 @@ func baselineQueued(r *Run, b analyze.PhaseResult) (string, bool) {
 	if t := b.Latency.TTFTSend; t.Count > 0 && deadline > 0 && t.P95Ms > deadline && len(ev) == 0 {
 		ev = append(ev, "TTFT from send p95 "+t.Text(analyze.Q95)+" over the "+analyze.FormatMs(deadline)+" TTFT deadline")
 	}
-	if b.TimeoutRate > analyze.DiagBacklogTimeoutShare {
+	if b.TimeoutRate > judge.DiagBacklogTimeoutShare {
 		ev = append(ev, fmt.Sprintf("%.1f%% of its arrivals timed out", 100*b.TimeoutRate))
 	}
 	if r.Mu > 0 && b.OfferedRPS >= r.Mu {
@@ -158,7 +172,7 @@ func calmBaselineNote(runs []Run, idx []int) string {
 		empty += b.Tokenless
 		failed += b.Offered - b.Succeeded
 		misses = append(misses, fmt.Sprintf("%d of %d", b.Offered-b.Good, b.Offered))
-		many = many || float64(b.Offered-b.Good) > max(2, analyze.DiagBacklogLateShare*float64(b.Offered))
+		many = many || float64(b.Offered-b.Good) > max(2, judge.DiagBacklogLateShare*float64(b.Offered))
 		rates = append(rates, b.OfferedRPS)
 		if r.Mu > 0 {
 			mus = append(mus, r.Mu)
@@ -243,20 +257,46 @@ func who(scopes []string, runs int) string {
 	return strings.Join(scopes, ", ")
 }
 
-// meaning is what the exit code says about a burst experiment: 1 when the
-// SLO failed over a whole run (warmup excluded) at any multiplier, naming
-// them; a phase failing inside a run that held overall fails nothing.
+// meaning is what the exit code says about a burst experiment: it is
+// decided by the burst phase of each multiplier, the phase under test —
+// 1 when it failed the SLO at any multiplier, naming them; 5 when none
+// failed but one could not be decided on its sample; 0 when it held at
+// every multiplier.
 func meaning(runs []Run) string {
-	var failed []string
+	var failed, undecided, held []string
 	for i := range runs {
-		if !runs[i].Result.Analysis.Verdict.Pass {
+		switch runOutcome(&runs[i]) {
+		case judge.Fail:
 			failed = append(failed, runs[i].scope())
+		case judge.Inconclusive:
+			undecided = append(undecided, runs[i].scope())
+		default:
+			held = append(held, runs[i].scope())
 		}
 	}
-	if len(failed) == 0 {
-		return "the SLO held over every whole run"
+	also := ""
+	if len(held) > 0 {
+		also = " (it held at " + strings.Join(held, ", ") + ")"
 	}
-	return fmt.Sprintf("the SLO failed over the whole run at %s (the verdicts above say which clauses and by how much)", strings.Join(failed, ", "))
+	switch {
+	case len(failed) > 0:
+		return fmt.Sprintf("the burst phase failed the SLO at %s%s; the verdicts above say which clauses and by how much", strings.Join(failed, ", "), also)
+	case len(undecided) > 0:
+		return fmt.Sprintf("no burst phase failed the SLO, but at %s its sample could not decide it%s; the verdicts above say why", strings.Join(undecided, ", "), also)
+	}
+	return "the burst phase held the SLO at every multiplier"
+}
+
+// failing lists v's failing clauses as measured vs limit with their
+// samples: "p99 completion 12.2s (limit 12s, n=83)".
+func failing(v judge.Verdict) string {
+	var parts []string
+	for _, c := range v.Clauses {
+		if c.Outcome == judge.Fail {
+			parts = append(parts, fmt.Sprintf("%s %s (limit %s, n=%d)", c.Label(), c.Value(), c.LimitText(), c.Samples+c.Censored))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // lateSlack is how much later than predicted a measured recovery may come
@@ -265,7 +305,8 @@ func meaning(runs []Run) string {
 const lateSlack = 1.25
 
 // recoveryLate is whether run r recovered clearly later than predicted:
-// later than predicted × lateSlack + one analysis window, or not
+// even its earliest recovery time consistent with the windows (judge's
+// EarliestMs) later than predicted × lateSlack + one window, or not
 // recovered within that long. nil when either recovery is unknown, or the
 // model predicts none. results.csv's recovery_late and report.html's LATE
 // badge both come from here.
@@ -274,11 +315,22 @@ func recoveryLate(r *Run, window time.Duration) *bool {
 	if p == nil || p.Never {
 		return nil
 	}
+	var rec judge.Recovery
+	if r.Result != nil && r.Result.Verdicts != nil {
+		rec = r.Result.Verdicts.Recovery
+	}
+	if rec.ResolutionMs > 0 {
+		window = time.Duration(rec.ResolutionMs * 1e6)
+	}
 	limit := lateSlack*p.RecoveryTime.Seconds() + window.Seconds()
 	var late bool
 	switch r.Recovery.State {
 	case report.Recovered:
-		late = r.Recovery.Seconds > limit
+		earliest := r.Recovery.Seconds
+		if rec.Recovered && rec.EarliestKnown { // the windows' uncertainty
+			earliest -= (rec.RecoveryTimeMs - rec.EarliestMs) / 1000
+		}
+		late = earliest > limit
 	case report.NotRecovered:
 		if r.Recovery.Seconds <= limit {
 			return nil // not recovered, but not watched long enough to call it late

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/surge-bench/surge/internal/golden"
+	"github.com/surge-bench/surge/internal/judge"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
@@ -24,26 +25,28 @@ import (
 // The baseline's stats follow its verdict, as in the demo: 4 req/s
 // against a capacity μ of 9.14 req/s, TTFT from send p95 as its TTFT
 // clause, every request succeeded and the goodput clause's share in time.
-func constructedRun(k float64, n int64, baseline, burst, recovery, overall analyze.Verdict) Run {
-	a := &analyze.Result{Verdict: overall}
+func constructedRun(k float64, n int64, baseline, burst, recovery, overall judge.Verdict) Run {
+	a := &analyze.Result{}
+	v := &judge.Verdicts{Overall: overall}
 	a.Settings.TTFTDeadlineMs, a.Settings.E2EDeadlineMs = 2000, 12000
 	for _, p := range []struct {
 		name string
-		v    analyze.Verdict
+		v    judge.Verdict
 	}{{schedule.PhaseWarmup, exptest.Verdict()}, {schedule.PhaseBaseline, baseline}, {schedule.PhaseBurst, burst}, {schedule.PhaseRecovery, recovery}} {
-		pr := analyze.PhaseResult{Name: p.name, Excluded: p.name == schedule.PhaseWarmup, SLO: p.v}
+		pr := analyze.PhaseResult{Name: p.name, Excluded: p.name == schedule.PhaseWarmup}
 		pr.Offered, pr.Succeeded, pr.OfferedRPS = n, n, 4
 		for _, c := range p.v.Clauses {
 			switch c.Name {
-			case analyze.ClauseTTFTP95:
-				pr.Latency.TTFTSend = analyze.Dist{Count: c.Samples, P95Ms: c.Measured, P95Censored: c.Censored}
-			case analyze.ClauseGoodputRatio:
+			case judge.ClauseTTFTP95:
+				pr.Latency.TTFTSend = analyze.Dist{Count: c.Samples, P95Ms: c.Measured, P95Censored: c.Bound}
+			case judge.ClauseGoodputRatio:
 				pr.Good = int64(math.Round(c.Measured * float64(n)))
 			}
 		}
 		a.Phases = append(a.Phases, pr)
+		v.Phases = append(v.Phases, judge.PhaseVerdict{Name: p.name, Excluded: pr.Excluded, Verdict: p.v})
 	}
-	return Run{K: k, Result: &run.Result{Analysis: a}, Mu: 9.14, MuSource: "simulated engine"}
+	return Run{K: k, Result: &run.Result{Analysis: a, Verdicts: v}, Mu: 9.14, MuSource: "simulated engine"}
 }
 
 // withEmptyBaseline makes n of r's baseline successes answers that
@@ -142,7 +145,8 @@ func TestBaselineQueued(t *testing.T) {
 		r := constructedRun(2, 83, slow, slow, slow, slow)
 		b, _ := r.Result.Analysis.Phase(schedule.PhaseBaseline)
 		tc.edit(&r, &b)
-		if ev, got := baselineQueued(&r, b); got != tc.want {
+		bv, _ := r.Result.Verdicts.Phase(schedule.PhaseBaseline)
+		if ev, got := baselineQueued(&r, b, bv); got != tc.want {
 			t.Errorf("%s: queued %v (%q), want %v", tc.name, got, ev, tc.want)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
@@ -189,12 +190,14 @@ type Step struct {
 	StoppedEarly     string             `json:"stopped_early,omitempty"` // why the step was stopped as hopeless
 	GeneratorLimited bool               `json:"generator_limited"`
 	Measure          experiment.Measure `json:"measure"`
-	Verdict          analyze.Verdict
+	Verdict          judge.Verdict
 	Result           *run.Result `json:"-"`
 	notReached       bool        // cut (budget, Ctrl-C) before its measured phase
 }
 
-// verdictText is PASS, FAIL, GENERATOR-LIMITED or PARTIAL.
+// verdictText is PASS, FAIL, INCONCLUSIVE (its sample could not decide
+// the SLO: the search does not count it as held), GENERATOR-LIMITED or
+// PARTIAL.
 func (s *Step) verdictText() string {
 	switch {
 	case s.Result != nil && s.Result.Partial:
@@ -203,8 +206,45 @@ func (s *Step) verdictText() string {
 		return "GENERATOR-LIMITED"
 	case s.Pass:
 		return "PASS"
+	case s.StoppedEarly == "" && s.Verdict.Outcome == judge.Inconclusive:
+		return "INCONCLUSIVE"
 	}
 	return "FAIL"
+}
+
+// outcome is the step's verdict as a judge.Outcome (verdictText).
+func (s *Step) outcome() judge.Outcome {
+	switch s.verdictText() {
+	case "PASS":
+		return judge.Pass
+	case "INCONCLUSIVE":
+		return judge.Inconclusive
+	}
+	return judge.Fail
+}
+
+// outcome decides a search's exit code: PASS when it found a sustainable
+// rate, INCONCLUSIVE when it stopped at a step too small to decide
+// before finding one, FAIL otherwise.
+func (cr *Result) outcome() judge.Outcome {
+	switch {
+	case cr.SustainableRPS > 0 && !cr.GeneratorLimited:
+		return judge.Pass
+	case cr.Undecided && !cr.GeneratorLimited:
+		return judge.Inconclusive
+	}
+	return judge.Fail
+}
+
+// lowestUndecided says whether the step at LowestFailingRPS was
+// INCONCLUSIVE rather than failing: the search counts it as not held.
+func (cr *Result) lowestUndecided() bool {
+	for i := range cr.Steps {
+		if st := &cr.Steps[i]; !st.Pass && st.Rate == cr.LowestFailingRPS {
+			return st.outcome() == judge.Inconclusive
+		}
+	}
+	return false
 }
 
 // Result is the outcome of a search.
@@ -213,7 +253,10 @@ type Result struct {
 	SustainableRPS   float64 `json:"sustainable_rps"`    // highest passing rate; 0 if none passed
 	LowestFailingRPS float64 `json:"lowest_failing_rps"` // 0 if none failed
 	Bounded          bool    `json:"bounded"`            // a failing rate above the sustainable one was found
-	Converged        bool    `json:"converged"`          // the bracket is within the tolerance
+	// Undecided marks a search stopped by a step whose sample was too
+	// small to decide the SLO (judge.Verdict.TooFew); Note says so.
+	Undecided        bool    `json:"undecided,omitempty"`
+	Converged        bool    `json:"converged"` // the bracket is within the tolerance
 	BaselineRPS      float64 `json:"suggested_baseline_rps"`
 	BaselineFraction float64 `json:"baseline_fraction"`
 	Note             string  `json:"note,omitempty"` // why the search ended where it did
@@ -255,6 +298,14 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 			cr.GeneratorLimited = true
 			cr.Note = fmt.Sprintf("the search stopped at %s req/s: %s. The target's capacity is at least %s req/s; lower --max-rps, or spread the load over several generators.",
 				experiment.FmtRate(rate), st.Measure.GeneratorNote, experiment.FmtRate(lo))
+			return false, false, nil
+		}
+		if st.outcome() == judge.Inconclusive && st.Verdict.TooFew() {
+			// A lower rate would have fewer requests still: the search
+			// cannot go on, and says what would decide the step.
+			cr.Note = fmt.Sprintf("the search stopped at %s req/s: its %d requests are too few to decide the SLO (see the step's clauses); raise --min-requests (or --max-step-duration, which caps a step's length)",
+				experiment.FmtRate(rate), st.Measure.Phase.Offered)
+			cr.Undecided = true
 			return false, false, nil
 		}
 		if st.Pass {
@@ -368,9 +419,9 @@ func runStep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int,
 	if err != nil {
 		return nil, err
 	}
-	st.Verdict = res.Analysis.Verdict
+	st.Verdict = res.Verdicts.Overall
 	st.GeneratorLimited = st.Measure.GeneratorLimited
-	st.Pass = st.Verdict.Pass && st.StoppedEarly == "" && !res.Partial && !st.GeneratorLimited
+	st.Pass = st.Verdict.Outcome == judge.Pass && st.StoppedEarly == "" && !res.Partial && !st.GeneratorLimited
 	return st, nil
 }
 
@@ -380,8 +431,8 @@ func printStep(w io.Writer, st *Step) {
 		st.Index, experiment.FmtRate(st.Rate), st.Duration.Round(time.Second), st.verdictText(), 100*p.GoodputRatio,
 		p.Latency.TTFTSchedule.Text(analyze.Q95), p.Latency.E2ESchedule.Text(analyze.Q99), p.Offered)
 	for _, cl := range st.Verdict.Clauses {
-		if !cl.Pass {
-			fmt.Fprintf(w, "         %s\n", cl.Text)
+		if cl.Outcome != judge.Pass {
+			fmt.Fprintf(w, "         %s %s\n", cl.Outcome, cl.Brief())
 		}
 	}
 	if st.StoppedEarly != "" {
@@ -410,7 +461,7 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		return experiment.Outcome{}, err
 	}
 	printEnd(w, &env.Opts, cr, d.Path())
-	out := experiment.Outcome{SLOPass: cr.SustainableRPS > 0 && !cr.GeneratorLimited, Partial: cr.Partial, Dir: d.Path(), Meaning: meaning(cr)}
+	out := experiment.Outcome{Verdict: cr.outcome(), Partial: cr.Partial, Dir: d.Path(), Meaning: meaning(cr)}
 	var results []*run.Result
 	for _, s := range cr.Steps {
 		results = append(results, s.Result)
@@ -438,8 +489,13 @@ func printFound(w io.Writer, cr *Result) {
 		return
 	}
 	switch {
+	case cr.SustainableRPS == 0 && cr.Undecided:
+		fmt.Fprintln(w, "Sustainable capacity: unknown — no step was shown to meet the SLO, and the last one had too few requests to decide it.")
 	case cr.SustainableRPS == 0:
 		fmt.Fprintln(w, "Sustainable capacity: none found — no step met the SLO.")
+	case cr.Bounded && cr.lowestUndecided():
+		fmt.Fprintf(w, "Sustainable capacity: %s req/s (the highest step that met the SLO; the lowest step above it that did not, %s req/s, was INCONCLUSIVE: its sample could not decide the SLO).\n",
+			experiment.FmtRate(cr.SustainableRPS), experiment.FmtRate(cr.LowestFailingRPS))
 	case cr.Bounded:
 		fmt.Fprintf(w, "Sustainable capacity: %s req/s (the highest step that met the SLO; the lowest failing step was %s req/s).\n",
 			experiment.FmtRate(cr.SustainableRPS), experiment.FmtRate(cr.LowestFailingRPS))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -30,7 +31,7 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	n := c.Repeat
 	gate := &experiment.Gate{Env: env, Timeout: max(c.SettleTimeout, DefaultLevelSettleTimeout), Out: w}
 	var searches []*Result
-	out := experiment.Outcome{SLOPass: true, Dir: d.Path()}
+	out := experiment.Outcome{Verdict: judge.Pass, Dir: d.Path()}
 	for k := 1; k <= n && ctx.Err() == nil; k++ {
 		if !env.Virtual {
 			waited, note, err := gate.Wait(ctx)
@@ -55,7 +56,7 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		}
 		printSearchFound(w, k, n, cr)
 		searches = append(searches, cr)
-		out.SLOPass = out.SLOPass && cr.SustainableRPS > 0 && !cr.GeneratorLimited
+		out.Verdict = judge.Worse(out.Verdict, experiment.OutcomeOf(cr.SustainableRPS > 0 && !cr.GeneratorLimited))
 		out.Partial = out.Partial || cr.Partial
 		if cr.Partial {
 			break
@@ -75,7 +76,7 @@ func repeated(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	}
 	out.Unusable = len(all) > 0 && !experiment.AnyOK(all...) && !out.Partial
 	out.Meaning = fmt.Sprintf("a sustainable rate was found in every one of the %d searches", len(searches))
-	if !out.SLOPass {
+	if out.Verdict != judge.Pass {
 		out.Meaning = "some search found no sustainable rate, or could not send the load"
 	}
 	return out, nil
@@ -157,7 +158,7 @@ func printCombined(w io.Writer, o *run.Options, c *Config, searches []*Result, p
 	}
 	var lines []experiment.VerdictLine
 	for i, cr := range searches {
-		l := experiment.VerdictLine{Scope: fmt.Sprintf("search %d", i+1), Label: "SLO", Pass: cr.SustainableRPS > 0 && !cr.GeneratorLimited}
+		l := experiment.VerdictLine{Scope: fmt.Sprintf("search %d", i+1), Label: "SLO", Outcome: experiment.OutcomeOf(cr.SustainableRPS > 0 && !cr.GeneratorLimited)}
 		switch {
 		case cr.Partial:
 			l.Status, l.Detail = "PARTIAL", partialFound(cr)
@@ -177,13 +178,13 @@ func printCombined(w io.Writer, o *run.Options, c *Config, searches []*Result, p
 	if len(searches) < c.Repeat {
 		scope = fmt.Sprintf("the %d of %d searches run", len(searches), c.Repeat)
 	}
-	all := experiment.VerdictLine{Scope: scope, Label: "SLO", Pass: cb.Found > 0 && cb.None == 0, Partial: partial}
+	all := experiment.VerdictLine{Scope: scope, Label: "SLO", Outcome: experiment.OutcomeOf(cb.Found > 0 && cb.None == 0), Partial: partial}
 	if cb.Found > 0 {
 		all.Detail = fmt.Sprintf("median sustainable %s req/s (min %s, max %s)", experiment.FmtRate(cb.Median), experiment.FmtRate(cb.Min), experiment.FmtRate(cb.Max))
 	} else {
 		all.Detail = "no search found a sustainable rate"
 	}
-	if partial && !all.Pass {
+	if partial && all.Outcome != judge.Pass {
 		all.Status = "PARTIAL"
 	}
 	lines = append(lines, all)

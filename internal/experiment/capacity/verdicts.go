@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 )
 
 // verdictLines is a capacity search's closing verdict block: the step that
@@ -42,6 +43,8 @@ func verdictLines(cr *Result) ([]experiment.VerdictLine, []string) {
 	switch {
 	case limited != nil:
 		lines = append(lines, stepLine("could not send", limited))
+	case failing != nil && cr.Bounded && failing.outcome() == judge.Inconclusive:
+		lines = append(lines, stepLine("lowest undecided", failing))
 	case failing != nil && cr.Bounded:
 		lines = append(lines, stepLine("lowest failing", failing))
 	case sustainable == nil && lowest != nil:
@@ -63,8 +66,8 @@ func verdictLines(cr *Result) ([]experiment.VerdictLine, []string) {
 // stepLine is one step's verdict: all clauses when it passed, the failing
 // ones (and why it stopped early) when it did not.
 func stepLine(role string, st *Step) experiment.VerdictLine {
-	l := experiment.VerdictLine{Scope: fmt.Sprintf("%s %s req/s", role, experiment.FmtRate(st.Rate)), Label: "SLO", Pass: st.Pass}
-	if v := st.verdictText(); v != "PASS" && v != "FAIL" {
+	l := experiment.VerdictLine{Scope: fmt.Sprintf("%s %s req/s", role, experiment.FmtRate(st.Rate)), Label: "SLO", Outcome: st.outcome()}
+	if v := st.verdictText(); v != "PASS" && v != "FAIL" && v != "INCONCLUSIVE" {
 		l.Status = v
 	}
 	l.Detail = experiment.Clauses(st.Verdict, !st.Pass)
@@ -97,6 +100,8 @@ func meaning(cr *Result) string {
 		return fmt.Sprintf("the search was cut short (%s): its answer is not final", cmp.Or(cr.PartialWhy, "interrupted"))
 	case cr.GeneratorLimited:
 		return fmt.Sprintf("the search was cut short: surge could not send the load (generator-limited); the target's capacity is at least %s req/s, its limit unknown", experiment.FmtRate(cr.SustainableRPS))
+	case cr.SustainableRPS == 0 && cr.Undecided:
+		return "no step was shown to meet the SLO: the last step's requests were too few to decide it (raise --min-requests)"
 	case cr.SustainableRPS == 0:
 		return "no step met the SLO: no sustainable rate found"
 	case cr.Bounded:

@@ -18,7 +18,7 @@ import (
 // above it did.
 func TestVerdictsGolden(t *testing.T) {
 	o := run.DefaultOptions()
-	pass := exptest.Verdict(exptest.TTFT(551, 2000, false, 971), exptest.E2E(11700, 12000, false, 971), exptest.Goodput(0.991, 0.99, 971))
+	pass := exptest.Verdict(exptest.TTFT(551, 2000, false, 971), exptest.E2E(11700, 12000, false, 971), exptest.Goodput(0.998, 0.99, 971))
 	fail := exptest.Verdict(exptest.TTFT(592, 2000, false, 894), exptest.E2E(12300, 12000, false, 894), exptest.Goodput(0.9888, 0.99, 894))
 	bad := exptest.Verdict(exptest.TTFT(60000, 2000, true, 600), exptest.E2E(60000, 12000, true, 600), exptest.Goodput(0.12, 0.99, 600))
 	cases := []struct {

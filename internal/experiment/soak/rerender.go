@@ -71,7 +71,7 @@ func Rerender(r *run.Reloaded, w io.Writer) (experiment.Outcome, error) {
 	if len(problems) > 0 {
 		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", experiment.Count(len(problems), "warning"))
 	}
-	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&r.Env.Opts, sr)}, nil
+	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&r.Env.Opts, sr)}, nil
 }
 
 // rerenderConfig is the soak's settings as its manifest recorded them

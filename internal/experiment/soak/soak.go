@@ -246,7 +246,7 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 		return experiment.Outcome{}, err
 	}
 	printEnd(w, &env.Opts, sr, d.Path())
-	return experiment.Outcome{SLOPass: res.Analysis.Verdict.Pass && sr.Verdict != analyze.DriftDrifting, Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&env.Opts, sr)}, nil
+	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&env.Opts, sr)}, nil
 }
 
 var soakWindowColumns = []report.LevelColumn{
@@ -340,7 +340,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	row := experiment.Row(res, o, soakPhase)
 	experiment.NoBurst(&row)
 	results.Rows = []report.Row{row}
-	results.Verdicts = experiment.SLOVerdicts("soak", res.Analysis.Verdict)
+	results.Verdicts = experiment.SLOVerdicts("soak", res.Verdicts.Overall)
 	h := report.LevelReport{
 		HTMLReport: report.HTMLReport{Title: title, Meta: meta, Tables: []report.Table{results}, Runs: []report.RunCharts{experiment.Charts(res, o, "the soak over time")}},
 		Levels:     []report.LevelTable{tt, experiment.WithoutMeta(wt)},

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/report"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
@@ -82,7 +84,7 @@ func TestSoakDrift(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprintf("stable seed %d", seed), func(t *testing.T) {
 			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed = seed })
-			if sr.Verdict != analyze.DriftStable || !res.SLOPass {
+			if sr.Verdict != analyze.DriftStable || res.Verdict != judge.Pass {
 				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
 			}
 			for _, tr := range sr.Trends {
@@ -93,7 +95,7 @@ func TestSoakDrift(t *testing.T) {
 		})
 		t.Run(fmt.Sprintf("slowing down seed %d", seed), func(t *testing.T) {
 			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed, c.Options.Sim.SlowdownPerHour = seed, 0.5 })
-			if sr.Verdict != analyze.DriftDrifting || res.SLOPass {
+			if sr.Verdict != analyze.DriftDrifting || res.Verdict == judge.Pass {
 				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
 			}
 			if tr := trendOf(sr, "p95 completion"); !tr.Drifting || tr.Trend.CILow <= 0 || tr.Change <= 0 {

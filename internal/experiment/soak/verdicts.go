@@ -8,6 +8,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/run"
 )
 
@@ -31,15 +32,15 @@ func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
 // over 20 minutes hides minutes that missed it): a line then says how many
 // windows failed which clause.
 func verdictLines(o *run.Options, sr *Result) []experiment.VerdictLine {
-	v := sr.Result.Analysis.Verdict // the warmup is excluded: the soak phase's
-	first := experiment.LineOf("soak", "SLO", v, sr.Result.Partial)
+	v := sr.Result.Verdicts.Overall // the warmup is excluded: the soak phase's
+	first := experiment.LineOf("soak", "SLO", v)
 	first.Detail = experiment.Clauses(v, false)
 	lines := []experiment.VerdictLine{first}
 	if n, detail := windowFailures(o, sr.Windows); n > 0 {
 		lines[0].Label = "SLO overall"
 		lines = append(lines, experiment.VerdictLine{Scope: "windows", Label: "SLO", Status: fmt.Sprintf("%d of %d FAIL", n, len(sr.Windows)), Detail: detail})
 	}
-	d := experiment.VerdictLine{Scope: "soak", Label: "drift", Pass: sr.Verdict != analyze.DriftDrifting, Status: strings.ToUpper(sr.Verdict)}
+	d := experiment.VerdictLine{Scope: "soak", Label: "drift", Outcome: driftOutcome(sr), Status: strings.ToUpper(sr.Verdict)}
 	var drifting, untested []string
 	tested := 0
 	for _, t := range sr.Trends {
@@ -65,8 +66,9 @@ func verdictLines(o *run.Options, sr *Result) []experiment.VerdictLine {
 }
 
 // windowFailures counts the windows (with requests) whose own SLO check
-// failed, and says which clause failed in how many: "p99 completion in 7
-// windows; goodput in 2 windows (slo_* per window in results.csv)".
+// failed (an inconclusive window fails nothing), and says which clause
+// failed in how many: "p99 completion in 7 windows; goodput in 2 windows
+// (slo_* per window in results.csv)".
 func windowFailures(o *run.Options, wins []Window) (int, string) {
 	slo := o.SLO()
 	failed := 0
@@ -76,18 +78,18 @@ func windowFailures(o *run.Options, wins []Window) (int, string) {
 			continue
 		}
 		v := slo.Check(&wins[i].Stats)
-		if v.Pass {
+		if v.Outcome != judge.Fail {
 			continue
 		}
 		failed++
 		for _, c := range v.Clauses {
-			if !c.Pass {
+			if c.Outcome == judge.Fail {
 				byClause[c.Name]++
 			}
 		}
 	}
 	var parts []string
-	for _, name := range []string{analyze.ClauseTTFTP95, analyze.ClauseE2EP99, analyze.ClauseGoodputRatio} {
+	for _, name := range []string{judge.ClauseTTFTP95, judge.ClauseE2EP99, judge.ClauseGoodputRatio} {
 		if n := byClause[name]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s in %s", clauseName(name), experiment.Count(n, "window")))
 		}
@@ -96,14 +98,29 @@ func windowFailures(o *run.Options, wins []Window) (int, string) {
 }
 
 // clauseName is a clause as people read it.
-func clauseName(c string) string {
-	switch c {
-	case analyze.ClauseTTFTP95:
-		return "p95 TTFT"
-	case analyze.ClauseE2EP99:
-		return "p99 completion"
+func clauseName(c string) string { return judge.Clause{Name: c}.Label() }
+
+// driftOutcome is the drift test's verdict: FAIL when a series drifted,
+// INCONCLUSIVE when none could be tested.
+func driftOutcome(sr *Result) judge.Outcome {
+	switch sr.Verdict {
+	case analyze.DriftDrifting:
+		return judge.Fail
+	case analyze.DriftInconclusive:
+		return judge.Inconclusive
 	}
-	return "goodput"
+	return judge.Pass
+}
+
+// soakOutcome decides a soak's exit code: its SLO over the soak and the
+// drift test together. An inconclusive drift test fails nothing, and
+// decides nothing either: it is said in the verdicts.
+func soakOutcome(res *run.Result, sr *Result) judge.Outcome {
+	d := driftOutcome(sr)
+	if d == judge.Inconclusive {
+		d = judge.Pass
+	}
+	return judge.Worse(res.Verdicts.Overall.Outcome, d)
 }
 
 func plural(n int) string {
@@ -117,7 +134,8 @@ func plural(n int) string {
 // or a series drifted, 0 otherwise (an inconclusive drift test fails
 // nothing, and says so).
 func meaning(o *run.Options, sr *Result) string {
-	slo := sr.Result.Analysis.Verdict.Pass
+	v := sr.Result.Verdicts.Overall.Outcome
+	slo, undecided := v == judge.Pass, v == judge.Inconclusive
 	drift := sr.Verdict == analyze.DriftDrifting
 	windows := ""
 	if n, _ := windowFailures(o, sr.Windows); n > 0 {
@@ -126,6 +144,10 @@ func meaning(o *run.Options, sr *Result) string {
 	switch {
 	case slo && !drift && sr.Verdict != analyze.DriftInconclusive && windows != "":
 		return "the SLO held" + windows + " and nothing drifted"
+	case undecided && drift:
+		return "a metric drifted over the soak; the SLO could not be decided on its sample"
+	case undecided:
+		return "no SLO clause failed, but one could not be decided on its sample (the verdicts above say which and why)"
 	case !slo && drift:
 		return "the SLO failed and a metric drifted"
 	case !slo:

@@ -19,6 +19,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -173,15 +174,26 @@ func (c *Config) levelName(v float64) string {
 
 // Level is one level's run.
 type Level struct {
-	Index            int                `json:"index"`
-	Name             string             `json:"name"`
-	Level            float64            `json:"level"` // users or arrivals/s
-	Measure          experiment.Measure `json:"measure"`
-	BudgetOK         bool               `json:"budget_ok"`
-	BudgetWhy        string             `json:"budget,omitempty"` // the budget clauses, as measured
-	GeneratorLimited bool               `json:"generator_limited"`
-	Result           *run.Result        `json:"-"`
-	notReached       bool               // cut (budget, Ctrl-C) before its measured phase
+	Index   int                `json:"index"`
+	Name    string             `json:"name"`
+	Level   float64            `json:"level"` // users or arrivals/s
+	Measure experiment.Measure `json:"measure"`
+	// Budget is the level's latency budget (judge.Budget): within it
+	// (PASS), broken (FAIL), or undecided on its sample (INCONCLUSIVE).
+	Budget           judge.Verdict `json:"budget"`
+	BudgetWhy        string        `json:"budget_text,omitempty"` // the budget clauses, as measured
+	GeneratorLimited bool          `json:"generator_limited"`
+	Result           *run.Result   `json:"-"`
+	notReached       bool          // cut (budget, Ctrl-C) before its measured phase
+}
+
+// slo is the level's SLO verdict over its measured phase.
+func (lv *Level) slo() judge.Verdict {
+	if lv.Result == nil || lv.Result.Verdicts == nil {
+		return judge.Verdict{}
+	}
+	v, _ := lv.Result.Verdicts.Phase(levelPhase)
+	return v
 }
 
 // Findings are what a sweep concludes. Indexes refer to the levels;
@@ -196,7 +208,7 @@ type Findings struct {
 
 // findings finds the knee, the break, the usable level and the
 // headroom from each level's load, throughput and budget verdict.
-func findings(levels, tput []float64, budgetOK []bool, threshold float64, name func(float64) string) Findings {
+func findings(levels, tput []float64, budget []judge.Outcome, threshold float64, name func(float64) string) Findings {
 	n := len(levels)
 	f := Findings{Knee: -1, Break: -1, Usable: -1}
 	for i := 0; i+1 < n; i++ {
@@ -206,7 +218,7 @@ func findings(levels, tput []float64, budgetOK []bool, threshold float64, name f
 		}
 	}
 	for i := range n {
-		if !budgetOK[i] {
+		if budget[i] == judge.Fail {
 			f.Break = i
 			break
 		}
@@ -218,7 +230,10 @@ func findings(levels, tput []float64, budgetOK []bool, threshold float64, name f
 	if f.Break >= 0 {
 		first = min(first, f.Break)
 	}
-	f.Usable = first - 1
+	// The usable level is the highest before it whose budget was shown
+	// to hold: a level its sample could not decide is not usable.
+	for f.Usable = first - 1; f.Usable >= 0 && budget[f.Usable] != judge.Pass; f.Usable-- {
+	}
 	switch {
 	case n == 0:
 		f.Headroom = "no levels"
@@ -301,19 +316,19 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	// Findings over the levels measured on the target (not a
 	// generator-limited one).
 	var lv, tput []float64
-	var ok []bool
+	var ok []judge.Outcome
 	for _, l := range sr.Levels {
 		if l.GeneratorLimited || l.Result.Partial {
 			break
 		}
-		lv, tput, ok = append(lv, l.Level), append(tput, l.Measure.OutputTPS), append(ok, l.BudgetOK)
+		lv, tput, ok = append(lv, l.Level), append(tput, l.Measure.OutputTPS), append(ok, l.Budget.Outcome)
 	}
 	sr.Findings = findings(lv, tput, ok, c.KneeThreshold, c.levelName)
 	if err := writeReports(env, c, d, sr); err != nil {
 		return experiment.Outcome{}, err
 	}
 	printSummary(w, c, sr, d.Path())
-	out := experiment.Outcome{SLOPass: sr.Findings.Usable >= 0 && sr.Note == "", Partial: sr.Partial, Dir: d.Path(), Meaning: meaning(sr)}
+	out := experiment.Outcome{Verdict: outcome(sr), Partial: sr.Partial, Dir: d.Path(), Meaning: meaning(sr)}
 	var results []*run.Result
 	for _, l := range sr.Levels {
 		results = append(results, l.Result)
@@ -365,7 +380,8 @@ func runLevel(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int
 		return nil, err
 	}
 	lv.GeneratorLimited = lv.Measure.GeneratorLimited
-	lv.BudgetOK, lv.BudgetWhy = budget(&lv.Measure.Phase.Stats, c.TTFTBudget, c.TPOTBudget, c.Options.SLOGoodput)
+	lv.Budget = judge.Budget(&lv.Measure.Phase.Stats, c.TTFTBudget, c.TPOTBudget, c.Options.SLOGoodput)
+	lv.BudgetWhy = experiment.Clauses(lv.Budget, false)
 	return lv, nil
 }
 
@@ -374,49 +390,15 @@ func runLevel(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, i int
 // a goodput target g > 0, more than (1 − g) of the level's requests ending
 // in anything but ok (connection errors, HTTP errors, timeouts, drops,
 // cancellations) breaks it, however fast the rest were. An unknown
-// percentile or one without samples fails.
-func budget(st *analyze.Stats, ttft, tpot time.Duration, goodput float64) (bool, string) {
-	ok := true
-	var parts []string
-	l := &st.Latency
-	check := func(label string, d analyze.Dist, limit time.Duration) {
-		v, cens := d.Value(analyze.Q95)
-		lim := float64(limit) / 1e6
-		switch {
-		case cens:
-			ok = false
-			parts = append(parts, fmt.Sprintf("%s %s (unknown: too many timeouts) > %s", label, d.Text(analyze.Q95), analyze.FormatMs(lim)))
-		case d.Count == 0:
-			ok = false
-			parts = append(parts, fmt.Sprintf("%s n/a (no samples), budget %s", label, analyze.FormatMs(lim)))
-		case v > lim:
-			ok = false
-			parts = append(parts, fmt.Sprintf("%s %s > %s", label, analyze.FormatMs(v), analyze.FormatMs(lim)))
-		default:
-			parts = append(parts, fmt.Sprintf("%s %s ≤ %s", label, analyze.FormatMs(v), analyze.FormatMs(lim)))
-		}
-	}
-	check("p95 TTFT", l.TTFTSchedule, ttft)
-	check("p95 TPOT", l.TPOT, tpot)
-	if goodput > 0 && st.Offered > 0 {
-		failed := st.Offered - st.Succeeded
-		share, allowed := float64(failed)/float64(st.Offered), 1-goodput
-		if share > allowed+1e-12 {
-			ok = false
-			parts = append(parts, fmt.Sprintf("failures %.1f%% (%d of %d) > %.4g%% (goodput SLO %.4g%%)", 100*share, failed, st.Offered, 100*allowed, 100*goodput))
-		} else {
-			parts = append(parts, fmt.Sprintf("failures %.1f%% ≤ %.4g%%", 100*share, 100*allowed))
-		}
-	}
-	return ok, strings.Join(parts, ", ")
-}
-
 func printLevel(w io.Writer, lv *Level) {
 	m := &lv.Measure
 	p := &m.Phase
 	verdict := "within budget"
-	if !lv.BudgetOK {
+	switch lv.Budget.Outcome {
+	case judge.Fail:
 		verdict = "BUDGET BROKEN"
+	case judge.Inconclusive:
+		verdict = "budget INCONCLUSIVE"
 	}
 	fmt.Fprintf(w, "level %2d %-8s %8.1f output tok/s %7.2f req/s  TTFT p95 %-7s TPOT p95 %-7s errors %.1f%%  %d requests  %s (%s)\n",
 		lv.Index, lv.Name, m.OutputTPS, m.RequestRPS, p.Latency.TTFTSchedule.Text(analyze.Q95), p.Latency.TPOT.Text(analyze.Q95),
@@ -436,8 +418,12 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "throughput knee:       %s\n", at(f.Knee, "not reached (throughput still grew ≥ "+strconv.FormatFloat(100*c.KneeThreshold, 'g', -1, 64)+"% at every level)"))
-	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (the budget held at every level)"))
-	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, "none (the budget breaks at the first level)"))
+	fmt.Fprintf(w, "latency budget breaks: %s\n", at(f.Break, "not reached (no level broke it)"))
+	none := "none (the budget breaks at the first level)"
+	if undecided := inconclusive(sr); len(undecided) > 0 && f.Break != 0 {
+		none = "none shown: no level's budget was shown to hold (INCONCLUSIVE at " + strings.Join(undecided, ", ") + ")"
+	}
+	fmt.Fprintf(w, "usable level:          %s\n", at(f.Usable, none))
 	switch {
 	case sr.NotReached != "":
 		fmt.Fprintln(w, "PARTIAL: "+sr.NotReached+".")
@@ -487,12 +473,9 @@ func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
 	if p.ITLMeanPooledMs > 0 {
 		itlMean = report.Val(p.ITLMeanPooledMs)
 	}
-	b := "PASS"
-	switch {
-	case lv.GeneratorLimited:
+	b := string(lv.Budget.Outcome)
+	if lv.GeneratorLimited {
 		b = "GENERATOR-LIMITED"
-	case !lv.BudgetOK:
-		b = "FAIL"
 	}
 	var marks []string
 	if i == f.Knee {
@@ -511,7 +494,7 @@ func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
 		report.NumCell(itlMean), report.NumCell(itl[0]), report.NumCell(itl[1]), report.NumCell(itl[2]), report.NumCell(itlMax),
 		report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 		experiment.Num(p.FailureRate), experiment.Num(float64(p.Offered)), report.TextCell(b), report.TextCell(experiment.OrDash(strings.Join(marks, ", "))),
-	}, report.SLOLevelCells(experiment.SLOStatus(p.SLO))...)
+	}, report.SLOLevelCells(experiment.SLOStatus(lv.slo()))...)
 }
 
 // writeReports writes the level table, sweep.json and report.html: the
@@ -536,17 +519,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	for i := range sr.Levels {
 		lv := &sr.Levels[i]
 		lt.Rows = append(lt.Rows, levelRow(lv, f, i))
-		st := report.VerdictPass
-		if !lv.BudgetOK {
-			st = report.VerdictFail
-		}
-		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: st, Detail: lv.BudgetWhy})
-		if v := lv.Measure.Phase.SLO; len(v.Clauses) > 0 {
-			st := report.VerdictPass
-			if !v.Pass {
-				st = report.VerdictFail
-			}
-			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "SLO", Status: st, Detail: experiment.Clauses(v, false)})
+		lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "latency budget", Status: experiment.Status(lv.Budget.Outcome), Detail: lv.BudgetWhy})
+		if v := lv.slo(); len(v.Clauses) > 0 {
+			lt.Verdicts = append(lt.Verdicts, report.Verdict{Scope: lv.Name, Check: "SLO", Status: experiment.Status(v.Outcome), Detail: experiment.Clauses(v, false)})
 		}
 		row := experiment.Row(lv.Result, o, levelPhase)
 		experiment.NoBurst(&row)

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/surge-bench/surge/internal/report"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/report"
 
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/record"
@@ -27,7 +30,7 @@ func TestSweepFindings(t *testing.T) {
 	cases := []struct {
 		name                 string
 		tput                 []float64
-		ok                   []bool
+		ok                   []bool // budget held (PASS) or broke (FAIL)
 		knee, brk, usable    int
 		headroom             string
 		headroomRatioAtLeast float64
@@ -45,7 +48,11 @@ func TestSweepFindings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := findings(levels, tc.tput, tc.ok, 0.10, name)
+			var outcomes []judge.Outcome
+			for _, ok := range tc.ok {
+				outcomes = append(outcomes, experiment.OutcomeOf(ok))
+			}
+			f := findings(levels, tc.tput, outcomes, 0.10, name)
 			if f.Knee != tc.knee || f.Break != tc.brk || f.Usable != tc.usable {
 				t.Fatalf("knee %d break %d usable %d, want %d %d %d", f.Knee, f.Break, f.Usable, tc.knee, tc.brk, tc.usable)
 			}
@@ -71,7 +78,9 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 			c.Simulate, c.Options.Quiet = true, true
 			c.Options.Sim.MaxNumSeqs = seqs
 			c.Concurrency = []int{1, 2, 4, 8, 16, 32, 64}
-			c.Duration, c.Warmup = 2*time.Minute, 20*time.Second
+			// Long enough for the levels up to the knee to decide the
+			// budget (368 requests with none failed show ≤ 1%).
+			c.Duration, c.Warmup = 6*time.Minute, 20*time.Second
 			env, out := sweepEnv(t, &c)
 			d := exptest.Dir(t)
 			dir := d.Path()
@@ -88,7 +97,7 @@ func TestSweepKneeAtBatchSaturation(t *testing.T) {
 			if f.Knee < 0 || sr.Levels[f.Knee].Level != float64(seqs) {
 				t.Fatalf("knee at %d, want c%d\n%s", f.Knee, seqs, out)
 			}
-			if f.Usable != f.Knee || !res.SLOPass {
+			if f.Usable != f.Knee || res.Verdict != judge.Pass {
 				t.Errorf("usable %d, want the knee %d (outcome %+v)", f.Usable, f.Knee, res)
 			}
 			if f.Break < 0 || f.Break <= f.Knee {
@@ -312,15 +321,15 @@ func TestSweepFailuresBeyondGoodputBudgetFail(t *testing.T) {
 	}
 	for _, lv := range sr.Levels {
 		t.Logf("%s: %s", lv.Name, lv.BudgetWhy)
-		if lv.BudgetOK {
-			t.Errorf("%s passed: %s", lv.Name, lv.BudgetWhy)
+		if lv.Budget.Outcome != judge.Fail {
+			t.Errorf("%s: %s, want FAIL: %s", lv.Name, lv.Budget.Outcome, lv.BudgetWhy)
 		}
 		if !strings.Contains(lv.BudgetWhy, "failures") {
 			t.Errorf("%s: the verdict does not name the failures: %s", lv.Name, lv.BudgetWhy)
 		}
 	}
-	if sr.Findings.Usable >= 0 || res.SLOPass {
-		t.Fatalf("usable level %d, SLO pass %v with 20%% failures\n%s", sr.Findings.Usable, res.SLOPass, out)
+	if sr.Findings.Usable >= 0 || res.Verdict == judge.Pass {
+		t.Fatalf("usable level %d, verdict %s with 20%% failures\n%s", sr.Findings.Usable, res.Verdict, out)
 	}
 	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(d.Path(), "results.csv"))).ReadAll()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 )
 
 // verdictLines is a sweep's closing verdict block: the usable level and
@@ -21,10 +22,14 @@ func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 	if f.Usable >= 0 {
 		lv := &sr.Levels[f.Usable]
 		lines = append(lines, levelLine("usable", lv))
-		if len(lv.Measure.Phase.SLO.Clauses) > 0 {
-			lines = append(lines, experiment.VerdictLine{Scope: "usable " + lv.Name, Label: "SLO", Pass: lv.Measure.Phase.SLO.Pass,
-				Detail: experiment.Clauses(lv.Measure.Phase.SLO, false)})
+		if v := lv.slo(); len(v.Clauses) > 0 {
+			lines = append(lines, experiment.VerdictLine{Scope: "usable " + lv.Name, Label: "SLO", Outcome: v.Outcome,
+				Detail: experiment.Clauses(v, false)})
 		}
+	}
+	if undecided := inconclusive(sr); len(undecided) > 0 {
+		lines = append(lines, experiment.VerdictLine{Scope: "budget undecided at", Status: strings.Join(undecided, ", "), Outcome: judge.Inconclusive,
+			Detail: "their samples cannot show the budget held or broke (the levels' lines above say why); longer --duration decides them"})
 	}
 	if fails := sloFailing(sr); len(fails) > 0 {
 		lines = append(lines, experiment.VerdictLine{Scope: "SLO fails at", Status: strings.Join(fails, ", "),
@@ -41,7 +46,7 @@ func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 	if sr.Partial {
 		// What held, held; the sweep did not finish, so no PASS is final.
 		for i := range lines {
-			if lines[i].Status == "" && lines[i].Pass && strings.HasPrefix(lines[i].Scope, "usable ") {
+			if lines[i].Status == "" && lines[i].Outcome == judge.Pass && strings.HasPrefix(lines[i].Scope, "usable ") {
 				lines[i].Scope = strings.Replace(lines[i].Scope, "usable ", "usable so far ", 1)
 				lines[i].Status = "PASS, sweep PARTIAL"
 			}
@@ -54,12 +59,39 @@ func verdictLines(sr *Result) ([]experiment.VerdictLine, []string) {
 	return lines, why
 }
 
+// inconclusive names the levels whose budget their sample could not
+// decide, in order of load.
+func inconclusive(sr *Result) []string {
+	var out []string
+	for i := range sr.Levels {
+		if lv := &sr.Levels[i]; lv.Budget.Outcome == judge.Inconclusive && !lv.GeneratorLimited {
+			out = append(out, lv.Name)
+		}
+	}
+	return out
+}
+
+// outcome decides a sweep's exit code: PASS when a usable level was
+// found; INCONCLUSIVE when none was but no level broke the budget before
+// the levels that could not be decided; FAIL otherwise.
+func outcome(sr *Result) judge.Outcome {
+	switch {
+	case sr.Note != "":
+		return judge.Fail
+	case sr.Findings.Usable >= 0:
+		return judge.Pass
+	case len(inconclusive(sr)) > 0 && sr.Findings.Break != 0:
+		return judge.Inconclusive
+	}
+	return judge.Fail
+}
+
 // sloFailing names the levels whose measured phase missed the SLO, in
 // order of load.
 func sloFailing(sr *Result) []string {
 	var out []string
 	for i := range sr.Levels {
-		if v := &sr.Levels[i].Measure.Phase.SLO; len(v.Clauses) > 0 && !v.Pass {
+		if v := sr.Levels[i].slo(); len(v.Clauses) > 0 && v.Outcome == judge.Fail {
 			out = append(out, sr.Levels[i].Name)
 		}
 	}
@@ -67,7 +99,7 @@ func sloFailing(sr *Result) []string {
 }
 
 func levelLine(role string, lv *Level) experiment.VerdictLine {
-	l := experiment.VerdictLine{Scope: role + " " + lv.Name, Label: "budget", Pass: lv.BudgetOK, Detail: lv.BudgetWhy}
+	l := experiment.VerdictLine{Scope: role + " " + lv.Name, Label: "budget", Outcome: lv.Budget.Outcome, Detail: lv.BudgetWhy}
 	if lv.GeneratorLimited {
 		l.Status = "GENERATOR-LIMITED"
 	}
@@ -82,13 +114,15 @@ func meaning(sr *Result) string {
 	switch {
 	case sr.Note != "":
 		return "surge could not send the load, so the sweep is unjudged: " + sr.Note
+	case sr.Findings.Usable < 0 && outcome(sr) == judge.Inconclusive:
+		return "no level was shown to stay within the latency budget: the levels' samples could not decide it (a longer --duration decides them)"
 	case sr.Findings.Usable < 0:
 		return "no level stayed within the latency budget: no usable level"
 	}
 	lv := &sr.Levels[sr.Findings.Usable]
 	slo := ""
-	if v := &lv.Measure.Phase.SLO; len(v.Clauses) > 0 && !v.Pass {
-		slo = "; it misses the SLO (" + experiment.Clauses(*v, true) + "), a finding too: the budget decides a sweep's exit"
+	if v := lv.slo(); len(v.Clauses) > 0 && v.Outcome == judge.Fail {
+		slo = "; it misses the SLO (" + experiment.Clauses(v, true) + "), a finding too: the budget decides a sweep's exit"
 	}
 	return fmt.Sprintf("a usable level was found: %s (levels past the knee or the budget break are findings, not a failure)%s", lv.Name, slo)
 }

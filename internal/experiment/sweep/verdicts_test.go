@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/experiment/exptest"
 	"github.com/surge-bench/surge/internal/golden"
-
-	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/run"
 )
 
 // The end of `surge sweep`, on constructed levels: the findings, then the
@@ -16,18 +17,15 @@ import (
 func TestVerdictsGolden(t *testing.T) {
 	c := DefaultConfig()
 	within := func(i int, name string, ttft string) Level {
-		return Level{Index: i, Name: name, BudgetOK: true, BudgetWhy: "p95 TTFT " + ttft + " ≤ 2s, p95 TPOT 40ms ≤ 100ms, failures 0.0% ≤ 1%"}
+		return Level{Index: i, Name: name, Budget: judge.Verdict{Outcome: judge.Pass}, BudgetWhy: "p95 TTFT " + ttft + " ≤ 2s, p95 TPOT 40ms ≤ 100ms, failures 0.0% ≤ 1%"}
 	}
-	pass := analyze.Verdict{Pass: true, Clauses: []analyze.Clause{
-		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 262, Samples: 100, Pass: true},
-		{Name: analyze.ClauseE2EP99, Limit: 12000, Measured: 9100, Samples: 100, Pass: true},
-		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 1, Samples: 100, Pass: true}}}
-	miss := analyze.Verdict{Clauses: []analyze.Clause{
-		{Name: analyze.ClauseTTFTP95, Limit: 2000, Measured: 417, Samples: 256, Pass: true},
-		{Name: analyze.ClauseE2EP99, Limit: 12000, Measured: 16769, Samples: 256},
-		{Name: analyze.ClauseGoodputRatio, Limit: 0.99, Measured: 0.953, Samples: 256}}}
-	slo := func(l Level, v analyze.Verdict) Level { l.Measure.Phase.SLO = v; return l }
-	broken := Level{Index: 4, Name: "c64", BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}
+	pass := exptest.Verdict(exptest.TTFT(262, 2000, false, 400), exptest.E2E(9100, 12000, false, 400), exptest.Goodput(1, 0.99, 400))
+	miss := exptest.Verdict(exptest.TTFT(417, 2000, false, 400), exptest.E2E(16769, 12000, false, 400), exptest.Goodput(0.953, 0.99, 400))
+	slo := func(l Level, v judge.Verdict) Level {
+		l.Result = &run.Result{Verdicts: &judge.Verdicts{Phases: []judge.PhaseVerdict{{Name: levelPhase, Verdict: v}}}}
+		return l
+	}
+	broken := Level{Index: 4, Name: "c64", Budget: judge.Verdict{Outcome: judge.Fail}, BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}
 	cases := []struct {
 		name string
 		sr   Result
@@ -38,15 +36,15 @@ func TestVerdictsGolden(t *testing.T) {
 		// SLO's p99 completion and goodput: the block says so beside the
 		// budget, and names the levels where the SLO fails.
 		{"verdicts-usable-misses-slo.txt", Result{Closed: true, Levels: []Level{slo(within(1, "c1", "227ms"), pass), slo(within(2, "c4", "262ms"), miss), slo(within(3, "c16", "417ms"), miss)}}},
-		{"verdicts-first-breaks.txt", Result{Closed: true, Levels: []Level{{Index: 1, Name: "c1", BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}}}},
+		{"verdicts-first-breaks.txt", Result{Closed: true, Levels: []Level{{Index: 1, Name: "c1", Budget: judge.Verdict{Outcome: judge.Fail}, BudgetWhy: "p95 TTFT 3.1s > 2s, p95 TPOT 95ms ≤ 100ms, failures 0.0% ≤ 1%"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sr := tc.sr
 			var lv, tput []float64
-			var ok []bool
+			var ok []judge.Outcome
 			for i, l := range sr.Levels {
-				lv, ok = append(lv, float64(int(1)<<(2*i))), append(ok, l.BudgetOK)
+				lv, ok = append(lv, float64(int(1)<<(2*i))), append(ok, l.Budget.Outcome)
 				tput = append(tput, []float64{48, 168, 180, 185}[i])
 			}
 			sr.Findings = findings(lv, tput, ok, c.KneeThreshold, c.levelName)

@@ -25,6 +25,7 @@ import (
 	"github.com/surge-bench/surge/internal/compare"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/burst"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -89,7 +90,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	}
 	fmt.Fprintf(w, "surge burst --vary %s: the burst experiment once per value (%s), in virtual time, into %s/%s-<value>/\n\n",
 		c.Knob, strings.Join(c.Values(), ", "), d.Path(), c.Knob)
-	out := experiment.Outcome{SLOPass: true, Unusable: true, Dir: d.Path()}
+	out := experiment.Outcome{Verdict: judge.Pass, Unusable: true, Dir: d.Path()}
 	var dirs []string
 	var failed []string
 	for i, v := range c.Variants {
@@ -128,8 +129,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		dirs = append(dirs, sub.Path())
 		out.Partial = out.Partial || res.Partial
 		out.Unusable = out.Unusable && res.Unusable
-		if !res.SLOPass {
-			out.SLOPass = false
+		if out.Verdict = judge.Worse(out.Verdict, res.Verdict); res.Verdict != judge.Pass {
 			failed = append(failed, c.Knob+"="+v.Value)
 		}
 		fmt.Fprintf(w, "%s=%s: %s  → %s\n", c.Knob, v.Value, verdict(res, env.BudgetStop()), filepath.Join(sub.Path(), "results.md"))
@@ -193,8 +193,10 @@ func verdict(o experiment.Outcome, budget string) string {
 		return "interrupted"
 	case o.Unusable:
 		return "unusable (no request succeeded)"
-	case o.SLOPass:
+	case o.Verdict == judge.Pass:
 		return "SLO held"
+	case o.Verdict == judge.Inconclusive:
+		return "SLO inconclusive"
 	}
 	return "SLO failed"
 }

@@ -1,4 +1,4 @@
-package analyze
+package judge
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -30,7 +31,7 @@ const (
 	// DiagMinSamples is how many values a distribution needs before its
 	// percentiles are compared between groups: GeneratorMinSamples, the
 	// smallest count surge judges anything on.
-	DiagMinSamples = GeneratorMinSamples
+	DiagMinSamples = analyze.GeneratorMinSamples
 
 	// DiagDropShare: generator drops above 1% of the arrivals mean the
 	// schedule was not sent — 1% is where a P99 stops being about the
@@ -133,13 +134,16 @@ type EngineQueue struct {
 	WaitingMax  float64 // requests
 	WaitingMean float64 // requests
 	RunningMax  float64 // requests; NaN when the running gauge was not scraped
-	Wait        QueueWait
+	Wait        analyze.QueueWait
 }
 
 // DiagnosisInput is what Diagnose looks at for one run.
 type DiagnosisInput struct {
 	Scope  string
-	Result *Result
+	Result *analyze.Result
+	// Verdicts are the run's verdicts (Run); nil: judged here without an
+	// SLO.
+	Verdicts *Verdicts
 	// Records streams the run's records (its requests.jsonl): the response
 	// times of rejections, the 503s among the HTTP errors and a burst's
 	// completions come from them, each read in one pass. nil: rejections
@@ -148,11 +152,11 @@ type DiagnosisInput struct {
 	// Tally, when set, is what the records say, gathered by the run's own
 	// pass over them (NewDiagTally with DoneFrom of the run's analysis
 	// configuration); Records is then not read.
-	Tally *DiagTally
+	Tally *analyze.DiagTally
 	// Generator is GeneratorCheck over the judged group's sends (the burst
 	// phase, or the measured phases of a run); zero when not judged (virtual
 	// time, too few sends).
-	Generator Generator
+	Generator analyze.Generator
 	// Engine is the engine's queue per phase name and "overall"; nil
 	// without engine metrics.
 	Engine map[string]EngineQueue
@@ -187,8 +191,8 @@ type ScaleEvent struct {
 type group struct {
 	label  string // "baseline", "burst", "first window (0s–10s)", …
 	noun   string // the label in a sentence: "the burst", "the run"
-	s      *Stats
-	phases []string // phase labels of its records, for rejections
+	s      *analyze.Stats
+	phases []string // phase labels of its records, for Rejections
 	engine string   // key into DiagnosisInput.Engine
 	slo    *Verdict // the group's SLO verdict; nil for windows
 }
@@ -233,9 +237,9 @@ func Diagnose(in DiagnosisInput) Diagnosis {
 	switch {
 	case st.Client.AttemptsPerArrival >= DiagRetryAmplification:
 		d.Mode, d.Summary, modeHints = ModeRetriesAmplified, c.retriesSummary(), c.retriesHints()
-	case c.rej.share() >= DiagRejectShare && c.rej.fast():
+	case c.rej.Share() >= DiagRejectShare && c.rej.Fast(DiagRejectFastMs):
 		d.Mode, d.Summary, modeHints = ModeRejectedFast, c.rejectedSummary(), c.rejectedHints()
-	case st.ErrorRate-c.rej.share503() >= DiagErrorShare:
+	case st.ErrorRate-c.rej.Share503() >= DiagErrorShare:
 		d.Mode, d.Summary, modeHints = ModeFailing, c.failingSummary(), c.failingHints()
 	default:
 		if parts := c.backlogEvidence(); len(parts) > 0 {
@@ -251,7 +255,8 @@ func Diagnose(in DiagnosisInput) Diagnosis {
 // diagCase holds the groups of one diagnosis.
 type diagCase struct {
 	in     DiagnosisInput
-	r      *Result
+	r      *analyze.Result
+	v      *Verdicts
 	stress group  // the group judged
 	ref    *group // the reference its latencies are compared with; nil if none
 	after  *group // the phase after the burst; nil if none
@@ -259,96 +264,21 @@ type diagCase struct {
 	// reference and the stress group for a burst, the first and last
 	// windows for a run.
 	cmpFrom, cmpTo *group
-	rej            rejections
+	rej            analyze.Rejections
 	burst          bool
-	phased         bool       // a run without a burst compared phase by phase (phasePair)
-	seen           *DiagTally // what the records say (DiagnosisInput.Tally, or a pass over Records)
+	phased         bool               // a run without a burst compared phase by phase (phasePair)
+	seen           *analyze.DiagTally // what the records say (DiagnosisInput.Tally, or a pass over Records)
 }
 
-// DiagTally is what the diagnosis reads of the records: the rejections of
-// each phase (429s, 503s and their response times) and the done times of
-// the successful requests from a burst's start on (MeasureCapacity's
-// completions). An accumulator (NewDiagTally, Add), so that the run's one
-// pass over its records gathers it with the rest of the analysis; what it
-// keeps is a number per rejection and per completion after the burst
-// start, none for a run without a burst.
-type DiagTally struct {
-	doneFrom   int64 // -1: no done times
-	n429, n503 map[string]int64
-	// status4xx counts the other client errors (4xx but 429) by phase
-	// and status: requests the target refused as invalid, which no load
-	// explains.
-	status4xx map[phaseStatus]int64
-	times     map[string][]float64 // rejections' done − sent, ms, by phase
-	done      []int64
-	sorted    bool
-}
-
-// NewDiagTally returns an empty DiagTally keeping the done times from
-// doneFromNs on (the burst's start; -1 for none).
-func NewDiagTally(doneFromNs int64) *DiagTally {
-	return &DiagTally{doneFrom: doneFromNs, n429: map[string]int64{}, n503: map[string]int64{}, status4xx: map[phaseStatus]int64{},
-		times: map[string][]float64{}}
-}
-
-// DoneFrom is the start of the done times a diagnosis of an analysis with
-// cfg reads (-1: none): its burst phase's start, as the Result reports it
-// in ms and the diagnosis reads it back.
-func DoneFrom(cfg Config) int64 {
-	name := cmp.Or(cfg.BurstPhase, DefaultBurstPhase)
-	for _, p := range cfg.Phases {
-		if p.Name == name {
-			return int64(time.Duration(durMs(p.Start) * 1e6))
+// phaseVerdict is the SLO verdict of the named phase; nil when there is
+// none.
+func (c *diagCase) phaseVerdict(name string) *Verdict {
+	for i := range c.v.Phases {
+		if c.v.Phases[i].Name == name {
+			return &c.v.Phases[i].Verdict
 		}
 	}
-	return -1
-}
-
-// phaseStatus keys DiagTally's client errors.
-type phaseStatus struct {
-	phase  string
-	status int
-}
-
-// Add accounts one record; it does not keep rc.
-func (t *DiagTally) Add(rc *record.Record) {
-	if t.doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= t.doneFrom {
-		t.done, t.sorted = append(t.done, rc.DoneNs), false
-	}
-	switch {
-	case rc.Outcome == record.RateLimited:
-		t.n429[rc.Phase]++
-	case rc.Outcome == record.HTTPError && rc.Status == 503:
-		t.n503[rc.Phase]++
-	case rc.Outcome == record.HTTPError && rc.Status/100 == 4:
-		t.status4xx[phaseStatus{rc.Phase, rc.Status}]++
-		return
-	default:
-		return
-	}
-	if rc.SentNs != record.None && rc.DoneNs != record.None {
-		t.times[rc.Phase] = append(t.times[rc.Phase], nsToMs(rc.DoneNs-rc.SentNs))
-	}
-}
-
-// From is the start of the done times kept (-1: none).
-func (t *DiagTally) From() int64 { return t.doneFrom }
-
-// DoneOK is the done times kept, ascending.
-func (t *DiagTally) DoneOK() []int64 {
-	if !t.sorted {
-		slices.Sort(t.done)
-		t.sorted = true
-	}
-	return t.done
-}
-
-// scanRecords reads recs once into a DiagTally (a file that fails to read
-// was reported by the analysis: what was read counts).
-func scanRecords(recs record.Source, doneFrom int64) *DiagTally {
-	t := NewDiagTally(doneFrom)
-	_ = recs.Each(func(rc *record.Record) error { t.Add(rc); return nil })
-	return t
+	return nil
 }
 
 // engGroup is the group whose engine gauges the hints quote: the burst,
@@ -362,14 +292,18 @@ func (c *diagCase) engGroup() *group {
 
 func newDiagCase(in DiagnosisInput) *diagCase {
 	r := in.Result
-	c := &diagCase{in: in, r: r}
-	bi := slices.IndexFunc(r.Phases, func(p PhaseResult) bool { return p.Name == r.Settings.BurstPhase })
+	v := in.Verdicts
+	if v == nil {
+		v = Run(r, Rules{})
+	}
+	c := &diagCase{in: in, r: r, v: v}
+	bi := slices.IndexFunc(r.Phases, func(p analyze.PhaseResult) bool { return p.Name == r.Settings.BurstPhase })
 	if bi >= 0 {
 		c.burst = true
 		p := &r.Phases[bi]
-		c.stress = group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: &p.SLO}
+		c.stress = group{label: p.Name, noun: "the " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: c.phaseVerdict(p.Name)}
 		if b, ok := r.Phase(r.Settings.BaselinePhase); ok && b.Offered > 0 {
-			i := slices.IndexFunc(r.Phases, func(p PhaseResult) bool { return p.Name == b.Name })
+			i := slices.IndexFunc(r.Phases, func(p analyze.PhaseResult) bool { return p.Name == b.Name })
 			c.ref = &group{label: b.Name, noun: "the " + b.Name, s: &r.Phases[i].Stats, phases: []string{b.Name}, engine: b.Name}
 		}
 		if bi+1 < len(r.Phases) && r.Phases[bi+1].Offered > 0 {
@@ -384,7 +318,7 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 				names = append(names, p.Name)
 			}
 		}
-		c.stress = group{label: "run", noun: "the run", s: &r.Overall, phases: names, engine: "overall", slo: &r.Verdict}
+		c.stress = group{label: "run", noun: "the run", s: &r.Overall, phases: names, engine: "overall", slo: &v.Overall}
 		if from, to, after, ok := c.phasePair(); ok {
 			c.cmpFrom, c.cmpTo, c.after, c.phased = from, to, after, true
 		} else {
@@ -397,12 +331,12 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		p, _ := r.Phase(r.Settings.BurstPhase)
 		doneFrom = int64(time.Duration(p.StartMs * 1e6)) // completionRate's burst start
 	}
-	if c.seen = in.Tally; c.seen == nil || c.seen.doneFrom != doneFrom {
+	if c.seen = in.Tally; c.seen == nil || c.seen.From() != doneFrom {
 		c.seen = scanRecords(in.Records, doneFrom)
 	}
-	c.rej = c.seen.rejections(c.stress.phases, c.stress.s.Offered)
+	c.rej = c.seen.Rejections(c.stress.phases, c.stress.s.Offered)
 	if in.Records == nil {
-		c.rej.n429 = c.stress.s.Outcomes[record.RateLimited]
+		c.rej.N429 = c.stress.s.Outcomes[record.RateLimited]
 	}
 	return c
 }
@@ -425,17 +359,17 @@ func (c *diagCase) phasePair() (first, worst, after *group, ok bool) {
 	}
 	mk := func(i int) *group {
 		p := &c.r.Phases[i]
-		return &group{label: p.Name, noun: "phase " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: &p.SLO}
+		return &group{label: p.Name, noun: "phase " + p.Name, s: &p.Stats, phases: []string{p.Name}, engine: p.Name, slo: c.phaseVerdict(p.Name)}
 	}
 	w := idx[1]
 	for _, i := range idx[2:] {
 		a, b := &c.r.Phases[i], &c.r.Phases[w]
-		if a.GoodputRatio < b.GoodputRatio || a.GoodputRatio == b.GoodputRatio && value(a.Latency.TTFTSchedule, Q95) > value(b.Latency.TTFTSchedule, Q95) {
+		if a.GoodputRatio < b.GoodputRatio || a.GoodputRatio == b.GoodputRatio && value(a.Latency.TTFTSchedule, analyze.Q95) > value(b.Latency.TTFTSchedule, analyze.Q95) {
 			w = i
 		}
 	}
 	f, fw := &c.r.Phases[idx[0]], &c.r.Phases[w]
-	if fw.GoodputRatio >= f.GoodputRatio && value(fw.Latency.TTFTSchedule, Q95) <= value(f.Latency.TTFTSchedule, Q95) {
+	if fw.GoodputRatio >= f.GoodputRatio && value(fw.Latency.TTFTSchedule, analyze.Q95) <= value(f.Latency.TTFTSchedule, analyze.Q95) {
 		return nil, nil, nil, false
 	}
 	first, worst = mk(idx[0]), mk(w)
@@ -467,53 +401,16 @@ func (c *diagCase) windowPair(phases []string) (first, last *group) {
 	return mk("first", idx[0]), mk("last", idx[len(idx)-1])
 }
 
-// rejections are the judged group's 429s and 503s.
-type rejections struct {
-	n429, n503 int64
-	n4xx       int64         // other client errors (4xx but 429)
-	status4xx  map[int]int64 // n4xx by status
-	offered    int64
-	medianMs   float64 // median response time (done − sent) of the rejections; NaN unknown
-}
-
-func (j rejections) share() float64    { return ratio(j.n429+j.n503, j.offered) }
-func (j rejections) share503() float64 { return ratio(j.n503, j.offered) }
-
-// fast is true when the rejections' median response is within
-// DiagRejectFastMs, or unknown (no records: a 429 is usually immediate).
-func (j rejections) fast() bool { return math.IsNaN(j.medianMs) || j.medianMs <= DiagRejectFastMs }
-
-func (t *DiagTally) rejections(phases []string, offered int64) rejections {
-	j := rejections{offered: offered, medianMs: math.NaN(), status4xx: map[int]int64{}}
-	var times []float64
-	for _, p := range slices.Compact(slices.Sorted(slices.Values(phases))) {
-		j.n429 += t.n429[p]
-		j.n503 += t.n503[p]
-		for k, n := range t.status4xx {
-			if k.phase == p {
-				j.n4xx += n
-				j.status4xx[k.status] += n
-			}
-		}
-		times = append(times, t.times[p]...)
-	}
-	if len(times) > 0 {
-		slices.Sort(times)
-		j.medianMs = times[(len(times)-1)/2]
-	}
-	return j
-}
-
 // generator says whether surge failed to send the schedule.
 func (c *diagCase) generator() (string, []Hint, bool) {
 	st, g := c.stress.s, c.in.Generator
 	lag := st.Latency.ScheduleLag
-	lagLimit := float64(GeneratorMaxLagP99) / 1e6
+	lagLimit := float64(analyze.GeneratorMaxLagP99) / 1e6
 	// The generator check also fails a phase on its lag p99 alone; a few
 	// late sends (one in fifty 110 ms late on a busy machine) do not keep
 	// the target from being tested, so the diagnosis asks for a sustained
 	// lag: p95 above the same limit.
-	short := g.ScheduledRPS > 0 && g.AchievedRPS < GeneratorMinSendRatio*g.ScheduledRPS
+	short := g.ScheduledRPS > 0 && g.AchievedRPS < analyze.GeneratorMinSendRatio*g.ScheduledRPS
 	sustained := lag.Count >= DiagMinSamples && lag.P95Ms > lagLimit
 	switch {
 	case short || sustained:
@@ -522,7 +419,7 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 			why = append(why, fmt.Sprintf("surge sent %s of the %s req/s scheduled in %s (%s)", num(g.AchievedRPS), num(g.ScheduledRPS), c.stress.noun, pct(g.AchievedRPS/g.ScheduledRPS)))
 		}
 		if sustained {
-			why = append(why, fmt.Sprintf("schedule lag p95 %s, p99 %s in %s (limit %s)", lag.Text(Q95), lag.Text(Q99), c.stress.noun, FormatMs(lagLimit)))
+			why = append(why, fmt.Sprintf("schedule lag p95 %s, p99 %s in %s (limit %s)", lag.Text(analyze.Q95), lag.Text(analyze.Q99), c.stress.noun, analyze.FormatMs(lagLimit)))
 		}
 		return strings.Join(why, ", ") + ": the target was not tested at this load", []Hint{busyHint(lag)}, true
 	case capDropRate(st) > DiagDropShare:
@@ -530,7 +427,7 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 		return fmt.Sprintf("%d of %s's %d arrivals (%s) were dropped at the in-flight cap, never sent: the target was not tested at this load", drops, c.stress.noun, st.Offered, pct(capDropRate(st))),
 			[]Hint{{
 				Hypothesis: "the in-flight cap filled because the target held requests longer than the cap allows at this rate",
-				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(capDropRate(st)), st.Latency.TTFTSend.Text(Q95)),
+				Evidence:   fmt.Sprintf("%s dropped %s of its arrivals while TTFT from send p95 was %s", c.stress.noun, pct(capDropRate(st)), st.Latency.TTFTSend.Text(analyze.Q95)),
 				Check:      "the requests in flight against --max-in-flight; raise it to at least the arrival rate × the longest latency you expect, to see how the target itself fails",
 			}}, true
 	case st.Offered > 0 && float64(st.WorkerLostDrops)/float64(st.Offered) > DiagDropShare:
@@ -547,14 +444,14 @@ func (c *diagCase) generator() (string, []Hint, bool) {
 
 // capDropRate is the share of st's arrivals dropped at the in-flight cap
 // (generator drops less those a lost worker left).
-func capDropRate(st *Stats) float64 {
+func capDropRate(st *analyze.Stats) float64 {
 	if st.Offered == 0 {
 		return 0
 	}
 	return float64(st.Outcomes[record.GeneratorDrop]-st.WorkerLostDrops) / float64(st.Offered)
 }
 
-func busyHint(lag Dist) Hint {
+func busyHint(lag analyze.Dist) Hint {
 	return Hint{
 		Hypothesis: "the machine running surge could not keep the schedule (CPU, or too many arrivals per second for one generator)",
 		Evidence:   "schedule lag (sent − scheduled) " + lag.String(),
@@ -585,7 +482,7 @@ func (c *diagCase) retriesHints() []Hint {
 
 // failureTail lists a group's rejection, timeout and error shares, when
 // any: "; 429 12%, timeouts 3%".
-func (c *diagCase) failureTail(st *Stats) string {
+func (c *diagCase) failureTail(st *analyze.Stats) string {
 	var parts []string
 	if st.RateLimitRate > 0 {
 		parts = append(parts, "429 "+pct(st.RateLimitRate))
@@ -605,21 +502,21 @@ func (c *diagCase) failureTail(st *Stats) string {
 func (c *diagCase) rejectedSummary() string {
 	st, j := c.stress.s, c.rej
 	var codes []string
-	if j.n429 > 0 {
-		codes = append(codes, fmt.Sprintf("%d × 429", j.n429))
+	if j.N429 > 0 {
+		codes = append(codes, fmt.Sprintf("%d × 429", j.N429))
 	}
-	if j.n503 > 0 {
-		codes = append(codes, fmt.Sprintf("%d × 503", j.n503))
+	if j.N503 > 0 {
+		codes = append(codes, fmt.Sprintf("%d × 503", j.N503))
 	}
-	s := fmt.Sprintf("%s of %s's arrivals were rejected (%s)", pct(j.share()), c.stress.noun, strings.Join(codes, ", "))
-	if !math.IsNaN(j.medianMs) {
-		s += " with a median response of " + FormatMs(j.medianMs)
+	s := fmt.Sprintf("%s of %s's arrivals were rejected (%s)", pct(j.Share()), c.stress.noun, strings.Join(codes, ", "))
+	if !math.IsNaN(j.MedianMs) {
+		s += " with a median response of " + analyze.FormatMs(j.MedianMs)
 	}
 	s += fmt.Sprintf("; goodput %s of offered", pct(st.GoodputRatio))
 	if st.Latency.TTFTSchedule.Count > 0 {
-		s += ", TTFT p95 of the served " + st.Latency.TTFTSchedule.Text(Q95)
+		s += ", TTFT p95 of the served " + st.Latency.TTFTSchedule.Text(analyze.Q95)
 		if c.ref != nil && c.burst {
-			s += fmt.Sprintf(" (%s %s)", c.ref.label, c.ref.s.Latency.TTFTSchedule.Text(Q95))
+			s += fmt.Sprintf(" (%s %s)", c.ref.label, c.ref.s.Latency.TTFTSchedule.Text(analyze.Q95))
 		}
 	}
 	return s
@@ -642,13 +539,13 @@ func (c *diagCase) rejectedHints() []Hint {
 	case rl.RetryAfter > 0:
 		return []Hint{{
 			Hypothesis: "the target sheds load with an admission limit (a bounded queue answering 429 with Retry-After)",
-			Evidence:   fmt.Sprintf("%d responses in %s carried Retry-After (longest %s)", rl.RetryAfter, c.stress.noun, FormatMs(rl.LongestRetryAfterMs)),
+			Evidence:   fmt.Sprintf("%d responses in %s carried Retry-After (longest %s)", rl.RetryAfter, c.stress.noun, analyze.FormatMs(rl.LongestRetryAfterMs)),
 			Check:      "the admission limit against the capacity (a longer queue trades rejections for waiting); whether clients honour Retry-After",
 		}}
 	}
 	return []Hint{{
 		Hypothesis: "something in front of the engine or the engine itself refuses work beyond a limit",
-		Evidence:   fmt.Sprintf("%s of %s's arrivals got 429/503, without Retry-After", pct(c.rej.share()), c.stress.noun),
+		Evidence:   fmt.Sprintf("%s of %s's arrivals got 429/503, without Retry-After", pct(c.rej.Share()), c.stress.noun),
 		Check:      "the gateway's and the engine's admission or rate-limit settings; the status codes in requests.jsonl",
 	}}
 }
@@ -658,15 +555,15 @@ func (c *diagCase) failingSummary() string {
 	var parts []string
 	for _, o := range []record.Outcome{record.HTTPError, record.ConnError, record.StreamError, record.InvalidResponse} {
 		if n := st.Outcomes[o]; n > 0 {
-			if o == record.HTTPError && c.rej.n503 > 0 {
-				n -= c.rej.n503
+			if o == record.HTTPError && c.rej.N503 > 0 {
+				n -= c.rej.N503
 			}
 			if n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", o, n))
 			}
 		}
 	}
-	return fmt.Sprintf("%s of %s's arrivals failed (%s)", pct(st.ErrorRate-c.rej.share503()), c.stress.noun, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s of %s's arrivals failed (%s)", pct(st.ErrorRate-c.rej.Share503()), c.stress.noun, strings.Join(parts, ", "))
 }
 
 func (c *diagCase) failingHints() []Hint {
@@ -675,14 +572,14 @@ func (c *diagCase) failingHints() []Hint {
 		ev += fmt.Sprintf(", %s in %s", pct(c.ref.s.ErrorRate), c.ref.label)
 	}
 	var hints []Hint
-	failed := c.stress.s.ErrorRate - c.rej.share503()
-	invalid := ratio(c.rej.n4xx, c.rej.offered)
-	if c.rej.n4xx > 0 && invalid >= failed/2 {
+	failed := c.stress.s.ErrorRate - c.rej.Share503()
+	invalid := ratio(c.rej.N4xx, c.rej.Offered)
+	if c.rej.N4xx > 0 && invalid >= failed/2 {
 		// Refused as invalid: no load explains a 400, 401, 404 or 413, and
 		// they are at least half the failures, so they are said first.
 		hints = append(hints, Hint{
 			Hypothesis: "the target refused these requests as invalid (HTTP 4xx): the workload or the configuration, not the load",
-			Evidence:   fmt.Sprintf("%s of %s's arrivals were refused with %s", pct(invalid), c.stress.noun, statusList(c.rej.status4xx)),
+			Evidence:   fmt.Sprintf("%s of %s's arrivals were refused with %s", pct(invalid), c.stress.noun, statusList(c.rej.Status4xx)),
 			Check: "the server's log for the reason; 400: prompt + max_tokens against the model's context length (vLLM --max-model-len, " +
 				"llama.cpp --ctx-size; shorten --prompt-tokens or --output-tokens); 401/403: the API key; 404: --model and the base URL",
 		})
@@ -717,13 +614,13 @@ func (c *diagCase) backlogEvidence() []string {
 	deadline := c.r.Settings.TTFTDeadlineMs
 	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
 		a, b := from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule
-		if f, ok := factor(a, b, Q95); ok && f >= DiagBacklogTTFTFactor && value(b, Q95) > deadline {
-			parts = append(parts, "TTFT p95 from schedule "+move(a, b, Q95, fromTo(from, to)))
-		} else if !ok && a.Count > 0 && b.Count > 0 && value(b, Q95) > deadline {
+		if f, ok := factor(a, b, analyze.Q95); ok && f >= DiagBacklogTTFTFactor && value(b, analyze.Q95) > deadline {
+			parts = append(parts, "TTFT p95 from schedule "+move(a, b, analyze.Q95, fromTo(from, to)))
+		} else if !ok && a.Count > 0 && b.Count > 0 && value(b, analyze.Q95) > deadline {
 			// Too few requests in the reference to compare quantiles, but
 			// the TTFT over its deadline is evidence in its own right.
 			parts = append(parts, fmt.Sprintf("TTFT p95 from schedule %s, over the %s deadline (%s had only %d requests to compare with)",
-				move(a, b, Q95, fromTo(from, to)), FormatMs(deadline), from.label, a.Count))
+				move(a, b, analyze.Q95, fromTo(from, to)), analyze.FormatMs(deadline), from.label, a.Count))
 		}
 	}
 	if st.TimeoutRate > DiagBacklogTimeoutShare {
@@ -732,31 +629,31 @@ func (c *diagCase) backlogEvidence() []string {
 	if st.LateRatio() >= DiagBacklogLateShare {
 		parts = append(parts, fmt.Sprintf("%s succeeded but only %s in time", pct(st.ArrivalsOKRatio), pct(st.GoodputRatio)))
 	}
-	if c.rej.share() >= DiagRejectShare && !c.rej.fast() {
-		parts = append(parts, fmt.Sprintf("%s of %s's arrivals were rejected (429/503), but only after a median %s", pct(c.rej.share()), c.stress.noun, FormatMs(c.rej.medianMs)))
+	if c.rej.Share() >= DiagRejectShare && !c.rej.Fast(DiagRejectFastMs) {
+		parts = append(parts, fmt.Sprintf("%s of %s's arrivals were rejected (429/503), but only after a median %s", pct(c.rej.Share()), c.stress.noun, analyze.FormatMs(c.rej.MedianMs)))
 	}
 	if len(parts) == 0 {
 		return nil
 	}
 	if c.after != nil && c.ref != nil {
 		a := c.after.s.Latency.TTFTSchedule
-		if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, Q95); ok && f >= DiagBacklogTTFTFactor && value(a, Q95) > deadline {
-			parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(Q95)))
+		if f, ok := factor(c.ref.s.Latency.TTFTSchedule, a, analyze.Q95); ok && f >= DiagBacklogTTFTFactor && value(a, analyze.Q95) > deadline {
+			parts = append(parts, fmt.Sprintf("it persisted into %s (TTFT p95 %s)", c.after.noun, a.Text(analyze.Q95)))
 		}
 	}
 	if c.burst {
-		if rec := c.r.Recovery; rec.Judged {
+		if rec := c.v.Recovery; rec.Outcome != Inconclusive {
 			switch {
 			case rec.Recovered && rec.RecoveryTimeMs == 0:
 				parts = append(parts, "recovered from the first window after the burst")
 			case rec.Recovered:
-				s := "recovered " + FormatMs(rec.RecoveryTimeMs) + " after the burst"
+				s := "recovered " + analyze.FormatMs(rec.RecoveryTimeMs) + " after the burst"
 				if pr := c.in.Capacity.PredictedRecoveryMs; pr >= 0 && !math.IsInf(pr, 0) {
-					s += " (predicted " + FormatMs(pr) + ")"
+					s += " (predicted " + analyze.FormatMs(pr) + ")"
 				}
 				parts = append(parts, s)
 			default:
-				parts = append(parts, "not recovered "+FormatMs(rec.ObservedMs)+" after the burst")
+				parts = append(parts, "not recovered "+analyze.FormatMs(rec.ObservedMs)+" after the burst")
 			}
 		}
 		if s := c.scalingText(); s != "" {
@@ -803,11 +700,11 @@ func (c *diagCase) scalingText() string {
 func relTo(t, start, end float64) string {
 	switch {
 	case t < start:
-		return FormatMs(start-t) + " before the burst"
+		return analyze.FormatMs(start-t) + " before the burst"
 	case t <= end:
-		return FormatMs(t-start) + " after the burst's start"
+		return analyze.FormatMs(t-start) + " after the burst's start"
 	}
-	return FormatMs(t-end) + " after the burst's end"
+	return analyze.FormatMs(t-end) + " after the burst's end"
 }
 
 // scalingHint: the fluid prediction assumed a fixed μ, but replicas were
@@ -818,8 +715,8 @@ func (c *diagCase) scalingHint() (Hint, bool) {
 		return Hint{}, false
 	}
 	ev := strings.TrimPrefix(s, "capacity changed during the run: ")
-	if rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs; rec.Judged && rec.Recovered && pr >= 0 && !math.IsInf(pr, 0) {
-		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
+	if rec, pr := c.v.Recovery, c.in.Capacity.PredictedRecoveryMs; rec.Recovered && pr >= 0 && !math.IsInf(pr, 0) {
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), analyze.FormatMs(pr))
 	}
 	if mu := c.in.Capacity.Mu; mu > 0 {
 		ev += fmt.Sprintf(" with a fixed μ %s req/s", num(mu))
@@ -836,17 +733,19 @@ func (c *diagCase) heldSummary() string {
 	s := fmt.Sprintf("goodput %s of %s's arrivals", pct(st.GoodputRatio), c.stress.noun)
 	sep := ", "
 	switch v := c.stress.slo; {
-	case v != nil && !v.Pass && !v.Sure():
+	case v != nil && v.Outcome == Inconclusive && v.cancelledOnly():
 		// Only the requests an interrupt cancelled decide the SLO: they
 		// are surge's, not the target's (SLO.Interrupted).
 		s, sep = "no queueing or rejections; the SLO is not judged: the requests surge cancelled at the interrupt decide it", "; "
-	case v != nil && !v.Pass:
+	case v != nil && v.Outcome == Inconclusive:
+		s, sep = s+fmt.Sprintf("; the SLO is inconclusive on %d requests (%s)", st.Offered, undecided(*v)), "; "
+	case v != nil && v.Outcome == Fail:
 		s, sep = "no queueing or rejections, but the SLO missed: "+c.missedText(*v), "; "
 	}
 	if from, to := c.cmpFrom, c.cmpTo; from != nil && to != nil {
-		s += sep + "TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, Q95, fromTo(from, to))
+		s += sep + "TTFT p95 from schedule " + move(from.s.Latency.TTFTSchedule, to.s.Latency.TTFTSchedule, analyze.Q95, fromTo(from, to))
 	} else if st.Latency.TTFTSchedule.Count > 0 {
-		s += sep + "TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(Q95)
+		s += sep + "TTFT p95 from schedule " + st.Latency.TTFTSchedule.Text(analyze.Q95)
 	}
 	if st.FailureRate == 0 {
 		s += "; no rejections, timeouts, errors or drops"
@@ -861,7 +760,7 @@ func (c *diagCase) heldSummary() string {
 
 // tokenlessText says how many ok answers carried no token (empty: never
 // good, but neither late nor failed); "" when none did.
-func tokenlessText(st *Stats) string {
+func tokenlessText(st *analyze.Stats) string {
 	if st.Tokenless == 0 {
 		return ""
 	}
@@ -875,21 +774,32 @@ func (c *diagCase) missedText(v Verdict) string {
 	var parts []string
 	ttftOK, e2eFail := true, false
 	for _, cl := range v.Clauses {
-		if cl.Name == ClauseTTFTP95 && !cl.Pass {
+		if cl.Name == ClauseTTFTP95 && cl.Outcome == Fail {
 			ttftOK = false
 		}
-		if cl.Name == ClauseE2EP99 && !cl.Pass {
+		if cl.Name == ClauseE2EP99 && cl.Outcome == Fail {
 			e2eFail = true
 		}
-		if !cl.Pass && !cl.Unknown {
-			parts = append(parts, cl.Brief())
+		if cl.Outcome == Fail {
+			parts = append(parts, cl.Short())
 		}
 	}
 	s := strings.Join(parts, ", ")
 	if ttftOK && e2eFail {
-		s += fmt.Sprintf(" — first tokens came in time, long answers missed the %s completion deadline", FormatMs(c.r.Settings.E2EDeadlineMs))
+		s += fmt.Sprintf(" — first tokens came in time, long answers missed the %s completion deadline", analyze.FormatMs(c.r.Settings.E2EDeadlineMs))
 	}
 	return s
+}
+
+// undecided names v's inconclusive clauses: "p99 completion, goodput".
+func undecided(v Verdict) string {
+	var names []string
+	for _, c := range v.Clauses {
+		if c.Outcome == Inconclusive {
+			names = append(names, c.Label())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // engineCannotExplain is whether an engine whose waiting gauge stayed
@@ -920,13 +830,13 @@ func (c *diagCase) relationHints(mode string) []Hint {
 	outside := false
 	if from != nil && to != nil {
 		a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
-		ttftRose := rose(a, b, Q95)
+		ttftRose := rose(a, b, analyze.Q95)
 		if ttftRose && eng != nil && eng.Scrapes >= DiagEngineMinScrapes && eng.WaitingMax <= DiagEngineNearEmpty &&
-			engineCannotExplain(eng, value(b, Q95)-value(a, Q95), value(b, Q95), to.s.DurationMs) {
+			engineCannotExplain(eng, value(b, analyze.Q95)-value(a, analyze.Q95), value(b, analyze.Q95), to.s.DurationMs) {
 			outside = true
-			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.engGroup().noun)
+			ev := fmt.Sprintf("TTFT from send p95 %s while the engine's waiting queue peaked at %s over %d scrapes of %s", move(a, b, analyze.Q95, fromTo(from, to)), num(eng.WaitingMax), eng.Scrapes, c.engGroup().noun)
 			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
-				ev += ", connection wait p95 " + cw.Text(Q95)
+				ev += ", connection wait p95 " + cw.Text(analyze.Q95)
 			}
 			out = append(out, Hint{
 				Hypothesis: "requests waited outside the engine (gateway, connection pool, network)",
@@ -934,10 +844,10 @@ func (c *diagCase) relationHints(mode string) []Hint {
 				Check:      "connection wait (surge opens up to --max-in-flight connections), a gateway or proxy in front of the engine (its queue, admission limit, Server-Timing), the network path",
 			})
 		}
-		if cw := to.s.Latency.ConnWait; cw.Count >= DiagMinSamples && value(cw, Q95) >= DiagConnWaitMs {
+		if cw := to.s.Latency.ConnWait; cw.Count >= DiagMinSamples && value(cw, analyze.Q95) >= DiagConnWaitMs {
 			out = append(out, Hint{
 				Hypothesis: "requests waited for one of surge's own connections before being sent",
-				Evidence:   fmt.Sprintf("connection wait p95 %s in %s", cw.Text(Q95), to.noun),
+				Evidence:   fmt.Sprintf("connection wait p95 %s in %s", cw.Text(analyze.Q95), to.noun),
 				Check:      "--max-in-flight (surge's connection pool is sized to it) against the concurrency (arrival rate × latency); the time to open a connection (TLS, DNS); the connection-wait column per phase",
 			})
 		}
@@ -1012,13 +922,13 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 	from, noun := math.Inf(-1), c.stress.noun
 	if c.phased {
-		from, noun = c.r.Phases[slices.IndexFunc(c.r.Phases, func(p PhaseResult) bool { return p.Name == c.cmpTo.label })].StartMs, c.cmpTo.noun
+		from, noun = c.r.Phases[slices.IndexFunc(c.r.Phases, func(p analyze.PhaseResult) bool { return p.Name == c.cmpTo.label })].StartMs, c.cmpTo.noun
 	}
 	if c.burst {
 		p, _ := c.r.Phase(c.r.Settings.BurstPhase)
 		from = p.StartMs
 		ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
-		if mc := MeasureCapacity(c.r, c.seen.DoneOK(), ms(p.StartMs), ms(p.EndMs)); mc.OK {
+		if mc := analyze.MeasureCapacity(c.r, c.seen.DoneOK(), ms(p.StartMs), ms(p.EndMs)); mc.OK {
 			return mc.Mu, fmt.Sprintf("completions ran at %s req/s while the backlog drained", num(mc.Mu)), true
 		}
 	}
@@ -1029,7 +939,7 @@ func (c *diagCase) completionRate() (rate float64, how string, ok bool) {
 		}
 		rate, ok = max(rate, w.CompletedRPS), true
 	}
-	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), FormatMs(c.r.Settings.WindowMs), noun), ok
+	return rate, fmt.Sprintf("completions peaked at %s req/s (per %s window, from %s on)", num(rate), analyze.FormatMs(c.r.Settings.WindowMs), noun), ok
 }
 
 // engine is the engine queue of key, or nil without engine metrics.
@@ -1048,23 +958,23 @@ func (c *diagCase) engine(key string) *EngineQueue {
 // less) — the time before the first token is what grew.
 func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) (Hint, bool) {
 	a, b := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
-	if outside || !rose(a, b, Q95) {
+	if outside || !rose(a, b, analyze.Q95) {
 		return Hint{}, false
 	}
 	ta, tb := from.s.Latency.TPOT, to.s.Latency.TPOT
-	tf, tok := factor(ta, tb, Q50)
-	ff, _ := factor(a, b, Q95)
+	tf, tok := factor(ta, tb, analyze.Q50)
+	ff, _ := factor(a, b, analyze.Q95)
 	if !tok || tb.Count < DiagMinSamples {
 		return Hint{}, false
 	}
-	ev := "TTFT from send p95 " + move(a, b, Q95, fromTo(from, to))
+	ev := "TTFT from send p95 " + move(a, b, analyze.Q95, fromTo(from, to))
 	switch {
 	case tf <= DiagHoldFactor:
-		ev += " while TPOT p50 held, " + move(ta, tb, Q50)
+		ev += " while TPOT p50 held, " + move(ta, tb, analyze.Q50)
 	case ff >= DiagWaitDominates*tf:
-		ev += " while TPOT p50 grew far less, " + move(ta, tb, Q50)
+		ev += " while TPOT p50 grew far less, " + move(ta, tb, analyze.Q50)
 	default:
-		return c.saturatedHint(from, to, eng, ev+", and TPOT p50 "+move(ta, tb, Q50))
+		return c.saturatedHint(from, to, eng, ev+", and TPOT p50 "+move(ta, tb, analyze.Q50))
 	}
 	h := Hint{
 		Hypothesis: "requests waited before their first token: queueing or prefill pressure",
@@ -1084,8 +994,8 @@ func (c *diagCase) waitingHint(from, to *group, eng *EngineQueue, outside bool) 
 		h.Check = "whether the engine's queue time accounts for the TTFT, then prompt lengths (prompt_tokens in requests.jsonl) for prefill pressure"
 	}
 	if eng != nil && eng.Wait.Available {
-		ev += ", engine queue wait p95 " + FormatMs(eng.Wait.P95Ms)
-		if eng.Wait.P95Ms >= 0.5*value(b, Q95) {
+		ev += ", engine queue wait p95 " + analyze.FormatMs(eng.Wait.P95Ms)
+		if eng.Wait.P95Ms >= 0.5*value(b, analyze.Q95) {
 			// The engine's own queue time explains most of the TTFT.
 			h.Check = "the engine's capacity for this workload (replicas, max_num_seqs, KV-cache): its queue wait accounts for most of the TTFT"
 		}
@@ -1122,7 +1032,7 @@ func (c *diagCase) saturatedHint(from, to *group, eng *EngineQueue, ev string) (
 func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 	ea, eb := from.s.Latency.E2ESend, to.s.Latency.E2ESend
 	ta, tb := from.s.Latency.TTFTSend, to.s.Latency.TTFTSend
-	ef, ok := factor(ea, eb, Q50)
+	ef, ok := factor(ea, eb, analyze.Q50)
 	if !ok || eb.P50Censored || tb.P50Censored || eb.Count < DiagMinSamples || ta.Count < DiagMinSamples {
 		return Hint{}, false
 	}
@@ -1131,10 +1041,10 @@ func (c *diagCase) decodeHint(from, to *group, eng *EngineQueue) (Hint, bool) {
 	if ef < DiagCompletionRiseFactor || de < DiagCompletionRiseMinMs || dt > DiagTTFTShareOfRise*de {
 		return Hint{}, false
 	}
-	ev := fmt.Sprintf("completion p50 %s while TTFT p50 moved only %s", move(ea, eb, Q50, fromTo(from, to)), move(ta, tb, Q50))
-	pf, pok := factor(from.s.Latency.TPOT, to.s.Latency.TPOT, Q50)
+	ev := fmt.Sprintf("completion p50 %s while TTFT p50 moved only %s", move(ea, eb, analyze.Q50, fromTo(from, to)), move(ta, tb, analyze.Q50))
+	pf, pok := factor(from.s.Latency.TPOT, to.s.Latency.TPOT, analyze.Q50)
 	if pok {
-		ev += "; TPOT p50 " + move(from.s.Latency.TPOT, to.s.Latency.TPOT, Q50)
+		ev += "; TPOT p50 " + move(from.s.Latency.TPOT, to.s.Latency.TPOT, analyze.Q50)
 	}
 	oa, ob := perOK(from.s.OutputTokens, from.s.Succeeded), perOK(to.s.OutputTokens, to.s.Succeeded)
 	of := math.NaN()
@@ -1181,15 +1091,15 @@ func (c *diagCase) staleHint() (Hint, bool) {
 	}
 	ev := strings.Join(parts, ", ")
 	if t := c.r.Settings.TimeoutMs; t > 0 {
-		ev += " (timeout " + FormatMs(t) + ")"
+		ev += " (timeout " + analyze.FormatMs(t) + ")"
 	}
 	// The drain's speed against the fluid model's says whether stale work
 	// slowed it: a recovery faster than predicted means the timed-out
 	// requests left the queue (a server that aborts on disconnect, as the
 	// simulator does) — the opposite of stale work.
-	rec, pr := c.r.Recovery, c.in.Capacity.PredictedRecoveryMs
-	if c.burst && rec.Judged && rec.Recovered && pr > 0 && !math.IsInf(pr, 0) {
-		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), FormatMs(pr))
+	rec, pr := c.v.Recovery, c.in.Capacity.PredictedRecoveryMs
+	if c.burst && rec.Recovered && pr > 0 && !math.IsInf(pr, 0) {
+		ev += fmt.Sprintf("; %s against %s predicted", recoveredText(rec.RecoveryTimeMs), analyze.FormatMs(pr))
 		if rec.RecoveryTimeMs < pr {
 			if len(c.served()) > 0 {
 				ev += " (replicas were also added)"
@@ -1211,7 +1121,7 @@ func (c *diagCase) staleHint() (Hint, bool) {
 // factor is b's quantile / a's, when a has an uncensored value from at
 // least DiagMinSamples values and b has a value (a lower bound when
 // censored). ok is false otherwise.
-func factor(a, b Dist, q Quantile) (float64, bool) {
+func factor(a, b analyze.Dist, q analyze.Quantile) (float64, bool) {
 	av, ac := a.Value(q)
 	bv, _ := b.Value(q)
 	if a.Count < DiagMinSamples || ac || av <= 0 || (b.Count == 0 && !censored(b, q)) {
@@ -1220,19 +1130,19 @@ func factor(a, b Dist, q Quantile) (float64, bool) {
 	return bv / av, true
 }
 
-func censored(d Dist, q Quantile) bool { _, c := d.Value(q); return c }
+func censored(d analyze.Dist, q analyze.Quantile) bool { _, c := d.Value(q); return c }
 
-func value(d Dist, q Quantile) float64 { v, _ := d.Value(q); return v }
+func value(d analyze.Dist, q analyze.Quantile) float64 { v, _ := d.Value(q); return v }
 
 // rose: the quantile at least doubled and grew by DiagRiseMinMs.
-func rose(a, b Dist, q Quantile) bool {
+func rose(a, b analyze.Dist, q analyze.Quantile) bool {
 	f, ok := factor(a, b, q)
 	return ok && f >= DiagRiseFactor && value(b, q)-value(a, q) >= DiagRiseMinMs
 }
 
 // move formats a change: "343ms → 2.73s (8×)", "343ms → > 60s (≥ 175×)";
 // where, when given, joins the factor: "343ms → 2.73s (8×, baseline → burst)".
-func move(a, b Dist, q Quantile, where ...string) string {
+func move(a, b analyze.Dist, q analyze.Quantile, where ...string) string {
 	s := a.Text(q) + " → " + b.Text(q)
 	var in []string
 	if f, ok := factor(a, b, q); ok {
@@ -1284,5 +1194,13 @@ func recoveredText(ms float64) string {
 	if ms == 0 {
 		return "recovered from the first window after the burst"
 	}
-	return "recovered " + FormatMs(ms) + " after the burst"
+	return "recovered " + analyze.FormatMs(ms) + " after the burst"
+}
+
+// scanRecords reads recs once into a DiagTally (a file that fails to read
+// was reported by the analysis: what was read counts).
+func scanRecords(recs record.Source, doneFrom int64) *analyze.DiagTally {
+	t := analyze.NewDiagTally(doneFrom)
+	_ = recs.Each(func(rc *record.Record) error { t.Add(rc); return nil })
+	return t
 }

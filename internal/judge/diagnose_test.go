@@ -1,4 +1,4 @@
-package analyze
+package judge
 
 import (
 	"math"
@@ -6,16 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/surge-bench/surge/internal/report"
-
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/golden"
-
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
 )
 
 // diagPhases: baseline 0–30 s, burst 30–40 s, recovery 40–70 s.
-func diagPhases() []Phase {
-	return []Phase{
+func diagPhases() []analyze.Phase {
+	return []analyze.Phase{
 		{Name: "baseline", Start: 0, End: 30 * s, Rate: 10},
 		{Name: "burst", Start: 30 * s, End: 40 * s, Rate: 30},
 		{Name: "recovery", Start: 40 * s, End: 70 * s, Rate: 10},
@@ -51,9 +50,9 @@ func calm(burst func(k int, t time.Duration) *record.Record, burstRate float64) 
 	return append(recs, arrivals("recovery", 40*s, 70*s, 10, normal)...)
 }
 
-func analyseDiag(t *testing.T, phases []Phase, recs []record.Record) *Result {
+func analyseDiag(t *testing.T, phases []analyze.Phase, recs []record.Record) *analyze.Result {
 	t.Helper()
-	r, err := Records(Config{Phases: phases, Timeout: time.Minute, SLO: DefaultSLO}, recs, 0)
+	r, err := analyze.Records(analyze.Config{Phases: phases, Timeout: time.Minute}, recs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +86,10 @@ func backlogBurst(k int, t time.Duration) *record.Record {
 
 type diagScenario struct {
 	name      string
-	phases    []Phase // nil: diagPhases
+	phases    []analyze.Phase // nil: diagPhases
 	recs      []record.Record
 	engine    map[string]EngineQueue
-	generator func(recs []record.Record) Generator
+	generator func(recs []record.Record) analyze.Generator
 	mode      string
 	hints     []string // hypotheses (prefixes) that must be there, in order
 	capacity  DiagCapacity
@@ -122,7 +121,7 @@ func diagScenarios() []diagScenario {
 				r := normal(k, t)
 				if k%5 == 0 {
 					r.FirstChunkNs, r.FirstTokenNs, r.Chunks, r.OutputTokens, r.TPOTNs, r.ITLMaxNs = record.None, record.None, 0, 1, record.None, record.None
-					r.Good = Judge(r, DefaultDeadlines)
+					r.Good = analyze.Judge(r, analyze.DefaultDeadlines)
 				}
 				return r
 			}, 20),
@@ -301,7 +300,7 @@ func diagScenarios() []diagScenario {
 			}, 30),
 			engine: map[string]EngineQueue{
 				"baseline": emptyEngine["baseline"],
-				"burst":    {Scrapes: 10, WaitingMax: 1, RunningMax: 6, Wait: QueueWait{Available: true, Count: 300, MeanMs: 2500, P50Ms: 2500, P95Ms: 5500, P99Ms: 5800}},
+				"burst":    {Scrapes: 10, WaitingMax: 1, RunningMax: 6, Wait: analyze.QueueWait{Available: true, Count: 300, MeanMs: 2500, P50Ms: 2500, P95Ms: 5500, P99Ms: 5800}},
 				"recovery": emptyEngine["recovery"],
 			},
 			mode:   ModeBacklogged,
@@ -395,7 +394,7 @@ func diagScenarios() []diagScenario {
 			// half: judged on the run, compared between its first and
 			// last windows.
 			name:   "run-no-burst",
-			phases: []Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
+			phases: []analyze.Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
 			recs: arrivals("main", 0, 60*s, 10, func(k int, t time.Duration) *record.Record {
 				ttft := 100 * ms
 				if t > 30*s {
@@ -408,7 +407,7 @@ func diagScenarios() []diagScenario {
 		},
 		{
 			name:   "run-held",
-			phases: []Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
+			phases: []analyze.Phase{{Name: "main", Start: 0, End: 60 * s, Rate: 10}},
 			recs:   arrivals("main", 0, 60*s, 10, normal),
 			mode:   ModeHeld,
 		},
@@ -447,7 +446,7 @@ func diagScenarios() []diagScenario {
 			// A run of named phases (no burst phase): its first phase
 			// against its worst, and the phase after it.
 			name: "run-phases",
-			phases: []Phase{
+			phases: []analyze.Phase{
 				{Name: "base", Start: 0, End: 30 * s, Rate: 10},
 				{Name: "spike", Start: 30 * s, End: 40 * s, Rate: 30},
 				{Name: "after", Start: 40 * s, End: 70 * s, Rate: 10},
@@ -471,9 +470,9 @@ func diagScenarios() []diagScenario {
 	}
 }
 
-// burstGenerator is GeneratorCheck over the burst's sends, as the
+// burstGenerator is analyze.GeneratorCheck over the burst's sends, as the
 // experiment computes it.
-func burstGenerator(recs []record.Record) Generator {
+func burstGenerator(recs []record.Record) analyze.Generator {
 	var sched, sent []int64
 	for _, r := range recs {
 		if r.Phase == "burst" && r.SentNs != record.None {
@@ -481,11 +480,11 @@ func burstGenerator(recs []record.Record) Generator {
 		}
 	}
 	p, _ := analyseDiagQuiet(recs).Phase("burst")
-	return GeneratorCheck(sched, sent, p.Latency.ScheduleLag.P99Ms)
+	return analyze.GeneratorCheck(sched, sent, p.Latency.ScheduleLag.P99Ms)
 }
 
-func analyseDiagQuiet(recs []record.Record) *Result {
-	r, _ := Records(Config{Phases: diagPhases(), Timeout: time.Minute, SLO: DefaultSLO}, recs, 0)
+func analyseDiagQuiet(recs []record.Record) *analyze.Result {
+	r, _ := analyze.Records(analyze.Config{Phases: diagPhases(), Timeout: time.Minute}, recs, 0)
 	return r
 }
 
@@ -499,7 +498,7 @@ func TestDiagnose(t *testing.T) {
 				phases = diagPhases()
 			}
 			res := analyseDiag(t, phases, tc.recs)
-			in := DiagnosisInput{Scope: "5×", Result: res, Records: srcOf(tc.recs), Engine: tc.engine, Capacity: tc.capacity, Scaling: tc.scaling}
+			in := DiagnosisInput{Scope: "5×", Result: res, Verdicts: sloOf(res), Records: srcOf(tc.recs), Engine: tc.engine, Capacity: tc.capacity, Scaling: tc.scaling}
 			if tc.generator != nil {
 				in.Generator = tc.generator(tc.recs)
 			}
@@ -548,7 +547,8 @@ func TestDiagnoseGeneratorWins(t *testing.T) {
 		}
 		return failRec(t, record.RateLimited)
 	}, 30)
-	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs), Records: srcOf(recs)})
+	res := analyseDiag(t, diagPhases(), recs)
+	d := Diagnose(DiagnosisInput{Scope: "5×", Result: res, Verdicts: sloOf(res), Records: srcOf(recs)})
 	if d.Mode != ModeGeneratorLimited {
 		t.Fatalf("mode %q, want %q: %s", d.Mode, ModeGeneratorLimited, d.Summary)
 	}
@@ -568,7 +568,8 @@ func TestDiagnoseRejectionsWithoutRecords(t *testing.T) {
 		}
 		return normal(k, t)
 	}, 30)
-	d := Diagnose(DiagnosisInput{Scope: "5×", Result: analyseDiag(t, diagPhases(), recs)})
+	res := analyseDiag(t, diagPhases(), recs)
+	d := Diagnose(DiagnosisInput{Scope: "5×", Result: res, Verdicts: sloOf(res)})
 	if d.Mode != ModeRejectedFast || strings.Contains(d.Summary, "median response") {
 		t.Fatalf("got %q: %s", d.Mode, d.Summary)
 	}
@@ -603,7 +604,8 @@ func TestDiagnoseThresholdEdges(t *testing.T) {
 		{"drops at 1 in 150 (0.67%) are below DiagDropShare", share(150, record.GeneratorDrop), ModeHeld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Diagnose(DiagnosisInput{Scope: "k", Result: analyseDiag(t, diagPhases(), tc.recs), Records: srcOf(tc.recs)})
+			res := analyseDiag(t, diagPhases(), tc.recs)
+			d := Diagnose(DiagnosisInput{Scope: "k", Result: res, Verdicts: sloOf(res), Records: srcOf(tc.recs)})
 			if d.Mode != tc.want {
 				t.Errorf("mode %q, want %q: %s", d.Mode, tc.want, d.Summary)
 			}
@@ -612,15 +614,15 @@ func TestDiagnoseThresholdEdges(t *testing.T) {
 }
 
 func TestMoveText(t *testing.T) {
-	a := Dist{Count: 100, P95Ms: 343}
-	b := Dist{Count: 10, P95Ms: 60000, P95Censored: true, CensorMs: 60000}
-	if got, want := move(a, b, Q95, "baseline → burst"), "343ms → > 60s (≥ 175×, baseline → burst)"; got != want {
+	a := analyze.Dist{Count: 100, P95Ms: 343}
+	b := analyze.Dist{Count: 10, P95Ms: 60000, P95Censored: true, CensorMs: 60000}
+	if got, want := move(a, b, analyze.Q95, "baseline → burst"), "343ms → > 60s (≥ 175×, baseline → burst)"; got != want {
 		t.Errorf("move = %q, want %q", got, want)
 	}
-	if _, ok := factor(Dist{Count: 5, P95Ms: 10}, b, Q95); ok {
+	if _, ok := factor(analyze.Dist{Count: 5, P95Ms: 10}, b, analyze.Q95); ok {
 		t.Error("a reference of 5 values was compared")
 	}
-	if !math.IsNaN(scanRecords(nil, -1).rejections(nil, 10).medianMs) {
+	if !math.IsNaN(scanRecords(nil, -1).Rejections(nil, 10).MedianMs) {
 		t.Error("median of no rejections should be unknown")
 	}
 }

@@ -1,0 +1,67 @@
+package judge
+
+import (
+	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/scrape"
+)
+
+// Verdicts is every judgement of one run: the SLO per phase and over
+// the measured phases together, and the recovery after a burst.
+type Verdicts struct {
+	Phases   []PhaseVerdict `json:"phases"`
+	Overall  Verdict        `json:"overall"`  // the SLO over the phases that are not excluded
+	Recovery Recovery       `json:"recovery"` // after the burst; Outcome INCONCLUSIVE with a reason when there is none
+}
+
+// PhaseVerdict is the SLO's verdict on one phase.
+type PhaseVerdict struct {
+	Name     string `json:"name"`
+	Excluded bool   `json:"excluded,omitempty"`
+	Verdict
+}
+
+// Phase returns the verdict of the named phase (none of a nil v).
+func (v *Verdicts) Phase(name string) (Verdict, bool) {
+	if v == nil {
+		return Verdict{}, false
+	}
+	for _, p := range v.Phases {
+		if p.Name == name {
+			return p.Verdict, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// Rules are what a run is judged by.
+type Rules struct {
+	SLO SLO
+	// Partial marks a run cut short (Ctrl-C, a budget, a write error):
+	// its verdicts are Partial.
+	Partial bool
+	// Engine is the engine's scraped samples over the run (nil when not
+	// scraped): the waiting queue's return to its baseline level is
+	// reported beside the latency's recovery.
+	Engine []scrape.Sample
+}
+
+// Run judges one run's analysis.
+func Run(a *analyze.Result, r Rules) *Verdicts {
+	v := &Verdicts{}
+	for i := range a.Phases {
+		p := &a.Phases[i]
+		pv := PhaseVerdict{Name: p.Name, Excluded: p.Excluded, Verdict: r.SLO.Check(&p.Stats)}
+		pv.Partial = r.Partial
+		v.Phases = append(v.Phases, pv)
+	}
+	v.Overall = r.SLO.Check(&a.Overall)
+	v.Overall.Partial = r.Partial
+	v.Recovery = JudgeRecovery(a, r.Engine)
+	return v
+}
+
+// Pooled judges the pooled analysis of repeated runs (analyze.Pool):
+// the SLO per phase and overall; recovery is per run.
+func Pooled(a *analyze.Result, slo SLO, partial bool) *Verdicts {
+	return Run(a, Rules{SLO: slo, Partial: partial})
+}
