@@ -26,6 +26,12 @@ const (
 	// the baseline's, if more) is called slow with at least even odds.
 	// Windows with fewer requests are undecided.
 	RecoveryDetect = 0.10
+	// RecoveryBaselineNoise: when the rule calls more than a tenth of the
+	// baseline's own windows slow, the baseline is no steady reference
+	// (its requests come in clusters the test does not expect) and
+	// recovery is not judged. At RecoveryAlpha a steady baseline has one
+	// such window in a thousand.
+	RecoveryBaselineNoise = 0.10
 )
 
 // WindowState is how the recovery rule judged one window.
@@ -147,6 +153,11 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 		st, p := rec.state(w)
 		rec.Windows = append(rec.Windows, RecoveryWindow{RecoveryWindow: w, State: st, P: p})
 	}
+	if rec.BaselineWindows >= 5 && float64(rec.BaselineSlow) > RecoveryBaselineNoise*float64(rec.BaselineWindows) {
+		rec.Reason = fmt.Sprintf("the rule calls %d of the baseline's own %d windows slow: the baseline is too uneven to recover to (a longer --window, or a steadier baseline)", rec.BaselineSlow, rec.BaselineWindows)
+		rec.Message = "recovery not judged: " + rec.Reason
+		return rec
+	}
 	earliest := rec.firstRun(func(s WindowState) bool { return s != WindowSlow })
 	latest := rec.firstRun(func(s WindowState) bool { return s == WindowRecovered })
 	if earliest >= 0 {
@@ -161,8 +172,8 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 	switch {
 	case rec.LatestKnown:
 		rec.Outcome, rec.Recovered, rec.RecoveryTimeMs = Pass, true, rec.LatestMs
-		rec.Message = fmt.Sprintf("recovered %s after the burst ended%s: %s (resolution %s)",
-			analyze.FormatMs(rec.RecoveryTimeMs), rec.between(), rule, analyze.FormatMs(rec.ResolutionMs))
+		rec.Message = fmt.Sprintf("recovered %s after the burst ended%s: %s (resolution %s%s)",
+			analyze.FormatMs(rec.RecoveryTimeMs), rec.between(), rule, analyze.FormatMs(rec.ResolutionMs), rec.baselineNote())
 	case rec.EarliestKnown:
 		rec.Reason = fmt.Sprintf("no slow window from %s after the burst on, but windows of fewer than %d requests cannot show a recovery", analyze.FormatMs(rec.EarliestMs), rec.MinJudged)
 		rec.Message = "recovery inconclusive: " + rec.Reason
@@ -172,6 +183,15 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 		rec.Message = "did not recover within the planned window: " + rec.Reason
 	}
 	return rec
+}
+
+// baselineNote says how often the rule called the baseline's own windows
+// slow, when it did.
+func (r *Recovery) baselineNote() string {
+	if r.BaselineSlow == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it calls %d of the baseline's %d windows slow", r.BaselineSlow, r.BaselineWindows)
 }
 
 // between is " (earliest 20s)" when the earliest consistent time differs
