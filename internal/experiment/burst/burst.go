@@ -37,17 +37,24 @@ const (
 )
 
 // The demo: `surge burst` with no target and no phase settings. Chosen so
-// the whole 2×/5×/10× experiment takes about three minutes and the 5× and
-// 10× bursts build a real backlog in the simulator (≈10 req/s of capacity).
+// that the whole 2×/5×/10× experiment takes about three and a half
+// minutes and tells the method's story: a baseline that meets the SLO by
+// construction (six simulated replicas, ≈56 req/s of capacity, at 20
+// req/s of short chat answers), a 2× burst that holds, a 5× burst that
+// backlogs and recovers, a 10× burst that breaks. Every phase the story
+// judges holds enough requests to be decided: the baseline's 400 and the
+// 2× burst's 400 can show a p99 and a 99% goodput (368 are needed).
 const (
-	DemoBaselineRPS   = 4.0
+	DemoBaselineRPS   = 20.0
 	DemoWarmup        = 5 * time.Second
 	DemoBaseline      = 20 * time.Second
-	DemoBurst         = 6 * time.Second
+	DemoBurst         = 10 * time.Second
 	DemoRecovery      = 20 * time.Second
-	DemoRecoveryLimit = 75 * time.Second
+	DemoRecoveryLimit = 60 * time.Second
 	DemoWindow        = 5 * time.Second
 	DemoSettleTimeout = 30 * time.Second
+	DemoReplicas      = 6
+	DemoMaxTokensCap  = 64
 	// DemoRecoveryMetric judges the demo's recovery on TTFT: in the
 	// simulator, as in most chat workloads, completion time is dominated
 	// by the answer's length, which hides a few seconds of queueing in
@@ -134,6 +141,10 @@ func (c *Config) ApplyDemo(set func(key string) bool) {
 	def("window", func() { c.Options.Window = DemoWindow })
 	def("settle_timeout", func() { c.SettleTimeout = DemoSettleTimeout })
 	def("recovery_metric", func() { c.RecoveryMetric = DemoRecoveryMetric })
+	if !c.Options.Sim.Autoscale { // the autoscaler's own replica bounds decide then
+		def("sim.replicas", func() { c.Options.Sim.Replicas = DemoReplicas })
+	}
+	def("max_tokens_cap", func() { c.Options.MaxTokensCap = DemoMaxTokensCap })
 }
 
 // Validate checks the burst settings (not the options); each problem is a
@@ -340,8 +351,8 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 	case c.Demo:
 		fmt.Fprintf(w, "surge burst — DEMO against the built-in simulated engine (%s).\n", env.BaseURL)
 		fmt.Fprintf(w, "Short demo phases: warmup %s, baseline %s at %.0f req/s, burst %s, recovery %s (watched up to %s), windows of %s;\n"+
-			"recovery judged on TTFT P99 (in the simulator completion time mostly reflects answer length).\n",
-			c.Warmup, c.Baseline, c.BaselineRPS, c.Burst, c.Recovery, c.RecoveryLimit, c.Options.Window)
+			"%d simulated replicas, chat prompts with short answers (max_tokens ≤ %d); recovery judged on TTFT.\n",
+			c.Warmup, c.Baseline, c.BaselineRPS, c.Burst, c.Recovery, c.RecoveryLimit, c.Options.Window, c.Options.Sim.Replicas, c.Options.MaxTokensCap)
 		fmt.Fprintf(w, "Point it at your endpoint with: surge burst --target https://HOST/v1 --model NAME --baseline-rps R [--metrics-url URL]\n\n")
 	case env.Virtual:
 		experiment.Announce(w, env, "burst")

@@ -49,8 +49,9 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 				l.Phases = append(l.Phases, experiment.PhaseVerdict{Name: name, Outcome: pv.Outcome, Partial: pv.Partial})
 			}
 		}
+		l.Detail = recoveryBrief(&runs[i])
 		if name, fv, ok := focusPhase(v); ok {
-			l.Detail = name + ": " + experiment.Clauses(fv, true)
+			l.Detail = strings.TrimPrefix(l.Detail+"; "+name+": "+experiment.Clauses(fv, true), "; ")
 		}
 		if nr := burstNotReached(runs[i].Result); nr != "" {
 			l.Status = "PARTIAL"
@@ -63,6 +64,34 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 		lines = append(lines, l)
 	}
 	return lines
+}
+
+// recoveryBrief is a run's recovery for its verdict line: "recovered
+// 10s (predicted 12.4s)", "recovered 90s, LATE (predicted 46.7s)", "not
+// recovered in 60s (predicted 69.6s)", "recovery inconclusive"; "" when
+// the burst was not reached.
+func recoveryBrief(r *Run) string {
+	if burstNotReached(r.Result) != "" {
+		return ""
+	}
+	var s string
+	switch rec := r.Recovery; rec.State {
+	case report.Recovered:
+		s = "recovered " + analyze.FormatMs(rec.Seconds*1000)
+	case report.NotRecovered:
+		s = "not recovered in " + analyze.FormatMs(rec.Seconds*1000)
+	default:
+		return "recovery inconclusive"
+	}
+	if late := recoveryLate(r, 0); late != nil && *late {
+		s += ", LATE"
+	}
+	if p := r.Prediction; p != nil && !p.Never {
+		s += " (predicted " + analyze.FormatMs(float64(p.RecoveryTime)/1e6) + ")"
+	} else if p != nil {
+		s += " (predicted never)"
+	}
+	return s
 }
 
 // runOutcome is a burst run's verdict: its burst phase's, the phase
