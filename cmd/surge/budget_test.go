@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/experiment/burst"
 )
 
 // Bad budgets exit 2 naming the flag; a price alone is accepted (it
@@ -165,7 +167,7 @@ func TestEstimateCountsRepeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head := fmt.Sprintf("burst-2x/rep-%d: 4 phase(s), 1m10s in all; baseline 4 req/s; seed %d\n", k, k)
+		head := fmt.Sprintf("burst-2x/rep-%d: 4 phase(s), 1m10s in all; baseline %g req/s; seed %d\n", k, burst.DemoBaselineRPS, k)
 		i := strings.Index(dry, head)
 		if i < 0 {
 			t.Fatalf("dry run lacks %q:\n%s", head, dry)
