@@ -311,6 +311,8 @@ func (f *flags) options(o *run.Options) {
 	f.dur(&o.OTLPGrace, "otlp_grace", "otlp-grace", "how long a finished request waits for its span (vLLM exports every 5 s)")
 	f.fs.BoolVarP(&o.Quiet, "quiet", "q", o.Quiet, "no live view")
 	f.bind("quiet", "quiet")
+	f.fs.BoolVar(&o.NoEarlyStop, "no-early-stop", o.NoEarlyStop, "run the whole plan even when the first requests all fail by a cause no load explains (unreachable, not an inference endpoint, …); by default the command stops within seconds and exits 3")
+	f.bind("no-early-stop", "no_early_stop")
 	f.str(&o.Deployment, "deployment", "deployment", "recorded in the manifest: serverless, dedicated, self-managed, …")
 	f.str(&o.Hardware, "hardware", "hardware", "recorded in the manifest: accelerator type and count, if known")
 	f.str(&o.ServingConfig, "serving_config", "serving-config", "recorded in the manifest: engine version and settings, if known")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/record"
 )
@@ -516,3 +518,42 @@ func TestSessionsFlags(t *testing.T) {
 // not of its verdict, accept any of them: short test runs often have too
 // few requests to decide a P99.
 func ran(code int) bool { return code == exitOK || code == exitSLO || code == exitUndecided }
+
+// deadPort is a loopback port nothing listens on.
+func deadPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// Must show (issue 25): a burst against a dead port stops at its first
+// requests with exit 3 and the cause in one line, instead of sending
+// every phase (about 40 minutes at the defaults); --no-early-stop sends
+// the whole plan anyway.
+func TestDeadPortStopsEarly(t *testing.T) {
+	target := "http://" + deadPort(t) + "/v1"
+	dir := filepath.Join(t.TempDir(), "dead")
+	code, out, errOut := surge(t, "burst", "--target", target, "--model", "m", "--baseline-rps", "4", "-q", "-o", dir)
+	if code != exitTarget {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitTarget, out, errOut)
+	}
+	for _, want := range []string{"exit 3: the target is unusable: the first ", "requests all failed: target unreachable (connection refused)",
+		"burst-5x and later: not started", "2×  burst UNUSABLE", "2×  unusable: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if n := len(readRecords(t, filepath.Join(dir, "burst-2x", "requests.jsonl"))); n > 60 {
+		t.Errorf("%d requests sent to a dead port before the stop, want about %d", n, judge.UnusableFirst)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	code, out, _ = surge(t, "run", "--target", target, "--model", "m", "--rate", "5", "--duration", "8s", "--no-early-stop", "-q", "-o", run)
+	if n := len(readRecords(t, filepath.Join(run, "requests.jsonl"))); code != exitTarget || n < 30 {
+		t.Errorf("--no-early-stop: exit %d, %d requests; want 3 after the whole plan (~40)\n%s", code, n, out)
+	}
+}

@@ -340,7 +340,7 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		fmt.Fprintln(stdout, "exit 1: interrupted (the files are marked partial)")
 		return &exitError{exitSLO, errSilent}
 	case out.Unusable:
-		fmt.Fprintln(stdout, "exit 3: the target was unusable: no request succeeded")
+		fmt.Fprintln(stdout, "exit 3: "+cmp.Or(out.UnusableWhy, "the target was unusable: no request succeeded")+" (--no-early-stop runs the whole plan anyway)")
 		return &exitError{exitTarget, errSilent}
 	case out.Verdict == judge.Fail:
 		fmt.Fprintln(stdout, "exit 1: "+cmp.Or(out.Meaning, "an SLO failed (the verdicts above say which and by how much)"))

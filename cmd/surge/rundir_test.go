@@ -183,7 +183,7 @@ keep=$2; shift 2
 "$@"; rc=$?
 cp -r r "$keep/" ; exit $rc`
 	cmd := exec.Command("unshare", "-m", "sh", "-c", script, "sh", mnt, keep, os.Args[0],
-		"run", "-q", "--target", "http://127.0.0.1:1/v1", "--rate", "100", "--duration", "60s", "-o", "r")
+		"run", "-q", "--target", "http://127.0.0.1:1/v1", "--rate", "100", "--duration", "60s", "--no-early-stop", "-o", "r")
 	cmd.Env = append(os.Environ(), "SURGE_TEST_CLI=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -26,13 +26,21 @@ type DiagTally struct {
 	times     map[string][]float64 // rejections' done − sent, ms, by phase
 	done      []int64
 	sorted    bool
+	// faults counts every failure by its cause (FaultOf), by phase;
+	// details keeps, per fault, the client's short error classes seen
+	// (at most maxFaultDetails distinct ones) to name an example.
+	faults  map[string]*FaultCounts
+	details [numFaults]map[string]int64
 }
+
+// maxFaultDetails bounds the distinct error classes kept per fault.
+const maxFaultDetails = 8
 
 // NewDiagTally returns an empty DiagTally keeping the done times from
 // doneFromNs on (the burst's start; -1 for none).
 func NewDiagTally(doneFromNs int64) *DiagTally {
 	return &DiagTally{doneFrom: doneFromNs, n429: map[string]int64{}, n503: map[string]int64{}, status4xx: map[phaseStatus]int64{},
-		times: map[string][]float64{}}
+		times: map[string][]float64{}, faults: map[string]*FaultCounts{}}
 }
 
 // DoneFrom is the start of the done times a diagnosis of an analysis with
@@ -59,6 +67,22 @@ func (t *DiagTally) Add(rc *record.Record) {
 	if t.doneFrom >= 0 && rc.Outcome == record.OK && rc.DoneNs != record.None && rc.DoneNs >= t.doneFrom {
 		t.done, t.sorted = append(t.done, rc.DoneNs), false
 	}
+	if f := FaultOf(rc); f != FaultNone {
+		fc := t.faults[rc.Phase]
+		if fc == nil {
+			fc = &FaultCounts{}
+			t.faults[rc.Phase] = fc
+		}
+		fc[f]++
+		d := t.details[f]
+		if d == nil {
+			d = map[string]int64{}
+			t.details[f] = d
+		}
+		if _, ok := d[rc.Error]; ok || len(d) < maxFaultDetails {
+			d[rc.Error]++
+		}
+	}
 	switch {
 	case rc.Outcome == record.RateLimited:
 		t.n429[rc.Phase]++
@@ -73,6 +97,33 @@ func (t *DiagTally) Add(rc *record.Record) {
 	if rc.SentNs != record.None && rc.DoneNs != record.None {
 		t.times[rc.Phase] = append(t.times[rc.Phase], nsToMs(rc.DoneNs-rc.SentNs))
 	}
+}
+
+// Faults counts the failures of the records labelled with phases by
+// cause; every failure is in one count.
+func (t *DiagTally) Faults(phases []string) FaultCounts {
+	var c FaultCounts
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(phases))) {
+		if fc := t.faults[p]; fc != nil {
+			for i := range c {
+				c[i] += fc[i]
+			}
+		}
+	}
+	return c
+}
+
+// Detail is the client's most common error class among the failures of
+// fault f (e.g. "connection refused", "not SSE (text/html)"), "" when
+// none was recorded.
+func (t *DiagTally) Detail(f Fault) string {
+	best, n := "", int64(0)
+	for s, k := range t.details[f] {
+		if k > n || k == n && s < best {
+			best, n = s, k
+		}
+	}
+	return best
 }
 
 // From is the start of the done times kept (-1: none).

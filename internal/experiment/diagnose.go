@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
@@ -17,13 +18,36 @@ import (
 // the measured phases of a run without one), the engine's waiting and
 // running gauges and its queue wait per phase, and the records.
 func Diagnose(scope string, res *run.Result) report.Diagnosis {
+	if d, ok := unusable(scope, res); ok {
+		return d
+	}
 	return ReportDiagnosis(judge.Diagnose(DiagnosisInput(scope, res)))
+}
+
+// unusable is the diagnosis of a run stopped early against an unusable
+// target (run.Result.Unusable), over all its phases.
+func unusable(scope string, res *run.Result) (report.Diagnosis, bool) {
+	if res.Unusable == "" {
+		return report.Diagnosis{}, false
+	}
+	var faults analyze.FaultCounts
+	if res.Diag != nil {
+		var phases []string
+		for _, p := range res.Analysis.Phases {
+			phases = append(phases, p.Name)
+		}
+		faults = res.Diag.Faults(phases)
+	}
+	return ReportDiagnosis(judge.UnusableDiagnosis(scope, res.Unusable, faults, res.Diag)), true
 }
 
 // DiagnoseWith is Diagnose with the capacity μ the run knows and the
 // fluid model's prediction (a burst's), which the hints compare the
 // measured throughput and recovery with.
 func DiagnoseWith(scope string, res *run.Result, capacity judge.DiagCapacity) report.Diagnosis {
+	if d, ok := unusable(scope, res); ok {
+		return d
+	}
 	in := DiagnosisInput(scope, res)
 	in.Capacity = capacity
 	return ReportDiagnosis(judge.Diagnose(in))
@@ -32,7 +56,7 @@ func DiagnoseWith(scope string, res *run.Result, capacity judge.DiagCapacity) re
 // DiagnosisInput gathers what judge.Diagnose looks at from a run.
 func DiagnosisInput(scope string, res *run.Result) judge.DiagnosisInput {
 	a := res.Analysis
-	in := judge.DiagnosisInput{Scope: scope, Result: a, Verdicts: res.Verdicts, Records: res.Records, Tally: res.Diag, Capacity: judge.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
+	in := judge.DiagnosisInput{Scope: scope, Result: a, Verdicts: res.Verdicts, Simulated: res.Simulated, Records: res.Records, Tally: res.Diag, Capacity: judge.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
 	for _, e := range res.SimEvents {
 		in.Scaling = append(in.Scaling, judge.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
 	}

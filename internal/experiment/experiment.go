@@ -28,8 +28,11 @@ type Outcome struct {
 	// be decided on its sample.
 	Verdict  judge.Outcome
 	Unusable bool // the target answered nothing usable
-	Partial  bool // interrupted, or stopped by a write error
-	Dir      string
+	// UnusableWhy is the one-line cause when a run stopped early against
+	// an unusable target (run.Result.Unusable); "" otherwise.
+	UnusableWhy string
+	Partial     bool // interrupted, or stopped by a write error
+	Dir         string
 	// Meaning says in a few words what decided Verdict for this command,
 	// for the exit-code line, e.g. "a sustainable rate was found (6.5
 	// req/s)" or "no level stayed within the latency budget"; empty means
@@ -45,9 +48,24 @@ func VerdictWord(pass bool) string {
 	return "FAIL"
 }
 
-// Unusable reports a run in which requests were sent and every one that
-// finished failed (requests cancelled by Ctrl-C do not count either way).
+// UnusableWhy is the cause of the first of results that stopped early
+// against an unusable target (run.Result.Unusable), "" when none did.
+func UnusableWhy(results ...*run.Result) string {
+	for _, r := range results {
+		if r != nil && r.Unusable != "" {
+			return r.Unusable
+		}
+	}
+	return ""
+}
+
+// Unusable reports a run that stopped early against an unusable target,
+// or in which requests were sent and every one that finished failed
+// (requests cancelled by Ctrl-C do not count either way).
 func Unusable(res *run.Result) bool {
+	if res.Unusable != "" {
+		return true
+	}
 	if res.Analysis.Overall.Succeeded > 0 {
 		return false
 	}

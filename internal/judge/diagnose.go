@@ -23,7 +23,25 @@ const (
 	ModeGeneratorLimited = "generator-limited" // surge did not send the schedule: the target was not tested
 	ModeFailing          = "failing"           // errors (5xx other than 503, resets, broken streams) instead of answers
 	ModeNotJudged        = "not judged"        // nothing to judge (no arrivals in the group)
+	ModeUnusable         = "unusable"          // the run stopped early: its first requests all failed by a cause no load explains (Unusable)
+
+	// The causes that no load explains (analyze.Fault), tried before
+	// any mode of load.
+	ModeUnreachable  = "unreachable"               // connections refused, DNS, TLS: nothing answered
+	ModeNoResponse   = "no response"               // connections accepted, never answered
+	ModeUnauthorized = "not authorized"            // 401, 403
+	ModeNotInference = "not an inference endpoint" // 404, 405, HTML or JSON where an OpenAI stream was expected
+	ModeBadRequest   = "refused as invalid"        // other 4xx
+	ModeProtocol     = "protocol violation"        // broken or malformed streams, max_tokens ignored
+	ModeQuota        = "quota"                     // 429 with rate-limit headers
 )
+
+// causeModes are the modes of the faults that no load explains.
+var causeModes = map[analyze.Fault]string{
+	analyze.FaultUnreachable: ModeUnreachable, analyze.FaultNoResponse: ModeNoResponse, analyze.FaultUnauthorized: ModeUnauthorized,
+	analyze.FaultNotInference: ModeNotInference, analyze.FaultBadRequest: ModeBadRequest, analyze.FaultProtocol: ModeProtocol,
+	analyze.FaultQuota: ModeQuota,
+}
 
 // Thresholds of Diagnose. Each is a share of the judged group's offered
 // arrivals, a factor between two groups, or a duration in ms.
@@ -106,6 +124,15 @@ const (
 	// DiagStaleTimeoutShare: timeouts for at least 5% of a phase's arrivals
 	// and at least half of its failures.
 	DiagStaleTimeoutShare = 0.05
+	// DiagCauseShare: failures of one cause that no load explains
+	// (unreachable, not an inference endpoint, …) for at least 5% of the
+	// arrivals make that cause the mode: it is named before any
+	// hypothesis about load, which then is not offered.
+	DiagCauseShare = 0.05
+	// DiagIgnoredShare: answers past max_tokens for at least 5% of the
+	// successful requests are a protocol violation worth the mode too:
+	// the workload the run measured is not the one it asked for.
+	DiagIgnoredShare = 0.05
 )
 
 // Diagnosis is how one run held or failed under its load (docs/metrics.md
@@ -166,6 +193,10 @@ type DiagnosisInput struct {
 	// Scaling are the simulator's scaling milestones (nil for a real
 	// target): capacity that changed during the run.
 	Scaling []ScaleEvent
+	// Simulated says the target was surge's simulator: its hints name
+	// only the layers it has (the engine model, surge's client), no
+	// gateway, quota or application.
+	Simulated bool
 }
 
 // DiagCapacity is the target's capacity μ the run knows (the simulator's,
@@ -233,6 +264,15 @@ func Diagnose(in DiagnosisInput) Diagnosis {
 		d.Mode, d.Summary, d.Hints = ModeGeneratorLimited, sum, hints
 		return d
 	}
+	if mode, sum, hint, ok := c.cause(); ok {
+		// A cause no load explains: named first, with what to check;
+		// a hypothesis about load only for the server errors beside it.
+		d.Mode, d.Summary, d.Hints = mode, sum, []Hint{hint}
+		if ratio(c.faults[analyze.FaultServerError], st.Offered) >= DiagErrorShare {
+			d.Hints = append(d.Hints, c.breaksHint())
+		}
+		return d
+	}
 	var modeHints []Hint
 	switch {
 	case st.Client.AttemptsPerArrival >= DiagRetryAmplification:
@@ -265,6 +305,7 @@ type diagCase struct {
 	// windows for a run.
 	cmpFrom, cmpTo *group
 	rej            analyze.Rejections
+	faults         analyze.FaultCounts // the judged group's failures by cause
 	burst          bool
 	phased         bool               // a run without a burst compared phase by phase (phasePair)
 	seen           *analyze.DiagTally // what the records say (DiagnosisInput.Tally, or a pass over Records)
@@ -335,6 +376,7 @@ func newDiagCase(in DiagnosisInput) *diagCase {
 		c.seen = scanRecords(in.Records, doneFrom)
 	}
 	c.rej = c.seen.Rejections(c.stress.phases, c.stress.s.Offered)
+	c.faults = c.seen.Faults(c.stress.phases)
 	if in.Records == nil {
 		c.rej.N429 = c.stress.s.Outcomes[record.RateLimited]
 	}
@@ -536,6 +578,12 @@ func (c *diagCase) rejectedHints() []Hint {
 			Evidence:   fmt.Sprintf("x-ratelimit-remaining-%s reached 0 in %s (%d responses carried rate-limit headers)", which, c.stress.noun, rl.Responses),
 			Check:      "the quota's limits per minute and per day for this account and model; whether the 429s carried Retry-After",
 		}}
+	case rl.RetryAfter > 0 && c.in.Simulated:
+		return []Hint{{
+			Hypothesis: "the simulated engine sheds load with its admission limit (a bounded waiting queue answering 429 with Retry-After)",
+			Evidence:   fmt.Sprintf("%d responses in %s carried Retry-After (longest %s)", rl.RetryAfter, c.stress.noun, analyze.FormatMs(rl.LongestRetryAfterMs)),
+			Check:      "--max-waiting against the capacity (a longer queue trades rejections for waiting)",
+		}}
 	case rl.RetryAfter > 0:
 		return []Hint{{
 			Hypothesis: "the target sheds load with an admission limit (a bounded queue answering 429 with Retry-After)",
@@ -567,10 +615,6 @@ func (c *diagCase) failingSummary() string {
 }
 
 func (c *diagCase) failingHints() []Hint {
-	ev := fmt.Sprintf("errors %s of the arrivals in %s", pct(c.stress.s.ErrorRate), c.stress.noun)
-	if c.ref != nil {
-		ev += fmt.Sprintf(", %s in %s", pct(c.ref.s.ErrorRate), c.ref.label)
-	}
 	var hints []Hint
 	failed := c.stress.s.ErrorRate - c.rej.Share503()
 	invalid := ratio(c.rej.N4xx, c.rej.Offered)
@@ -587,11 +631,21 @@ func (c *diagCase) failingHints() []Hint {
 	if failed-invalid < DiagErrorShare {
 		return hints // what else failed would not have made the mode
 	}
-	return append(hints, Hint{
+	return append(hints, c.breaksHint())
+}
+
+// breaksHint is the hypothesis that the target breaks under load: server
+// errors where a working server would queue or reject.
+func (c *diagCase) breaksHint() Hint {
+	ev := fmt.Sprintf("errors %s of the arrivals in %s", pct(c.stress.s.ErrorRate), c.stress.noun)
+	if c.ref != nil {
+		ev += fmt.Sprintf(", %s in %s", pct(c.ref.s.ErrorRate), c.ref.label)
+	}
+	return Hint{
 		Hypothesis: "the target, or something in front of it, breaks under this load instead of queueing or rejecting",
 		Evidence:   ev,
 		Check:      "the outcome and status of the failed requests in requests.jsonl, and the server's and gateway's logs for the same minutes",
-	})
+	}
 }
 
 // statusList names statuses by count, most frequent first: "12 × 400,
@@ -838,11 +892,16 @@ func (c *diagCase) relationHints(mode string) []Hint {
 			if cw := to.s.Latency.ConnWait; cw.Count > 0 {
 				ev += ", connection wait p95 " + cw.Text(analyze.Q95)
 			}
-			out = append(out, Hint{
+			h := Hint{
 				Hypothesis: "requests waited outside the engine (gateway, connection pool, network)",
 				Evidence:   ev,
 				Check:      "connection wait (surge opens up to --max-in-flight connections), a gateway or proxy in front of the engine (its queue, admission limit, Server-Timing), the network path",
-			})
+			}
+			if c.in.Simulated {
+				h.Hypothesis = "requests waited outside the engine model: in surge's client (the simulator has no gateway or network in between)"
+				h.Check = "connection wait (surge opens up to --max-in-flight connections) and the load generator's lag on this machine"
+			}
+			out = append(out, h)
 		}
 		if cw := to.s.Latency.ConnWait; cw.Count >= DiagMinSamples && value(cw, analyze.Q95) >= DiagConnWaitMs {
 			out = append(out, Hint{
@@ -887,6 +946,9 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 		Evidence:   fmt.Sprintf("%s, against %s req/s arriving in %s", how, num(st.OfferedRPS), g.noun),
 		Check:      "which layer limits: token quotas, connection limits, application concurrency, engine waiting requests, KV-cache memory",
 	}
+	if c.in.Simulated {
+		h.Check = "the simulated engine's limits for these lengths (--replicas, --max-num-seqs, --kv-cache-tokens): the simulator has no gateway, quota or application in front of it"
+	}
 	mu := c.in.Capacity.Mu
 	if mu <= 0 {
 		return h
@@ -905,6 +967,8 @@ func (c *diagCase) plateauHint(rate float64, how string) Hint {
 		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: timed-out requests took capacity without completing, or another layer limits", num(rate), pct(f), num(mu))
 		h.Evidence += fmt.Sprintf("; %s of %s's arrivals timed out", pct(st.TimeoutRate), g.noun)
 		h.Check = "how much work the timed-out requests got before they left (output_tokens of the timeouts in requests.jsonl), then " + h.Check
+	case f < DiagPlateauRatio && c.in.Simulated:
+		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: the engine model's batch or KV-cache limits for the burst's lengths (the simulator has no other layer)", num(rate), pct(f), num(mu))
 	case f < DiagPlateauRatio:
 		h.Hypothesis = fmt.Sprintf("throughput saturated near %s req/s, %s of the capacity μ %s req/s: a bottleneck in another layer", num(rate), pct(f), num(mu))
 	default:
@@ -1203,4 +1267,116 @@ func scanRecords(recs record.Source, doneFrom int64) *analyze.DiagTally {
 	t := analyze.NewDiagTally(doneFrom)
 	_ = recs.Each(func(rc *record.Record) error { t.Add(rc); return nil })
 	return t
+}
+
+// cause finds a cause of the judged group's failures that no load
+// explains, when it is at least DiagCauseShare of the arrivals (or
+// answers past max_tokens are DiagIgnoredShare of the successes): its
+// mode, the summary counting every failure by cause, and what to check.
+// Server errors are not among them: the failing mode weighs them.
+func (c *diagCase) cause() (mode, summary string, hint Hint, ok bool) {
+	st := c.stress.s
+	top, n := analyze.FaultNone, int64(0)
+	for _, f := range analyze.Faults {
+		if f == analyze.FaultNoResponse && st.Succeeded > 0 {
+			continue // something answered: waiting for headers can be load
+		}
+		if _, isCause := causeModes[f]; isCause && c.faults[f] > n {
+			top, n = f, c.faults[f]
+		}
+	}
+	ignored := st.Client.MaxTokensIgnored
+	switch {
+	case top != analyze.FaultNone && ratio(n, st.Offered) >= DiagCauseShare:
+	case ignored > 0 && ratio(ignored, st.Succeeded) >= DiagIgnoredShare:
+		top = analyze.FaultProtocol
+	default:
+		return "", "", Hint{}, false
+	}
+	sum := c.causeSummary()
+	h := causeHint(top, c.seen.Detail(top))
+	if top == analyze.FaultProtocol && c.faults[top] == 0 {
+		h.Evidence = sum // only answers past max_tokens: say how many
+	}
+	return causeModes[top], sum, h, true
+}
+
+// causeSummary counts every failure of the judged group by cause, the
+// most common first, and the answers that ran past max_tokens: "40 of
+// 40 arrivals failed: target unreachable 40 (connection refused)".
+func (c *diagCase) causeSummary() string {
+	st := c.stress.s
+	type part struct {
+		f analyze.Fault
+		n int64
+	}
+	var parts []part
+	for _, f := range analyze.Faults {
+		if n := c.faults[f]; n > 0 {
+			parts = append(parts, part{f, n})
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b part) int { return cmp.Compare(b.n, a.n) })
+	var words []string
+	for _, p := range parts {
+		w := fmt.Sprintf("%s %d", p.f.Text(), p.n)
+		if d := c.seen.Detail(p.f); d != "" {
+			w += " (" + d + ")"
+		}
+		words = append(words, w)
+	}
+	var s string
+	if len(words) > 0 {
+		s = fmt.Sprintf("%d of %d arrivals in %s failed: %s", c.faults.Failed(), st.Offered, c.stress.noun, strings.Join(words, ", "))
+	}
+	if ig := st.Client.MaxTokensIgnored; ig > 0 {
+		s = strings.TrimPrefix(s+fmt.Sprintf("; %d of %d successful answers in %s ran past their max_tokens", ig, st.Client.MaxTokensChecked, c.stress.noun), "; ")
+	}
+	return s
+}
+
+// UnusableDiagnosis is the diagnosis of a run stopped early against an
+// unusable target (Unusable): why, and what to check for its most
+// common cause among faults (the run's failures by cause, tally's error
+// classes naming it).
+func UnusableDiagnosis(scope, why string, faults analyze.FaultCounts, tally *analyze.DiagTally) Diagnosis {
+	d := Diagnosis{Scope: scope, Mode: ModeUnusable, Summary: why}
+	if f, _ := faults.Top(); f != analyze.FaultNone {
+		detail := ""
+		if tally != nil {
+			detail = tally.Detail(f)
+		}
+		d.Hints = []Hint{causeHint(f, detail)}
+	}
+	return d
+}
+
+// causeHint is what to check for a cause that no load explains.
+func causeHint(f analyze.Fault, detail string) Hint {
+	ev := f.Text()
+	if detail != "" {
+		ev += ": " + detail
+	}
+	switch f {
+	case analyze.FaultUnreachable:
+		return Hint{Hypothesis: "nothing answers at the target: the server is down, or the URL, port, DNS name or TLS setup is wrong", Evidence: ev,
+			Check: "that the server is running and listening on the --target host and port (curl it); for https, its certificate (--ca-cert)"}
+	case analyze.FaultNoResponse:
+		return Hint{Hypothesis: "the target accepts connections but never answers: a hung server, or a port that is not the inference server's", Evidence: ev,
+			Check: "the --target port, and whether the server is alive (its health endpoint, its log)"}
+	case analyze.FaultUnauthorized:
+		return Hint{Hypothesis: "the target refuses the key", Evidence: ev,
+			Check: "the API key (OPENAI_API_KEY, or the variable --api-key-env names) and its access to --model"}
+	case analyze.FaultNotInference:
+		return Hint{Hypothesis: "the target is not an OpenAI-compatible inference API at this URL", Evidence: ev,
+			Check: "that --target is the API's base URL ending in /v1 (not a web page or a gateway's root), --model, and --api"}
+	case analyze.FaultBadRequest:
+		return Hint{Hypothesis: "the target refuses these requests as invalid: the workload or the configuration, not the load", Evidence: ev,
+			Check: "the server's log for the reason; prompt + max_tokens against the model's context length (shorten --prompt-tokens or --output-tokens)"}
+	case analyze.FaultQuota:
+		return Hint{Hypothesis: "a quota of the account bounds the requests: the test measured the quota, not the engine", Evidence: ev,
+			Check: "the x-ratelimit-* headers (remaining and reset per bucket) and the account's limits; a dedicated key with higher limits"}
+	}
+	return Hint{Hypothesis: "the target breaks the protocol: streams cut or malformed, or answers that run past max_tokens", Evidence: ev,
+		Check: "the server's handling of stream=true and max_tokens (surge check runs the protocol checks one by one)"}
 }

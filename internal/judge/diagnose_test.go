@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -330,8 +331,9 @@ func diagScenarios() []diagScenario {
 			hints:  []string{"decode contention"},
 		},
 		{
-			// TTFT and TPOT steady, answers three times longer than asked:
-			// longer outputs, and the server ignored max_tokens.
+			// TTFT and TPOT steady, answers twice as long as asked: the
+			// server ignored max_tokens — a protocol violation, said as
+			// the cause.
 			name: "longer-outputs",
 			recs: calm(func(k int, t time.Duration) *record.Record {
 				ttft := 80*ms + time.Duration(k%5)*10*ms
@@ -340,8 +342,9 @@ func diagScenarios() []diagScenario {
 				r.TPOTNs = (r.DoneNs - r.FirstTokenNs) / 30
 				return r
 			}, 15),
-			mode:  ModeHeld,
-			hints: []string{"longer outputs", "the server ignored max_tokens"},
+			mode:    ModeProtocol,
+			hints:   []string{"the target breaks the protocol"},
+			summary: []string{"151 of 151 successful answers in the burst ran past their max_tokens"},
 		},
 		{
 			name: "failing",
@@ -357,8 +360,8 @@ func diagScenarios() []diagScenario {
 		},
 		{
 			// The failures are 400s (prompts over the model's context, as
-			// vLLM answers them): a workload problem, said before the load
-			// hypothesis.
+			// vLLM answers them): a workload problem, the cause, and no
+			// load hypothesis.
 			name: "failing-client-errors",
 			recs: calm(func(k int, t time.Duration) *record.Record {
 				if k%4 == 0 {
@@ -368,12 +371,13 @@ func diagScenarios() []diagScenario {
 				}
 				return normal(k, t)
 			}, 30),
-			mode:   ModeFailing,
-			hints:  []string{"the target refused these requests as invalid"},
+			mode:   ModeBadRequest,
+			hints:  []string{"the target refuses these requests as invalid"},
 			absent: []string{"the target, or something in front of it, breaks"},
 		},
 		{
-			// Half 400s, half 500s: both hypotheses, the client errors first.
+			// Half 400s, half 500s: the cause first, then the load
+			// hypothesis for the server errors.
 			name: "failing-mixed",
 			recs: calm(func(k int, t time.Duration) *record.Record {
 				switch k % 8 {
@@ -386,8 +390,8 @@ func diagScenarios() []diagScenario {
 				}
 				return normal(k, t)
 			}, 30),
-			mode:  ModeFailing,
-			hints: []string{"the target refused these requests as invalid", "the target, or something in front of it, breaks"},
+			mode:  ModeBadRequest,
+			hints: []string{"the target refuses these requests as invalid", "the target, or something in front of it, breaks"},
 		},
 		{
 			// A plain run (no burst phase) whose TTFT grows in its second
@@ -635,4 +639,81 @@ func diagText(d Diagnosis) string {
 		r.Hints = append(r.Hints, report.Hint{Hypothesis: h.Hypothesis, Evidence: h.Evidence, Check: h.Check})
 	}
 	return r.Text()
+}
+
+// Must show (issue 25): each failure is diagnosed by its cause before any
+// hypothesis about load. One run per cause, its burst made of it (the
+// others of normal requests, or of it too for a target that never
+// worked); causes.golden holds each one's diagnosis.
+func TestCauseTable(t *testing.T) {
+	fail := func(o record.Outcome, status int, errText string, at time.Duration) *record.Record {
+		r := failRec(at, o)
+		r.Status, r.Error = status, errText
+		return r
+	}
+	everywhere := func(f func(k int, t time.Duration) *record.Record) []record.Record {
+		recs := arrivals("baseline", 0, 30*s, 10, f)
+		recs = append(recs, arrivals("burst", 30*s, 40*s, 30, f)...)
+		return append(recs, arrivals("recovery", 40*s, 70*s, 10, f)...)
+	}
+	cases := []struct {
+		name   string
+		recs   []record.Record
+		mode   string
+		absent string // a load hypothesis that must not be offered
+	}{
+		{"dead port", everywhere(func(_ int, t time.Duration) *record.Record {
+			return fail(record.ConnError, 0, "connection refused", t)
+		}), ModeUnreachable, "requests queued"},
+		{"silent port", everywhere(func(_ int, t time.Duration) *record.Record {
+			return fail(record.Timeout, 0, "timeout before headers", t)
+		}), ModeNoResponse, "requests queued"},
+		{"HTML answer", everywhere(func(_ int, t time.Duration) *record.Record {
+			r := fail(record.InvalidResponse, 200, "not SSE (text/html)", t)
+			r.HeadersNs = int64(t + 5*ms)
+			return r
+		}), ModeNotInference, "the target, or something in front of it, breaks"},
+		{"endless stream", everywhere(func(_ int, t time.Duration) *record.Record {
+			r := fail(record.Timeout, 200, "timeout after first token", t)
+			r.HeadersNs, r.FirstTokenNs, r.FirstChunkNs = int64(t+5*ms), int64(t+40*ms), int64(t+40*ms)
+			r.Chunks, r.OutputTokens, r.MaxTokens = 5000, 5000, 105
+			return r
+		}), ModeProtocol, "stale work"},
+		{"max_tokens ignored", calm(func(k int, t time.Duration) *record.Record {
+			r := normal(k, t)
+			r.OutputTokens, r.MaxTokens = 7106, 105
+			return r
+		}, 20), ModeProtocol, "longer outputs"},
+		{"503s", calm(func(k int, t time.Duration) *record.Record {
+			if k%3 == 0 {
+				return fail(record.HTTPError, 503, "status 503", t)
+			}
+			return normal(k, t)
+		}, 30), ModeRejectedFast, ""},
+		{"429 with rate-limit headers", calm(func(k int, t time.Duration) *record.Record {
+			if k%3 == 0 {
+				r := fail(record.RateLimited, 429, "status 429", t)
+				r.RateLimit = record.NoRateLimit
+				r.RateLimit.RemainingTokens, r.RateLimit.ResetTokensNs = 0, int64(12*s)
+				return r
+			}
+			return normal(k, t)
+		}, 30), ModeQuota, "the target sheds load"},
+		{"overload", calm(backlogBurst, 30), ModeBacklogged, ""},
+	}
+	var out strings.Builder
+	for _, tc := range cases {
+		res := analyseDiag(t, diagPhases(), tc.recs)
+		d := Diagnose(DiagnosisInput{Scope: "5×", Result: res, Verdicts: sloOf(res), Records: srcOf(tc.recs)})
+		if d.Mode != tc.mode {
+			t.Errorf("%s: mode %q, want %q: %s", tc.name, d.Mode, tc.mode, d.Summary)
+		}
+		for _, h := range d.Hints {
+			if tc.absent != "" && strings.Contains(h.Hypothesis, tc.absent) {
+				t.Errorf("%s: a load hypothesis for a cause no load explains: %s", tc.name, h.Hypothesis)
+			}
+		}
+		fmt.Fprintf(&out, "# %s\n%s\n", tc.name, diagText(d))
+	}
+	golden.Check(t, "diagnose/causes.golden", []byte(out.String()))
 }

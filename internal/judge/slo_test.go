@@ -193,3 +193,63 @@ func TestMinForUpperBound(t *testing.T) {
 		}
 	}
 }
+
+// The early stop: the first requests all failed by a cause no load
+// explains.
+func TestUnusable(t *testing.T) {
+	refused := func(at time.Duration) *record.Record {
+		r := failRec(at, record.ConnError)
+		r.Error = "connection refused"
+		return r
+	}
+	u := NewUnusable()
+	for i := range 4 {
+		u.Add(refused(time.Duration(i) * s))
+	}
+	if why := u.Stop(20 * s); why != "" {
+		t.Fatalf("4 requests stopped the run: %s", why)
+	}
+	u.Add(refused(4 * s))
+	if why := u.Stop(5 * s); why != "" {
+		t.Fatalf("5 requests in 5 s stopped the run: %s", why)
+	}
+	if why := u.Stop(11 * s); why != "the target is unusable: the first 5 requests all failed: target unreachable (connection refused)" || !u.Tripped() {
+		t.Fatalf("5 requests over 10 s: %q", why)
+	}
+	// One success, or a failure load explains, ends the watch.
+	for _, tc := range []struct {
+		name string
+		last *record.Record
+	}{
+		{"a success", okRec(19*s, 0, 100*ms, time.Second)},
+		{"a timeout after the headers", func() *record.Record {
+			r := failRec(19*s, record.Timeout)
+			r.HeadersNs = r.ScheduledNs + int64(ms)
+			return r
+		}()},
+	} {
+		u := NewUnusable()
+		u.Add(tc.last)
+		for i := range 30 {
+			u.Add(refused(time.Duration(i) * s))
+		}
+		if why := u.Stop(60 * s); why != "" {
+			t.Errorf("%s first: %s", tc.name, why)
+		}
+	}
+	// Twenty requests of mixed causes, in 2 s: each named, the most
+	// common first.
+	u = NewUnusable()
+	for i := range 20 {
+		at := time.Duration(i) * 100 * ms
+		r := refused(at)
+		if i%4 == 0 {
+			r = failRec(at, record.HTTPError)
+			r.Status, r.Error = 401, "status 401"
+		}
+		u.Add(r)
+	}
+	if why := u.Stop(2 * s); why != "the target is unusable: the first 20 requests all failed: target unreachable (connection refused) ×15, not authorized (status 401) ×5" {
+		t.Errorf("mixed: %q", why)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -140,7 +141,12 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		})
 		runErr = e.executeVirtual(runCtx, spec, arrivals, lazy, wcfg, sess, sink, res)
 	} else {
-		col := newCollector(arrivals, sess != nil, spec.Stop)
+		stop, unusable := spec.Stop, (*judge.Unusable)(nil)
+		if !o.NoEarlyStop && !e.Simulated {
+			unusable = judge.NewUnusable()
+			stop = stoppers(spec.Stop, unusable)
+		}
+		col := newCollector(arrivals, sess != nil, stop)
 		sink := e.stampShard(func(r *record.Record) {
 			if err := w.Write(r); err != nil {
 				cancel(errWrite)
@@ -149,6 +155,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		})
 		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
 		res.SimEvents = e.SimEvents(started)
+		if unusable != nil && unusable.Tripped() {
+			res.Unusable = res.StopWhy
+		}
 	}
 	res.Elapsed = time.Since(started)
 	closeErr := w.Close()

@@ -178,7 +178,7 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 				}
 			case <-check.C:
 				now := time.Since(origin)
-				if spec.Stop == nil || now < spec.Stop.CheckFrom() || stopped.Load() != 0 {
+				if col.stop == nil || now < col.stop.CheckFrom() || stopped.Load() != 0 {
 					continue
 				}
 				if why := col.check(); why != "" {

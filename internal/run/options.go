@@ -121,6 +121,10 @@ type Options struct {
 	OTLPListen     string        `yaml:"otlp_listen"`     // receive the engine's OTLP trace spans here (host:port)
 	OTLPGrace      time.Duration `yaml:"otlp_grace"`      // how long a finished request waits for its span
 	Quiet          bool          `yaml:"quiet"`           // no live view
+	// NoEarlyStop runs every request of the plan against a target whose
+	// first requests all failed by a cause no load explains (judge.Unusable):
+	// by default such a run stops within seconds.
+	NoEarlyStop bool `yaml:"no_early_stop"`
 
 	Deployment    string `yaml:"deployment"`     // manifest: serverless, dedicated, self-managed, …
 	Hardware      string `yaml:"hardware"`       // manifest: GPU/accelerator, if known

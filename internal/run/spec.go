@@ -61,6 +61,51 @@ func (s *Spec) Seed(base int64) int64 {
 	return base
 }
 
+// stopperList asks each of its Stoppers, each from its own CheckFrom on
+// (by the horizon), and stops at the first that does.
+type stopperList []Stopper
+
+// stoppers is the Stopper of ss (nil ones left out).
+
+func stoppers(ss ...Stopper) Stopper {
+	var out stopperList
+	for _, s := range ss {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return out
+}
+
+func (l stopperList) CheckFrom() time.Duration {
+	from := time.Duration(1<<63 - 1)
+	for _, s := range l {
+		from = min(from, s.CheckFrom())
+	}
+	return from
+}
+
+func (l stopperList) Add(rec *record.Record) {
+	for _, s := range l {
+		s.Add(rec)
+	}
+}
+
+func (l stopperList) Stop(horizon time.Duration) string {
+	for _, s := range l {
+		if horizon < s.CheckFrom() {
+			continue
+		}
+		if why := s.Stop(horizon); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
 // Stopper lets an experiment end a run's schedule before its plan ends: a
 // recovery phase once recovered, a hopeless capacity step.
 //
@@ -109,6 +154,10 @@ type Result struct {
 	PartialWhy string
 	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
 	StopWhy    string
+	// Unusable is why the run stopped early against a target whose first
+	// requests all failed by a cause no load explains (judge.Unusable);
+	// "" otherwise. The experiment stops there and exits 3.
+	Unusable   string
 	Spend      Spend  // what the run's requests spent, from their usage (budget.go)
 	HTTPClient string // the transport the requests went through (openai.Client.TransportName); "" in virtual time and on a coordinator
 	Simulated  bool   // the target was surge's simulator

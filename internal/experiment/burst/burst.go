@@ -421,6 +421,12 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 		if err != nil {
 			return runs, err
 		}
+		if why := r.Result.Unusable; why != "" {
+			if i+1 < len(planned) {
+				fmt.Fprintf(w, "%s and later: not started (%s)\n", planned[i+1].Folder(), why)
+			}
+			break
+		}
 		if r.Result.Partial {
 			if why := env.BudgetStop(); why != "" && i+1 < len(planned) {
 				fmt.Fprintf(w, "%s and later: not started (%s)\n", planned[i+1].Folder(), why)

@@ -32,6 +32,11 @@ type recovery = report.Recovery
 // when the burst ran. Such a run says nothing about the burst: its
 // recovery, verdict line and diagnosis say this instead.
 func burstNotReached(res *run.Result) string {
+	if res != nil && res.Unusable != "" {
+		if _, ok := res.Analysis.Phase(schedule.PhaseBurst); !ok {
+			return "burst not reached: " + res.Unusable
+		}
+	}
 	if res == nil || !res.Partial {
 		return ""
 	}
@@ -355,7 +360,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
 		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
 		diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
-		if nr := burstNotReached(res); nr != "" {
+		if nr := burstNotReached(res); nr != "" && res.Unusable == "" {
 			diag = report.Diagnosis{Scope: scope, Mode: judge.ModeNotJudged, Summary: nr}
 		}
 		t.Diagnoses = append(t.Diagnoses, diag)
@@ -380,6 +385,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		return out, err
 	}
 	out.Unusable = len(runs) > 0 && !anyOK
+	for i := range runs {
+		out.UnusableWhy = cmp.Or(out.UnusableWhy, runs[i].Result.Unusable)
+	}
 	out.Meaning = meaning(runs)
 	fmt.Fprintln(w)
 	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per multiplier; the burst phase by scheduled arrival", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},

@@ -55,6 +55,9 @@ func verdictLines(runs []Run) []experiment.VerdictLine {
 		}
 		if nr := burstNotReached(runs[i].Result); nr != "" {
 			l.Status = "PARTIAL"
+			if runs[i].Result.Unusable != "" {
+				l.Status = "UNUSABLE"
+			}
 			if name, _, ok := focusPhase(v); ok && name != schedule.PhaseBurst {
 				l.Detail = nr + "; " + l.Detail
 			} else {

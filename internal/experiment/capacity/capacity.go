@@ -290,6 +290,10 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		}
 		cr.Steps = append(cr.Steps, *st)
 		printStep(w, st)
+		if why := st.Result.Unusable; why != "" {
+			cr.Note = "the search stopped: " + why
+			return false, false, nil
+		}
 		if st.Result.Partial {
 			cr.PartialWhy = st.Result.PartialWhy
 			return true, false, nil
@@ -467,6 +471,7 @@ func Capacity(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 		results = append(results, s.Result)
 	}
 	out.Unusable = len(cr.Steps) > 0 && !experiment.AnyOK(results...) && !cr.Partial
+	out.UnusableWhy = experiment.UnusableWhy(results...)
 	return out, nil
 }
 

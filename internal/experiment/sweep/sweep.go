@@ -303,6 +303,10 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		if lv.Result.Partial {
 			return true, false, nil
 		}
+		if why := lv.Result.Unusable; why != "" {
+			sr.Note = "the sweep stopped: " + why
+			return false, false, nil
+		}
 		if lv.GeneratorLimited {
 			sr.Note = fmt.Sprintf("the sweep stopped at %s: %s; higher rates are out of this generator's reach and the levels above were not run", lv.Name, lv.Measure.GeneratorNote)
 			return false, false, nil
@@ -334,6 +338,7 @@ func Sweep(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 		results = append(results, l.Result)
 	}
 	out.Unusable = len(sr.Levels) > 0 && !experiment.AnyOK(results...) && !sr.Partial
+	out.UnusableWhy = experiment.UnusableWhy(results...)
 	return out, nil
 }
 
