@@ -61,6 +61,13 @@ func PrintPhases(w io.Writer, res *run.Result) {
 			fmt.Fprintf(w, "completed/s n/a: %s\n", why)
 		}
 	}
+	for i := range a.Phases {
+		if p := &a.Phases[i]; !p.Excluded && p.GoodputRPS > p.CompletedRPS*1.05 && p.GoodputRPS-p.CompletedRPS > 0.5 {
+			fmt.Fprintf(w, "goodput/s counts a phase's requests by arrival, completed/s the completions in its time: %s's good requests finished after it ended, so its goodput/s (%.2f) is above its completed/s (%.2f)\n",
+				p.Name, p.GoodputRPS, p.CompletedRPS)
+			break
+		}
+	}
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -432,21 +439,23 @@ func milestoneLabel(e sim.Event) string {
 }
 
 // MeasuredBacklog is the backlog a run measured over time (seconds since
-// its start, requests): the engine's waiting + running at every scrape when
-// it was scraped, else the client's in-flight count on the analysis
-// timeline; label names which.
+// its start, requests): the engine's waiting queue at every scrape when
+// it was scraped (the fluid model's backlog is the work not yet served,
+// so the running batch is not in it), else the client's in-flight count
+// on the analysis timeline; label names which.
 func MeasuredBacklog(res *run.Result) (t, v report.Series, label string) {
 	for _, smp := range res.Engine {
 		wv, wok := smp.Value(scrape.Waiting)
-		rv, rok := smp.Value(scrape.Running)
-		if !wok || !rok {
+		if !wok {
 			continue
 		}
 		t = append(t, float64(smp.TNs)/1e9)
-		v = append(v, wv+rv)
+		v = append(v, wv)
 	}
 	if len(t) > 0 {
-		return t, v, "engine waiting + running"
+		// The fluid model's backlog is the work not yet served: the
+		// engine's waiting queue, not the batch it is running.
+		return t, v, "engine waiting"
 	}
 	for _, s := range res.Analysis.Timeline {
 		t = append(t, s.TMs/1000)

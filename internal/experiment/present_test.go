@@ -280,7 +280,7 @@ func TestChartsMilestonesAndMeasuredBacklog(t *testing.T) {
 	s.Waiting, s.Running = 7, 8
 	res.Engine = []scrape.Sample{s}
 	bt, bv, label = MeasuredBacklog(res)
-	if label != "engine waiting + running" || len(bt) != 1 || bt[0] != 2 || bv[0] != 15 {
+	if label != "engine waiting" || len(bt) != 1 || bt[0] != 2 || bv[0] != 7 {
 		t.Errorf("backlog with engine metrics: %v %v %q", bt, bv, label)
 	}
 }

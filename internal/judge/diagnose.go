@@ -16,7 +16,8 @@ import (
 
 // The failure modes of a Diagnosis (docs/metrics.md "Diagnosis").
 const (
-	ModeHeld             = "held"              // no failure mode applies
+	ModeHeld             = "held"              // no failure mode applies, and the SLO did not fail
+	ModeMissed           = "missed the SLO"    // no failure mode applies, but the SLO failed (long answers, a few failures)
 	ModeRejectedFast     = "rejected fast"     // 429/503 for a share of the arrivals, answered quickly
 	ModeBacklogged       = "backlogged"        // accepted, then waited: TTFT growth, timeouts, late successes
 	ModeRetriesAmplified = "retries amplified" // retries multiplied the load the target received
@@ -286,6 +287,9 @@ func Diagnose(in DiagnosisInput) Diagnosis {
 			d.Mode, d.Summary = ModeBacklogged, strings.Join(parts, "; ")
 		} else {
 			d.Mode, d.Summary = ModeHeld, c.heldSummary()
+			if v := c.stress.slo; v != nil && v.Outcome == Fail {
+				d.Mode = ModeMissed // "held" beside a failed burst would read as "the burst was fine"
+			}
 		}
 	}
 	d.Hints = append(modeHints, c.relationHints(d.Mode)...)

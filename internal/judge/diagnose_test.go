@@ -126,7 +126,7 @@ func diagScenarios() []diagScenario {
 				}
 				return r
 			}, 20),
-			mode:    ModeHeld,
+			mode:    ModeMissed,
 			summary: []string{"40 of 200 ok answers carried no token (empty answers are never good)"},
 		},
 		{
@@ -443,7 +443,7 @@ func diagScenarios() []diagScenario {
 		{
 			// No queue, no rejections, but one answer in twenty ran past
 			// the completion deadline: held, and the SLO missed anyway.
-			name: "held-slo-missed", recs: calm(longAnswers, 20), mode: ModeHeld,
+			name: "held-slo-missed", recs: calm(longAnswers, 20), mode: ModeMissed,
 			summary: []string{"no queueing or rejections, but the SLO missed: p99 completion 15s (limit 12s)", "long answers missed the 12s completion deadline"},
 		},
 		{
@@ -601,9 +601,9 @@ func TestDiagnoseThresholdEdges(t *testing.T) {
 		recs []record.Record
 		want string
 	}{
-		{"429 at 1 in 25 (4%) is below DiagRejectShare", share(25, record.RateLimited), ModeHeld},
+		{"429 at 1 in 25 (4%) is below DiagRejectShare", share(25, record.RateLimited), ModeMissed},
 		{"429 at 1 in 20 (5%) reaches it", share(20, record.RateLimited), ModeRejectedFast},
-		{"errors at 1 in 25 are below DiagErrorShare", share(25, record.HTTPError), ModeHeld},
+		{"errors at 1 in 25 are below DiagErrorShare", share(25, record.HTTPError), ModeMissed},
 		{"timeouts at 1 in 50 (2%) exceed DiagBacklogTimeoutShare", share(50, record.Timeout), ModeBacklogged},
 		{"drops at 1 in 150 (0.67%) are below DiagDropShare", share(150, record.GeneratorDrop), ModeHeld},
 	} {

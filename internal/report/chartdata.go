@@ -296,7 +296,7 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	done := chart{ID: "completed", Title: "Completed/s by completion time", Y: "requests/s"}
 	if sm := rc.Summary; sm != nil && sm.Mu > 0 && finite(sm.Mu) {
 		done.Rules = []chartRule{{Label: "μ " + strconv.FormatFloat(sm.Mu, 'f', 2, 64) + " req/s", Value: sm.Mu}}
-		done.Note = "the target cannot complete faster than μ for long; a backlog drains at μ − offered"
+		done.Note = "μ is a rate over the drain, tens of seconds: a short window can rise above it when a full batch finishes together, its neighbours fall below it; a backlog drains at μ − offered on average"
 	}
 	done = stepped(done)
 	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: mean(rc.Completed)})

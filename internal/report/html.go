@@ -135,7 +135,7 @@ type RunCharts struct {
 	// time axis (seconds since the run's start); nil for none.
 	PredictedBacklogT, PredictedBacklog Series
 	MeasuredBacklogT, MeasuredBacklog   Series
-	MeasuredBacklogLabel                string // what the measured curve counts, e.g. "engine waiting + running"
+	MeasuredBacklogLabel                string // what the measured curve counts, e.g. "engine waiting"
 
 	Phases  []Phase
 	Markers []Marker

@@ -253,7 +253,7 @@ func TestHTMLRunSummary(t *testing.T) {
 	rc := smallReport().Runs[0]
 	rc.Summary = &RunSummary{
 		Mu: 9.1416, MuSource: "simulated engine", PredictedPeakBacklog: 651.5, MeasuredPeakBacklog: 686,
-		MeasuredBacklogSource: "engine waiting + running", PredictedRecoveryS: 126.7, MeasuredRecoveryS: 190,
+		MeasuredBacklogSource: "engine waiting", PredictedRecoveryS: 126.7, MeasuredRecoveryS: 190,
 		RecoveryLate: true, RecoveryNote: "recovery was extended",
 		Verdicts: []Verdict{
 			{Scope: "overall", Check: "p95 TTFT ≤ 2s", Status: VerdictFail, Detail: "> 60s"},
@@ -266,7 +266,7 @@ func TestHTMLRunSummary(t *testing.T) {
 	page := renderHTML(t, HTMLReport{Runs: []RunCharts{rc}})
 	for _, want := range []string{
 		`<dt>capacity μ</dt><dd>9.14 req/s <span class="detail">(simulated engine)</span></dd>`,
-		`<dd>predicted 652, measured 686 requests <span class="detail">(measured: engine waiting &#43; running)</span></dd>`,
+		`<dd>predicted 652, measured 686 requests <span class="detail">(measured: engine waiting)</span></dd>`,
 		`<dd>predicted 126.7 s, measured 190.0 s <span class="badge LATE"`,
 		`<th>SLO clause</th><th>baseline</th><th>burst</th><th>overall</th>`,
 		`<tr><td>p95 TTFT ≤ 2s</td><td><span class="badge PASS" title="343ms">PASS</span> <span class="detail">343ms</span></td><td><span class="na">—</span></td><td><span class="badge FAIL"`,
@@ -318,7 +318,7 @@ func TestChartsBacklogMuAndMilestones(t *testing.T) {
 	if want := (Series{0, 10, 15, 20, 27.5, 30}); !slices.Equal(b.T, want) {
 		t.Errorf("backlog t = %v, want the union %v", b.T, want)
 	}
-	if len(b.Series) != 2 || b.Series[0].Label != "measured: engine waiting + running" || !b.Series[1].Span {
+	if len(b.Series) != 2 || b.Series[0].Label != "measured: engine waiting" || !b.Series[1].Span {
 		t.Fatalf("backlog series %+v", b.Series)
 	}
 	if got := b.Series[1].Values; !math.IsNaN(got[0]) || got[2] != 30 || got[4] != 0 {

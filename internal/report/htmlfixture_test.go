@@ -35,7 +35,7 @@ func smallReport() HTMLReport {
 				PredictedBacklog:     Series{0, 30, 60, 0},
 				MeasuredBacklogT:     Series{0, 10, 20, 30},
 				MeasuredBacklog:      Series{24, 54, 84, 24},
-				MeasuredBacklogLabel: "engine waiting + running",
+				MeasuredBacklogLabel: "engine waiting",
 				Summary:              &RunSummary{Mu: 10, MuSource: "--capacity-rps", PredictedPeakBacklog: 60, MeasuredPeakBacklog: 60, PredictedRecoveryS: 7.5, MeasuredRecoveryS: 5},
 			},
 			{
@@ -168,7 +168,7 @@ func burstReport() HTMLReport {
 		rc.MeasuredBacklogT, rc.MeasuredBacklog = rc.T, rc.InFlight
 		rc.MeasuredBacklogLabel = "client in flight"
 		if engine {
-			rc.MeasuredBacklogLabel = "engine waiting + running"
+			rc.MeasuredBacklogLabel = "engine waiting"
 			rc.MeasuredBacklog = nil
 			for i := range rc.T {
 				rc.MeasuredBacklog = append(rc.MeasuredBacklog, rc.EngineWaiting[i]+rc.EngineRunning[i])

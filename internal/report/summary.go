@@ -27,7 +27,7 @@ type RunSummary struct {
 	MuSource string
 
 	PredictedPeakBacklog, MeasuredPeakBacklog float64 // requests
-	MeasuredBacklogSource                     string  // "engine waiting + running" or "client in flight"
+	MeasuredBacklogSource                     string  // "engine waiting" or "client in flight"
 
 	PredictedRecoveryS, MeasuredRecoveryS float64 // seconds after the burst's end
 	RecoveryLate                          bool    // measured recovery came later than predicted (beyond tolerance)
