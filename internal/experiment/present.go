@@ -491,7 +491,9 @@ func HTMLMeta(env *run.Env) []report.KV {
 
 // PromptMeta is the report line comparing the prompt lengths surge
 // intended with the server's own counts, and a note when they differ by
-// more than 5% at the median (nil when no request reported usage).
+// more than 5% at the median, or when a twentieth of the prompts on
+// either side were counted more than 10% off their intended length (the
+// per-request ratio's p5 or p95; nil when no request reported usage).
 func PromptMeta(ps *record.PromptSizing) (kv []report.KV, notes []string) {
 	if ps == nil || ps.Actual.Samples == 0 {
 		return nil, nil
@@ -503,6 +505,10 @@ func PromptMeta(ps *record.PromptSizing) (kv []report.KV, notes []string) {
 		if off := float64(act.P50-in.P50) / float64(in.P50); off > 0.05 || off < -0.05 {
 			notes = append(notes, fmt.Sprintf("WARNING: the server counted prompts %+.0f%% off the intended length at the median (p50 %d vs %d; prompt sizing: %s).", 100*off, act.P50, in.P50, ps.Description))
 		}
+	}
+	if r := ps.Ratio; r.Samples > 0 && (r.P5 < 900 || r.P95 > 1100) {
+		notes = append(notes, fmt.Sprintf("WARNING: the server's prompt lengths spread wider than intended: request by request they were %.2f× (p5) to %.2f× (p95) the intended length (intended p5 %d / p95 %d, server p5 %d / p95 %d); the workload the target saw is not the one planned (prompt sizing: %s).",
+			float64(r.P5)/1000, float64(r.P95)/1000, in.P5, in.P95, act.P5, act.P95, ps.Description))
 	}
 	return kv, notes
 }

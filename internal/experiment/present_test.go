@@ -284,3 +284,36 @@ func TestChartsMilestonesAndMeasuredBacklog(t *testing.T) {
 		t.Errorf("backlog with engine metrics: %v %v %q", bt, bv, label)
 	}
 }
+
+// The prompt-size warning looks at the spread too: a fixed 64-token
+// prompt counted as 47–85 tokens has the right median and a wrong
+// workload.
+func TestPromptMetaSpread(t *testing.T) {
+	ps := func(ratioP5, ratioP95, p50 int) *record.PromptSizing {
+		return &record.PromptSizing{Description: "probe",
+			Intended: record.TokenStats{Samples: 100, P5: 64, P50: 64, P95: 64},
+			Actual:   record.TokenStats{Samples: 100, P5: 64 * ratioP5 / 1000, P50: p50, P95: 64 * ratioP95 / 1000},
+			Ratio:    record.TokenStats{Samples: 100, P5: ratioP5, P50: 1000, P95: ratioP95}}
+	}
+	for _, tc := range []struct {
+		name  string
+		ps    *record.PromptSizing
+		warns []string
+	}{
+		{"exact", ps(1000, 1000, 64), nil},
+		{"within 10%", ps(920, 1080, 64), nil},
+		{"spread", ps(734, 1328, 64), []string{"request by request they were 0.73× (p5) to 1.33× (p95) the intended length"}},
+		{"median off", ps(1200, 1300, 80), []string{"+25% off the intended length at the median", "1.20× (p5) to 1.30× (p95)"}},
+	} {
+		_, notes := PromptMeta(tc.ps)
+		all := strings.Join(notes, "\n")
+		if len(notes) == 0 && len(tc.warns) > 0 || len(tc.warns) == 0 && len(notes) > 0 {
+			t.Errorf("%s: notes %q", tc.name, notes)
+		}
+		for _, w := range tc.warns {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: notes lack %q: %s", tc.name, w, all)
+			}
+		}
+	}
+}

@@ -235,6 +235,10 @@ type PromptSizing struct {
 	// server counted, request by request.
 	Intended TokenStats `json:"intended"`
 	Actual   TokenStats `json:"actual"`
+	// Ratio is the server's count over the intended length, request by
+	// request, in thousandths (1000 = exact): its p5 and p95 say how far
+	// the spread of lengths, not only their median, is off.
+	Ratio TokenStats `json:"ratio_permille"`
 }
 
 // SharedPrefix counts the shared prefix of a run's prompts: the prompt
@@ -257,6 +261,7 @@ type SharedPrefix struct {
 type TokenStats struct {
 	Samples int     `json:"samples"`
 	Mean    float64 `json:"mean"`
+	P5      int     `json:"p5"`
 	P50     int     `json:"p50"`
 	P95     int     `json:"p95"`
 }

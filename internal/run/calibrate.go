@@ -127,13 +127,14 @@ type promptAcc struct {
 	gen              *workload.Generator // nil: the workload does not build
 	arrivals         *arrivalIndex
 	intended, actual map[int]int64
+	ratio            map[int]int64 // actual / intended, ‰
 }
 
 func (e *Env) newPromptSizing(wcfg workload.Config, arrivals *arrivalIndex) *promptAcc {
 	c := &e.Calibration
 	p := &promptAcc{ps: &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
 		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning},
-		arrivals: arrivals, intended: map[int]int64{}, actual: map[int]int64{}}
+		arrivals: arrivals, intended: map[int]int64{}, actual: map[int]int64{}, ratio: map[int]int64{}}
 	if gen, err := workload.New(wcfg); err == nil {
 		p.gen = gen
 	}
@@ -144,18 +145,22 @@ func (p *promptAcc) add(r *record.Record) {
 	if p.gen == nil || r.Outcome != record.OK || r.PromptTokens <= 0 || r.Turn > 1 || r.Branch > 0 {
 		return // a session's later turns and sub-requests are not their arrival's draw
 	}
-	p.intended[p.gen.IntendedPromptTokens(p.arrivals.of(r.Seq))]++
+	in := p.gen.IntendedPromptTokens(p.arrivals.of(r.Seq))
+	p.intended[in]++
 	p.actual[r.PromptTokens]++
+	if in > 0 {
+		p.ratio[int(math.Round(1000*float64(r.PromptTokens)/float64(in)))]++
+	}
 }
 
 func (p *promptAcc) result() *record.PromptSizing {
 	if p.gen != nil {
-		p.ps.Intended, p.ps.Actual = countedStats(p.intended), countedStats(p.actual)
+		p.ps.Intended, p.ps.Actual, p.ps.Ratio = countedStats(p.intended), countedStats(p.actual), countedStats(p.ratio)
 	}
 	return p.ps
 }
 
-// countedStats is the mean and the nearest-rank p50 and p95 of the
+// countedStats is the mean and the nearest-rank p5, p50 and p95 of the
 // values counted in c (value → times).
 func countedStats(c map[int]int64) record.TokenStats {
 	var n, sum int64
@@ -179,5 +184,5 @@ func countedStats(c map[int]int64) record.TokenStats {
 		}
 		return keys[len(keys)-1]
 	}
-	return record.TokenStats{Samples: int(n), Mean: float64(sum) / float64(n), P50: rank(0.50), P95: rank(0.95)}
+	return record.TokenStats{Samples: int(n), Mean: float64(sum) / float64(n), P5: rank(0.05), P50: rank(0.50), P95: rank(0.95)}
 }
