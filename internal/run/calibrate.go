@@ -132,13 +132,17 @@ type promptAcc struct {
 
 func (e *Env) newPromptSizing(wcfg workload.Config, arrivals *arrivalIndex) *promptAcc {
 	c := &e.Calibration
-	p := &promptAcc{ps: &record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
-		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning},
-		arrivals: arrivals, intended: map[int]int64{}, actual: map[int]int64{}, ratio: map[int]int64{}}
+	p := newPromptAcc(&record.PromptSizing{Calibration: c.Method, Description: c.Describe(), TokensPerByte: c.TokensPerByte,
+		OverheadTokens: c.OverheadTokens, Fallback: c.Fallback, Warning: c.Warning}, arrivals)
 	if gen, err := workload.New(wcfg); err == nil {
 		p.gen = gen
 	}
 	return p
+}
+
+// newPromptAcc counts into ps the prompts of the records of arrivals.
+func newPromptAcc(ps *record.PromptSizing, arrivals *arrivalIndex) *promptAcc {
+	return &promptAcc{ps: ps, arrivals: arrivals, intended: map[int]int64{}, actual: map[int]int64{}, ratio: map[int]int64{}}
 }
 
 func (p *promptAcc) add(r *record.Record) {

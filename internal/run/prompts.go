@@ -36,7 +36,7 @@ func RecountPrompts(m *record.Manifest, ps *record.PromptSizing, records record.
 	}
 	ax := newArrivalIndex(nil, lazy)
 	defer ax.close()
-	p := &promptAcc{ps: &record.PromptSizing{}, arrivals: ax, intended: map[int]int64{}, actual: map[int]int64{}}
+	p := newPromptAcc(&record.PromptSizing{}, ax)
 	if ps != nil {
 		c := *ps
 		p.ps = &c
