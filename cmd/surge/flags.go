@@ -303,6 +303,8 @@ func (f *flags) options(o *run.Options) {
 	f.dur(&o.Window, "window", "window", "analysis window by arrival time")
 	f.dur(&o.TTFTDeadline, "ttft_deadline", "ttft-deadline", "per-request deadline: first content token within this of the scheduled arrival")
 	f.dur(&o.E2EDeadline, "e2e_deadline", "e2e-deadline", "per-request deadline: completion within this of the scheduled arrival")
+	f.dur(&o.TPOTDeadline, "tpot_deadline", "tpot-deadline", "per-request deadline: time per output token within this too (DistServe's goodput), e.g. 100ms; 0 = not a clause")
+	f.dur(&o.TokenDeadline, "token_deadline", "token-deadline", "smooth goodput's per-token budget: token i is due at --ttft-deadline + i × this from the scheduled arrival, and a request counts when every token was on time; reported beside goodput, e.g. 50ms; 0 = off")
 	f.dur(&o.SLOTTFTP95, "slo_ttft_p95", "slo-ttft-p95", "SLO: p95 TTFT from schedule at most this (0 = not checked)")
 	f.dur(&o.SLOE2EP99, "slo_e2e_p99", "slo-e2e-p99", "SLO: p99 completion from schedule at most this (0 = not checked)")
 	f.f64(&o.SLOGoodput, "slo_goodput", "slo-goodput", "SLO: goodput at least this fraction of offered (0 = not checked)")

@@ -638,3 +638,41 @@ func TestPercentileIntervals(t *testing.T) {
 		})
 	}
 }
+
+// The token-level deadlines: a TPOT clause in the per-request deadline
+// (DistServe), and smooth goodput — every token i by TTFT deadline + i ×
+// budget — from the client's SmoothNs.
+func TestTokenDeadlines(t *testing.T) {
+	d := Deadlines{TTFT: 2 * s, E2E: 12 * s, TPOT: 50 * ms, Token: 40 * ms}
+	fast := okRec(0, 0, 100*ms, time.Second) // TPOT 90 ms
+	if Judge(fast, d) {
+		t.Error("TPOT 90ms passed a 50ms TPOT clause")
+	}
+	d.TPOT = 100 * ms
+	if !Judge(fast, d) {
+		t.Error("TPOT 90ms failed a 100ms TPOT clause")
+	}
+	for _, tc := range []struct {
+		smooth time.Duration
+		want   bool
+	}{{1500 * ms, true}, {2 * s, true}, {2001 * ms, false}} {
+		r := okRec(0, 0, 100*ms, time.Second)
+		r.SmoothNs = int64(tc.smooth)
+		if got := SmoothGood(r, d); got != tc.want {
+			t.Errorf("smooth %v: %v, want %v", tc.smooth, got, tc.want)
+		}
+	}
+	r := okRec(0, 0, 100*ms, time.Second)
+	if SmoothGood(r, d) {
+		t.Error("smooth good without a SmoothNs")
+	}
+	a := mustNew(t, Config{Phases: []Phase{{Name: "p", End: 10 * s}}, Deadlines: d})
+	for i := range 10 {
+		r := okRec(time.Duration(i)*s, 0, 100*ms, time.Second)
+		r.SmoothNs = r.ScheduledNs + int64(time.Duration(i)*500*ms) // 0, 0.5 s, … 4.5 s late
+		a.Add(r)
+	}
+	if st := a.Result().Overall; st.SmoothGood != 5 || !near(st.SmoothGoodputRatio, 0.5) || st.Good != 10 {
+		t.Errorf("smooth good %d (%.2f), good %d; want 5 (0.5), 10", st.SmoothGood, st.SmoothGoodputRatio, st.Good)
+	}
+}

@@ -120,6 +120,7 @@ func slotOutcome(i int) record.Outcome {
 type sample struct {
 	slot           int
 	sent, good     bool
+	smooth         bool // every token by its smooth goodput deadline (SmoothGood)
 	inFlightCancel bool // cancelled after it was sent: censored like a timeout
 	lostDrop       bool // generator_drop of a lost worker, not of the in-flight cap
 	tokenless      bool // ok, but the stream carried no token: an empty answer, never good
@@ -169,6 +170,7 @@ func (u u128) big() *big.Int {
 type acc struct {
 	outcomes       [numSlots]int64
 	sent, good     int64
+	smooth         int64 // smoothly good (SmoothGood)
 	prompt, output int64 // tokens of ok requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
 	// completed counts ok requests whose done time falls in the group's
@@ -201,6 +203,9 @@ func (a *acc) observe(s *sample) {
 	}
 	if s.good {
 		a.good++
+	}
+	if s.smooth {
+		a.smooth++
 	}
 	if s.inFlightCancel {
 		a.cancelled++
@@ -264,6 +269,7 @@ func (a *acc) merge(b *acc) {
 		a.outcomes[i] += b.outcomes[i]
 	}
 	a.sent += b.sent
+	a.smooth += b.smooth
 	a.lostDrops += b.lostDrops
 	a.tokenless += b.tokenless
 	a.good += b.good
@@ -554,6 +560,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 		a.anom.UnknownOutcome++
 	}
 	s.good = Judge(rec, a.cfg.Deadlines)
+	s.smooth = SmoothGood(rec, a.cfg.Deadlines)
 	if s.good != rec.Good {
 		a.anom.GoodFlagMismatch++
 	}

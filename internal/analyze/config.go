@@ -40,6 +40,14 @@ type Phase struct {
 type Deadlines struct {
 	TTFT time.Duration // first content token within this of the scheduled arrival
 	E2E  time.Duration // completion within this of the scheduled arrival
+	// TPOT, when set, is a clause of the per-request deadline too: time
+	// per output token within this (DistServe's goodput: TTFT and TPOT).
+	TPOT time.Duration
+	// Token, when set, is the per-token budget of smooth goodput: token i
+	// (0 = the first) is due at scheduled arrival + TTFT + i × Token, and a
+	// request is smoothly good when every token met its due time
+	// (SmoothGood). It does not change Judge.
+	Token time.Duration
 }
 
 // Metric names a latency distribution. The names are stable: they are JSON
@@ -222,6 +230,12 @@ func (c Config) Validate() error {
 	}
 	if c.Deadlines.E2E < 0 {
 		bad("deadlines.e2e: %v is negative", c.Deadlines.E2E)
+	}
+	if c.Deadlines.TPOT < 0 {
+		bad("deadlines.tpot: %v is negative", c.Deadlines.TPOT)
+	}
+	if c.Deadlines.Token < 0 {
+		bad("deadlines.token: %v is negative", c.Deadlines.Token)
 	}
 	if c.Timeout < 0 {
 		bad("timeout: %v is negative", c.Timeout)

@@ -18,5 +18,21 @@ func Judge(rec *record.Record, d Deadlines) bool {
 	if d.E2E > 0 && rec.DoneNs-rec.ScheduledNs > int64(d.E2E) {
 		return false
 	}
+	if d.TPOT > 0 && rec.TPOTNs != record.None && rec.TPOTNs > int64(d.TPOT) {
+		return false
+	}
 	return true
+}
+
+// SmoothGood reports whether rec met the smooth goodput deadline of d:
+// outcome ok, HTTP 200, and every content chunk i (0 = the first) by the
+// scheduled arrival + d.TTFT + i × d.Token — which holds when
+// rec.SmoothNs (the latest chunk time − i × budget, kept by the client)
+// is within d.TTFT of the scheduled arrival. False without d.Token or a
+// SmoothNs.
+func SmoothGood(rec *record.Record, d Deadlines) bool {
+	if d.Token <= 0 || rec.Outcome != record.OK || rec.Status != 200 || rec.SmoothNs == record.None {
+		return false
+	}
+	return d.TTFT <= 0 || rec.SmoothNs-rec.ScheduledNs <= int64(d.TTFT)
 }

@@ -101,6 +101,13 @@ type Stats struct {
 	CompletedRPS float64 `json:"completed_rps"` // Completed / duration: completions by completion time
 	GoodputRPS   float64 `json:"goodput_rps"`
 	GoodputRatio float64 `json:"goodput_ratio"` // good / offered
+	// SmoothGood counts the requests every token of which met its smooth
+	// goodput deadline (SmoothGood; only with Deadlines.Token), and
+	// SmoothGoodputRPS and SmoothGoodputRatio are its rate and share of
+	// offered.
+	SmoothGood         int64   `json:"smooth_good,omitempty"`
+	SmoothGoodputRPS   float64 `json:"smooth_goodput_rps,omitempty"`
+	SmoothGoodputRatio float64 `json:"smooth_goodput_ratio,omitempty"`
 
 	ArrivalsOKRatio float64 `json:"arrivals_ok_ratio"` // succeeded / offered: the share of the group's arrivals that succeeded
 	LastDoneMs      float64 `json:"last_done_ms"`      // latest completion of the group's ok requests (by arrival); 0 if none
@@ -235,6 +242,8 @@ type Settings struct {
 	SampleEveryMs    float64 `json:"sample_every_ms"`
 	TTFTDeadlineMs   float64 `json:"ttft_deadline_ms"`
 	E2EDeadlineMs    float64 `json:"e2e_deadline_ms"`
+	TPOTDeadlineMs   float64 `json:"tpot_deadline_ms,omitempty"`
+	TokenDeadlineMs  float64 `json:"token_deadline_ms,omitempty"`
 	TimeoutMs        float64 `json:"timeout_ms"` // 0 = unknown
 	BaselinePhase    string  `json:"baseline_phase"`
 	BurstPhase       string  `json:"burst_phase"`
@@ -283,6 +292,8 @@ func (a *Analyzer) Result() *Result {
 			SampleEveryMs:    durMs(c.SampleEvery),
 			TTFTDeadlineMs:   durMs(c.Deadlines.TTFT),
 			E2EDeadlineMs:    durMs(c.Deadlines.E2E),
+			TPOTDeadlineMs:   durMs(c.Deadlines.TPOT),
+			TokenDeadlineMs:  durMs(c.Deadlines.Token),
 			TimeoutMs:        timeoutMs,
 			BaselinePhase:    c.BaselinePhase,
 			BurstPhase:       c.BurstPhase,
@@ -402,6 +413,10 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		CompletedRPS: perSec(a.completed, durNs),
 		GoodputRPS:   perSec(a.good, durNs),
 		GoodputRatio: ratio(a.good, offered),
+
+		SmoothGood:         a.smooth,
+		SmoothGoodputRPS:   perSec(a.smooth, durNs),
+		SmoothGoodputRatio: ratio(a.smooth, offered),
 
 		ArrivalsOKRatio: ratio(o[slotOK], offered),
 		LastDoneMs:      nsToMs(a.lastDone),

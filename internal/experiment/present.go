@@ -61,6 +61,16 @@ func PrintPhases(w io.Writer, res *run.Result) {
 			fmt.Fprintf(w, "completed/s n/a: %s\n", why)
 		}
 	}
+	if b := a.Settings.TokenDeadlineMs; b > 0 {
+		var parts []string
+		for i := range a.Phases {
+			if p := &a.Phases[i]; !p.Excluded {
+				parts = append(parts, fmt.Sprintf("%s %.1f%% (%.2f/s, goodput %.1f%%)", p.Name, 100*p.SmoothGoodputRatio, p.SmoothGoodputRPS, 100*p.GoodputRatio))
+			}
+		}
+		fmt.Fprintf(w, "smooth goodput (every token i by the TTFT deadline %s + i × %s): %s\n",
+			analyze.FormatMs(a.Settings.TTFTDeadlineMs), analyze.FormatMs(b), strings.Join(parts, ", "))
+	}
 	for i := range a.Phases {
 		if p := &a.Phases[i]; !p.Excluded && p.GoodputRPS > p.CompletedRPS*1.05 && p.GoodputRPS-p.CompletedRPS > 0.5 {
 			fmt.Fprintf(w, "goodput/s counts a phase's requests by arrival, completed/s the completions in its time: %s's good requests finished after it ended, so its goodput/s (%.2f) is above its completed/s (%.2f)\n",

@@ -471,7 +471,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	hreq := x.tmpl.WithContext(httptrace.WithClientTrace(ctx, trace))
 
 	rec.ConnNs, rec.HeadersNs, rec.FirstChunkNs, rec.FirstTokenNs, rec.FirstTextNs, rec.DoneNs = record.None, record.None, record.None, record.None, record.None, record.None
-	rec.ITLMaxNs, rec.TPOTNs = record.None, record.None
+	rec.ITLMaxNs, rec.TPOTNs, rec.SmoothNs = record.None, record.None, record.None
 	rec.Status, rec.Error, rec.Replica, rec.Chunks = 0, "", "", 0
 	rec.RateLimit, rec.ServerTiming = record.NoRateLimit, rec.ServerTiming[:0]
 	rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer, rec.ReasoningTokens, rec.CachedTokens = 0, 0, false, 0, 0

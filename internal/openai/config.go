@@ -68,6 +68,10 @@ type Config struct {
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
 	ReplicaHeader      string            // response header naming the replica (or pod) that answered; "" = ReplicaHeader
 	Transport          string            // TransportAuto ("" too), TransportSurge or TransportGo (doc.go, "Transport")
+	// TokenBudget is the per-token budget of smooth goodput: the client
+	// keeps, per stream, the latest of chunk i's time − (i − 1) × it
+	// (record.SmoothNs), one multiply and compare per chunk; 0 = off.
+	TokenBudget time.Duration
 	// TracePrefix is the first half of every trace id sent in traceparent
 	// (see TraceID); zero means random, chosen by New.
 	TracePrefix [8]byte `json:"-" yaml:"-"`

@@ -26,6 +26,8 @@ type streamState struct {
 	firstText    int64   // first chunk with answer text
 	lastToken    int64   // latest content chunk
 	itlMax       int64   // longest gap between content chunks
+	budget       int64   // the per-token budget, ns (Config.TokenBudget); 0 = smooth not kept
+	smooth       int64   // the latest content chunk time − (i − 1) × budget
 	choices      bool    // a chunk had a "choices" array
 	finish       bool    // a chunk had a finish_reason
 	usage        bool    // a non-zero usage was seen
@@ -41,6 +43,9 @@ func (st *streamState) fill(rec *record.Record) {
 	rec.FirstTokenNs = st.firstToken
 	rec.FirstTextNs = st.firstText
 	rec.ITLMaxNs = st.itlMax
+	if st.budget > 0 {
+		rec.SmoothNs = st.smooth
+	}
 	rec.Chunks = st.content
 	if st.usage {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
@@ -127,7 +132,8 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 	// map go now rather than hold it for the whole stream.
 	resp.Header = nil
 	x.br.Reset(resp.Body)
-	st := streamState{firstChunk: record.None, firstToken: record.None, firstText: record.None, lastToken: record.None, itlMax: record.None}
+	st := streamState{firstChunk: record.None, firstToken: record.None, firstText: record.None, lastToken: record.None, itlMax: record.None,
+		budget: int64(c.cfg.TokenBudget), smooth: record.None}
 	fail := func(o record.Outcome, detail string) {
 		st.fill(rec)
 		rec.DoneNs = c.now()
@@ -219,6 +225,9 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 					st.itlMax = gap
 				}
 				st.lastToken = t
+				if st.budget > 0 {
+					st.smooth = max(st.smooth, t-int64(st.content-1)*st.budget)
+				}
 			}
 		case isField(line, "event"), isField(line, "id"), isField(line, "retry"), isField(line, "data"):
 		default:

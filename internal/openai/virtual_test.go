@@ -484,3 +484,23 @@ func TestThinkingFirstVirtual(t *testing.T) {
 		})
 	}
 }
+
+// TestSmoothVirtual: with a per-token budget the client keeps the latest
+// of chunk i's time − (i − 1) × budget. Chunks at 25, 35, 135, 145 and
+// 155 ms after the send, budget 20 ms: max(25, 15, 95, 85, 75) = 95 ms —
+// the third chunk, after the 100 ms stall, is the one that decides.
+func TestSmoothVirtual(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		events := []string{role(), content("a"), content("b"), content("c"), content("d"), content("e"), finish(), usage(11, 5), done}
+		gaps := []time.Duration{5 * ms, 20 * ms, 10 * ms, 100 * ms, 10 * ms, 10 * ms, 3 * ms, 0, 2 * ms}
+		c, _ := virtualServer(t, paced(events, gaps), func(cfg *Config) { cfg.TokenBudget = 20 * ms })
+		rec := run(context.Background(), c, &testReq)
+		if got := rec.SmoothNs - rec.SentNs; got != int64(95*ms) {
+			t.Errorf("smooth − sent = %v, want 95ms", time.Duration(got))
+		}
+		c2, _ := virtualServer(t, paced(events, gaps), nil)
+		if rec := run(context.Background(), c2, &testReq); rec.SmoothNs != record.None {
+			t.Errorf("smooth without a budget: %d", rec.SmoothNs)
+		}
+	})
+}

@@ -111,6 +111,8 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		r.ITLMaxNs, ok = d.int()
 	case "tpot_ns":
 		r.TPOTNs, ok = d.int()
+	case "smooth_ns":
+		r.SmoothNs, ok = d.int()
 	case "chunks":
 		ok = d.intTo(&r.Chunks)
 	case "attempts":

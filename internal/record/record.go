@@ -106,6 +106,11 @@ type Record struct {
 	ITLMaxNs int64 `json:"itl_max_ns"` // longest gap between content chunks; None if < 2 chunks
 	TPOTNs   int64 `json:"tpot_ns"`    // (done − first token) / (output tokens − 1); None if < 2 tokens
 	Chunks   int   `json:"chunks"`     // content chunks received
+	// SmoothNs is the latest, over the content chunks, of chunk i's time
+	// − (i − 1) × the per-token budget (--token-deadline): the first-token
+	// time a stream steady at the budget would need to deliver every
+	// chunk on time. None without a budget or content.
+	SmoothNs int64 `json:"smooth_ns"`
 
 	Attempts     int   `json:"attempts"`       // attempts made (1 without retries; conn_retries not counted)
 	ConnRetries  int   `json:"conn_retries"`   // replays on a fresh connection after a reused one failed before any response byte
@@ -172,7 +177,7 @@ func New(id string, seq int64, phase string, scheduledNs int64) Record {
 	return Record{
 		ID: id, Seq: seq, Phase: phase, ScheduledNs: scheduledNs,
 		SentNs: None, ConnNs: None, HeadersNs: None, FirstChunkNs: None,
-		FirstTokenNs: None, FirstTextNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None,
+		FirstTokenNs: None, FirstTextNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None, SmoothNs: None,
 		RetryAfterNs: None, RateLimit: NoRateLimit,
 		EngineQueueNs: None, EnginePrefillNs: None, EngineDecodeNs: None, EngineE2ENs: None,
 	}
@@ -253,6 +258,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendNonZero(b, "cached_tokens", r.CachedTokens)
 	b = appendOpt(b, "itl_max_ns", r.ITLMaxNs)
 	b = appendOpt(b, "tpot_ns", r.TPOTNs)
+	b = appendOpt(b, "smooth_ns", r.SmoothNs)
 	b = append(b, `,"chunks":`...)
 	b = strconv.AppendInt(b, int64(r.Chunks), 10)
 	b = append(b, `,"attempts":`...)

@@ -372,6 +372,7 @@ func (e *Env) ClientConfig(maxConns int) openai.Config {
 	c.CACertFile, c.InsecureSkipVerify = o.CACert, o.Insecure
 	c.MaxConns = maxConns
 	c.ReplicaHeader = o.ReplicaHeader
+	c.TokenBudget = o.TokenDeadline
 	c.Transport = o.HTTPClient
 	if e.network != nil {
 		c.Dial = e.network.DialContext

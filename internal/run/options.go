@@ -113,6 +113,12 @@ type Options struct {
 	Window       time.Duration `yaml:"window"`        // analysis window by arrival time
 	TTFTDeadline time.Duration `yaml:"ttft_deadline"` // per-request deadline on TTFT from the scheduled arrival
 	E2EDeadline  time.Duration `yaml:"e2e_deadline"`  // per-request deadline on completion from the scheduled arrival
+	// TPOTDeadline adds time per output token to the per-request deadline
+	// (DistServe's goodput); 0 = not a clause.
+	TPOTDeadline time.Duration `yaml:"tpot_deadline"`
+	// TokenDeadline is the per-token budget of smooth goodput: token i is
+	// due at the TTFT deadline + i × this; 0 = smooth goodput not measured.
+	TokenDeadline time.Duration `yaml:"token_deadline"`
 	SLOTTFTP95   time.Duration `yaml:"slo_ttft_p95"`  // SLO clause: p95 TTFT from schedule (0 = not checked)
 	SLOE2EP99    time.Duration `yaml:"slo_e2e_p99"`   // SLO clause: p99 completion from schedule (0 = not checked)
 	SLOGoodput   float64       `yaml:"slo_goodput"`   // SLO clause: goodput ratio (0 = not checked)
@@ -280,6 +286,12 @@ func (o *Options) Validate() error {
 	}
 	if o.TTFTDeadline <= 0 {
 		bad("ttft_deadline", "must be > 0, got %s", o.TTFTDeadline)
+	}
+	if o.TPOTDeadline < 0 {
+		bad("tpot_deadline", "must be ≥ 0 (0 = not a clause), got %s", o.TPOTDeadline)
+	}
+	if o.TokenDeadline < 0 {
+		bad("token_deadline", "must be ≥ 0 (0 = smooth goodput not measured), got %s", o.TokenDeadline)
 	}
 	if o.E2EDeadline <= 0 {
 		bad("e2e_deadline", "must be > 0, got %s", o.E2EDeadline)
@@ -488,7 +500,7 @@ func must[T any](v T, err error) T {
 
 // Deadlines are the per-request deadlines that decide goodput.
 func (o *Options) Deadlines() analyze.Deadlines {
-	return analyze.Deadlines{TTFT: o.TTFTDeadline, E2E: o.E2EDeadline}
+	return analyze.Deadlines{TTFT: o.TTFTDeadline, E2E: o.E2EDeadline, TPOT: o.TPOTDeadline, Token: o.TokenDeadline}
 }
 
 // SLO is the service-level objective runs are judged by.

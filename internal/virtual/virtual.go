@@ -215,6 +215,15 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 		rec.ITLMaxNs = int64(out.MaxGap)
 		rec.TPOTNs = (rec.DoneNs - rec.FirstTokenNs) / int64(out.OutputTokens-1)
 	}
+	if b := int64(c.Deadlines.Token); b > 0 && out.OutputTokens >= 1 {
+		// The engine model decodes at an even pace: token i comes at
+		// first + i × TPOT, so the latest of its time − i × budget is
+		// the first token's, or the last one's when TPOT exceeds it.
+		rec.SmoothNs = rec.FirstTokenNs
+		if rec.TPOTNs != record.None && rec.TPOTNs > b {
+			rec.SmoothNs += int64(out.OutputTokens-1) * (rec.TPOTNs - b)
+		}
+	}
 	return rec
 }
 
