@@ -119,9 +119,9 @@ type Options struct {
 	// TokenDeadline is the per-token budget of smooth goodput: token i is
 	// due at the TTFT deadline + i × this; 0 = smooth goodput not measured.
 	TokenDeadline time.Duration `yaml:"token_deadline"`
-	SLOTTFTP95   time.Duration `yaml:"slo_ttft_p95"`  // SLO clause: p95 TTFT from schedule (0 = not checked)
-	SLOE2EP99    time.Duration `yaml:"slo_e2e_p99"`   // SLO clause: p99 completion from schedule (0 = not checked)
-	SLOGoodput   float64       `yaml:"slo_goodput"`   // SLO clause: goodput ratio (0 = not checked)
+	SLOTTFTP95    time.Duration `yaml:"slo_ttft_p95"` // SLO clause: p95 TTFT from schedule (0 = not checked)
+	SLOE2EP99     time.Duration `yaml:"slo_e2e_p99"`  // SLO clause: p99 completion from schedule (0 = not checked)
+	SLOGoodput    float64       `yaml:"slo_goodput"`  // SLO clause: goodput ratio (0 = not checked)
 
 	PrometheusAddr string        `yaml:"prometheus_addr"` // expose live values for Prometheus here
 	OTLPListen     string        `yaml:"otlp_listen"`     // receive the engine's OTLP trace spans here (host:port)
