@@ -98,7 +98,7 @@ func distributed(t *testing.T, engineArgs []string) {
 	for i, s := range shards {
 		c := exitCode(t, s.Wait())
 		t.Logf("shard %d/2 → exit %d\n%s", i, c, shardOut[i])
-		if c != 0 && c != 1 {
+		if c != 0 && c != 1 && c != 5 { // 5: its few requests could not decide a p99
 			t.Fatalf("shard %d exit %d", i, c)
 		}
 	}

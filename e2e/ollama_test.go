@@ -273,7 +273,11 @@ func TestSweepAndCapacityAgainstOllama(t *testing.T) {
 	}
 
 	cp := filepath.Join(dir, "capacity")
-	if _, code := surge(t, "capacity", "--start-rps", "1", "--min-requests", "40", "--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp); code != 0 {
+	// An SLO the steps' ~24 requests can decide: goodput ≥ 80% (17 all
+	// good show it; the 2 s TTFT deadline makes queueing miss it), no
+	// percentile clause (a p95 needs 72 values, a p99 368).
+	if _, code := surge(t, "capacity", "--start-rps", "2", "--min-requests", "24", "--step-duration", "12s", "--max-step-duration", "14s", "--tolerance", "0.15",
+		"--slo-ttft-p95", "0", "--slo-e2e-p99", "0", "--slo-goodput", "0.8", "-o", cp); code != 0 {
 		t.Fatalf("capacity exit %d", code)
 	}
 	capj := readCapacity(t, cp)
@@ -292,14 +296,14 @@ func TestSessionsAndDatasetAgainstOllama(t *testing.T) {
 	dir := t.TempDir()
 	sess := filepath.Join(dir, "sessions")
 	if _, code := surge(t, "run", "--sessions", "--rate", "0.5", "--duration", "12s", "--session-turns", "3",
-		"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "40s", "-o", sess); code != 0 {
+		"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "40s", "-o", sess); code != 0 && code != 5 {
 		t.Fatalf("sessions exit %d", code)
 	}
 	checkSessions(t, readRecords(t, filepath.Join(sess, "requests.jsonl")), 3)
 
 	ds := filepath.Join(dir, "dataset")
 	if _, code := surge(t, "run", "--dataset", "../internal/workload/testdata/dataset/sharegpt.json", "--dataset-format", "sharegpt",
-		"--rate", "1", "--duration", "8s", "-o", ds); code != 0 {
+		"--rate", "1", "--duration", "8s", "-o", ds); code != 0 && code != 5 {
 		t.Fatalf("dataset exit %d", code)
 	}
 	rows := map[int]int{}

@@ -296,8 +296,12 @@ func TestVLLM(t *testing.T) {
 		if maxRPS > 0 {
 			start = math.Round(maxRPS/4*10) / 10
 		}
-		out, code := vsurge(t, "capacity", "--start-rps", strconv.FormatFloat(start, 'f', -1, 64), "--min-requests", "60",
-			"--step-duration", "8s", "--max-step-duration", "12s", "--tolerance", "0.15", "-o", cp)
+		// An SLO that ~80 requests per step can decide (a p99 needs 368,
+		// a 99% goodput 368 all good; a p95 needs 72, a 90% goodput 36):
+		// the search's steps must PASS or FAIL, not stop INCONCLUSIVE.
+		out, code := vsurge(t, "capacity", "--start-rps", strconv.FormatFloat(start, 'f', -1, 64), "--min-requests", "80",
+			"--step-duration", "10s", "--max-step-duration", "14s", "--tolerance", "0.15",
+			"--slo-e2e-p99", "0", "--slo-goodput", "0.9", "-o", cp)
 		// On 2 cores shared with other work, surge itself can miss its
 		// schedule at the higher steps; the search then stops with a lower
 		// bound and says so (exit 1). That is surge judging its own limit
@@ -307,7 +311,7 @@ func TestVLLM(t *testing.T) {
 			t.Fatalf("capacity exit %d", code)
 		}
 		capj := readCapacity(t, cp)
-		t.Logf("capacity: sustainable %.2f req/s (SLO: TTFT p95 ≤ 2s, completion p99 ≤ 12s, goodput ≥ 99%%), suggested baseline %.2f req/s, bounded %v; sweep max %.2f req/s",
+		t.Logf("capacity: sustainable %.2f req/s (SLO: TTFT p95 ≤ 2s, goodput ≥ 90%%), suggested baseline %.2f req/s, bounded %v; sweep max %.2f req/s",
 			capj.Sustainable, capj.Suggested, capj.Bounded, maxRPS)
 		if generatorLimited {
 			t.Logf("capacity: the load generator could not keep its schedule at the last step on this machine: %.2f req/s is a lower bound", capj.Sustainable)
@@ -341,7 +345,7 @@ func TestVLLM(t *testing.T) {
 	t.Run("sessions", func(t *testing.T) {
 		out := filepath.Join(dir, "sessions")
 		if _, code := vsurge(t, "run", "--sessions", "--rate", "1", "--duration", "12s", "--session-turns", "3",
-			"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "30s", "--prompt-tokens", "300", "-o", out); code != 0 {
+			"--think-time", "200ms", "--turn-tokens", "40", "--session-drain", "30s", "--prompt-tokens", "300", "-o", out); code != 0 && code != 5 {
 			t.Fatalf("exit %d", code)
 		}
 		recs := readRecords(t, filepath.Join(out, "requests.jsonl"))
@@ -482,6 +486,19 @@ func TestVLLM(t *testing.T) {
 				if w > 0 {
 					t.Errorf("vllm:num_requests_waiting never drained: %.0f waiting 2 min after the run", w)
 				}
+			}
+			// Latency recovery and the engine queue's return to its
+			// baseline level, side by side (issue 25): within one
+			// recovery window of each other when both are known.
+			rec := sum.Verdicts.Recovery
+			t.Logf("burst %d× recovery: %s; engine queue %+v; latency recovered %v at %.1fs (earliest %.1fs), queue drained %v at %.1fs, window %.1fs",
+				k, rec.Message, rec.Queue, rec.Recovered, rec.RecoveryTimeMs/1000, rec.EarliestMs/1000, rec.Queue.Drained, rec.Queue.DrainedMs/1000, rec.ResolutionMs/1000)
+			if !rec.Queue.Measured {
+				t.Errorf("burst %d×: the engine queue's drain was not measured: %s", k, rec.Queue.Reason)
+			}
+			if rec.Recovered && rec.Queue.Drained && math.Abs(rec.RecoveryTimeMs-rec.Queue.DrainedMs) > rec.ResolutionMs {
+				t.Errorf("burst %d×: latency recovered %.1fs after the burst, the queue drained at %.1fs: more than a window (%.1fs) apart",
+					k, rec.RecoveryTimeMs/1000, rec.Queue.DrainedMs/1000, rec.ResolutionMs/1000)
 			}
 			// Per request, by arrival phase: vLLM's own queue wait beside
 			// surge's TTFT from send.

@@ -1,13 +1,15 @@
 // Package analyze turns records (one per scheduled arrival) into the numbers
 // surge reports: per phase, per arrival-time window and overall, the offered,
-// sent, successful and good request rates, failure rates by class, honest
-// latency percentiles, SLO verdicts, recovery time after a burst and the
-// client-side waiting/in-flight timeline; and the statistics experiments
-// judge runs with: trends and drift over window series, the early stop of a
+// sent, successful and good request rates, failure rates by class and by
+// cause (Fault), honest latency percentiles with their confidence
+// intervals, the recovery rule's evidence per window and the client-side
+// waiting/in-flight timeline; and the statistics experiments judge runs
+// with: trends and drift over window series, the early stop of a
 // hopeless capacity step, the capacity measured during a burst, exact
 // engine queue waits of a virtual run and whether the load generator kept
 // its schedule. It reads records only; it knows nothing about HTTP or load
-// generation.
+// generation. It measures; it does not decide: the verdicts (SLO, recovery,
+// diagnosis) are internal/judge's, made from its Result.
 //
 // # Streaming
 //
@@ -143,34 +145,17 @@
 // exact nearest-rank medians of the server's prompt and output token
 // counts over its ok requests. With one label Profiles is nil.
 //
-// # SLO
+// # Recovery evidence (Recovery; the rule is internal/judge's)
 //
-// An SLO is a set of optional clauses checked per phase and overall:
-// p95 TTFT (from the scheduled arrival) ≤ limit, p99 E2E (from the scheduled
-// arrival) ≤ limit, goodput ratio ≥ limit. A clause fails when its measured
-// value breaks the limit, when it has no samples, or when the percentile is
-// censored (unknown values cannot demonstrate a pass). The overall verdict is
-// the SLO applied to the overall aggregate (non-excluded phases together).
-// In a run interrupted by Ctrl-C (SLO.Interrupted) a clause the cancelled
-// requests decide — a censored percentile whose lower bound is within the
-// limit, a goodput ratio that (good + cancelled) / offered would meet — is
-// Unknown rather than failed (Verdict.Sure says whether a failure is
-// certain). Result.MarkPartial marks a cut run's verdicts Partial.
-//
-// # Recovery (docs/method.md §3)
-//
-// Given the baseline phase's P99 of a metric (default e2e_schedule) and its
-// failure rate f_b, a window qualifies when it has samples, its P99 is known
-// (not censored) and P99 ≤ baseline P99 × (1 + Tolerance) (default 10 %), and
-// its failure rate ≤ f_b + FailureTolerance (default 0.01, one percentage
-// point: a 10 s window at 5 req/s holds 50 requests, so one failure is
-// already 2 %). Recovery windows are aligned to the burst end; the burst is
-// recovered at the first window k ≥ 0 that starts Consecutive (default 3)
-// qualifying windows in a row, and the recovery time is k·W, the start of
-// that window minus the burst end: a multiple of W, which is the resolution.
-// Windows that start at or after the end of the last phase are not observed;
-// if no run is found, the result says the run did not recover within the
-// planned window and how long after the burst was observed.
+// With T = the baseline phase's P99 of the rule's metric × (1 +
+// Tolerance), every recovery window (of Recovery.Window, aligned to the
+// burst end; the baseline phase's own windows too) counts its judged
+// arrivals — ok requests with a value of the metric, and failures (not
+// ok, not cancelled) — and of them the bad ones: ok values above T
+// (RecoveryWindow.Slow, read from the window's histogram of the ok
+// requests' values) plus the failures. Recovery is not measured without a
+// burst phase, a baseline phase, baseline samples, or with a censored
+// baseline P99.
 //
 // # Timeline
 //
@@ -244,18 +229,13 @@
 // on this machine, not the target — when the achieved rate is below 95 % of
 // the scheduled rate or the schedule lag's p99 exceeds 100 ms.
 //
-// # How a run held or failed (Diagnose)
+// # Causes of failures (Fault, DiagTally)
 //
-// A burst run is judged on its burst phase against its baseline phase; a
-// run without a burst on its measured phases, its latencies compared
-// between its first and last windows of ≥ 20 TTFT values. Shares are of
-// the judged group's offered arrivals; a latency "rose" when its
-// percentile at least doubled and grew by ≥ 250 ms, "held" when it grew
-// by ≤ 25%. The first mode that applies wins: generator-limited (sent <
-// 95% of the schedule, lag p95 > 100 ms, or drops > 1%), retries amplified
-// (attempts/arrival ≥ 1.5), rejected fast (429 + 503 ≥ 5%, median
-// done − sent ≤ 1 s), failing (other errors ≥ 5%), backlogged (timeouts
-// > 1%, ok − good ≥ 10 points, or TTFT p95 from schedule > the TTFT
-// deadline and ≥ 3× the reference's), else held. The hints and their
-// thresholds are the Diag* constants; docs/metrics.md lists them.
+// Every failed request is classified by its outcome, status, the
+// boundaries it reached and its headers (FaultOf, never its error text):
+// unreachable, no response, unauthorized, not an inference endpoint, bad
+// request, protocol, quota, rejected, unavailable, server error, timeout.
+// DiagTally counts them per phase with the client's most common error
+// class per fault as an example, beside the rejections' response times
+// and a burst's completion times.
 package analyze

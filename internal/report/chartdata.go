@@ -459,7 +459,7 @@ func backlogChart(rc *RunCharts) *chart {
 		label = "measured"
 	}
 	c := &chart{ID: "backlog", Title: "Backlog: predicted against measured", Y: "requests", T: t,
-		Note: "the model counts requests queued beyond μ, from an empty queue at the burst start; the measured curve also holds the requests being served"}
+		Note: "the model counts requests queued beyond μ, from an empty queue at the burst start; the measured curve is the engine's waiting queue when it was scraped (the batch being served is in neither), else the client's requests in flight"}
 	if len(rc.MeasuredBacklog) > 0 {
 		c.Series = append(c.Series, chartSeries{Label: "measured: " + label, Color: "#1f77b4", Fill: "rgba(31,119,180,0.10)", Width: 2, Span: true, Values: spread(mt, mv)})
 	}

@@ -283,7 +283,8 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	t := report.Table{Title: "surge burst: " + env.TargetName(), Meta: append(experiment.HTMLMeta(env),
 		report.KV{Key: "named baseline", Value: fmt.Sprintf("%.2f req/s", c.BaselineRPS)},
 		report.KV{Key: "phases", Value: fmt.Sprintf("warmup %s (excluded), baseline %s, burst %s, recovery %s (watched up to %s)", c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit)},
-		report.KV{Key: "recovery rule", Value: fmt.Sprintf("P99 %s within 10%% of the baseline's for 3 consecutive %s windows, failures no higher", c.RecoveryMetric, env.Opts.Window)},
+		report.KV{Key: "recovery rule", Value: fmt.Sprintf("3 consecutive %s windows in which no more requests were slower than 1.1 × the baseline's P99 %s, or failed, than 1%% + the baseline's failure share allows (binomial test at 0.1%%; docs/metrics.md \"Recovery\")",
+			judge.RecoveryWindowFor(c.BaselineRPS, env.Opts.Window), c.RecoveryMetric)},
 	)}
 	h := report.HTMLReport{Title: t.Title, Meta: t.Meta}
 	slices.SortStableFunc(runs, func(a, b Run) int { return cmp.Compare(a.K, b.K) })

@@ -77,12 +77,18 @@ func recoveryBrief(r *Run) string {
 	if burstNotReached(r.Result) != "" {
 		return ""
 	}
+	secs := func(ms float64) string {
+		if ms == 0 {
+			return "0s"
+		}
+		return analyze.FormatMs(ms)
+	}
 	var s string
 	switch rec := r.Recovery; rec.State {
 	case report.Recovered:
-		s = "recovered " + analyze.FormatMs(rec.Seconds*1000)
+		s = "recovered " + secs(rec.Seconds*1000)
 	case report.NotRecovered:
-		s = "not recovered in " + analyze.FormatMs(rec.Seconds*1000)
+		s = "not recovered in " + secs(rec.Seconds*1000)
 	default:
 		return "recovery inconclusive"
 	}
@@ -90,7 +96,7 @@ func recoveryBrief(r *Run) string {
 		s += ", LATE"
 	}
 	if p := r.Prediction; p != nil && !p.Never {
-		s += " (predicted " + analyze.FormatMs(float64(p.RecoveryTime)/1e6) + ")"
+		s += " (predicted " + secs(float64(p.RecoveryTime)/1e6) + ")"
 	} else if p != nil {
 		s += " (predicted never)"
 	}
