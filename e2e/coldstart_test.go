@@ -77,7 +77,12 @@ func TestColdstartAgainstOllama(t *testing.T) {
 		probes += c.Probes + c.WarmReqs
 	}
 	// Ollama's access log: one line per probe; the first of each cycle
-	// (its log restarts each cycle) lasts at least surge's cold TTFT.
+	// (its log restarts each cycle) lasts about as long as surge's cold
+	// TTFT. Surge's clock starts before the TCP connect to the freshly
+	// started server, Ollama's once the request is parsed: on a loaded CI
+	// machine the first connection to it has taken 8.6 ms (measured 467
+	// ms logged against 475.7 ms), so the log may be shorter by up to
+	// coldConnect.
 	log, err := os.ReadFile(filepath.Join(out, "server.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +104,16 @@ func TestColdstartAgainstOllama(t *testing.T) {
 		t.Fatalf("%d access-log lines in %d cycles, surge sent %d probes", lines, len(firsts), probes)
 	}
 	for i, d := range firsts {
-		if cold := time.Duration(*rep.Cycles[i].ColdTTFT * float64(time.Second)); d < cold-5*time.Millisecond {
-			t.Errorf("cycle %d: Ollama's first request lasted %v, less than the cold TTFT %v surge measured", i+1, d, cold)
+		if cold := time.Duration(*rep.Cycles[i].ColdTTFT * float64(time.Second)); d < cold-coldConnect {
+			t.Errorf("cycle %d: Ollama's first request lasted %v, %v less than the cold TTFT %v surge measured", i+1, d, cold-d, cold)
 		}
 	}
 }
+
+// coldConnect is how much longer surge's cold TTFT may be than the
+// engine's own log of the request: the connect and request parse before
+// the engine's timer starts.
+const coldConnect = 25 * time.Millisecond
 
 // surge coldstart in scale-from-zero mode against a real engine: Ollama
 // with OLLAMA_KEEP_ALIVE=2s unloads its model after 2 idle seconds, as an

@@ -149,7 +149,7 @@ func TestRunAgainstOllama(t *testing.T) {
 
 func TestBurstAgainstOllama(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "burst")
-	_, code := surge(t, "burst", "--baseline-rps", "2", "--multipliers", "5",
+	out, code := surge(t, "burst", "--baseline-rps", "2", "--multipliers", "5",
 		"--warmup", "3s", "--baseline", "15s", "--burst", "5s", "--recovery", "15s", "--recovery-limit", "60s",
 		"--window", "3s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "-o", dir)
 	if code != 0 && code != 1 && code != 5 {
@@ -165,13 +165,19 @@ func TestBurstAgainstOllama(t *testing.T) {
 	if burst.Latency.TTFTSchedule.P95Ms < 2*base.Latency.TTFTSchedule.P95Ms {
 		t.Errorf("a 5× burst over Ollama's capacity must queue: burst TTFT p95 %.0f ms vs baseline %.0f ms", burst.Latency.TTFTSchedule.P95Ms, base.Latency.TTFTSchedule.P95Ms)
 	}
+	// At 2 req/s (Ollama's capacity here is about 3) a recovery window
+	// must last 30 s to hold enough requests to be judged, and the 15 s
+	// baseline spans none: judging the recovery would take a 90 s
+	// baseline, minutes of CI. The honest answer to this short run is
+	// INCONCLUSIVE with that reason, announced before the run. vLLM's
+	// bursts (vllm_test.go) judge a recovery against a real engine.
 	rec := sum.Verdicts.Recovery
-	if rec.Outcome == judge.Inconclusive && !rec.EarliestKnown {
-		t.Fatalf("recovery not judged: %s", rec.Reason)
-	}
 	t.Logf("recovery: %s", rec.Message)
-	if rec.Recovered && (rec.RecoveryTimeMs < 0 || rec.RecoveryTimeMs > 60_000) {
-		t.Errorf("implausible recovery %.0f ms", rec.RecoveryTimeMs)
+	if rec.Outcome != judge.Inconclusive || rec.Recovered || !strings.Contains(rec.Reason, "the baseline's 15s is shorter than the 3 windows of 30s") {
+		t.Errorf("recovery %s: %s; want INCONCLUSIVE: a 15 s baseline at 2 req/s spans no 30 s window", rec.Outcome, rec.Message)
+	}
+	if !strings.Contains(out, "Lengthen --baseline to at least 1m30s") {
+		t.Errorf("no note before the run that the baseline is too short to judge a recovery:\n%s", out)
 	}
 	if sum.EngineWait["burst"].Available {
 		t.Error("Ollama has no /metrics: queue wait must be unavailable")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/scrape"
@@ -407,8 +408,11 @@ func TestVLLM(t *testing.T) {
 			bd := filepath.Join(dir, fmt.Sprintf("burst%d", k))
 			base := half()
 			_, g0 := vllmCounters(t)
+			// The baseline spans the three recovery windows a recovery is
+			// judged against (judge.RecoveryWindowFor), at least 10 s.
+			baseline := max(10*time.Second, 3*judge.RecoveryWindowFor(base, 2*time.Second))
 			if _, code := vsurge(t, "burst", "--baseline-rps", strconv.FormatFloat(base, 'f', -1, 64), "--multipliers", strconv.Itoa(k),
-				"--warmup", "3s", "--baseline", "10s", "--burst", "6s", "--recovery", "15s", "--recovery-limit", "40s",
+				"--warmup", "3s", "--baseline", baseline.String(), "--burst", "6s", "--recovery", "15s", "--recovery-limit", "40s",
 				"--window", "2s", "--recovery-metric", "ttft", "--settle-timeout", "30s", "--otlp-listen", otlpListen(t), "-o", bd); code != 0 && code != 1 && code != 5 {
 				t.Fatalf("exit %d", code)
 			}

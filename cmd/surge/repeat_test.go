@@ -235,7 +235,7 @@ func TestRunRepeatPoolsRawRecords(t *testing.T) {
 // folder written twice and two identical rows.
 func TestBurstDuplicateMultiplierIsRepeat(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	code, out, errs := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "5,5", "--warmup", "0s", "--baseline", "30s", "--burst", "10s",
+	code, out, errs := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "5,5", "--warmup", "0s", "--baseline", "1m", "--burst", "10s",
 		"--recovery", "30s", "--recovery-limit", "2m", "-o", dir, "-q")
 	if code != 0 && code != 1 && code != 5 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)

@@ -176,7 +176,7 @@
 // (32 B per second at the default step, 115 KB per hour) and Add costs
 // O(1 + wait/step) for it.
 //
-// # Trends and drift (Trend, TestDrift)
+// # Trends (Trend, FitTrend)
 //
 // FitTrend fits y = a + b·x by least squares over the finite points and
 // gives the slope's Student-t interval:
@@ -185,11 +185,7 @@
 //	SE(b) = √( Σ(y − a − b·x)² / (n − 2) / Σ(x − x̄)² )
 //	CI = b ± t_{(1+c)/2, n−2} · SE(b),  p = P(|T_{n−2}| ≥ |b / SE(b)|)
 //
-// A soak's window series (x = window mid-time in hours, y = e.g. p95
-// completion in ms) drifts when the interval excludes 0 and the fitted
-// change over the run, b·(x_last − x_first), is at least the series'
-// threshold: a fraction of ȳ for latencies, an absolute amount for rates
-// and usage. A series needs MinDriftWindows (6) windows with values.
+// Whether a soak's series drifts is judge.TestDrift's decision.
 //
 // # Early stop of a capacity step (Hopeless, OverSaturated)
 //

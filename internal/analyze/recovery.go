@@ -53,6 +53,7 @@ type Recovery struct {
 	ResolutionMs   float64 `json:"resolution_ms"` // the window length
 	BurstEndMs     float64 `json:"burst_end_ms"`
 	ObservedMs     float64 `json:"observed_ms"` // how long after the burst end the run observed
+	BaselineMs     float64 `json:"baseline_ms"` // the baseline phase's length
 	// Baseline holds the baseline phase's windows (the rule's reference
 	// variation), Windows those from the burst end on (k ≥ 0) that start
 	// before the run's end.
@@ -83,6 +84,8 @@ func (a *Analyzer) recovery(r *Result) Recovery {
 	base := r.Phases[a.baseline]
 	bd := base.Latency.Get(rule.Metric)
 	switch {
+	case bd.Count == 0 && bd.Censored > 0:
+		rec.Reason = fmt.Sprintf("the %s phase's p99 %s is unknown: all %d of its requests were censored (%s)", base.Name, rule.Metric, bd.Censored, censorWhy(bd))
 	case bd.Count == 0:
 		rec.Reason = fmt.Sprintf("the %s phase has no %s samples", base.Name, rule.Metric)
 	case bd.P99Censored:
@@ -98,6 +101,7 @@ func (a *Analyzer) recovery(r *Result) Recovery {
 	mi := metricIndex(rule.Metric)
 	timeoutMs := durMs(a.cfg.Timeout)
 	bp := a.cfg.Phases[a.baseline]
+	rec.BaselineMs = durMs(bp.End - bp.Start)
 	lo, hi := a.recov.index(int64(bp.Start)), a.recov.index(a.runEnd-1)
 	for k := lo; k <= hi; k++ {
 		start, end := a.recov.bounds(k)

@@ -1,7 +1,7 @@
 // Package judge decides: from the measurements of internal/analyze it
 // computes every verdict surge reports — the SLO per phase and overall,
 // a sweep level's latency budget, the recovery after a burst with the
-// engine queue's drain beside it, the diagnosis of a run and the early
+// engine queue's drain beside it, a soak's drift, the diagnosis of a run and the early
 // stop of an unusable target — as typed values that carry their
 // evidence: the measured value, its sample, its interval, the rule's
 // limit, and the reason when it did not pass. Renderers print these
@@ -36,7 +36,10 @@
 // counts undecided windows as recovered; INCONCLUSIVE with only the
 // earliest; FAIL when neither came while watched. A baseline whose own
 // windows the test calls slow more than RecoveryBaselineNoise (one in ten)
-// of the time is no reference: not judged. The queue's drain is the first
+// of the time is no reference: not judged; nor is a baseline shorter
+// than Consecutive windows. A watch that ends inside a run of windows
+// that are not slow, before it is Consecutive long, is INCONCLUSIVE: FAIL
+// needs the last window watched to be slow. The queue's drain is the first
 // scrape after the burst end from which the engine's waiting gauge stays
 // at or below the baseline's highest for a window.
 //
@@ -50,4 +53,13 @@
 // live run whose first UnusableFirst (20) requests that ended — or
 // UnusableMin (5) once UnusableAfter (10 s) of the schedule passed — all
 // failed by such a cause.
+//
+// # Drift (TestDrift)
+//
+// A soak's window series (x = window mid-time in hours, y = e.g. p95
+// completion in ms) drifts when the slope's interval (analyze.FitTrend)
+// excludes 0 and the fitted change over the run, b·(x_last − x_first), is
+// at least the series' threshold: a fraction of ȳ for latencies, an
+// absolute amount for rates and usage. A series needs MinDriftWindows (6)
+// windows with values; with none tested the drift is INCONCLUSIVE.
 package judge

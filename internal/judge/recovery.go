@@ -153,6 +153,12 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 		st, p := rec.state(w)
 		rec.Windows = append(rec.Windows, RecoveryWindow{RecoveryWindow: w, State: st, P: p})
 	}
+	if m.BaselineMs < float64(rec.Consecutive)*rec.ResolutionMs {
+		rec.Reason = fmt.Sprintf("the baseline's %s is shorter than the %d windows of %s in a row a recovery needs: too short to show its own window-to-window variation (a longer --baseline)",
+			analyze.FormatMs(m.BaselineMs), rec.Consecutive, analyze.FormatMs(rec.ResolutionMs))
+		rec.Message = "recovery not judged: " + rec.Reason
+		return rec
+	}
 	if rec.BaselineWindows >= 5 && float64(rec.BaselineSlow) > RecoveryBaselineNoise*float64(rec.BaselineWindows) {
 		rec.Reason = fmt.Sprintf("the rule calls %d of the baseline's own %d windows slow: the baseline is too uneven to recover to (a longer --window, or a steadier baseline)", rec.BaselineSlow, rec.BaselineWindows)
 		rec.Message = "recovery not judged: " + rec.Reason
@@ -160,6 +166,14 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 	}
 	earliest := rec.firstRun(func(s WindowState) bool { return s != WindowSlow })
 	latest := rec.firstRun(func(s WindowState) bool { return s == WindowRecovered })
+	// The observation may end inside a run of windows that are not slow,
+	// before it is Consecutive long: the service may have recovered
+	// there, and no window says it did not.
+	cut := false
+	if earliest < 0 {
+		earliest = rec.trailingRun(func(s WindowState) bool { return s != WindowSlow })
+		cut = earliest >= 0
+	}
 	if earliest >= 0 {
 		rec.EarliestKnown, rec.EarliestMs = true, rec.Windows[earliest].StartMs-rec.BurstEndMs
 	}
@@ -174,6 +188,13 @@ func JudgeRecovery(a *analyze.Result, samples []scrape.Sample) Recovery {
 		rec.Outcome, rec.Recovered, rec.RecoveryTimeMs = Pass, true, rec.LatestMs
 		rec.Message = fmt.Sprintf("recovered %s after the burst ended%s: %s (resolution %s%s)",
 			analyze.FormatMs(rec.RecoveryTimeMs), rec.between(), rule, analyze.FormatMs(rec.ResolutionMs), rec.baselineNote())
+	case len(rec.Windows) == 0:
+		rec.Reason = "no window after the burst was observed"
+		rec.Message = "recovery inconclusive: " + rec.Reason
+	case cut:
+		rec.Reason = fmt.Sprintf("no slow window from %s after the burst on, but the observation ended after %d of the %d windows in a row a recovery needs (a longer --recovery-limit)",
+			analyze.FormatMs(rec.EarliestMs), len(rec.Windows)-earliest, rec.Consecutive)
+		rec.Message = "recovery inconclusive: " + rec.Reason
 	case rec.EarliestKnown:
 		rec.Reason = fmt.Sprintf("no slow window from %s after the burst on, but windows of fewer than %d requests cannot show a recovery", analyze.FormatMs(rec.EarliestMs), rec.MinJudged)
 		rec.Message = "recovery inconclusive: " + rec.Reason
@@ -213,6 +234,19 @@ func (r *Recovery) state(w analyze.RecoveryWindow) (WindowState, float64) {
 		return WindowRecovered, p
 	}
 	return WindowUndecided, p
+}
+
+// trailingRun is the index of the first of the windows at the end that
+// all satisfy ok, or -1 when the last does not.
+func (r *Recovery) trailingRun(ok func(WindowState) bool) int {
+	i := len(r.Windows)
+	for i > 0 && ok(r.Windows[i-1].State) {
+		i--
+	}
+	if i == len(r.Windows) {
+		return -1
+	}
+	return i
 }
 
 // firstRun is the index of the first window that starts Consecutive

@@ -111,6 +111,9 @@ func TestRecovery(t *testing.T) {
 			{from: 50 * s, to: 80 * s, e2e: time.Second, fail: record.Timeout, failEvery: 10},
 			{from: 80 * s, to: 110 * s, e2e: time.Second},
 		}, Pass, 30000, "recovered 30s"},
+		{"the observation ends before three windows", analyze.RecoveryRule{}, []span{
+			{from: 50 * s, to: 90 * s, e2e: 5 * s}, {from: 90 * s, to: 110 * s, e2e: time.Second},
+		}, Inconclusive, 0, "no slow window from 40s after the burst on, but the observation ended after 2 of the 3 windows in a row"},
 		{"empty windows cannot show a recovery", analyze.RecoveryRule{}, []span{
 			{from: 50 * s, to: 70 * s, e2e: 5 * s},
 		}, Inconclusive, 0, "recovery inconclusive: no slow window from 20s after the burst on, but windows of fewer than"},
@@ -143,7 +146,7 @@ func TestRecovery(t *testing.T) {
 
 // At 2 req/s a 10 s window holds 20 requests: too few to tell 1% bad
 // from 10% (undecided). A recovery then has only its earliest time, and
-// wider windows decide it.
+// wider windows decide it (30 s, one as long as the baseline).
 func TestRecoveryWindowsTooSmall(t *testing.T) {
 	slow := func(from, to time.Duration, e2e time.Duration) span {
 		return span{from: from, to: to, e2e: e2e, gap: 500 * ms}
@@ -156,9 +159,9 @@ func TestRecoveryWindowsTooSmall(t *testing.T) {
 	if rec.Windows[3].State != WindowUndecided || rec.Windows[0].State != WindowSlow {
 		t.Errorf("window states %s, %s; want slow, then undecided", rec.Windows[0].State, rec.Windows[3].State)
 	}
-	rec = judged(t, analyze.RecoveryRule{Window: 20 * s, Consecutive: 2}, spans, nil)
-	if rec.Outcome != Pass || rec.RecoveryTimeMs != 20000 {
-		t.Errorf("20 s windows: %s at %v ms\n%s", rec.Outcome, rec.RecoveryTimeMs, rec.Message)
+	rec = judged(t, analyze.RecoveryRule{Window: 30 * s, Consecutive: 1}, spans, nil)
+	if rec.Outcome != Pass || rec.RecoveryTimeMs != 30000 {
+		t.Errorf("30 s windows: %s at %v ms\n%s", rec.Outcome, rec.RecoveryTimeMs, rec.Message)
 	}
 }
 
@@ -200,5 +203,43 @@ func TestQueueDrain(t *testing.T) {
 	}
 	if q := judged(t, analyze.RecoveryRule{}, append([]span{baseline, burst}, after...), nil).Queue; q.Measured || q.Reason == "" {
 		t.Errorf("without samples: %+v", q)
+	}
+}
+
+// Bad input: a recovery the samples cannot show is INCONCLUSIVE with its
+// reason, never a crash and never a PASS.
+func TestRecoveryBadInput(t *testing.T) {
+	burst := span{from: 40 * s, to: 50 * s, e2e: 8 * s}
+	after := span{from: 50 * s, to: 110 * s, e2e: time.Second}
+	tests := []struct {
+		name   string
+		rule   analyze.RecoveryRule
+		spans  []span
+		reason string
+	}{
+		{"no baseline samples", analyze.RecoveryRule{}, []span{burst, after}, "the baseline phase has no e2e_schedule samples"},
+		{"every baseline request failed", analyze.RecoveryRule{}, []span{
+			{from: 10 * s, to: 40 * s, fail: record.HTTPError, failEvery: 1}, burst, after,
+		}, "the baseline phase has no e2e_schedule samples"},
+		{"every baseline request timed out", analyze.RecoveryRule{}, []span{
+			{from: 10 * s, to: 40 * s, fail: record.Timeout, failEvery: 1}, burst, after,
+		}, "p99 e2e_schedule is unknown"},
+		{"a baseline shorter than three windows", analyze.RecoveryRule{Window: 15 * s}, []span{
+			{from: 10 * s, to: 40 * s, e2e: time.Second}, burst, after,
+		}, "the baseline's 30s is shorter than the 3 windows of 15s in a row"},
+		{"a burst with no completions", analyze.RecoveryRule{}, []span{
+			{from: 10 * s, to: 40 * s, e2e: time.Second}, {from: 40 * s, to: 50 * s, fail: record.Timeout, failEvery: 1},
+		}, "no slow window"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := judged(t, tc.rule, tc.spans, nil)
+			if rec.Outcome != Inconclusive || rec.Recovered {
+				t.Errorf("%s (recovered %v), want INCONCLUSIVE\n%s", rec.Outcome, rec.Recovered, rec.Message)
+			}
+			if !strings.Contains(rec.Message, tc.reason) {
+				t.Errorf("message %q lacks %q", rec.Message, tc.reason)
+			}
+		})
 	}
 }

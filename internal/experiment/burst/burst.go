@@ -390,6 +390,12 @@ func burstRuns(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io
 			"         A burst experiment needs a sustainable baseline: the backlog will never drain. Lower --baseline-rps.\n\n", c.BaselineRPS, mu.mu, mu.source)
 	}
 
+	if rw := c.RecoveryRule().Window; c.Baseline < analyze.DefaultConsecutive*rw {
+		fmt.Fprintf(w, "note: the baseline (%s) is shorter than %d recovery windows of %s (at %.4g req/s a window must hold about 55 requests):\n"+
+			"      recovery will be INCONCLUSIVE. Lengthen --baseline to at least %s.\n\n",
+			c.Baseline, analyze.DefaultConsecutive, rw, c.BaselineRPS, analyze.DefaultConsecutive*rw)
+	}
+
 	var runs []Run
 	gate := &experiment.Gate{Env: env, Timeout: c.SettleTimeout, Out: w}
 	parents := map[float64]*rundir.Dir{} // burst-<k>x of a multiplier with several runs

@@ -37,6 +37,7 @@ func TestBurstEndToEndAgainstHTTPSimulator(t *testing.T) {
 	// 20 req/s over four replicas (μ ≈ 37 req/s): 3 s recovery windows
 	// hold about 60 requests, enough to decide each (judge.RecoveryWindowFor).
 	c.BaselineRPS = 20
+	c.Baseline = 9 * time.Second // three recovery windows
 	c.Options.Sim.Replicas = 4
 	env, out := exptest.Env(t, c.Options, false)
 	d := exptest.Dir(t)

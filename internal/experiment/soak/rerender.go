@@ -12,6 +12,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -46,7 +47,7 @@ func Rerender(r *run.Reloaded, w io.Writer) (experiment.Outcome, error) {
 		return experiment.Outcome{}, err
 	}
 	sr := &Result{Result: res, Window: c.Options.Window, Partial: res.Partial}
-	sr.Windows = soakWindows(res)
+	sr.Windows = soakWindows(res, r.Env.Opts.SLO())
 	sr.Trends = soakTrends(c, sr.Windows, float64(c.Warmup)/1e6)
 	if r.Dir.EngineAbsent && (!r.SummaryOK || slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, "engine.csv: ") })) {
 		// The KV-cache series is untested because the file is gone, not
@@ -58,7 +59,7 @@ func Rerender(r *run.Reloaded, w io.Writer) (experiment.Outcome, error) {
 			}
 		}
 	}
-	sr.Verdict = analyze.DriftVerdict(sr.Trends)
+	sr.Verdict = judge.DriftVerdict(sr.Trends)
 	for _, p := range problems {
 		sr.rerendered = append(sr.rerendered, "re-rendered without "+p)
 	}
@@ -71,7 +72,7 @@ func Rerender(r *run.Reloaded, w io.Writer) (experiment.Outcome, error) {
 	if len(problems) > 0 {
 		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", experiment.Count(len(problems), "warning"))
 	}
-	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&r.Env.Opts, sr)}, nil
+	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
 }
 
 // rerenderConfig is the soak's settings as its manifest recorded them

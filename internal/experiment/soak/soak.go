@@ -1,5 +1,5 @@
 // Package soak is `surge soak`: one long open-loop run reported in windows
-// of arrival time, with a drift test (analyze.TestDrift) on the window
+// of arrival time, with a drift test (judge.TestDrift) on the window
 // series of p95 latency, failure rate and engine KV-cache usage
 // (docs/method.md §4).
 package soak
@@ -17,6 +17,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/field"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -54,8 +55,8 @@ const (
 // for the failure rate or DriftKV (absolute) for KV usage. The second rule
 // keeps a statistically significant but harmless drift — and the
 // optimism of a test that treats consecutive windows as independent — from
-// raising an alarm. A series needs at least analyze.MinDriftWindows windows with values
-// (analyze.TestDrift).
+// raising an alarm. A series needs at least judge.MinDriftWindows windows with values
+// (judge.TestDrift).
 type Config struct {
 	Options        run.Options   `yaml:",inline" json:"-"`
 	Rate           float64       `yaml:"rate"`             // arrivals/s
@@ -100,8 +101,8 @@ func (c *Config) Validate() error {
 	}
 	if c.Duration <= 0 {
 		bad("duration", "must be > 0, got %s", c.Duration)
-	} else if w := c.Options.Window; w > 0 && c.Duration < analyze.MinDriftWindows*w {
-		bad("duration", "must hold at least %d windows of --window %s for a trend test, got %s", analyze.MinDriftWindows, w, c.Duration)
+	} else if w := c.Options.Window; w > 0 && c.Duration < judge.MinDriftWindows*w {
+		bad("duration", "must hold at least %d windows of --window %s for a trend test, got %s", judge.MinDriftWindows, w, c.Duration)
 	}
 	if c.Warmup < 0 {
 		bad("warmup", "must be ≥ 0, got %s", c.Warmup)
@@ -127,30 +128,31 @@ func (c *Config) Validate() error {
 // Window is one window of the soak.
 type Window struct {
 	analyze.WindowResult
-	KVUsage float64 // mean KV-cache usage over the window's engine samples; NaN without any
+	KVUsage float64       // mean KV-cache usage over the window's engine samples; NaN without any
+	Verdict judge.Verdict // the SLO over the window alone
 }
 
 // Result is a soak's windows, trends and verdict.
 type Result struct {
-	Verdict string          `json:"verdict"` // stable, drifting or inconclusive
-	Trends  []analyze.Drift `json:"trends"`
-	Windows []Window        `json:"-"`
-	Result  *run.Result     `json:"-"`
-	Window  time.Duration   `json:"window_ns"`
-	Partial bool            `json:"partial"`
+	Verdict string        `json:"verdict"` // stable, drifting or inconclusive
+	Trends  []judge.Drift `json:"trends"`
+	Windows []Window      `json:"-"`
+	Result  *run.Result   `json:"-"`
+	Window  time.Duration `json:"window_ns"`
+	Partial bool          `json:"partial"`
 
 	rerendered []string // surge report: the files it could not use, for the notes
 }
 
-// soakWindows picks the analysis windows of the soak phase and adds the
-// engine's KV-cache usage.
-func soakWindows(res *run.Result) []Window {
+// soakWindows picks the analysis windows of the soak phase, adds the
+// engine's KV-cache usage and judges each by the SLO.
+func soakWindows(res *run.Result, slo judge.SLO) []Window {
 	var out []Window
 	for _, w := range res.Analysis.Windows {
 		if w.Phase != soakPhase {
 			continue
 		}
-		sw := Window{WindowResult: w, KVUsage: math.NaN()}
+		sw := Window{WindowResult: w, KVUsage: math.NaN(), Verdict: slo.Check(&w.Stats)}
 		var sum float64
 		var n int
 		for _, s := range res.Engine {
@@ -172,9 +174,9 @@ func soakWindows(res *run.Result) []Window {
 }
 
 // soakTrends tests every series of the windows.
-func soakTrends(c *Config, wins []Window, soakStartMs float64) []analyze.Drift {
-	mk := func(metric, unit string, thr float64, rel bool, get func(*Window) float64) analyze.Series {
-		s := analyze.Series{Metric: metric, Unit: unit, Threshold: thr, Relative: rel}
+func soakTrends(c *Config, wins []Window, soakStartMs float64) []judge.Drift {
+	mk := func(metric, unit string, thr float64, rel bool, get func(*Window) float64) judge.Series {
+		s := judge.Series{Metric: metric, Unit: unit, Threshold: thr, Relative: rel}
 		for i := range wins {
 			w := &wins[i]
 			s.X = append(s.X, ((w.StartMs+w.EndMs)/2-soakStartMs)/3.6e6)
@@ -185,7 +187,7 @@ func soakTrends(c *Config, wins []Window, soakStartMs float64) []analyze.Drift {
 	p95 := func(d func(*Window) analyze.Dist) func(*Window) float64 {
 		return func(w *Window) float64 { return experiment.DistValue(d(w), analyze.Q95) }
 	}
-	series := []analyze.Series{
+	series := []judge.Series{
 		mk("p95 TTFT", "ms", c.DriftLatency, true, p95(func(w *Window) analyze.Dist { return w.Latency.TTFTSchedule })),
 		mk("p95 completion", "ms", c.DriftLatency, true, p95(func(w *Window) analyze.Dist { return w.Latency.E2ESchedule })),
 		mk("failure rate", "fraction", c.DriftErrorRate, false, func(w *Window) float64 {
@@ -196,11 +198,11 @@ func soakTrends(c *Config, wins []Window, soakStartMs float64) []analyze.Drift {
 		}),
 	}
 	kv := mk("engine KV-cache usage", "fraction", c.DriftKV, false, func(w *Window) float64 { return w.KVUsage })
-	var out []analyze.Drift
+	var out []judge.Drift
 	for _, s := range series {
-		out = append(out, analyze.TestDrift(s, c.Confidence))
+		out = append(out, judge.TestDrift(s, c.Confidence))
 	}
-	t := analyze.TestDrift(kv, c.Confidence)
+	t := judge.TestDrift(kv, c.Confidence)
 	if t.Windows == 0 {
 		t.Why, t.Text = "no engine metrics scraped (pass --metrics-url)", "engine KV-cache usage: not tested, no engine metrics scraped (pass --metrics-url)"
 	}
@@ -239,14 +241,14 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 		return experiment.Outcome{}, err
 	}
 	sr := &Result{Result: res, Window: env.Opts.Window, Partial: res.Partial}
-	sr.Windows = soakWindows(res)
+	sr.Windows = soakWindows(res, env.Opts.SLO())
 	sr.Trends = soakTrends(c, sr.Windows, float64(c.Warmup)/1e6)
-	sr.Verdict = analyze.DriftVerdict(sr.Trends)
+	sr.Verdict = judge.DriftVerdict(sr.Trends)
 	if err := writeReports(env, c, d, sr); err != nil {
 		return experiment.Outcome{}, err
 	}
 	printEnd(w, &env.Opts, sr, d.Path())
-	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(&env.Opts, sr)}, nil
+	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
 }
 
 var soakWindowColumns = []report.LevelColumn{
@@ -292,7 +294,6 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	)
 	soakStart := float64(c.Warmup) / 1e6
 	wt := report.LevelTable{Title: title + " — windows", Meta: meta, Columns: append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...)}
-	slo := o.SLO()
 	for i := range sr.Windows {
 		w := &sr.Windows[i]
 		ttft, e2e := experiment.DistOpts(w.Latency.TTFTSchedule), experiment.DistOpts(w.Latency.E2ESchedule)
@@ -306,7 +307,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 			report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 			experiment.Num(w.FailureRate), report.NumCell(kv), experiment.Num(float64(w.Offered)),
-		}, report.SLOLevelCells(experiment.SLOStatus(slo.Check(&w.Stats)))...))
+		}, report.SLOLevelCells(experiment.SLOStatus(w.Verdict))...))
 	}
 	tt := report.LevelTable{Title: "Drift: verdict " + strings.ToUpper(sr.Verdict), Columns: soakTrendColumns}
 	for _, t := range sr.Trends {

@@ -16,7 +16,6 @@ import (
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
 )
@@ -68,13 +67,13 @@ func TestSoakWindowColumnsNumeric(t *testing.T) {
 	}
 }
 
-func trendOf(sr *Result, metric string) analyze.Drift {
+func trendOf(sr *Result, metric string) judge.Drift {
 	for _, t := range sr.Trends {
 		if t.Metric == metric {
 			return t
 		}
 	}
-	return analyze.Drift{}
+	return judge.Drift{}
 }
 
 // At a constant load the simulator is stationary: the soak says stable.
@@ -84,7 +83,7 @@ func TestSoakDrift(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprintf("stable seed %d", seed), func(t *testing.T) {
 			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed = seed })
-			if sr.Verdict != analyze.DriftStable || res.Verdict != judge.Pass {
+			if sr.Verdict != judge.DriftStable || res.Verdict != judge.Pass {
 				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
 			}
 			for _, tr := range sr.Trends {
@@ -95,7 +94,7 @@ func TestSoakDrift(t *testing.T) {
 		})
 		t.Run(fmt.Sprintf("slowing down seed %d", seed), func(t *testing.T) {
 			sr, res, out := virtualSoak(t, func(c *Config) { c.Options.Seed, c.Options.Sim.SlowdownPerHour = seed, 0.5 })
-			if sr.Verdict != analyze.DriftDrifting || res.Verdict == judge.Pass {
+			if sr.Verdict != judge.DriftDrifting || res.Verdict == judge.Pass {
 				t.Fatalf("verdict %s, outcome %+v\n%s", sr.Verdict, res, out)
 			}
 			if tr := trendOf(sr, "p95 completion"); !tr.Drifting || tr.Trend.CILow <= 0 || tr.Change <= 0 {
@@ -151,19 +150,19 @@ func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
 	if err := json.Unmarshal(b, &sr); err != nil {
 		t.Fatal(err)
 	}
-	if sr.Verdict != analyze.DriftStable && sr.Verdict != analyze.DriftDrifting {
+	if sr.Verdict != judge.DriftStable && sr.Verdict != judge.DriftDrifting {
 		t.Errorf("verdict %q", sr.Verdict)
 	}
 	if len(sr.Trends) != 4 {
 		t.Fatalf("%d trends", len(sr.Trends))
 	}
 	for _, tr := range sr.Trends {
-		if !tr.Tested || tr.Windows < analyze.MinDriftWindows {
+		if !tr.Tested || tr.Windows < judge.MinDriftWindows {
 			t.Errorf("%s not tested: %s", tr.Metric, tr.Text)
 		}
 	}
 	rows, err := csv.NewReader(exptest.Open(t, filepath.Join(dir, "results.csv"))).ReadAll()
-	if err != nil || len(rows) < 1+analyze.MinDriftWindows {
+	if err != nil || len(rows) < 1+judge.MinDriftWindows {
 		t.Fatalf("results.csv: %v, %d lines", err, len(rows))
 	}
 	if !strings.Contains(out.String(), "  soak  drift ") {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/run"
@@ -19,7 +18,7 @@ func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
 	for _, t := range sr.Trends {
 		fmt.Fprintln(w, "  "+t.Text)
 	}
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(o, sr), nil)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(sr), nil)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
@@ -31,16 +30,16 @@ func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
 // The SLO over the whole soak can hold while some windows miss it (a p99
 // over 20 minutes hides minutes that missed it): a line then says how many
 // windows failed which clause.
-func verdictLines(o *run.Options, sr *Result) []experiment.VerdictLine {
+func verdictLines(sr *Result) []experiment.VerdictLine {
 	v := sr.Result.Verdicts.Overall // the warmup is excluded: the soak phase's
 	first := experiment.LineOf("soak", "SLO", v)
 	first.Detail = experiment.Clauses(v, false)
 	lines := []experiment.VerdictLine{first}
-	if n, detail := windowFailures(o, sr.Windows); n > 0 {
+	if n, detail := windowFailures(sr.Windows); n > 0 {
 		lines[0].Label = "SLO overall"
 		lines = append(lines, experiment.VerdictLine{Scope: "windows", Label: "SLO", Status: fmt.Sprintf("%d of %d FAIL", n, len(sr.Windows)), Detail: detail})
 	}
-	d := experiment.VerdictLine{Scope: "soak", Label: "drift", Outcome: driftOutcome(sr), Status: strings.ToUpper(sr.Verdict)}
+	d := experiment.VerdictLine{Scope: "soak", Label: "drift", Outcome: judge.DriftOutcome(sr.Verdict), Status: strings.ToUpper(sr.Verdict)}
 	var drifting, untested []string
 	tested := 0
 	for _, t := range sr.Trends {
@@ -69,15 +68,14 @@ func verdictLines(o *run.Options, sr *Result) []experiment.VerdictLine {
 // failed (an inconclusive window fails nothing), and says which clause
 // failed in how many: "p99 completion in 7 windows; goodput in 2 windows
 // (slo_* per window in results.csv)".
-func windowFailures(o *run.Options, wins []Window) (int, string) {
-	slo := o.SLO()
+func windowFailures(wins []Window) (int, string) {
 	failed := 0
 	byClause := map[string]int{}
 	for i := range wins {
 		if wins[i].Offered == 0 {
 			continue
 		}
-		v := slo.Check(&wins[i].Stats)
+		v := wins[i].Verdict
 		if v.Outcome != judge.Fail {
 			continue
 		}
@@ -100,23 +98,11 @@ func windowFailures(o *run.Options, wins []Window) (int, string) {
 // clauseName is a clause as people read it.
 func clauseName(c string) string { return judge.Clause{Name: c}.Label() }
 
-// driftOutcome is the drift test's verdict: FAIL when a series drifted,
-// INCONCLUSIVE when none could be tested.
-func driftOutcome(sr *Result) judge.Outcome {
-	switch sr.Verdict {
-	case analyze.DriftDrifting:
-		return judge.Fail
-	case analyze.DriftInconclusive:
-		return judge.Inconclusive
-	}
-	return judge.Pass
-}
-
 // soakOutcome decides a soak's exit code: its SLO over the soak and the
 // drift test together. An inconclusive drift test fails nothing, and
 // decides nothing either: it is said in the verdicts.
 func soakOutcome(res *run.Result, sr *Result) judge.Outcome {
-	d := driftOutcome(sr)
+	d := judge.DriftOutcome(sr.Verdict)
 	if d == judge.Inconclusive {
 		d = judge.Pass
 	}
@@ -133,16 +119,16 @@ func plural(n int) string {
 // meaning is what the exit code says about a soak: 1 when its SLO failed
 // or a series drifted, 0 otherwise (an inconclusive drift test fails
 // nothing, and says so).
-func meaning(o *run.Options, sr *Result) string {
+func meaning(sr *Result) string {
 	v := sr.Result.Verdicts.Overall.Outcome
 	slo, undecided := v == judge.Pass, v == judge.Inconclusive
-	drift := sr.Verdict == analyze.DriftDrifting
+	drift := sr.Verdict == judge.DriftDrifting
 	windows := ""
-	if n, _ := windowFailures(o, sr.Windows); n > 0 {
+	if n, _ := windowFailures(sr.Windows); n > 0 {
 		windows = fmt.Sprintf(" over the whole soak (%d of %d windows missed it; the verdicts above say which clause)", n, len(sr.Windows))
 	}
 	switch {
-	case slo && !drift && sr.Verdict != analyze.DriftInconclusive && windows != "":
+	case slo && !drift && sr.Verdict != judge.DriftInconclusive && windows != "":
 		return "the SLO held" + windows + " and nothing drifted"
 	case undecided && drift:
 		return "a metric drifted over the soak; the SLO could not be decided on its sample"
@@ -154,7 +140,7 @@ func meaning(o *run.Options, sr *Result) string {
 		return "the SLO failed (the verdicts above say which and by how much)"
 	case drift:
 		return "a metric drifted over the soak"
-	case sr.Verdict == analyze.DriftInconclusive:
+	case sr.Verdict == judge.DriftInconclusive:
 		return "the SLO held; the drift test was inconclusive (no series could be tested)"
 	}
 	return "the SLO held and nothing drifted"

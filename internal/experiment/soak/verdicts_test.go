@@ -20,9 +20,9 @@ func TestVerdictsGolden(t *testing.T) {
 	o := run.DefaultOptions()
 	pass := exptest.Verdict(exptest.TTFT(326, 2000, false, 2475), exptest.E2E(8680, 12000, false, 2475), exptest.Goodput(0.999, 0.99, 2475))
 	fail := exptest.Verdict(exptest.TTFT(2600, 2000, false, 2475), exptest.E2E(8680, 12000, false, 2475), exptest.Goodput(0.97, 0.99, 2475))
-	stable := []analyze.Drift{{Metric: "p95 TTFT", Tested: true, Text: "p95 TTFT: -203ms per hour (…) → stable"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
-	drifting := []analyze.Drift{{Metric: "p95 TTFT", Tested: true, Drifting: true, Text: "p95 TTFT: +2.1s per hour (…) → DRIFTING"}, {Metric: "p95 completion", Tested: true, Drifting: true, Text: "p95 completion: +9s per hour (…) → DRIFTING"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
-	untested := []analyze.Drift{{Metric: "p95 TTFT", Why: "2 windows, need 3", Text: "p95 TTFT: not tested (2 windows, need 3)"}, {Metric: "failure rate", Why: "2 windows, need 3", Text: "failure rate: not tested (2 windows, need 3)"}}
+	stable := []judge.Drift{{Metric: "p95 TTFT", Tested: true, Text: "p95 TTFT: -203ms per hour (…) → stable"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
+	drifting := []judge.Drift{{Metric: "p95 TTFT", Tested: true, Drifting: true, Text: "p95 TTFT: +2.1s per hour (…) → DRIFTING"}, {Metric: "p95 completion", Tested: true, Drifting: true, Text: "p95 completion: +9s per hour (…) → DRIFTING"}, {Metric: "failure rate", Tested: true, Text: "failure rate: +0% per hour (…) → stable"}}
+	untested := []judge.Drift{{Metric: "p95 TTFT", Why: "2 windows, need 3", Text: "p95 TTFT: not tested (2 windows, need 3)"}, {Metric: "failure rate", Why: "2 windows, need 3", Text: "failure rate: not tested (2 windows, need 3)"}}
 	// 20 windows of 600 requests, 6 of them clearly over the p99
 	// completion limit and 2 of those clearly under the goodput target
 	// too, while the soak as a whole passes: the block says how many
@@ -39,18 +39,19 @@ func TestVerdictsGolden(t *testing.T) {
 		if i == 3 || i == 9 {
 			st.Good, st.GoodputRatio = 570, 0.95
 		}
+		wins[i].Verdict = o.SLO().Check(st)
 	}
 	cases := []struct {
 		name    string
 		v       judge.Verdict
-		trends  []analyze.Drift
+		trends  []judge.Drift
 		verdict string
 		windows []Window
 	}{
-		{"verdicts-windows-fail.txt", pass, stable, analyze.DriftStable, wins},
-		{"verdicts-stable.txt", pass, stable, analyze.DriftStable, nil},
-		{"verdicts-drifting.txt", fail, drifting, analyze.DriftDrifting, nil},
-		{"verdicts-inconclusive.txt", pass, untested, analyze.DriftInconclusive, nil},
+		{"verdicts-windows-fail.txt", pass, stable, judge.DriftStable, wins},
+		{"verdicts-stable.txt", pass, stable, judge.DriftStable, nil},
+		{"verdicts-drifting.txt", fail, drifting, judge.DriftDrifting, nil},
+		{"verdicts-inconclusive.txt", pass, untested, judge.DriftInconclusive, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestVerdictsGolden(t *testing.T) {
 			}
 			var b strings.Builder
 			printEnd(&b, &o, sr, "out/soak")
-			b.WriteString("exit line: " + meaning(&o, sr) + "\n")
+			b.WriteString("exit line: " + meaning(sr) + "\n")
 			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}

@@ -1,9 +1,11 @@
-package analyze
+package judge
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/surge-bench/surge/internal/analyze"
 )
 
 // MinDriftWindows is the number of windows with a value a Series needs
@@ -31,18 +33,18 @@ type Series struct {
 // Drift is the drift test of one Series (see TestDrift). Its JSON is the
 // "trends" entries of soak.json.
 type Drift struct {
-	Metric    string  `json:"metric"` // e.g. "p95 completion"
-	Unit      string  `json:"unit"`   // of the series: ms, fraction
-	Windows   int     `json:"windows"`
-	Tested    bool    `json:"tested"`
-	Why       string  `json:"why,omitempty"` // why not tested
-	Trend     Trend   `json:"trend"`         // slope in unit per hour
-	Change    float64 `json:"change"`        // fitted change over the soak, in unit
-	Relative  float64 `json:"relative"`      // change / mean (latencies); 0 otherwise
-	Threshold float64 `json:"threshold"`     // what counts as drift: relative (latencies) or absolute
-	IsRel     bool    `json:"threshold_is_relative"`
-	Drifting  bool    `json:"drifting"`
-	Text      string  `json:"text"`
+	Metric    string        `json:"metric"` // e.g. "p95 completion"
+	Unit      string        `json:"unit"`   // of the series: ms, fraction
+	Windows   int           `json:"windows"`
+	Tested    bool          `json:"tested"`
+	Why       string        `json:"why,omitempty"` // why not tested
+	Trend     analyze.Trend `json:"trend"`         // slope in unit per hour
+	Change    float64       `json:"change"`        // fitted change over the soak, in unit
+	Relative  float64       `json:"relative"`      // change / mean (latencies); 0 otherwise
+	Threshold float64       `json:"threshold"`     // what counts as drift: relative (latencies) or absolute
+	IsRel     bool          `json:"threshold_is_relative"`
+	Drifting  bool          `json:"drifting"`
+	Text      string        `json:"text"`
 }
 
 // TestDrift applies the drift rule to s: it fits a Trend (FitTrend, slope
@@ -68,7 +70,7 @@ type Drift struct {
 func TestDrift(s Series, confidence float64) Drift {
 	st := Drift{Metric: s.Metric, Unit: s.Unit, Threshold: s.Threshold, IsRel: s.Relative}
 	for i := range s.Y {
-		if finite(s.Y[i]) {
+		if isFinite(s.Y[i]) {
 			st.Windows++
 		}
 	}
@@ -77,7 +79,7 @@ func TestDrift(s Series, confidence float64) Drift {
 		st.Text = s.Metric + ": not tested, " + st.Why
 		return st
 	}
-	tr, ok := FitTrend(s.X, s.Y, confidence)
+	tr, ok := analyze.FitTrend(s.X, s.Y, confidence)
 	if !ok {
 		st.Why = "no spread in time"
 		st.Text = s.Metric + ": not tested, " + st.Why
@@ -86,7 +88,7 @@ func TestDrift(s Series, confidence float64) Drift {
 	st.Tested, st.Trend = true, tr
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range s.X {
-		if i < len(s.Y) && finite(s.Y[i]) {
+		if i < len(s.Y) && isFinite(s.Y[i]) {
 			lo, hi = math.Min(lo, s.X[i]), math.Max(hi, s.X[i])
 		}
 	}
@@ -164,4 +166,18 @@ func fmtUnit(v float64, unit string) string {
 		return fmt.Sprintf("%.3g%%", 100*v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// DriftOutcome is the drift test's verdict as an outcome: FAIL when a
+// series drifted, INCONCLUSIVE when none could be tested.
+func DriftOutcome(verdict string) Outcome {
+	switch verdict {
+	case DriftDrifting:
+		return Fail
+	case DriftInconclusive:
+		return Inconclusive
+	}
+	return Pass
 }

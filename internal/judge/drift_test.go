@@ -1,10 +1,12 @@
-package analyze
+package judge
 
 import (
 	"encoding/json"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/surge-bench/surge/internal/analyze"
 )
 
 func TestTestDrift(t *testing.T) {
@@ -138,7 +140,7 @@ func TestDriftText(t *testing.T) {
 			if got != want {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}
-			if !got.Tested && got.Trend != (Trend{}) {
+			if !got.Tested && got.Trend != (analyze.Trend{}) {
 				t.Errorf("untested series has a trend: %+v", got.Trend)
 			}
 		})
@@ -208,7 +210,7 @@ func TestFmtUnit(t *testing.T) {
 // wrote before the drift test moved here.
 func TestDriftJSON(t *testing.T) {
 	d := Drift{Metric: "p95 TTFT", Unit: "ms", Windows: 8, Tested: true, Change: 448, Relative: 0.5, Threshold: 0.2, IsRel: true, Drifting: true, Text: "x",
-		Trend: Trend{N: 8, Slope: 256, Intercept: 1000, SlopeSE: 1, CILow: 250, CIHigh: 262, T: 256, P: 0.001, Confidence: 0.95, MeanY: 1224}}
+		Trend: analyze.Trend{N: 8, Slope: 256, Intercept: 1000, SlopeSE: 1, CILow: 250, CIHigh: 262, T: 256, P: 0.001, Confidence: 0.95, MeanY: 1224}}
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
