@@ -104,7 +104,7 @@ func TestColdstartBuiltinNotFromZero(t *testing.T) {
 	if strings.Contains(first, "scaled from zero") || strings.Contains(stdout, "raise --idle") {
 		t.Fatalf("claims a scale from zero or suggests --idle:\n%s", stdout)
 	}
-	for _, want := range []string{"not scaled from zero", "add --autoscale --min-replicas 0", "1  warm start"} {
+	for _, want := range []string{"not scaled from zero", "add --autoscale --min-replicas 0", "  warm start: the endpoint had not scaled to zero (left out of the spread)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/surge-bench/surge/internal/report"
 )
 
 // Report is what one `surge check` found: check.json is its JSON, check.md
@@ -209,13 +211,31 @@ func requestCount(n int) string {
 // WriteMarkdown writes check.md: what was checked, then one table row per
 // check, then the verdict.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("# surge check\n\n")
-	fmt.Fprintf(&b, "- target: %s\n- model: %s (%s API)\n", mdCell(r.Target), mdCell(r.Model), r.API)
+	return report.WriteGridMarkdown(w, r.Grid())
+}
+
+// Grid is the checks as a table: what was checked (target, model,
+// server), one row per check, the verdict in the notes.
+func (r *Report) Grid() report.Grid {
+	g := report.Grid{
+		Title: "surge check",
+		Meta: []report.KV{
+			{Key: "target", Value: r.Target},
+			{Key: "model", Value: fmt.Sprintf("%s (%s API)", r.Model, r.API)},
+		},
+		Columns: []report.Column{
+			{Key: "status", Head: "status", Kind: report.KindText},
+			{Key: "check", Head: "check", Kind: report.KindText},
+			{Key: "evidence", Head: "evidence", Kind: report.KindText},
+			{Key: "requests", Head: "requests", Kind: report.KindCount},
+			{Key: "time", Head: "time", Kind: report.KindText},
+		},
+		Notes: []string{r.Verdict()},
+	}
 	if s := r.Server; s.Engine != "" || s.MaxModelLen > 0 || len(s.Models) > 0 {
 		var parts []string
 		if s.Engine != "" {
-			parts = append(parts, "engine "+mdCell(s.Engine))
+			parts = append(parts, "engine "+s.Engine)
 		}
 		if s.MaxModelLen > 0 {
 			parts = append(parts, fmt.Sprintf("max_model_len %d", s.MaxModelLen))
@@ -223,26 +243,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(s.Models) > 0 {
 			parts = append(parts, fmt.Sprintf("%d model(s) listed", len(s.Models)))
 		}
-		fmt.Fprintf(&b, "- server: %s\n", strings.Join(parts, ", "))
+		g.Meta = append(g.Meta, report.KV{Key: "server", Value: strings.Join(parts, ", ")})
 	}
-	fmt.Fprintf(&b, "- surge %s, started %s, %s in %s\n", r.Version, r.Started.UTC().Format(time.RFC3339), requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))
+	g.Meta = append(g.Meta, report.KV{Key: "surge", Value: fmt.Sprintf("%s, started %s, %s in %s", r.Version, r.Started.UTC().Format(time.RFC3339), requestCount(r.Requests), showDur(r.Finished.Sub(r.Started)))})
 	if r.Interrupted {
-		b.WriteString("- **interrupted**: the checks below are those that ran\n")
+		g.Meta = append(g.Meta, report.KV{Key: "**interrupted**", Value: "the checks below are those that ran"})
 	}
-	b.WriteString("\n| status | check | evidence | requests | time |\n|---|---|---|---:|---:|\n")
 	for _, x := range r.Results {
 		name := x.Name
 		if x.Required {
 			name += " (required)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s |\n", x.Status, name, mdCell(x.Evidence), x.Requests, showDur(x.Duration))
+		g.Rows = append(g.Rows, []report.Cell{
+			report.TextCell(string(x.Status)), report.TextCell(name), report.TextCell(x.Evidence),
+			report.NumCell(report.Val(float64(x.Requests))), report.TextCell(showDur(x.Duration)),
+		})
 	}
-	fmt.Fprintf(&b, "\n%s\n", mdCell(r.Verdict()))
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// mdCell escapes text for a Markdown table cell.
-func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+	return g
 }

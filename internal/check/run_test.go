@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/golden"
+
 	"github.com/surge-bench/surge/internal/field"
 )
 
@@ -293,12 +295,16 @@ func TestReportFiles(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| PASS | api | GET /v1/models → 200 | 1 | 2.0ms |", `| FAIL | tools.call (required) | required: a \| b | 1 | 40ms |`,
-		"engine surge-sim, max_model_len 8192", "verdict: FAIL — 1 of 2 checks that ran failed (tools.call);", "2 requests in 21.00s"} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("check.md lacks %q:\n%s", want, md.String())
-		}
+	golden.Check(t, "check.md", []byte(md.String()))
+	rep.Interrupted = true
+	md.Reset()
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
 	}
+	if !strings.Contains(md.String(), "- **interrupted**: the checks below are those that ran") {
+		t.Errorf("check.md of an interrupted check does not say so:\n%s", md.String())
+	}
+	rep.Interrupted = false
 	b, _ := json.Marshal(rep)
 	var back map[string]any
 	json.Unmarshal(b, &back)

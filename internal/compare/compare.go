@@ -39,6 +39,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/report"
 )
 
 // Comparison is the result of Compare: the folders, the settings that
@@ -60,7 +61,7 @@ type Comparison struct {
 	Notes   []string `json:"notes"`
 	// Lead are tables shown before the settings in Markdown and HTML (the
 	// what-if's table at a glance); compare.json has their values in rows.
-	Lead []Table `json:"-"`
+	Lead []report.Grid `json:"-"`
 }
 
 // Group is one row every folder may have (a multiplier, a phase, a

@@ -9,28 +9,37 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/surge-bench/surge/internal/report"
 )
 
-// Table is the comparison as rows of text for people: per result row,
-// one line per metric with each folder's value, and each other folder's
-// difference, ratio and confidence against the reference.
-type Table struct {
-	Title string
-	Heads []string
-	Rows  [][]string
+// textGrid is a table of text cells: the heads, then rows of one text
+// per head. Comparisons are formatted here (units, bounds, "not tested")
+// and rendered by report's writers.
+func textGrid(title string, heads []string, rows [][]string) report.Grid {
+	g := report.Grid{Title: title}
+	for _, h := range heads {
+		g.Columns = append(g.Columns, report.Column{Key: h, Head: h, Kind: report.KindText})
+	}
+	for _, r := range rows {
+		var cells []report.Cell
+		for _, s := range r {
+			cells = append(cells, report.TextCell(s))
+		}
+		g.Rows = append(g.Rows, cells)
+	}
+	return g
 }
 
 // Tables returns the comparison's tables for people: the settings that
 // differ, then one table per result row. Metrics no folder measured are
 // left out of them (Omitted names them; compare.json keeps them).
-func (c *Comparison) Tables() (vars Table, rows []Table, omitted []string) {
-	vars = Table{Title: "Settings that differ", Heads: []string{"setting", "kind"}}
+func (c *Comparison) Tables() (vars report.Grid, rows []report.Grid, omitted []string) {
+	varHeads := []string{"setting", "kind"}
 	for _, f := range c.Folders {
-		vars.Heads = append(vars.Heads, f.Label)
+		varHeads = append(varHeads, f.Label)
 	}
+	var varRows [][]string
 	for _, v := range c.Variables {
 		kind := v.Category
 		switch {
@@ -39,8 +48,9 @@ func (c *Comparison) Tables() (vars Table, rows []Table, omitted []string) {
 		case v.Observation:
 			kind += " (observation: changes what is measured, not the target)"
 		}
-		vars.Rows = append(vars.Rows, append([]string{v.Name, kind}, v.Values...))
+		varRows = append(varRows, append([]string{v.Name, kind}, v.Values...))
 	}
+	vars = textGrid("Settings that differ", varHeads, varRows)
 	heads := []string{"metric", c.Folders[0].Label}
 	for _, f := range c.Folders[1:] {
 		heads = append(heads, f.Label, "Δ "+f.Label+"−"+c.Folders[0].Label, f.Label+"/"+c.Folders[0].Label)
@@ -50,7 +60,7 @@ func (c *Comparison) Tables() (vars Table, rows []Table, omitted []string) {
 	}
 	seen := map[string]bool{}
 	for _, g := range c.Groups {
-		t := Table{Title: g.Key, Heads: heads}
+		var lines [][]string
 		for _, m := range g.Metrics {
 			any := false
 			for _, s := range m.Sides {
@@ -70,9 +80,9 @@ func (c *Comparison) Tables() (vars Table, rows []Table, omitted []string) {
 					line = append(line, s.Confidence)
 				}
 			}
-			t.Rows = append(t.Rows, line)
+			lines = append(lines, line)
 		}
-		rows = append(rows, t)
+		rows = append(rows, textGrid(g.Key, heads, lines))
 	}
 	return vars, rows, omitted
 }
@@ -214,18 +224,15 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(bw, "- %s\n", h)
 	}
 	fmt.Fprintf(bw, "\n%s\n\n", c.Statement)
-	for _, t := range c.Lead {
-		fmt.Fprintf(bw, "## %s\n\n", t.Title)
-		mdTable(bw, t)
-	}
 	vars, rows, omitted := c.Tables()
+	sections := slices.Clone(c.Lead)
 	if len(vars.Rows) > 0 {
-		fmt.Fprintf(bw, "## %s\n\n", vars.Title)
-		mdTable(bw, vars)
+		sections = append(sections, vars)
 	}
-	for _, t := range rows {
-		fmt.Fprintf(bw, "## %s\n\n", t.Title)
-		mdTable(bw, t)
+	for _, t := range append(sections, rows...) {
+		if err := report.WriteGridSection(bw, t); err != nil {
+			return err
+		}
 	}
 	notes := append([]string(nil), c.Notes...)
 	if len(omitted) > 0 {
@@ -242,33 +249,6 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	}
 	return nil
 }
-
-func mdTable(w io.Writer, t Table) {
-	width := make([]int, len(t.Heads))
-	for j, h := range t.Heads {
-		width[j] = max(3, utf8.RuneCountInString(h))
-		for _, r := range t.Rows {
-			width[j] = max(width[j], utf8.RuneCountInString(esc(r[j])))
-		}
-	}
-	line := func(cell func(j int) string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for j := range t.Heads {
-			s := cell(j)
-			b.WriteString(" " + s + strings.Repeat(" ", width[j]-utf8.RuneCountInString(s)) + " |")
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(func(j int) string { return t.Heads[j] })
-	line(func(j int) string { return ":" + strings.Repeat("-", width[j]-1) })
-	for _, r := range t.Rows {
-		line(func(j int) string { return esc(r[j]) })
-	}
-	fmt.Fprintln(w)
-}
-
-func esc(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // WriteJSON writes the comparison as indented JSON (compare.json): the
 // folders, the differing settings, the statement, and every metric of
@@ -287,7 +267,7 @@ func (c *Comparison) WriteJSON(w io.Writer) error {
 
 // HTMLReport is the comparison as report.html's kind of page: the tables
 // of Tables as level tables, and charts (vary adds its own).
-func (c *Comparison) HTMLReport(charts []report.XYChart) report.LevelReport {
+func (c *Comparison) HTMLReport(charts []report.XYChart) report.GridReport {
 	title := fmt.Sprintf("surge compare: %d folders, %s", len(c.Folders), c.Kind)
 	var meta []report.KV
 	for _, f := range c.Folders {
@@ -295,16 +275,11 @@ func (c *Comparison) HTMLReport(charts []report.XYChart) report.LevelReport {
 	}
 	meta = append(meta, report.KV{Key: "settings", Value: c.Statement})
 	vars, rows, omitted := c.Tables()
-	var levels []report.LevelTable
-	for _, t := range c.Lead {
-		levels = append(levels, levelTable(t))
-	}
+	levels := slices.Clone(c.Lead)
 	if len(vars.Rows) > 0 {
-		levels = append(levels, levelTable(vars))
+		levels = append(levels, vars)
 	}
-	for _, t := range rows {
-		levels = append(levels, levelTable(t))
-	}
+	levels = append(levels, rows...)
 	if len(levels) > 0 {
 		last := &levels[len(levels)-1]
 		last.Notes = append(last.Notes, c.Notes...)
@@ -312,22 +287,7 @@ func (c *Comparison) HTMLReport(charts []report.XYChart) report.LevelReport {
 			last.Notes = append(last.Notes, "not tested in any folder (in compare.json): "+strings.Join(omitted, ", "))
 		}
 	}
-	return report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}, Levels: levels, Charts: charts}
-}
-
-func levelTable(t Table) report.LevelTable {
-	lt := report.LevelTable{Title: t.Title}
-	for _, h := range t.Heads {
-		lt.Columns = append(lt.Columns, report.LevelColumn{Key: h, Head: h, Kind: report.LevelText})
-	}
-	for _, r := range t.Rows {
-		var cells []report.LevelCell
-		for _, s := range r {
-			cells = append(cells, report.TextCell(s))
-		}
-		lt.Rows = append(lt.Rows, cells)
-	}
-	return lt
+	return report.GridReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}, Levels: levels, Charts: charts}
 }
 
 // Files is what Write needs of a claimed folder (rundir.Dir).
@@ -343,14 +303,15 @@ func (c *Comparison) Write(d Files, charts []report.XYChart) error {
 	if err := d.WriteFile("compare.json", c.WriteJSON); err != nil {
 		return err
 	}
-	return d.WriteFile("compare.html", func(w io.Writer) error { return report.WriteLevelHTML(w, c.HTMLReport(charts)) })
+	return d.WriteFile("compare.html", func(w io.Writer) error { return report.WriteGridHTML(w, c.HTMLReport(charts)) })
 }
 
 // Glance is a short table of the comparison: one line per folder (named
 // by names, or its label), and for every result row the metrics keys —
 // the what-if's table of goodput and recovery per value.
-func (c *Comparison) Glance(names []string, keys ...string) Table {
-	t := Table{Title: "At a glance", Heads: []string{"folder"}}
+func (c *Comparison) Glance(names []string, keys ...string) report.Grid {
+	heads := []string{"folder"}
+	var lines [][]string
 	type col struct{ row, key, kind string }
 	var cols []col
 	for _, g := range c.Groups {
@@ -363,7 +324,7 @@ func (c *Comparison) Glance(names []string, keys ...string) Table {
 			if len(c.Groups) > 1 {
 				head = g.Key + " " + head
 			}
-			t.Heads = append(t.Heads, head)
+			heads = append(heads, head)
 		}
 	}
 	for i, f := range c.Folders {
@@ -376,15 +337,7 @@ func (c *Comparison) Glance(names []string, keys ...string) Table {
 			s, _ := c.Value(cl.row, cl.key, i)
 			line = append(line, sideText(cl.kind, s))
 		}
-		t.Rows = append(t.Rows, line)
+		lines = append(lines, line)
 	}
-	return t
-}
-
-// WriteTable writes t as a Markdown table under its title.
-func WriteTable(w io.Writer, t Table) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "## %s\n\n", t.Title)
-	mdTable(bw, t)
-	return bw.Flush()
+	return textGrid("At a glance", heads, lines)
 }

@@ -532,7 +532,7 @@ func WriteReports(d *rundir.Dir, t report.Table, h report.HTMLReport) error {
 		}
 		for _, b := range h.Breakdowns {
 			fmt.Fprintln(w)
-			if err := report.WriteLevelMarkdown(w, b); err != nil {
+			if err := report.WriteGridMarkdown(w, b); err != nil {
 				return err
 			}
 		}
@@ -612,16 +612,16 @@ func DistValue(d analyze.Dist, q analyze.Quantile) float64 {
 }
 
 // Num is a numeric level-table cell.
-func Num(v float64) report.LevelCell { return report.NumCell(report.Val(v)) }
+func Num(v float64) report.Cell { return report.NumCell(report.Val(v)) }
 
 // WriteLevelExperiment writes the top of a capacity search or a sweep: its
 // result as name (JSON), then the level table, the docs/method.md §13 results table
 // (both sharing lt's notes) and report.html with charts.
-func WriteLevelExperiment(d *rundir.Dir, name string, v any, lt report.LevelTable, results report.Table, h report.LevelReport, charts []report.XYChart) error {
+func WriteLevelExperiment(d *rundir.Dir, name string, v any, lt report.Grid, results report.Table, h report.GridReport, charts []report.XYChart) error {
 	ht := results
 	ht.Meta = nil // the page shows the same facts once, above the tables
 	h.Tables = []report.Table{ht}
-	h.Levels = []report.LevelTable{WithoutMeta(lt)}
+	h.Levels = []report.Grid{WithoutMeta(lt)}
 	h.Charts = charts
 	if err := d.WriteJSON(name, v); err != nil {
 		return err
@@ -631,10 +631,10 @@ func WriteLevelExperiment(d *rundir.Dir, name string, v any, lt report.LevelTabl
 
 // WriteLevelReports writes results.md (the level table, then any extra
 // tables), results.csv and results.json (the level table) and report.html.
-func WriteLevelReports(d *rundir.Dir, lt report.LevelTable, extra []report.LevelTable, results *report.Table, h report.LevelReport) error {
+func WriteLevelReports(d *rundir.Dir, lt report.Grid, extra []report.Grid, results *report.Table, h report.GridReport) error {
 	if err := d.WriteFile("results.md", func(w io.Writer) error {
-		for _, t := range append([]report.LevelTable{lt}, extra...) {
-			if err := report.WriteLevelMarkdown(w, t); err != nil {
+		for _, t := range append([]report.Grid{lt}, extra...) {
+			if err := report.WriteGridMarkdown(w, t); err != nil {
 				return err
 			}
 			fmt.Fprintln(w)
@@ -646,18 +646,18 @@ func WriteLevelReports(d *rundir.Dir, lt report.LevelTable, extra []report.Level
 	}); err != nil {
 		return err
 	}
-	if err := d.WriteFile("results.csv", func(w io.Writer) error { return report.WriteLevelCSV(w, lt) }); err != nil {
+	if err := d.WriteFile("results.csv", func(w io.Writer) error { return report.WriteGridCSV(w, lt) }); err != nil {
 		return err
 	}
-	if err := d.WriteFile("results.json", func(w io.Writer) error { return report.WriteLevelJSON(w, lt) }); err != nil {
+	if err := d.WriteFile("results.json", func(w io.Writer) error { return report.WriteGridJSON(w, lt) }); err != nil {
 		return err
 	}
-	return d.WriteFile("report.html", func(w io.Writer) error { return report.WriteLevelHTML(w, h) })
+	return d.WriteFile("report.html", func(w io.Writer) error { return report.WriteGridHTML(w, h) })
 }
 
 // WithoutMeta is t without its metadata, for report.html, whose header
 // already shows it.
-func WithoutMeta(t report.LevelTable) report.LevelTable {
+func WithoutMeta(t report.Grid) report.Grid {
 	t.Meta = nil
 	return t
 }

@@ -11,30 +11,30 @@ import (
 )
 
 // profileColumns are the columns of the by-profile table.
-var profileColumns = []report.LevelColumn{
-	{Key: "profile", Head: "profile", Kind: report.LevelText},
-	{Key: "planned_share", Head: "planned %", Kind: report.LevelRatio, Desc: "the profile's weight / the mix's total weight"},
-	{Key: "share", Head: "arrivals %", Kind: report.LevelRatio, Desc: "the profile's part of the measured arrivals"},
-	{Key: "arrivals", Head: "arrivals", Kind: report.LevelCount},
-	{Key: "ok", Head: "ok", Kind: report.LevelCount},
-	{Key: "error_rate", Head: "err %", Kind: report.LevelRatio},
-	{Key: "rejection_rate", Head: "429 %", Kind: report.LevelRatio},
-	{Key: "timeout_rate", Head: "timeout %", Kind: report.LevelRatio},
-	{Key: "goodput_ratio", Head: "goodput %", Kind: report.LevelRatio, Desc: "arrivals that met the per-request deadline / arrivals"},
-	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "time to first token from the scheduled arrival, ms, over this profile's requests"},
-	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
-	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
-	{Key: "completion_p50_ms", Head: "completion p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
-	{Key: "completion_p99_ms", Head: "completion p99", Kind: report.LevelMs},
-	{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.LevelCount, Desc: "median prompt tokens of the ok requests, from the server's usage"},
-	{Key: "output_tokens_p50", Head: "output tok p50", Kind: report.LevelCount, Desc: "median output tokens of the ok requests, from the server's usage"},
+var profileColumns = []report.Column{
+	{Key: "profile", Head: "profile", Kind: report.KindText},
+	{Key: "planned_share", Head: "planned %", Kind: report.KindRatio, Desc: "the profile's weight / the mix's total weight"},
+	{Key: "share", Head: "arrivals %", Kind: report.KindRatio, Desc: "the profile's part of the measured arrivals"},
+	{Key: "arrivals", Head: "arrivals", Kind: report.KindCount},
+	{Key: "ok", Head: "ok", Kind: report.KindCount},
+	{Key: "error_rate", Head: "err %", Kind: report.KindRatio},
+	{Key: "rejection_rate", Head: "429 %", Kind: report.KindRatio},
+	{Key: "timeout_rate", Head: "timeout %", Kind: report.KindRatio},
+	{Key: "goodput_ratio", Head: "goodput %", Kind: report.KindRatio, Desc: "arrivals that met the per-request deadline / arrivals"},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.KindMs, Desc: "time to first token from the scheduled arrival, ms, over this profile's requests"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.KindMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.KindMs},
+	{Key: "completion_p50_ms", Head: "completion p50", Kind: report.KindMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "completion_p99_ms", Head: "completion p99", Kind: report.KindMs},
+	{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.KindCount, Desc: "median prompt tokens of the ok requests, from the server's usage"},
+	{Key: "output_tokens_p50", Head: "output tok p50", Kind: report.KindCount, Desc: "median output tokens of the ok requests, from the server's usage"},
 }
 
 // ProfileTable is the by-profile table of a run (one row per workload
 // profile) over the named phase, or over the measured phases when phase is
 // "", and false when the run had a single profile. scope prefixes the
 // title ("5×" in a burst); o gives the planned shares of a mix.
-func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (report.LevelTable, bool) {
+func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (report.Grid, bool) {
 	ps := res.Analysis.Profiles
 	group := "measured phases"
 	if phase != "" {
@@ -42,14 +42,14 @@ func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (
 		ps, group = p.Profiles, phase+" phase"
 	}
 	if len(ps) == 0 {
-		return report.LevelTable{}, false
+		return report.Grid{}, false
 	}
 	title := "By profile (" + group + ", every figure from the profile's own requests)"
 	if scope != "" {
 		title = scope + ": " + title
 	}
 	planned := plannedShares(o)
-	t := report.LevelTable{Title: title, Columns: profileColumns}
+	t := report.Grid{Title: title, Columns: profileColumns}
 	for i := range ps {
 		p := &ps[i]
 		ttft, comp := DistOpts(p.Latency.TTFTSchedule), DistOpts(p.Latency.E2ESchedule)
@@ -60,13 +60,13 @@ func ProfileTable(scope string, res *run.Result, o *run.Options, phase string) (
 		if w, ok := planned[p.Name]; ok {
 			share = report.Val(w)
 		}
-		tok := func(v int64) report.LevelCell {
+		tok := func(v int64) report.Cell {
 			if v == 0 {
 				return report.NumCell(report.Unavailable("no ok request reported usage"))
 			}
 			return Num(float64(v))
 		}
-		t.Rows = append(t.Rows, []report.LevelCell{
+		t.Rows = append(t.Rows, []report.Cell{
 			report.TextCell(p.Name), report.NumCell(share), Num(p.Share), Num(float64(p.Offered)), Num(float64(p.Succeeded)),
 			Num(p.ErrorRate), Num(p.RateLimitRate), Num(p.TimeoutRate), Num(p.GoodputRatio),
 			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]), report.NumCell(comp[0]), report.NumCell(comp[2]),

@@ -15,7 +15,7 @@ import (
 // in seconds since the run's start (and Kubernetes' own time beside
 // surge's), and with several events the distribution of each interval
 // over them. None without a timeline.
-func ScalingTables(scope string, res *run.Result) []report.LevelTable {
+func ScalingTables(scope string, res *run.Result) []report.Grid {
 	tl := res.Scaling
 	if tl == nil || len(tl.Events) == 0 && len(tl.Notes) == 0 {
 		return nil
@@ -30,18 +30,18 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 			present[s.Milestone] = true
 		}
 	}
-	cols := []report.LevelColumn{{Key: "replica", Head: "replica", Kind: report.LevelText}}
+	cols := []report.Column{{Key: "replica", Head: "replica", Kind: report.KindText}}
 	if tl.Source == scaling.SourceKubernetes {
-		cols = append(cols, report.LevelColumn{Key: "node", Head: "node", Kind: report.LevelText})
+		cols = append(cols, report.Column{Key: "node", Head: "node", Kind: report.KindText})
 	}
 	var ms []string
 	for _, m := range scaling.Order {
 		if present[m] {
 			ms = append(ms, m)
-			cols = append(cols, report.LevelColumn{Key: m + "_s", Head: milestoneHead(m), Kind: report.LevelText})
+			cols = append(cols, report.Column{Key: m + "_s", Head: milestoneHead(m), Kind: report.KindText})
 		}
 	}
-	t := report.LevelTable{Title: title, Columns: cols}
+	t := report.Grid{Title: title, Columns: cols}
 	src := "the simulator's autoscaler (engine model milestones)"
 	if tl.Source == scaling.SourceKubernetes {
 		src = "kubectl watch of " + tl.Watch + "; seconds on surge's clock, Kubernetes' own (1 s precision) in brackets"
@@ -52,7 +52,7 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 		if e.AfterRecovery {
 			name += " (after recovery)"
 		}
-		row := []report.LevelCell{report.TextCell(name)}
+		row := []report.Cell{report.TextCell(name)}
 		if tl.Source == scaling.SourceKubernetes {
 			n := OrDash(e.Node)
 			if e.NewNode {
@@ -69,24 +69,24 @@ func ScalingTables(scope string, res *run.Result) []report.LevelTable {
 	if len(tl.Events) == 0 {
 		t.Notes = append(t.Notes, "no scaling event: no new pod appeared during the run")
 	}
-	out := []report.LevelTable{t}
+	out := []report.Grid{t}
 	n := tl.BurstEvents()
 	if n < 2 {
 		out[0].Notes = append(out[0].Notes, tl.Excluded()...)
 		return out
 	}
-	d := report.LevelTable{
+	d := report.Grid{
 		Title: fmt.Sprintf("%s: distribution over %d events", title, n),
-		Columns: []report.LevelColumn{
-			{Key: "from", Head: "from", Kind: report.LevelText}, {Key: "to", Head: "to", Kind: report.LevelText},
-			{Key: "events", Head: "events", Kind: report.LevelCount},
-			{Key: "min_s", Head: "min", Kind: report.LevelSeconds}, {Key: "median_s", Head: "median", Kind: report.LevelSeconds},
-			{Key: "max_s", Head: "max", Kind: report.LevelSeconds},
+		Columns: []report.Column{
+			{Key: "from", Head: "from", Kind: report.KindText}, {Key: "to", Head: "to", Kind: report.KindText},
+			{Key: "events", Head: "events", Kind: report.KindCount},
+			{Key: "min_s", Head: "min", Kind: report.KindSeconds}, {Key: "median_s", Head: "median", Kind: report.KindSeconds},
+			{Key: "max_s", Head: "max", Kind: report.KindSeconds},
 		},
 		Notes: append([]string{"median by nearest rank (one event's own value); intervals on surge's clock"}, tl.Excluded()...),
 	}
 	for _, iv := range tl.Intervals() {
-		d.Rows = append(d.Rows, []report.LevelCell{report.TextCell(milestoneHead(iv.From)), report.TextCell(milestoneHead(iv.To)),
+		d.Rows = append(d.Rows, []report.Cell{report.TextCell(milestoneHead(iv.From)), report.TextCell(milestoneHead(iv.To)),
 			Num(float64(iv.N)), Num(iv.Min.Seconds()), Num(iv.Median.Seconds()), Num(iv.Max.Seconds())})
 	}
 	return append(out, d)

@@ -10,26 +10,26 @@ import (
 )
 
 // The columns of the per-turn table of a sessions run.
-var turnColumns = []report.LevelColumn{
-	{Key: "turn", Head: "turn", Kind: report.LevelText},
-	{Key: "requests", Head: "requests", Kind: report.LevelCount, Desc: "requests of this turn in every session started after the warmup (fan-out sub-requests included)"},
-	{Key: "ok", Head: "ok", Kind: report.LevelCount},
-	{Key: "ttft_send_p50_ms", Head: "TTFT send p50", Kind: report.LevelMs},
-	{Key: "ttft_send_p95_ms", Head: "TTFT send p95", Kind: report.LevelMs},
-	{Key: "ttft_schedule_p50_ms", Head: "TTFT sched p50", Kind: report.LevelMs, Desc: "first token − the turn's ready time (its arrival for turn 1; the previous answer + think time after)"},
-	{Key: "ttft_schedule_p95_ms", Head: "TTFT sched p95", Kind: report.LevelMs},
-	{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.LevelCount, Desc: "median prompt tokens the server reported for the ok requests: the context the turn carried"},
-	{Key: "prefix_tokens_p50", Head: "shared p50", Kind: report.LevelCount, Desc: "median intended tokens shared with the turn before (the conversation so far)"},
-	{Key: "goodput_ratio", Head: "goodput", Kind: report.LevelRatio, Desc: "requests that met the per-request deadline (from the ready time) / requests"},
+var turnColumns = []report.Column{
+	{Key: "turn", Head: "turn", Kind: report.KindText},
+	{Key: "requests", Head: "requests", Kind: report.KindCount, Desc: "requests of this turn in every session started after the warmup (fan-out sub-requests included)"},
+	{Key: "ok", Head: "ok", Kind: report.KindCount},
+	{Key: "ttft_send_p50_ms", Head: "TTFT send p50", Kind: report.KindMs},
+	{Key: "ttft_send_p95_ms", Head: "TTFT send p95", Kind: report.KindMs},
+	{Key: "ttft_schedule_p50_ms", Head: "TTFT sched p50", Kind: report.KindMs, Desc: "first token − the turn's ready time (its arrival for turn 1; the previous answer + think time after)"},
+	{Key: "ttft_schedule_p95_ms", Head: "TTFT sched p95", Kind: report.KindMs},
+	{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.KindCount, Desc: "median prompt tokens the server reported for the ok requests: the context the turn carried"},
+	{Key: "prefix_tokens_p50", Head: "shared p50", Kind: report.KindCount, Desc: "median intended tokens shared with the turn before (the conversation so far)"},
+	{Key: "goodput_ratio", Head: "goodput", Kind: report.KindRatio, Desc: "requests that met the per-request deadline (from the ready time) / requests"},
 }
 
 // SessionTable is the per-turn table of a sessions run, titled title with
 // the session goodput above it; false when the run had no sessions.
-func SessionTable(title string, ss *analyze.SessionResult) (report.LevelTable, bool) {
+func SessionTable(title string, ss *analyze.SessionResult) (report.Grid, bool) {
 	if ss == nil {
-		return report.LevelTable{}, false
+		return report.Grid{}, false
 	}
-	t := report.LevelTable{Title: title, Columns: turnColumns}
+	t := report.Grid{Title: title, Columns: turnColumns}
 	judged := ss.Good + ss.Bad
 	goodput := "n/a (no session was judged)"
 	if judged > 0 {
@@ -45,13 +45,13 @@ func SessionTable(title string, ss *analyze.SessionResult) (report.LevelTable, b
 			name += "+"
 		}
 		send, sched := DistOpts(tr.TTFTSend), DistOpts(tr.TTFTSchedule)
-		count := func(n int) report.LevelCell {
+		count := func(n int) report.Cell {
 			if n == 0 {
 				return report.NumCell(report.Unavailable("the server reported no prompt tokens"))
 			}
 			return Num(float64(n))
 		}
-		t.Rows = append(t.Rows, []report.LevelCell{
+		t.Rows = append(t.Rows, []report.Cell{
 			report.TextCell(name), Num(float64(tr.Requests)), Num(float64(tr.OK)),
 			report.NumCell(send[0]), report.NumCell(send[1]), report.NumCell(sched[0]), report.NumCell(sched[1]),
 			count(tr.PromptTokensP50), Num(float64(tr.PrefixTokensP50)), Num(tr.GoodputRatio),
@@ -65,9 +65,9 @@ func SessionTable(title string, ss *analyze.SessionResult) (report.LevelTable, b
 }
 
 // SessionTables is the per-turn table of one run, when it had sessions.
-func SessionTables(title string, a *analyze.Result) []report.LevelTable {
+func SessionTables(title string, a *analyze.Result) []report.Grid {
 	if t, ok := SessionTable(title, a.Sessions); ok {
-		return []report.LevelTable{t}
+		return []report.Grid{t}
 	}
 	return nil
 }
@@ -76,6 +76,6 @@ func SessionTables(title string, a *analyze.Result) []report.LevelTable {
 func PrintSessions(w io.Writer, a *analyze.Result) {
 	for _, t := range SessionTables("Sessions, per turn", a) {
 		fmt.Fprintln(w)
-		report.WriteLevelText(w, report.LevelTable{Columns: t.Columns, Rows: t.Rows, Meta: t.Meta, Title: t.Title})
+		report.WriteGridText(w, report.Grid{Columns: t.Columns, Rows: t.Rows, Meta: t.Meta, Title: t.Title})
 	}
 }

@@ -106,7 +106,7 @@ func TestSessionTableInterruptedTurn(t *testing.T) {
 		t.Fatal("no table")
 	}
 	var b bytes.Buffer
-	report.WriteLevelMarkdown(&b, tab)
+	report.WriteGridMarkdown(&b, tab)
 	out := b.String()
 	if strings.Contains(out, "> 0") || !strings.Contains(out, "n/a") || !strings.Contains(out, "cancelled in flight") {
 		t.Errorf("table:\n%s", out)

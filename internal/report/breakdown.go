@@ -9,7 +9,7 @@ import (
 // breakdownHTML renders report.html's breakdown tables (a run's results by
 // workload profile) as one section, in the level tables' layout; "" when
 // there are none.
-func breakdownHTML(ts []LevelTable) (template.HTML, error) {
+func breakdownHTML(ts []Grid) (template.HTML, error) {
 	if len(ts) == 0 {
 		return "", nil
 	}

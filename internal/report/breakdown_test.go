@@ -14,10 +14,10 @@ func TestHTMLBreakdowns(t *testing.T) {
 	if err := WriteHTML(&plain, rep); err != nil {
 		t.Fatal(err)
 	}
-	rep.Breakdowns = []LevelTable{{
+	rep.Breakdowns = []Grid{{
 		Title:   "By profile <mix>",
-		Columns: []LevelColumn{{Key: "profile", Head: "profile", Kind: LevelText}, {Key: "ttft_p50_ms", Head: "TTFT p50", Kind: LevelMs}},
-		Rows: [][]LevelCell{
+		Columns: []Column{{Key: "profile", Head: "profile", Kind: KindText}, {Key: "ttft_p50_ms", Head: "TTFT p50", Kind: KindMs}},
+		Rows: [][]Cell{
 			{TextCell("chat"), NumCell(Val(548))},
 			{TextCell("rag"), NumCell(Unavailable("no samples"))},
 		},
@@ -45,7 +45,7 @@ func TestHTMLBreakdowns(t *testing.T) {
 		t.Error("a page without breakdowns changed")
 	}
 	// A malformed table fails before anything is written.
-	rep.Breakdowns = []LevelTable{{Title: "x", Columns: []LevelColumn{{Key: "a", Head: "a"}}, Rows: [][]LevelCell{{}}}}
+	rep.Breakdowns = []Grid{{Title: "x", Columns: []Column{{Key: "a", Head: "a"}}, Rows: [][]Cell{{}}}}
 	var bad bytes.Buffer
 	if err := WriteHTML(&bad, rep); err == nil || bad.Len() > 0 {
 		t.Errorf("malformed breakdown: %v, %d bytes written", err, bad.Len())

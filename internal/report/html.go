@@ -41,7 +41,7 @@ type HTMLReport struct {
 	// Breakdowns are further tables of one row per group of requests
 	// (a run's results by workload profile), shown after the results
 	// tables; none for most runs.
-	Breakdowns []LevelTable
+	Breakdowns []Grid
 	Runs       []RunCharts // one section of charts per run
 }
 

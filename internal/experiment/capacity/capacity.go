@@ -550,28 +550,28 @@ func printEnd(w io.Writer, o *run.Options, cr *Result, dir string) {
 }
 
 // columns are the step table's columns.
-var columns = []report.LevelColumn{
-	{Key: "step", Head: "step", Kind: report.LevelText},
-	{Key: "rate_rps", Head: "rate req/s", Kind: report.LevelRPS, Desc: "the step's planned arrival rate"},
-	{Key: "duration_s", Head: "measured", Kind: report.LevelSeconds, Desc: "length of the measured phase (cut short when stopped early)"},
-	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS, Desc: "arrivals scheduled in the measured phase / its length"},
-	{Key: "achieved_send_rps", Head: "sent/s", Kind: report.LevelRPS, Desc: "rate the generator actually sent at (n−1 over the span of send times)"},
-	{Key: "completed_rps", Head: "completed/s", Kind: report.LevelRPS, Desc: "ok requests whose completion fell in the measured phase / its length"},
-	{Key: "goodput_rps", Head: "goodput/s", Kind: report.LevelRPS, Desc: "requests within the per-request deadline / length"},
-	{Key: "goodput_ratio", Head: "goodput %", Kind: report.LevelRatio},
-	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "TTFT from the scheduled arrival, ms"},
-	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
-	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
-	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
-	{Key: "failure_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of offered"},
-	{Key: "lag_p99_ms", Head: "lag p99", Kind: report.LevelMs, Desc: "schedule lag: sent − scheduled, ms"},
-	{Key: "samples", Head: "samples", Kind: report.LevelCount},
-	{Key: "verdict", Head: "verdict", Kind: report.LevelText, Desc: "SLO over the measured phase; GENERATOR-LIMITED = surge could not send the rate"},
-	{Key: "note", Head: "note", Kind: report.LevelText},
+var columns = []report.Column{
+	{Key: "step", Head: "step", Kind: report.KindText},
+	{Key: "rate_rps", Head: "rate req/s", Kind: report.KindRPS, Desc: "the step's planned arrival rate"},
+	{Key: "duration_s", Head: "measured", Kind: report.KindSeconds, Desc: "length of the measured phase (cut short when stopped early)"},
+	{Key: "offered_rps", Head: "offered/s", Kind: report.KindRPS, Desc: "arrivals scheduled in the measured phase / its length"},
+	{Key: "achieved_send_rps", Head: "sent/s", Kind: report.KindRPS, Desc: "rate the generator actually sent at (n−1 over the span of send times)"},
+	{Key: "completed_rps", Head: "completed/s", Kind: report.KindRPS, Desc: "ok requests whose completion fell in the measured phase / its length"},
+	{Key: "goodput_rps", Head: "goodput/s", Kind: report.KindRPS, Desc: "requests within the per-request deadline / length"},
+	{Key: "goodput_ratio", Head: "goodput %", Kind: report.KindRatio},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.KindMs, Desc: "TTFT from the scheduled arrival, ms"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.KindMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.KindMs},
+	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.KindMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "failure_rate", Head: "fail %", Kind: report.KindRatio, Desc: "errors + 429 + timeouts + drops, % of offered"},
+	{Key: "lag_p99_ms", Head: "lag p99", Kind: report.KindMs, Desc: "schedule lag: sent − scheduled, ms"},
+	{Key: "samples", Head: "samples", Kind: report.KindCount},
+	{Key: "verdict", Head: "verdict", Kind: report.KindText, Desc: "SLO over the measured phase; GENERATOR-LIMITED = surge could not send the rate"},
+	{Key: "note", Head: "note", Kind: report.KindText},
 }
 
 // columns with the SLO clauses' verdicts, in CSV and JSON only.
-var allColumns = append(slices.Clip(columns), report.SLOLevelColumns...)
+var allColumns = append(slices.Clip(columns), report.SLOColumns...)
 
 // achievedRPS is the rate the generator sent the step at (n−1 over the
 // span of send times), or n/a and why.
@@ -585,7 +585,7 @@ func achievedRPS(st *Step) report.Opt {
 	return report.Unavailable("too few sends to measure")
 }
 
-func stepRow(st *Step) []report.LevelCell {
+func stepRow(st *Step) []report.Cell {
 	p := &st.Measure.Phase
 	ttft := experiment.DistOpts(p.Latency.TTFTSchedule)
 	e2e := experiment.DistOpts(p.Latency.E2ESchedule)
@@ -594,12 +594,12 @@ func stepRow(st *Step) []report.LevelCell {
 	if st.Measure.GeneratorNote != "" {
 		note = strings.TrimSpace(note + " " + st.Measure.GeneratorNote)
 	}
-	return append([]report.LevelCell{
+	return append([]report.Cell{
 		report.TextCell(st.Name), experiment.Num(st.Rate), experiment.Num(p.DurationMs / 1000), experiment.Num(p.OfferedRPS), report.NumCell(achieved),
 		experiment.Num(p.CompletedRPS), experiment.Num(p.GoodputRPS), experiment.Num(p.GoodputRatio), report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(e2e[2]), experiment.Num(p.FailureRate), report.NumCell(experiment.DistOpts(p.Latency.ScheduleLag)[2]), experiment.Num(float64(p.Offered)),
 		report.TextCell(st.verdictText()), report.TextCell(experiment.OrDash(note)),
-	}, report.SLOLevelCells(experiment.SLOStatus(st.Verdict))...)
+	}, report.SLOCells(experiment.SLOStatus(st.Verdict))...)
 }
 
 // WriteReports writes the search's step table, capacity.json and
@@ -612,9 +612,9 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 		report.KV{Key: "search", Value: fmt.Sprintf("from %s req/s × %g, then bisection to %g%%; %s arrivals; steps of %d requests within [%s, %s] after %d warmup requests",
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)
-	lt := report.LevelTable{Title: title + " — steps in the order run", Meta: meta, Columns: allColumns}
+	lt := report.Grid{Title: title + " — steps in the order run", Meta: meta, Columns: allColumns}
 	results := report.Table{Title: "Results table (docs/method.md §13), one row per step", Omit: report.BurstColumns, PhaseHead: "step"}
-	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
+	h := report.GridReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	for i := range cr.Steps {
 		st := &cr.Steps[i]
 		lt.Rows = append(lt.Rows, stepRow(st))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -300,8 +301,8 @@ func TestStartCmdBadInput(t *testing.T) {
 		t.Fatalf("stop %.3fs for a command that exited by itself; want none (–)", *s)
 	}
 	var md strings.Builder
-	if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "| – | – | 0 |") {
-		t.Fatalf("coldstart.md must show stop as –:\n%s", md.String())
+	if err := rep.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "- 1: stop: not reached") {
+		t.Fatalf("coldstart.md must show stop as n/a, not reached:\n%s", md.String())
 	}
 	if log, _ := os.ReadFile(cfg.LogPath); !strings.Contains(string(log), "no model here") {
 		t.Fatalf("the command's output is not in the log:\n%s", log)
@@ -408,7 +409,7 @@ func TestSpreadMedianNearestRank(t *testing.T) {
 }
 
 // The console table: the note is a cell of its own, apart from the
-// probes ("1  warm start", not "1warm start"), and no line ends in spaces
+// probes and failed probes ("1  none  warm start", not "nonewarm start"), and no line ends in spaces
 // (review 11).
 func TestTableNoteApart(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
@@ -422,7 +423,7 @@ func TestTableNoteApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if strings.Contains(out, "1warm start") || !strings.Contains(out, "1  warm start") {
+	if strings.Contains(out, "nonewarm start") || !regexp.MustCompile(`  1  none +warm start`).MatchString(out) {
 		t.Fatalf("the note is glued to the probes:\n%s", out)
 	}
 	for _, l := range strings.Split(out, "\n") {

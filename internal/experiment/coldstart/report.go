@@ -1,13 +1,15 @@
 package coldstart
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/surge-bench/surge/internal/report"
 
 	"github.com/surge-bench/surge/internal/analyze"
 )
@@ -90,17 +92,37 @@ type Spread struct {
 // milestone is a reported milestone and a cycle's value of it.
 type milestone struct {
 	name, title string
+	kind        report.Kind // KindDuration, or KindMs for a TTFT
+	desc        string
 	get         func(*Cycle) *float64
 }
 
 // milestones lists the reported milestones.
 var milestones = []milestone{
-	{"listen", "listen", func(c *Cycle) *float64 { return c.ListenS }},
-	{"first_token", "first token", func(c *Cycle) *float64 { return c.FirstTokenS }},
-	{"cold_ttft", "cold TTFT", func(c *Cycle) *float64 { return c.ColdTTFTS }},
-	{"warm", "warm", func(c *Cycle) *float64 { return c.WarmS }},
-	{"warm_ttft", "warm TTFT", func(c *Cycle) *float64 { return c.WarmTTFTS }},
-	{"stop", "stop", func(c *Cycle) *float64 { return c.StopS }},
+	{"listen", "listen", report.KindDuration, "t0 → first accepted TCP connection", func(c *Cycle) *float64 { return c.ListenS }},
+	{"first_token", "first token", report.KindDuration, "t0 → first token of the first successful request", func(c *Cycle) *float64 { return c.FirstTokenS }},
+	{"cold_ttft", "cold TTFT", report.KindMs, "that request's own TTFT (sent → first token)", func(c *Cycle) *float64 { return c.ColdTTFTS }},
+	{"warm", "warm", report.KindDuration, "t0 → the first request of the first steady window", func(c *Cycle) *float64 { return c.WarmS }},
+	{"warm_ttft", "warm TTFT", report.KindMs, "that window's median TTFT", func(c *Cycle) *float64 { return c.WarmTTFTS }},
+	{"stop", "stop", report.KindDuration, "SIGTERM → port closed", func(c *Cycle) *float64 { return c.StopS }},
+}
+
+// cell is the milestone's value in a cycle, n/a with the reason when it
+// was not reached.
+func (ms milestone) cell(c *Cycle) report.Cell {
+	v := ms.get(c)
+	if v == nil {
+		return report.NumCell(report.Unavailable("not reached"))
+	}
+	return ms.value(*v)
+}
+
+// value is a value of the milestone (seconds) in its column's unit.
+func (ms milestone) value(v float64) report.Cell {
+	if ms.kind == report.KindMs {
+		v *= 1000
+	}
+	return report.NumCell(report.Val(v))
 }
 
 // summarize is the spread of each milestone some cycle reached. Warm
@@ -160,54 +182,22 @@ func (c *Cycle) line() string {
 	return b.String()
 }
 
-// WriteTable writes the console table: a row per cycle, then min, median
-// and max of each milestone. Every cell, the last (the note) too, ends
-// with a tab: tabwriter aligns only terminated cells, and an unterminated
-// note would be glued to the right-aligned probes ("1warm start").
+// WriteTable writes the console tables: a row per cycle, then min,
+// median and max of each milestone over the cold starts.
 func (r *Report) WriteTable(w io.Writer) error {
-	var buf strings.Builder
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := []string{"cycle"}
-	for _, ms := range r.shown() {
-		head = append(head, ms.title)
-	}
-	head = append(head, "probes", "")
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	for i := range r.Cycles {
-		c := &r.Cycles[i]
-		row := []string{fmt.Sprint(c.N)}
-		for _, ms := range r.shown() {
-			row = append(row, fmtAny(ms.name, ms.get(c)))
-		}
-		note := ""
-		if c.WarmStart {
-			note = "warm start"
-		}
-		row = append(row, fmt.Sprint(c.Probes), note)
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	if len(r.Cycles) > 1 {
-		for _, stat := range []string{"min", "median", "max"} {
-			row := []string{stat}
-			for _, ms := range r.shown() {
-				row = append(row, r.stat(ms.name, stat))
-			}
-			row = append(row, "", "")
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-		}
-	}
-	if err := tw.Flush(); err != nil {
+	cycles, spread := r.Grids()
+	cycles.Title, cycles.Meta, cycles.Notes = "", nil, nil
+	if err := report.WriteGridText(w, cycles); err != nil {
 		return err
 	}
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(buf.String(), "\n") {
-		out.WriteString(strings.TrimRight(l, " \n"))
-		if strings.HasSuffix(l, "\n") {
-			out.WriteString("\n")
-		}
+	if len(r.Cycles) < 2 || len(spread.Rows) == 0 {
+		return nil
 	}
-	_, err := io.WriteString(w, out.String())
-	return err
+	spread.Title = ""
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return report.WriteGridText(w, spread)
 }
 
 // shown is the milestones of the table: listen only with a start command.
@@ -224,77 +214,92 @@ func (r *Report) shown() []milestone {
 	return out
 }
 
-// stat is one statistic of a milestone's spread, formatted; "–" if no
-// cycle reached it.
-func (r *Report) stat(name, stat string) string {
-	for _, s := range r.Summary {
-		if s.Milestone == name {
-			v := map[string]float64{"min": s.Min, "median": s.Median, "max": s.Max}[stat]
-			return fmtAny(name, &v)
-		}
+// WriteMarkdown writes coldstart.md: the cycles, then the spread.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	cycles, spread := r.Grids()
+	if err := report.WriteGridMarkdown(w, cycles); err != nil {
+		return err
 	}
-	return "–"
+	if len(spread.Rows) == 0 {
+		return nil
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return report.WriteGridMarkdown(w, spread)
 }
 
-// WriteMarkdown writes coldstart.md.
-func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Cold start\n\n")
-	fmt.Fprintf(&b, "- target: %s, model %s\n", r.Target, r.Model)
+// Grids is the report as tables: what was measured and how (target,
+// mode, warm rule) with a row per cycle, and the spread of each
+// milestone over the cycles that measured a cold start.
+func (r *Report) Grids() (cycles, spread report.Grid) {
+	cycles = report.Grid{Title: "Cold start", Meta: []report.KV{{Key: "target", Value: r.Target + ", model " + r.Model}}}
 	if r.Mode == ModeStartCmd {
-		fmt.Fprintf(&b, "- mode: start command (t0 = the command started): `%s`; its output: %s\n", r.StartCmd, r.Log)
+		cycles.Meta = append(cycles.Meta, report.KV{Key: "mode", Value: fmt.Sprintf("start command (t0 = the command started): `%s`; its output: %s", r.StartCmd, r.Log)})
 	} else {
-		fmt.Fprintf(&b, "- mode: scale from zero (t0 = the first request sent)\n")
+		cycles.Meta = append(cycles.Meta, report.KV{Key: "mode", Value: "scale from zero (t0 = the first request sent)"})
 	}
-	fmt.Fprintf(&b, "- warm rule: %d consecutive TTFTs each within max(%g%% of their median, %g ms) of it; at most %d requests after the first token\n",
-		r.Rule.Window, r.Rule.Tolerance*100, r.Rule.FloorMs, r.Rule.Max)
+	cycles.Meta = append(cycles.Meta, report.KV{Key: "warm rule", Value: fmt.Sprintf("%d consecutive TTFTs each within max(%g%% of their median, %g ms) of it; at most %d requests after the first token",
+		r.Rule.Window, r.Rule.Tolerance*100, r.Rule.FloorMs, r.Rule.Max)})
 	if r.Note != "" {
-		fmt.Fprintf(&b, "- **note**: %s\n", r.Note)
+		cycles.Meta = append(cycles.Meta, report.KV{Key: "**note**", Value: r.Note})
 	}
 	if r.Interrupted {
-		b.WriteString("- **interrupted** (Ctrl-C): the cycles below are those measured\n")
+		cycles.Meta = append(cycles.Meta, report.KV{Key: "**interrupted**", Value: "(Ctrl-C) the cycles below are those measured"})
 	}
 	if r.Problem != "" {
-		fmt.Fprintf(&b, "- **stopped early**: %s\n", r.Problem)
+		cycles.Meta = append(cycles.Meta, report.KV{Key: "**stopped early**", Value: r.Problem})
 	}
-	b.WriteString("\n| cycle |")
+	cycles.Columns = []report.Column{{Key: "cycle", Head: "cycle", Kind: report.KindText}}
 	for _, ms := range r.shown() {
-		fmt.Fprintf(&b, " %s |", ms.title)
+		cycles.Columns = append(cycles.Columns, report.Column{Key: ms.name, Head: ms.title, Kind: ms.kind, Desc: ms.desc})
 	}
-	b.WriteString(" probes | failed probes | note |\n|--:|")
-	for range r.shown() {
-		b.WriteString("--:|")
-	}
-	b.WriteString("--:|:--|:--|\n")
+	cycles.Columns = append(cycles.Columns,
+		report.Column{Key: "probes", Head: "probes", Kind: report.KindCount, Desc: "requests sent until the first token"},
+		report.Column{Key: "failed_probes", Head: "failed probes", Kind: report.KindText},
+		report.Column{Key: "note", Head: "note", Kind: report.KindText})
 	for i := range r.Cycles {
 		c := &r.Cycles[i]
-		fmt.Fprintf(&b, "| %d |", c.N)
+		row := []report.Cell{report.TextCell(fmt.Sprint(c.N))}
 		for _, ms := range r.shown() {
-			fmt.Fprintf(&b, " %s |", fmtAny(ms.name, ms.get(c)))
+			row = append(row, ms.cell(c))
 		}
-		note := ""
-		switch {
-		case c.WarmStart:
-			note = "warm start: the endpoint had not scaled to zero (left out of the spread)"
-		case c.FirstTokenS != nil && c.WarmS == nil:
-			note = fmt.Sprintf("not steady in %d requests", c.WarmRequests)
-		}
-		if c.Killed {
-			note = strings.TrimPrefix(note+"; needed SIGKILL", "; ")
-		}
-		fmt.Fprintf(&b, " %d | %s | %s |\n", c.Probes, failures(c.ProbeFailures), note)
+		row = append(row, report.NumCell(report.Val(float64(c.Probes))), report.TextCell(failures(c.ProbeFailures)), report.TextCell(cmp.Or(c.note(), "–")))
+		cycles.Rows = append(cycles.Rows, row)
 	}
-	if len(r.Summary) > 0 {
-		b.WriteString("\n| milestone | cycles | min | median | max |\n|:--|--:|--:|--:|--:|\n")
-		for _, s := range r.Summary {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", s.Milestone, s.N, fmtAny(s.Milestone, &s.Min), fmtAny(s.Milestone, &s.Median), fmtAny(s.Milestone, &s.Max))
+	spread = report.Grid{Title: "Cold start: spread over the cycles", Columns: []report.Column{
+		{Key: "milestone", Head: "milestone", Kind: report.KindText},
+		{Key: "cycles", Head: "cycles", Kind: report.KindCount, Desc: "cycles that reached it, warm starts left out"},
+		{Key: "min_s", Head: "min", Kind: report.KindDuration},
+		{Key: "median_s", Head: "median", Kind: report.KindDuration},
+		{Key: "max_s", Head: "max", Kind: report.KindDuration},
+	}}
+	for _, sp := range r.Summary {
+		title := sp.Milestone
+		for _, ms := range milestones {
+			if ms.name == sp.Milestone {
+				title = ms.title
+			}
 		}
+		spread.Rows = append(spread.Rows, []report.Cell{report.TextCell(title), report.NumCell(report.Val(float64(sp.N))),
+			report.NumCell(report.Val(sp.Min)), report.NumCell(report.Val(sp.Median)), report.NumCell(report.Val(sp.Max))})
 	}
-	b.WriteString("\nlisten: t0 → first accepted TCP connection; first token: t0 → first token of the first successful request; " +
-		"cold TTFT: that request's own TTFT; warm: t0 → the first request of the first steady window; warm TTFT: that window's median; " +
-		"stop: SIGTERM → port closed (docs/metrics.md, \"Cold start\").\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return cycles, spread
+}
+
+// note is what a cycle's row says beside its milestones.
+func (c *Cycle) note() string {
+	note := ""
+	switch {
+	case c.WarmStart:
+		note = "warm start: the endpoint had not scaled to zero (left out of the spread)"
+	case c.FirstTokenS != nil && c.WarmS == nil:
+		note = fmt.Sprintf("not steady in %d requests", c.WarmRequests)
+	}
+	if c.Killed {
+		note = strings.TrimPrefix(note+"; needed SIGKILL", "; ")
+	}
+	return note
 }
 
 // failures lists failed probes by kind, "3 conn_error, 1 http_error 503".
@@ -307,14 +312,6 @@ func failures(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// fmtAny formats a milestone: TTFTs in ms, the others in s.
-func fmtAny(name string, v *float64) string {
-	if strings.HasSuffix(name, "ttft") {
-		return fmtMs(v)
-	}
-	return fmtS(v)
 }
 
 // fmtS formats seconds, "–" when absent.

@@ -251,33 +251,33 @@ func Soak(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Writ
 	return experiment.Outcome{Verdict: soakOutcome(res, sr), Partial: res.Partial, Dir: d.Path(), Unusable: experiment.Unusable(res), Meaning: meaning(sr)}, nil
 }
 
-var soakWindowColumns = []report.LevelColumn{
-	{Key: "window_start_s", Head: "from", Kind: report.LevelSeconds, Desc: "start of the window of arrival time, seconds since the soak began (after the warmup)"},
-	{Key: "window_end_s", Head: "to", Kind: report.LevelSeconds, Desc: "end of the window, seconds since the soak began"},
-	{Key: "offered_rps", Head: "offered/s", Kind: report.LevelRPS},
-	{Key: "completed_rps", Head: "completed/s", Kind: report.LevelRPS, Desc: "ok requests whose completion fell in the window / its length"},
-	{Key: "goodput_rps", Head: "goodput/s", Kind: report.LevelRPS},
-	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "TTFT from the scheduled arrival, ms"},
-	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
-	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
-	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
-	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.LevelMs},
-	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
-	{Key: "failure_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of offered"},
-	{Key: "kv_usage", Head: "KV %", Kind: report.LevelRatio, Desc: "mean engine KV-cache usage over the window (n/a without engine metrics)"},
-	{Key: "samples", Head: "samples", Kind: report.LevelCount},
+var soakWindowColumns = []report.Column{
+	{Key: "window_start_s", Head: "from", Kind: report.KindSeconds, Desc: "start of the window of arrival time, seconds since the soak began (after the warmup)"},
+	{Key: "window_end_s", Head: "to", Kind: report.KindSeconds, Desc: "end of the window, seconds since the soak began"},
+	{Key: "offered_rps", Head: "offered/s", Kind: report.KindRPS},
+	{Key: "completed_rps", Head: "completed/s", Kind: report.KindRPS, Desc: "ok requests whose completion fell in the window / its length"},
+	{Key: "goodput_rps", Head: "goodput/s", Kind: report.KindRPS},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.KindMs, Desc: "TTFT from the scheduled arrival, ms"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.KindMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.KindMs},
+	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.KindMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.KindMs},
+	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.KindMs},
+	{Key: "failure_rate", Head: "fail %", Kind: report.KindRatio, Desc: "errors + 429 + timeouts + drops, % of offered"},
+	{Key: "kv_usage", Head: "KV %", Kind: report.KindRatio, Desc: "mean engine KV-cache usage over the window (n/a without engine metrics)"},
+	{Key: "samples", Head: "samples", Kind: report.KindCount},
 }
 
-var soakTrendColumns = []report.LevelColumn{
-	{Key: "metric", Head: "series", Kind: report.LevelText},
-	{Key: "windows", Head: "windows", Kind: report.LevelCount},
-	{Key: "slope_per_hour", Head: "slope/h", Kind: report.LevelNumber, Desc: "least-squares slope per hour, in the series' unit (ms, or a fraction)"},
-	{Key: "ci_low", Head: "CI low", Kind: report.LevelNumber, Desc: "confidence interval of the slope (--confidence)"},
-	{Key: "ci_high", Head: "CI high", Kind: report.LevelNumber},
-	{Key: "p", Head: "p", Kind: report.LevelNumber, Desc: "two-sided p-value of a zero slope (Student's t, n − 2 degrees of freedom)"},
-	{Key: "change", Head: "change", Kind: report.LevelNumber, Desc: "fitted change over the soak, in the series' unit"},
-	{Key: "relative_change", Head: "change %", Kind: report.LevelRatio, Desc: "change / mean (latencies)"},
-	{Key: "verdict", Head: "verdict", Kind: report.LevelText},
+var soakTrendColumns = []report.Column{
+	{Key: "metric", Head: "series", Kind: report.KindText},
+	{Key: "windows", Head: "windows", Kind: report.KindCount},
+	{Key: "slope_per_hour", Head: "slope/h", Kind: report.KindNumber, Desc: "least-squares slope per hour, in the series' unit (ms, or a fraction)"},
+	{Key: "ci_low", Head: "CI low", Kind: report.KindNumber, Desc: "confidence interval of the slope (--confidence)"},
+	{Key: "ci_high", Head: "CI high", Kind: report.KindNumber},
+	{Key: "p", Head: "p", Kind: report.KindNumber, Desc: "two-sided p-value of a zero slope (Student's t, n − 2 degrees of freedom)"},
+	{Key: "change", Head: "change", Kind: report.KindNumber, Desc: "fitted change over the soak, in the series' unit"},
+	{Key: "relative_change", Head: "change %", Kind: report.KindRatio, Desc: "change / mean (latencies)"},
+	{Key: "verdict", Head: "verdict", Kind: report.KindText},
 }
 
 // writeReports writes the window and trend tables, soak.json and
@@ -293,7 +293,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 			100*c.Confidence, 100*c.DriftLatency, 100*c.DriftErrorRate, 100*c.DriftKV)},
 	)
 	soakStart := float64(c.Warmup) / 1e6
-	wt := report.LevelTable{Title: title + " — windows", Meta: meta, Columns: append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...)}
+	wt := report.Grid{Title: title + " — windows", Meta: meta, Columns: append(slices.Clip(soakWindowColumns), report.SLOColumns...)}
 	for i := range sr.Windows {
 		w := &sr.Windows[i]
 		ttft, e2e := experiment.DistOpts(w.Latency.TTFTSchedule), experiment.DistOpts(w.Latency.E2ESchedule)
@@ -301,17 +301,17 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		if finite(w.KVUsage) {
 			kv = report.Val(w.KVUsage)
 		}
-		wt.Rows = append(wt.Rows, append([]report.LevelCell{
+		wt.Rows = append(wt.Rows, append([]report.Cell{
 			experiment.Num((w.StartMs - soakStart) / 1000), experiment.Num((w.EndMs - soakStart) / 1000),
 			experiment.Num(w.OfferedRPS), experiment.Num(w.CompletedRPS), experiment.Num(w.GoodputRPS),
 			report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 			report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 			experiment.Num(w.FailureRate), report.NumCell(kv), experiment.Num(float64(w.Offered)),
-		}, report.SLOLevelCells(experiment.SLOStatus(w.Verdict))...))
+		}, report.SLOCells(experiment.SLOStatus(w.Verdict))...))
 	}
-	tt := report.LevelTable{Title: "Drift: verdict " + strings.ToUpper(sr.Verdict), Columns: soakTrendColumns}
+	tt := report.Grid{Title: "Drift: verdict " + strings.ToUpper(sr.Verdict), Columns: soakTrendColumns}
 	for _, t := range sr.Trends {
-		cell := func(v float64) report.LevelCell {
+		cell := func(v float64) report.Cell {
 			if !t.Tested {
 				return report.NumCell(report.Unavailable(t.Why))
 			}
@@ -328,7 +328,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		case t.Tested:
 			v = "stable"
 		}
-		tt.Rows = append(tt.Rows, []report.LevelCell{report.TextCell(t.Metric + " (" + t.Unit + ")"), experiment.Num(float64(t.Windows)),
+		tt.Rows = append(tt.Rows, []report.Cell{report.TextCell(t.Metric + " (" + t.Unit + ")"), experiment.Num(float64(t.Windows)),
 			cell(t.Trend.Slope), cell(t.Trend.CILow), cell(t.Trend.CIHigh), cell(t.Trend.P), cell(t.Change), rel, report.TextCell(v)})
 		tt.Notes = append(tt.Notes, t.Text)
 	}
@@ -342,12 +342,12 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 	experiment.NoBurst(&row)
 	results.Rows = []report.Row{row}
 	results.Verdicts = experiment.SLOVerdicts("soak", res.Verdicts.Overall)
-	h := report.LevelReport{
+	h := report.GridReport{
 		HTMLReport: report.HTMLReport{Title: title, Meta: meta, Tables: []report.Table{results}, Runs: []report.RunCharts{experiment.Charts(res, o, "the soak over time")}},
-		Levels:     []report.LevelTable{tt, experiment.WithoutMeta(wt)},
+		Levels:     []report.Grid{tt, experiment.WithoutMeta(wt)},
 		Charts:     charts(sr, soakStart),
 	}
-	extra := []report.LevelTable{tt}
+	extra := []report.Grid{tt}
 	if pt, ok := experiment.ProfileTable("", res, o, ""); ok {
 		h.Breakdowns = append(h.Breakdowns, pt)
 		extra = append(extra, pt)

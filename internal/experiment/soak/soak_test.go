@@ -174,7 +174,7 @@ func TestSoakEndToEndAgainstHTTPSimulator(t *testing.T) {
 // in docs/metrics.md.
 func TestColumnsDocumented(t *testing.T) {
 	var keys []string
-	for _, c := range append(append(slices.Clip(soakWindowColumns), report.SLOLevelColumns...), soakTrendColumns...) {
+	for _, c := range append(append(slices.Clip(soakWindowColumns), report.SLOColumns...), soakTrendColumns...) {
 		keys = append(keys, c.Key)
 	}
 	exptest.Documented(t, keys)

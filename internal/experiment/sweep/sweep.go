@@ -440,33 +440,33 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
-var columns = []report.LevelColumn{
-	{Key: "level", Head: "level", Kind: report.LevelText, Desc: "cN = N concurrent users (closed loop); Nrps = N arrivals/s (open loop)"},
-	{Key: "load", Head: "load", Kind: report.LevelNumber, Desc: "users, or arrivals/s"},
-	{Key: "request_rps", Head: "req/s", Kind: report.LevelRPS, Desc: "successful requests completed in the measured phase / its length"},
-	{Key: "output_tokens_per_s", Head: "out tok/s", Kind: report.LevelRPS, Desc: "output tokens of those requests / length (the knee is on this)"},
-	{Key: "total_tokens_per_s", Head: "total tok/s", Kind: report.LevelRPS, Desc: "prompt + output tokens / length"},
-	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.LevelMs, Desc: "TTFT from the scheduled arrival (closed loop: from the send), ms"},
-	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.LevelMs},
-	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.LevelMs},
-	{Key: "tpot_p50_ms", Head: "TPOT p50", Kind: report.LevelMs, Desc: "(done − first token) / (output tokens − 1), ms"},
-	{Key: "tpot_p95_ms", Head: "TPOT p95", Kind: report.LevelMs},
-	{Key: "tpot_p99_ms", Head: "TPOT p99", Kind: report.LevelMs},
-	{Key: "itl_mean_ms", Head: "ITL mean", Kind: report.LevelMs, Desc: "mean gap between content chunks, pooled over requests, ms"},
-	{Key: "itl_max_p50_ms", Head: "ITL max p50", Kind: report.LevelMs, Desc: "distribution of each request's longest inter-token gap, ms"},
-	{Key: "itl_max_p95_ms", Head: "ITL max p95", Kind: report.LevelMs},
-	{Key: "itl_max_p99_ms", Head: "ITL max p99", Kind: report.LevelMs},
-	{Key: "itl_max_max_ms", Head: "ITL max", Kind: report.LevelMs, Desc: "the longest inter-token gap of the level, ms"},
-	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.LevelMs, Desc: "completion from the scheduled arrival, ms"},
-	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.LevelMs},
-	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.LevelMs},
-	{Key: "failure_rate", Head: "fail %", Kind: report.LevelRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
-	{Key: "samples", Head: "samples", Kind: report.LevelCount},
-	{Key: "budget", Head: "budget", Kind: report.LevelText, Desc: "p95 TTFT and p95 TPOT within their budgets, and failures (non-ok outcomes) within the goodput SLO's budget, 1 − goodput target"},
-	{Key: "marks", Head: "marks", Kind: report.LevelText, Desc: "knee, budget break, usable level"},
+var columns = []report.Column{
+	{Key: "level", Head: "level", Kind: report.KindText, Desc: "cN = N concurrent users (closed loop); Nrps = N arrivals/s (open loop)"},
+	{Key: "load", Head: "load", Kind: report.KindNumber, Desc: "users, or arrivals/s"},
+	{Key: "request_rps", Head: "req/s", Kind: report.KindRPS, Desc: "successful requests completed in the measured phase / its length"},
+	{Key: "output_tokens_per_s", Head: "out tok/s", Kind: report.KindRPS, Desc: "output tokens of those requests / length (the knee is on this)"},
+	{Key: "total_tokens_per_s", Head: "total tok/s", Kind: report.KindRPS, Desc: "prompt + output tokens / length"},
+	{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.KindMs, Desc: "TTFT from the scheduled arrival (closed loop: from the send), ms"},
+	{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: report.KindMs},
+	{Key: "ttft_p99_ms", Head: "TTFT p99", Kind: report.KindMs},
+	{Key: "tpot_p50_ms", Head: "TPOT p50", Kind: report.KindMs, Desc: "(done − first token) / (output tokens − 1), ms"},
+	{Key: "tpot_p95_ms", Head: "TPOT p95", Kind: report.KindMs},
+	{Key: "tpot_p99_ms", Head: "TPOT p99", Kind: report.KindMs},
+	{Key: "itl_mean_ms", Head: "ITL mean", Kind: report.KindMs, Desc: "mean gap between content chunks, pooled over requests, ms"},
+	{Key: "itl_max_p50_ms", Head: "ITL max p50", Kind: report.KindMs, Desc: "distribution of each request's longest inter-token gap, ms"},
+	{Key: "itl_max_p95_ms", Head: "ITL max p95", Kind: report.KindMs},
+	{Key: "itl_max_p99_ms", Head: "ITL max p99", Kind: report.KindMs},
+	{Key: "itl_max_max_ms", Head: "ITL max", Kind: report.KindMs, Desc: "the longest inter-token gap of the level, ms"},
+	{Key: "completion_p50_ms", Head: "compl p50", Kind: report.KindMs, Desc: "completion from the scheduled arrival, ms"},
+	{Key: "completion_p95_ms", Head: "compl p95", Kind: report.KindMs},
+	{Key: "completion_p99_ms", Head: "compl p99", Kind: report.KindMs},
+	{Key: "failure_rate", Head: "fail %", Kind: report.KindRatio, Desc: "errors + 429 + timeouts + drops, % of requests"},
+	{Key: "samples", Head: "samples", Kind: report.KindCount},
+	{Key: "budget", Head: "budget", Kind: report.KindText, Desc: "p95 TTFT and p95 TPOT within their budgets, and failures (non-ok outcomes) within the goodput SLO's budget, 1 − goodput target"},
+	{Key: "marks", Head: "marks", Kind: report.KindText, Desc: "knee, budget break, usable level"},
 }
 
-func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
+func levelRow(lv *Level, f *Findings, i int) []report.Cell {
 	m := &lv.Measure
 	p := &m.Phase
 	l := &p.Latency
@@ -492,14 +492,14 @@ func levelRow(lv *Level, f *Findings, i int) []report.LevelCell {
 	if i == f.Usable {
 		marks = append(marks, "usable")
 	}
-	return append([]report.LevelCell{
+	return append([]report.Cell{
 		report.TextCell(lv.Name), experiment.Num(lv.Level), experiment.Num(m.RequestRPS), experiment.Num(m.OutputTPS), experiment.Num(m.TotalTPS),
 		report.NumCell(ttft[0]), report.NumCell(ttft[1]), report.NumCell(ttft[2]),
 		report.NumCell(tpot[0]), report.NumCell(tpot[1]), report.NumCell(tpot[2]),
 		report.NumCell(itlMean), report.NumCell(itl[0]), report.NumCell(itl[1]), report.NumCell(itl[2]), report.NumCell(itlMax),
 		report.NumCell(e2e[0]), report.NumCell(e2e[1]), report.NumCell(e2e[2]),
 		experiment.Num(p.FailureRate), experiment.Num(float64(p.Offered)), report.TextCell(b), report.TextCell(experiment.OrDash(strings.Join(marks, ", "))),
-	}, report.SLOLevelCells(experiment.SLOStatus(lv.slo()))...)
+	}, report.SLOCells(experiment.SLOStatus(lv.slo()))...)
 }
 
 // writeReports writes the level table, sweep.json and report.html: the
@@ -517,9 +517,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, sr *Result) error {
 		report.KV{Key: "latency budget", Value: fmt.Sprintf("p95 TTFT ≤ %s, p95 TPOT ≤ %s", c.TTFTBudget, c.TPOTBudget)},
 		report.KV{Key: "knee", Value: fmt.Sprintf("the next level adds < %g%% output tokens/s", 100*c.KneeThreshold)},
 	)
-	lt := report.LevelTable{Title: title, Meta: meta, Columns: append(slices.Clip(columns), report.SLOLevelColumns...)}
+	lt := report.Grid{Title: title, Meta: meta, Columns: append(slices.Clip(columns), report.SLOColumns...)}
 	results := report.Table{Title: "Results table (docs/method.md §13), one row per level", Omit: report.BurstColumns, PhaseHead: "level"}
-	h := report.LevelReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
+	h := report.GridReport{HTMLReport: report.HTMLReport{Title: title, Meta: meta}}
 	f := &sr.Findings
 	for i := range sr.Levels {
 		lv := &sr.Levels[i]

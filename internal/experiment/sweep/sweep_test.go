@@ -380,7 +380,7 @@ func TestSweepLevelNotesInResults(t *testing.T) {
 // Every column of a sweep folder's results.csv is in docs/metrics.md.
 func TestColumnsDocumented(t *testing.T) {
 	var keys []string
-	for _, c := range append(slices.Clip(columns), report.SLOLevelColumns...) {
+	for _, c := range append(slices.Clip(columns), report.SLOColumns...) {
 		keys = append(keys, c.Key)
 	}
 	exptest.Documented(t, keys)

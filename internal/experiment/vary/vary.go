@@ -163,7 +163,7 @@ func Burst(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wri
 	if warn := replicaWarning(c, names, dirs); warn != "" {
 		cmp.Statement = warn + " " + cmp.Statement
 	}
-	cmp.Lead = []compare.Table{cmp.Glance(names, GlanceKeys...)}
+	cmp.Lead = []report.Grid{cmp.Glance(names, GlanceKeys...)}
 	if err := cmp.Write(d, Charts(c, cmp)); err != nil {
 		return out, err
 	}

@@ -15,19 +15,19 @@ import (
 	"github.com/surge-bench/surge/internal/report/browsertest"
 )
 
-func levelFixture() LevelTable {
-	return LevelTable{
+func levelFixture() Grid {
+	return Grid{
 		Title: "capacity search",
 		Meta:  []KV{{Key: "target", Value: "sim"}},
-		Columns: []LevelColumn{
-			{Key: "step", Head: "step", Kind: LevelText},
-			{Key: "offered_rps", Head: "offered", Kind: LevelRPS, Desc: "arrivals per second"},
-			{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: LevelMs},
-			{Key: "goodput_ratio", Head: "goodput %", Kind: LevelRatio},
-			{Key: "samples", Head: "samples", Kind: LevelCount},
-			{Key: "verdict", Head: "verdict", Kind: LevelText},
+		Columns: []Column{
+			{Key: "step", Head: "step", Kind: KindText},
+			{Key: "offered_rps", Head: "offered", Kind: KindRPS, Desc: "arrivals per second"},
+			{Key: "ttft_p95_ms", Head: "TTFT p95", Kind: KindMs},
+			{Key: "goodput_ratio", Head: "goodput %", Kind: KindRatio},
+			{Key: "samples", Head: "samples", Kind: KindCount},
+			{Key: "verdict", Head: "verdict", Kind: KindText},
 		},
-		Rows: [][]LevelCell{
+		Rows: [][]Cell{
 			{TextCell("step-01"), NumCell(Val(2)), NumCell(Val(123.4)), NumCell(Val(1)), NumCell(Val(240)), TextCell("PASS")},
 			{TextCell("step-02"), NumCell(Val(4)), NumCell(Above(60000, "more than 5% timed out")), NumCell(Val(0.5)), NumCell(Val(480)), TextCell("FAIL | stopped")},
 			{TextCell("step-03"), NumCell(Val(3)), NumCell(Unavailable("no samples")), NumCell(Val(0)), NumCell(Val(0)), TextCell("")},
@@ -40,7 +40,7 @@ func levelFixture() LevelTable {
 func TestLevelTableRenderers(t *testing.T) {
 	tbl := levelFixture()
 	var md bytes.Buffer
-	if err := WriteLevelMarkdown(&md, tbl); err != nil {
+	if err := WriteGridMarkdown(&md, tbl); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -54,7 +54,7 @@ func TestLevelTableRenderers(t *testing.T) {
 	}
 
 	var c bytes.Buffer
-	if err := WriteLevelCSV(&c, tbl); err != nil {
+	if err := WriteGridCSV(&c, tbl); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&c).ReadAll()
@@ -77,7 +77,7 @@ func TestLevelTableRenderers(t *testing.T) {
 	}
 
 	var j bytes.Buffer
-	if err := WriteLevelJSON(&j, tbl); err != nil {
+	if err := WriteGridJSON(&j, tbl); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -108,8 +108,8 @@ func TestLevelTableRenderers(t *testing.T) {
 func TestLevelTableRejectsRaggedRows(t *testing.T) {
 	tbl := levelFixture()
 	tbl.Rows[1] = tbl.Rows[1][:2]
-	for name, write := range map[string]func(io.Writer, LevelTable) error{
-		"markdown": WriteLevelMarkdown, "csv": WriteLevelCSV, "json": WriteLevelJSON,
+	for name, write := range map[string]func(io.Writer, Grid) error{
+		"markdown": WriteGridMarkdown, "csv": WriteGridCSV, "json": WriteGridJSON,
 	} {
 		var b bytes.Buffer
 		err := write(&b, tbl)
@@ -205,9 +205,9 @@ func TestXYScaleTicks(t *testing.T) {
 }
 
 func TestWriteLevelHTML(t *testing.T) {
-	rep := LevelReport{HTMLReport: smallReport(), Levels: []LevelTable{levelFixture()}, Charts: []XYChart{chartFixture()}}
+	rep := GridReport{HTMLReport: smallReport(), Levels: []Grid{levelFixture()}, Charts: []XYChart{chartFixture()}}
 	var b bytes.Buffer
-	if err := WriteLevelHTML(&b, rep); err != nil {
+	if err := WriteGridHTML(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -231,8 +231,8 @@ func TestWriteLevelHTML(t *testing.T) {
 	}
 
 	bad := rep
-	bad.Levels = []LevelTable{{Title: "empty"}}
-	if err := WriteLevelHTML(io.Discard, bad); err == nil || !strings.Contains(err.Error(), "no columns") {
+	bad.Levels = []Grid{{Title: "empty"}}
+	if err := WriteGridHTML(io.Discard, bad); err == nil || !strings.Contains(err.Error(), "no columns") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -246,7 +246,7 @@ func TestLevelReportInChromium(t *testing.T) {
 	dir := browsertest.ArtifactDir(t)
 	page := filepath.Join(dir, "levels.html")
 	var b bytes.Buffer
-	if err := WriteLevelHTML(&b, LevelReport{HTMLReport: smallReport(), Levels: []LevelTable{levelFixture()}, Charts: []XYChart{chartFixture(), chartFixture()}}); err != nil {
+	if err := WriteGridHTML(&b, GridReport{HTMLReport: smallReport(), Levels: []Grid{levelFixture()}, Charts: []XYChart{chartFixture(), chartFixture()}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
@@ -268,16 +268,16 @@ func TestLevelReportInChromium(t *testing.T) {
 // The SLO verdict columns of a level table are in CSV and JSON only:
 // people read the verdicts below the table.
 func TestSLOLevelColumnsMachineOnly(t *testing.T) {
-	lt := LevelTable{Title: "t", Columns: append([]LevelColumn{{Key: "level", Head: "level", Kind: LevelText}}, SLOLevelColumns...)}
-	lt.Rows = [][]LevelCell{append([]LevelCell{TextCell("c1")}, SLOLevelCells(map[string]VerdictStatus{"ttft_p95": VerdictPass, "goodput_ratio": VerdictFail})...)}
+	lt := Grid{Title: "t", Columns: append([]Column{{Key: "level", Head: "level", Kind: KindText}}, SLOColumns...)}
+	lt.Rows = [][]Cell{append([]Cell{TextCell("c1")}, SLOCells(map[string]VerdictStatus{"ttft_p95": VerdictPass, "goodput_ratio": VerdictFail})...)}
 	var md, c, j bytes.Buffer
-	if err := WriteLevelMarkdown(&md, lt); err != nil {
+	if err := WriteGridMarkdown(&md, lt); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteLevelCSV(&c, lt); err != nil {
+	if err := WriteGridCSV(&c, lt); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteLevelJSON(&j, lt); err != nil {
+	if err := WriteGridJSON(&j, lt); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(md.String(), "PASS") || strings.Contains(md.String(), "slo_") {
@@ -290,7 +290,7 @@ func TestSLOLevelColumnsMachineOnly(t *testing.T) {
 		t.Errorf("json lacks the verdict:\n%s", j.String())
 	}
 	var h bytes.Buffer
-	if err := WriteLevelHTML(&h, LevelReport{HTMLReport: HTMLReport{Title: "t"}, Levels: []LevelTable{lt}}); err != nil {
+	if err := WriteGridHTML(&h, GridReport{HTMLReport: HTMLReport{Title: "t"}, Levels: []Grid{lt}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(h.String(), ">PASS<") {
@@ -302,11 +302,11 @@ func TestSLOLevelColumnsMachineOnly(t *testing.T) {
 // tables: a title line, indented metadata and aligned columns, no
 // Markdown headings or pipes, units in the heads.
 func TestWriteLevelText(t *testing.T) {
-	lt := LevelTable{Title: "Sessions, per turn", Meta: []KV{{Key: "sessions", Value: "3 started"}},
-		Columns: []LevelColumn{{Key: "turn", Head: "turn", Kind: LevelText}, {Key: "ttft_ms", Head: "TTFT p95", Kind: LevelMs}, {Key: "g", Head: "goodput", Kind: LevelRatio}},
-		Rows:    [][]LevelCell{{TextCell("1"), NumCell(Val(105)), NumCell(Val(1))}, {TextCell("2"), NumCell(Unavailable("no samples")), NumCell(Val(0.5))}}}
+	lt := Grid{Title: "Sessions, per turn", Meta: []KV{{Key: "sessions", Value: "3 started"}},
+		Columns: []Column{{Key: "turn", Head: "turn", Kind: KindText}, {Key: "ttft_ms", Head: "TTFT p95", Kind: KindMs}, {Key: "g", Head: "goodput", Kind: KindRatio}},
+		Rows:    [][]Cell{{TextCell("1"), NumCell(Val(105)), NumCell(Val(1))}, {TextCell("2"), NumCell(Unavailable("no samples")), NumCell(Val(0.5))}}}
 	var b bytes.Buffer
-	if err := WriteLevelText(&b, lt); err != nil {
+	if err := WriteGridText(&b, lt); err != nil {
 		t.Fatal(err)
 	}
 	want := `Sessions, per turn
