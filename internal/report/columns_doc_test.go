@@ -14,8 +14,8 @@ func TestColumnsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range columns {
-		if !strings.Contains(string(doc), "`"+c.key+"`") {
-			t.Errorf("column %s is not in docs/metrics.md", c.key)
+		if !strings.Contains(string(doc), "`"+c.Key+"`") {
+			t.Errorf("column %s is not in docs/metrics.md", c.Key)
 		}
 	}
 }

@@ -1,10 +1,6 @@
 package report
 
-import (
-	"encoding/csv"
-	"fmt"
-	"io"
-)
+import "io"
 
 // WriteCSV writes t's rows as CSV: a header row of stable column names
 // (the same names as the JSON fields), then one line per row in sorted
@@ -16,32 +12,16 @@ import (
 // schema does not depend on the experiment — but for rep, pooled and
 // repeats, which end each line only when some row is of repeated runs.
 func WriteCSV(w io.Writer, t Table) error {
-	cw := csv.NewWriter(w)
-	rep := t.repeated()
-	rec := make([]string, len(columns))
-	for i := range columns {
-		rec[i] = columns[i].key
-	}
-	if rep {
-		rec = append(rec, repeatCSVHeader...)
-	}
-	if err := cw.Write(rec); err != nil {
-		return fmt.Errorf("report: write csv: %w", err)
-	}
-	for _, r := range sortedRows(t.Rows) {
-		for i := range columns {
-			rec[i] = columns[i].get(&r).raw
+	g := t.grid(false)
+	if t.repeated() {
+		for _, k := range repeatCSVHeader {
+			g.Columns = append(g.Columns, Column{Key: k, Kind: KindText})
 		}
-		if rep {
-			copy(rec[len(columns):], repeatCSV(&r))
-		}
-		if err := cw.Write(rec); err != nil {
-			return fmt.Errorf("report: write csv: %w", err)
+		for i, r := range sortedRows(t.Rows) {
+			for _, v := range repeatCSV(&r) {
+				g.Rows[i] = append(g.Rows[i], fixedCell(formatted{raw: v}))
+			}
 		}
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("report: write csv: %w", err)
-	}
-	return nil
+	return WriteGridCSV(w, g)
 }

@@ -46,7 +46,7 @@ func TestLevelTableRenderers(t *testing.T) {
 	for _, want := range []string{
 		"# capacity search", "- target: sim", "| step    |", "123", "> 60s", `FAIL \| stopped`, "n/a",
 		"step-02: TTFT p95 ms: more than 5% timed out", "step-03: TTFT p95 ms: no samples", "| TTFT p95 ms |",
-		"- PASS step-01: p95 TTFT ≤ 2s — 123ms", "- sustainable: 2 req/s", "- offered: arrivals per second",
+		"    PASS  step-01  p95 TTFT ≤ 2s  123ms", "- sustainable: 2 req/s", "- offered: arrivals per second",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -135,30 +136,12 @@ func levelHTMLTables(ts []Grid) ([]levelHTMLTable, error) {
 		}
 		t = t.forPeople()
 		v := t.view()
-		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: append(append([]string(nil), t.Notes...), v.reasons...)}
-		for _, c := range t.Columns {
-			ht.Heads = append(ht.Heads, htmlHead{Text: c.Head, Title: c.Desc, Numeric: numericKind(c.Kind)})
+		ht := levelHTMLTable{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: slices.Clone(t.Notes)}
+		for _, n := range v.notes() {
+			ht.Notes = append(ht.Notes, n.String())
 		}
-		for i, row := range t.Rows {
-			var cells []htmlCell
-			for j, c := range row {
-				_, _, _, why := c.format(t.Columns[j].Kind)
-				hc := htmlCell{Text: v.text[i][j], Title: why}
-				valid, censored := c.Num.state()
-				switch {
-				case t.Columns[j].Kind == KindText:
-				case censored:
-					hc.Class = "bound"
-				case !valid:
-					hc.Class = "na"
-				}
-				if numericKind(t.Columns[j].Kind) {
-					hc.Class = strings.TrimSpace(hc.Class + " num")
-				}
-				cells = append(cells, hc)
-			}
-			ht.Rows = append(ht.Rows, cells)
-		}
+		p := v.htmlParts()[0]
+		ht.Heads, ht.Rows = p.Heads, p.Rows
 		out = append(out, ht)
 	}
 	return out, nil

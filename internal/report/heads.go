@@ -6,11 +6,11 @@ package report
 // results.json field by it).
 func ColumnHead(key string) (string, bool) {
 	for _, c := range columns {
-		if c.key == key {
-			if c.head == "" {
+		if c.Key == key {
+			if c.Head == "" {
 				return key, true
 			}
-			return c.head, true
+			return c.Head, true
 		}
 	}
 	return "", false

@@ -398,35 +398,14 @@ type htmlCell struct {
 // newHTMLTable prepares t; summarized says that every run's summary in the
 // page repeats its verdicts (they are then collapsed here).
 func newHTMLTable(t Table, summarized bool) htmlTable {
-	v := newTableView(t)
-	columns := v.cols
-	h := htmlTable{Title: t.Title, Meta: v.meta(t.Meta), Verdicts: newHTMLVerdicts(t.Verdicts, !summarized)}
-	for _, g := range []string{groupLoad, groupLatency, groupFailures} {
-		if len(v.rows) == 0 {
-			break
-		}
-		cols := v.groupCols(g)
-		part := htmlPart{Name: g}
-		for _, ci := range cols {
-			c := &columns[ci]
-			part.Heads = append(part.Heads, htmlHead{Text: c.head, Title: c.desc, Numeric: c.kind != kindText})
-		}
-		for _, cs := range v.cells {
-			row := make([]htmlCell, 0, len(cols))
-			for _, ci := range cols {
-				row = append(row, newHTMLCell(&columns[ci], cs[ci]))
-			}
-			part.Rows = append(part.Rows, row)
-		}
-		h.Parts = append(h.Parts, part)
-	}
-	for i := range columns {
-		if c := &columns[i]; c.desc != "" && !c.csvOnly() {
-			h.Legend = append(h.Legend, KV{Key: c.legendHead(), Value: c.desc})
-		}
+	g := t.grid(true).forPeople()
+	v := g.view()
+	h := htmlTable{Title: t.Title, Meta: v.meta(t.Meta), Verdicts: newHTMLVerdicts(t.Verdicts, !summarized), Legend: v.legend()}
+	if len(g.Rows) > 0 {
+		h.Parts = v.htmlParts()
 	}
 	for _, n := range v.notes() {
-		h.Notes = append(h.Notes, fmt.Sprintf("%s: %s: %s", n.row, joinComma(n.cols), n.reason))
+		h.Notes = append(h.Notes, n.String())
 	}
 	h.Notes = append(h.Notes, t.Notes...)
 	for _, s := range t.Spreads {
@@ -435,20 +414,39 @@ func newHTMLTable(t Table, summarized bool) htmlTable {
 	return h
 }
 
-func newHTMLCell(col *column, c cell) htmlCell {
+// htmlParts is v's sub-tables (view.parts) for the page's template.
+func (v *view) htmlParts() []htmlPart {
+	var out []htmlPart
+	for _, p := range v.parts() {
+		hp := htmlPart{Name: p.name}
+		for _, ci := range p.cols {
+			c := v.cols[ci]
+			hp.Heads = append(hp.Heads, htmlHead{Text: c.Head, Title: c.Desc, Numeric: numericKind(c.Kind)})
+		}
+		for _, fs := range v.cells {
+			row := make([]htmlCell, 0, len(p.cols))
+			for _, ci := range p.cols {
+				row = append(row, newHTMLCell(v.cols[ci], fs[ci]))
+			}
+			hp.Rows = append(hp.Rows, row)
+		}
+		out = append(out, hp)
+	}
+	return out
+}
+
+func newHTMLCell(col Column, c formatted) htmlCell {
 	hc := htmlCell{Text: c.text, Title: c.reason}
 	switch {
 	case c.na:
 		hc.Class = "na"
 	case c.bound:
 		hc.Class = "bound"
-	case col.key == "partial" && c.reason != "":
+	case col.Key == "partial" && c.reason != "":
 		hc.Class = "bad"
 	}
-	if col.kind != kindText {
+	if numericKind(col.Kind) {
 		hc.Class = strings.TrimSpace(hc.Class + " num")
 	}
 	return hc
 }
-
-func joinComma(s []string) string { return strings.Join(s, ", ") }

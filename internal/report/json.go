@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,9 +22,11 @@ import (
 // runs adds "rep": k; the pooled row "rep": 0, "pooled": true, "repeats":
 // N; the document then has "spreads" (report.Spread), after "notes".
 func WriteJSON(w io.Writer, t Table) error {
+	g := t.grid(false) // every column: the schema does not depend on the experiment
+	v := g.view()
 	rows := make([]json.RawMessage, 0, len(t.Rows))
-	for _, r := range sortedRows(t.Rows) {
-		b, err := rowJSON(columns, &r) // every column: the schema does not depend on the experiment
+	for i, r := range sortedRows(t.Rows) {
+		b, err := v.rowObject(i)
 		if err != nil {
 			return err
 		}
@@ -52,27 +53,6 @@ func WriteJSON(w io.Writer, t Table) error {
 		return fmt.Errorf("report: write json: %w", err)
 	}
 	return nil
-}
-
-// rowJSON encodes one row as an object whose fields follow columns' order.
-func rowJSON(columns []column, r *Row) (json.RawMessage, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i := range columns {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(columns[i].key)
-		v, err := json.Marshal(columns[i].get(r).json)
-		if err != nil {
-			return nil, fmt.Errorf("report: encode json: %s: %w", columns[i].key, err)
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }
 
 func nonNil[T any](s []T) []T {

@@ -14,15 +14,15 @@ import (
 
 // repColumn is the people's column that names a row's run among repeats:
 // 1 … N, or "pooled".
-var repColumn = column{key: "rep", head: "rep", group: groupID, kind: kindText, desc: "the run among repeated runs of one configuration; pooled: their raw observations merged (never averaged percentiles)", get: func(r *Row) cell {
+var repColumn = rowColumn{Column{Key: "rep", Head: "rep", Group: groupID, Kind: KindText, Desc: "the run among repeated runs of one configuration; pooled: their raw observations merged (never averaged percentiles)"}, func(r *Row) Cell {
 	switch {
 	case r.Pooled:
-		return cell{text: "pooled", raw: "0", json: 0}
+		return fixedCell(formatted{text: "pooled", raw: "0", json: 0})
 	case r.Repeats > 0:
 		s := strconv.Itoa(r.Rep)
-		return cell{text: s, raw: s, json: r.Rep}
+		return fixedCell(formatted{text: s, raw: s, json: r.Rep})
 	}
-	return cell{text: "—", raw: "", json: nil}
+	return fixedCell(formatted{text: "—", raw: "", json: nil})
 }}
 
 // repeated reports whether any row belongs to repeated runs.
@@ -77,16 +77,16 @@ type Spread struct {
 }
 
 // spreadKind is the unit a spread's metric is shown in, from its column.
-func spreadKind(metric string) (head string, kind valueKind) {
+func spreadKind(metric string) (head string, kind Kind) {
 	if metric == "sustainable_rps" { // a capacity search's result, not a column
-		return "sustainable rate", kindRPS
+		return "sustainable rate", KindRPS
 	}
 	for i := range columns {
-		if columns[i].key == metric {
-			return columns[i].head, columns[i].kind
+		if columns[i].Key == metric {
+			return columns[i].Head, columns[i].Kind
 		}
 	}
-	return metric, kindText
+	return metric, KindText
 }
 
 // Text is the spread as one line for people, e.g. "5× TTFT p99 (ms): runs
@@ -104,7 +104,7 @@ func (s Spread) Text() string {
 		}
 		return NA
 	}
-	unit := map[valueKind]string{kindMs: " (ms)", kindSeconds: " (s)", kindRPS: " (req/s)", kindRate: " (%)"}[kind]
+	unit := map[Kind]string{KindMs: " (ms)", KindSeconds: " (s)", KindRPS: " (req/s)", KindRatio: " (%)"}[kind]
 	vals := make([]string, len(s.Values))
 	for i, v := range s.Values {
 		vals[i] = f(v)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Table is a results table (docs/method.md §13) with the context needed to read it.
@@ -44,7 +43,7 @@ var BurstColumns = []string{"multiplier", "baseline_rps", "burst_rps", "recovery
 // (answer text) columns where no request thought first, the attempts
 // columns where nothing was retried, the per-request engine queue where no
 // request has one.
-func (t *Table) cols() []column {
+func (t *Table) cols() []rowColumn {
 	omit := t.Omit
 	if !t.any(func(r *Row) bool { v, c := r.TTFTText.P50.state(); return v || c }) {
 		omit = append(slices.Clip(omit), TTFTTextColumns...)
@@ -63,18 +62,18 @@ func (t *Table) cols() []column {
 	}
 	all := columns
 	if t.repeated() { // the rep column goes with the identity columns, before the multiplier
-		all = slices.Insert(slices.Clone(columns), slices.IndexFunc(columns, func(c column) bool { return c.key == "multiplier" }), repColumn)
+		all = slices.Insert(slices.Clone(columns), slices.IndexFunc(columns, func(c rowColumn) bool { return c.Key == "multiplier" }), repColumn)
 	}
 	if len(omit) == 0 && t.PhaseHead == "" {
 		return all
 	}
-	var out []column
+	var out []rowColumn
 	for _, c := range all {
-		if slices.Contains(omit, c.key) {
+		if slices.Contains(omit, c.Key) {
 			continue
 		}
-		if c.key == "phase" && t.PhaseHead != "" {
-			c.head = t.PhaseHead
+		if c.Key == "phase" && t.PhaseHead != "" {
+			c.Head = t.PhaseHead
 		}
 		out = append(out, c)
 	}
@@ -254,39 +253,12 @@ type Verdict struct {
 	Detail string        `json:"detail"` // the observed value, e.g. "observed 3.4s"
 }
 
-// valueKind selects how a numeric column is formatted for people.
-type valueKind int
-
-const (
-	kindText valueKind = iota
-	kindMult
-	kindRPS
-	kindPct
-	kindMs
-	kindRate
-	kindSeconds
-	kindCount
-)
-
-// cell is one formatted table cell.
-type cell struct {
-	text   string // for people (Markdown, HTML)
-	raw    string // for CSV
-	json   any    // for JSON
-	reason string // why n/a or censored; empty otherwise
-	na     bool   // unavailable
-	bound  bool   // censored or not recovered: a lower bound
-}
-
-// column describes one column of the results table, shared by all renderers
-// so that their column order and names cannot drift apart.
-type column struct {
-	key   string // CSV header and JSON field name
-	head  string // Markdown and HTML header
-	group string // Markdown sub-table and HTML header group
-	desc  string // legend line; empty for self-explanatory columns
-	kind  valueKind
-	get   func(*Row) cell
+// rowColumn is one column of the results table: its Column and how a
+// Row fills it, shared by every renderer so that their column order and
+// names cannot drift apart.
+type rowColumn struct {
+	Column
+	get func(*Row) Cell
 }
 
 // The groups of columns; Markdown prints one sub-table per group after the
@@ -298,166 +270,148 @@ const (
 	groupFailures = "Failures and recovery"
 )
 
-var columns = []column{
+var columns = []rowColumn{
 	textCol("model", "model", "", func(r *Row) string { return r.Model }),
 	textCol("workload", "workload", "", func(r *Row) string { return r.Workload }),
 	textCol("phase", "phase", "", func(r *Row) string { return r.Phase }),
 	textCol("deployment", "deployment", "", func(r *Row) string { return r.Deployment }),
-	optCol("multiplier", "k×", groupID, kindMult, "burst rate = k × baseline rate", func(r *Row) Opt { return r.Multiplier }),
+	optCol("multiplier", "k×", groupID, KindMult, "burst rate = k × baseline rate", func(r *Row) Opt { return r.Multiplier }),
 
-	optCol("baseline_rps", "base", groupLoad, kindRPS, "the named baseline's arrival rate", func(r *Row) Opt { return r.BaselineRPS }),
-	optCol("burst_rps", "burst", groupLoad, kindRPS, "the burst's absolute arrival rate", func(r *Row) Opt { return r.BurstRPS }),
-	optCol("offered_rps", "offered", groupLoad, kindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
-	optCol("sent_rps", "sent", groupLoad, kindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
-	optCol("completed_rps", "completed/s", groupLoad, kindRPS, "complete, valid responses whose completion fell in the phase / its length: what the target completed", func(r *Row) Opt { return r.CompletedRPS }),
-	optCol("arrivals_ok_ratio", "arrivals ok %", groupLoad, kindRate, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
-	optCol("goodput_rps", "goodput", groupLoad, kindRPS, "arrivals of the phase that met the per-request deadline / its length", func(r *Row) Opt { return r.GoodputRPS }),
-	optCol("goodput_ratio", "goodput %", groupLoad, kindRate, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputRatio() }),
-	optCol("attempts_per_arrival", "attempts/arrival", groupLoad, kindPct, "HTTP attempts per scheduled arrival: above 1, retries multiplied the load", func(r *Row) Opt { return r.AttemptsPerArrival }),
-	optCol("attempts_rps", "attempts/s", groupLoad, kindRPS, "HTTP attempts sent per second, retries included: the load the target received", func(r *Row) Opt { return r.AttemptsRPS }),
+	optCol("baseline_rps", "base", groupLoad, KindRPS, "the named baseline's arrival rate", func(r *Row) Opt { return r.BaselineRPS }),
+	optCol("burst_rps", "burst", groupLoad, KindRPS, "the burst's absolute arrival rate", func(r *Row) Opt { return r.BurstRPS }),
+	optCol("offered_rps", "offered", groupLoad, KindRPS, "what the schedule intended", func(r *Row) Opt { return r.OfferedRPS }),
+	optCol("sent_rps", "sent", groupLoad, KindRPS, "what actually left the generator", func(r *Row) Opt { return r.SentRPS }),
+	optCol("completed_rps", "completed/s", groupLoad, KindRPS, "complete, valid responses whose completion fell in the phase / its length: what the target completed", func(r *Row) Opt { return r.CompletedRPS }),
+	optCol("arrivals_ok_ratio", "arrivals ok %", groupLoad, KindRatio, "share of the phase's scheduled arrivals that completed successfully, whenever they completed", func(r *Row) Opt { return r.ArrivalsOK }),
+	optCol("goodput_rps", "goodput", groupLoad, KindRPS, "arrivals of the phase that met the per-request deadline / its length", func(r *Row) Opt { return r.GoodputRPS }),
+	optCol("goodput_ratio", "goodput %", groupLoad, KindRatio, "100 × goodput / offered", func(r *Row) Opt { return r.GoodputRatio() }),
+	optCol("attempts_per_arrival", "attempts/arrival", groupLoad, KindNumber, "HTTP attempts per scheduled arrival: above 1, retries multiplied the load", func(r *Row) Opt { return r.AttemptsPerArrival }),
+	optCol("attempts_rps", "attempts/s", groupLoad, KindRPS, "HTTP attempts sent per second, retries included: the load the target received", func(r *Row) Opt { return r.AttemptsRPS }),
 
-	optCol("ttft_p50_ms", "TTFT p50", groupLatency, kindMs, "time to first content token", func(r *Row) Opt { return r.TTFT.P50 }),
-	optCol("ttft_p95_ms", "TTFT p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P95 }),
-	optCol("ttft_p99_ms", "TTFT p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFT.P99 }),
-	optCol("ttft_text_p50_ms", "TTFT text p50", groupLatency, kindMs, "TTFT (answer text): time to the first answer-text token; n/a where no request thought first (reasoning or a tool call before text)", func(r *Row) Opt { return r.TTFTText.P50 }),
-	optCol("ttft_text_p95_ms", "TTFT text p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFTText.P95 }),
-	optCol("ttft_text_p99_ms", "TTFT text p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.TTFTText.P99 }),
-	optCol("completion_p50_ms", "compl p50", groupLatency, kindMs, "time to the end of the response", func(r *Row) Opt { return r.Completion.P50 }),
-	optCol("completion_p95_ms", "compl p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P95 }),
-	optCol("completion_p99_ms", "compl p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.Completion.P99 }),
-	optCol("queue_wait_p50_ms", "queue p50", groupLatency, kindMs, "engine queue wait, histogram delta: the engine's queue-time histogram over the phase, by observation time (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
-	optCol("queue_wait_p95_ms", "queue p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P95 }),
-	optCol("queue_wait_p99_ms", "queue p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.QueueWait.P99 }),
-	optCol("engine_queue_p50_ms", "queue/req p50", groupLatency, kindMs, "engine queue wait per request (OTLP spans or the engine's response), over the phase's arrivals", func(r *Row) Opt { return r.EngineQueue.P50 }),
-	optCol("engine_queue_p95_ms", "queue/req p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P95 }),
-	optCol("engine_queue_p99_ms", "queue/req p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.EngineQueue.P99 }),
+	optCol("ttft_p50_ms", "TTFT p50", groupLatency, KindMs, "time to first content token", func(r *Row) Opt { return r.TTFT.P50 }),
+	optCol("ttft_p95_ms", "TTFT p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.TTFT.P95 }),
+	optCol("ttft_p99_ms", "TTFT p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.TTFT.P99 }),
+	optCol("ttft_text_p50_ms", "TTFT text p50", groupLatency, KindMs, "TTFT (answer text): time to the first answer-text token; n/a where no request thought first (reasoning or a tool call before text)", func(r *Row) Opt { return r.TTFTText.P50 }),
+	optCol("ttft_text_p95_ms", "TTFT text p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.TTFTText.P95 }),
+	optCol("ttft_text_p99_ms", "TTFT text p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.TTFTText.P99 }),
+	optCol("completion_p50_ms", "compl p50", groupLatency, KindMs, "time to the end of the response", func(r *Row) Opt { return r.Completion.P50 }),
+	optCol("completion_p95_ms", "compl p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.Completion.P95 }),
+	optCol("completion_p99_ms", "compl p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.Completion.P99 }),
+	optCol("queue_wait_p50_ms", "queue p50", groupLatency, KindMs, "engine queue wait, histogram delta: the engine's queue-time histogram over the phase, by observation time (n/a without engine telemetry)", func(r *Row) Opt { return r.QueueWait.P50 }),
+	optCol("queue_wait_p95_ms", "queue p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.QueueWait.P95 }),
+	optCol("queue_wait_p99_ms", "queue p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.QueueWait.P99 }),
+	optCol("engine_queue_p50_ms", "queue/req p50", groupLatency, KindMs, "engine queue wait per request (OTLP spans or the engine's response), over the phase's arrivals", func(r *Row) Opt { return r.EngineQueue.P50 }),
+	optCol("engine_queue_p95_ms", "queue/req p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.EngineQueue.P95 }),
+	optCol("engine_queue_p99_ms", "queue/req p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.EngineQueue.P99 }),
 
-	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, kindMs, "connection wait: connection acquired − sent, the client's own queue: opening a connection, or every one of its --max-in-flight connections busy", func(r *Row) Opt { return r.ConnWait.P50 }),
-	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
-	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, kindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
+	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, KindMs, "connection wait: connection acquired − sent, the client's own queue: opening a connection, or every one of its --max-in-flight connections busy", func(r *Row) Opt { return r.ConnWait.P50 }),
+	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
+	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
 
-	optCol("rejection_rate", "429 %", groupFailures, kindRate, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
-	optCol("timeout_rate", "timeout %", groupFailures, kindRate, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),
-	optCol("error_rate", "error %", groupFailures, kindRate, "other failures: HTTP, connection, stream, invalid response", func(r *Row) Opt { return r.ErrorRate }),
-	optCol("drop_rate", "drop %", groupFailures, kindRate, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
+	optCol("rejection_rate", "429 %", groupFailures, KindRatio, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
+	optCol("timeout_rate", "timeout %", groupFailures, KindRatio, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),
+	optCol("error_rate", "error %", groupFailures, KindRatio, "other failures: HTTP, connection, stream, invalid response", func(r *Row) Opt { return r.ErrorRate }),
+	optCol("drop_rate", "drop %", groupFailures, KindRatio, "dropped by the generator at its in-flight cap, never sent", func(r *Row) Opt { return r.DropRate }),
 	recoveryCol("recovery_s", "recovery", "seconds after the burst until P99 is back within 10% of the pre-burst P99 for 3 windows", func(r *Row) Recovery { return r.Recovery }),
 	recoveryCol("predicted_recovery_s", "predicted", "backlog model: backlog / (capacity − baseline rate); never when baseline ≥ capacity", func(r *Row) Recovery { return r.PredictedRecovery }),
-	{key: "recovery_late", head: "late", group: groupFailures, kind: kindText, desc: "yes: recovery came later than predicted × 1.25 + one window (the fluid model is an optimistic bound)", get: func(r *Row) cell {
+	{Column{Key: "recovery_late", Head: "late", Group: groupFailures, Kind: KindText, Desc: "yes: recovery came later than predicted × 1.25 + one window (the fluid model is an optimistic bound)"}, func(r *Row) Cell {
 		switch {
 		case r.RecoveryLate == nil:
-			return cell{text: NA, raw: NA, json: nil, na: true, reason: "measured or predicted recovery unknown"}
+			return fixedCell(formatted{text: NA, raw: NA, json: nil, na: true, reason: "measured or predicted recovery unknown"})
 		case *r.RecoveryLate:
-			return cell{text: "yes", raw: "true", json: true}
+			return fixedCell(formatted{text: "yes", raw: "true", json: true})
 		}
-		return cell{text: "no", raw: "false", json: false}
+		return fixedCell(formatted{text: "no", raw: "false", json: false})
 	}},
-	optCol("mu_rps", "μ", groupFailures, kindRPS, "the capacity the prediction used, req/s; its source in the μ source column", func(r *Row) Opt { return r.Mu }),
-	{key: "mu_source", head: "μ source", group: groupFailures, kind: kindText, desc: "--capacity-rps, the simulator, or measured from the burst's backlog", get: func(r *Row) cell {
+	optCol("mu_rps", "μ", groupFailures, KindRPS, "the capacity the prediction used, req/s; its source in the μ source column", func(r *Row) Opt { return r.Mu }),
+	{Column{Key: "mu_source", Head: "μ source", Group: groupFailures, Kind: KindText, Desc: "--capacity-rps, the simulator, or measured from the burst's backlog"}, func(r *Row) Cell {
 		if r.MuSource == "" {
-			return cell{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"}
+			return fixedCell(formatted{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"})
 		}
-		return cell{text: r.MuSource, raw: r.MuSource, json: r.MuSource}
+		return fixedCell(formatted{text: r.MuSource, raw: r.MuSource, json: r.MuSource})
 	}},
 	sloCol("ttft_p95"), sloCol("e2e_p99"), sloCol("goodput_ratio"),
-	{key: "samples", head: "samples", group: groupFailures, kind: kindCount, desc: "requests counted in the row", get: func(r *Row) cell {
+	{Column{Key: "samples", Head: "samples", Group: groupFailures, Kind: KindCount, Desc: "requests counted in the row"}, func(r *Row) Cell {
 		s := strconv.FormatInt(r.Samples, 10)
-		return cell{text: s, raw: s, json: r.Samples}
+		return fixedCell(formatted{text: s, raw: s, json: r.Samples})
 	}},
-	{key: "partial", head: "partial", group: groupFailures, kind: kindText, desc: "the run was cut short; see the notes", get: func(r *Row) cell {
-		c := cell{text: "no", raw: "false", json: r.Partial}
+	{Column{Key: "partial", Head: "partial", Group: groupFailures, Kind: KindText, Desc: "the run was cut short; see the notes"}, func(r *Row) Cell {
+		c := formatted{text: "no", raw: "false", json: r.Partial}
 		if r.Partial {
 			c.text, c.raw, c.reason = "PARTIAL", "true", orUnknown(r.PartialReason)
 		}
-		return c
+		return fixedCell(c)
 	}},
-	{key: "partial_reason", group: groupFailures, kind: kindText, get: func(r *Row) cell {
-		return cell{raw: r.PartialReason, json: r.PartialReason}
+	{Column{Key: "partial_reason", Group: groupFailures, Kind: KindText}, func(r *Row) Cell {
+		return fixedCell(formatted{raw: r.PartialReason, json: r.PartialReason})
 	}},
 }
 
 // sloCol is the machine-readable verdict of one SLO clause over the row,
 // slo_<clause>: PASS, FAIL or N/A (people read the verdicts below the
 // table instead).
-func sloCol(clause string) column {
-	return column{key: "slo_" + clause, group: groupFailures, kind: kindText, get: func(r *Row) cell {
+func sloCol(clause string) rowColumn {
+	return rowColumn{Column{Key: "slo_" + clause, Group: groupFailures, Kind: KindText}, func(r *Row) Cell {
 		st := r.SLO[clause].String()
-		return cell{raw: st, json: st}
+		return fixedCell(formatted{raw: st, json: st})
 	}}
 }
 
-// legendHead names c in the legend; a P50 column stands for its P95 and P99
-// siblings, which carry no description of their own.
-func (c *column) legendHead() string {
-	if base, ok := strings.CutSuffix(c.head, "p50"); ok {
-		return base + "p50/p95/p99"
-	}
-	return c.head
-}
-
-// csvOnly reports whether c appears only in machine-readable output.
-func (c *column) csvOnly() bool { return c.head == "" }
-
-func textCol(key, head, desc string, get func(*Row) string) column {
-	return column{key: key, head: head, group: groupID, kind: kindText, desc: desc, get: func(r *Row) cell {
+func textCol(key, head, desc string, get func(*Row) string) rowColumn {
+	return rowColumn{Column{Key: key, Head: head, Group: groupID, Kind: KindText, Desc: desc}, func(r *Row) Cell {
 		v := get(r)
 		if v == "" {
-			return cell{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"}
+			return fixedCell(formatted{text: NA, raw: NA, json: nil, na: true, reason: "not recorded"})
 		}
-		return cell{text: v, raw: v, json: v}
+		return fixedCell(formatted{text: v, raw: v, json: v})
 	}}
 }
 
-func optCol(key, head, group string, kind valueKind, desc string, get func(*Row) Opt) column {
-	return column{key: key, head: head, group: group, kind: kind, desc: desc, get: func(r *Row) cell {
+// optCol is a numeric column; unlike a Grid's own numeric cells, its JSON
+// value is always the Opt object ({"value": …}).
+func optCol(key, head, group string, kind Kind, desc string, get func(*Row) Opt) rowColumn {
+	return rowColumn{Column{Key: key, Head: head, Group: group, Kind: kind, Desc: desc}, func(r *Row) Cell {
 		o := get(r)
-		c := cell{raw: o.raw(), json: o}
-		valid, censored := o.state()
-		switch {
-		case valid:
-			c.text = fmtKind(kind, o.V)
-		case censored:
-			c.bound, c.reason = true, o.reason()
-			if kind == kindMs {
-				c.text = fmtBoundMs(o.boundPrefix(), o.V)
-			} else {
-				c.text = o.boundPrefix() + fmtKind(kind, o.V)
-			}
-		default:
-			c.text, c.na, c.reason = NA, true, orUnknown(o.reason())
-		}
-		return c
+		f := NumCell(o).format(kind)
+		f.json = o
+		return fixedCell(f)
 	}}
 }
 
-func recoveryCol(key, head, desc string, get func(*Row) Recovery) column {
-	return column{key: key, head: head, group: groupFailures, kind: kindSeconds, desc: desc, get: func(r *Row) cell {
+func recoveryCol(key, head, desc string, get func(*Row) Recovery) rowColumn {
+	return rowColumn{Column{Key: key, Head: head, Group: groupFailures, Kind: KindSeconds, Desc: desc}, func(r *Row) Cell {
 		rec := get(r)
-		c := cell{text: rec.text(), raw: rec.raw(), json: rec}
+		c := formatted{text: rec.text(), raw: rec.raw(), json: rec}
 		switch {
 		case c.text == NA:
 			c.na, c.reason = true, orUnknown(rec.Reason)
 		case rec.State == NotRecovered:
 			c.bound, c.reason = true, rec.Reason
 		}
-		return c
+		return fixedCell(c)
 	}}
 }
 
-// fmtKind formats an available value for people.
-func fmtKind(kind valueKind, v float64) string {
-	switch kind {
-	case kindMult:
-		return fmtMultiplier(v)
-	case kindRPS, kindPct:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case kindRate:
-		return strconv.FormatFloat(100*v, 'f', 2, 64)
-	case kindMs:
-		return fmtMs(v)
-	case kindSeconds:
-		return fmtSeconds(v)
+// grid is the table as a Grid: every column (CSV and JSON keep them all,
+// so that their schema does not depend on the experiment), or, for
+// people, the columns cols chooses; rows sorted.
+func (t *Table) grid(people bool) Grid {
+	cols := columns
+	if people {
+		cols = t.cols()
 	}
-	return rawFloat(v)
+	g := Grid{Title: t.Title, Meta: t.Meta, Verdicts: t.Verdicts, Notes: t.Notes, Spreads: t.Spreads, Diagnoses: t.Diagnoses}
+	for _, c := range cols {
+		g.Columns = append(g.Columns, c.Column)
+	}
+	for _, r := range sortedRows(t.Rows) {
+		cells := make([]Cell, len(cols))
+		for i := range cols {
+			cells[i] = cols[i].get(&r)
+		}
+		g.Rows = append(g.Rows, cells)
+	}
+	return g
 }
 
 // sortedRows returns the rows ordered by model, workload, deployment and

@@ -295,28 +295,28 @@ func TestOptFormatting(t *testing.T) {
 	tests := []struct {
 		name      string
 		o         Opt
-		kind      valueKind
+		kind      Kind
 		text, raw string
 		json      string
 	}{
-		{"ms", Val(948.25), kindMs, "948", "948.25", `{"value":948.25}`},
-		{"small ms", Val(3.25), kindMs, "3.2", "3.25", `{"value":3.25}`},
-		{"rate", Val(0.0021), kindRate, "0.21", "0.0021", `{"value":0.0021}`},
-		{"rps", Val(9.6), kindRPS, "9.60", "9.6", `{"value":9.6}`},
-		{"multiplier", Val(2.5), kindMult, "2.5×", "2.5", `{"value":2.5}`},
-		{"zero is a value", Val(0), kindRate, "0.00", "0", `{"value":0}`},
-		{"censored seconds", Above(60000, "t"), kindMs, "> 60s", ">60000", `{"value":null,"lower_bound":60000,"reason":"t"}`},
-		{"censored ms", Above(850, "t"), kindMs, "> 850ms", ">850", `{"value":null,"lower_bound":850,"reason":"t"}`},
+		{"ms", Val(948.25), KindMs, "948", "948.25", `{"value":948.25}`},
+		{"small ms", Val(3.25), KindMs, "3.2", "3.25", `{"value":3.25}`},
+		{"rate", Val(0.0021), KindRatio, "0.21", "0.0021", `{"value":0.0021}`},
+		{"rps", Val(9.6), KindRPS, "9.60", "9.6", `{"value":9.6}`},
+		{"multiplier", Val(2.5), KindMult, "2.5×", "2.5", `{"value":2.5}`},
+		{"zero is a value", Val(0), KindRatio, "0.00", "0", `{"value":0}`},
+		{"censored seconds", Above(60000, "t"), KindMs, "> 60s", ">60000", `{"value":null,"lower_bound":60000,"reason":"t"}`},
+		{"censored ms", Above(850, "t"), KindMs, "> 850ms", ">850", `{"value":null,"lower_bound":850,"reason":"t"}`},
 		// Sad paths: unavailable in every spelling.
-		{"zero value", Opt{}, kindMs, NA, NA, `{"value":null,"reason":"unknown"}`},
-		{"reason", Unavailable("no samples"), kindMs, NA, NA, `{"value":null,"reason":"no samples"}`},
-		{"NaN", Val(math.NaN()), kindMs, NA, NA, `{"value":null,"reason":"not a finite number"}`},
-		{"Inf", Val(math.Inf(1)), kindRPS, NA, NA, `{"value":null,"reason":"not a finite number"}`},
-		{"censored NaN", Above(math.NaN(), "t"), kindMs, NA, NA, `{"value":null,"reason":"t"}`},
+		{"zero value", Opt{}, KindMs, NA, NA, `{"value":null,"reason":"unknown"}`},
+		{"reason", Unavailable("no samples"), KindMs, NA, NA, `{"value":null,"reason":"no samples"}`},
+		{"NaN", Val(math.NaN()), KindMs, NA, NA, `{"value":null,"reason":"not a finite number"}`},
+		{"Inf", Val(math.Inf(1)), KindRPS, NA, NA, `{"value":null,"reason":"not a finite number"}`},
+		{"censored NaN", Above(math.NaN(), "t"), KindMs, NA, NA, `{"value":null,"reason":"t"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := optCol("k", "h", groupLoad, tc.kind, "", func(*Row) Opt { return tc.o }).get(&Row{})
+			c := optCol("k", "h", groupLoad, tc.kind, "", func(*Row) Opt { return tc.o }).get(&Row{}).format(tc.kind)
 			j, err := json.Marshal(tc.o)
 			if err != nil {
 				t.Fatal(err)

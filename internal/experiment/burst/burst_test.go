@@ -124,7 +124,7 @@ func TestBurstWritesFoldersAndEveryColumn(t *testing.T) {
 	// The terminal shows the tables under results.md's heading (command
 	// and target), without results.md's legend, which it points to.
 	term := out.String()
-	if !strings.Contains(term, "\n# surge burst: engine model in virtual time (--simulate) — one row per multiplier") || strings.Contains(term, "# surge results") ||
+	if !strings.Contains(term, "\nsurge burst: engine model in virtual time (--simulate) — one row per multiplier") || strings.Contains(term, "# surge results") ||
 		strings.Contains(term, "## Legend") || !strings.Contains(term, "Column meanings: the legend in "+filepath.Join(dir, "results.md")) {
 		t.Errorf("terminal tables:\n%s", term)
 	}
