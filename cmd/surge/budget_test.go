@@ -206,14 +206,14 @@ func TestBudgetCutCompletedRate(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "cut")
 	code, out, _ := surge(t, "run", "--simulate", "--rate", "5", "--duration", "10s", "--max-requests", "10", "-o", dir)
-	if code != exitSLO || !strings.Contains(out, "completed/s n/a: the budget cut phase main at ") || !regexp.MustCompile(`\n +main +[0-9.]+ +[0-9.]+ +n/a `).MatchString(out) {
+	if code != exitSLO || !strings.Contains(out, "completed/s: the budget cut phase main at ") || !regexp.MustCompile(`\n +main +[0-9.]+ +[0-9.]+ +n/a `).MatchString(out) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	if c := completed(dir); c["value"] != nil || !strings.HasPrefix(fmt.Sprint(c["reason"]), "the budget cut phase main") {
 		t.Errorf("completed_rps of the cut run: %v", c)
 	}
 	dir = filepath.Join(t.TempDir(), "whole")
-	if code, out, _ := surge(t, "run", "--simulate", "--rate", "5", "--duration", "10s", "--max-requests", "1000", "-o", dir); !ran(code) || strings.Contains(out, "completed/s n/a") {
+	if code, out, _ := surge(t, "run", "--simulate", "--rate", "5", "--duration", "10s", "--max-requests", "1000", "-o", dir); !ran(code) || strings.Contains(out, "completed/s: the budget cut") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	if c := completed(dir); c["value"] == nil {

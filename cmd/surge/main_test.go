@@ -375,7 +375,7 @@ func testRunInterrupt(t *testing.T) {
 	if code != exitSLO {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	for _, want := range []string{"PARTIAL", "phase  offered/s", "Interrupted"} {
+	for _, want := range []string{"PARTIAL", "phase    offered/s", "Interrupted"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -27,40 +26,7 @@ import (
 func PrintPhases(w io.Writer, res *run.Result) {
 	a := res.Analysis
 	fmt.Fprintf(w, "\n%s — %d records in %s%s\n", res.Spec.Name, res.Count(), res.Spec.Dir.Path(), partialNote(res))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	retried := a.Overall.Client.Attempts > a.Overall.Sent
-	head := "phase\toffered/s\tsent/s\tcompleted/s\tarrivals ok%\tgoodput/s\tgood%\terr%\t429%\ttimeout%\tdrops\t"
-	if retried {
-		head += "attempts/s\tattempts/arrival\t"
-	}
-	fmt.Fprintln(tw, head)
-	row := func(name, phase string, s *analyze.Stats) {
-		completed := fmt.Sprintf("%.2f", s.CompletedRPS)
-		if budgetCut(res, phase) != "" {
-			completed = "n/a"
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t", name, s.OfferedRPS, s.SentRPS, completed, 100*s.ArrivalsOKRatio, s.GoodputRPS,
-			100*s.GoodputRatio, 100*s.ErrorRate, 100*s.RateLimitRate, 100*s.TimeoutRate, s.Outcomes["generator_drop"])
-		if retried {
-			fmt.Fprintf(tw, "%.2f\t%.2f\t", s.Client.AttemptsRPS, s.Client.AttemptsPerArrival)
-		}
-		fmt.Fprintln(tw)
-	}
-	for i := range a.Phases {
-		p := &a.Phases[i]
-		name := p.Name
-		if p.Excluded {
-			name += " (excluded)"
-		}
-		row(name, p.Name, &p.Stats)
-	}
-	row("overall", "", &a.Overall)
-	tw.Flush()
-	if n := len(a.Phases); n > 0 {
-		if why := budgetCut(res, a.Phases[n-1].Name); why != "" {
-			fmt.Fprintf(w, "completed/s n/a: %s\n", why)
-		}
-	}
+	report.WriteGridText(w, phaseGrid(res))
 	if b := a.Settings.TokenDeadlineMs; b > 0 {
 		var parts []string
 		for i := range a.Phases {
@@ -71,46 +37,12 @@ func PrintPhases(w io.Writer, res *run.Result) {
 		fmt.Fprintf(w, "smooth goodput (every token i by the TTFT deadline %s + i × %s): %s\n",
 			analyze.FormatMs(a.Settings.TTFTDeadlineMs), analyze.FormatMs(b), strings.Join(parts, ", "))
 	}
-	for i := range a.Phases {
-		if p := &a.Phases[i]; !p.Excluded && p.GoodputRPS > p.CompletedRPS*1.05 && p.GoodputRPS-p.CompletedRPS > 0.5 {
-			fmt.Fprintf(w, "goodput/s counts a phase's requests by arrival, completed/s the completions in its time: %s's good requests finished after it ended, so its goodput/s (%.2f) is above its completed/s (%.2f)\n",
-				p.Name, p.GoodputRPS, p.CompletedRPS)
-			break
-		}
+	measured := slices.DeleteFunc(slices.Clone(a.Phases), func(p analyze.PhaseResult) bool { return budgetCut(res, p.Name) != "" })
+	if line := judge.ArrivalVsCompletion(measured); line != "" {
+		fmt.Fprintln(w, line)
 	}
-
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tlatency\tp50\tp95\tp99\tsamples\t")
-	thought := a.Overall.Client.ThoughtFirst > 0
-	lat := func(name string, s *analyze.Stats) {
-		l := &s.Latency
-		type line struct {
-			label string
-			d     analyze.Dist
-		}
-		lines := []line{{"TTFT from schedule", l.TTFTSchedule}, {"TTFT from send", l.TTFTSend}}
-		if thought { // some requests thought first: both TTFTs, labelled
-			lines = []line{
-				{"TTFT (any token) from schedule", l.TTFTSchedule}, {"TTFT (any token) from send", l.TTFTSend},
-				{"TTFT (answer text) from schedule", l.TTFTTextSched}, {"TTFT (answer text) from send", l.TTFTTextSend},
-			}
-		}
-		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT})
-		if !res.Virtual { // virtual time sends on schedule, over no connection
-			lines = append(lines, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
-		}
-		for _, m := range lines {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", name, m.label, m.d.Text(analyze.Q50), m.d.Text(analyze.Q95), m.d.Text(analyze.Q99), m.d.Count)
-			name = ""
-		}
-	}
-	for i := range a.Phases {
-		if !a.Phases[i].Excluded {
-			lat(a.Phases[i].Name, &a.Phases[i].Stats)
-		}
-	}
-	tw.Flush()
+	report.WriteGridText(w, latencyGrid(res))
 	printProfiles(w, a)
 	if line := outcomeLine(&a.Overall); line != "" {
 		fmt.Fprintln(w, line)
@@ -135,6 +67,99 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	if line := ScalingLine(res); line != "" { // the autoscaling timeline (scaling.go)
 		fmt.Fprintln(w, line)
 	}
+}
+
+// phaseGrid is the per-phase load table of a run's terminal summary:
+// rates, goodput and failures per phase, then overall.
+func phaseGrid(res *run.Result) report.Grid {
+	a := res.Analysis
+	retried := a.Overall.Client.Attempts > a.Overall.Sent
+	g := report.Grid{Columns: []report.Column{
+		{Key: "phase", Head: "phase", Kind: report.KindText},
+		{Key: "offered_rps", Head: "offered/s", Kind: report.KindRPS},
+		{Key: "sent_rps", Head: "sent/s", Kind: report.KindRPS},
+		{Key: "completed_rps", Head: "completed/s", Kind: report.KindRPS},
+		{Key: "arrivals_ok_ratio", Head: "arrivals ok %", Kind: report.KindRatio},
+		{Key: "goodput_rps", Head: "goodput/s", Kind: report.KindRPS},
+		{Key: "goodput_ratio", Head: "good %", Kind: report.KindRatio},
+		{Key: "error_rate", Head: "err %", Kind: report.KindRatio},
+		{Key: "rejection_rate", Head: "429 %", Kind: report.KindRatio},
+		{Key: "timeout_rate", Head: "timeout %", Kind: report.KindRatio},
+		{Key: "drops", Head: "drops", Kind: report.KindCount},
+	}}
+	if retried {
+		g.Columns = append(g.Columns, report.Column{Key: "attempts_rps", Head: "attempts/s", Kind: report.KindRPS},
+			report.Column{Key: "attempts_per_arrival", Head: "attempts/arrival", Kind: report.KindNumber})
+	}
+	row := func(name, phase string, s *analyze.Stats) {
+		completed := report.Val(s.CompletedRPS)
+		if why := budgetCut(res, phase); why != "" {
+			completed = report.Unavailable(why)
+		}
+		r := []report.Cell{report.TextCell(name), report.NumCell(report.Val(s.OfferedRPS)), report.NumCell(report.Val(s.SentRPS)), report.NumCell(completed),
+			report.NumCell(report.Val(s.ArrivalsOKRatio)), report.NumCell(report.Val(s.GoodputRPS)), report.NumCell(report.Val(s.GoodputRatio)),
+			report.NumCell(report.Val(s.ErrorRate)), report.NumCell(report.Val(s.RateLimitRate)), report.NumCell(report.Val(s.TimeoutRate)),
+			report.NumCell(report.Val(float64(s.Outcomes["generator_drop"])))}
+		if retried {
+			r = append(r, report.NumCell(report.Val(s.Client.AttemptsRPS)), report.NumCell(report.Val(s.Client.AttemptsPerArrival)))
+		}
+		g.Rows = append(g.Rows, r)
+	}
+	for i := range a.Phases {
+		p := &a.Phases[i]
+		name := p.Name
+		if p.Excluded {
+			name += " (excluded)"
+		}
+		row(name, p.Name, &p.Stats)
+	}
+	row("overall", "", &a.Overall)
+	return g
+}
+
+// latencyGrid is the per-phase latency table of a run's terminal summary:
+// P50, P95 and P99 of each latency, with its samples, for the measured
+// phases.
+func latencyGrid(res *run.Result) report.Grid {
+	a := res.Analysis
+	g := report.Grid{Columns: []report.Column{
+		{Key: "phase", Head: "phase", Kind: report.KindText},
+		{Key: "latency", Head: "latency", Kind: report.KindText},
+		{Key: "p50_ms", Head: "p50", Kind: report.KindNumber},
+		{Key: "p95_ms", Head: "p95", Kind: report.KindNumber},
+		{Key: "p99_ms", Head: "p99", Kind: report.KindNumber},
+		{Key: "samples", Head: "samples", Kind: report.KindCount},
+	}}
+	thought := a.Overall.Client.ThoughtFirst > 0
+	type line struct {
+		label string
+		d     analyze.Dist
+	}
+	for i := range a.Phases {
+		p := &a.Phases[i]
+		if p.Excluded {
+			continue
+		}
+		l := &p.Latency
+		lines := []line{{"TTFT from schedule", l.TTFTSchedule}, {"TTFT from send", l.TTFTSend}}
+		if thought { // some requests thought first: both TTFTs, labelled
+			lines = []line{
+				{"TTFT (any token) from schedule", l.TTFTSchedule}, {"TTFT (any token) from send", l.TTFTSend},
+				{"TTFT (answer text) from schedule", l.TTFTTextSched}, {"TTFT (answer text) from send", l.TTFTTextSend},
+			}
+		}
+		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT})
+		if !res.Virtual { // virtual time sends on schedule, over no connection
+			lines = append(lines, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
+		}
+		for _, m := range lines {
+			o := DistOpts(m.d)
+			g.Rows = append(g.Rows, []report.Cell{report.TextCell(p.Name), report.TextCell(m.label),
+				report.ShownCell(m.d.Text(analyze.Q50), o[0]), report.ShownCell(m.d.Text(analyze.Q95), o[1]), report.ShownCell(m.d.Text(analyze.Q99), o[2]),
+				report.NumCell(report.Val(float64(m.d.Count)))})
+		}
+	}
+	return g
 }
 
 // EngineReason says why the engine metric m is unavailable from a run

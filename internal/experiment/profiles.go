@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/report"
@@ -96,15 +95,34 @@ func printProfiles(w io.Writer, a *analyze.Result) {
 	if len(a.Profiles) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nby profile (measured phases):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "profile\tarrivals\tshare%\tok\terr%\t429%\ttimeout%\tgood%\tTTFT p50\tp95\tp99\tcompletion p50\tp99\tprompt tok p50\toutput tok p50\t")
+	fmt.Fprintln(w)
+	g := report.Grid{Title: "by profile (measured phases):", Columns: []report.Column{
+		{Key: "profile", Head: "profile", Kind: report.KindText},
+		{Key: "arrivals", Head: "arrivals", Kind: report.KindCount},
+		{Key: "share", Head: "share %", Kind: report.KindRatio},
+		{Key: "ok", Head: "ok", Kind: report.KindCount},
+		{Key: "error_rate", Head: "err %", Kind: report.KindRatio},
+		{Key: "rejection_rate", Head: "429 %", Kind: report.KindRatio},
+		{Key: "timeout_rate", Head: "timeout %", Kind: report.KindRatio},
+		{Key: "goodput_ratio", Head: "good %", Kind: report.KindRatio},
+		{Key: "ttft_p50_ms", Head: "TTFT p50", Kind: report.KindNumber},
+		{Key: "ttft_p95_ms", Head: "p95", Kind: report.KindNumber},
+		{Key: "ttft_p99_ms", Head: "p99", Kind: report.KindNumber},
+		{Key: "completion_p50_ms", Head: "completion p50", Kind: report.KindNumber},
+		{Key: "completion_p99_ms", Head: "p99", Kind: report.KindNumber},
+		{Key: "prompt_tokens_p50", Head: "prompt tok p50", Kind: report.KindCount},
+		{Key: "output_tokens_p50", Head: "output tok p50", Kind: report.KindCount},
+	}}
+	num := func(v float64) report.Cell { return report.NumCell(report.Val(v)) }
 	for i := range a.Profiles {
 		p := &a.Profiles[i]
 		t, c := &p.Latency.TTFTSchedule, &p.Latency.E2ESchedule
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", p.Name, p.Offered, 100*p.Share, p.Succeeded,
-			100*p.ErrorRate, 100*p.RateLimitRate, 100*p.TimeoutRate, 100*p.GoodputRatio,
-			t.Text(analyze.Q50), t.Text(analyze.Q95), t.Text(analyze.Q99), c.Text(analyze.Q50), c.Text(analyze.Q99), p.PromptTokensP50, p.OutputTokensP50)
+		to, co := DistOpts(*t), DistOpts(*c)
+		g.Rows = append(g.Rows, []report.Cell{report.TextCell(p.Name), num(float64(p.Offered)), num(p.Share), num(float64(p.Succeeded)),
+			num(p.ErrorRate), num(p.RateLimitRate), num(p.TimeoutRate), num(p.GoodputRatio),
+			report.ShownCell(t.Text(analyze.Q50), to[0]), report.ShownCell(t.Text(analyze.Q95), to[1]), report.ShownCell(t.Text(analyze.Q99), to[2]),
+			report.ShownCell(c.Text(analyze.Q50), co[0]), report.ShownCell(c.Text(analyze.Q99), co[2]),
+			num(float64(p.PromptTokensP50)), num(float64(p.OutputTokensP50))})
 	}
-	tw.Flush()
+	report.WriteGridText(w, g)
 }

@@ -253,3 +253,36 @@ func TestUnusable(t *testing.T) {
 		t.Errorf("mixed: %q", why)
 	}
 }
+
+// The console explains goodput/s above completed/s only where the gap is
+// more than the requests that straddle a phase's edges: > 5% and
+// > 0.5 req/s, in a measured phase.
+func TestArrivalVsCompletion(t *testing.T) {
+	phase := func(name string, excluded bool, goodput, completed float64) analyze.PhaseResult {
+		p := analyze.PhaseResult{Name: name, Excluded: excluded}
+		p.GoodputRPS, p.CompletedRPS = goodput, completed
+		return p
+	}
+	tests := []struct {
+		name   string
+		phases []analyze.PhaseResult
+		want   string // the phase named, or "" for no line
+	}{
+		{"burst finished after it ended", []analyze.PhaseResult{phase("baseline", false, 5, 5), phase("burst", false, 7.7, 6.7)}, "burst"},
+		{"within 5%", []analyze.PhaseResult{phase("burst", false, 10.4, 10)}, ""},
+		{"within 0.5 req/s", []analyze.PhaseResult{phase("burst", false, 1.4, 1)}, ""},
+		{"excluded warmup", []analyze.PhaseResult{phase("warmup", true, 6, 3.9)}, ""},
+		{"no phases", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ArrivalVsCompletion(tc.phases)
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("got %q, want no line", got)
+			case tc.want != "" && !strings.Contains(got, tc.want+"'s good requests finished after it ended"):
+				t.Errorf("got %q, want a line naming %s", got, tc.want)
+			}
+		})
+	}
+}

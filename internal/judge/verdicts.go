@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"fmt"
+
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/scrape"
 )
@@ -64,4 +66,22 @@ func Run(a *analyze.Result, r Rules) *Verdicts {
 // the SLO per phase and overall; recovery is per run.
 func Pooled(a *analyze.Result, slo SLO, partial bool) *Verdicts {
 	return Run(a, Rules{SLO: slo, Partial: partial})
+}
+
+// ArrivalVsCompletion explains, for the first measured phase where it
+// matters, why goodput/s can be above completed/s: goodput counts a
+// phase's arrivals that met the deadline, whenever they finished, and
+// completed/s the completions that fell inside the phase. It matters when
+// goodput/s is more than 5% and 0.5 req/s above completed/s (below that,
+// the two differ by the requests that straddle a phase's edges); "" when
+// no phase is. The caller leaves out phases whose completed/s is not
+// measured (a budget cut the phase short).
+func ArrivalVsCompletion(phases []analyze.PhaseResult) string {
+	for i := range phases {
+		if p := &phases[i]; !p.Excluded && p.GoodputRPS > p.CompletedRPS*1.05 && p.GoodputRPS-p.CompletedRPS > 0.5 {
+			return fmt.Sprintf("goodput/s counts a phase's requests by arrival, completed/s the completions in its time: %s's good requests finished after it ended, so its goodput/s (%.2f) is above its completed/s (%.2f)",
+				p.Name, p.GoodputRPS, p.CompletedRPS)
+		}
+	}
+	return ""
 }

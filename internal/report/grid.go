@@ -68,6 +68,15 @@ func TextCell(s string) Cell { return Cell{Text: s} }
 // n/a or "> x" like in the results table.
 func NumCell(o Opt) Cell { return Cell{Num: o} }
 
+// ShownCell is a numeric cell its caller has already written for people
+// (a latency in its own unit, "136ms" or "3.83s", from the analysis'
+// formatter); CSV and JSON carry o.
+func ShownCell(text string, o Opt) Cell {
+	f := NumCell(o).format(KindNumber)
+	f.text = text
+	return fixedCell(f)
+}
+
 // formatted is one cell in every form: for people, for CSV and for JSON,
 // with the reason when it is n/a or censored.
 type formatted struct {
