@@ -1,11 +1,12 @@
 package report
 
 // A Grid is a table with the columns its caller chooses and one row per
-// thing compared (a capacity step, a sweep level, a soak window, a
-// folder of surge compare, a check, a cold-start cycle), with the context
-// needed to read it; WriteGridMarkdown, WriteGridText, WriteGridCSV,
-// WriteGridJSON and WriteGridHTML render it. Every table surge writes
-// except the results table of a run (Table) is a Grid.
+// thing compared (a run's phase or multiplier, a capacity step, a sweep
+// level, a soak window, a folder of surge compare, a check, a cold-start
+// cycle), with the context needed to read it; WriteGridMarkdown,
+// WriteGridText, WriteGridCSV, WriteGridJSON and WriteGridHTML render it.
+// Every table surge writes is a Grid: the results table of a run (Table)
+// builds one (Table.grid).
 
 import (
 	"bufio"
