@@ -121,13 +121,90 @@ func (f *flags) strings(p *[]string, key, name, usage string) {
 }
 
 func (f *flags) floats(p *[]float64, key, name, usage string) {
-	f.fs.Float64SliceVar(p, name, *p, usage)
+	f.fs.Var(&listValue[float64]{p: p, parse: func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, kind: "numbers", eg: "2,5,10"}, name, usage)
 	f.bind(key, name)
 }
 
 func (f *flags) ints(p *[]int, key, name, usage string) {
-	f.fs.IntSliceVar(p, name, *p, usage)
+	f.fs.Var(&listValue[int]{p: p, parse: strconv.Atoi, kind: "whole numbers", eg: "1,2,4"}, name, usage)
 	f.bind(key, name)
+}
+
+// listValue is a comma-separated list flag (repeatable: each use adds
+// to the list after the first replaces the default), whose error says
+// what a list looks like rather than quoting strconv.
+type listValue[T int | float64] struct {
+	p       *[]T
+	parse   func(string) (T, error)
+	kind    string // "numbers"
+	eg      string // "2,5,10"
+	changed bool
+}
+
+func (v *listValue[T]) String() string {
+	if v.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*v.p))
+	for i, x := range *v.p {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func (v *listValue[T]) Set(s string) error {
+	var out []T
+	for _, part := range strings.Split(s, ",") {
+		x, err := v.parse(strings.TrimSpace(part))
+		if err != nil {
+			return fmt.Errorf("want %s separated by commas, e.g. %s; %q is not one", v.kind, v.eg, strings.TrimSpace(part))
+		}
+		out = append(out, x)
+	}
+	if v.changed {
+		out = append(*v.p, out...)
+	}
+	*v.p, v.changed = out, true
+	return nil
+}
+
+// Append, Replace and GetSlice make it a pflag.SliceValue, so that a
+// YAML file's values and the command line's merge item by item.
+func (v *listValue[T]) Append(s string) error {
+	x, err := v.parse(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want %s, e.g. %s; %q is not one", v.kind, v.eg, s)
+	}
+	*v.p = append(*v.p, x)
+	return nil
+}
+
+func (v *listValue[T]) Replace(items []string) error {
+	out := make([]T, 0, len(items))
+	for _, s := range items {
+		x, err := v.parse(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want %s, e.g. %s; %q is not one", v.kind, v.eg, s)
+		}
+		out = append(out, x)
+	}
+	*v.p = out
+	return nil
+}
+
+func (v *listValue[T]) GetSlice() []string {
+	out := make([]string, len(*v.p))
+	for i, x := range *v.p {
+		out[i] = fmt.Sprint(x)
+	}
+	return out
+}
+
+func (v *listValue[T]) Type() string {
+	if v.kind == "numbers" {
+		return "numbers"
+	}
+	return "ints"
 }
 
 func (f *flags) value(v pflag.Value, key, name, usage string) {

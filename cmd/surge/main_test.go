@@ -59,6 +59,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 	notMap := file("list.yaml", "- rate: 5\n")
 	zeroBurst := file("zeroburst.yaml", "baseline_rps: 5\nburst: 0s\n")
 	zeroSeqs := file("zeroseqs.yaml", "rate: 5\nsim:\n  max_num_seqs: 0\n")
+	emptyTarget := file("emptytarget.yaml", "target: \"\"\n")
+	onlyWarmup := file("onlywarmup.yaml", "phases:\n  - name: warmup\n    rate: 2\n    duration: 5s\n")
+	zeroMult := file("zeromult.yaml", "baseline_rps: 4\nphases:\n  - name: a\n    multiplier: 0\n    duration: 5s\n")
 	cases := map[string]struct {
 		args []string
 		want string
@@ -69,7 +72,14 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"unknown flag":                {[]string{"run", "--rat", "5"}, "unknown flag: --rat"},
 		"unknown yaml field":          {[]string{"run", "-f", bad}, bad + `:2: unknown field "duraton"`},
 		"missing yaml":                {[]string{"run", "-f", filepath.Join(dir, "none.yaml")}, "none.yaml"},
-		"negative rate":               {[]string{"run", "--rate", "-1", "-q"}, "--rate: must be >= 0, got -1"},
+		"negative rate":               {[]string{"run", "--rate", "-1", "-q"}, "--rate: must be a finite number of arrivals/s >= 0, got -1"},
+		"infinite rate":               {[]string{"run", "--rate=Inf", "-q"}, "--rate: must be a finite number of arrivals/s >= 0, got +Inf"},
+		"multipliers not numbers":     {[]string{"burst", "--multipliers", "2,two"}, `--multipliers: want numbers separated by commas, e.g. 2,5,10; "two" is not one`},
+		"negative baseline, target":   {[]string{"burst", "--target", "http://127.0.0.1:1/v1", "--baseline-rps=-4"}, "--baseline-rps: must be a number of requests/s > 0 (or auto), got -4"},
+		"empty target":                {[]string{"run", "--target", "", "-q"}, "--target: empty; omit it to use the built-in simulator"},
+		"empty target in the file":    {[]string{"run", "-f", emptyTarget}, emptyTarget + ":1: target: empty; omit it to use the built-in simulator"},
+		"only a warmup phase":         {[]string{"run", "-f", onlyWarmup}, onlyWarmup + ": phases: only a warmup phase, which the results leave out"},
+		"multiplier zero":             {[]string{"run", "-f", zeroMult}, zeroMult + ": phases[0].rate: set rate (arrivals/s > 0) or multiplier (> 0, of baseline_rps)"},
 		"zero burstiness":             {[]string{"run", "--arrival", "gamma", "--burstiness", "0", "-q"}, "--burstiness: must be > 0"},
 		"zero duration":               {[]string{"run", "--duration", "0s", "-q"}, "--duration: must be > 0, got 0s"},
 		"bad api":                     {[]string{"run", "--api", "embeddings", "-q"}, `--api: must be chat or completions, got "embeddings"`},
@@ -142,6 +152,27 @@ func TestFlagsWinOverFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "burst-3x")); err == nil {
 		t.Fatal("the file's multiplier ran too")
+	}
+}
+
+// A file's target: and --simulate on the command line: the flag wins, as
+// help says, and a line says so; the other way round too. Both as flags
+// stay a usage error.
+func TestSimulateFlagWinsOverFileTarget(t *testing.T) {
+	dir := t.TempDir()
+	withTarget := filepath.Join(dir, "target.yaml")
+	os.WriteFile(withTarget, []byte("target: http://127.0.0.1:1/v1\nmodel: m\n"), 0o644)
+	code, stdout, stderr := surge(t, "run", "-f", withTarget, "--simulate", "--rate", "1", "--duration", "2s", "-q", "-o", filepath.Join(dir, "a"))
+	if !ran(code) || !strings.Contains(stderr, "--simulate wins over "+withTarget+"'s target:") || !strings.Contains(stdout, "virtual time") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	withSim := filepath.Join(dir, "sim.yaml")
+	os.WriteFile(withSim, []byte("simulate: true\nrate: 1\nduration: 2s\n"), 0o644)
+	if code, _, stderr := surge(t, "run", "-f", withSim, "--target", "http://127.0.0.1:1/v1", "--dry-run"); code != exitOK || !strings.Contains(stderr, "--target wins over "+withSim+"'s simulate:") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if code, _, stderr := surge(t, "run", "--target", "http://127.0.0.1:1/v1", "--simulate", "--dry-run"); code != exitUsage || !strings.Contains(stderr, "cannot be combined with --target") {
+		t.Fatalf("both flags: exit %d, stderr %s", code, stderr)
 	}
 }
 

@@ -233,6 +233,10 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := emptyTarget(x.flags, keys, x.options); err != nil {
+		return err
+	}
+	flagsWinOverTarget(cmd.ErrOrStderr(), x.flags, keys, x.options, x.simulate)
 	if parseOnly(cmd.Context()) {
 		return nil // surge k8s job checks the file with this very parser (k8s.go)
 	}
@@ -373,4 +377,41 @@ func classify(f *flags, err error) error {
 		return &exitError{exitSLO, err} // burst --baseline-rps auto found no rate that meets the SLO
 	}
 	return &exitError{exitInternal, err}
+}
+
+// emptyTarget refuses a target given but empty (--target "", or
+// target: "" in the file): an unset variable in a script would otherwise
+// run against the built-in simulator and pass.
+func emptyTarget(f *flags, keys map[string]*yaml.Node, o *run.Options) error {
+	if o == nil || strings.TrimSpace(o.Target) != "" {
+		return nil
+	}
+	const want = "omit it to use the built-in simulator, or give the endpoint's base URL, e.g. http://localhost:8000/v1"
+	if f.fs.Changed("target") {
+		return usageErr("--target: empty; %s", want)
+	}
+	if n, ok := keys["target"]; ok && n != nil {
+		return usageErr("%s:%d: target: empty; %s", f.path, n.Line, want)
+	}
+	return nil
+}
+
+// flagsWinOverTarget resolves a file's target: against --simulate on the
+// command line (or a file's simulate: against --target) as help says:
+// the flag wins, and a line says so. Both given as flags stay an error
+// (run.Env says which).
+func flagsWinOverTarget(w io.Writer, f *flags, keys map[string]*yaml.Node, o *run.Options, simulate *bool) {
+	if o == nil || simulate == nil || o.Target == "" || !*simulate {
+		return
+	}
+	_, fileTarget := keys["target"]
+	_, fileSimulate := keys["simulate"]
+	switch {
+	case f.fs.Changed("simulate") && !f.fs.Changed("target") && fileTarget:
+		fmt.Fprintf(w, "--simulate wins over %s's target: (flags win over -f): the run is in virtual time against the engine model\n", f.path)
+		o.Target = ""
+	case f.fs.Changed("target") && !f.fs.Changed("simulate") && fileSimulate:
+		fmt.Fprintf(w, "--target wins over %s's simulate: (flags win over -f): requests go to the target\n", f.path)
+		*simulate = false
+	}
 }

@@ -119,6 +119,9 @@ func (c *RunConfig) PlanNotes() (schedule.Plan, []string, []string, error) {
 		}
 		return p, nil, nil, err
 	}
+	if len(exclude) == len(p.Phases) {
+		return p, nil, nil, &field.Error{Field: "phases", Message: "only a warmup phase, which the results leave out: add a phase to measure (any name but warmup)"}
+	}
 	return p, exclude, notes, nil
 }
 

@@ -98,7 +98,7 @@ func Build(p Plan, seed int64) ([]Arrival, error) {
 		expected += b.Expected
 	}
 	if expected > MaxArrivals {
-		return nil, fmt.Errorf("schedule: plan: %.0f expected arrivals exceed the limit of %d (stream them with Arrivals)", expected, MaxArrivals)
+		return nil, fmt.Errorf("schedule: plan: %.0f expected arrivals exceed the %d a plan may hold in memory: shorten the duration or lower the rate", expected, MaxArrivals)
 	}
 	// Room for the expectation plus 4 standard deviations of a Poisson count.
 	out := make([]Arrival, 0, int(expected+4*math.Sqrt(expected))+1)

@@ -256,7 +256,7 @@ func TestBuildErrors(t *testing.T) {
 		t.Errorf("empty plan: %v", err)
 	}
 	huge := Plan{Phases: []Phase{{Name: "soak", Duration: 24 * time.Hour, Rate: 1000}}}
-	if _, err := Build(huge, 1); err == nil || err.Error() != "schedule: plan: 86400000 expected arrivals exceed the limit of 20000000 (stream them with Arrivals)" {
+	if _, err := Build(huge, 1); err == nil || err.Error() != "schedule: plan: 86400000 expected arrivals exceed the 20000000 a plan may hold in memory: shorten the duration or lower the rate" {
 		t.Errorf("huge plan: %v", err)
 	}
 	// Streaming the same plan works and stops when asked.

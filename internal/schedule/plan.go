@@ -118,13 +118,13 @@ func (ph *Phase) validate(label, path string) error {
 		return bad("duration", "must be > 0, got %v", ph.Duration)
 	}
 	if !finite(ph.Rate) || ph.Rate < 0 {
-		return bad("rate", "must be >= 0, got %g", ph.Rate)
+		return bad("rate", "must be a finite number of arrivals/s >= 0, got %g", ph.Rate)
 	}
 	if ph.Rate > MaxRate {
 		return bad("rate", "must be <= %g, got %g", float64(MaxRate), ph.Rate)
 	}
 	if !finite(ph.Multiplier) || ph.Multiplier < 0 {
-		return bad("multiplier", "must be >= 0, got %g", ph.Multiplier)
+		return bad("multiplier", "must be a finite number > 0 (of baseline_rps), got %g", ph.Multiplier)
 	}
 	if !finite(ph.Burstiness) || ph.Burstiness < 0 {
 		return bad("burstiness", "must be > 0, got %g", ph.Burstiness)
@@ -136,7 +136,7 @@ func (ph *Phase) validate(label, path string) error {
 		case ph.Rate > 0 && ph.Multiplier > 0:
 			return bad("multiplier", "set rate or multiplier, not both")
 		case ph.Rate == 0 && ph.Multiplier == 0:
-			return bad("rate", "set rate (arrivals/s) or multiplier (of baseline_rps)")
+			return bad("rate", "set rate (arrivals/s > 0) or multiplier (> 0, of baseline_rps); with both 0 the phase would send nothing")
 		}
 		if kind == ArrivalGamma && ph.Burstiness == 0 {
 			return bad("burstiness", "must be > 0 for gamma arrivals")
@@ -222,7 +222,7 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // replay, and a total duration that fits a time.Duration.
 func (p *Plan) Validate() error {
 	if !finite(p.BaselineRPS) || p.BaselineRPS < 0 {
-		return planErr("baseline_rps", "must be >= 0, got %g", p.BaselineRPS)
+		return planErr("baseline_rps", "must be a finite number of requests/s >= 0, got %g", p.BaselineRPS)
 	}
 	if p.BaselineRPS > MaxRate {
 		return planErr("baseline_rps", "must be <= %g, got %g", float64(MaxRate), p.BaselineRPS)

@@ -154,10 +154,10 @@ func (c *Config) Validate() error {
 	bad := errs.Add
 	// With --baseline-rps auto the capacity search sets it before the runs.
 	if !c.BaselineAuto && (c.BaselineRPS <= 0 || math.IsNaN(c.BaselineRPS) || math.IsInf(c.BaselineRPS, 0)) {
-		if c.Options.Target != "" {
+		if c.Options.Target != "" && c.BaselineRPS == 0 {
 			bad("baseline_rps", "required with --target: the sustainable request rate the bursts multiply (find it with surge capacity, or pass --baseline-rps auto)")
 		} else {
-			bad("baseline_rps", "must be > 0, got %g", c.BaselineRPS)
+			bad("baseline_rps", "must be a number of requests/s > 0 (or auto), got %g", c.BaselineRPS)
 		}
 	}
 	if len(c.Multipliers) == 0 {
