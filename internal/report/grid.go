@@ -259,16 +259,7 @@ func (t *Grid) view() *view {
 		v.cells = append(v.cells, fs)
 	}
 	if !v.grouped {
-		for _, r := range t.Rows {
-			label := "row"
-			for j, c := range r {
-				if t.Columns[j].Kind == KindText && c.Text != "" {
-					label = c.Text
-					break
-				}
-			}
-			v.labels = append(v.labels, label)
-		}
+		v.labels = flatLabels(t)
 		return v
 	}
 	varying := make([]bool, len(v.cols))
@@ -304,6 +295,41 @@ func (t *Grid) view() *view {
 		v.labels = append(v.labels, strings.Join(parts, " · "))
 	}
 	return v
+}
+
+// flatLabels names each row of a grid without groups by its first text
+// cell, joined with the text cells after it while two rows would share a
+// name ("main · TTFT from send" in a table of phases × latencies).
+func flatLabels(t *Grid) []string {
+	var text []int // the text columns, in order
+	for j, c := range t.Columns {
+		if c.Kind == KindText {
+			text = append(text, j)
+		}
+	}
+	labels := make([]string, len(t.Rows))
+	for n := 1; n <= max(1, len(text)); n++ {
+		seen := map[string]bool{}
+		unique := true
+		for i, r := range t.Rows {
+			var parts []string
+			for _, j := range text {
+				if r[j].Text != "" && len(parts) < n {
+					parts = append(parts, r[j].Text)
+				}
+			}
+			labels[i] = strings.Join(parts, " · ")
+			if labels[i] == "" {
+				labels[i] = "row"
+			}
+			unique = unique && !seen[labels[i]]
+			seen[labels[i]] = true
+		}
+		if unique {
+			break
+		}
+	}
+	return labels
 }
 
 // meta is the header list: the identity values every row shares, then

@@ -320,3 +320,30 @@ func TestWriteLevelText(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// A note names its row by the first text cell, and by the text cells
+// after it where the first is shared (a phase × latency table), so that
+// "main: p99: no samples" never leaves the latency unsaid.
+func TestGridNoteLabelsUnique(t *testing.T) {
+	g := Grid{Columns: []Column{{Key: "phase", Head: "phase", Kind: KindText}, {Key: "latency", Head: "latency", Kind: KindText}, {Key: "p99", Head: "p99", Kind: KindNumber}},
+		Rows: [][]Cell{
+			{TextCell("main"), TextCell("TTFT"), NumCell(Val(12))},
+			{TextCell("main"), TextCell("TPOT"), NumCell(Unavailable("no samples"))},
+		}}
+	var b bytes.Buffer
+	if err := WriteGridText(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "n/a: main · TPOT: p99: no samples") {
+		t.Errorf("note does not name the latency:\n%s", b.String())
+	}
+	// Unique first cells stay short.
+	g.Rows[1][0] = TextCell("burst")
+	b.Reset()
+	if err := WriteGridText(&b, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "n/a: burst: p99: no samples") {
+		t.Errorf("a unique row name grew:\n%s", b.String())
+	}
+}
