@@ -84,6 +84,7 @@ misbehave.` + exitCodesCheck,
 	f.integer(&cfg.LongTokens, "long_tokens", "long-tokens", "max_tokens of streaming.long's generation; set it near the model's cap for your own endpoint")
 	f.integer(&cfg.ContextTokens, "context_tokens", "context-tokens", "prompt length of context.long, tokens (0 = the --profile's longest prompt)")
 	f.str(&o.Profile, "profile", "profile", "workload profile whose longest prompt context.long sends (and whose median it compares TTFT with): "+strings.Join(workload.Names(), ", "))
+	f.dur(&cfg.Deadline, "deadline", "deadline", "bound on the whole suite: the check under way when it passes, and those after it, are SKIPs that say so")
 	f.integer(&cfg.OverloadRequests, "overload_requests", "overload-requests", fmt.Sprintf("most requests the overload probe (errors.overload) may send, 1..%d", check.MaxOverloadRequests))
 	f.fs.StringVarP(&o.Out, "out", "o", "", "output folder for check.json and check.md (default out/check-<date>-<time>-<id>; an existing non-empty one is refused without --force)")
 	f.bind("out", "out")

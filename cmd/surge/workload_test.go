@@ -159,7 +159,7 @@ func TestDryRunSendsAndWritesNothing(t *testing.T) {
 	// Bad configuration still exits 2, before anything.
 	for args, want := range map[string]string{
 		"burst --dry-run --baseline-rps auto":         "--baseline-rps: auto is found by a capacity search",
-		"run --dry-run --rate -1":                     "--rate: must be >= 0",
+		"run --dry-run --rate -1":                     "--rate: must be a finite number of arrivals/s >= 0",
 		"run --dry-run --prompt-tokens uniform:max=3": "uniform: min and max: required",
 	} {
 		code, _, stderr := surge(t, strings.Fields(args)...)

@@ -148,6 +148,11 @@ func (r Result) Describe() string {
 	return fmt.Sprintf("%s: %.4g tokens per byte (%.3g bytes per token) + %.1f tokens per prompt", how, r.TokensPerByte, 1/r.TokensPerByte, r.OverheadTokens)
 }
 
+// ErrNoAnswer is a probe's error when the target sent no response at all
+// within the probe's wait: probing stops there (a silent target would
+// only repeat it).
+var ErrNoAnswer = errors.New("no answer")
+
 // Counter counts the target's prompt tokens of one prompt text (a probe
 // request's usage.prompt_tokens, or a model's count).
 type Counter func(ctx context.Context, text string) (int, error)
@@ -294,7 +299,7 @@ func probe(ctx context.Context, cfg Config) (Result, error) {
 		got, err := cfg.Probe(ctx, t)
 		if err != nil {
 			errs = append(errs, err.Error())
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrNoAnswer) {
 				break
 			}
 			continue
@@ -339,6 +344,9 @@ func tokenize(ctx context.Context, cfg Config) (Result, error) {
 	r, verr := tokenizeVLLM(ctx, cfg)
 	if verr == nil {
 		return r, nil
+	}
+	if errors.Is(verr, ErrNoAnswer) {
+		return Result{}, verr // the same server would not answer llama.cpp's shape either
 	}
 	r, lerr := tokenizeLlamaCpp(ctx, cfg)
 	if lerr == nil {
@@ -458,7 +466,7 @@ func post(ctx context.Context, cfg Config, body any, out any) error {
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("POST /tokenize: no answer within %s", timeout)
+			return fmt.Errorf("POST /tokenize: %w within %s", ErrNoAnswer, timeout)
 		}
 		return errors.New("POST /tokenize: connection failed")
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/sim"
@@ -144,6 +146,33 @@ func TestRunFallbacks(t *testing.T) {
 	}
 	if r := Run(context.Background(), Config{Method: Off}); r.Method != UsedOff || r.Calibrated() {
 		t.Fatalf("off: %+v", r)
+	}
+}
+
+// A target that accepts and never answers costs one /tokenize wait (not
+// one per /tokenize shape) and one probe, not every probe: the warning
+// says no answer came.
+func TestRunSilentTarget(t *testing.T) {
+	tokenizes := 0
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenizes++
+		<-stop // never answers while the test runs
+	}))
+	defer silent.Close()
+	defer close(stop)
+	probes := 0
+	cfg := Config{Root: silent.URL, Model: "m", Chat: true, Text: texts(t), Timeout: 50 * time.Millisecond,
+		Probe: func(context.Context, string) (int, error) {
+			probes++
+			return 0, fmt.Errorf("%w within 15s", ErrNoAnswer)
+		}}
+	r := Run(context.Background(), cfg)
+	if tokenizes != 1 || probes != 1 || r.Calibrated() {
+		t.Fatalf("%d /tokenize calls and %d probes (want 1 and 1): %+v", tokenizes, probes, r)
+	}
+	if !strings.Contains(r.Warning, "POST /tokenize: no answer within 50ms") || !strings.Contains(r.Warning, "probe requests: no answer within 15s") {
+		t.Fatalf("warning %q", r.Warning)
 	}
 }
 

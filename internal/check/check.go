@@ -127,6 +127,9 @@ type Config struct {
 	OverloadRequests int
 	// Timeout bounds each request (0 = DefaultTimeout).
 	Timeout time.Duration
+	// Deadline bounds the whole suite (0 = DefaultDeadline): the check
+	// under way when it passes and those after it are SKIPs that say so.
+	Deadline time.Duration
 	// Profile is the workload whose prompt lengths context.long takes
 	// (its longest prompt, and the median for comparison); the zero
 	// Profile is the chat profile.
@@ -138,11 +141,16 @@ const (
 	DefaultLongTokens       = 512
 	DefaultOverloadRequests = 512
 	DefaultTimeout          = 60 * time.Second
+	// DefaultDeadline is five minutes: a healthy endpoint passes the whole
+	// suite in well under one (13 s against vLLM on CPU, 35 s against
+	// Ollama in CI); a hung or misbehaving one would otherwise cost a
+	// timeout per request.
+	DefaultDeadline = 5 * time.Minute
 )
 
 // DefaultConfig returns the defaults: every check, nothing required.
 func DefaultConfig() Config {
-	return Config{LongTokens: DefaultLongTokens, OverloadRequests: DefaultOverloadRequests, Timeout: DefaultTimeout}
+	return Config{LongTokens: DefaultLongTokens, OverloadRequests: DefaultOverloadRequests, Timeout: DefaultTimeout, Deadline: DefaultDeadline}
 }
 
 // All returns every check in the order they run.

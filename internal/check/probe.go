@@ -240,7 +240,7 @@ func (p *Probe) path() string {
 // a timeout before the headers, a bad URL); a response that breaks off is
 // an Exchange with EndErr.
 func (p *Probe) Send(ctx context.Context, r Req) (*Exchange, error) {
-	return p.Do(ctx, http.MethodPost, p.path(), p.Body(r), r.Timeout, r.Stream)
+	return p.do(ctx, http.MethodPost, p.path(), p.Body(r), r.Timeout, r.Stream, r.MaxTokens)
 }
 
 // Get fetches path under the base URL (e.g. "/models") with the probe's
@@ -257,6 +257,13 @@ func (p *Probe) Get(ctx context.Context, path string, timeout time.Duration) (*E
 // says so (streaming.keepalive reports such closes, the other checks are
 // not failed by them).
 func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeout time.Duration, stream bool) (*Exchange, error) {
+	return p.do(ctx, method, path, body, timeout, stream, 0)
+}
+
+// do is Do for a request of maxTokens (0: none): a stream that carries
+// more content events than maxTokens allows ends there (ErrMaxTokensIgnored),
+// rather than at the timeout.
+func (p *Probe) do(ctx context.Context, method, path string, body []byte, timeout time.Duration, stream bool, maxTokens int) (*Exchange, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -281,7 +288,7 @@ func (p *Probe) Do(ctx context.Context, method, path string, body []byte, timeou
 	ct := resp.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "text/event-stream") || (stream && resp.StatusCode == http.StatusOK && ct == "") {
 		x.Stream = true
-		x.readStream(resp.Body)
+		x.readStream(resp.Body, maxTokens)
 		// Read what follows [DONE] (the chunked terminator), so that the
 		// connection can be reused: keep-alive is one of the checks.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -366,12 +373,27 @@ var (
 	errNoDone      = errors.New("the stream ended without [DONE]")
 )
 
+// ErrMaxTokensIgnored ends a stream that went on past its max_tokens (by
+// more than analyze.IgnoredMaxTokens allows): an endless stream is
+// reported as what it is, not as a timeout.
+var ErrMaxTokensIgnored = errors.New("max_tokens ignored")
+
+// endless reports whether a stream of content events for a request of
+// maxTokens (0: none) has gone on so far past it that it would run to
+// the timeout: more than max(2 × max_tokens, max_tokens + 64) events.
+// A stream that overshoots by less ends by itself, and the checks judge
+// its overshoot (sampling.max-tokens) with its usage.
+func endless(content, maxTokens int) bool {
+	return maxTokens > 0 && content > max(2*maxTokens, maxTokens+64)
+}
+
 // readStream reads SSE data events until [DONE], EOF or an error.
-func (x *Exchange) readStream(r io.Reader) {
+func (x *Exchange) readStream(r io.Reader, maxTokens int) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var text, reasoning strings.Builder
 	tools := map[int]*ToolCall{}
 	var order []int
+	content := 0
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
@@ -428,6 +450,13 @@ func (x *Exchange) readStream(r io.Reader) {
 				text.WriteString(c.Content)
 				reasoning.WriteString(c.Reasoning)
 				x.Chunks = append(x.Chunks, c)
+				if c.Content != "" || c.Reasoning != "" || c.ToolDelta > 0 {
+					// Every content event carries at least one token.
+					if content++; endless(content, maxTokens) {
+						x.EndErr = fmt.Errorf("%w: more than %d content events for max_tokens %d", ErrMaxTokensIgnored, content-1, maxTokens)
+						break
+					}
+				}
 			}
 		}
 		if err != nil {

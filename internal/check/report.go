@@ -36,6 +36,9 @@ type Report struct {
 	// Interrupted is true when Ctrl-C stopped the suite: Results hold
 	// what ran, the check under way as a SKIP "interrupted".
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Deadline is true when the suite's deadline (Config.Deadline) cut
+	// it short: the checks from the one under way on are SKIPs.
+	Deadline bool `json:"deadline_passed,omitempty"`
 	// Unreachable is why the target could not be reached ("" when it was).
 	Unreachable string `json:"unreachable,omitempty"`
 	// Internal is true when a check failed by a bug in surge (exit 4).

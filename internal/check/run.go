@@ -81,6 +81,9 @@ func (c Config) Validate() error {
 	if c.OverloadRequests < 1 || c.OverloadRequests > MaxOverloadRequests {
 		errs.Add("overload_requests", "must be 1..%d, got %d", MaxOverloadRequests, c.OverloadRequests)
 	}
+	if c.Deadline < 0 {
+		errs.Add("deadline", "must be > 0 (or 0 for %s), got %s", DefaultDeadline, c.Deadline)
+	}
 	if c.Timeout < 0 {
 		errs.Add("timeout", "must be > 0, got %s", c.Timeout)
 	}
@@ -152,7 +155,15 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = DefaultDeadline
+	}
 	rep := &Report{Model: p.Model(), API: p.API(), Started: time.Now()}
+	outer := ctx
+	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline)
+	defer cancel()
+	late := func() bool { return ctx.Err() != nil && outer.Err() == nil }
+	pastDeadline := fmt.Sprintf("the suite's deadline (--deadline %s) passed", cfg.Deadline)
 	t := &T{Probe: p, Config: cfg}
 	emit := func(r Result) {
 		rep.Results = append(rep.Results, r)
@@ -163,6 +174,11 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 	apiFailed := false
 	var unreachable error
 	for _, c := range checks {
+		if late() {
+			rep.Deadline = true
+			emit(finish(Result{Status: Skip, Evidence: pastDeadline}, c, 0, 0))
+			continue
+		}
 		if ctx.Err() != nil {
 			rep.Interrupted = true
 			break
@@ -182,7 +198,11 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 			r = safeRun(ctx, c.Check, t)
 		}
 		r = finish(r, c, p.Sent()-sent, time.Since(start))
-		if ctx.Err() != nil {
+		switch {
+		case late():
+			r.Status, r.Evidence, r.Details = Skip, pastDeadline+" while it ran", nil
+			rep.Deadline = true
+		case ctx.Err() != nil:
 			r.Status, r.Evidence, r.Details = Skip, "interrupted", nil
 			rep.Interrupted = true
 		}

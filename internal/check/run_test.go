@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/surge-bench/surge/internal/golden"
@@ -280,6 +281,41 @@ func TestRunnerInterrupted(t *testing.T) {
 	if !strings.Contains(rep.Verdict(), "INTERRUPTED") {
 		t.Errorf("verdict %q", rep.Verdict())
 	}
+}
+
+// The suite's deadline cuts a hung check short: it and every check after
+// it are SKIPs that name the deadline, the checks before it stand, and
+// the verdict is not an interruption. Virtual time: the deadline passes
+// while the stub waits.
+func TestRunnerDeadline(t *testing.T) {
+	p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) { okAPI(w, r) })
+	synctest.Test(t, func(t *testing.T) {
+		later := false
+		checks := []Selected{
+			{Check: Check{Name: "usage.unary", Group: "usage", Run: func(context.Context, *T) Result { return Result{Status: Pass} }}},
+			{Check: Check{Name: "streaming.long", Group: "streaming", Run: func(ctx context.Context, _ *T) Result {
+				<-ctx.Done() // a server that never answers, under a long timeout
+				return Result{Status: Fail, Evidence: "no answer"}
+			}}},
+			{Check: Check{Name: "sampling.seed", Group: "sampling", Run: func(context.Context, *T) Result { later = true; return Result{Status: Pass} }}},
+		}
+		cfg := DefaultConfig()
+		cfg.Timeout, cfg.Deadline = time.Hour, 2*time.Minute
+		start := time.Now()
+		rep, err := Run(context.Background(), p, cfg, checks, nil)
+		if err != nil || later {
+			t.Fatalf("err %v, a check after the deadline ran: %v", err, later)
+		}
+		if took := time.Since(start); took != 2*time.Minute {
+			t.Errorf("the suite took %s, want its 2m deadline", took)
+		}
+		if len(rep.Results) != 3 || !rep.Deadline || rep.Interrupted {
+			t.Fatalf("%d results, deadline %v, interrupted %v", len(rep.Results), rep.Deadline, rep.Interrupted)
+		}
+		mustStatus(t, rep.Results[0], Pass)
+		mustStatus(t, rep.Results[1], Skip, "the suite's deadline (--deadline 2m0s) passed while it ran")
+		mustStatus(t, rep.Results[2], Skip, "the suite's deadline (--deadline 2m0s) passed")
+	})
 }
 
 func TestReportFiles(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // samplingStub is an engine that answers words: token i of an answer is
@@ -238,4 +239,23 @@ func TestSamplingReasoningOnly(t *testing.T) {
 		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"content":""},"finish_reason":"length"}]}`)
 	})
 	mustStatus(t, checkTemperature0(context.Background(), &T{Probe: empty, Config: DefaultConfig()}), Skip, "answer 1 empty: no content and no reasoning")
+}
+
+// An endless stream (a server that ignores max_tokens and never stops) is
+// cut once it is far past max_tokens and reported as max_tokens ignored,
+// long before the request's timeout.
+func TestEndlessStreamIsMaxTokensIgnored(t *testing.T) {
+	p := stubProbe(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for r.Context().Err() == nil {
+			if _, err := fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	})
+	cfg := DefaultConfig()
+	cfg.Timeout = time.Hour // a timeout would hang the test: the cut must come first
+	mustStatus(t, checkMaxTokens(context.Background(), &T{Probe: p, Config: cfg}), Fail, "max_tokens ignored: more than 76 content events for max_tokens 12")
 }

@@ -20,6 +20,13 @@ import (
 // probe must not hold the run for minutes).
 const calibrationBudget = 90 * time.Second
 
+// probeWait bounds one probe request (max_tokens 1: a live server answers
+// in well under a second, a cold one in seconds). A probe that got no
+// answer at all in that time ends the probing: a target that accepts and
+// never answers costs the calibration one /tokenize wait and one probe
+// wait, not its whole budget.
+const probeWait = 15 * time.Second
+
 // calibratePrompts measures the target's tokenizer on surge's synthetic
 // text (package calibrate): against the engine model in virtual time,
 // otherwise over HTTP — the in-process simulator included, through its API.
@@ -39,6 +46,9 @@ func (e *Env) calibratePrompts(ctx context.Context) calibrate.Result {
 	}
 	cc := e.ClientConfig(2)
 	cc.Retries = 0
+	if cc.Timeout <= 0 || cc.Timeout > probeWait {
+		cc.Timeout = probeWait
+	}
 	client, err := openai.New(cc, time.Now())
 	if err != nil {
 		return calibrate.Result{Method: calibrate.UsedNone, Warning: "prompt calibration failed (" + err.Error() + ")"}
@@ -51,6 +61,8 @@ func (e *Env) calibratePrompts(ctx context.Context) calibrate.Result {
 		rec := record.New("calibration", -seq, "calibration", 0)
 		client.Do(ctx, &req, &rec)
 		switch {
+		case rec.Outcome == record.Timeout && rec.HeadersNs == record.None:
+			return 0, fmt.Errorf("%w within %s", calibrate.ErrNoAnswer, cc.Timeout)
 		case rec.Outcome != record.OK && rec.Status > 0:
 			return 0, fmt.Errorf("%s (HTTP %d)", rec.Outcome, rec.Status)
 		case rec.Outcome != record.OK:
