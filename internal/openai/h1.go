@@ -292,6 +292,14 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 		case req.Method == http.MethodHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified:
 			resp.ContentLength = 0
 			b.done = true
+		case len(te) > 0 && !resp.ProtoAtLeast(1, 1):
+			// RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message is
+			// faulty framing: the body runs to the close.
+			resp.Header.Del("Transfer-Encoding")
+			resp.Header.Del("Content-Length")
+			b.mode = bodyUntilClose
+			b.r = c.br
+			keep = false
 		case len(te) > 0:
 			if !strings.EqualFold(strings.TrimSpace(te[len(te)-1]), "chunked") || len(te) > 1 {
 				return nil, false, errH1Protocol // no other coding was asked for
