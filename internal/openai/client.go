@@ -739,6 +739,8 @@ func connErrorDetail(err error) string {
 		return "tls handshake failed"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed before headers"
+	case errors.Is(err, errH1Protocol):
+		return "malformed HTTP response"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "connect timeout"
 	}

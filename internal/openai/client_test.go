@@ -340,7 +340,7 @@ func TestDoConnectionFaults(t *testing.T) {
 		{name: "garbage status line", handler: hijack(func(_ net.Conn, rw *bufio.ReadWriter) {
 			_, _ = rw.WriteString("HELLO there\r\n\r\n")
 			_ = rw.Flush()
-		}), outcome: record.ConnError, errText: "transport error"},
+		}), outcome: record.ConnError, errText: "malformed HTTP response"},
 		{name: "unexpected EOF mid-stream", handler: hijack(func(_ net.Conn, rw *bufio.ReadWriter) {
 			_, _ = rw.WriteString(rawSSEHeader + httpChunk(content("a")) + httpChunk(content("b")))
 			_ = rw.Flush()

@@ -261,7 +261,10 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
 	}
-	for {
+	for informational := 0; ; informational++ {
+		if informational > max1xx {
+			return nil, false, errH1Protocol // a storm of 1xx: no answer is coming
+		}
 		line, err := c.tp.ReadLine()
 		if err != nil {
 			return nil, false, unexpected(err)
@@ -336,6 +339,10 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 		return resp, keep, nil
 	}
 }
+
+// max1xx bounds the informational (1xx) responses read before the final
+// one; net/http allows 5, a server with a reason for more is rare.
+const max1xx = 16
 
 // parseStatusLine parses "HTTP/1.x NNN reason".
 func parseStatusLine(line string) (*http.Response, error) {
