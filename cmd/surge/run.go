@@ -18,6 +18,7 @@ import (
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
 )
 
 func newRunCmd() *cobra.Command {
@@ -271,6 +272,8 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 		if runs, err := x.planned(); err != nil {
 			// burst --baseline-rps auto: the runs depend on a search.
 			fmt.Fprintln(cmd.OutOrStdout(), "planned: no estimate before the experiment: its runs depend on what it measures first")
+		} else if err := run.CheckMemory(*x.options, virtual, plansOf(runs)); err != nil {
+			return classify(x.flags, err)
 		} else if err := experiment.PrintEstimate(cmd.OutOrStdout(), x.options, runs); err != nil {
 			return classify(x.flags, err)
 		}
@@ -287,6 +290,9 @@ func dryRun(cmd *cobra.Command, x experimentCmd, virtual bool) error {
 	runs, err := x.planned()
 	if err != nil {
 		return x.flags.explain(err)
+	}
+	if err := run.CheckMemory(*x.options, virtual, plansOf(runs)); err != nil {
+		return classify(x.flags, err)
 	}
 	if err := experiment.DryRun(cmd.OutOrStdout(), x.command, x.options, virtual, runs); err != nil {
 		return classify(x.flags, err)
@@ -414,4 +420,13 @@ func flagsWinOverTarget(w io.Writer, f *flags, keys map[string]*yaml.Node, o *ru
 		fmt.Fprintf(w, "--target wins over %s's simulate: (flags win over -f): requests go to the target\n", f.path)
 		*simulate = false
 	}
+}
+
+// plansOf is the plans of the planned runs.
+func plansOf(runs []experiment.PlannedRun) []schedule.Plan {
+	out := make([]schedule.Plan, len(runs))
+	for i, r := range runs {
+		out[i] = r.Plan
+	}
+	return out
 }

@@ -145,6 +145,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 	if err := Check(o, virtual); err != nil {
 		return nil, err
 	}
+	SoftMemoryLimit()
 	dataset, err := o.LoadDataset()
 	if err != nil {
 		return nil, configErr(err)
