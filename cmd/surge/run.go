@@ -335,6 +335,9 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		return classify(f, err)
 	}
 	defer d.Close()
+	if n := d.StaleNote(); n != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), n)
+	}
 	out, err := fn(ctx, env, d, stdout)
 	if err != nil {
 		return classify(f, err)

@@ -174,6 +174,9 @@ func RerenderRepeats(path string, reps []string, w io.Writer) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if n := d.StaleNote(); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	defer d.Close()
 	var results []*run.Result
 	var env *run.Env

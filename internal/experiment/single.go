@@ -311,6 +311,9 @@ func RerenderRun(r *run.Reloaded, rule analyze.RecoveryRule, w io.Writer) (Outco
 	if err != nil {
 		return Outcome{}, err
 	}
+	if n := d.StaleNote(); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	defer d.Close()
 	res, err := r.Result(d, rule)
 	if err != nil {

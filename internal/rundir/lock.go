@@ -16,6 +16,10 @@ func lockPath(dir string) string { return filepath.Join(dir, LockFile) }
 type lock struct {
 	f    *os.File
 	path string
+	// stale is the holder a lock file still named when it was taken: a
+	// run that ended without releasing it (killed, or its machine lost
+	// power); zero when the file was new or empty.
+	stale Holder
 }
 
 // record writes h into the lock file, for the message another run prints.

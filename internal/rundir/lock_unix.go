@@ -54,7 +54,7 @@ func acquire(dir string) (*lock, error) {
 		// one else will ever open. Take the one at path instead.
 		if fi, err := f.Stat(); err == nil {
 			if pi, err := os.Stat(path); err == nil && os.SameFile(fi, pi) {
-				return &lock{f: f, path: path}, nil
+				return &lock{f: f, path: path, stale: readHolder(f)}, nil
 			}
 		}
 		f.Close()

@@ -24,11 +24,12 @@ func Reopen(path string, owner string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale := l.stale
 	if err := l.record(Holder{PID: os.Getpid(), Owner: owner, Started: time.Now()}); err != nil {
 		l.release()
 		return nil, err
 	}
-	d := &Dir{path: path, lock: l, written: map[string]bool{}}
+	d := &Dir{path: path, lock: l, written: map[string]bool{}, stale: stale}
 	d.root = d
 	return d, nil
 }

@@ -87,6 +87,24 @@ type Dir struct {
 	mu      sync.Mutex
 	written map[string]bool // names written, or being written
 	closed  bool            // of root only
+	stale   Holder          // the lock's holder that ended without releasing it
+}
+
+// StaleLock reports the run whose lock this Dir reclaimed: one that ended
+// without releasing it (killed with SIGKILL, or its machine lost power),
+// as its lock file recorded it.
+func (d *Dir) StaleLock() (Holder, bool) {
+	return d.stale, d.stale != (Holder{})
+}
+
+// StaleNote is the line to print when this Dir reclaimed a stale lock,
+// naming the run that left it; "" otherwise.
+func (d *Dir) StaleNote() string {
+	h, ok := d.StaleLock()
+	if !ok {
+		return ""
+	}
+	return "note: " + d.path + " was locked by a run that ended without releasing it (" + h.String() + "): it was killed or its machine stopped; the lock is reclaimed, and what that run wrote is what it recorded before it ended"
 }
 
 // Create claims path for one run or experiment. It creates the folder if
@@ -124,13 +142,14 @@ func claim(path string, opt Options) (*Dir, error) {
 		l.release()
 		return nil, err
 	}
+	stale := l.stale
 	if err := prepare(path, opt.Force); err != nil {
 		return fail(err)
 	}
 	if err := l.record(Holder{PID: os.Getpid(), Owner: opt.Owner, Started: time.Now()}); err != nil {
 		return fail(err)
 	}
-	d := &Dir{path: path, lock: l, written: map[string]bool{}}
+	d := &Dir{path: path, lock: l, written: map[string]bool{}, stale: stale}
 	d.root = d
 	return d, nil
 }

@@ -181,6 +181,9 @@ func TestCreateAfterHolderKilled(t *testing.T) {
 		t.Fatalf("a killed run's stale lock file must not block: %v", err)
 	}
 	defer d.Close()
+	if h, stale := d.StaleLock(); !stale || h.PID != c.cmd.Process.Pid {
+		t.Errorf("stale lock %+v (%v), want the killed child's pid %d", h, stale, c.cmd.Process.Pid)
+	}
 	f, err := os.Open(lockPath(path))
 	if err != nil {
 		t.Fatal(err)
@@ -497,5 +500,41 @@ func TestHolderString(t *testing.T) {
 	msg := (&BusyError{Path: "out/x"}).Error()
 	if want := "rundir: out/x is in use by another run; give another --out"; lockReleasedOnExit && msg != want {
 		t.Fatalf("got %q, want %q", msg, want)
+	}
+}
+
+// A lock file left by a run that died (SIGKILL: the kernel dropped its
+// flock, the file stayed) is reclaimed, and the Dir names that run; a
+// folder released cleanly has nothing to say.
+func TestStaleLockReclaimed(t *testing.T) {
+	if !lockReleasedOnExit {
+		t.Skip("without flock a dead run's lock file must be removed by hand")
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	d, err := Create(dir, Options{Owner: "surge run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stale := d.StaleLock(); stale || d.StaleNote() != "" {
+		t.Fatalf("a new folder reports a stale lock: %q", d.StaleNote())
+	}
+	if err := d.WriteFile("requests.jsonl", func(w io.Writer) error { _, err := io.WriteString(w, "{}\n"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	// Die without Close: the lock file stays, its flock goes with the
+	// process (here: with the file descriptor).
+	d.lock.f.Close()
+
+	r, err := Reopen(dir, "surge report")
+	if err != nil {
+		t.Fatalf("reopen after a dead holder: %v", err)
+	}
+	defer r.Close()
+	h, stale := r.StaleLock()
+	if !stale || h.PID != os.Getpid() || h.Owner != "surge run" {
+		t.Fatalf("stale lock %+v (%v), want this process's surge run", h, stale)
+	}
+	if n := r.StaleNote(); !strings.Contains(n, "ended without releasing it (pid ") || !strings.Contains(n, "surge run") {
+		t.Errorf("note %q", n)
 	}
 }

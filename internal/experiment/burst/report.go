@@ -426,6 +426,9 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
+	if n := d.StaleNote(); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	defer d.Close()
 	var runs []Run
 	var env *run.Env

@@ -38,6 +38,9 @@ func Rerender(r *run.Reloaded, w io.Writer) (experiment.Outcome, error) {
 	if err != nil {
 		return experiment.Outcome{}, err
 	}
+	if n := d.StaleNote(); n != "" {
+		fmt.Fprintln(w, n)
+	}
 	defer d.Close()
 	res, err := r.Result(d, analyze.RecoveryRule{})
 	if err != nil {
