@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/calibrate"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -294,21 +295,4 @@ func runContextExceeded(ctx context.Context, t *T) Result {
 }
 
 // thousands writes n with thousands separators: 7,900.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	var out []byte
-	for i, c := range []byte(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, c)
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+func thousands(n int) string { return analyze.Thousands(int64(n)) }

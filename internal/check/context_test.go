@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -181,15 +180,6 @@ func TestDistMedian(t *testing.T) {
 			t.Errorf("median of %v = %d, want %d", c.d, got, c.want)
 		}
 	}
-}
-
-func TestThousands(t *testing.T) {
-	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 7900: "7,900", 1234567: "1,234,567", -4096: "-4,096"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-	_ = strings.Contains
 }
 
 // A server that keeps only the last 500 tokens of a prompt, as Ollama

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -84,7 +85,7 @@ func (e Estimate) Text(p run.Prices) string {
 	if !e.IgnoreEOS {
 		out, bound, tail = "≤ ", "est. ≤ ", " (max_tokens; answers that end sooner cost less)"
 	}
-	s := fmt.Sprintf("planned: ~%s requests, ~%s input + %s%s output tokens%s", Thousands(e.Requests), Tokens(e.InputTokens), out, Tokens(e.OutputTokens), tail)
+	s := fmt.Sprintf("planned: ~%s requests, ~%s input + %s%s output tokens%s", analyze.Thousands(e.Requests), Tokens(e.InputTokens), out, Tokens(e.OutputTokens), tail)
 	if p.Both() {
 		s += fmt.Sprintf(", %s%s at %s", bound, run.USD(p.Cost(e.InputTokens, e.OutputTokens)), PriceText(p))
 	}
@@ -148,7 +149,7 @@ func PriceText(p run.Prices) string {
 // SpendText is what the command spent, e.g. "spent: 27 requests, 17.9 k
 // input + 3.0 k output tokens, $0.0134 at $0.50/$1.50 per M".
 func SpendText(s run.Spend, p run.Prices) string {
-	t := fmt.Sprintf("spent: %s requests, %s input + %s output tokens", Thousands(s.Requests), Tokens(s.InputTokens), Tokens(s.OutputTokens))
+	t := fmt.Sprintf("spent: %s requests, %s input + %s output tokens", analyze.Thousands(s.Requests), Tokens(s.InputTokens), Tokens(s.OutputTokens))
 	if p.Both() {
 		t += fmt.Sprintf(", %s at %s", run.USD(s.Cost), PriceText(p))
 	}
@@ -205,20 +206,4 @@ func Tokens(n int64) string {
 		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " k"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// Thousands formats n with thousands separators: 4,820.
-func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	if n < 0 {
-		return "-" + Thousands(-n)
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

@@ -370,18 +370,9 @@ func (c Clause) Short() string {
 // "p95 TTFT 1.5s (limit 2s, n=1,204)", "p99 completion > 60s (limit
 // 12s, n=1,000): 42 timeouts (4.2%) put the p99 above the 60s timeout".
 func (c Clause) Brief() string {
-	s := fmt.Sprintf("%s %s (limit %s, n=%s)", c.Label(), c.Value(), c.LimitText(), count(c.Samples+c.Censored))
+	s := fmt.Sprintf("%s %s (limit %s, n=%s)", c.Label(), c.Value(), c.LimitText(), analyze.Thousands(c.Samples+c.Censored))
 	if c.Reason != "" {
 		s += ": " + c.Reason
-	}
-	return s
-}
-
-// count is n with thousands separators: "1,204".
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
 	}
 	return s
 }

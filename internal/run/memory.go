@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
@@ -61,7 +62,7 @@ func CheckMemory(o Options, virtual bool, plans []schedule.Plan) error {
 			continue
 		}
 		return configErr(fmt.Errorf("simulate: this plan would hold up to %s requests in the engine model at once (each phase's arrivals/s × the %s --timeout, for an engine that cannot keep up), about %s of memory; %s is available (%s): lower the rate, shorten --timeout, or shorten the phases",
-			thousands(held), o.Timeout, gib(need), gib(float64(avail)), where))
+			analyze.Thousands(int64(math.Round(held))), o.Timeout, gib(need), gib(float64(avail)), where))
 	}
 	return nil
 }
@@ -159,15 +160,6 @@ func readUint(path string) (uint64, error) {
 
 func gib(b float64) string {
 	return strconv.FormatFloat(b/(1<<30), 'f', 1, 64) + " GiB"
-}
-
-// thousands formats n rounded, with commas: 6,000,000.
-func thousands(n float64) string {
-	s := strconv.FormatFloat(math.Round(n), 'f', 0, 64)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // SoftMemoryLimit sets the Go runtime's soft memory limit to 90% of the
