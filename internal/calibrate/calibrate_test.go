@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,10 +154,10 @@ func TestRunFallbacks(t *testing.T) {
 // one per /tokenize shape) and one probe, not every probe: the warning
 // says no answer came.
 func TestRunSilentTarget(t *testing.T) {
-	tokenizes := 0
+	var tokenizes atomic.Int32
 	stop := make(chan struct{})
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tokenizes++
+		tokenizes.Add(1)
 		<-stop // never answers while the test runs
 	}))
 	defer silent.Close()
@@ -168,8 +169,8 @@ func TestRunSilentTarget(t *testing.T) {
 			return 0, fmt.Errorf("%w within 15s", ErrNoAnswer)
 		}}
 	r := Run(context.Background(), cfg)
-	if tokenizes != 1 || probes != 1 || r.Calibrated() {
-		t.Fatalf("%d /tokenize calls and %d probes (want 1 and 1): %+v", tokenizes, probes, r)
+	if tokenizes.Load() != 1 || probes != 1 || r.Calibrated() {
+		t.Fatalf("%d /tokenize calls and %d probes (want 1 and 1): %+v", tokenizes.Load(), probes, r)
 	}
 	if !strings.Contains(r.Warning, "POST /tokenize: no answer within 50ms") || !strings.Contains(r.Warning, "probe requests: no answer within 15s") {
 		t.Fatalf("warning %q", r.Warning)

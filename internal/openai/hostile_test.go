@@ -24,9 +24,11 @@ const hostileTimeout = time.Second
 
 // TestHostileServers sends one request to each server a load test may
 // meet behind a misconfigured port or a broken proxy, and checks that it
-// is classified per request, ends by its timeout, and that the client
-// read no more of a stream that never ends than its bounds allow — with
-// surge's own HTTP/1.1 client and with net/http's.
+// is classified per request, ends by its timeout (a timeout outcome says
+// the deadline ended it, not the server: the slowloris server would close
+// after 3 s), and that the client read no more of a stream that never
+// ends than its bounds allow — with surge's own HTTP/1.1 client and with
+// net/http's.
 func TestHostileServers(t *testing.T) {
 	type served struct{ bytes atomic.Int64 }
 	count := func(s *served, w io.Writer, b []byte) error {
@@ -54,7 +56,8 @@ func TestHostileServers(t *testing.T) {
 		check   func(t *testing.T, rec record.Record)
 	}{
 		{name: "silent after accept", handler: func(*served) http.HandlerFunc {
-			return hijack(func(net.Conn, *bufio.ReadWriter) { time.Sleep(hostileTimeout + time.Second) })
+			// Never answer: hold the connection until the client gives up.
+			return hijack(func(conn net.Conn, _ *bufio.ReadWriter) { _, _ = io.Copy(io.Discard, conn) })
 		}, outcome: record.Timeout},
 		{name: "slowloris headers", handler: func(*served) http.HandlerFunc {
 			return hijack(func(_ net.Conn, rw *bufio.ReadWriter) {
@@ -190,9 +193,6 @@ func TestHostileServers(t *testing.T) {
 				}
 				if tc.maxRead > 0 && s.bytes.Load() > tc.maxRead {
 					t.Errorf("the server wrote %d bytes before the client stopped reading, want at most %d", s.bytes.Load(), tc.maxRead)
-				}
-				if took > hostileTimeout+time.Second {
-					t.Errorf("took %s, past the %s timeout", took, hostileTimeout)
 				}
 				if tc.check != nil {
 					tc.check(t, rec)
