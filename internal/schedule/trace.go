@@ -573,9 +573,13 @@ func notInteger(raw string) string {
 	return "not an integer " + hidden(raw)
 }
 
-// plainNumber formats f for an error without an exponent: 99999999999,
-// not 9.9999999999e+10.
+// plainNumber formats f for an error without an exponent where that reads
+// well (99999999999, not 9.9999999999e+10); beyond 10²¹ or below 10⁻⁶ the
+// plain form would be hundreds of digits, so those keep the exponent.
 func plainNumber(f float64) string {
+	if a := math.Abs(f); a >= 1e21 || (a != 0 && a < 1e-6) {
+		return strconv.FormatFloat(f, 'g', 6, 64)
+	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
