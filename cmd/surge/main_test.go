@@ -19,13 +19,39 @@ import (
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/schematest"
 )
 
 func surge(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	start := time.Now()
 	code = cli(context.Background(), args, &out, &errb)
+	validateOut(t, args, start)
 	return code, out.String(), errb.String()
+}
+
+// validateOut checks every file the command wrote into its -o/--out
+// folder (and into the folders report re-rendered) against the run
+// folder's JSON Schemas (docs/schema/).
+func validateOut(t *testing.T, args []string, start time.Time) {
+	t.Helper()
+	for i, a := range args {
+		var dir string
+		switch {
+		case (a == "-o" || a == "--out") && i+1 < len(args):
+			dir = args[i+1]
+		case strings.HasPrefix(a, "--out="):
+			dir = strings.TrimPrefix(a, "--out=")
+		case i > 0 && args[0] == "report" && !strings.HasPrefix(a, "-"):
+			dir = a
+		}
+		if dir != "" {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				schematest.ValidateDir(t, dir, start)
+			}
+		}
+	}
 }
 
 func TestVersion(t *testing.T) {

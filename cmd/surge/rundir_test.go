@@ -2,16 +2,25 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
+	"github.com/surge-bench/surge/internal/schedule"
+	"github.com/surge-bench/surge/internal/schematest"
+	"github.com/surge-bench/surge/internal/sim"
+	"github.com/surge-bench/surge/internal/simhttp"
 )
 
 // TestMain lets a test run surge itself in a child process (under a small
@@ -164,9 +173,12 @@ func TestConfigErrorCreatesNoFolder(t *testing.T) {
 }
 
 // A full disk mid-run: the run stops within seconds (not at its planned
-// end), exits 4 with a message naming the folder, every line of
-// requests.jsonl parses, and the manifest says the run is partial. The
-// disk is a 64 KiB tmpfs in a mount namespace of its own.
+// end), exits 4 with a message naming the folder, and the space it set
+// aside at the start (rundir.Reserve) holds the records of its requests in
+// flight and its results: every line of requests.jsonl parses, the
+// manifest says PARTIAL with cause disk_full, every arrival of the plan is
+// accounted for, and a re-render says so again. The disk is a 10 MiB
+// tmpfs (8 MiB of it the reserve) in a mount namespace of its own.
 func TestFullDiskStopsTheRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time test")
@@ -176,14 +188,15 @@ func TestFullDiskStopsTheRun(t *testing.T) {
 	}
 	mnt, keep := t.TempDir(), t.TempDir()
 	// A target that refuses connections: records are written as fast as
-	// they are scheduled, so 64 KiB fill within seconds. The tmpfs lives
-	// in the child's namespace: the folder is copied out before it ends.
-	script := `mount -t tmpfs -o size=64k tmpfs "$1" && cd "$1" || exit 99
+	// they are scheduled, so the 2 MiB left fill within seconds. The tmpfs
+	// lives in the child's namespace: the folder is copied out before it
+	// ends.
+	script := `mount -t tmpfs -o size=10m tmpfs "$1" && cd "$1" || exit 99
 keep=$2; shift 2
 "$@"; rc=$?
 cp -r r "$keep/" ; exit $rc`
 	cmd := exec.Command("unshare", "-m", "sh", "-c", script, "sh", mnt, keep, os.Args[0],
-		"run", "-q", "--target", "http://127.0.0.1:1/v1", "--rate", "100", "--duration", "60s", "--no-early-stop", "-o", "r")
+		"run", "-q", "--target", "http://127.0.0.1:1/v1", "--rate", "1000", "--duration", "60s", "--no-early-stop", "--prompt-calibration", "off", "-o", "r")
 	cmd.Env = append(os.Environ(), "SURGE_TEST_CLI=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -199,10 +212,10 @@ cp -r r "$keep/" ; exit $rc`
 	if code != exitInternal {
 		t.Fatalf("exit %d, want 4\n%s", code, stderr.String())
 	}
-	if took > 20*time.Second {
+	if took > 30*time.Second {
 		t.Errorf("the run went on for %s after the disk filled (planned 60 s)", took)
 	}
-	for _, want := range []string{"run folder r", "no space left on device", "marked partial"} {
+	for _, want := range []string{"run folder r", "no space left on device"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q: %s", want, stderr.String())
 		}
@@ -212,19 +225,47 @@ cp -r r "$keep/" ; exit $rc`
 	if n == 0 {
 		t.Fatal("no record was kept")
 	}
-	var last int64
-	record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(r *record.Record) error {
-		last = max(last, r.ScheduledNs)
-		return nil
-	})
-	if time.Duration(last) > 10*time.Second {
-		t.Errorf("records scheduled until %s: the run did not stop when the disk filled", time.Duration(last))
-	}
 	m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
-	if err != nil || !m.Partial || m.PartialWhy == "" {
-		t.Fatalf("manifest: %v, partial %v %q", err, m != nil && m.Partial, m.PartialWhy)
+	if err != nil || !m.Partial || m.PartialCause != record.PartialDiskFull || m.Arrivals == nil {
+		t.Fatalf("manifest: %v, partial %v %q %q, arrivals %v", err, m != nil && m.Partial, m.PartialCause, m.PartialWhy, m.Arrivals)
 	}
-	t.Logf("stopped after %s with %d whole records; manifest: %s", took.Round(time.Millisecond), n, m.PartialWhy)
+	a := m.Arrivals
+	plan := planned(t, dir, time.Minute)
+	if a.Planned != plan || a.Recorded+a.Unrecorded+a.Unsent != a.Planned || a.Recorded != int64(n) {
+		t.Errorf("arrivals %+v: the plan has %d, the file %d records", *a, plan, n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err != nil {
+		t.Errorf("no summary.json: the reserve did not hold the results: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, rundir.ReserveFile)); err == nil {
+		t.Error("the reserve is still there")
+	}
+	schematest.ValidateDir(t, dir, time.Time{})
+	code, out, errOut := surge(t, "report", dir)
+	if code != exitOK || !strings.Contains(out, "(PARTIAL: the disk filled up (") {
+		t.Errorf("re-render: exit %d, %s\n%s", code, errOut, out)
+	}
+	t.Logf("stopped after %s: %s; %s", took.Round(time.Millisecond), m.PartialWhy, run.ArrivalsLine(a))
+}
+
+// planned is the number of arrivals of the one-phase plan of the run in
+// dir had it run for full: its manifest holds the plan as cut by the stop.
+func planned(t *testing.T, dir string, full time.Duration) int64 {
+	t.Helper()
+	m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, _, err := run.LoadManifestConfig(m)
+	if err != nil || len(plan.Phases) != 1 {
+		t.Fatalf("plan %+v: %v", plan, err)
+	}
+	plan.Phases[0].Duration = full
+	arr, err := schedule.Build(plan, m.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(arr))
 }
 
 // checkRecords fails t unless every line of path is a whole record.
@@ -235,4 +276,84 @@ func checkRecords(t *testing.T, path string) int {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return n
+}
+
+// A run killed with SIGKILL at any moment leaves a folder that `surge
+// report` re-renders as PARTIAL (killed), with the offered load taken from
+// the plan and every arrival of the plan accounted for: recorded + sent
+// but not recorded + never sent = the plan's arrivals. Twenty runs against
+// the simulator served on loopback, each killed at a random moment once
+// its manifest is written (before it, there is no run folder to report).
+func TestKilledRunsAccountForThePlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time test")
+	}
+	s, err := simhttp.New(sim.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))
+	line := regexp.MustCompile(`arrivals of the plan: (\d+) = (\d+) recorded \+ (\d+) sent but not recorded \+ (\d+) never sent`)
+	for i := range 20 {
+		dir := filepath.Join(t.TempDir(), "k")
+		cmd := exec.Command(os.Args[0], "run", "-q", "--target", srv.URL+"/v1", "--rate", "60", "--duration", "3s",
+			"--prompt-tokens", "64", "--output-tokens", "32", "--prompt-calibration", "off", "-o", dir)
+		cmd.Env = append(os.Environ(), "SURGE_TEST_CLI=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for { // the manifest is written before the first arrival
+			if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+				break
+			}
+			if cmd.ProcessState != nil {
+				t.Fatal("the run ended before it wrote its manifest")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		after := time.Duration(rng.Int64N(int64(3 * time.Second)))
+		time.Sleep(after)
+		cmd.Process.Kill()
+		cmd.Wait()
+		m, err := record.ReadManifest(filepath.Join(dir, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := surge(t, "report", dir)
+		if code != exitOK {
+			t.Fatalf("kill %d at +%s: report exits %d: %s", i, after, code, errOut)
+		}
+		if m.Arrivals != nil { // it finished before the kill: nothing to account
+			t.Logf("kill %d at +%s: the run had finished", i, after)
+			continue
+		}
+		plan, _, _, err := run.LoadManifestConfig(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := schedule.Build(plan, m.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := line.FindStringSubmatch(out)
+		if g == nil || !strings.Contains(out, "PARTIAL: killed") {
+			t.Fatalf("kill %d at +%s: no PARTIAL: killed and no accounting line:\n%s", i, after, out)
+		}
+		n := make([]int, 5)
+		for j := 1; j <= 4; j++ {
+			n[j], _ = strconv.Atoi(g[j])
+		}
+		if n[1] != len(want) || n[2]+n[3]+n[4] != n[1] {
+			t.Errorf("kill %d at +%s: %s; the plan has %d arrivals", i, after, g[0], len(want))
+		}
+		// Offered is the plan's: the arrivals due before the end, over the time.
+		var recorded int
+		record.ReadFile(filepath.Join(dir, "requests.jsonl"), func(*record.Record) error { recorded++; return nil })
+		if recorded > n[2] {
+			t.Errorf("kill %d: %d records in the file, the report counts %d", i, recorded, n[2])
+		}
+		t.Logf("kill %d at +%s: %s", i, after.Round(time.Millisecond), g[0])
+	}
 }

@@ -565,10 +565,13 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 		a.anom.GoodFlagMismatch++
 	}
 	sched, sent, conn, first, done := rec.ScheduledNs, rec.SentNs, rec.ConnNs, rec.FirstTokenNs, rec.DoneNs
-	s.sent = sent != none
-	s.inFlightCancel = s.slot == slotCancelled && s.sent
+	// An arrival without a record (a killed run's, record.CauseUnrecorded)
+	// was due before the run ended: it counts as sent, at a time unknown,
+	// and is not censored in the latencies — nothing is known of it.
+	s.sent = sent != none || rec.Cause == record.CauseUnrecorded
+	s.inFlightCancel = s.slot == slotCancelled && sent != none
 	s.lostDrop = s.slot == slotDrop && rec.Cause.Worker()
-	if s.sent {
+	if sent != none {
 		s.us[mLag] = a.us(sent - sched)
 		if conn != none {
 			s.us[mConnWait] = a.us(conn - sent)

@@ -233,6 +233,9 @@ func partialNote(res *run.Result) string {
 // schedule (the one verdict of analyze.GeneratorCheck), or had lag spikes.
 func generatorNotes(res *run.Result) []string {
 	var notes []string
+	if n := run.ArrivalsLine(res.Arrivals); n != "" { // accounting.go
+		notes = append(notes, n)
+	}
 	if n := ShardNote(res); n != "" { // shardnote.go
 		notes = append(notes, n)
 	}
@@ -751,7 +754,7 @@ func LevelNotes(scope string, res *run.Result) []string {
 // arrival). The windows' completed/s (timeseries.csv) still show them.
 func budgetCut(res *run.Result, phase string) string {
 	a := res.Analysis
-	if !res.Partial || !strings.HasPrefix(res.PartialWhy, "budget:") || len(a.Phases) == 0 {
+	if res.PartialCause != record.PartialBudget || len(a.Phases) == 0 {
 		return ""
 	}
 	last := a.Phases[len(a.Phases)-1]

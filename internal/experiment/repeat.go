@@ -7,6 +7,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -42,14 +43,14 @@ func ValidateRepeat(n int) error {
 func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 	var runs []analyze.PoolRun
 	partial, interrupted := false, false
-	why := ""
+	why, cause := "", record.PartialCause("")
 	for _, r := range results {
 		cfg := env.AnalyzeConfig(r.Plan, r.Spec.Exclude, r.Spec.Recovery)
 		runs = append(runs, analyze.PoolRun{Config: cfg, Records: r.Records})
 		if r.Partial {
-			partial, why = true, r.PartialWhy
+			partial, why, cause = true, r.PartialWhy, r.PartialCause
 		}
-		interrupted = interrupted || run.Interrupted(r.PartialWhy)
+		interrupted = interrupted || r.PartialCause.CutRequests()
 	}
 	a, err := analyze.Pool(runs)
 	if err != nil {
@@ -58,7 +59,7 @@ func Pooled(env *run.Env, results []*run.Result) (*run.Result, error) {
 	slo := env.Opts.SLO()
 	slo.Interrupted = interrupted
 	first := results[0]
-	return &run.Result{Spec: first.Spec, Analysis: a, Verdicts: judge.Pooled(a, slo, partial), Partial: partial, PartialWhy: why, Simulated: first.Simulated, Virtual: first.Virtual, Plan: first.Plan,
+	return &run.Result{Spec: first.Spec, Analysis: a, Verdicts: judge.Pooled(a, slo, partial), Partial: partial, PartialCause: cause, PartialWhy: why, Simulated: first.Simulated, Virtual: first.Virtual, Plan: first.Plan,
 		QueueWait: map[string]analyze.QueueWait{}}, nil
 }
 

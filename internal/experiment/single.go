@@ -274,6 +274,7 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 	t.Notes = append(t.Notes, WorkerLines(res)...) // --workers (workers.go)
 	if res.Partial {
 		t.Notes = append(t.Notes, "PARTIAL: "+res.PartialWhy+".")
+		t.Partial = &report.Partial{Cause: res.PartialCause, Why: res.PartialWhy, Arrivals: res.Arrivals}
 	}
 	t.Notes = append(t.Notes, EngineTimingLines(res)...)
 	pkv, pnotes := PromptMeta(res.Prompt)

@@ -794,7 +794,7 @@ func (c *diagCase) heldSummary() string {
 	case v != nil && v.Outcome == Inconclusive && v.cancelledOnly():
 		// Only the requests an interrupt cancelled decide the SLO: they
 		// are surge's, not the target's (SLO.Interrupted).
-		s, sep = "no queueing or rejections; the SLO is not judged: the requests surge cancelled at the interrupt decide it", "; "
+		s, sep = "no queueing or rejections; the SLO is not judged: the requests surge cut short (interrupted, or ended before they did) decide it", "; "
 	case v != nil && v.Outcome == Inconclusive:
 		s, sep = s+fmt.Sprintf("; the SLO is inconclusive on %d requests (%s)", st.Offered, undecided(*v)), "; "
 	case v != nil && v.Outcome == Fail:

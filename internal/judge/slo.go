@@ -203,7 +203,7 @@ func latencyClause(name string, d analyze.Dist, q analyze.Quantile, limitMs floa
 		c.Outcome = Pass
 	case interrupted && d.Interrupted:
 		c.Outcome, c.Cancelled = Inconclusive, true
-		c.Reason = "requests surge cancelled at the interrupt decide it"
+		c.Reason = "requests surge cut short (interrupted, or ended before they did) decide it"
 	case ci.HiOpen && total < MinForUpperBound(float64(q)/100):
 		c.Outcome, c.TooFew = Inconclusive, true
 		c.Reason = fmt.Sprintf("a %s needs %d values to be bounded above", label, MinForUpperBound(float64(q)/100))
@@ -284,7 +284,7 @@ func goodputClause(s *analyze.Stats, limit float64, interrupted bool) Clause {
 		c.Reason = fmt.Sprintf("%s–%s with 95%% confidence", pct(lo), pct(hi))
 	case hi < limit:
 		c.Outcome, c.Cancelled = Inconclusive, true
-		c.Reason = fmt.Sprintf("the %d requests surge cancelled at the interrupt decide it", cancelled)
+		c.Reason = fmt.Sprintf("the %d requests surge cut short (interrupted, or ended before they did) decide it", cancelled)
 	case good == n:
 		c.Outcome, c.TooFew = Inconclusive, true
 		c.Reason = fmt.Sprintf("all good bounds it only at ≥ %s; %d arrivals are needed", pct(lo), minForShare(limit))

@@ -141,7 +141,7 @@ func TestInterruptedClauses(t *testing.T) {
 		t.Fatalf("undecided verdict: %s %+v", v.Outcome, v.Clauses)
 	}
 	for _, c := range v.Clauses {
-		if !c.Cancelled || !strings.Contains(c.Reason, "cancelled at the interrupt") {
+		if !c.Cancelled || !strings.Contains(c.Reason, "surge cut short") {
 			t.Errorf("%s: %s cancelled %v: %s", c.Name, c.Outcome, c.Cancelled, c.Reason)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // experiment by nature: the folder's name, its own clock and outcome,
 // where its key came from, how its prompts were sized and what it spent
 // (each its own), and how it was split (checked apart: N).
-var perRun = []string{"run_id", "started", "finished", "partial", "partial_why", "key_source", "prompt_sizing", "spent", "budget", "distributed", "metrics_url",
+var perRun = []string{"run_id", "started", "finished", "partial", "partial_cause", "partial_why", "seen_ns", "arrivals", "key_source", "prompt_sizing", "spent", "budget", "distributed", "metrics_url",
 	"shared_prefix", "cache_state", "http_client"} // counts of its own arrivals (the prefix itself is options.SharedPrefix)
 
 // perProcess are the options (manifest config.options) each process

@@ -268,6 +268,7 @@ func manifest(shards []Shard, counts []int64, skew time.Duration, name string) *
 	m.RunID = name
 	d := &record.Distribution{Mode: record.DistShard, Generators: len(shards), Shard: -1, StartSkewNs: int64(skew)}
 	var why []string
+	var cause record.PartialCause // the shards' own when they agree
 	var spent *record.Spent
 	var prefix *record.SharedPrefix
 	for i, s := range shards {
@@ -286,7 +287,12 @@ func manifest(shards []Shard, counts []int64, skew time.Duration, name string) *
 		g.Partial, g.PartialWhy = sm.Partial, sm.PartialWhy
 		d.Each = append(d.Each, g)
 		if sm.Partial {
-			// The reason first: run.Interrupted reads its start.
+			c := cmp.Or(sm.PartialCause, record.LegacyCause(true, sm.PartialWhy))
+			if len(why) == 0 {
+				cause = c
+			} else if c != cause {
+				cause = record.PartialWorker
+			}
 			why = append(why, fmt.Sprintf("%s (shard %d, %s)", cmp.Or(sm.PartialWhy, "partial"), s.Index, s.Dir))
 		}
 		if sp := sm.SharedPrefix; sp != nil {
@@ -331,29 +337,34 @@ func manifest(shards []Shard, counts []int64, skew time.Duration, name string) *
 		m.PromptSizing = &c
 	}
 	m.Partial = len(why) > 0
-	m.PartialWhy = strings.Join(why, "; ")
+	m.PartialCause, m.PartialWhy = cause, strings.Join(why, "; ")
+	m.Arrivals = sumArrivals(shards)
 	// The merged run is the whole schedule, not shard 0 of it: its
 	// options say so (distributed says how it was generated).
-	if c, ok := m.Config.(map[string]any); ok {
-		c = maps(c)
-		if o, ok := c["options"].(map[string]any); ok {
-			o = maps(o)
-			o["Shard"] = ""
-			c["options"] = o
-		}
-		m.Config = c
+	if plan, o, extra, err := run.LoadManifestConfig(&m); err == nil {
+		o.Shard = ""
+		m.Config = run.ManifestConfig{Plan: plan, Options: o, Experiment: extra}
 	}
 	m.Distributed = d
 	return &m
 }
 
-// maps copies a JSON object (one level).
-func maps(m map[string]any) map[string]any {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = v
+// sumArrivals adds up the shards' accounting of their arrivals; nil
+// unless every shard has one. The merged run ended when its last shard did.
+func sumArrivals(shards []Shard) *record.Arrivals {
+	var sum record.Arrivals
+	for _, s := range shards {
+		a := s.Manifest.Arrivals
+		if a == nil {
+			return nil
+		}
+		sum.Planned += a.Planned
+		sum.Recorded += a.Recorded
+		sum.Unrecorded += a.Unrecorded
+		sum.Unsent += a.Unsent
+		sum.EndNs = max(sum.EndNs, a.EndNs)
 	}
-	return c
+	return &sum
 }
 
 // copyEngine writes shard 0's engine samples, shifted to the merged

@@ -484,7 +484,7 @@ func TestMergePartialShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.Partial || !strings.Contains(m.PartialWhy, "(shard 1, ") || !run.Interrupted(m.PartialWhy) {
+	if !m.Partial || !strings.Contains(m.PartialWhy, "(shard 1, ") || m.PartialCause != record.PartialInterrupted {
 		t.Errorf("partial %v: %q", m.Partial, m.PartialWhy)
 	}
 	if m.Spent == nil || m.Spent.Requests != 40 || m.Spent.OutputTokens != 200 {

@@ -137,6 +137,8 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		r.TraceID, ok = d.str(false)
 	case "replica":
 		r.Replica, ok = d.str(true)
+	case "schema_version":
+		ok = d.intTo(&r.Schema)
 	case "profile":
 		r.Profile, ok = d.str(true)
 	case "shard":

@@ -36,6 +36,7 @@ func TestDecoderMatchesEncodingJSON(t *testing.T) {
 	}
 	for name, r := range written {
 		line := r.AppendJSON(nil)
+		r.Schema = SchemaVersion
 		var got Record
 		d := newDecoder()
 		got = New("", 0, "", 0)

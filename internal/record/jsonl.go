@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Writer streams records as JSON lines. It is safe for concurrent use.
@@ -42,6 +43,27 @@ type Writer struct {
 	unsync int       // records accepted since the last flush
 	err    error     // sticky write error
 	closed bool
+	// onFull is called once, when a write finds the disk full (see
+	// OnFull); nil after it was called.
+	onFull func(error) bool
+}
+
+// OnFull sets fn to be called, once, the first time a write finds the
+// disk full (ENOSPC, EDQUOT), with that error, before it is made sticky.
+// When fn reports that it freed space (a run's reserve), the failed write
+// is cut back and tried again: the records then reach the file and the
+// Writer goes on. fn is called with the Writer's lock held and must not
+// use the Writer.
+func (w *Writer) OnFull(fn func(error) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onFull = fn
+}
+
+// IsDiskFull reports whether err says the disk (or the user's quota) is
+// full.
+func IsDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // truncater is a file that can be cut back to a size, as *os.File can.
@@ -180,6 +202,17 @@ func (w *Writer) writeLocked() error {
 		return nil
 	}
 	n, err := w.out.Write(w.buf)
+	if err != nil && IsDiskFull(err) && w.onFull != nil && w.gz == nil && (n == 0 || w.trunc != nil) {
+		fn := w.onFull
+		w.onFull = nil
+		if fn(w.named(err)) && (n == 0 || w.trunc.Truncate(w.off) == nil) {
+			if s, ok := w.f.(io.Seeker); !ok || n == 0 {
+				n, err = w.out.Write(w.buf)
+			} else if _, serr := s.Seek(w.off, io.SeekStart); serr == nil {
+				n, err = w.out.Write(w.buf)
+			}
+		}
+	}
 	if err == nil && n < len(w.buf) {
 		err = io.ErrShortWrite
 	}
@@ -190,6 +223,19 @@ func (w *Writer) writeLocked() error {
 	w.nFile = w.n
 	w.buf = w.buf[:0]
 	return nil
+}
+
+// named is err as fail words it, naming the file once.
+func (w *Writer) named(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && w.name != "" {
+		err = pe.Err // the name is said once, by us
+	}
+	what := "write"
+	if w.name != "" {
+		what += " " + w.name
+	}
+	return fmt.Errorf("record: %s: %w", what, err)
 }
 
 // fail makes err sticky after a write that put n bytes of a batch in the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -17,17 +18,31 @@ const NA = "n/a"
 // reproduced. It holds no secrets: the target is a URL without credentials,
 // and the API key is named only by where it came from.
 type Manifest struct {
-	Tool        string    `json:"tool"`              // "surge"
-	Version     string    `json:"version"`           // surge version
-	Command     string    `json:"command"`           // burst, run, capacity, ...
-	RunID       string    `json:"run_id"`            // run folder name
-	Started     time.Time `json:"started"`           // wall clock at the run origin
-	Finished    time.Time `json:"finished,omitzero"` // wall clock at the end (absent until the run has ended)
-	Partial     bool      `json:"partial"`           // interrupted before the plan completed
-	PartialWhy  string    `json:"partial_why"`       // why, when Partial
-	Target      string    `json:"target"`            // base URL, or "in-process simulator"
-	Simulated   bool      `json:"simulated"`         // target is surge's simulated engine
-	VirtualTime bool      `json:"virtual_time"`      // run in virtual time (--simulate)
+	// SchemaVersion is the run folder's layout (SchemaVersion; 0 when read
+	// from a folder written before versions). EncodeManifest sets it.
+	SchemaVersion int       `json:"schema_version"`
+	Tool          string    `json:"tool"`              // "surge"
+	Version       string    `json:"version"`           // surge version
+	Command       string    `json:"command"`           // burst, run, capacity, ...
+	RunID         string    `json:"run_id"`            // run folder name
+	Started       time.Time `json:"started"`           // wall clock at the run origin
+	Finished      time.Time `json:"finished,omitzero"` // wall clock at the end (absent until the run has ended)
+	Partial       bool      `json:"partial"`           // interrupted before the plan completed
+	// PartialCause is why, as a value to branch on; PartialWhy says it in
+	// words, with the details (which budget, which write error).
+	PartialCause PartialCause `json:"partial_cause,omitempty"`
+	PartialWhy   string       `json:"partial_why"` // why, when Partial
+	// SeenNs is how long after Started the run was last seen alive: a live
+	// run rewrites it every quarter second while it sends, so that a run
+	// killed without a word still says when it died.
+	// Absent from finished runs and from runs in virtual time.
+	SeenNs int64 `json:"seen_ns,omitempty"`
+	// Arrivals accounts for every arrival of the plan (absent where it is
+	// unknown: closed loops, sessions, distributed runs).
+	Arrivals    *Arrivals `json:"arrivals,omitempty"`
+	Target      string    `json:"target"`       // base URL, or "in-process simulator"
+	Simulated   bool      `json:"simulated"`    // target is surge's simulated engine
+	VirtualTime bool      `json:"virtual_time"` // run in virtual time (--simulate)
 	Model       string    `json:"model"`
 	API         string    `json:"api"`        // chat or completions
 	KeySource   string    `json:"key_source"` // e.g. "env OPENAI_API_KEY", "none"; never the key
@@ -73,6 +88,80 @@ type Manifest struct {
 	// Distributed says how more than one process generated the run's
 	// load; absent for a single process.
 	Distributed *Distribution `json:"distributed,omitempty"`
+}
+
+// PartialCause is why a run ended before its plan completed. The empty
+// cause is none: the run completed.
+type PartialCause string
+
+// The causes of a partial run.
+const (
+	// PartialUnfinished: the manifest written before the first arrival,
+	// still there: the run is under way, or it died before it could write
+	// its results. A re-render that finds its lock released calls it
+	// PartialKilled.
+	PartialUnfinished PartialCause = "unfinished"
+	// PartialKilled: the run ended without a word (kill -9, the machine
+	// stopped, the kernel's out-of-memory killer): what it had not yet
+	// written is lost.
+	PartialKilled PartialCause = "killed"
+	// PartialInterrupted: Ctrl-C or SIGTERM; requests in flight were
+	// cancelled and recorded as such.
+	PartialInterrupted PartialCause = "interrupted"
+	// PartialBudget: the command's budget (requests, tokens, cost) ended
+	// the schedule.
+	PartialBudget PartialCause = "budget"
+	// PartialDiskFull: the disk filled up (ENOSPC, EDQUOT).
+	PartialDiskFull PartialCause = "disk_full"
+	// PartialWriteError: another write error (EIO, a removed folder).
+	PartialWriteError PartialCause = "write_error"
+	// PartialMemory: the process neared its memory limit and stopped the
+	// schedule before the runtime or the kernel killed it.
+	PartialMemory PartialCause = "memory"
+	// PartialWorker: a merged run one of whose shards was partial.
+	PartialWorker PartialCause = "shard"
+)
+
+// PartialCauses lists every cause, for the JSON Schema and tests.
+var PartialCauses = []PartialCause{PartialUnfinished, PartialKilled, PartialInterrupted, PartialBudget, PartialDiskFull, PartialWriteError, PartialMemory, PartialWorker}
+
+// CutRequests says whether surge itself cut requests short (it cancelled
+// them, or died with them in flight): those requests are not failures of
+// the target. A budget only stops sending; what was in flight completes.
+func (c PartialCause) CutRequests() bool {
+	return c != "" && c != PartialBudget
+}
+
+// LegacyCause reads the cause of a partial run from the words a surge
+// before partial_cause wrote in partial_why; only for folders from
+// before it.
+func LegacyCause(partial bool, why string) PartialCause {
+	switch {
+	case !partial:
+		return ""
+	case strings.HasPrefix(why, "budget:"):
+		return PartialBudget
+	case strings.HasPrefix(why, "not finished"):
+		return PartialUnfinished
+	case strings.HasPrefix(why, "stopped by a write error"):
+		return PartialWriteError
+	default:
+		return PartialInterrupted
+	}
+}
+
+// Arrivals accounts for the arrivals of a run's plan: Planned =
+// Recorded + Unrecorded + Unsent.
+type Arrivals struct {
+	Planned  int64 `json:"planned"`  // arrivals in the whole plan
+	Recorded int64 `json:"recorded"` // with a record in requests.jsonl
+	// Unrecorded were due before the run ended and have no record: sent
+	// (or being sent) when it died, or their records were lost with it.
+	Unrecorded int64 `json:"unrecorded"`
+	Unsent     int64 `json:"unsent"` // due after the run ended: never sent
+	// EndNs is when the run ended, after its origin: the arrivals due by
+	// then were due, the rest never sent.
+	EndNs int64 `json:"end_ns"`
 }
 
 // Distribution modes.
@@ -282,6 +371,7 @@ func WriteManifest(path string, m *Manifest) error {
 // EncodeManifest writes m to w as indented JSON and a newline, replacing
 // empty descriptive fields with NA (in m too), as WriteManifest does.
 func EncodeManifest(w io.Writer, m *Manifest) error {
+	m.SchemaVersion = SchemaVersion
 	for _, s := range []*string{&m.Model, &m.Deployment, &m.Hardware, &m.Serving, &m.Workload, &m.PromptSet, &m.CacheState, &m.MetricsURL, &m.KeySource} {
 		if *s == "" {
 			*s = NA

@@ -66,16 +66,35 @@ const (
 	// cancelled for its requests in flight (records it sent),
 	// generator_drop for its arrivals not yet sent.
 	CauseWorkerInterrupted Cause = "worker_interrupted"
+	// CauseUnrecorded: never in a file. The analysis of a run that ended
+	// without writing every record (killed, or its disk full) counts each
+	// arrival that was due and has no line as a cancelled record with
+	// this cause: offered, cut short by surge, not a failure of the target.
+	CauseUnrecorded Cause = "unrecorded"
 )
 
 // Worker reports whether c is a worker's end (lost or interrupted).
 func (c Cause) Worker() bool { return c == CauseWorkerLost || c == CauseWorkerInterrupted }
 
+// SchemaVersion is the version of the run folder's files: every line of
+// requests.jsonl, manifest.json, summary.json and results.json carries it
+// as "schema_version". Version 1 is the layout before files carried one
+// (read as 0); version 2 added partial_cause, arrivals and seen_ns. A
+// field is renamed or removed only with a new version; docs/schema/ holds
+// the JSON Schema of each file.
+const SchemaVersion = 2
+
+// linePrefix starts every line AppendJSON writes.
+var linePrefix = `{"schema_version":` + strconv.Itoa(SchemaVersion) + `,"id":`
+
 // Record is the measurement of one scheduled arrival.
 type Record struct {
-	ID    string `json:"id"`    // request id, unique within a run
-	Seq   int64  `json:"seq"`   // sequence number in the schedule (0-based)
-	Phase string `json:"phase"` // phase of the scheduled arrival
+	// Schema is the schema_version of the line it was read from (0 for a
+	// line from before versions); AppendJSON always writes SchemaVersion.
+	Schema int    `json:"schema_version"`
+	ID     string `json:"id"`    // request id, unique within a run
+	Seq    int64  `json:"seq"`   // sequence number in the schedule (0-based)
+	Phase  string `json:"phase"` // phase of the scheduled arrival
 
 	ScheduledNs  int64 `json:"scheduled_ns"`   // when the schedule wanted it sent
 	SentNs       int64 `json:"sent_ns"`        // handed to the HTTP client; None for generator_drop
@@ -217,7 +236,7 @@ func diff(a, b int64) int64 {
 // AppendJSON appends r as one JSON object (no newline) to b. Fields at None
 // and empty strings are left out. It does not allocate beyond growing b.
 func (r *Record) AppendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
+	b = append(b, linePrefix...)
 	b = strconv.AppendQuote(b, r.ID)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, r.Seq, 10)

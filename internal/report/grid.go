@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // Kind selects how a Grid column is formatted for people.
@@ -772,13 +774,14 @@ func WriteGridJSON(w io.Writer, t Grid) error {
 		notes = append(notes, n.String())
 	}
 	out := struct {
+		Schema   int               `json:"schema_version"`
 		Title    string            `json:"title"`
 		Meta     []KV              `json:"meta"`
 		Columns  []colJSON         `json:"columns"`
 		Rows     []json.RawMessage `json:"rows"`
 		Verdicts []Verdict         `json:"verdicts"`
 		Notes    []string          `json:"notes"`
-	}{Title: t.Title, Meta: nonNil(t.Meta), Verdicts: nonNil(t.Verdicts), Notes: nonNil(append(slices.Clone(t.Notes), notes...))}
+	}{Schema: record.SchemaVersion, Title: t.Title, Meta: nonNil(t.Meta), Verdicts: nonNil(t.Verdicts), Notes: nonNil(append(slices.Clone(t.Notes), notes...))}
 	for _, c := range t.Columns {
 		k := "text"
 		if int(c.Kind) >= 0 && int(c.Kind) < len(kindNames) {

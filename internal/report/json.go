@@ -2,13 +2,18 @@ package report
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/surge-bench/surge/internal/record"
 	"io"
 )
 
 // WriteJSON writes t as indented JSON:
 //
-//	{"title": …, "meta": [{"key", "value"}], "rows": [{…}], "verdicts": […], "diagnoses": […], "notes": […]}
+//	{"schema_version": 2, "title": …, "meta": [{"key", "value"}], "rows": [{…}], "verdicts": […], "diagnoses": […], "notes": […]}
+//
+// and, for a run cut short, "partial": {"cause", "why", "arrivals"}
+// (Partial). docs/schema/results.schema.json is its JSON Schema.
 //
 // Each diagnosis is {"scope", "mode", "summary", "hints": [{"hypothesis",
 // "evidence", "check"}]} (see Diagnosis).
@@ -36,6 +41,7 @@ func WriteJSON(w io.Writer, t Table) error {
 		rows = append(rows, b)
 	}
 	doc := struct {
+		Schema    int               `json:"schema_version"`
 		Title     string            `json:"title"`
 		Meta      []KV              `json:"meta"`
 		Rows      []json.RawMessage `json:"rows"`
@@ -43,7 +49,8 @@ func WriteJSON(w io.Writer, t Table) error {
 		Diagnoses []Diagnosis       `json:"diagnoses"`
 		Notes     []string          `json:"notes"`
 		Spreads   []Spread          `json:"spreads,omitempty"` // repeated runs only
-	}{t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Diagnoses), nonNil(t.Notes), t.Spreads}
+		Partial   *Partial          `json:"partial,omitempty"`
+	}{record.SchemaVersion, t.Title, nonNil(t.Meta), rows, nonNil(t.Verdicts), nonNil(t.Diagnoses), nonNil(t.Notes), t.Spreads, t.Partial}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("report: encode json: %w", err)

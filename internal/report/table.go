@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // Table is a results table (docs/method.md §13) with the context needed to read it.
@@ -31,6 +33,18 @@ type Table struct {
 	// n/a with its reason), so that their schema never depends on the
 	// experiment.
 	Omit []string
+	// Partial says why the run was cut short, and what became of its
+	// plan's arrivals; nil for a run that completed (or several runs).
+	Partial *Partial
+}
+
+// Partial is results.json's "partial": why the run was cut short, as a
+// value (record.PartialCause) and in words, and the accounting of its
+// plan's arrivals where it is known.
+type Partial struct {
+	Cause    record.PartialCause `json:"cause"`
+	Why      string              `json:"why"`
+	Arrivals *record.Arrivals    `json:"arrivals,omitempty"`
 }
 
 // BurstColumns are the columns only a burst experiment fills: the

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -39,6 +40,13 @@ func (e *WriteError) Unwrap() error { return e.Err }
 
 // errWrite is the cause with which a write failure cancels a run.
 var errWrite = errors.New("run: write failed")
+
+// errDiskFull and errMemory are the causes with which a full disk and a
+// process near its memory limit end a run.
+var (
+	errDiskFull = errors.New("run: disk full")
+	errMemory   = errors.New("run: memory limit near")
+)
 
 // flushEvery is how often a live run pushes its buffered records to disk,
 // so that a write error is seen within a second.
@@ -110,25 +118,46 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
+	if err := spec.Dir.Reserve(); err != nil {
+		e.say("warning: no space set aside for the end of the run (%v): if the disk fills up, its last records and results may be lost", err)
+	}
 	watch := e.startWatch(ctx)                       // before the clock starts: the pods that exist now are not scaling events
 	defer watch.Stop()                               // nil-safe, once: the timeline stops it when the run ends
 	started := time.Now().Add(e.fleetLead(arrivals)) // workers get their jobs first (fleet.go)
 	res := &Result{Spec: spec, Started: started, Simulated: e.Simulated, Virtual: e.Virtual, Plan: spec.Plan}
 	res.shardArrivals, res.startLate = int64(len(arrivals)), late
-	// A manifest first that says the run has not finished: if the end of
-	// the run cannot be written (a full disk), the folder still says what
-	// was tested and that its records are partial.
-	res.Partial, res.PartialWhy = true, "not finished: the run is under way, or ended before it could write its results"
+	// A manifest first that says the run has not finished, with the plan
+	// it is about to send: if the end of the run is never written (kill
+	// -9, a full disk), the folder still says what was tested, and the
+	// schedule accounts for every arrival (accounting.go).
+	res.Partial, res.PartialCause, res.PartialWhy = true, record.PartialUnfinished, "not finished: the run is under way, or ended before it could write its results"
 	pending := e.manifest(spec, res)
 	pending.Finished = time.Time{}
 	if err := spec.Dir.WriteManifest(pending); err != nil {
 		w.Close()
 		return nil, &WriteError{spec.Dir.Path(), err}
 	}
-	res.Partial, res.PartialWhy = false, ""
+	res.Partial, res.PartialCause, res.PartialWhy = false, "", ""
 	e.budget.begin()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// A full disk gives back the reserve, so that the records of the
+	// requests in flight and the results still fit, and ends the run.
+	var fullErr error // the write that found the disk full, when the reserve saved it
+	w.OnFull(func(err error) bool {
+		freed := spec.Dir.ReleaseReserve()
+		if freed {
+			fullErr = err
+		}
+		cancel(errDiskFull)
+		return freed
+	})
+	var memUsed atomic.Uint64
+	stopGuard := func() {}
+	if !e.Virtual {
+		stopGuard = guard(spec.Dir, pending, started, cancel, &memUsed) // guard.go: heartbeat, memory
+	}
+	defer stopGuard()
 	// Records go to requests.jsonl as they come, and nowhere else: the
 	// analysis reads the file once the run is over (analysis.go). Every
 	// record carries its shard (shard.go).
@@ -154,6 +183,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			col.add(r)
 		})
 		runErr = e.executeLive(runCtx, spec, arrivals, wcfg, sess, started, sink, col, w, cancel, res)
+		stopGuard()
 		res.SimEvents = e.SimEvents(started)
 		if unusable != nil && unusable.Tripped() {
 			res.Unusable = res.StopWhy
@@ -173,15 +203,22 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 			writeErr = errors.New("requests.jsonl: write failed")
 		}
 	}
-	res.Partial = writeErr != nil || ctx.Err() != nil || errors.Is(runErr, context.Canceled)
+	cause := context.Cause(runCtx)
+	res.Partial = writeErr != nil || ctx.Err() != nil || errors.Is(runErr, context.Canceled) || cause == errDiskFull || cause == errMemory
 	if runErr != nil && !res.Partial {
 		return nil, runErr
 	}
 	switch {
+	case writeErr != nil && record.IsDiskFull(writeErr):
+		res.PartialCause, res.PartialWhy = record.PartialDiskFull, "the disk filled up: "+writeErr.Error()
 	case writeErr != nil:
-		res.PartialWhy = "stopped by a write error: " + writeErr.Error()
+		res.PartialCause, res.PartialWhy = record.PartialWriteError, "stopped by a write error: "+writeErr.Error()
+	case cause == errDiskFull && fullErr != nil:
+		res.PartialCause, res.PartialWhy = record.PartialDiskFull, "the disk filled up ("+fullErr.Error()+"): the run stopped there; the space it had set aside held the records of its requests in flight and its results"
+	case cause == errMemory:
+		res.PartialCause, res.PartialWhy = record.PartialMemory, "stopped near the memory limit: "+memoryWhy(memUsed.Load())
 	case res.Partial:
-		res.PartialWhy = "interrupted (Ctrl-C) before the plan completed"
+		res.PartialCause, res.PartialWhy = record.PartialInterrupted, "interrupted (Ctrl-C) before the plan completed"
 	}
 	if res.StoppedAt > 0 {
 		res.Plan = cutPlan(spec.Plan, res.StoppedAt)
@@ -190,7 +227,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	// A budget's reason (below) never reads as an interruption: this is
 	// the same before and after it.
 	slo := o.SLO()
-	slo.Interrupted = Interrupted(res.PartialWhy)
+	slo.Interrupted = res.PartialCause.CutRequests()
 	var phases []string
 	for _, b := range res.Plan.Bounds() {
 		phases = append(phases, b.Name)
@@ -208,17 +245,29 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	defer ax.close()
 	st.prompt, st.prefix = e.newPromptSizing(wcfg, ax), newPrefixAcc(wcfg, ax)
 	res.Records = spec.Dir.RecordsSource()
-	if err := res.Records.Each(st.add); err != nil {
+	var t tally
+	if err := res.Records.Each(func(r *record.Record) error { t.add(r); return st.add(r) }); err != nil {
 		if writeErr == nil {
 			return nil, fmt.Errorf("run: reading back the records: %w", err)
 		}
 		// The write failed: what the file holds, whole lines, is analysed.
 	}
+	if all := e.planArrivals(spec, arrivals, lazy); all != nil {
+		end := int64(spec.Plan.Duration())
+		if res.StoppedAt > 0 {
+			end = int64(res.StoppedAt)
+		}
+		acc, err := t.settle(all, end, st.add)
+		if err != nil {
+			return nil, err
+		}
+		res.Arrivals = &acc
+	}
 	var budgetWhy string
 	if res.Spend, budgetWhy = e.budget.end(st.spend); budgetWhy != "" && !res.Partial {
 		// The budget ended the schedule (budget.go): what ran is
 		// analysed as run, and marked partial with the reason.
-		res.Partial, res.PartialWhy = true, budgetWhy
+		res.Partial, res.PartialCause, res.PartialWhy = true, record.PartialBudget, budgetWhy
 	}
 	st.finish(res)
 	res.Prompt, res.SharedPrefix = st.prompt.result(), st.prefix.result()
@@ -236,6 +285,9 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 	res.Manifest = e.manifest(spec, res)
 	if err := Save(spec.Dir, res); err != nil && writeErr == nil {
 		writeErr = err
+	}
+	if writeErr == nil && fullErr != nil {
+		writeErr = fullErr // the reserve saved the records; the disk is still full
 	}
 	if writeErr != nil {
 		return res, &WriteError{spec.Dir.Path(), writeErr}
@@ -255,10 +307,20 @@ func (e *Env) streamsSchedule(spec Spec) bool {
 	return e.Virtual && spec.Closed == nil && !e.Opts.Sessions && !(spec.Stop != nil && spec.StopInVirtualTime) && !e.budget.limited()
 }
 
-// Interrupted says whether a run's partial reason is a Ctrl-C: the
-// requests surge cancelled then are not failures of the target
-// (judge.SLO.Interrupted).
-func Interrupted(partialWhy string) bool { return strings.HasPrefix(partialWhy, "interrupted") }
+// planArrivals is every arrival of the run's plan for the accounting of
+// what became of them, or nil where arrivals are not scheduled (a closed
+// loop's users, sessions' later turns) or not all this process's (a
+// coordinator's workers account for their own).
+func (e *Env) planArrivals(spec Spec, arrivals []schedule.Arrival, lazy iter.Seq[schedule.Arrival]) iter.Seq[schedule.Arrival] {
+	switch {
+	case spec.Closed != nil || e.Opts.Sessions:
+		return nil
+	case lazy != nil:
+		return lazy
+	default:
+		return slices.Values(arrivals)
+	}
+}
 
 // Save writes a run's manifest.json, summary.json and timeseries.csv —
 // each once — from its result. `surge report` writes the derived ones
@@ -278,7 +340,7 @@ func Save(d *rundir.Dir, res *Result) error {
 
 // summary is the run's summary.json.
 func (res *Result) summary() rundir.Summary {
-	return rundir.Summary{Run: res.Spec.Name, Partial: res.Partial, PartialWhy: res.PartialWhy, Records: res.Count(), Analysis: res.Analysis, Verdicts: res.Verdicts,
+	return rundir.Summary{SchemaVersion: record.SchemaVersion, Run: res.Spec.Name, Partial: res.Partial, PartialCause: res.PartialCause, PartialWhy: res.PartialWhy, Arrivals: res.Arrivals, Records: res.Count(), Analysis: res.Analysis, Verdicts: res.Verdicts,
 		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
 		SimEvents: res.SimEvents, Burst: res.Burst,
 		Prompt: res.Prompt}
@@ -373,8 +435,9 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	o := &e.Opts
 	m := &record.Manifest{
 		Tool: "surge", Version: e.Version, Command: spec.Command, RunID: spec.Name,
-		Started: res.Started, Finished: res.Started.Add(res.Elapsed), Partial: res.Partial, PartialWhy: res.PartialWhy,
-		Target: e.TargetName(), Simulated: e.Simulated, VirtualTime: e.Virtual,
+		Started: res.Started, Finished: res.Started.Add(res.Elapsed), Partial: res.Partial, PartialCause: res.PartialCause, PartialWhy: res.PartialWhy,
+		Arrivals: res.Arrivals,
+		Target:   e.TargetName(), Simulated: e.Simulated, VirtualTime: e.Virtual,
 		Model: o.Model, API: o.API, KeySource: e.KeySource,
 		Deployment: o.Deployment, Hardware: o.Hardware, Serving: o.ServingConfig,
 		Workload: o.WorkloadName(), PromptSet: promptSet(o), Mix: manifestMix(o),
@@ -401,7 +464,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 	if e.budget != nil && (o.Budgeted() || o.PriceInput != nil || o.PriceOutput != nil) {
 		m.Spent = o.SpentRecord(res.Spend) // budget.go: the run's own spend
 		why := ""
-		if res.Partial && strings.HasPrefix(res.PartialWhy, "budget:") {
+		if res.PartialCause == record.PartialBudget {
 			why = res.PartialWhy
 		}
 		m.Budget = o.BudgetRecord(why)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,16 @@ type Reloaded struct {
 	// held too little, and what the re-rendered reports lack for it: one
 	// line per file (rundir.Run.Problems and more).
 	Problems []string
+	// Cause and Why are why the run is partial ("" when it completed):
+	// the manifest's, or read from an older surge's words, or
+	// record.PartialKilled for a run that died before writing its end.
+	Cause record.PartialCause
+	Why   string
+	// full is the plan as the killed run meant to send it, and end when
+	// it was last seen alive (ns after its origin); end is -1 for a run
+	// that wrote its end.
+	full schedule.Plan
+	end  int64
 }
 
 // Reload reads the run folder at path.
@@ -90,8 +101,82 @@ func Reload(path string) (*Reloaded, error) {
 	if ps := cmp.Or(r.Summary.Prompt, d.Manifest.PromptSizing); ps != nil {
 		r.Env.CalibrationText = ps.Description
 	}
+	switch v := d.Manifest.SchemaVersion; {
+	case !manifestOK:
+	case v == 0:
+		problems = append(problems, "schema: written by a surge from before its files carried a schema_version (layout 1): read as that layout — a partial run's cause is read from its words, and what became of the arrivals it did not record is counted only for a run that died")
+	case v > record.SchemaVersion:
+		problems = append(problems, fmt.Sprintf("schema: written by a newer surge (schema_version %d; this one reads %d) — what this version does not know is left out", v, record.SchemaVersion))
+	}
 	r.Problems = problems
+	if err := r.partial(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// partial finds why the run is partial. A manifest still marked
+// unfinished belongs to a run that died without writing its end (the
+// caller holds the folder's lock, so it is not running): it was killed,
+// at about the last time it was seen alive — its heartbeat, or its latest
+// record — and the plan is cut there.
+func (r *Reloaded) partial() error {
+	m, s := r.Dir.Manifest, &r.Summary
+	r.end = -1
+	r.Cause, r.Why = m.PartialCause, cmp.Or(m.PartialWhy, s.PartialWhy)
+	if r.Cause == "" {
+		r.Cause = cmp.Or(s.PartialCause, record.LegacyCause(m.Partial || s.Partial, r.Why))
+	}
+	if r.Cause != record.PartialUnfinished {
+		return nil
+	}
+	var t tally
+	if err := r.Dir.Records(func(rec *record.Record) error { t.add(rec); return nil }); err != nil {
+		return err
+	}
+	r.end = max(m.SeenNs, t.latest)
+	seen := "its latest record"
+	if m.SeenNs >= t.latest {
+		seen = "the last time it said it was alive"
+	}
+	r.Cause = record.PartialKilled
+	r.Why = fmt.Sprintf("killed: the run ended without writing its results, at about +%s (%s); the records it had not yet written are lost",
+		schedule.ShowDuration(time.Duration(r.end)), seen)
+	r.full = r.Plan
+	// A run killed before anything shows it alive still had its first
+	// millisecond: the phases need a length to be analysed.
+	r.Plan = cutPlan(r.Plan, max(time.Duration(r.end), time.Millisecond))
+	return nil
+}
+
+// arrivals rebuilds the schedule of plan as the run built it (its seed,
+// its shard), or nil where the run's arrivals were not a schedule (a
+// closed loop, sessions, a coordinator's workers) or it cannot be rebuilt.
+func (r *Reloaded) arrivals(plan schedule.Plan) iter.Seq[schedule.Arrival] {
+	m, o := r.Dir.Manifest, &r.Env.Opts
+	if o.Sessions || (m.Distributed != nil && m.Distributed.Mode == record.DistCoordinator) {
+		return nil
+	}
+	for _, ph := range plan.Phases {
+		if ph.Arrival == schedule.ArrivalClosed {
+			return nil
+		}
+	}
+	all, err := schedule.Arrivals(plan, m.Seed)
+	if err != nil {
+		return nil
+	}
+	i, n, err := o.ShardOf()
+	if err != nil || n <= 1 {
+		return all
+	}
+	return func(yield func(schedule.Arrival) bool) {
+		for a := range all {
+			if schedule.ShardOf(a.Seq, n) == i && !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // Save writes again the files a re-render derives from the records into
@@ -166,19 +251,38 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	m := r.Dir.Manifest
 	acfg := r.Env.AnalyzeConfig(r.Plan, exclude, rule)
 	slo := r.Env.Opts.SLO()
-	slo.Interrupted = Interrupted(cmp.Or(m.PartialWhy, r.Summary.PartialWhy))
+	slo.Interrupted = r.Cause.CutRequests()
 	st, err := newAnalysis(acfg, slo)
 	if err != nil {
 		return nil, fmt.Errorf("run: %s: %w", r.Dir.Path, err)
 	}
-	if err := r.Dir.Records(st.add); err != nil {
+	var t tally
+	if err := r.Dir.Records(func(rec *record.Record) error { t.add(rec); return st.add(rec) }); err != nil {
 		return nil, err // names the file and line
+	}
+	// The arrivals without a record count as offered (accounting.go).
+	arrivals := m.Arrivals
+	switch {
+	case r.end >= 0: // killed: the whole plan is accounted for here
+		if all := r.arrivals(r.full); all != nil {
+			a, err := t.settle(all, r.end, st.add)
+			if err != nil {
+				return nil, err
+			}
+			arrivals = &a
+		}
+	case arrivals != nil && arrivals.Unrecorded > 0:
+		if all := r.arrivals(r.Plan); all != nil {
+			if _, err := t.settle(all, arrivals.EndNs, st.add); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s := &r.Summary
 	res := &Result{
 		Spec:   Spec{Name: m.RunID, Dir: dir, Command: m.Command, Plan: r.Plan, Exclude: exclude, Recovery: rule, Rep: m.Rep, Repeats: m.Repeats},
 		Scrape: s.Engine, Engine: r.Dir.Engine, Records: r.Dir.Records,
-		Partial: m.Partial || s.Partial, PartialWhy: cmp.Or(m.PartialWhy, s.PartialWhy), Simulated: m.Simulated, Virtual: m.VirtualTime,
+		Partial: r.Cause != "", PartialCause: r.Cause, PartialWhy: r.Why, Arrivals: arrivals, Simulated: m.Simulated, Virtual: m.VirtualTime,
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
 		EngineTiming: s.EngineTiming, Spans: s.EngineSpans,
@@ -186,6 +290,9 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 	}
 	if res.Prompt == nil {
 		res.Prompt = m.PromptSizing
+	}
+	if r.end >= 0 {
+		res.Elapsed = time.Duration(r.end)
 	}
 	if d := m.Distributed; d != nil && d.Mode == record.DistCoordinator {
 		res.Distributed = d // the per-worker lines, as the run wrote them

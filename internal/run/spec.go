@@ -149,11 +149,15 @@ type Result struct {
 	Diag *analyze.DiagTally
 	// Sends is the generator check's view of the sends, gathered in the
 	// same pass; nil when the result was not analysed from its records.
-	Sends      *Sends
-	Partial    bool
-	PartialWhy string
-	StoppedAt  time.Duration // when the Stopper ended the schedule; 0 if it did not
-	StopWhy    string
+	Sends        *Sends
+	Partial      bool
+	PartialCause record.PartialCause // why, to branch on
+	PartialWhy   string              // why, in words
+	// Arrivals is what became of every arrival of the plan (nil where
+	// unknown: closed loops, sessions).
+	Arrivals  *record.Arrivals
+	StoppedAt time.Duration // when the Stopper ended the schedule; 0 if it did not
+	StopWhy   string
 	// Unusable is why the run stopped early against a target whose first
 	// requests all failed by a cause no load explains (judge.Unusable);
 	// "" otherwise. The experiment stops there and exits 3.

@@ -1,10 +1,13 @@
 package rundir
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,6 +32,11 @@ type Run struct {
 	// knowing from the manifest or summary.json whether the run scraped,
 	// does (run.Reload).
 	EngineAbsent bool
+	// Torn is the length in bytes of a last line cut off without its
+	// newline (a run killed in the middle of a write); Records reads the
+	// file up to the line before it. 0 when the file ends whole.
+	Torn  int64
+	whole int64 // the length of requests.jsonl up to its last newline; -1 = all of it (gzipped)
 	// Problems names each file that was missing or unreadable and what
 	// that costs, one line per file, e.g. "manifest.json: missing: …".
 	// A folder from an older surge version or one that lost a file still
@@ -52,6 +60,20 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("rundir: %s: %w", path, ErrNoRecords)
 	}
 	run.RecordsFile = rp
+	run.whole = -1
+	if filepath.Ext(rp) != ".gz" {
+		whole, size, err := wholeLines(rp)
+		if err != nil {
+			return nil, fmt.Errorf("rundir: %w", fileError(rp, err))
+		}
+		run.whole = whole
+		if whole >= 0 {
+			run.Torn = size - whole
+		}
+		if run.Torn > 0 {
+			run.Problems = append(run.Problems, fmt.Sprintf("%s: its last line is cut off (%d bytes without a newline: the run ended in the middle of writing it) — it is left out, and its arrival counts as not recorded", recordsFile, run.Torn))
+		}
+	}
 
 	mp := filepath.Join(path, manifestFile)
 	if b, err := os.ReadFile(mp); err != nil {
@@ -95,10 +117,53 @@ func Load(path string) (*Run, error) {
 // it to keep it). Errors name the file and line, a truncated last line
 // included.
 func (r *Run) Records(fn func(*record.Record) error) error {
-	if err := record.ReadFile(r.RecordsFile, fn); err != nil {
+	if r.whole < 0 {
+		if err := record.ReadFile(r.RecordsFile, fn); err != nil {
+			return fmt.Errorf("rundir: %w", err)
+		}
+		return nil
+	}
+	f, err := os.Open(r.RecordsFile)
+	if err != nil {
+		return fmt.Errorf("rundir: %w", fileError(r.RecordsFile, err))
+	}
+	defer f.Close()
+	if err := record.Read(bufio.NewReaderSize(io.LimitReader(f, r.whole), 64<<10), r.RecordsFile, fn); err != nil {
 		return fmt.Errorf("rundir: %w", err)
 	}
 	return nil
+}
+
+// wholeLines returns the length of the file at path up to and including
+// its last newline, and its size.
+func wholeLines(path string) (whole, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size = fi.Size()
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic == [2]byte{0x1f, 0x8b} {
+		return -1, size, nil // gzipped under a plain name: read whole
+	}
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && err != io.EOF {
+			return 0, 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, size, nil
+		}
+		end = start
+	}
+	return 0, size, nil
 }
 
 // EngineCost is what a run loses without its engine.csv: the engine's

@@ -25,6 +25,7 @@ func Reopen(path string, owner string) (*Dir, error) {
 		return nil, err
 	}
 	stale := l.stale
+	dropReserve(path) // a killed run's, if any
 	if err := l.record(Holder{PID: os.Getpid(), Owner: owner, Started: time.Now()}); err != nil {
 		l.release()
 		return nil, err

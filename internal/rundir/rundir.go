@@ -88,6 +88,7 @@ type Dir struct {
 	written map[string]bool // names written, or being written
 	closed  bool            // of root only
 	stale   Holder          // the lock's holder that ended without releasing it
+	reserve string          // of root only: the reserve file while it holds space (Reserve)
 }
 
 // StaleLock reports the run whose lock this Dir reclaimed: one that ended
@@ -165,6 +166,10 @@ func prepare(path string, force bool) error {
 	var ours []fs.DirEntry
 	for _, e := range entries {
 		if e.Name() == LockFile {
+			continue
+		}
+		if e.Name() == ReserveFile { // a killed run's
+			dropReserve(path)
 			continue
 		}
 		name := e.Name()
@@ -296,6 +301,10 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	d.closed = true
+	if d.reserve != "" {
+		os.Remove(d.reserve)
+		d.reserve = ""
+	}
 	release := gate(d.path)
 	defer release()
 	return d.lock.release()

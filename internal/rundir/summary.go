@@ -13,15 +13,18 @@ import (
 // Summary is summary.json: the whole analysis of one run plus what the
 // engine said about itself. It is written once, when the run has ended.
 type Summary struct {
-	Run        string                       `json:"run"`
-	Partial    bool                         `json:"partial"`
-	PartialWhy string                       `json:"partial_why,omitempty"`
-	Records    int64                        `json:"records"`
-	Analysis   *analyze.Result              `json:"analysis"`
-	Verdicts   *judge.Verdicts              `json:"verdicts"`   // the SLO per phase and overall, the recovery
-	VLLM       analyze.VLLMBench            `json:"vllm_bench"` // vLLM bench field names, for cross-checks
-	Engine     scrape.Status                `json:"engine_metrics"`
-	EngineWait map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase, from the engine's histogram deltas
+	SchemaVersion int                          `json:"schema_version"` // record.SchemaVersion; 0 in folders from before versions
+	Run           string                       `json:"run"`
+	Partial       bool                         `json:"partial"`
+	PartialCause  record.PartialCause          `json:"partial_cause,omitempty"`
+	PartialWhy    string                       `json:"partial_why,omitempty"`
+	Arrivals      *record.Arrivals             `json:"arrivals,omitempty"` // what became of every arrival of the plan
+	Records       int64                        `json:"records"`
+	Analysis      *analyze.Result              `json:"analysis"`
+	Verdicts      *judge.Verdicts              `json:"verdicts"`   // the SLO per phase and overall, the recovery
+	VLLM          analyze.VLLMBench            `json:"vllm_bench"` // vLLM bench field names, for cross-checks
+	Engine        scrape.Status                `json:"engine_metrics"`
+	EngineWait    map[string]analyze.QueueWait `json:"engine_queue_wait"` // per phase, from the engine's histogram deltas
 	// EngineTiming is the engine's own per-request timing per phase (by
 	// arrival) and overall, when records carry it.
 	EngineTiming map[string]analyze.EngineTiming `json:"engine_timing,omitempty"`

@@ -43,7 +43,7 @@ func burstNotReached(res *run.Result) string {
 	if _, ok := res.Analysis.Phase(schedule.PhaseBurst); ok {
 		return ""
 	}
-	if strings.HasPrefix(res.PartialWhy, "budget:") {
+	if res.PartialCause == record.PartialBudget {
 		return "burst not reached: stopped by the budget, " + strings.TrimSpace(strings.TrimPrefix(res.PartialWhy, "budget:"))
 	}
 	return "burst not reached: " + cmp.Or(res.PartialWhy, "interrupted")
