@@ -39,8 +39,14 @@ func TestCheckMemory(t *testing.T) {
 	if err := CheckMemory(o, true, []schedule.Plan{constantPlan(5, time.Hour)}); err != nil {
 		t.Errorf("a small plan refused: %v", err)
 	}
-	if err := CheckMemory(o, false, []schedule.Plan{constantPlan(100000, 10*time.Minute)}); err != nil {
-		t.Errorf("a live plan (bounded by --max-in-flight) refused: %v", err)
+	if err := CheckMemory(o, false, []schedule.Plan{constantPlan(500, 10*time.Minute)}); err != nil {
+		t.Errorf("a live plan at the default --max-in-flight refused: %v", err)
+	}
+	wide := o
+	wide.MaxInFlight = 200_000 // 6.1 GiB of streams
+	if err := CheckMemory(wide, false, []schedule.Plan{constantPlan(500, time.Minute)}); !errors.As(err, &ce) ||
+		!strings.Contains(err.Error(), "--max-in-flight: 200,000 requests in flight") || !strings.Contains(err.Error(), "lower --max-in-flight") {
+		t.Errorf("a live plan of 200,000 streams: %v", err)
 	}
 	availableMemory = func() (uint64, string) { return 0, "" }
 	if err := CheckMemory(o, true, []schedule.Plan{constantPlan(100000, 10*time.Minute)}); err != nil {
