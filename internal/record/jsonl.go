@@ -241,24 +241,15 @@ func (w *Writer) named(err error) error {
 // fail makes err sticky after a write that put n bytes of a batch in the
 // file, cutting the file back to its last whole line when it can.
 func (w *Writer) fail(err error, n int) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && w.name != "" {
-		err = pe.Err // the name is said once, by us
-	}
-	what := "write"
-	if w.name != "" {
-		what += " " + w.name
-	}
 	w.buf = w.buf[:0]
 	w.n = w.nFile
 	w.unsync = 0
+	w.err = w.named(err)
 	if w.trunc != nil && n > 0 {
 		if terr := w.trunc.Truncate(w.off); terr != nil {
-			w.err = fmt.Errorf("record: %s: %w (cutting it back to its last whole line failed too: %v)", what, err, terr)
-			return w.err
+			w.err = fmt.Errorf("%w (cutting it back to its last whole line failed too: %v)", w.err, terr)
 		}
 	}
-	w.err = fmt.Errorf("record: %s: %w", what, err)
 	return w.err
 }
 

@@ -78,19 +78,25 @@ func (l *lock) release() error {
 
 // flock calls flock(2) on f, again when interrupted by a signal.
 func flock(f *os.File, how int) error {
+	return control(f, func(fd int) error { return syscall.Flock(fd, how) })
+}
+
+// control calls call with f's descriptor, again while it is interrupted
+// by a signal (EINTR).
+func control(f *os.File, call func(fd int) error) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var ferr error
+	var cerr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			if ferr = syscall.Flock(int(fd), how); ferr != syscall.EINTR {
+			if cerr = call(int(fd)); cerr != syscall.EINTR {
 				return
 			}
 		}
 	}); err != nil {
 		return err
 	}
-	return ferr
+	return cerr
 }
