@@ -76,6 +76,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--%s: %w", bad.GetFlag().Name, bad.Unwrap())
 	}
 	fmt.Fprintln(stderr, "surge:", err)
+	if hint := flagHint(root, args, err); hint != "" {
+		fmt.Fprintln(stderr, hint)
+	}
 	fmt.Fprintln(stderr, "Run 'surge --help' for usage.")
 	return exitUsage
 }
@@ -97,6 +100,8 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetUsageTemplate(usageTemplate) // flags in groups (help.go)
+	root.SetHelpCommand(newHelpCmd(root))
 	root.AddCommand(newVersionCmd(), newSimCmd(), newRunCmd(), newBurstCmd(), newReportCmd(), newPredictCmd())
 	root.AddCommand(newCapacityCmd(), newSweepCmd(), newSoakCmd(), newWorkloadCmd(), newCheckCmd())
 	root.AddCommand(newCompareCmd())
@@ -104,5 +109,6 @@ inference engine, so you can try everything on a laptop.` + exitCodesRoot,
 	root.AddCommand(newMergeCmd())
 	root.AddCommand(newK8sCmd())
 	root.AddCommand(newWorkerCmd())
+	addHelp(root) // exit codes and examples the commands do not say themselves (help.go)
 	return root
 }
