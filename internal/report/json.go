@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 
 	"fmt"
-	"github.com/surge-bench/surge/internal/record"
 	"io"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // WriteJSON writes t as indented JSON:
