@@ -294,7 +294,8 @@ func TestRunRepeatsLayout(t *testing.T) {
 // difference in what was run (repeat) or in the budget is named, not
 // called "no setting differs".
 func TestHeadlineNamesCoverageAndPartial(t *testing.T) {
-	base := run.Options{Model: "m", Timeout: 60e9, Profile: "chat", Seed: 1, Sim: sim.DefaultConfig()}
+	base := run.Options{Sim: sim.DefaultConfig()}
+	base.Model, base.Timeout, base.Profile, base.Seed = "m", 60e9, "chat", 1
 	cut := base
 	limit := int64(5000)
 	cut.MaxRequests = &limit

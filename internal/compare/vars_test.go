@@ -20,7 +20,8 @@ func manifestOf(o run.Options, extra any) *record.Manifest {
 }
 
 func TestVariables(t *testing.T) {
-	base := run.Options{Model: "m", Timeout: 60e9, Profile: "chat", Seed: 1, Sim: sim.DefaultConfig(), Out: "out/a", Quiet: true}
+	base := run.Options{Sim: sim.DefaultConfig()}
+	base.Model, base.Timeout, base.Profile, base.Seed, base.Out, base.Quiet = "m", 60e9, "chat", 1, "out/a", true
 	type burstExtra struct {
 		Multiplier float64        `json:"multiplier"`
 		Burst      map[string]any `json:"burst"`
@@ -81,7 +82,8 @@ func mustJSON(v any) string {
 // name holds "burst"), 1 reads as Poisson; an unset mix or length is the
 // profile's default, not "" or 0.
 func TestValuesForPeople(t *testing.T) {
-	base := run.Options{Model: "m", Timeout: 60e9, Profile: "chat", Seed: 1, Sim: sim.DefaultConfig()}
+	base := run.Options{Sim: sim.DefaultConfig()}
+	base.Model, base.Timeout, base.Profile, base.Seed = "m", 60e9, "chat", 1
 	type extra struct {
 		Burst map[string]any `json:"burst"`
 	}

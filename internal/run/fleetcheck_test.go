@@ -12,9 +12,9 @@ import (
 func TestFleetCheckNamesTheBudgetSet(t *testing.T) {
 	n, c := int64(10), 1.0
 	for want, o := range map[string]Options{
-		"max_requests":      {MaxRequests: &n},
-		"max_output_tokens": {MaxOutputTokens: &n},
-		"max_cost":          {MaxCost: &c},
+		"max_requests":      {Budget: Budget{MaxRequests: &n}},
+		"max_output_tokens": {Budget: Budget{MaxOutputTokens: &n}},
+		"max_cost":          {Budget: Budget{MaxCost: &c}},
 	} {
 		var fe *field.Error
 		if err := o.FleetCheck(); !errors.As(err, &fe) || fe.Field != want {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -13,18 +14,19 @@ import (
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/otlp"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
 	"github.com/surge-bench/surge/internal/scrape"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
-// executeLive runs the open-loop generator (or closed-loop users) against
-// the HTTP target, scrapes the engine, drives the live view, asks the
-// Stopper, and flushes records regularly so that a write error stops the
-// run within a second (cancel is called with errWrite).
-func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Arrival, wcfg workload.Config, sess *workload.Sessions, origin time.Time,
-	sink loadgen.Sink, col *collector, w *record.Writer, cancel context.CancelCauseFunc, res *Result) error {
-	o := &e.Opts
+// executeLive runs the open-loop generator (or closed-loop users, or a
+// coordinator's workers) against the HTTP target, scrapes the engine,
+// drives the live view, asks the Stopper, and flushes records regularly so
+// that a write error stops the run within a second (r.cancel is called
+// with errWrite).
+func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, col *collector, r *running) error {
+	o, spec, res, origin := &e.Opts, p.spec, r.res, r.started
 	client, err := openai.New(e.ClientConfig(openai.MaxConnsFor(o.MaxInFlight)), origin)
 	if err != nil {
 		return configErr(err)
@@ -33,52 +35,168 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 	if e.Fleet == nil { // a coordinator's workers each pick their own
 		res.HTTPClient = client.TransportName()
 	}
-
-	// Engine spans (--otlp-listen): finished records wait for theirs in
-	// the join, which then hands them on to the sink, each once.
-	var join *otlp.Join
-	var spansBefore otlp.Stats
-	if e.spans != nil {
-		join = e.spanJoin(client.TracePrefix(), spec, arrivals, sess != nil, sink)
-		sink = join.Add
-		spansBefore = e.spans.Stats()
-		e.spans.Attach(join)
-		defer e.spans.Attach(nil)
-		joinCtx, stopJoin := context.WithCancel(context.Background())
-		defer stopJoin()
-		go join.Run(joinCtx)
+	sink, spans := e.joinSpans(p, client.TracePrefix(), sink) // --otlp-listen
+	defer spans.detach()
+	scr, err := e.startScrape(ctx, spec.Dir, origin)
+	if err != nil {
+		if !errors.As(err, new(*ConfigError)) {
+			r.cancel(errWrite) // engine.csv could not be created
+		}
+		return err
 	}
+	defer scr.stop()
+	lcfg, build, sink := e.loadConfig(p, sink)
+	drv := e.driver(ctx, p, lcfg, client, build, sink, col, origin, res)
 
-	// Engine metrics, streamed into engine.csv as they are scraped.
-	var scr *scrape.Scraper
-	scrapeCtx, stopScrape := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopScrape()
-	var scrapeDone sync.WaitGroup
-	if e.MetricsURL != "" {
-		csv, err := spec.Dir.EngineCSV()
-		if err != nil {
-			cancel(errWrite)
-			return err
-		}
-		defer csv.Close()
-		overrides, _ := scrape.ParseOverrides(o.MetricOverride) // validated by Options.Validate
-		hc := e.ScrapeClient()
-		if hc != nil {
-			defer hc.CloseIdleConnections()
-		}
-		scr, err = scrape.New(scrape.Config{URL: e.MetricsURL, Preset: e.Preset, Overrides: overrides, Interval: o.ScrapeInterval, CSV: csv, Client: hc}, origin, e.Logger)
-		if err != nil {
-			return configErr(err)
-		}
-		scrapeDone.Add(1)
-		go func() {
-			defer scrapeDone.Done()
-			scr.Run(scrapeCtx)
-		}()
+	ls := newLiveState(spec, drv.counters, origin, scr.scraper, col) // the live view and the exporter
+	src := live.Source(ls.status)
+	e.current.Store(&src)
+	defer e.current.Store(nil)
+	view := e.startView(ls)
+	defer view.stop()
+
+	tick := startTicker(ctx, r.w, r.cancel, col, origin, drv.stop)
+	var interrupted atomic.Int64
+	noted := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		interrupted.Store(int64(time.Since(origin)))
+		close(noted)
+	})
+	runErr := drv.run()
+	if !stopAfter() {
+		<-noted // ctx was cancelled: wait until the moment is noted
 	}
+	res.Spans = spans.close(ctx, o.OTLPGrace)
+	tick.stop()
+	res.StoppedAt, res.StopWhy = e.stopMoment(tick, time.Duration(interrupted.Load()), col)
+	view.stop()
+	scr.stop()
+	res.Engine, res.Scrape = scr.result(spec.Dir)
+	return runErr
+}
 
+// spanJoin is the join of engine spans to records (--otlp-listen): nil
+// without one.
+type spanJoin struct {
+	e      *Env
+	join   *otlp.Join
+	before otlp.Stats
+	stop   context.CancelFunc
+}
+
+// joinSpans makes finished records wait in the join for their engine
+// spans, which then hands them on to sink, each once; without
+// --otlp-listen sink is returned as it is.
+func (e *Env) joinSpans(p *planned, tracePrefix [8]byte, sink loadgen.Sink) (loadgen.Sink, *spanJoin) {
+	if e.spans == nil {
+		return sink, nil
+	}
+	j := &spanJoin{e: e, join: e.spanJoin(tracePrefix, p.spec, p.arrivals, p.sess != nil, sink), before: e.spans.Stats()}
+	e.spans.Attach(j.join)
+	var ctx context.Context
+	ctx, j.stop = context.WithCancel(context.Background())
+	go j.join.Run(ctx)
+	return j.join.Add, j
+}
+
+// close waits for the late spans — at most the grace period, less when
+// every successful request has its span, at once on Ctrl-C — and reports
+// the join; nil without one.
+func (j *spanJoin) close(ctx context.Context, grace time.Duration) *otlp.Report {
+	if j == nil {
+		return nil
+	}
+	st := j.join.Close(ctx)
+	return &otlp.Report{Listen: j.e.spans.Addr(), GraceMs: float64(grace) / 1e6, Receiver: j.e.spans.Stats().Sub(j.before), Join: st}
+}
+
+func (j *spanJoin) detach() {
+	if j != nil {
+		j.e.spans.Attach(nil)
+		j.stop()
+	}
+}
+
+// scraping is the engine-metrics scraper of a live run, streaming into
+// engine.csv; its scraper is nil without --metrics-url.
+type scraping struct {
+	scraper *scrape.Scraper
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	csv     interface{ Close() error }
+	hc      interface{ CloseIdleConnections() }
+	once    sync.Once
+}
+
+// startScrape starts scraping --metrics-url into engine.csv.
+func (e *Env) startScrape(ctx context.Context, dir *rundir.Dir, origin time.Time) (*scraping, error) {
+	s := &scraping{}
+	if e.MetricsURL == "" {
+		return s, nil
+	}
+	o := &e.Opts
+	csv, err := dir.EngineCSV()
+	if err != nil {
+		return nil, err
+	}
+	s.csv = csv
+	overrides, _ := scrape.ParseOverrides(o.MetricOverride) // validated by Options.Validate
+	hc := e.ScrapeClient()
+	if hc != nil {
+		s.hc = hc
+	}
+	s.scraper, err = scrape.New(scrape.Config{URL: e.MetricsURL, Preset: e.Preset, Overrides: overrides, Interval: o.ScrapeInterval, CSV: csv, Client: hc}, origin, e.Logger)
+	if err != nil {
+		csv.Close()
+		return nil, configErr(err)
+	}
+	var sctx context.Context
+	sctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		s.scraper.Run(sctx)
+	}()
+	return s, nil
+}
+
+// stop ends the scraping and closes engine.csv; once.
+func (s *scraping) stop() {
+	s.once.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+			s.done.Wait()
+		}
+		if s.csv != nil {
+			s.csv.Close()
+		}
+		if s.hc != nil {
+			s.hc.CloseIdleConnections()
+		}
+	})
+}
+
+// result is the scraped samples and the scrape's status; engine.csv is
+// removed when no scrape succeeded.
+func (s *scraping) result(dir *rundir.Dir) ([]scrape.Sample, scrape.Status) {
+	if s.scraper == nil {
+		return nil, scrape.Status{State: scrape.StateDisabled, Reason: "no --metrics-url given"}
+	}
+	if !s.scraper.Available() {
+		dir.RemoveEngineCSV()
+	}
+	return s.scraper.Samples(), s.scraper.Status()
+}
+
+// loadConfig is the load generator's configuration: the in-flight cap,
+// the per-request judge, the request builder and, with a budget, the
+// admission that reserves each request before it is sent (budget.go) —
+// with the draws Generate will make for it; the shaper is a generator of
+// its own, as closed-loop users ask at once.
+func (e *Env) loadConfig(p *planned, sink loadgen.Sink) (loadgen.Config, func(*schedule.Arrival) workload.Request, loadgen.Sink) {
+	o := &e.Opts
 	pool := sync.Pool{New: func() any {
-		g, _ := workload.New(wcfg) // validated by Execute
+		g, _ := workload.New(p.wcfg) // validated by Execute
 		return g
 	}}
 	build := func(a *schedule.Arrival) workload.Request {
@@ -88,14 +206,11 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 		return r
 	}
 	d := o.Deadlines()
-	labels, _ := workload.New(wcfg) // validated by Execute; only its ProfileName, which is safe for concurrent use
-	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: spec.Name, Profile: o.Profile, ProfileOf: labels.ProfileName,
+	labels, _ := workload.New(p.wcfg) // validated by Execute; only its ProfileName, which is safe for concurrent use
+	lcfg := loadgen.Config{MaxInFlight: o.MaxInFlight, Spin: o.Spin, RunID: p.spec.Name, Profile: o.Profile, ProfileOf: labels.ProfileName,
 		Judge: func(r *record.Record) bool { return analyze.Judge(r, d) }}
 	if m := e.budget; m != nil && m.limited() {
-		// The budget reserves each request before it is sent (budget.go),
-		// with the draws Generate will make for it; the shaper is a
-		// generator of its own, as closed-loop users ask at once.
-		shaper, _ := workload.New(wcfg) // validated by Execute
+		shaper, _ := workload.New(p.wcfg) // validated by Execute
 		var mu sync.Mutex
 		lcfg.Admit = func(a *schedule.Arrival) bool {
 			mu.Lock()
@@ -109,136 +224,142 @@ func (e *Env) executeLive(ctx context.Context, spec Spec, arrivals []schedule.Ar
 			inner(r)
 		}
 	}
-	// The driver: the open-loop schedule, or closed-loop users (sweeps).
-	var counters *loadgen.Counters
-	var drive func() error
-	stopGen := func() {}
-	if cl := spec.Closed; cl != nil {
+	return lcfg, build, sink
+}
+
+// drive is what sends a live run's requests: the open-loop schedule,
+// closed-loop users (sweeps), sessions or a coordinator's workers.
+type drive struct {
+	counters *loadgen.Counters
+	run      func() error
+	stop     func() // ends the schedule early (the Stopper)
+}
+
+func (e *Env) driver(ctx context.Context, p *planned, lcfg loadgen.Config, client *openai.Client, build func(*schedule.Arrival) workload.Request,
+	sink loadgen.Sink, col *collector, origin time.Time, res *Result) drive {
+	spec := p.spec
+	switch {
+	case spec.Closed != nil:
+		cl := spec.Closed
 		labelled := func(r *record.Record) {
 			r.Phase = cl.PhaseAt(time.Duration(r.ScheduledNs))
 			sink(r)
 		}
 		gen := loadgen.NewClosed(lcfg, origin, client, build, labelled)
-		counters = &gen.Counters
-		drive = func() error {
+		return drive{counters: &gen.Counters, stop: func() {}, run: func() error {
 			_, err := gen.Run(ctx, cl.Phase, cl.Users, 0, cl.Warmup+cl.Duration, 0)
 			return err
-		}
-	} else if sess != nil {
-		start := func(a *schedule.Arrival) loadgen.Conversation { return sess.Start(*a) }
+		}}
+	case p.sess != nil:
+		start := func(a *schedule.Arrival) loadgen.Conversation { return p.sess.Start(*a) }
 		gen := loadgen.NewSessions(lcfg, origin, client, start, sink)
-		counters, stopGen = &gen.Counters, gen.Stop
 		plan := loadgen.SessionPlan{Phases: spec.Plan.Bounds(), End: spec.Plan.Duration(), Ended: col.sessionEnded}
 		plan.Shard, plan.Shards, _ = e.Opts.ShardOf() // later turns' seqs unique across shards (shard.go)
-		drive = func() error { return gen.Run(ctx, arrivals, plan) }
-	} else if e.Fleet != nil {
+		return drive{counters: &gen.Counters, stop: gen.Stop, run: func() error { return gen.Run(ctx, p.arrivals, plan) }}
+	case e.Fleet != nil:
 		// Workers send the arrivals (fleet.go); their records come back here.
-		gen := e.Fleet.Drive(e.fleetJob(spec, arrivals, wcfg, origin, lcfg), sink)
-		counters, stopGen = gen.Counters(), gen.Stop
-		drive = func() error { defer func() { res.Distributed = gen.Distribution() }(); return gen.Run(ctx) }
-	} else {
+		gen := e.Fleet.Drive(e.fleetJob(spec, p.arrivals, p.wcfg, origin, lcfg), sink)
+		return drive{counters: gen.Counters(), stop: gen.Stop, run: func() error {
+			defer func() { res.Distributed = gen.Distribution() }()
+			return gen.Run(ctx)
+		}}
+	default:
 		gen := loadgen.NewOpen(lcfg, origin, client, build, sink)
-		counters, stopGen = &gen.Counters, gen.Stop
-		drive = func() error { return gen.Run(ctx, arrivals) }
+		return drive{counters: &gen.Counters, stop: gen.Stop, run: func() error { return gen.Run(ctx, p.arrivals) }}
 	}
+}
 
-	// The live view and the exporter.
-	ls := newLiveState(spec, counters, origin, scr, col)
-	src := live.Source(ls.status)
-	e.current.Store(&src)
-	defer e.current.Store(nil)
-	viewCtx, stopView := context.WithCancel(context.Background())
-	var viewDone sync.WaitGroup
+// viewing is the live view's goroutine.
+type viewing struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	once   sync.Once
+}
+
+func (e *Env) startView(ls *liveState) *viewing {
+	v := &viewing{}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
 	if e.Live != nil {
 		view := live.New(e.Live, time.Second, 5*time.Second)
-		viewDone.Add(1)
-		go func() { defer viewDone.Done(); view.Run(viewCtx, ls.status) }()
+		v.done.Add(1)
+		go func() { defer v.done.Done(); view.Run(ctx, ls.status) }()
 	}
+	return v
+}
 
-	// Once a second: the Stopper; twice a second: flush the records.
-	var watchDone sync.WaitGroup
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	var stopped atomic.Int64
-	var stopWhy atomic.Value
-	watchDone.Add(1)
+func (v *viewing) stop() { v.once.Do(func() { v.cancel(); v.done.Wait() }) }
+
+// ticker flushes the records twice a second (a write error cancels the
+// run) and asks the Stopper once a second, ending the schedule with
+// stopGen when it says so.
+type ticker struct {
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	stopped atomic.Int64 // when the Stopper ended the schedule, since the origin
+	why     atomic.Value // its reason
+}
+
+func startTicker(ctx context.Context, w *record.Writer, cancelRun context.CancelCauseFunc, col *collector, origin time.Time, stopGen func()) *ticker {
+	t := &ticker{}
+	tctx, cancel := context.WithCancel(ctx)
+	t.cancel = cancel
+	t.done.Add(1)
 	go func() {
-		defer watchDone.Done()
+		defer t.done.Done()
 		flush := time.NewTicker(flushEvery)
 		defer flush.Stop()
 		check := time.NewTicker(time.Second)
 		defer check.Stop()
 		for {
 			select {
-			case <-watchCtx.Done():
+			case <-tctx.Done():
 				return
 			case <-flush.C:
 				if w.Flush() != nil {
-					cancel(errWrite)
+					cancelRun(errWrite)
 					return
 				}
 			case <-check.C:
 				now := time.Since(origin)
-				if col.stop == nil || now < col.stop.CheckFrom() || stopped.Load() != 0 {
+				if col.stop == nil || now < col.stop.CheckFrom() || t.stopped.Load() != 0 {
 					continue
 				}
 				if why := col.check(); why != "" {
-					stopWhy.Store(why)
-					stopped.Store(int64(now))
+					t.why.Store(why)
+					t.stopped.Store(int64(now))
 					stopGen()
 				}
 			}
 		}
 	}()
-	var interrupted atomic.Int64
-	noted := make(chan struct{})
-	stopAfter := context.AfterFunc(ctx, func() {
-		interrupted.Store(int64(time.Since(origin)))
-		close(noted)
-	})
-	runErr := drive()
-	if !stopAfter() {
-		<-noted // ctx was cancelled: wait until the moment is noted
+	return t
+}
+
+func (t *ticker) stop() { t.cancel(); t.done.Wait() }
+
+// stopMoment is when the schedule ended before its plan did, and why: the
+// Stopper's moment, the budget's refusal or the interruption (Ctrl-C, a
+// write error), whichever came first; 0 when the plan ran to its end.
+func (e *Env) stopMoment(t *ticker, interrupted time.Duration, col *collector) (time.Duration, string) {
+	at := time.Duration(t.stopped.Load())
+	why, _ := t.why.Load().(string)
+	if b, ok := e.budget.refusedAt(); ok && (at == 0 || b < at) {
+		at = b // the budget ended the schedule (budget.go)
 	}
-	if join != nil {
-		// The late spans: at most the grace period, less when every
-		// successful request has its span; at once on Ctrl-C.
-		st := join.Close(ctx)
-		res.Spans = &otlp.Report{Listen: e.spans.Addr(), GraceMs: float64(o.OTLPGrace) / 1e6, Receiver: e.spans.Stats().Sub(spansBefore), Join: st}
-	}
-	stopWatch()
-	watchDone.Wait()
-	res.StoppedAt = time.Duration(stopped.Load())
-	if why, ok := stopWhy.Load().(string); ok {
-		res.StopWhy = why
-	}
-	if at, ok := e.budget.refusedAt(); ok && (res.StoppedAt == 0 || at < res.StoppedAt) {
-		res.StoppedAt = at // the budget ended the schedule (budget.go)
-	}
-	if v := interrupted.Load(); v > 0 && (res.StoppedAt == 0 || time.Duration(v) < res.StoppedAt) {
+	if interrupted > 0 && (at == 0 || interrupted < at) {
 		// Ctrl-C or a write error: the phases end here, so rates are over
 		// the time that ran.
-		res.StoppedAt = time.Duration(v)
+		at = interrupted
 	}
-	if res.StoppedAt > 0 {
+	if at > 0 {
 		// An arrival due at the very moment of the stop may have been sent:
 		// the schedule ended just before the first arrival that was not.
-		if at, ok := col.firstUnsent(); ok && at > res.StoppedAt {
-			res.StoppedAt = at
+		if first, ok := col.firstUnsent(); ok && first > at {
+			at = first
 		}
 	}
-	stopView()
-	viewDone.Wait()
-	stopScrape()
-	scrapeDone.Wait()
-	if scr == nil {
-		res.Scrape = scrape.Status{State: scrape.StateDisabled, Reason: "no --metrics-url given"}
-		return runErr
-	}
-	if !scr.Available() {
-		spec.Dir.RemoveEngineCSV()
-	}
-	res.Engine, res.Scrape = scr.Samples(), scr.Status()
-	return runErr
+	return at, why
 }
 
 // liveState turns the generator's counters into per-second rates.

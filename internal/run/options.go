@@ -41,9 +41,27 @@ const (
 )
 
 // Options are the settings every experiment shares: what to test, how to
-// reach it, what load to send and how to judge it. Each field is a YAML
-// key (the command line binds one flag to each).
+// reach it, what load to send and how to judge it. They come in parts by
+// concern, each embedded (its fields are Options' own: o.Target, o.Seed)
+// and inlined in YAML and JSON, so that a file or a manifest has one flat
+// set of keys; each part validates itself. Each field is a YAML key (the
+// command line binds one flag to each).
 type Options struct {
+	Endpoint     `yaml:",inline"` // where requests go and how they get there
+	Load         `yaml:",inline"` // how the generator sends them
+	WorkloadOpts `yaml:",inline"` // what each request is
+	SessionOpts  `yaml:",inline"` // multi-turn sessions
+	Judging      `yaml:",inline"` // windows, deadlines and the SLO
+	Observation  `yaml:",inline"` // what is watched of the target besides the answers
+	Output       `yaml:",inline"` // where results go and what the manifest records
+	Budget       `yaml:",inline"` // limits and prices of the whole command
+	Distribution `yaml:",inline"` // static shards
+
+	Sim sim.Config `yaml:"sim"` // the in-process simulated engine (no --target)
+}
+
+// Endpoint says where requests go and how they get there.
+type Endpoint struct {
 	Target     string   `yaml:"target"`       // base URL including /v1; "" = in-process simulator
 	Model      string   `yaml:"model"`        // model name sent in requests
 	API        string   `yaml:"api"`          // chat or completions
@@ -55,11 +73,24 @@ type Options struct {
 	Stream     bool     `yaml:"stream"`       // stream responses (SSE)
 	HTTPClient string   `yaml:"http_client"`  // auto, surge or go: the HTTP client transport (openai.Config.Transport)
 
-	Timeout     time.Duration `yaml:"timeout"`       // per-request timeout
-	Retries     int           `yaml:"retries"`       // bounded retries (0 = off)
+	Timeout time.Duration `yaml:"timeout"` // per-request timeout
+	Retries int           `yaml:"retries"` // bounded retries (0 = off)
+}
+
+// Load says how the generator sends the requests.
+type Load struct {
 	MaxInFlight int           `yaml:"max_in_flight"` // in-flight cap; beyond it arrivals are generator_drop
 	Spin        time.Duration `yaml:"spin"`          // sleep-then-spin window for sub-ms send precision (0 = off)
+	Seed        int64         `yaml:"seed"`          // seed of schedules, workload and simulator
+	// NoEarlyStop runs every request of the plan against a target whose
+	// first requests all failed by a cause no load explains (judge.Unusable):
+	// by default such a run stops within seconds.
+	NoEarlyStop bool `yaml:"no_early_stop"`
+}
 
+// WorkloadOpts says what each request is: its profile or mix, its lengths,
+// its prompts (synthetic or a dataset's) and how they are sized.
+type WorkloadOpts struct {
 	Profile string `yaml:"profile"` // workload profile: chat, rag, longgen, or one of Profiles
 	// Profiles are custom profiles for Profile and Mix (name, prompt and
 	// output distributions, max_tokens; max_tokens 0 = the output's
@@ -88,9 +119,11 @@ type Options struct {
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
 	PromptCalibration string `yaml:"prompt_calibration"`
+}
 
-	// Sessions turns every arrival into the start of a multi-turn session
-	// (docs/sessions.md); the other session settings apply only with it.
+// SessionOpts turns every arrival into the start of a multi-turn session
+// (docs/sessions.md); the other session settings apply only with it.
+type SessionOpts struct {
 	Sessions     bool            `yaml:"sessions"`
 	SessionTurns workload.Length `yaml:"session_turns"` // turns per session (a count or a distribution)
 	ThinkTime    workload.Think  `yaml:"think_time"`    // think time after an answer before the next turn
@@ -99,17 +132,11 @@ type Options struct {
 	// SessionDrain extends a sessions run by a phase without arrivals
 	// (drain) in which sessions already started may still send turns.
 	SessionDrain time.Duration `yaml:"session_drain"`
+}
 
-	Seed int64 `yaml:"seed"` // seed of schedules, workload and simulator
-
-	Out   string `yaml:"out"`   // output folder
-	Force bool   `yaml:"force"` // reuse a non-empty output folder
-
-	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
-	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim ("" = auto)
-	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
-	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
-
+// Judging is how requests and runs are judged: the analysis window, the
+// per-request deadlines and the SLO.
+type Judging struct {
 	Window       time.Duration `yaml:"window"`        // analysis window by arrival time
 	TTFTDeadline time.Duration `yaml:"ttft_deadline"` // per-request deadline on TTFT from the scheduled arrival
 	E2EDeadline  time.Duration `yaml:"e2e_deadline"`  // per-request deadline on completion from the scheduled arrival
@@ -122,39 +149,21 @@ type Options struct {
 	SLOTTFTP95    time.Duration `yaml:"slo_ttft_p95"` // SLO clause: p95 TTFT from schedule (0 = not checked)
 	SLOE2EP99     time.Duration `yaml:"slo_e2e_p99"`  // SLO clause: p99 completion from schedule (0 = not checked)
 	SLOGoodput    float64       `yaml:"slo_goodput"`  // SLO clause: goodput ratio (0 = not checked)
+}
+
+// Observation is what is watched of the target besides its answers: the
+// engine's metrics and spans, the autoscaling timeline, and the live
+// values surge itself exposes.
+type Observation struct {
+	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
+	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim ("" = auto)
+	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
+	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
 
 	PrometheusAddr string        `yaml:"prometheus_addr"` // expose live values for Prometheus here
 	OTLPListen     string        `yaml:"otlp_listen"`     // receive the engine's OTLP trace spans here (host:port)
 	OTLPGrace      time.Duration `yaml:"otlp_grace"`      // how long a finished request waits for its span
-	Quiet          bool          `yaml:"quiet"`           // no live view
-	// NoEarlyStop runs every request of the plan against a target whose
-	// first requests all failed by a cause no load explains (judge.Unusable):
-	// by default such a run stops within seconds.
-	NoEarlyStop bool `yaml:"no_early_stop"`
 
-	Deployment    string `yaml:"deployment"`     // manifest: serverless, dedicated, self-managed, …
-	Hardware      string `yaml:"hardware"`       // manifest: GPU/accelerator, if known
-	ServingConfig string `yaml:"serving_config"` // manifest: engine and its settings, if known
-
-	Sim sim.Config `yaml:"sim"` // the in-process simulated engine (no --target)
-
-	// Budget: limits of the whole command, shared by all its runs, and
-	// the prices that turn tokens into dollars (budget.go). Nil = no limit
-	// (or no price): a pointer so that a budget of 0 is an error, not
-	// "none".
-	MaxRequests     *int64   `yaml:"max_requests,omitempty"`      // requests sent
-	MaxOutputTokens *int64   `yaml:"max_output_tokens,omitempty"` // output tokens generated
-	MaxCost         *float64 `yaml:"max_cost,omitempty"`          // USD, at PriceInput and PriceOutput
-	PriceInput      *float64 `yaml:"price_input,omitempty"`       // USD per million input (prompt) tokens
-	PriceOutput     *float64 `yaml:"price_output,omitempty"`      // USD per million output tokens
-
-	// Static shards (shard.go): Shard "I/N" sends only the arrivals (or
-	// sessions) whose Seq mod N is I ("auto/N": I from
-	// JOB_COMPLETION_INDEX; "" = all), StartAt (RFC 3339) is the
-	// wall-clock time the first run's origin waits for, so that shards
-	// start together.
-	Shard   string `yaml:"shard"`
-	StartAt string `yaml:"start_at"`
 	// The autoscaling timeline (scaling.go): the pods (and nodes) watched
 	// through kubectl during live runs, and the response header naming the
 	// replica or pod that answered (first request served by a new pod).
@@ -163,179 +172,68 @@ type Options struct {
 	Kubectl       string `yaml:"-"`              // the kubectl binary ("" = from PATH); tests replace it
 }
 
+// Output is where results go, what is shown while a run goes on, and what
+// the manifest records about the target.
+type Output struct {
+	Out   string `yaml:"out"`   // output folder
+	Force bool   `yaml:"force"` // reuse a non-empty output folder
+	Quiet bool   `yaml:"quiet"` // no live view
+
+	Deployment    string `yaml:"deployment"`     // manifest: serverless, dedicated, self-managed, …
+	Hardware      string `yaml:"hardware"`       // manifest: GPU/accelerator, if known
+	ServingConfig string `yaml:"serving_config"` // manifest: engine and its settings, if known
+}
+
+// Budget holds the limits of the whole command, shared by all its runs,
+// and the prices that turn tokens into dollars (budget.go). Nil = no
+// limit (or no price): a pointer so that a budget of 0 is an error, not
+// "none".
+type Budget struct {
+	MaxRequests     *int64   `yaml:"max_requests,omitempty"`      // requests sent
+	MaxOutputTokens *int64   `yaml:"max_output_tokens,omitempty"` // output tokens generated
+	MaxCost         *float64 `yaml:"max_cost,omitempty"`          // USD, at PriceInput and PriceOutput
+	PriceInput      *float64 `yaml:"price_input,omitempty"`       // USD per million input (prompt) tokens
+	PriceOutput     *float64 `yaml:"price_output,omitempty"`      // USD per million output tokens
+}
+
+// Distribution is static sharding (shard.go): Shard "I/N" sends only the
+// arrivals (or sessions) whose Seq mod N is I ("auto/N": I from
+// JOB_COMPLETION_INDEX; "" = all); StartAt (RFC 3339) is the wall-clock
+// time the first run's origin waits for, so that shards start together.
+type Distribution struct {
+	Shard   string `yaml:"shard"`
+	StartAt string `yaml:"start_at"`
+}
+
 // DefaultOptions returns the defaults; docs/method.md §1 gives the deadlines and SLO.
 func DefaultOptions() Options {
 	return Options{
-		Model:             DefaultModel,
-		API:               DefaultAPI,
-		APIKeyEnv:         DefaultAPIKeyEnv,
-		Stream:            true,
-		HTTPClient:        openai.TransportAuto,
-		Timeout:           DefaultTimeout,
-		MaxInFlight:       loadgen.DefaultMaxInFlight,
-		Profile:           DefaultProfile,
-		PromptCalibration: calibrate.Auto,
-		DatasetSample:     workload.SampleShuffle,
-		SessionTurns:      workload.FixedLength(workload.DefaultSessionTurns),
-		ThinkTime:         workload.FixedThink(workload.DefaultThink),
-		TurnTokens:        must(workload.ParseLength(workload.DefaultTurnTokens)),
-		Seed:              1,
-		ScrapeInterval:    DefaultScrapeInterval,
-		Window:            DefaultWindow,
-		TTFTDeadline:      analyze.DefaultDeadlines.TTFT,
-		E2EDeadline:       analyze.DefaultDeadlines.E2E,
-		SLOTTFTP95:        judge.DefaultSLO.TTFTP95,
-		SLOE2EP99:         judge.DefaultSLO.E2EP99,
-		SLOGoodput:        judge.DefaultSLO.GoodputRatio,
-		OTLPGrace:         otlp.DefaultGrace,
-		Sim:               sim.DefaultConfig(),
+		Endpoint: Endpoint{Model: DefaultModel, API: DefaultAPI, APIKeyEnv: DefaultAPIKeyEnv, Stream: true,
+			HTTPClient: openai.TransportAuto, Timeout: DefaultTimeout},
+		Load: Load{MaxInFlight: loadgen.DefaultMaxInFlight, Seed: 1},
+		WorkloadOpts: WorkloadOpts{Profile: DefaultProfile, PromptCalibration: calibrate.Auto,
+			DatasetSample: workload.SampleShuffle},
+		SessionOpts: SessionOpts{SessionTurns: workload.FixedLength(workload.DefaultSessionTurns),
+			ThinkTime: workload.FixedThink(workload.DefaultThink), TurnTokens: must(workload.ParseLength(workload.DefaultTurnTokens))},
+		Judging: Judging{Window: DefaultWindow, TTFTDeadline: analyze.DefaultDeadlines.TTFT, E2EDeadline: analyze.DefaultDeadlines.E2E,
+			SLOTTFTP95: judge.DefaultSLO.TTFTP95, SLOE2EP99: judge.DefaultSLO.E2EP99, SLOGoodput: judge.DefaultSLO.GoodputRatio},
+		Observation: Observation{ScrapeInterval: DefaultScrapeInterval, OTLPGrace: otlp.DefaultGrace},
+		Sim:         sim.DefaultConfig(),
 	}
 }
 
-// Validate checks the options; each problem is a field.Error named by its
-// YAML key (simulator settings as sim.<key>).
+// Validate checks the options, part by part; each problem is a
+// field.Error named by its YAML key (simulator settings as sim.<key>).
 func (o *Options) Validate() error {
 	var errs field.Errors
 	bad := errs.Add
-	if o.Target != "" && !strings.HasPrefix(o.Target, "http://") && !strings.HasPrefix(o.Target, "https://") {
-		bad("target", "must be an http:// or https:// URL, got %q", o.Target)
-	}
-	if o.API != "chat" && o.API != "completions" {
-		bad("api", "must be chat or completions, got %q", o.API)
-	}
-	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, o.HTTPClient) {
-		bad("http_client", "must be auto, surge or go, got %q", o.HTTPClient)
-	}
-	if o.HTTPClient == openai.TransportSurge && o.Target != "" && openai.ProxyApplies(o.Target) {
-		bad("http_client", "surge's own client does not use proxies, and HTTP_PROXY/HTTPS_PROXY applies to the target: use auto or go (or NO_PROXY)")
-	}
-	if o.Timeout <= 0 {
-		bad("timeout", "must be > 0, got %s", o.Timeout)
-	}
-	if o.Retries < 0 || o.Retries > 10 {
-		bad("retries", "must be 0..10, got %d", o.Retries)
-	}
-	if o.MaxInFlight < 1 {
-		bad("max_in_flight", "must be ≥ 1, got %d", o.MaxInFlight)
-	}
-	if o.Spin < 0 || o.Spin > 10*time.Millisecond {
-		bad("spin", "must be 0..10ms, got %s", o.Spin)
-	}
+	o.Endpoint.validate(bad)
+	o.Load.validate(bad)
 	o.validateWorkload(bad)
-	if o.SharedPrefix < 0 || o.SharedPrefix > workload.MaxPromptTokens-workload.MinUniqueTokens {
-		bad("shared_prefix", "must be 0..%d tokens, got %d", workload.MaxPromptTokens-workload.MinUniqueTokens, o.SharedPrefix)
-	}
-	switch {
-	case o.Dataset != "" && o.DatasetFormat == "":
-		bad("dataset_format", "required with a dataset: %s", strings.Join(workload.DatasetFormats, ", "))
-	case o.DatasetFormat != "" && !slices.Contains(workload.DatasetFormats, o.DatasetFormat):
-		bad("dataset_format", "unknown %q (want %s)", o.DatasetFormat, strings.Join(workload.DatasetFormats, ", "))
-	case o.DatasetFormat != "" && o.Dataset == "":
-		bad("dataset", "required with a dataset format (the file of prompts)")
-	}
-	if o.Dataset != "" {
-		// A dataset's prompts are its rows': settings that shape synthetic
-		// prompts would be silently ignored.
-		switch {
-		case o.PromptTokens.IsSet():
-			bad("prompt_tokens", "does not apply with a dataset: its rows are the prompts (use --max-tokens-cap or --output-tokens for the answers)")
-		case o.SharedPrefix > 0:
-			bad("shared_prefix", "does not apply with a dataset: its rows are the prompts, system messages included")
-		case len(o.Mix) > 0:
-			bad("mix", "does not apply with a dataset: its rows are the prompts (--profile still gives the output lengths of rows without max_tokens)")
-		}
-	}
-	if o.DatasetSample != "" && !slices.Contains(workload.DatasetSamples, o.DatasetSample) {
-		bad("dataset_sample", "unknown %q (want %s)", o.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
-	}
-	if o.MaxTokensCap < 0 || o.MaxTokensCap > workload.MaxPromptTokens {
-		bad("max_tokens_cap", "must be in [0, %d] (0 = no cap beyond the profile's), got %d", workload.MaxPromptTokens, o.MaxTokensCap)
-	}
-	if !calibrate.Valid(o.PromptCalibration) {
-		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), o.PromptCalibration)
-	}
-	if sc := o.SessionConfig(); sc.Validate() != nil {
-		err := sc.Validate()
-		name, msg, _ := strings.Cut(err.Error(), ": ")
-		bad(name, "%s", msg)
-	}
-	if o.Sessions {
-		// 0 (or empty) unsets a Length; here it has no meaning of its own
-		// and must not fall back to a default silently.
-		if !o.SessionTurns.IsSet() {
-			bad("session_turns", "must be ≥ 1 turn (a count or a distribution), got 0")
-		}
-		if !o.TurnTokens.IsSet() {
-			bad("turn_tokens", "must be ≥ 1 token (a count or a distribution), got 0")
-		}
-	}
-	if !o.Sessions && o.Fanout > 0 {
-		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
-	}
-	switch {
-	case o.SessionDrain < 0 || o.SessionDrain > time.Hour:
-		bad("session_drain", "must be 0..1h, got %s", o.SessionDrain)
-	case !o.Sessions && o.SessionDrain > 0:
-		bad("session_drain", "needs --sessions")
-	}
-	if o.ScrapeInterval < 100*time.Millisecond {
-		bad("scrape_interval", "must be ≥ 100ms, got %s", o.ScrapeInterval)
-	}
-	if o.Window < 100*time.Millisecond {
-		bad("window", "must be ≥ 100ms, got %s", o.Window)
-	}
-	if o.TTFTDeadline <= 0 {
-		bad("ttft_deadline", "must be > 0, got %s", o.TTFTDeadline)
-	}
-	if o.TPOTDeadline < 0 {
-		bad("tpot_deadline", "must be ≥ 0 (0 = not a clause), got %s", o.TPOTDeadline)
-	}
-	if o.TokenDeadline < 0 {
-		bad("token_deadline", "must be ≥ 0 (0 = smooth goodput not measured), got %s", o.TokenDeadline)
-	}
-	if o.E2EDeadline <= 0 {
-		bad("e2e_deadline", "must be > 0, got %s", o.E2EDeadline)
-	}
-	if o.SLOTTFTP95 < 0 {
-		bad("slo_ttft_p95", "must be ≥ 0, got %s", o.SLOTTFTP95)
-	}
-	if o.SLOE2EP99 < 0 {
-		bad("slo_e2e_p99", "must be ≥ 0, got %s", o.SLOE2EP99)
-	}
-	if o.SLOGoodput < 0 || o.SLOGoodput > 1 {
-		bad("slo_goodput", "must be within 0..1, got %g", o.SLOGoodput)
-	}
-	for _, h := range o.Headers {
-		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
-			bad("headers", "must be \"Name: value\" (value not shown)")
-		}
-	}
-	if o.MetricsURL != "" {
-		if u, err := url.Parse(o.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("metrics_url", "must be an http:// or https:// URL, got %q", record.RedactURL(o.MetricsURL))
-		}
-	}
-	if p := o.MetricsPreset; p != "" && p != scrape.PresetAuto {
-		if _, ok := scrape.LookupPreset(p); !ok {
-			bad("metrics_preset", "unknown preset %q (want one of %s)", p, strings.Join(scrape.PresetNames(), ", "))
-		}
-	}
-	if _, err := scrape.ParseOverrides(o.MetricOverride); err != nil {
-		bad("metric", "%v", strings.TrimPrefix(err.Error(), "scrape: "))
-	}
-	if o.PrometheusAddr != "" {
-		if _, _, err := net.SplitHostPort(o.PrometheusAddr); err != nil {
-			bad("prometheus_addr", "must be host:port, got %q", o.PrometheusAddr)
-		}
-	}
-	if o.OTLPListen != "" {
-		if _, _, err := net.SplitHostPort(o.OTLPListen); err != nil {
-			bad("otlp_listen", "must be host:port, got %q", o.OTLPListen)
-		}
-	}
-	if o.OTLPGrace < 0 || o.OTLPGrace > 5*time.Minute {
-		bad("otlp_grace", "must be 0..5m, got %s", o.OTLPGrace)
-	}
+	o.WorkloadOpts.validate(bad)
+	o.SessionOpts.validate(bad)
+	o.Judging.validate(bad)
+	o.Observation.validate(bad)
 	o.validateBudget(bad)
 	o.validateShard(bad)
 	if o.Target == "" {
@@ -343,6 +241,168 @@ func (o *Options) Validate() error {
 		errs.Merge("sim", o.Sim.Validate())
 	}
 	return errs.Err()
+}
+
+// bad records one problem with a field, named by its YAML key.
+type bad = func(field, format string, a ...any)
+
+func (p *Endpoint) validate(bad bad) {
+	if p.Target != "" && !strings.HasPrefix(p.Target, "http://") && !strings.HasPrefix(p.Target, "https://") {
+		bad("target", "must be an http:// or https:// URL, got %q", p.Target)
+	}
+	if p.API != "chat" && p.API != "completions" {
+		bad("api", "must be chat or completions, got %q", p.API)
+	}
+	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, p.HTTPClient) {
+		bad("http_client", "must be auto, surge or go, got %q", p.HTTPClient)
+	}
+	if p.HTTPClient == openai.TransportSurge && p.Target != "" && openai.ProxyApplies(p.Target) {
+		bad("http_client", "surge's own client does not use proxies, and HTTP_PROXY/HTTPS_PROXY applies to the target: use auto or go (or NO_PROXY)")
+	}
+	if p.Timeout <= 0 {
+		bad("timeout", "must be > 0, got %s", p.Timeout)
+	}
+	if p.Retries < 0 || p.Retries > 10 {
+		bad("retries", "must be 0..10, got %d", p.Retries)
+	}
+	for _, h := range p.Headers {
+		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
+			bad("headers", "must be \"Name: value\" (value not shown)")
+		}
+	}
+}
+
+func (p *Load) validate(bad bad) {
+	if p.MaxInFlight < 1 {
+		bad("max_in_flight", "must be ≥ 1, got %d", p.MaxInFlight)
+	}
+	if p.Spin < 0 || p.Spin > 10*time.Millisecond {
+		bad("spin", "must be 0..10ms, got %s", p.Spin)
+	}
+}
+
+// validate checks the prompts' settings: the shared prefix, the dataset
+// and what does not apply with one, the cap and the calibration (the
+// profiles and the mix: Options.validateWorkload).
+func (p *WorkloadOpts) validate(bad bad) {
+	if p.SharedPrefix < 0 || p.SharedPrefix > workload.MaxPromptTokens-workload.MinUniqueTokens {
+		bad("shared_prefix", "must be 0..%d tokens, got %d", workload.MaxPromptTokens-workload.MinUniqueTokens, p.SharedPrefix)
+	}
+	switch {
+	case p.Dataset != "" && p.DatasetFormat == "":
+		bad("dataset_format", "required with a dataset: %s", strings.Join(workload.DatasetFormats, ", "))
+	case p.DatasetFormat != "" && !slices.Contains(workload.DatasetFormats, p.DatasetFormat):
+		bad("dataset_format", "unknown %q (want %s)", p.DatasetFormat, strings.Join(workload.DatasetFormats, ", "))
+	case p.DatasetFormat != "" && p.Dataset == "":
+		bad("dataset", "required with a dataset format (the file of prompts)")
+	}
+	if p.Dataset != "" {
+		// A dataset's prompts are its rows': settings that shape synthetic
+		// prompts would be silently ignored.
+		switch {
+		case p.PromptTokens.IsSet():
+			bad("prompt_tokens", "does not apply with a dataset: its rows are the prompts (use --max-tokens-cap or --output-tokens for the answers)")
+		case p.SharedPrefix > 0:
+			bad("shared_prefix", "does not apply with a dataset: its rows are the prompts, system messages included")
+		case len(p.Mix) > 0:
+			bad("mix", "does not apply with a dataset: its rows are the prompts (--profile still gives the output lengths of rows without max_tokens)")
+		}
+	}
+	if p.DatasetSample != "" && !slices.Contains(workload.DatasetSamples, p.DatasetSample) {
+		bad("dataset_sample", "unknown %q (want %s)", p.DatasetSample, strings.Join(workload.DatasetSamples, ", "))
+	}
+	if p.MaxTokensCap < 0 || p.MaxTokensCap > workload.MaxPromptTokens {
+		bad("max_tokens_cap", "must be in [0, %d] (0 = no cap beyond the profile's), got %d", workload.MaxPromptTokens, p.MaxTokensCap)
+	}
+	if !calibrate.Valid(p.PromptCalibration) {
+		bad("prompt_calibration", "must be one of %s, got %q", strings.Join(calibrate.Methods, ", "), p.PromptCalibration)
+	}
+}
+
+func (p *SessionOpts) validate(bad bad) {
+	if sc := p.config(); sc.Validate() != nil {
+		err := sc.Validate()
+		name, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(name, "%s", msg)
+	}
+	if p.Sessions {
+		// 0 (or empty) unsets a Length; here it has no meaning of its own
+		// and must not fall back to a default silently.
+		if !p.SessionTurns.IsSet() {
+			bad("session_turns", "must be ≥ 1 turn (a count or a distribution), got 0")
+		}
+		if !p.TurnTokens.IsSet() {
+			bad("turn_tokens", "must be ≥ 1 token (a count or a distribution), got 0")
+		}
+	}
+	if !p.Sessions && p.Fanout > 0 {
+		bad("fanout", "needs --sessions (a fan-out is part of a session's turn)")
+	}
+	switch {
+	case p.SessionDrain < 0 || p.SessionDrain > time.Hour:
+		bad("session_drain", "must be 0..1h, got %s", p.SessionDrain)
+	case !p.Sessions && p.SessionDrain > 0:
+		bad("session_drain", "needs --sessions")
+	}
+}
+
+func (p *Judging) validate(bad bad) {
+	if p.Window < 100*time.Millisecond {
+		bad("window", "must be ≥ 100ms, got %s", p.Window)
+	}
+	if p.TTFTDeadline <= 0 {
+		bad("ttft_deadline", "must be > 0, got %s", p.TTFTDeadline)
+	}
+	if p.TPOTDeadline < 0 {
+		bad("tpot_deadline", "must be ≥ 0 (0 = not a clause), got %s", p.TPOTDeadline)
+	}
+	if p.TokenDeadline < 0 {
+		bad("token_deadline", "must be ≥ 0 (0 = smooth goodput not measured), got %s", p.TokenDeadline)
+	}
+	if p.E2EDeadline <= 0 {
+		bad("e2e_deadline", "must be > 0, got %s", p.E2EDeadline)
+	}
+	if p.SLOTTFTP95 < 0 {
+		bad("slo_ttft_p95", "must be ≥ 0, got %s", p.SLOTTFTP95)
+	}
+	if p.SLOE2EP99 < 0 {
+		bad("slo_e2e_p99", "must be ≥ 0, got %s", p.SLOE2EP99)
+	}
+	if p.SLOGoodput < 0 || p.SLOGoodput > 1 {
+		bad("slo_goodput", "must be within 0..1, got %g", p.SLOGoodput)
+	}
+}
+
+func (p *Observation) validate(bad bad) {
+	if p.ScrapeInterval < 100*time.Millisecond {
+		bad("scrape_interval", "must be ≥ 100ms, got %s", p.ScrapeInterval)
+	}
+	if p.MetricsURL != "" {
+		if u, err := url.Parse(p.MetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("metrics_url", "must be an http:// or https:// URL, got %q", record.RedactURL(p.MetricsURL))
+		}
+	}
+	if m := p.MetricsPreset; m != "" && m != scrape.PresetAuto {
+		if _, ok := scrape.LookupPreset(m); !ok {
+			bad("metrics_preset", "unknown preset %q (want one of %s)", m, strings.Join(scrape.PresetNames(), ", "))
+		}
+	}
+	if _, err := scrape.ParseOverrides(p.MetricOverride); err != nil {
+		bad("metric", "%v", strings.TrimPrefix(err.Error(), "scrape: "))
+	}
+	if p.PrometheusAddr != "" {
+		if _, _, err := net.SplitHostPort(p.PrometheusAddr); err != nil {
+			bad("prometheus_addr", "must be host:port, got %q", p.PrometheusAddr)
+		}
+	}
+	if p.OTLPListen != "" {
+		if _, _, err := net.SplitHostPort(p.OTLPListen); err != nil {
+			bad("otlp_listen", "must be host:port, got %q", p.OTLPListen)
+		}
+	}
+	if p.OTLPGrace < 0 || p.OTLPGrace > 5*time.Minute {
+		bad("otlp_grace", "must be 0..5m, got %s", p.OTLPGrace)
+	}
 }
 
 // LoadDataset reads the dataset file, or returns nil when there is none.
@@ -487,8 +547,10 @@ func (o *Options) WorkloadPreview() (workload.Config, *workload.SessionConfig, e
 }
 
 // SessionConfig is the sessions' workload configuration.
-func (o *Options) SessionConfig() workload.SessionConfig {
-	return workload.SessionConfig{Turns: o.SessionTurns, Think: o.ThinkTime, TurnTokens: o.TurnTokens, Fanout: o.Fanout}
+func (o *Options) SessionConfig() workload.SessionConfig { return o.SessionOpts.config() }
+
+func (p *SessionOpts) config() workload.SessionConfig {
+	return workload.SessionConfig{Turns: p.SessionTurns, Think: p.ThinkTime, TurnTokens: p.TurnTokens, Fanout: p.Fanout}
 }
 
 func must[T any](v T, err error) T {
