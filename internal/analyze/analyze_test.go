@@ -65,7 +65,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.Phases[2].Rate = -1 }, `phases[2] "burst": rate -1 must be a finite number ≥ 0`},
 		{"negative window", func(c *Config) { c.Window = -s }, "window: -1s must be > 0"},
 		{"negative deadline", func(c *Config) { c.Deadlines = Deadlines{TTFT: -s} }, "deadlines.ttft: -1s is negative"},
-		{"recovery on schedule lag", func(c *Config) { c.Recovery.Metric = MetricScheduleLag }, `recovery.metric: "schedule_lag" is not a latency metric`},
+		{"recovery on schedule lag", func(c *Config) { c.Recovery.Metric = metricScheduleLag }, `recovery.metric: "schedule_lag" is not a latency metric`},
 		{"recovery on unknown metric", func(c *Config) { c.Recovery.Metric = "p99" }, `recovery.metric: "p99" is not a latency metric`},
 		{"too many windows", func(c *Config) { c.Window = time.Millisecond }, "window: 1ms gives more than 60480 windows over the run's 1m50s"},
 		{"too many recovery windows", func(c *Config) { c.Recovery.Window = time.Millisecond }, "recovery.window: 1ms gives more than 60480 windows"},
@@ -469,8 +469,8 @@ func TestFormatMs(t *testing.T) {
 func TestMergeRejects(t *testing.T) {
 	a := mustNew(t, Config{Phases: burstPhases()})
 	b := mustNew(t, Config{Phases: burstPhases(), Window: 5 * s})
-	if err := a.Merge(b); !errors.Is(err, ErrConfigMismatch) {
-		t.Errorf("Merge of different windows = %v, want ErrConfigMismatch", err)
+	if err := a.Merge(b); !errors.Is(err, errConfigMismatch) {
+		t.Errorf("Merge of different windows = %v, want errConfigMismatch", err)
 	}
 	if err := a.Merge(a); err == nil {
 		t.Errorf("Merge into itself succeeded")
@@ -658,12 +658,12 @@ func TestTokenDeadlines(t *testing.T) {
 	}{{1500 * ms, true}, {2 * s, true}, {2001 * ms, false}} {
 		r := okRec(0, 0, 100*ms, time.Second)
 		r.SmoothNs = int64(tc.smooth)
-		if got := SmoothGood(r, d); got != tc.want {
+		if got := smoothGood(r, d); got != tc.want {
 			t.Errorf("smooth %v: %v, want %v", tc.smooth, got, tc.want)
 		}
 	}
 	r := okRec(0, 0, 100*ms, time.Second)
-	if SmoothGood(r, d) {
+	if smoothGood(r, d) {
 		t.Error("smooth good without a SmoothNs")
 	}
 	a := mustNew(t, Config{Phases: []Phase{{Name: "p", End: 10 * s}}, Deadlines: d})

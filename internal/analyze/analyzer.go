@@ -120,7 +120,7 @@ func slotOutcome(i int) record.Outcome {
 type sample struct {
 	slot           int
 	sent, good     bool
-	smooth         bool // every token by its smooth goodput deadline (SmoothGood)
+	smooth         bool // every token by its smooth goodput deadline (smoothGood)
 	inFlightCancel bool // cancelled after it was sent: censored like a timeout
 	lostDrop       bool // generator_drop of a lost worker, not of the in-flight cap
 	tokenless      bool // ok, but the stream carried no token: an empty answer, never good
@@ -170,7 +170,7 @@ func (u u128) big() *big.Int {
 type acc struct {
 	outcomes       [numSlots]int64
 	sent, good     int64
-	smooth         int64 // smoothly good (SmoothGood)
+	smooth         int64 // smoothly good (smoothGood)
 	prompt, output int64 // tokens of ok requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
 	// completed counts ok requests whose done time falls in the group's
@@ -560,7 +560,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 		a.anom.UnknownOutcome++
 	}
 	s.good = Judge(rec, a.cfg.Deadlines)
-	s.smooth = SmoothGood(rec, a.cfg.Deadlines)
+	s.smooth = smoothGood(rec, a.cfg.Deadlines)
 	if s.good != rec.Good {
 		a.anom.GoodFlagMismatch++
 	}
@@ -666,9 +666,9 @@ func (a *Analyzer) countCompletion(done int64) {
 	}
 }
 
-// ErrConfigMismatch is returned by Merge when the two analyzers were not
+// errConfigMismatch is returned by Merge when the two analyzers were not
 // built from the same configuration.
-var ErrConfigMismatch = errors.New("analyze: merge: configurations differ")
+var errConfigMismatch = errors.New("analyze: merge: configurations differ")
 
 // Merge adds everything b has accumulated to a, losslessly: the result is
 // what a single Analyzer fed with both record streams would hold. Both must
@@ -678,7 +678,7 @@ func (a *Analyzer) Merge(b *Analyzer) error {
 		return fmt.Errorf("analyze: merge: an analyzer cannot be merged into itself")
 	}
 	if !reflect.DeepEqual(a.cfg, b.cfg) {
-		return ErrConfigMismatch
+		return errConfigMismatch
 	}
 	// Split both before their phases merge when their profiles differ
 	// or either is split already; a takes b's one label otherwise.

@@ -9,17 +9,17 @@ import (
 
 // Settings of MeasuredCapacity.
 const (
-	// CapacityMinBacklogShare is the share of the burst's arrivals that must
+	// capacityMinBacklogShare is the share of the burst's arrivals that must
 	// have been waiting at the backlog's peak for it to say anything about
 	// the capacity (below capacity only the few in prefill ever wait).
-	CapacityMinBacklogShare = 0.1
-	// CapacityMinInterval is the shortest backlog MeasuredCapacity measures
+	capacityMinBacklogShare = 0.1
+	// capacityMinInterval is the shortest backlog MeasuredCapacity measures
 	// a completion rate over.
-	CapacityMinInterval = 5 * time.Second
-	// CapacitySaturatedShare is the share of the burst's arrival rate at
+	capacityMinInterval = 5 * time.Second
+	// capacitySaturatedShare is the share of the burst's arrival rate at
 	// or above which a measured completion rate shows a target that kept
 	// up, not its capacity.
-	CapacitySaturatedShare = 0.9
+	capacitySaturatedShare = 0.9
 )
 
 // MeasuredCapacity estimates the capacity μ (requests/s) of the target from
@@ -46,8 +46,8 @@ const (
 // ok is false, and μ 0, when that says nothing about μ: no baseline phase,
 // no timeline or no timeline sample in the baseline; the backlog never fell
 // back to θ after the burst (no t₂); no real backlog built (peak ≤ θ, or
-// peak < CapacityMinBacklogShare × the burst phase's offered requests, 0
-// without a burst phase); it lasted less than CapacityMinInterval
+// peak < capacityMinBacklogShare × the burst phase's offered requests, 0
+// without a burst phase); it lasted less than capacityMinInterval
 // (t₂ − t₁ < 5 s); no request completed in [t₁, t₂); or μ ≥ 90 % of the
 // burst phase's offered rate: the target kept up (see MeasureCapacity).
 func MeasuredCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Duration) (mu float64, ok bool) {
@@ -84,7 +84,7 @@ func DoneOK(recs record.Source, fromNs int64) ([]int64, error) {
 
 // MeasureCapacity is MeasuredCapacity with the reason when μ is unknown.
 // Beyond MeasuredCapacity's conditions, a target that completed requests
-// at CapacitySaturatedShare (90 %) or more of the burst's arrival rate
+// at capacitySaturatedShare (90 %) or more of the burst's arrival rate
 // during the backlog was not saturated: its completion rate is what it was
 // offered, not what it can do, and a prediction from it would be circular
 // (μ ≥ the burst rate predicts no backlog at all). Why is then
@@ -96,9 +96,9 @@ func MeasureCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Durati
 	}
 	burstName := a.Settings.BurstPhase
 	if burstName == "" {
-		burstName = DefaultBurstPhase
+		burstName = defaultBurstPhase
 	}
-	if b, found := a.Phase(burstName); found && b.OfferedRPS > 0 && mu >= CapacitySaturatedShare*b.OfferedRPS {
+	if b, found := a.Phase(burstName); found && b.OfferedRPS > 0 && mu >= capacitySaturatedShare*b.OfferedRPS {
 		return Capacity{Why: NotSaturated}
 	}
 	return Capacity{Mu: mu, OK: true}
@@ -110,10 +110,10 @@ func measuredCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Durat
 	}
 	baseName, burstName := a.Settings.BaselinePhase, a.Settings.BurstPhase
 	if baseName == "" {
-		baseName = DefaultBaselinePhase
+		baseName = defaultBaselinePhase
 	}
 	if burstName == "" {
-		burstName = DefaultBurstPhase
+		burstName = defaultBurstPhase
 	}
 	base, found := a.Phase(baseName)
 	if !found || len(a.Timeline) == 0 {
@@ -147,7 +147,7 @@ func measuredCapacity(a *Result, doneOK []int64, burstStart, burstEnd time.Durat
 	// A real backlog: at its peak a tenth of the burst's arrivals were
 	// still waiting (below capacity only the few in prefill ever wait).
 	burst, _ := a.Phase(burstName)
-	if t2 < 0 || peak <= threshold || peak < CapacityMinBacklogShare*float64(burst.Offered) || t2-t1 < CapacityMinInterval {
+	if t2 < 0 || peak <= threshold || peak < capacityMinBacklogShare*float64(burst.Offered) || t2-t1 < capacityMinInterval {
 		return 0, false
 	}
 	done := 0

@@ -7,9 +7,9 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 )
 
-// MaxServerTimingNames bounds the distinct Server-Timing names a group
+// maxServerTimingNames bounds the distinct Server-Timing names a group
 // keeps a distribution for; further names are counted, not kept.
-const MaxServerTimingNames = 16
+const maxServerTimingNames = 16
 
 // IgnoredMaxTokens reports whether a response of out tokens ignored a
 // max_tokens cap: out > cap + max(8, cap/10). A cap of 0 is no cap.
@@ -100,7 +100,7 @@ func (c *clientAcc) observe(rec *record.Record, ok, packed bool) {
 	for _, t := range rec.ServerTiming {
 		m := c.st[t.Name]
 		if m == nil {
-			if len(c.st) >= MaxServerTimingNames {
+			if len(c.st) >= maxServerTimingNames {
 				c.stDropped++
 				continue
 			}
@@ -135,7 +135,7 @@ func (c *clientAcc) merge(b *clientAcc, packed bool) {
 		src := b.st[name]
 		m := c.st[name]
 		if m == nil {
-			if len(c.st) >= MaxServerTimingNames {
+			if len(c.st) >= maxServerTimingNames {
 				if src.h != nil {
 					c.stDropped += src.h.TotalCount()
 				}

@@ -12,13 +12,13 @@ import (
 // Defaults used when the corresponding Config field is zero.
 const (
 	DefaultWindow         = 10 * time.Second // arrival-time window length
-	DefaultSampleEvery    = time.Second      // timeline sample step
-	DefaultBaselinePhase  = "baseline"       // phase whose latency recovery is compared with
-	DefaultBurstPhase     = "burst"          // phase whose end recovery is measured from
-	DefaultRecoveryTol    = 0.10             // P99 may exceed the baseline P99 by 10 %
-	DefaultFailureTol     = 0.01             // failure rate may exceed the baseline's by 1 point
+	defaultSampleEvery    = time.Second      // timeline sample step
+	defaultBaselinePhase  = "baseline"       // phase whose latency recovery is compared with
+	defaultBurstPhase     = "burst"          // phase whose end recovery is measured from
+	defaultRecoveryTol    = 0.10             // P99 may exceed the baseline P99 by 10 %
+	defaultFailureTol     = 0.01             // failure rate may exceed the baseline's by 1 point
 	DefaultConsecutive    = 3                // qualifying windows in a row
-	DefaultRecoveryMetric = MetricE2ESchedule
+	defaultRecoveryMetric = MetricE2ESchedule
 )
 
 // DefaultDeadlines are docs/method.md §1's per-request deadlines: first content token
@@ -46,7 +46,7 @@ type Deadlines struct {
 	// Token, when set, is the per-token budget of smooth goodput: token i
 	// (0 = the first) is due at scheduled arrival + TTFT + i × Token, and a
 	// request is smoothly good when every token met its due time
-	// (SmoothGood). It does not change Judge.
+	// (smoothGood). It does not change Judge.
 	Token time.Duration
 }
 
@@ -57,23 +57,23 @@ type Metric string
 // The distributions an Analyzer keeps, in their stable order.
 const (
 	MetricTTFTSchedule  Metric = "ttft_schedule"      // first content token − scheduled (ok)
-	MetricTTFTSend      Metric = "ttft_send"          // first content token − sent (ok)
-	MetricTPOT          Metric = "tpot"               // time per output token (ok)
-	MetricITLMax        Metric = "itl_max"            // longest inter-chunk gap of a request (ok)
-	MetricE2ESend       Metric = "e2e_send"           // done − sent (ok)
+	metricTTFTSend      Metric = "ttft_send"          // first content token − sent (ok)
+	metricTPOT          Metric = "tpot"               // time per output token (ok)
+	metricITLMax        Metric = "itl_max"            // longest inter-chunk gap of a request (ok)
+	metricE2ESend       Metric = "e2e_send"           // done − sent (ok)
 	MetricE2ESchedule   Metric = "e2e_schedule"       // done − scheduled (ok)
-	MetricScheduleLag   Metric = "schedule_lag"       // sent − scheduled (every sent request)
-	MetricConnWait      Metric = "conn_wait"          // connection acquired − sent
-	MetricConnToHeaders Metric = "conn_to_headers"    // response headers − connection acquired
-	MetricTTFTTextSend  Metric = "ttft_text_send"     // first answer text − sent (ok; differs from ttft_send when the model thought first)
-	MetricTTFTTextSched Metric = "ttft_text_schedule" // first answer text − scheduled (ok)
+	metricScheduleLag   Metric = "schedule_lag"       // sent − scheduled (every sent request)
+	metricConnWait      Metric = "conn_wait"          // connection acquired − sent
+	metricConnToHeaders Metric = "conn_to_headers"    // response headers − connection acquired
+	metricTTFTTextSend  Metric = "ttft_text_send"     // first answer text − sent (ok; differs from ttft_send when the model thought first)
+	metricTTFTTextSched Metric = "ttft_text_schedule" // first answer text − scheduled (ok)
 )
 
 // Metrics lists every Metric in its stable order.
 var Metrics = []Metric{
-	MetricTTFTSchedule, MetricTTFTSend, MetricTPOT, MetricITLMax,
-	MetricE2ESend, MetricE2ESchedule, MetricScheduleLag, MetricConnWait, MetricConnToHeaders,
-	MetricTTFTTextSend, MetricTTFTTextSched,
+	MetricTTFTSchedule, metricTTFTSend, metricTPOT, metricITLMax,
+	metricE2ESend, MetricE2ESchedule, metricScheduleLag, metricConnWait, metricConnToHeaders,
+	metricTTFTTextSend, metricTTFTTextSched,
 }
 
 const numMetrics = 11
@@ -144,29 +144,29 @@ func (c Config) withDefaults() Config {
 		c.Deadlines = DefaultDeadlines
 	}
 	if c.BaselinePhase == "" {
-		c.BaselinePhase = DefaultBaselinePhase
+		c.BaselinePhase = defaultBaselinePhase
 	}
 	if c.BurstPhase == "" {
-		c.BurstPhase = DefaultBurstPhase
+		c.BurstPhase = defaultBurstPhase
 	}
 	if c.SampleEvery == 0 {
-		c.SampleEvery = DefaultSampleEvery
+		c.SampleEvery = defaultSampleEvery
 	}
 	r := &c.Recovery
 	if r.Window == 0 {
 		r.Window = c.Window
 	}
 	if r.Tolerance == 0 {
-		r.Tolerance = DefaultRecoveryTol
+		r.Tolerance = defaultRecoveryTol
 	}
 	if r.FailureTolerance == 0 {
-		r.FailureTolerance = DefaultFailureTol
+		r.FailureTolerance = defaultFailureTol
 	}
 	if r.Consecutive == 0 {
 		r.Consecutive = DefaultConsecutive
 	}
 	if r.Metric == "" {
-		r.Metric = DefaultRecoveryMetric
+		r.Metric = defaultRecoveryMetric
 	}
 	c.Phases = slices.Clone(c.Phases)
 	return c

@@ -47,7 +47,7 @@ func NewDiagTally(doneFromNs int64) *DiagTally {
 // cfg reads (-1: none): its burst phase's start, as the Result reports it
 // in ms and the diagnosis reads it back.
 func DoneFrom(cfg Config) int64 {
-	name := cmp.Or(cfg.BurstPhase, DefaultBurstPhase)
+	name := cmp.Or(cfg.BurstPhase, defaultBurstPhase)
 	for _, p := range cfg.Phases {
 		if p.Name == name {
 			return int64(time.Duration(durMs(p.Start) * 1e6))

@@ -206,14 +206,14 @@
 // reported for a real backlog: a peak above that threshold and of at least
 // a tenth of the burst's arrivals, lasting at least 5 s.
 //
-// # Engine queue wait known per request (WaitHist, ExactQueueWait)
+// # Engine queue wait known per request (WaitHist, exactQueueWait)
 //
 // The engine model knows every admission time. A virtual run records each
 // wait (admission − arrival) as it happens into its phase's WaitHist, a
 // histogram of the latencies' geometry, so that memory does not grow with
 // the run: count and mean exact, percentiles nearest rank r = ⌈p·n⌉ at the
 // histogram's precision (≥ the true wait truncated to µs, ≤ 0.1 % above).
-// ExactQueueWait (the engine's own per-request timings) keeps the values:
+// exactQueueWait (the engine's own per-request timings) keeps the values:
 // percentiles are nearest rank on the sorted waits, v_k with
 // k = ⌈p·n⌉ − 1, reported in ms.
 //

@@ -10,7 +10,7 @@ const (
 
 // EngineTiming summarises the engine's own per-request timing of one
 // phase, by the phase of the scheduled arrival (record.Phase), over the
-// successful requests. Each distribution is ExactQueueWait over the
+// successful requests. Each distribution is exactQueueWait over the
 // requests that carry that time (engine_queue_ns, engine_prefill_ns,
 // engine_decode_ns, engine_e2e_ns); a request without it is counted in
 // Missing, never guessed.
@@ -25,11 +25,11 @@ type EngineTiming struct {
 	E2E     QueueWait `json:"e2e"`     // engine_e2e_ns, ms
 }
 
-// EngineTimings returns the EngineTiming of every phase named in phases
+// engineTimings returns the EngineTiming of every phase named in phases
 // (in that order, by arrival) and of "overall" (every phase not in
 // exclude), or nil when no record carries any engine time. It is
 // NewEngineTimings fed with every record.
-func EngineTimings(recs []record.Record, phases, exclude []string, source string) map[string]EngineTiming {
+func engineTimings(recs []record.Record, phases, exclude []string, source string) map[string]EngineTiming {
 	e := NewEngineTimings(phases, exclude, source)
 	for i := range recs {
 		e.Add(&recs[i])
@@ -37,8 +37,8 @@ func EngineTimings(recs []record.Record, phases, exclude []string, source string
 	return e.Result()
 }
 
-// EngineTimingStats accumulates EngineTimings as records come (Add). The
-// distributions are exact (ExactQueueWait), so it keeps the engine's
+// EngineTimingStats accumulates engineTimings as records come (Add). The
+// distributions are exact (exactQueueWait), so it keeps the engine's
 // times of the successful requests that carry any — a run against an
 // engine that reports none (most) keeps nothing.
 type EngineTimingStats struct {
@@ -53,7 +53,7 @@ type engineAcc struct {
 	q, pre, dec, e2e []float64
 }
 
-// NewEngineTimings returns an empty EngineTimingStats (see EngineTimings).
+// NewEngineTimings returns an empty EngineTimingStats (see engineTimings).
 func NewEngineTimings(phases, exclude []string, source string) *EngineTimingStats {
 	e := &EngineTimingStats{source: source, by: map[string]*engineAcc{}, excluded: map[string]bool{}}
 	for _, p := range phases {
@@ -94,7 +94,7 @@ func (e *EngineTimingStats) Add(r *record.Record) {
 	}
 }
 
-// Result is EngineTimings of the records added.
+// Result is engineTimings of the records added.
 func (e *EngineTimingStats) Result() map[string]EngineTiming {
 	if !e.any {
 		return nil
@@ -102,7 +102,7 @@ func (e *EngineTimingStats) Result() map[string]EngineTiming {
 	out := make(map[string]EngineTiming, len(e.by))
 	for name, a := range e.by {
 		out[name] = EngineTiming{Source: e.source, OK: a.ok, Timed: a.timed, Missing: a.ok - a.timed,
-			Queue: ExactQueueWait(a.q), Prefill: ExactQueueWait(a.pre), Decode: ExactQueueWait(a.dec), E2E: ExactQueueWait(a.e2e)}
+			Queue: exactQueueWait(a.q), Prefill: exactQueueWait(a.pre), Decode: exactQueueWait(a.dec), E2E: exactQueueWait(a.e2e)}
 	}
 	return out
 }

@@ -23,7 +23,7 @@ func TestEngineTimings(t *testing.T) {
 		rec("baseline", 2, record.OK), rec("baseline", 4, record.OK), rec("baseline", -1, record.OK),
 		rec("burst", 100, record.OK), rec("burst", 300, record.OK), rec("burst", 500, record.Timeout),
 	}
-	got := EngineTimings(recs, []string{"warmup", "baseline", "burst"}, []string{"warmup"}, EngineSourceOTLP)
+	got := engineTimings(recs, []string{"warmup", "baseline", "burst"}, []string{"warmup"}, EngineSourceOTLP)
 	b := got["baseline"]
 	if b.OK != 3 || b.Timed != 2 || b.Missing != 1 || b.Queue.P50Ms != 2 || b.Queue.P99Ms != 4 || b.Queue.MeanMs != 3 {
 		t.Errorf("baseline %+v", b)
@@ -37,7 +37,7 @@ func TestEngineTimings(t *testing.T) {
 	if got["burst"].Source != EngineSourceOTLP {
 		t.Errorf("source %q", got["burst"].Source)
 	}
-	if EngineTimings(recs[3:4], []string{"baseline"}, nil, EngineSourceOTLP) != nil {
+	if engineTimings(recs[3:4], []string{"baseline"}, nil, EngineSourceOTLP) != nil {
 		t.Error("timings without any engine time")
 	}
 }

@@ -18,16 +18,16 @@ const (
 	FaultBadRequest                // another 4xx but 429: the server refused the request as invalid
 	FaultProtocol                  // a stream cut or malformed after its headers, or one that ran past max_tokens until the timeout
 	FaultQuota                     // 429 with rate-limit headers (x-ratelimit-*): a quota
-	FaultRejected                  // 429 without them: an admission limit
-	FaultUnavailable               // 503
+	faultRejected                  // 429 without them: an admission limit
+	faultUnavailable               // 503
 	FaultServerError               // another 5xx
-	FaultTimeout                   // timed out after the response began: the request waited or decoded too long
+	faultTimeout                   // timed out after the response began: the request waited or decoded too long
 	numFaults
 )
 
 // Faults lists every fault but FaultNone, in order.
 var Faults = []Fault{FaultUnreachable, FaultNoResponse, FaultUnauthorized, FaultNotInference, FaultBadRequest, FaultProtocol,
-	FaultQuota, FaultRejected, FaultUnavailable, FaultServerError, FaultTimeout}
+	FaultQuota, faultRejected, faultUnavailable, FaultServerError, faultTimeout}
 
 var faultNames = [numFaults]string{"", "unreachable", "no_response", "unauthorized", "not_inference", "bad_request", "protocol",
 	"quota", "rejected", "unavailable", "server_error", "timeout"}
@@ -53,7 +53,7 @@ func (f Fault) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
 // own only when nothing was answered at all.
 func (f Fault) Load() bool {
 	switch f {
-	case FaultRejected, FaultUnavailable, FaultTimeout, FaultNoResponse:
+	case faultRejected, faultUnavailable, faultTimeout, FaultNoResponse:
 		return true
 	}
 	return false
@@ -74,7 +74,7 @@ func FaultOf(r *record.Record) Fault {
 		if r.RateLimit.Seen() {
 			return FaultQuota
 		}
-		return FaultRejected // an admission limit, Retry-After or not
+		return faultRejected // an admission limit, Retry-After or not
 	case record.Timeout:
 		switch {
 		case r.HeadersNs == record.None:
@@ -82,7 +82,7 @@ func FaultOf(r *record.Record) Fault {
 		case r.MaxTokens > 0 && IgnoredMaxTokens(max(r.OutputTokens, r.Chunks), r.MaxTokens):
 			return FaultProtocol // an endless stream: more chunks than tokens allowed
 		}
-		return FaultTimeout
+		return faultTimeout
 	case record.HTTPError:
 		switch s := r.Status; {
 		case s == 401 || s == 403:
@@ -90,7 +90,7 @@ func FaultOf(r *record.Record) Fault {
 		case s == 404 || s == 405 || s == 501:
 			return FaultNotInference
 		case s == 503:
-			return FaultUnavailable
+			return faultUnavailable
 		case s >= 500:
 			return FaultServerError
 		case s >= 400:

@@ -15,8 +15,8 @@ const (
 	GeneratorMinSamples   = 20                     // fewer sends say nothing about rates: not judged
 )
 
-// LagNoteThreshold is the schedule lag above which LagNote mentions it.
-const LagNoteThreshold = 10 * time.Millisecond
+// lagNoteThreshold is the schedule lag above which LagNote mentions it.
+const lagNoteThreshold = 10 * time.Millisecond
 
 // Generator is the verdict of GeneratorCheck on whether the load generator
 // kept its schedule. Its JSON names are those of the experiment's Measure
@@ -123,11 +123,11 @@ func (sp *GeneratorSpan) Check(lagP99Ms float64) Generator {
 // distribution (sent − scheduled) that stays within GeneratorCheck's
 // limits; it is not a verdict, and callers print it only when the
 // generator is not Behind (the verdict's Note then says more). It is ""
-// without samples or when the lag p99 is at most LagNoteThreshold (10 ms);
+// without samples or when the lag p99 is at most lagNoteThreshold (10 ms);
 // otherwise it reports occasional spikes when the p95 is within the
 // threshold, and a sustained lag when the p95 is above it too.
 func LagNote(lag Dist) string {
-	limit := float64(LagNoteThreshold) / float64(time.Millisecond)
+	limit := float64(lagNoteThreshold) / float64(time.Millisecond)
 	switch {
 	case lag.Count == 0 || lag.P99Ms <= limit:
 		return ""

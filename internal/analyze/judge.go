@@ -24,13 +24,13 @@ func Judge(rec *record.Record, d Deadlines) bool {
 	return true
 }
 
-// SmoothGood reports whether rec met the smooth goodput deadline of d:
+// smoothGood reports whether rec met the smooth goodput deadline of d:
 // outcome ok, HTTP 200, and every content chunk i (0 = the first) by the
 // scheduled arrival + d.TTFT + i × d.Token — which holds when
 // rec.SmoothNs (the latest chunk time − i × budget, kept by the client)
 // is within d.TTFT of the scheduled arrival. False without d.Token or a
 // SmoothNs.
-func SmoothGood(rec *record.Record, d Deadlines) bool {
+func smoothGood(rec *record.Record, d Deadlines) bool {
 	if d.Token <= 0 || rec.Outcome != record.OK || rec.Status != 200 || rec.SmoothNs == record.None {
 		return false
 	}

@@ -30,7 +30,7 @@ type QueueWait struct {
 	P99AtMost bool `json:"p99_at_most,omitempty"`
 }
 
-// ExactQueueWait summarises one phase's queue waits known exactly, given in
+// exactQueueWait summarises one phase's queue waits known exactly, given in
 // seconds: for the engine model, each admitted request's admission time
 // minus its arrival (requests never admitted have no wait). With the n
 // waits sorted, v₀ ≤ … ≤ vₙ₋₁:
@@ -41,7 +41,7 @@ type QueueWait struct {
 // the same nearest-rank definition as every other percentile of surge, here
 // without histogram rounding (waits are finite). Without waits it is not Available, with
 // Reason "no observations". waits is not modified.
-func ExactQueueWait(waits []float64) QueueWait {
+func exactQueueWait(waits []float64) QueueWait {
 	if len(waits) == 0 {
 		return QueueWait{Reason: "no observations"}
 	}

@@ -36,7 +36,7 @@ func TestExactQueueWait(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.waits)
-			got := ExactQueueWait(tc.waits)
+			got := exactQueueWait(tc.waits)
 			if got.Available != tc.want.Available || got.Reason != tc.want.Reason || got.Count != tc.want.Count || got.P99Above ||
 				!near(got.MeanMs, tc.want.MeanMs) || !near(got.P50Ms, tc.want.P50Ms) || !near(got.P95Ms, tc.want.P95Ms) || !near(got.P99Ms, tc.want.P99Ms) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
@@ -57,7 +57,7 @@ func TestQueueWaitJSON(t *testing.T) {
 	}{
 		{QueueWait{Available: true, Count: 4, MeanMs: 468.75, P50Ms: 250, P95Ms: 1000, P99Ms: 1000, P99Above: true},
 			`{"available":true,"count":4,"mean_ms":468.75,"p50_ms":250,"p95_ms":1000,"p99_ms":1000,"p99_above":true}`},
-		{ExactQueueWait(nil), `{"available":false,"reason":"no observations","count":0,"mean_ms":0,"p50_ms":0,"p95_ms":0,"p99_ms":0}`},
+		{exactQueueWait(nil), `{"available":false,"reason":"no observations","count":0,"mean_ms":0,"p50_ms":0,"p95_ms":0,"p99_ms":0}`},
 	}
 	for _, tc := range cases {
 		b, err := json.Marshal(tc.qw)

@@ -9,9 +9,9 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 )
 
-// PercentileDefinition is the published definition of every percentile in a
+// percentileDefinition is the published definition of every percentile in a
 // Result (see the package documentation).
-const PercentileDefinition = "nearest rank: the ceil(q*N)-th smallest value, on an HDR histogram of microseconds (1us..1h, 3 significant digits), reported as the highest value equivalent to it or the exact maximum, whichever is lower (at most 0.1% above the true value, never below)"
+const percentileDefinition = "nearest rank: the ceil(q*N)-th smallest value, on an HDR histogram of microseconds (1us..1h, 3 significant digits), reported as the highest value equivalent to it or the exact maximum, whichever is lower (at most 0.1% above the true value, never below)"
 
 // Dist summarises one latency distribution. Times are milliseconds.
 //
@@ -101,8 +101,8 @@ type Stats struct {
 	CompletedRPS float64 `json:"completed_rps"` // Completed / duration: completions by completion time
 	GoodputRPS   float64 `json:"goodput_rps"`
 	GoodputRatio float64 `json:"goodput_ratio"` // good / offered
-	// SmoothGood counts the requests every token of which met its smooth
-	// goodput deadline (SmoothGood; only with Deadlines.Token), and
+	// smoothGood counts the requests every token of which met its smooth
+	// goodput deadline (smoothGood; only with Deadlines.Token), and
 	// SmoothGoodputRPS and SmoothGoodputRatio are its rate and share of
 	// offered.
 	SmoothGood         int64   `json:"smooth_good,omitempty"`
@@ -168,7 +168,7 @@ type ClientStats struct {
 	RateLimit RateLimitStats `json:"ratelimit"`
 
 	// ServerTiming holds, per Server-Timing name (at most
-	// MaxServerTimingNames per group, the rest counted in
+	// maxServerTimingNames per group, the rest counted in
 	// ServerTimingDropped), the distribution of its durations over every
 	// response that carried it, whatever the outcome.
 	ServerTiming        map[string]Dist `json:"server_timing,omitempty"`
@@ -297,7 +297,7 @@ func (a *Analyzer) Result() *Result {
 			TimeoutMs:        timeoutMs,
 			BaselinePhase:    c.BaselinePhase,
 			BurstPhase:       c.BurstPhase,
-			PercentileMethod: PercentileDefinition,
+			PercentileMethod: percentileDefinition,
 		},
 		Anomalies: a.anom,
 	}

@@ -10,10 +10,10 @@ import (
 
 // The over-saturation test's settings (see OverSaturated).
 const (
-	SaturationMinPoints     = 8                      // points per series before a slope is trusted
-	SaturationMaxSamples    = 40                     // backlog samples over the step, at most
-	SaturationMinSampleStep = 100 * time.Millisecond // backlog samples are at least this far apart
-	SaturationConfidence    = 0.95                   // of both slopes' intervals
+	saturationMinPoints     = 8                      // points per series before a slope is trusted
+	saturationMaxSamples    = 40                     // backlog samples over the step, at most
+	saturationMinSampleStep = 100 * time.Millisecond // backlog samples are at least this far apart
+	saturationConfidence    = 0.95                   // of both slopes' intervals
 )
 
 // Hopeless judges whether a capacity step run so far can still pass, so
@@ -119,21 +119,21 @@ func waitEnd(r *record.Record) int64 {
 // OverSaturated applies the over-saturation test, in the manner of
 // GuideLLM's over-saturation detector, to the records scheduled in
 // [from, horizon) (offsets from the run origin). It fits two least-squares
-// lines (FitTrend, SaturationConfidence):
+// lines (FitTrend, saturationConfidence):
 //
 //	TTFT:    one point per request (generator drops left out):
 //	         x = scheduled (s), y = wait end − scheduled (ms), where the wait
 //	         end is the first content token, or for a request that never got
 //	         one its end (done) — then y is a lower bound
 //	backlog: at t = from, from + Δ, from + 2Δ, … < horizon,
-//	         Δ = max((horizon − from) / SaturationMaxSamples, SaturationMinSampleStep):
+//	         Δ = max((horizon − from) / saturationMaxSamples, saturationMinSampleStep):
 //	         x = t (s), y = waiting(t) = #{scheduled ≤ t} − #{max(wait end, scheduled) ≤ t}
 //	         over every record (requests waiting for their first token)
 //
 // and reports the target over-saturated (ok true, why saying by how much)
 // when all of these hold:
 //
-//	both series have at least SaturationMinPoints points
+//	both series have at least saturationMinPoints points
 //	the lower bound of both slopes' confidence intervals is > 0   (both grow)
 //	the fitted TTFT at the horizon, a + b·horizon, is > limitMs
 //
@@ -172,7 +172,7 @@ func overSaturated(pts []satPoint, n int, last int64, from, horizon time.Duratio
 		tx = append(tx, float64(p.sched)/1e9)
 		ty = append(ty, float64(p.wait-p.sched)/1e6)
 	}
-	if len(tx) < SaturationMinPoints {
+	if len(tx) < saturationMinPoints {
 		return "", false
 	}
 	// Requests waiting for their first token, sampled over [from, horizon).
@@ -189,17 +189,17 @@ func overSaturated(pts []satPoint, n int, last int64, from, horizon time.Duratio
 		return n
 	}
 	span := horizon - from
-	step := max(span/SaturationMaxSamples, SaturationMinSampleStep)
+	step := max(span/saturationMaxSamples, saturationMinSampleStep)
 	var bx, by []float64
 	for t := from; t < horizon; t += step {
 		n := upTo(starts, int64(t)) - upTo(ends, int64(t))
 		bx, by = append(bx, t.Seconds()), append(by, float64(n))
 	}
-	if len(bx) < SaturationMinPoints {
+	if len(bx) < saturationMinPoints {
 		return "", false
 	}
-	tt, ok1 := FitTrend(tx, ty, SaturationConfidence)
-	bt, ok2 := FitTrend(bx, by, SaturationConfidence)
+	tt, ok1 := FitTrend(tx, ty, saturationConfidence)
+	bt, ok2 := FitTrend(bx, by, saturationConfidence)
 	if !ok1 || !ok2 || tt.CILow <= 0 || bt.CILow <= 0 {
 		return "", false
 	}

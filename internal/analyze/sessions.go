@@ -6,9 +6,9 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 )
 
-// MaxTurnRows bounds the per-turn table: turns from MaxTurnRows on share
+// maxTurnRows bounds the per-turn table: turns from maxTurnRows on share
 // its last row (AndLater).
-const MaxTurnRows = 20
+const maxTurnRows = 20
 
 // SessionResult is the analysis of a sessions run (--sessions), per turn
 // and per session, over the sessions whose first turn falls in a phase
@@ -38,7 +38,7 @@ type SessionResult struct {
 // judged as a phase's are.
 type TurnResult struct {
 	Turn     int   `json:"turn"`                // 1-based
-	AndLater bool  `json:"and_later,omitempty"` // the row also holds every later turn (Turn = MaxTurnRows)
+	AndLater bool  `json:"and_later,omitempty"` // the row also holds every later turn (Turn = maxTurnRows)
 	Requests int64 `json:"requests"`            // offered: scheduled requests of this turn
 	OK       int64 `json:"ok"`
 	Good     int64 `json:"good"`
@@ -144,7 +144,7 @@ func (st *SessionStats) observe(s *sessionAcc, r *record.Record) {
 	case !smp.good:
 		s.bad = true
 	}
-	k := min(r.Turn, MaxTurnRows) - 1
+	k := min(r.Turn, maxTurnRows) - 1
 	for len(st.rows) <= k {
 		st.rows = append(st.rows, &acc{packed: true})
 		st.prompts, st.prefixes = append(st.prompts, map[int]int64{}), append(st.prefixes, map[int]int64{})
@@ -185,7 +185,7 @@ func (st *SessionStats) Result() *SessionResult {
 	for k, a := range st.rows {
 		s := a.stats(0, timeoutMs)
 		out.Turns = append(out.Turns, TurnResult{
-			Turn: k + 1, AndLater: k+1 == MaxTurnRows,
+			Turn: k + 1, AndLater: k+1 == maxTurnRows,
 			Requests: s.Offered, OK: s.Succeeded, Good: s.Good, GoodputRatio: s.GoodputRatio,
 			TTFTSend: s.Latency.TTFTSend, TTFTSchedule: s.Latency.TTFTSchedule,
 			PromptTokensP50: countsMedian(st.prompts[k]), PrefixTokensP50: countsMedian(st.prefixes[k]),

@@ -63,16 +63,16 @@ func TestSessionsByHand(t *testing.T) {
 	}
 }
 
-// Turns from MaxTurnRows on share the last row; runs without sessions get
+// Turns from maxTurnRows on share the last row; runs without sessions get
 // no session result at all.
 func TestSessionsRowsAndAbsence(t *testing.T) {
 	cfg := Config{Phases: []Phase{{Name: "main", Start: 0, End: time.Hour}}, Deadlines: DefaultDeadlines, Timeout: 60 * s}
 	var recs []record.Record
-	for turn := 1; turn <= MaxTurnRows+5; turn++ {
-		recs = append(recs, turnRec(okRec(time.Duration(turn)*s, 0, 100*ms, time.Second), 1, turn, MaxTurnRows+5, 100*turn, 0))
+	for turn := 1; turn <= maxTurnRows+5; turn++ {
+		recs = append(recs, turnRec(okRec(time.Duration(turn)*s, 0, 100*ms, time.Second), 1, turn, maxTurnRows+5, 100*turn, 0))
 	}
 	got := Sessions(cfg, recs)
-	if len(got.Turns) != MaxTurnRows || !got.Turns[MaxTurnRows-1].AndLater || got.Turns[MaxTurnRows-1].Requests != 6 || got.Good != 1 {
+	if len(got.Turns) != maxTurnRows || !got.Turns[maxTurnRows-1].AndLater || got.Turns[maxTurnRows-1].Requests != 6 || got.Good != 1 {
 		t.Fatalf("rows %d, last %+v, good %d", len(got.Turns), got.Turns[len(got.Turns)-1], got.Good)
 	}
 	if Sessions(cfg, []record.Record{*okRec(s, 0, 100*ms, s)}) != nil {

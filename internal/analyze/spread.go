@@ -8,14 +8,14 @@ import (
 
 // The spread's bootstrap (docs/metrics.md "Spread over repeats").
 const (
-	// SpreadBootstrapMin is the fewest runs that get a bootstrap interval:
+	// spreadBootstrapMin is the fewest runs that get a bootstrap interval:
 	// below it an interval over resampled runs says little the values
 	// themselves do not.
-	SpreadBootstrapMin = 5
-	// SpreadResamples is how many bootstrap resamples are drawn.
-	SpreadResamples = 10000
-	// SpreadLevel is the bootstrap interval's confidence level.
-	SpreadLevel = 0.95
+	spreadBootstrapMin = 5
+	// spreadResamples is how many bootstrap resamples are drawn.
+	spreadResamples = 10000
+	// spreadLevel is the bootstrap interval's confidence level.
+	spreadLevel = 0.95
 )
 
 // RunValue is one run's value of a metric (a P99, a recovery time, a
@@ -28,16 +28,16 @@ type RunValue struct {
 
 // Spread is how one metric varied over repeated runs of one configuration:
 // the run values in run order, their minimum, median and maximum, and —
-// with at least SpreadBootstrapMin runs and none of them a lower bound — a
+// with at least spreadBootstrapMin runs and none of them a lower bound — a
 // percentile-bootstrap interval of the median.
 //
 // Median is the nearest-rank median, the ⌈N/2⌉-th smallest value (as
 // analyze's percentiles: a value one of the runs measured, never an average
-// of two runs' values). The interval: draw SpreadResamples resamples of N
+// of two runs' values). The interval: draw spreadResamples resamples of N
 // values with replacement from the N run values (a PCG generator seeded
 // with the given seed, so the same values give the same interval), take
 // each resample's nearest-rank median, and report the nearest-rank
-// (1 − SpreadLevel)/2 and (1 + SpreadLevel)/2 quantiles of those medians.
+// (1 − spreadLevel)/2 and (1 + spreadLevel)/2 quantiles of those medians.
 // With lower bounds among the values Min, Median and Max are computed on
 // the bounds as given (Bounds counts them) and there is no interval.
 type Spread struct {
@@ -79,7 +79,7 @@ func SpreadOf(vals []RunValue, seed uint64) Spread {
 	slices.Sort(xs)
 	s.Min, s.Max, s.Median = xs[0], xs[len(xs)-1], nearestRank(xs, 0.5)
 	switch {
-	case s.N < SpreadBootstrapMin:
+	case s.N < spreadBootstrapMin:
 		s.NoCI = "fewer than 5 runs"
 		return s
 	case s.Bounds > 0:
@@ -87,19 +87,38 @@ func SpreadOf(vals []RunValue, seed uint64) Spread {
 		return s
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xb007_57a9))
-	meds := make([]float64, SpreadResamples)
-	draw := make([]float64, s.N)
-	for i := range meds {
-		for j := range draw {
-			draw[j] = xs[rng.IntN(s.N)]
-		}
-		slices.Sort(draw)
-		meds[i] = nearestRank(draw, 0.5)
+	median := func(d [][]float64) float64 {
+		slices.Sort(d[0])
+		return nearestRank(d[0], 0.5)
 	}
-	slices.Sort(meds)
-	s.CI, s.CILevel, s.Resample = true, SpreadLevel, SpreadResamples
-	s.CILow, s.CIHigh = nearestRank(meds, (1-SpreadLevel)/2), nearestRank(meds, (1+SpreadLevel)/2)
+	s.CI, s.CILevel, s.Resample = true, spreadLevel, spreadResamples
+	s.CILow, s.CIHigh = Bootstrap(rng, spreadResamples, spreadLevel, median, xs)
 	return s
+}
+
+// Bootstrap is the percentile-bootstrap interval of stat at the given
+// confidence level: it draws resamples of each sample, with replacement
+// and of its own size, from r (samples in order, values in order), takes
+// stat of each set of draws, and returns the nearest-rank (1 − level)/2
+// and (1 + level)/2 quantiles of those statistics. stat may reorder the
+// draws it is given. surge's spreads over repeats and surge compare's
+// differences both use it.
+func Bootstrap(r *rand.Rand, resamples int, level float64, stat func(draws [][]float64) float64, samples ...[]float64) (lo, hi float64) {
+	stats := make([]float64, resamples)
+	draws := make([][]float64, len(samples))
+	for k, s := range samples {
+		draws[k] = make([]float64, len(s))
+	}
+	for i := range stats {
+		for k, s := range samples {
+			for j := range draws[k] {
+				draws[k][j] = s[r.IntN(len(s))]
+			}
+		}
+		stats[i] = stat(draws)
+	}
+	slices.Sort(stats)
+	return nearestRank(stats, (1-level)/2), nearestRank(stats, (1+level)/2)
 }
 
 // MedianOfRuns is the median of run values by nearest rank, the

@@ -22,7 +22,7 @@ func TestSpreadBootstrapFiveRuns(t *testing.T) {
 	if s.N != 5 || s.Min != 640 || s.Median != 905 || s.Max != 1310 {
 		t.Fatalf("n %d min %g median %g max %g, want 5, 640, 905 (the 3rd smallest), 1310", s.N, s.Min, s.Median, s.Max)
 	}
-	if !s.CI || s.CILevel != 0.95 || s.Resample != SpreadResamples {
+	if !s.CI || s.CILevel != 0.95 || s.Resample != spreadResamples {
 		t.Fatalf("no 95%% interval: %+v", s)
 	}
 	if !(s.CILow <= s.Median && s.Median <= s.CIHigh) || s.CILow < s.Min || s.CIHigh > s.Max {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The histogram's summary is ExactQueueWait's to the histogram's
+// The histogram's summary is exactQueueWait's to the histogram's
 // precision: the same count, the mean exact, each percentile the same
 // nearest rank, never below the true wait's µs and at most 0.1 % above it.
 func TestWaitHist(t *testing.T) {
@@ -75,7 +75,7 @@ func TestWaitHistAgainstExact(t *testing.T) {
 			once.Add(waits[i])
 			parts[rng.IntN(len(parts))].Add(waits[i])
 		}
-		got, exact := once.QueueWait(), ExactQueueWait(secs)
+		got, exact := once.QueueWait(), exactQueueWait(secs)
 		if got.Count != exact.Count || math.Abs(got.MeanMs-exact.MeanMs) > 1e-9*exact.MeanMs {
 			t.Fatalf("n=%d: count %v mean %v, exact %v %v", n, got.Count, got.MeanMs, exact.Count, exact.MeanMs)
 		}

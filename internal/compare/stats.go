@@ -74,18 +74,6 @@ func confidence(kind string, a, b runSet) string {
 // median(b*) − median(a*) over resamples a*, b* drawn with replacement,
 // from a fixed seed (the same folders give the same interval).
 func bootstrapDiff(a, b []float64) (lo, hi float64) {
-	r := rand.New(rand.NewPCG(1, 2))
-	diffs := make([]float64, bootstrapResamples)
-	ra, rb := make([]float64, len(a)), make([]float64, len(b))
-	for i := range diffs {
-		for j := range ra {
-			ra[j] = a[r.IntN(len(a))]
-		}
-		for j := range rb {
-			rb[j] = b[r.IntN(len(b))]
-		}
-		diffs[i] = analyze.MedianOfRuns(rb) - analyze.MedianOfRuns(ra)
-	}
-	slices.Sort(diffs)
-	return diffs[int(0.025*float64(len(diffs)))], diffs[int(0.975*float64(len(diffs)))-1]
+	diff := func(d [][]float64) float64 { return analyze.MedianOfRuns(d[1]) - analyze.MedianOfRuns(d[0]) }
+	return analyze.Bootstrap(rand.New(rand.NewPCG(1, 2)), bootstrapResamples, 0.95, diff, a, b)
 }
