@@ -166,15 +166,87 @@ func (o *Options) runOptions() run.Options {
 	return ro
 }
 
-// measure runs the benchmark: one env.Execute of a constant-rate phase.
-func measure(ctx context.Context, o Options) (*Stats, error) {
+// validate says what is wrong with the options, if anything.
+func (o *Options) validate() error {
 	switch {
 	case o.Rate <= 0 || o.Duration <= 0:
-		return nil, errors.New("loadgen bench: rate and duration must be > 0")
+		return errors.New("loadgen bench: rate and duration must be > 0")
 	case o.PromptTokens <= 0 || o.OutputTokens <= 0:
-		return nil, errors.New("loadgen bench: prompt-tokens and max-tokens must be > 0")
+		return errors.New("loadgen bench: prompt-tokens and max-tokens must be > 0")
 	case o.Out != "" && o.Records != "":
-		return nil, errors.New("loadgen bench: give --out (the run folder, requests.jsonl included) or --records, not both")
+		return errors.New("loadgen bench: give --out (the run folder, requests.jsonl included) or --records, not both")
+	}
+	return nil
+}
+
+// runPath is the folder the run is written to: --out, or a temporary
+// one that remove removes.
+func (o *Options) runPath() (path string, remove func(), err error) {
+	if o.Out != "" {
+		return o.Out, func() {}, nil
+	}
+	// Beside the --records file, so that keeping it is a rename.
+	parent := ""
+	if o.Records != "" {
+		parent = filepath.Dir(o.Records)
+	}
+	tmp, err := os.MkdirTemp(parent, "surge-bench-")
+	if err != nil {
+		return "", nil, fmt.Errorf("loadgen bench: %w", err)
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// startProfile starts a CPU profile into the file path (none when path
+// is ""); stop stops it and closes the file.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen bench: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("loadgen bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// othersCPU sets what other processes used on the pinned CPUs, from
+// their busy time before (busy0) and after (busy1) less this process's
+// and the server's: unknown (-1) where a CPU or a reading is missing.
+func (st *Stats) othersCPU(o Options, busy0, busy1 []float64) {
+	if busy0 != nil && busy1 != nil {
+		if o.GenCPU >= 0 && o.GenCPU < len(busy1) {
+			st.OthersGen = max(0, busy1[o.GenCPU]-busy0[o.GenCPU]-st.CPU)
+		}
+		if o.ServerCPU >= 0 && o.ServerCPU < len(busy1) && st.ServerCPU >= 0 {
+			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
+		}
+	}
+}
+
+// analyzeRecords computes the schedule and latency statistics from the
+// run's records.
+func (st *Stats) analyzeRecords(res *run.Result) error {
+	var recs []record.Record // the bench's own exact statistics, read back from requests.jsonl
+	if err := res.Records.Each(func(r *record.Record) error { recs = append(recs, *r); return nil }); err != nil {
+		return fmt.Errorf("loadgen bench: %w", err)
+	}
+	st.Scheduled = int64(len(recs)) // one record per scheduled arrival
+	st.analyze(recs)
+	return nil
+}
+
+// measure runs the benchmark: one env.Execute of a constant-rate phase.
+func measure(ctx context.Context, o Options) (*Stats, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	// As cmd/surge: preparing outlives an interrupt; the run itself does not.
 	env, err := run.Prepare(context.WithoutCancel(ctx), o.runOptions(), false, nil, nil, "bench/loadgen")
@@ -183,20 +255,11 @@ func measure(ctx context.Context, o Options) (*Stats, error) {
 	}
 	defer env.Close()
 
-	path := o.Out
-	if path == "" {
-		// Beside the --records file, so that keeping it is a rename.
-		parent := ""
-		if o.Records != "" {
-			parent = filepath.Dir(o.Records)
-		}
-		tmp, err := os.MkdirTemp(parent, "surge-bench-")
-		if err != nil {
-			return nil, fmt.Errorf("loadgen bench: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		path = tmp
+	path, removeTmp, err := o.runPath()
+	if err != nil {
+		return nil, err
 	}
+	defer removeTmp()
 	d, err := rundir.Create(path, rundir.Options{Owner: "bench/loadgen"})
 	if err != nil {
 		return nil, fmt.Errorf("loadgen bench: %w", err)
@@ -208,17 +271,11 @@ func measure(ctx context.Context, o Options) (*Stats, error) {
 	spec := run.Spec{Name: "bench", Dir: d, Command: "bench", Plan: plan,
 		Finish: func(*run.Result) { analysed = cpuSample{time.Now(), cpuSeconds()} }}
 
-	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return nil, fmt.Errorf("loadgen bench: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, fmt.Errorf("loadgen bench: cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(o.CPUProfile)
+	if err != nil {
+		return nil, err
 	}
+	defer stopProfile()
 
 	st := &Stats{Asked: o.Rate, Outcomes: map[record.Outcome]int64{}, ServerCPU: -1, OthersGen: -1, OthersServer: -1}
 	st.Load0 = loadavg()
@@ -253,20 +310,10 @@ func measure(ctx context.Context, o Options) (*Stats, error) {
 	if srv0 >= 0 && srv1 >= 0 {
 		st.ServerCPU = srv1 - srv0
 	}
-	if busy0 != nil && busy1 != nil {
-		if o.GenCPU >= 0 && o.GenCPU < len(busy1) {
-			st.OthersGen = max(0, busy1[o.GenCPU]-busy0[o.GenCPU]-st.CPU)
-		}
-		if o.ServerCPU >= 0 && o.ServerCPU < len(busy1) && st.ServerCPU >= 0 {
-			st.OthersServer = max(0, busy1[o.ServerCPU]-busy0[o.ServerCPU]-st.ServerCPU)
-		}
+	st.othersCPU(o, busy0, busy1)
+	if err := st.analyzeRecords(res); err != nil {
+		return nil, err
 	}
-	var recs []record.Record // the bench's own exact statistics, read back from requests.jsonl
-	if err := res.Records.Each(func(r *record.Record) error { recs = append(recs, *r); return nil }); err != nil {
-		return nil, fmt.Errorf("loadgen bench: %w", err)
-	}
-	st.Scheduled = int64(len(recs)) // one record per scheduled arrival
-	st.analyze(recs)
 
 	if o.Records != "" {
 		if err := os.Rename(filepath.Join(d.Path(), "requests.jsonl"), o.Records); err != nil {

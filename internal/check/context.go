@@ -129,30 +129,51 @@ func checkProfile(t *T) workload.Profile {
 	return p
 }
 
-func runContextLong(ctx context.Context, t *T) Result {
-	prof := checkProfile(t)
-	want, source := prof.Prompt.Upper(), fmt.Sprintf("the %s profile's longest prompt", prof.Name)
+// longSizes is context.long's prompt sizes, in the target's tokens.
+type longSizes struct {
+	want   int    // the tokens asked for
+	source string // where want comes from, for the evidence
+	long   int    // the long prompt's: want, capped below max_model_len
+	median int    // the median prompt's, at most an eighth of long
+	capped string // why long is below want ("" when it is not)
+}
+
+// sizeContextLong sizes context.long's prompts from the profile (or
+// --context-tokens) and the server's max_model_len, or fails when the
+// prompts the user gave do not fit.
+func sizeContextLong(t *T, prof workload.Profile) (longSizes, *Result) {
+	sz := longSizes{want: prof.Prompt.Upper(), source: fmt.Sprintf("the %s profile's longest prompt", prof.Name)}
 	if t.Config.ContextTokens > 0 {
-		want, source = t.Config.ContextTokens, "--context-tokens"
+		sz.want, sz.source = t.Config.ContextTokens, "--context-tokens"
 	}
 	median := distMedian(prof.Prompt)
-	long, capped := want, ""
+	sz.long = sz.want
 	if m := t.Server.MaxModelLen; m > 0 {
 		// Room for the answer and for an error of the sizing.
 		limit := m - contextMaxTokens - max(32, m/50)
-		if long > limit && t.Config.ContextTokens > 0 {
+		if sz.long > limit && t.Config.ContextTokens > 0 {
 			// The user said their prompts are this long: they do not fit,
 			// whatever a shorter one would show. (The profile's longest
 			// prompt is a guess: capped, a WARN.)
-			return Result{Status: Fail, Details: map[string]any{"tokens_asked": want, "max_model_len": m, "source": "--context-tokens"},
-				Evidence: fmt.Sprintf("your prompts (--context-tokens %s) do not fit max_model_len %s", thousands(want), thousands(m))}
+			return sz, &Result{Status: Fail, Details: map[string]any{"tokens_asked": sz.want, "max_model_len": m, "source": "--context-tokens"},
+				Evidence: fmt.Sprintf("your prompts (--context-tokens %s) do not fit max_model_len %s", thousands(sz.want), thousands(m))}
 		}
-		if long > limit {
-			long = max(limit, 1)
-			capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(want), thousands(long), thousands(m))
+		if sz.long > limit {
+			sz.long = max(limit, 1)
+			sz.capped = fmt.Sprintf("capped from %s to %s tokens, below max_model_len %s", thousands(sz.want), thousands(sz.long), thousands(m))
 		}
 	}
-	median = min(median, max(long/8, 1))
+	sz.median = min(median, max(sz.long/8, 1))
+	return sz, nil
+}
+
+func runContextLong(ctx context.Context, t *T) Result {
+	prof := checkProfile(t)
+	sz, failed := sizeContextLong(t, prof)
+	if failed != nil {
+		return *failed
+	}
+	long, median, source := sz.long, sz.median, sz.source
 
 	ps, err := newContextPrompts(prof)
 	if err != nil {
@@ -176,7 +197,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	}
 	longX, err := t.Probe.Send(ctx, Req{Prompt: ps.forTokens(long), MaxTokens: contextMaxTokens, Stream: true,
 		Timeout: reqTimeout(t), Extra: map[string]any{"stream_options": usage}})
-	details := map[string]any{"tokens_asked": want, "tokens_sent": long, "median_tokens": median, "source": source,
+	details := map[string]any{"tokens_asked": sz.want, "tokens_sent": long, "median_tokens": median, "source": source,
 		"max_model_len": t.Server.MaxModelLen, "sizing": ps.how}
 	at := fmt.Sprintf("at ~%s tokens (%s; %s)", thousands(long), source, ps.how)
 	if err != nil {
@@ -193,6 +214,14 @@ func runContextLong(ctx context.Context, t *T) Result {
 	case longX.EndErr != nil || longX.FirstContent() < 0:
 		return Result{Status: Fail, Details: details, Evidence: shotWord(longX) + " " + at}
 	}
+	return judgeContextLong(sz, ps, longX, shortX, details)
+}
+
+// judgeContextLong is context.long's verdict on a long prompt the
+// server answered: its TTFT against the median prompt's, failed when
+// the server counted the prompt far shorter than sent (it was cut).
+func judgeContextLong(sz longSizes, ps *contextPrompts, longX, shortX *Exchange, details map[string]any) Result {
+	long, source := sz.long, sz.source
 	tl, ts := longX.FirstContent(), shortX.FirstContent()
 	counted := func(x *Exchange, asked int) string {
 		if x.Usage != nil && x.Usage.PromptTokens > 0 {
@@ -208,7 +237,7 @@ func runContextLong(ctx context.Context, t *T) Result {
 	}
 	details["ttft_ms"], details["median_ttft_ms"] = millis(tl), millis(ts)
 	ev := fmt.Sprintf("TTFT %s at %s tokens vs %s at %s (%s); %s; %s", showDur(tl), counted(longX, long),
-		showDur(ts), counted(shortX, median), times(tl, ts), source, ps.how)
+		showDur(ts), counted(shortX, sz.median), times(tl, ts), source, ps.how)
 	if longX.Usage == nil && ps.sizing.TokensPerByte > 0 {
 		ev += "; usage not reported"
 	}
@@ -230,8 +259,8 @@ func runContextLong(ctx context.Context, t *T) Result {
 				thousands(u.PromptTokens), thousands(long), source, ps.how)}
 		}
 	}
-	if capped != "" {
-		return Result{Status: Warn, Details: details, Evidence: ev + "; " + capped}
+	if sz.capped != "" {
+		return Result{Status: Warn, Details: details, Evidence: ev + "; " + sz.capped}
 	}
 	return Result{Status: Pass, Details: details, Evidence: ev}
 }

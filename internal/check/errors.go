@@ -192,22 +192,9 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	}
 
 	// The single requests: the capacity the waves are measured against.
-	var ttft1, e2e1 []time.Duration
-	sent := 0
-	for range overloadBaseline {
-		if sent >= bound {
-			break
-		}
-		x, err := t.Probe.Send(ctx, overloadReq(timeout()))
-		sent++
-		if err != nil {
-			return Result{Status: Fail, Evidence: "a single request: no response: " + noResponse(err)}
-		}
-		if x.Status != 200 || x.TimedOut || x.EndErr != nil || x.FirstContent() < 0 {
-			return Result{Status: Fail, Evidence: "a single request before any load: " + shotWord(x)}
-		}
-		ttft1 = append(ttft1, x.FirstContent())
-		e2e1 = append(e2e1, x.Elapsed)
+	ttft1, e2e1, sent, failed := measureSingles(ctx, t, bound, timeout)
+	if failed != nil {
+		return *failed
 	}
 	if len(ttft1) == 0 {
 		return Result{Status: Skip, Evidence: fmt.Sprintf("--overload-requests %d leaves no request to measure with", bound)}
@@ -219,27 +206,8 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 	// microseconds is no queue).
 	queued := max(4*base, 2*lat, base+overloadMinQueue)
 
-	var last wave
-	var waves []int
-	size := overloadFirstWave
-	for {
-		// The last wave may be cut to what the bound leaves, but not
-		// below the wave before it: a smaller one would measure less.
-		size = min(size, bound-sent)
-		if size < 2 || size < last.size {
-			break
-		}
-		if len(waves) > 0 && OverloadMaxTime-time.Since(start) < 2*last.took+time.Second {
-			break // the next, twice as large, would not fit in the time left
-		}
-		last = fireWave(ctx, t, size, timeout())
-		sent += size
-		waves = append(waves, size)
-		if last.rejected() || quantileDur(last.ttfts, 0.95) >= queued {
-			break
-		}
-		size *= 2
-	}
+	last, waves, inWaves := rampWaves(ctx, t, bound-sent, start, queued, timeout)
+	sent += inWaves
 
 	p95 := quantileDur(last.ttfts, 0.95)
 	growth := float64(p95) / float64(max(base, time.Microsecond))
@@ -285,6 +253,56 @@ func runErrorsOverload(ctx context.Context, t *T) Result {
 			sent, showDur(time.Since(start)), growth, at)
 	}
 	return r
+}
+
+// measureSingles sends the single requests before any load, up to
+// overloadBaseline within bound, and returns their TTFTs and latencies
+// and how many it sent, or a failed Result when one did not complete.
+func measureSingles(ctx context.Context, t *T, bound int, timeout func() time.Duration) (ttft, e2e []time.Duration, sent int, failed *Result) {
+	for range overloadBaseline {
+		if sent >= bound {
+			break
+		}
+		x, err := t.Probe.Send(ctx, overloadReq(timeout()))
+		sent++
+		if err != nil {
+			return nil, nil, sent, &Result{Status: Fail, Evidence: "a single request: no response: " + noResponse(err)}
+		}
+		if x.Status != 200 || x.TimedOut || x.EndErr != nil || x.FirstContent() < 0 {
+			return nil, nil, sent, &Result{Status: Fail, Evidence: "a single request before any load: " + shotWord(x)}
+		}
+		ttft = append(ttft, x.FirstContent())
+		e2e = append(e2e, x.Elapsed)
+	}
+	return ttft, e2e, sent, nil
+}
+
+// rampWaves fires waves of overloadFirstWave, twice as many, …
+// concurrent requests until one is refused or queues (its TTFT p95
+// reaches queued), or the bounds are reached: left requests, and
+// OverloadMaxTime from start. It returns the last wave, the sizes of all
+// and how many requests they sent.
+func rampWaves(ctx context.Context, t *T, left int, start time.Time, queued time.Duration, timeout func() time.Duration) (last wave, sizes []int, sent int) {
+	size := overloadFirstWave
+	for {
+		// The last wave may be cut to what the bound leaves, but not
+		// below the wave before it: a smaller one would measure less.
+		size = min(size, left-sent)
+		if size < 2 || size < last.size {
+			break
+		}
+		if len(sizes) > 0 && OverloadMaxTime-time.Since(start) < 2*last.took+time.Second {
+			break // the next, twice as large, would not fit in the time left
+		}
+		last = fireWave(ctx, t, size, timeout())
+		sent += size
+		sizes = append(sizes, size)
+		if last.rejected() || quantileDur(last.ttfts, 0.95) >= queued {
+			break
+		}
+		size *= 2
+	}
+	return last, sizes, sent
 }
 
 func overloadReq(timeout time.Duration) Req {

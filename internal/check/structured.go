@@ -102,43 +102,72 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 	default:
 		// The others at once: validity does not need them one by one,
 		// and a long schema answer takes seconds.
-		rest := make([]*Exchange, n-1)
-		errs := make([]error, n-1)
-		var wg sync.WaitGroup
-		for i := range rest {
-			wg.Go(func() { rest[i], errs[i] = send() })
-		}
-		wg.Wait()
-		for i, e := range errs {
-			if e != nil {
-				return Result{Status: Fail, Evidence: fmt.Sprintf("request %d: no response: %s", i+2, noResponse(e))}
-			}
+		rest, failed := sendRest(n-1, send)
+		if failed != nil {
+			return *failed
 		}
 		answers = append(answers, rest...)
 	}
+	return structuredResult(tallyStructured(sch, answers), len(answers), n, stopped, first, free)
+}
 
-	valid, cut, notJSON := 0, 0, 0
-	var firstBad, firstCut string
+// sendRest sends the other n constrained requests at once and returns
+// their answers in order, or a failed Result naming the first that got
+// no response (numbered from 2: the first request was sent alone).
+func sendRest(n int, send func() (*Exchange, error)) ([]*Exchange, *Result) {
+	rest := make([]*Exchange, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range rest {
+		wg.Go(func() { rest[i], errs[i] = send() })
+	}
+	wg.Wait()
+	for i, e := range errs {
+		if e != nil {
+			return nil, &Result{Status: Fail, Evidence: fmt.Sprintf("request %d: no response: %s", i+2, noResponse(e))}
+		}
+	}
+	return rest, nil
+}
+
+// structuredTally is how the constrained answers were judged.
+type structuredTally struct {
+	valid, cut, notJSON int
+	// firstBad names the first invalid answer (cut ones aside), firstCut
+	// the first one max_tokens cut.
+	firstBad, firstCut string
+}
+
+// tallyStructured judges each constrained answer against the schema.
+func tallyStructured(sch *jsonschema.Schema, answers []*Exchange) structuredTally {
+	var n structuredTally
 	for i, x := range answers {
 		why, isCut := judgeStructured(sch, x)
 		switch {
 		case why == "":
-			valid++
+			n.valid++
 		case isCut:
-			cut++
-			if firstCut == "" {
-				firstCut = fmt.Sprintf("response %d %s", i+1, why)
+			n.cut++
+			if n.firstCut == "" {
+				n.firstCut = fmt.Sprintf("response %d %s", i+1, why)
 			}
 			continue
 		case strings.HasPrefix(why, "not JSON"):
-			notJSON++
+			n.notJSON++
 		}
-		if why != "" && firstBad == "" {
-			firstBad = fmt.Sprintf("response %d %s", i+1, why)
+		if why != "" && n.firstBad == "" {
+			n.firstBad = fmt.Sprintf("response %d %s", i+1, why)
 		}
 	}
-	sent := len(answers)
-	r := Result{Details: map[string]any{"requests": sent, "valid": valid, "cut_by_max_tokens": cut, "not_json": notJSON}}
+	return n
+}
+
+// structuredResult is structured.schema's verdict on the tally of the
+// sent answers out of n, with the first constrained answer's TTFT
+// against the unconstrained one's; stopped says why some were not sent.
+func structuredResult(tally structuredTally, sent, n int, stopped string, first, free *Exchange) Result {
+	valid, cut := tally.valid, tally.cut
+	r := Result{Details: map[string]any{"requests": sent, "valid": valid, "cut_by_max_tokens": cut, "not_json": tally.notJSON}}
 	ttft := ""
 	if fc, ff := first.FirstContent(), free.FirstContent(); fc > 0 && ff > 0 {
 		r.Details["ttft_ms"] = millis(fc)
@@ -146,12 +175,12 @@ func runStructuredSchema(ctx context.Context, t *T) Result {
 		ttft = fmt.Sprintf("; TTFT %s vs %s unconstrained, %s", showDur(fc), showDur(ff), times(fc, ff))
 	}
 	switch {
-	case firstBad != "":
-		r.Status, r.Evidence = Fail, fmt.Sprintf("%d/%d valid: %s%s", valid, sent, firstBad, stopped)+ttft
+	case tally.firstBad != "":
+		r.Status, r.Evidence = Fail, fmt.Sprintf("%d/%d valid: %s%s", valid, sent, tally.firstBad, stopped)+ttft
 	case cut > 0:
 		// The model had not finished: nothing the server sent broke the
 		// schema, and its part cannot be judged.
-		r.Status, r.Evidence = Warn, fmt.Sprintf("%d/%d valid, cannot judge the rest: %s before the model finished the document%s", valid, sent, firstCut, stopped)+ttft
+		r.Status, r.Evidence = Warn, fmt.Sprintf("%d/%d valid, cannot judge the rest: %s before the model finished the document%s", valid, sent, tally.firstCut, stopped)+ttft
 	case sent < n:
 		r.Status, r.Evidence = Warn, fmt.Sprintf("%d/%d valid%s", valid, sent, stopped)+ttft
 	default:

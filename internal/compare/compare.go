@@ -154,8 +154,36 @@ func label(i int) string {
 	return fmt.Sprintf("F%d", i+1)
 }
 
+// compare sets the folders side by side: the settings that differ, and
+// every row's metrics with their differences against the reference.
 func compare(fs []Folder, colSets [][]Column) *Comparison {
 	c := &Comparison{Kind: fs[0].Kind, Folders: fs}
+	c.describeSettings(fs)
+	cols := allColumns(colSets)
+	keys, bySide, repeats := rowSides(fs, colSets)
+	c.Repeats = repeats
+	for _, key := range keys {
+		g := Group{Key: key}
+		for _, col := range cols {
+			m := Metric{Column: col}
+			for i := range fs {
+				m.Sides = append(m.Sides, sideValue(bySide[i][key], col, key, fs[i].Label))
+			}
+			againstReference(col.Kind, m.Sides)
+			g.Metrics = append(g.Metrics, m)
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	if !c.Repeats {
+		c.Notes = append(c.Notes, "every folder holds single runs: a difference carries no confidence statement (--repeat N on each side gives one)")
+	}
+	return c
+}
+
+// describeSettings sets the settings that differ between the folders, the
+// statement of what they mean (warning first of a folder cut short), and a
+// note for each folder that holds a partial run.
+func (c *Comparison) describeSettings(fs []Folder) {
 	var ms []*record.Manifest
 	for _, f := range fs {
 		ms = append(ms, f.Manifest)
@@ -174,8 +202,11 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 			c.Notes = append(c.Notes, fmt.Sprintf("%s (%s) holds a partial run: its values cover less than the plan", f.Label, f.Path))
 		}
 	}
+}
 
-	// The columns, in the reference's order, then any only others have.
+// allColumns are the columns, in the reference's order, then any only
+// others have.
+func allColumns(colSets [][]Column) []Column {
 	var cols []Column
 	for _, cs := range colSets {
 		for _, col := range cs {
@@ -184,16 +215,24 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 			}
 		}
 	}
-	// The rows, in the reference's order, then any only others have.
-	type side struct {
-		main *Row
-		runs []Row
-		cols map[string]bool
-	}
-	var keys []string
-	bySide := make([]map[string]*side, len(fs))
+	return cols
+}
+
+// rowSide is one folder's rows of one key: its main (pooled) row, the
+// per-run rows of repeats, and the columns the folder's results have.
+type rowSide struct {
+	main *Row
+	runs []Row
+	cols map[string]bool
+}
+
+// rowSides groups each folder's rows by key, with the keys in the
+// reference's order, then any only others have; repeats says some folder
+// has per-run rows.
+func rowSides(fs []Folder, colSets [][]Column) (keys []string, bySide []map[string]*rowSide, repeats bool) {
+	bySide = make([]map[string]*rowSide, len(fs))
 	for i, f := range fs {
-		bySide[i] = map[string]*side{}
+		bySide[i] = map[string]*rowSide{}
 		colSet := map[string]bool{}
 		for _, col := range colSets[i] {
 			colSet[col.Key] = true
@@ -202,7 +241,7 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 			r := &f.Rows[j]
 			s := bySide[i][r.Key]
 			if s == nil {
-				s = &side{cols: colSet}
+				s = &rowSide{cols: colSet}
 				bySide[i][r.Key] = s
 				if !slices.Contains(keys, r.Key) {
 					keys = append(keys, r.Key)
@@ -211,64 +250,62 @@ func compare(fs []Folder, colSets [][]Column) *Comparison {
 			switch {
 			case r.Rep > 0 && !r.Pooled:
 				s.runs = append(s.runs, *r)
-				c.Repeats = true
+				repeats = true
 			case s.main == nil || r.Pooled:
 				s.main = r
 			}
 		}
 	}
-	for _, key := range keys {
-		g := Group{Key: key}
-		for _, col := range cols {
-			m := Metric{Column: col}
-			for i := range fs {
-				s := bySide[i][key]
-				var sd Side
-				switch {
-				case s == nil:
-					sd = Side{Cell: Cell{Reason: fmt.Sprintf("no %s row in %s", key, fs[i].Label)}, NotTested: true}
-				case !s.cols[col.Key]:
-					sd = Side{Cell: Cell{Reason: "not in " + fs[i].Label + "'s results"}, NotTested: true}
-				case s.main == nil:
-					sd = Side{Cell: Cell{Reason: "no pooled row"}, NotTested: true}
-				default:
-					sd.Cell = s.main.Cells[col.Key]
-					sd.NotTested = !sd.measured()
-					if sd.NotTested && sd.Reason == "" {
-						sd.Reason = "not measured"
-					}
-				}
-				if s != nil && col.Kind != "text" {
-					sd.Runs, sd.RunsAbove = runValues(s.runs, col.Key)
-					if sd.NotTested && len(sd.Runs) > 0 && s.main != nil && !slices.Contains(sd.RunsAbove, true) {
-						// One value per run and no pooled one: compare the runs' median.
-						med := analyze.MedianOfRuns(sd.Runs)
-						sd.Cell, sd.NotTested, sd.OfRuns = Cell{Value: &med}, false, true
-					}
-				}
-				m.Sides = append(m.Sides, sd)
-			}
-			ref := m.Sides[0]
-			for i := 1; i < len(m.Sides); i++ {
-				sd := &m.Sides[i]
-				if col.Kind == "text" {
-					if !ref.NotTested && !sd.NotTested {
-						same := ref.Text == sd.Text
-						sd.Same = &same
-					}
-					continue
-				}
-				sd.Delta, sd.Ratio = deltaRatio(ref.Cell, sd.Cell)
-				sd.Confidence = confidence(col.Kind, runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
-			}
-			g.Metrics = append(g.Metrics, m)
+	return keys, bySide, repeats
+}
+
+// sideValue is the value of column col in row key of the folder labelled
+// folder, whose rows of that key are s (nil: it has none), with its per-run
+// values; "not tested", with the reason, when it did not measure it.
+func sideValue(s *rowSide, col Column, key, folder string) Side {
+	var sd Side
+	switch {
+	case s == nil:
+		sd = Side{Cell: Cell{Reason: fmt.Sprintf("no %s row in %s", key, folder)}, NotTested: true}
+	case !s.cols[col.Key]:
+		sd = Side{Cell: Cell{Reason: "not in " + folder + "'s results"}, NotTested: true}
+	case s.main == nil:
+		sd = Side{Cell: Cell{Reason: "no pooled row"}, NotTested: true}
+	default:
+		sd.Cell = s.main.Cells[col.Key]
+		sd.NotTested = !sd.measured()
+		if sd.NotTested && sd.Reason == "" {
+			sd.Reason = "not measured"
 		}
-		c.Groups = append(c.Groups, g)
 	}
-	if !c.Repeats {
-		c.Notes = append(c.Notes, "every folder holds single runs: a difference carries no confidence statement (--repeat N on each side gives one)")
+	if s != nil && col.Kind != "text" {
+		sd.Runs, sd.RunsAbove = runValues(s.runs, col.Key)
+		if sd.NotTested && len(sd.Runs) > 0 && s.main != nil && !slices.Contains(sd.RunsAbove, true) {
+			// One value per run and no pooled one: compare the runs' median.
+			med := analyze.MedianOfRuns(sd.Runs)
+			sd.Cell, sd.NotTested, sd.OfRuns = Cell{Value: &med}, false, true
+		}
 	}
-	return c
+	return sd
+}
+
+// againstReference compares every side of a metric of this kind with the
+// first, the reference's: a text the same or not, a number by its
+// difference, ratio and, with repeats, confidence.
+func againstReference(kind string, sides []Side) {
+	ref := sides[0]
+	for i := 1; i < len(sides); i++ {
+		sd := &sides[i]
+		if kind == "text" {
+			if !ref.NotTested && !sd.NotTested {
+				same := ref.Text == sd.Text
+				sd.Same = &same
+			}
+			continue
+		}
+		sd.Delta, sd.Ratio = deltaRatio(ref.Cell, sd.Cell)
+		sd.Confidence = confidence(kind, runSet{ref.Runs, ref.RunsAbove}, runSet{sd.Runs, sd.RunsAbove})
+	}
 }
 
 // runValues are the per-run values of key in runs (a lower bound marked

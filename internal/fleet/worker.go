@@ -413,28 +413,10 @@ func (w *worker) run(parent, ctx context.Context, j *job, r *running) error {
 	if err != nil {
 		return fail(err)
 	}
-	pool := sync.Pool{New: func() any {
-		g, _ := workload.New(j.Workload) // validated above
-		return g
-	}}
-	build := func(a *schedule.Arrival) workload.Request {
-		g := pool.Get().(*workload.Generator)
-		req := g.Generate(*a)
-		pool.Put(g)
-		return req
-	}
 	lcfg := loadgen.Config{MaxInFlight: j.MaxInFlight, Spin: j.Spin, RunID: j.Run, Profile: j.Profile, ProfileOf: labels.ProfileName}
 	stopWatch := context.AfterFunc(parent, func() { r.interrupted(parent, origin) })
 	defer stopWatch()
-	gen := loadgen.NewOpen(lcfg, origin, client, build, func(rec *record.Record) {
-		rec.Shard = j.Index
-		if at, ok := r.interrupted(parent, origin); ok && rec.Outcome == record.Cancelled {
-			rec.Cause = record.CauseWorkerInterrupted
-			rec.Error = endText(w.cfg.Name, true, fmt.Sprintf("%.1f s", float64(at)/1e9), whyInterrupted) + " (" + rec.Error + ")"
-			r.cancelledSent.Add(1)
-		}
-		out.add(rec)
-	})
+	gen := loadgen.NewOpen(lcfg, origin, client, requestBuilder(j.Workload), w.recordSink(parent, j, r, origin, out))
 	r.open.Store(gen)
 	if r.stopped.Load() {
 		gen.Stop()
@@ -445,6 +427,60 @@ func (w *worker) run(parent, ctx context.Context, j *job, r *running) error {
 	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d arrivals (clock offset %s, RTT %s), ready %.1f ms before the origin\n",
 		w.cfg.Name, j.Run, len(j.Arrivals), fmtNs(off), fmtRTT(rtt), float64(ready)/1e6)
 
+	runErr, lostErr := w.runWithBeats(ctx, j, q, gen, out, beat{JobOffsetNs: off, JobRTTNs: rtt, ReadyBeforeNs: ready})
+	if lostErr != nil {
+		return w.unreachable(ctx, lostErr)
+	}
+	end := ""
+	if at, ok := r.interrupted(parent, origin); ok {
+		end = "&stop=" + stopInterrupted + "&at=" + strconv.FormatInt(at, 10)
+	}
+	if err := out.finish(context.WithoutCancel(ctx), end); err != nil {
+		if end != "" {
+			return err // the worker's own Ctrl-C: control says what became of the records
+		}
+		return w.unreachable(ctx, err)
+	}
+	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d records sent\n", w.cfg.Name, j.Run, out.sent)
+	return runErr
+}
+
+// requestBuilder is the generator's build function for a job's
+// workload (validated by the caller): each arrival's request, made by a
+// generator from a pool, as a generator is not safe for concurrent use.
+func requestBuilder(cfg workload.Config) func(*schedule.Arrival) workload.Request {
+	pool := sync.Pool{New: func() any {
+		g, _ := workload.New(cfg) // validated by the caller
+		return g
+	}}
+	return func(a *schedule.Arrival) workload.Request {
+		g := pool.Get().(*workload.Generator)
+		req := g.Generate(*a)
+		pool.Put(g)
+		return req
+	}
+}
+
+// recordSink is the generator's sink for job j: each record, marked
+// with the worker's shard (and, cancelled by this worker's interruption,
+// with why), goes to the batches.
+func (w *worker) recordSink(parent context.Context, j *job, r *running, origin time.Time, out *batcher) func(*record.Record) {
+	return func(rec *record.Record) {
+		rec.Shard = j.Index
+		if at, ok := r.interrupted(parent, origin); ok && rec.Outcome == record.Cancelled {
+			rec.Cause = record.CauseWorkerInterrupted
+			rec.Error = endText(w.cfg.Name, true, fmt.Sprintf("%.1f s", float64(at)/1e9), whyInterrupted) + " (" + rec.Error + ")"
+			r.cancelledSent.Add(1)
+		}
+		out.add(rec)
+	}
+}
+
+// runWithBeats runs the generator over the job's arrivals with the
+// heartbeats (each with b: the job's offset, RTT and readiness) and the
+// batches' loop beside it; when either loses the coordinator, the run is
+// cancelled. It returns the run's error, and that loss (nil when none).
+func (w *worker) runWithBeats(ctx context.Context, j *job, q string, gen *loadgen.Open, out *batcher, b beat) (runErr, lostErr error) {
 	// Heartbeats, each a further offset sample; and the batches.
 	beatCtx, stopBeats := context.WithCancel(ctx)
 	var bg sync.WaitGroup
@@ -452,7 +488,7 @@ func (w *worker) run(parent, ctx context.Context, j *job, r *running) error {
 	lost := make(chan error, 2)
 	go func() {
 		defer bg.Done()
-		w.beats(beatCtx, q, gen, beat{JobOffsetNs: off, JobRTTNs: rtt, ReadyBeforeNs: ready}, lost)
+		w.beats(beatCtx, q, gen, b, lost)
 	}()
 	go func() {
 		defer bg.Done()
@@ -471,26 +507,15 @@ func (w *worker) run(parent, ctx context.Context, j *job, r *running) error {
 		case <-runCtx.Done():
 		}
 	}()
-	runErr := gen.Run(runCtx, j.arrivals())
+	runErr = gen.Run(runCtx, j.arrivals())
 	stopBeats()
 	bg.Wait()
 	select {
 	case err := <-lost:
-		return w.unreachable(ctx, err)
+		return runErr, err
 	default:
 	}
-	end := ""
-	if at, ok := r.interrupted(parent, origin); ok {
-		end = "&stop=" + stopInterrupted + "&at=" + strconv.FormatInt(at, 10)
-	}
-	if err := out.finish(context.WithoutCancel(ctx), end); err != nil {
-		if end != "" {
-			return err // the worker's own Ctrl-C: control says what became of the records
-		}
-		return w.unreachable(ctx, err)
-	}
-	fmt.Fprintf(w.cfg.Log, "worker %s: run %s: %d records sent\n", w.cfg.Name, j.Run, out.sent)
-	return runErr
+	return runErr, nil
 }
 
 // beats sends a heartbeat every second until ctx ends, each with a fresh

@@ -54,35 +54,14 @@ func predictBounded(p Params) Prediction { return stepBounded(p, nil) }
 func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 	pr := Prediction{Model: p.Model(), Params: p, DrainRate: p.finalMu() - p.Lambda}
 	end := p.BurstLen.Seconds()
-	delay := p.RetryDelay.Seconds()
 	segs := p.segments()
 	last := math.Max(end, p.boostAt())
 	if math.IsInf(last, 1) {
 		last = end
 	}
-	// The backlog never exceeds the limit, so once the last rate change
-	// has passed and the retries' cascade has died out (each full delay
-	// turns fewer new arrivals away, down to none once the returning
-	// retries and the normal load fit in μ) it drains within
-	// QueueLimit / drain rate. The model steps until then, up to an hour
-	// past the last change (Never beyond).
-	horizon := last + 3600 + float64(p.Retries+1)*delay
-	if pr.DrainRate > 0 {
-		horizon += p.QueueLimit / pr.DrainRate
-	}
-	dt := math.Max(0.01, horizon/boundedSteps)
-	if delay > 0 {
-		dt = math.Min(dt, delay/4)
-	}
-	lag := max(1, int(math.Round(delay/dt)))
-	// ring[g][i%lag] holds the requests whose retry g (1..Retries)
-	// arrives at step i.
-	ring := make([][]float64, p.Retries+1)
-	for g := 1; g <= p.Retries; g++ {
-		ring[g] = make([]float64, lag)
-	}
-	in := make([]float64, p.Retries+1)
-	var b, pending, rejectedIn, abandonedIn float64
+	horizon, dt := boundedGrid(p, pr.DrainRate, last)
+	q := newRetryQueue(p, dt)
+	var b float64
 	fullAt, emptyAt, seg := math.NaN(), math.NaN(), 0
 	for i := 0; ; i++ {
 		t := float64(i) * dt
@@ -93,14 +72,7 @@ func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 			seg++
 		}
 		s := segs[seg]
-		in[0] = s.arrive * dt
-		inflow := in[0]
-		for g := 1; g <= p.Retries; g++ {
-			in[g] = ring[g][i%lag]
-			ring[g][i%lag] = 0
-			inflow += in[g]
-			pending -= in[g]
-		}
+		inflow := q.arrive(i, s.arrive*dt)
 		limit := p.QueueLimit
 		giveUp := p.capOf(s) < limit // waiting past the timeout binds first
 		if giveUp {
@@ -112,29 +84,7 @@ func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 			if math.IsNaN(fullAt) {
 				fullAt = t + dt
 			}
-			share := excess / inflow
-			for g := 0; g <= p.Retries; g++ {
-				turned := share * in[g]
-				switch {
-				case turned == 0:
-				case giveUp:
-					pr.Abandoned += turned
-					if t < last {
-						abandonedIn += turned
-					}
-				case g < p.Retries && (p.Patience == 0 || float64(g+1)*delay < p.Patience.Seconds()):
-					// The client retries unless the wait would reach its
-					// timeout (openai, "Retries").
-					ring[g+1][(i+lag)%lag] += turned
-					pending += turned
-					pr.Retried += turned
-				default:
-					pr.Rejected += turned
-					if t < last {
-						rejectedIn += turned
-					}
-				}
-			}
+			q.turnAway(&pr, i, excess/inflow, giveUp, t < last)
 		}
 		if observe != nil {
 			observe(t+dt, b)
@@ -143,7 +93,7 @@ func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 			pr.PeakBacklog, pr.PeakAt = b, seconds(t+dt)
 		}
 		switch {
-		case b > 1e-9 || pending > 1e-9:
+		case b > 1e-9 || q.pending > 1e-9:
 			emptyAt = math.NaN()
 		case math.IsNaN(emptyAt):
 			emptyAt = t + dt
@@ -158,10 +108,105 @@ func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 	}
 	if pr.Never && pr.DrainRate > 0 {
 		// Retries keep the queue at its limit past the horizon.
-		pr.Rejected, pr.Abandoned = rejectedIn, abandonedIn
+		pr.Rejected, pr.Abandoned = q.rejectedIn, q.abandonedIn
 	}
 	pr.Explanation = boundedExplanation(p, pr, fullAt)
 	return pr
+}
+
+// boundedGrid is how far (horizon, seconds) and in what steps (dt) the
+// bounded model is stepped, given its drain rate and the time of the last
+// rate change.
+func boundedGrid(p Params, drainRate, last float64) (horizon, dt float64) {
+	// The backlog never exceeds the limit, so once the last rate change
+	// has passed and the retries' cascade has died out (each full delay
+	// turns fewer new arrivals away, down to none once the returning
+	// retries and the normal load fit in μ) it drains within
+	// QueueLimit / drain rate. The model steps until then, up to an hour
+	// past the last change (Never beyond).
+	delay := p.RetryDelay.Seconds()
+	horizon = last + 3600 + float64(p.Retries+1)*delay
+	if drainRate > 0 {
+		horizon += p.QueueLimit / drainRate
+	}
+	dt = math.Max(0.01, horizon/boundedSteps)
+	if delay > 0 {
+		dt = math.Min(dt, delay/4)
+	}
+	return horizon, dt
+}
+
+// retryQueue holds the requests the bounded model turned away until their
+// retry arrives, and counts those turned away for good.
+type retryQueue struct {
+	p     Params
+	delay float64 // seconds between a rejection and its retry
+	lag   int     // the delay in steps
+	// ring[g][i%lag] holds the requests whose retry g (1..Retries)
+	// arrives at step i.
+	ring [][]float64
+	in   []float64 // this step's arrivals: new ones (0), then each retry generation
+	// pending are the requests turned away whose retry has not arrived.
+	pending float64
+	// rejectedIn and abandonedIn are those rejected and abandoned before
+	// the last rate change.
+	rejectedIn, abandonedIn float64
+}
+
+// newRetryQueue is an empty retry queue for steps of dt seconds.
+func newRetryQueue(p Params, dt float64) *retryQueue {
+	q := &retryQueue{p: p, delay: p.RetryDelay.Seconds()}
+	q.lag = max(1, int(math.Round(q.delay/dt)))
+	q.ring = make([][]float64, p.Retries+1)
+	for g := 1; g <= p.Retries; g++ {
+		q.ring[g] = make([]float64, q.lag)
+	}
+	q.in = make([]float64, p.Retries+1)
+	return q
+}
+
+// arrive records step i's arrivals, fresh new ones and the retries due at
+// this step, and returns their total.
+func (q *retryQueue) arrive(i int, fresh float64) (inflow float64) {
+	q.in[0] = fresh
+	inflow = q.in[0]
+	for g := 1; g <= q.p.Retries; g++ {
+		q.in[g] = q.ring[g][i%q.lag]
+		q.ring[g][i%q.lag] = 0
+		inflow += q.in[g]
+		q.pending -= q.in[g]
+	}
+	return inflow
+}
+
+// turnAway turns away the share of step i's arrivals (each generation
+// alike) that the full queue cannot take: abandoned when the timeout binds
+// (giveUp), else retried while retries are left, else rejected for good;
+// before says the step is before the last rate change.
+func (q *retryQueue) turnAway(pr *Prediction, i int, share float64, giveUp, before bool) {
+	p := &q.p
+	for g := 0; g <= p.Retries; g++ {
+		turned := share * q.in[g]
+		switch {
+		case turned == 0:
+		case giveUp:
+			pr.Abandoned += turned
+			if before {
+				q.abandonedIn += turned
+			}
+		case g < p.Retries && (p.Patience == 0 || float64(g+1)*q.delay < p.Patience.Seconds()):
+			// The client retries unless the wait would reach its
+			// timeout (openai, "Retries").
+			q.ring[g+1][(i+q.lag)%q.lag] += turned
+			q.pending += turned
+			pr.Retried += turned
+		default:
+			pr.Rejected += turned
+			if before {
+				q.rejectedIn += turned
+			}
+		}
+	}
 }
 
 // boundedExplanation puts predictBounded's result in words.

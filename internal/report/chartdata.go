@@ -138,20 +138,66 @@ func buildChartData(r HTMLReport) (chartData, error) {
 	return d, nil
 }
 
+// buildRun validates one run and turns it into its chart specs.
 func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	name := rc.Name
 	if name == "" {
 		name = "run " + strconv.Itoa(idx+1)
 	}
-	fail := func(format string, a ...any) (chartRun, error) {
-		return chartRun{}, fmt.Errorf("report: run %q: %s", name, fmt.Sprintf(format, a...))
+	fail := func(err error) (chartRun, error) {
+		return chartRun{}, fmt.Errorf("report: run %q: %v", name, err)
 	}
+	if err := checkWindows(rc); err != nil {
+		return fail(err)
+	}
+	run := chartRun{Name: name, T: Series(rc.T), Charts: []chart{}, Notes: []string{}}
+	var err error
+	if run.Phases, err = chartPhases(rc.Phases); err != nil {
+		return fail(err)
+	}
+	if run.Markers, err = chartMarkers(rc.Markers); err != nil {
+		return fail(err)
+	}
+	if run.Bands, err = chartBands(rc.Bands); err != nil {
+		return fail(err)
+	}
+	if len(run.Bands) > 0 {
+		run.Notes = append(run.Notes, "the strips along the bottom of each chart: each new replica from its request (pod created) to the first request it served (else to Ready)")
+	}
+	if err := checkBacklog(rc); err != nil {
+		return fail(err)
+	}
+	if len(rc.T) == 0 {
+		run.Notes = append(run.Notes, "no time windows recorded: nothing to chart")
+		return run, nil
+	}
+	run.setTimeAxis(rc)
+
+	// A last window much shorter than the others (the run's end cut it)
+	// is not drawn: its few or no samples would show as a drop to zero
+	// and be the legends' "latest".
+	rc = mergeTailWindow(rc, run.XMax)
+	run.addWindowCharts(rc)
+
+	e, err := engineChart(rc)
+	if err != nil {
+		return fail(err)
+	}
+	if e != nil {
+		run.add(*e, "")
+	}
+	return run, nil
+}
+
+// checkWindows checks the run's time windows: finite, ascending times, and
+// every per-window series one point per window.
+func checkWindows(rc *RunCharts) error {
 	for i, t := range rc.T {
 		if !finite(t) {
-			return fail("time %d is %v", i, t)
+			return fmt.Errorf("time %d is %v", i, t)
 		}
 		if i > 0 && t <= rc.T[i-1] {
-			return fail("times not ascending at %d: %v after %v", i, t, rc.T[i-1])
+			return fmt.Errorf("times not ascending at %d: %v after %v", i, t, rc.T[i-1])
 		}
 	}
 	named := []struct {
@@ -167,25 +213,37 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	}
 	for _, n := range named {
 		if n.s != nil && len(n.s) != len(rc.T) {
-			return fail("series %q has %d points, want %d (one per time window)", n.name, len(n.s), len(rc.T))
+			return fmt.Errorf("series %q has %d points, want %d (one per time window)", n.name, len(n.s), len(rc.T))
 		}
 	}
-	run := chartRun{Name: name, T: Series(rc.T), Charts: []chart{}, Phases: []chartPhase{}, Markers: []chartMarker{}, Notes: []string{}}
-	for _, p := range rc.Phases {
+	return nil
+}
+
+// chartPhases checks the phases' intervals and gives each its colour.
+func chartPhases(phases []Phase) ([]chartPhase, error) {
+	out := []chartPhase{}
+	for _, p := range phases {
 		if !finite(p.Start) || !finite(p.End) || p.End < p.Start {
-			return fail("phase %q: bad interval [%v, %v]", p.Name, p.Start, p.End)
+			return nil, fmt.Errorf("phase %q: bad interval [%v, %v]", p.Name, p.Start, p.End)
 		}
 		c, ok := phaseColors[p.Name]
 		if !ok {
 			c = otherPhaseColor
 		}
-		run.Phases = append(run.Phases, chartPhase{Name: p.Name, Start: p.Start, End: p.End, Color: c})
+		out = append(out, chartPhase{Name: p.Name, Start: p.Start, End: p.End, Color: c})
 	}
-	markers := slices.Clone(rc.Markers)
+	return out, nil
+}
+
+// chartMarkers puts the markers in time order, numbered from 1, each with
+// its kind's style and a label (its kind's when it has none).
+func chartMarkers(markers []Marker) ([]chartMarker, error) {
+	markers = slices.Clone(markers)
 	slices.SortStableFunc(markers, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
+	out := []chartMarker{}
 	for _, m := range markers {
 		if !finite(m.T) {
-			return fail("marker %q: time is %v", m.Kind, m.T)
+			return nil, fmt.Errorf("marker %q: time is %v", m.Kind, m.T)
 		}
 		st, ok := markerStyles[m.Kind]
 		if !ok {
@@ -195,12 +253,19 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 		if label == "" {
 			label = st.label
 		}
-		run.Markers = append(run.Markers, chartMarker{N: len(run.Markers) + 1, Kind: m.Kind, T: m.T, Label: label, Color: st.color, Dash: st.dash})
+		out = append(out, chartMarker{N: len(out) + 1, Kind: m.Kind, T: m.T, Label: label, Color: st.color, Dash: st.dash})
 	}
+	return out, nil
+}
+
+// chartBands gives each scaling event its strip, stacking overlapping ones
+// in rows: each goes in the first row free at its start. Nil for none.
+func chartBands(bands []Band) ([]chartBand, error) {
+	var out []chartBand
 	bandEnds := []float64{}
-	for _, b := range rc.Bands {
+	for _, b := range bands {
 		if !finite(b.Start) || !finite(b.End) || b.End < b.Start {
-			return fail("band %q: bad interval [%v, %v]", b.Label, b.Start, b.End)
+			return nil, fmt.Errorf("band %q: bad interval [%v, %v]", b.Label, b.Start, b.End)
 		}
 		row := 0 // the first row free at b.Start
 		for row < len(bandEnds) && bandEnds[row] > b.Start {
@@ -210,26 +275,31 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 			bandEnds = append(bandEnds, 0)
 		}
 		bandEnds[row] = b.End
-		run.Bands = append(run.Bands, chartBand{Label: b.Label, Start: b.Start, End: b.End, Row: row, Color: bandColor})
+		out = append(out, chartBand{Label: b.Label, Start: b.Start, End: b.End, Row: row, Color: bandColor})
 	}
-	if len(run.Bands) > 0 {
-		run.Notes = append(run.Notes, "the strips along the bottom of each chart: each new replica from its request (pod created) to the first request it served (else to Ready)")
-	}
+	return out, nil
+}
+
+// checkBacklog checks the predicted and measured backlog: one value per
+// time, times ascending.
+func checkBacklog(rc *RunCharts) error {
 	for _, s := range []struct {
 		name string
 		t, v Series
 	}{{"predicted backlog", rc.PredictedBacklogT, rc.PredictedBacklog}, {"measured backlog", rc.MeasuredBacklogT, rc.MeasuredBacklog}} {
 		if len(s.t) != len(s.v) {
-			return fail("%s has %d points on %d times", s.name, len(s.v), len(s.t))
+			return fmt.Errorf("%s has %d points on %d times", s.name, len(s.v), len(s.t))
 		}
 		if err := ascending(s.t); err != nil {
-			return fail("%s: %v", s.name, err)
+			return fmt.Errorf("%s: %v", s.name, err)
 		}
 	}
-	if len(rc.T) == 0 {
-		run.Notes = append(run.Notes, "no time windows recorded: nothing to chart")
-		return run, nil
-	}
+	return nil
+}
+
+// setTimeAxis sets the x axis to cover the windows and the phases, with a
+// note for each marker outside it.
+func (run *chartRun) setTimeAxis(rc *RunCharts) {
 	// Times are seconds since the run's start: the axis starts there, and
 	// windows before it (records scheduled before the first phase) are off
 	// the chart.
@@ -243,25 +313,26 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 				m.Label, fmtSeconds(m.T), fmtSeconds(run.XMin), fmtSeconds(run.XMax)))
 		}
 	}
+}
 
-	add := func(c chart, emptyNote string) {
-		if len(c.Series) == 0 {
-			if emptyNote != "" {
-				run.Notes = append(run.Notes, emptyNote)
-			}
-			return
+// add appends c to the run's charts, or when it has no series, emptyNote
+// (if any) to its notes.
+func (run *chartRun) add(c chart, emptyNote string) {
+	if len(c.Series) == 0 {
+		if emptyNote != "" {
+			run.Notes = append(run.Notes, emptyNote)
 		}
-		if c.Rules == nil {
-			c.Rules = []chartRule{}
-		}
-		run.Charts = append(run.Charts, c)
+		return
 	}
+	if c.Rules == nil {
+		c.Rules = []chartRule{}
+	}
+	run.Charts = append(run.Charts, c)
+}
 
-	// A last window much shorter than the others (the run's end cut it)
-	// is not drawn: its few or no samples would show as a drop to zero
-	// and be the legends' "latest".
-	rc = mergeTailWindow(rc, run.XMax)
-
+// addWindowCharts adds the charts drawn on the run's windows: arrivals,
+// completions, backlog, waiting and the latencies.
+func (run *chartRun) addWindowCharts(rc *RunCharts) {
 	// The windows, downsampled for drawing when there are too many: each
 	// drawn point stands for a run of windows (rates averaged, latencies
 	// and queues at their peak, counts summed).
@@ -271,114 +342,133 @@ func buildRun(rc *RunCharts, idx int) (chartRun, error) {
 	if ds.per > 1 {
 		winNote = fmt.Sprintf("each point is %d windows: rates averaged, latencies and queues at their peak", ds.per)
 	}
-	mean, peak, sum := ds.mean, ds.max, ds.sum
-	stepped := func(c chart) chart {
-		c.Step = true
-		if winNote != "" {
-			c.Note = strings.TrimPrefix(c.Note+"; "+winNote, "; ")
-		}
-		return c
-	}
 
+	run.add(loadChart(rc, ds, winNote), "load series unavailable")
+	run.add(completedChart(rc, ds, winNote), "")
+	if b := backlogChart(rc); b != nil {
+		run.add(*b, "")
+	}
+	if rc.EngineWaiting == nil && rc.EngineRunning == nil {
+		run.Notes = append(run.Notes, NoteEngineUnavailable)
+	}
+	run.add(waitingChart(rc, ds, winNote), "")
+	run.add(latencyChart("ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, ds, winNote),
+		"TTFT latency unavailable: no samples")
+	run.add(latencyChart("completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, ds, winNote),
+		"completion latency unavailable: no samples")
+}
+
+// stepped draws c as steps, each value flat over its window, and adds
+// winNote (how the windows were downsampled, if they were) to its note.
+func stepped(c chart, winNote string) chart {
+	c.Step = true
+	if winNote != "" {
+		c.Note = strings.TrimPrefix(c.Note+"; "+winNote, "; ")
+	}
+	return c
+}
+
+// loadChart is the arrivals chart: offered, sent and goodput per window.
+func loadChart(rc *RunCharts, ds buckets, winNote string) chart {
 	// Arrivals: when all is well offered, sent and goodput coincide, so
 	// goodput is a shaded area, offered a wide dashed line over it, and sent
 	// a thin line with a marker at every point, drawn last, on top.
 	load := stepped(chart{ID: "load", Title: "Arrivals: offered, sent and goodput by arrival window", Y: "requests/s",
-		Counts: sum(rc.Counts), CountLabel: "requests"})
+		Counts: ds.sum(rc.Counts), CountLabel: "requests"}, winNote)
 	load.Series = present(
-		chartSeries{Label: "goodput", Color: "#7b3fb3", Fill: "rgba(123,63,179,0.16)", Width: 1.5, Values: mean(rc.Goodput)},
-		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{8, 4}, Width: 3.5, Values: mean(rc.Offered)},
-		chartSeries{Label: "sent", Color: "#0b4f8a", Width: 1, Points: true, Values: mean(rc.Sent)},
+		chartSeries{Label: "goodput", Color: "#7b3fb3", Fill: "rgba(123,63,179,0.16)", Width: 1.5, Values: ds.mean(rc.Goodput)},
+		chartSeries{Label: "offered", Color: "#8c8c8c", Dash: []int{8, 4}, Width: 3.5, Values: ds.mean(rc.Offered)},
+		chartSeries{Label: "sent", Color: "#0b4f8a", Width: 1, Points: true, Values: ds.mean(rc.Sent)},
 	)
 	withUnit(load.Series, "req/s", "y")
-	add(load, "load series unavailable")
+	return load
+}
 
+// completedChart is completions per window, with the run's μ as a rule.
+func completedChart(rc *RunCharts, ds buckets, winNote string) chart {
 	done := chart{ID: "completed", Title: "Completed/s by completion time", Y: "requests/s"}
 	if sm := rc.Summary; sm != nil && sm.Mu > 0 && finite(sm.Mu) {
 		done.Rules = []chartRule{{Label: "μ " + strconv.FormatFloat(sm.Mu, 'f', 2, 64) + " req/s", Value: sm.Mu}}
 		done.Note = "μ is a rate over the drain, tens of seconds: a short window can rise above it when a full batch finishes together, its neighbours fall below it; a backlog drains at μ − offered on average"
 	}
-	done = stepped(done)
-	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: mean(rc.Completed)})
+	done = stepped(done, winNote)
+	done.Series = present(chartSeries{Label: "completed (by completion time)", Color: "#2ca02c", Width: 2, Values: ds.mean(rc.Completed)})
 	withUnit(done.Series, "req/s", "y")
-	add(done, "")
+	return done
+}
 
-	if b := backlogChart(rc); b != nil {
-		add(*b, "")
-	}
-
+// waitingChart is the engine's queue and batch against the client's
+// requests in flight, with the oldest waiting age on the right axis.
+func waitingChart(rc *RunCharts, ds buckets, winNote string) chart {
 	// Waiting: the engine's running batch is a pale area, its queue a solid
 	// line, and the client's in-flight count a dashed line drawn last, on
 	// top, so that it shows where it equals the engine's count.
-	q := stepped(chart{ID: "waiting", Title: "In flight and waiting", Y: "requests", Counts: sum(rc.Counts), CountLabel: "requests"})
+	q := stepped(chart{ID: "waiting", Title: "In flight and waiting", Y: "requests", Counts: ds.sum(rc.Counts), CountLabel: "requests"}, winNote)
 	q.Series = present(
-		chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: peak(rc.EngineRunning)},
-		chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: peak(rc.EngineWaiting)},
-		chartSeries{Label: "in flight (client)", Color: "#1f77b4", Dash: []int{6, 3}, Width: 2, Values: peak(rc.InFlight)},
+		chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: ds.max(rc.EngineRunning)},
+		chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: ds.max(rc.EngineWaiting)},
+		chartSeries{Label: "in flight (client)", Color: "#1f77b4", Dash: []int{6, 3}, Width: 2, Values: ds.max(rc.InFlight)},
 	)
 	withUnit(q.Series, "", "y")
 	if rc.OldestWaitingAge != nil {
 		q.Y2 = "oldest waiting age (s)"
-		q.Series = append(q.Series, chartSeries{Label: "oldest waiting age", Unit: "s", Color: "#8c564b", Dash: []int{2, 3}, Scale: "y2", Values: peak(rc.OldestWaitingAge)})
+		q.Series = append(q.Series, chartSeries{Label: "oldest waiting age", Unit: "s", Color: "#8c564b", Dash: []int{2, 3}, Scale: "y2", Values: ds.max(rc.OldestWaitingAge)})
 	}
 	if rc.EngineWaiting == nil && rc.EngineRunning == nil {
-		run.Notes = append(run.Notes, NoteEngineUnavailable)
 		q.Note = strings.TrimPrefix("engine metrics unavailable; "+q.Note, "; ")
 		q.Note = strings.TrimSuffix(q.Note, "; ")
 	}
-	add(q, "")
+	return q
+}
 
-	for _, l := range []struct {
-		id, title string
-		s         LatencySeries
-		deadline  float64
-		what      string
-	}{
-		{"ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, "TTFT"},
-		{"completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, "completion"},
-	} {
-		// The ticks carry their unit (100 ms, 1 s, 10 s). When saturated
-		// windows put p95 and p99 together, p95 is a wide line and p99 a
-		// thin dashed one on top of it: both stay visible.
-		c := stepped(chart{ID: l.id, Title: l.title, Y: "latency (log scale)", Log: true, Counts: sum(l.s.N), CountLabel: "samples"})
-		c.Series = present(
-			chartSeries{Label: "p50", Color: "#2ca02c", Values: peak(positive(l.s.P50))},
-			chartSeries{Label: "p95", Color: "#ff7f0e", Width: 3.5, Values: peak(positive(l.s.P95))},
-			chartSeries{Label: "p99", Color: "#b91c1c", Width: 1.5, Dash: []int{5, 3}, Values: peak(positive(l.s.P99))},
-		)
-		withUnit(c.Series, "ms", "y")
-		if allGaps(c.Series) {
-			c.Series = nil
-		}
-		if l.deadline > 0 && finite(l.deadline) {
-			c.Rules = []chartRule{{Label: "deadline " + fmtSeconds(l.deadline/1000), Value: l.deadline}}
-		}
-		add(c, l.what+" latency unavailable: no samples")
+// latencyChart is one latency's p50, p95 and p99 per window on a log
+// scale, with its deadline (ms) as a rule; no series when it has no samples.
+func latencyChart(id, title string, s LatencySeries, deadline float64, ds buckets, winNote string) chart {
+	// The ticks carry their unit (100 ms, 1 s, 10 s). When saturated
+	// windows put p95 and p99 together, p95 is a wide line and p99 a
+	// thin dashed one on top of it: both stay visible.
+	c := stepped(chart{ID: id, Title: title, Y: "latency (log scale)", Log: true, Counts: ds.sum(s.N), CountLabel: "samples"}, winNote)
+	c.Series = present(
+		chartSeries{Label: "p50", Color: "#2ca02c", Values: ds.max(positive(s.P50))},
+		chartSeries{Label: "p95", Color: "#ff7f0e", Width: 3.5, Values: ds.max(positive(s.P95))},
+		chartSeries{Label: "p99", Color: "#b91c1c", Width: 1.5, Dash: []int{5, 3}, Values: ds.max(positive(s.P99))},
+	)
+	withUnit(c.Series, "ms", "y")
+	if allGaps(c.Series) {
+		c.Series = nil
 	}
+	if deadline > 0 && finite(deadline) {
+		c.Rules = []chartRule{{Label: "deadline " + fmtSeconds(deadline/1000), Value: deadline}}
+	}
+	return c
+}
 
-	if len(rc.EngineT) > 0 {
-		if err := ascending(rc.EngineT); err != nil {
-			return fail("engine sample %v", err)
-		}
-		for _, s := range []Series{rc.EngineWaitingSamples, rc.EngineRunningSamples} {
-			if s != nil && len(s) != len(rc.EngineT) {
-				return fail("engine series has %d points, want %d (one per engine sample)", len(s), len(rc.EngineT))
-			}
-		}
-		eb := newBuckets(len(rc.EngineT))
-		e := chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: eb.first(rc.EngineT),
-			Note: "at the engine's scrape resolution; the chart above shows each window's peak"}
-		if eb.per > 1 {
-			e.Note = fmt.Sprintf("the peak of every %d scrapes (%d in all); the chart above shows each window's peak", eb.per, len(rc.EngineT))
-		}
-		e.Series = present(
-			chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: eb.max(rc.EngineRunningSamples)},
-			chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: eb.max(rc.EngineWaitingSamples)},
-		)
-		withUnit(e.Series, "", "y")
-		add(e, "")
+// engineChart checks the engine's own samples and draws its queue at every
+// scrape (downsampled to each group's peak); nil when there are none.
+func engineChart(rc *RunCharts) (*chart, error) {
+	if len(rc.EngineT) == 0 {
+		return nil, nil
 	}
-	return run, nil
+	if err := ascending(rc.EngineT); err != nil {
+		return nil, fmt.Errorf("engine sample %v", err)
+	}
+	for _, s := range []Series{rc.EngineWaitingSamples, rc.EngineRunningSamples} {
+		if s != nil && len(s) != len(rc.EngineT) {
+			return nil, fmt.Errorf("engine series has %d points, want %d (one per engine sample)", len(s), len(rc.EngineT))
+		}
+	}
+	eb := newBuckets(len(rc.EngineT))
+	e := &chart{ID: "engine", Title: "Engine queue, every scrape", Y: "requests", T: eb.first(rc.EngineT),
+		Note: "at the engine's scrape resolution; the chart above shows each window's peak"}
+	if eb.per > 1 {
+		e.Note = fmt.Sprintf("the peak of every %d scrapes (%d in all); the chart above shows each window's peak", eb.per, len(rc.EngineT))
+	}
+	e.Series = present(
+		chartSeries{Label: "engine running", Color: "#2ca02c", Fill: "rgba(44,160,44,0.12)", Width: 1.5, Values: eb.max(rc.EngineRunningSamples)},
+		chartSeries{Label: "engine waiting", Color: "#d62728", Width: 2, Values: eb.max(rc.EngineWaitingSamples)},
+	)
+	withUnit(e.Series, "", "y")
+	return e, nil
 }
 
 // mergeTailWindow returns rc, or for drawing a copy of it whose last window

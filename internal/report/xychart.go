@@ -177,6 +177,29 @@ func trimFloat(v float64, prec int) string {
 
 // WriteXYChartSVG writes c as one self-contained <svg> element.
 func WriteXYChartSVG(w io.Writer, c XYChart) error {
+	if err := checkXYChart(c); err != nil {
+		return err
+	}
+	sx, sy := xyScales(c)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="xychart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, xyW, xyH, xyW, xyH, template.HTMLEscapeString(c.Title))
+	b.WriteString(`<style>text{font:11px system-ui,sans-serif;fill:#4b5563}.grid{stroke:#eef0f3}.axis{stroke:#9ca3af}.lbl{font-size:12px;fill:#1d2330}</style>`)
+	writeXYAxes(&b, c, sx, sy)
+	writeXYRules(&b, c, sx, sy)
+	for i, s := range c.Series {
+		writeXYSeries(&b, i, s, sx, sy)
+	}
+	b.WriteString(`</svg>`)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write svg: %w", err)
+	}
+	return nil
+}
+
+// checkXYChart checks that every series has one y, and one label if any,
+// per x.
+func checkXYChart(c XYChart) error {
 	for i, s := range c.Series {
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("report: chart %q: series %d (%q) has %d x and %d y values", c.Title, i, s.Label, len(s.X), len(s.Y))
@@ -185,6 +208,12 @@ func WriteXYChartSVG(w io.Writer, c XYChart) error {
 			return fmt.Errorf("report: chart %q: series %d (%q) has %d labels for %d points", c.Title, i, s.Label, len(s.Labels), len(s.X))
 		}
 	}
+	return nil
+}
+
+// xyScales are the chart's x and y axes, spanning its points and rules
+// (the x axis its categories' positions when it has them).
+func xyScales(c XYChart) (sx, sy xyScale) {
 	var xs, ys []float64
 	for _, s := range c.Series {
 		xs = append(xs, s.X...)
@@ -196,18 +225,21 @@ func WriteXYChartSVG(w io.Writer, c XYChart) error {
 	for _, r := range c.HRules {
 		ys = append(ys, r.Value)
 	}
-	sx := newXYScale(xs, c.LogX, xyLeft, xyW-xyRight, false)
+	sx = newXYScale(xs, c.LogX, xyLeft, xyW-xyRight, false)
 	if n := len(c.XCategories); n > 0 { // positions 1..n with half a step of room each side
 		sx.lo, sx.hi = 0.5, float64(n)+0.5
 	}
-	sy := newXYScale(ys, c.LogY, xyH-xyBottom, xyTop, true)
+	sy = newXYScale(ys, c.LogY, xyH-xyBottom, xyTop, true)
+	return sx, sy
+}
 
-	var b strings.Builder
-	esc := template.HTMLEscapeString
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="xychart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, xyW, xyH, xyW, xyH, esc(c.Title))
-	b.WriteString(`<style>text{font:11px system-ui,sans-serif;fill:#4b5563}.grid{stroke:#eef0f3}.axis{stroke:#9ca3af}.lbl{font-size:12px;fill:#1d2330}</style>`)
-	// Grid and ticks.
+// xyNum formats a pixel position for the SVG, to a tenth of a unit.
+func xyNum(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// writeXYAxes writes the grid, the ticks with their values (or the x
+// categories' names), the two axes and their labels.
+func writeXYAxes(b *strings.Builder, c XYChart, sx, sy xyScale) {
+	esc, f := template.HTMLEscapeString, xyNum
 	xticks, xtext := sx.ticks(), tickText
 	if c.XCategories != nil {
 		xticks, xtext = nil, func(v float64) string { return c.XCategories[int(v)-1] }
@@ -217,75 +249,78 @@ func WriteXYChartSVG(w io.Writer, c XYChart) error {
 	}
 	for _, v := range xticks {
 		x := sx.pos(v)
-		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%d"/>`, f(x), xyTop, f(x), xyH-xyBottom)
-		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), xyH-xyBottom+14, esc(xtext(v)))
+		fmt.Fprintf(b, `<line class="grid" x1="%s" y1="%d" x2="%s" y2="%d"/>`, f(x), xyTop, f(x), xyH-xyBottom)
+		fmt.Fprintf(b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), xyH-xyBottom+14, esc(xtext(v)))
 	}
 	for _, v := range sy.ticks() {
 		y := sy.pos(v)
-		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, xyLeft, f(y), xyW-xyRight, f(y))
-		fmt.Fprintf(&b, `<text x="%d" y="%s" text-anchor="end">%s</text>`, xyLeft-5, f(y+4), tickText(v))
+		fmt.Fprintf(b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, xyLeft, f(y), xyW-xyRight, f(y))
+		fmt.Fprintf(b, `<text x="%d" y="%s" text-anchor="end">%s</text>`, xyLeft-5, f(y+4), tickText(v))
 	}
-	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, xyLeft, xyH-xyBottom, xyW-xyRight, xyH-xyBottom)
-	fmt.Fprintf(&b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, xyLeft, xyTop, xyLeft, xyH-xyBottom)
-	fmt.Fprintf(&b, `<text class="lbl" x="%d" y="%d" text-anchor="middle">%s</text>`, (xyLeft+xyW-xyRight)/2, xyH-8, esc(c.XLabel))
-	fmt.Fprintf(&b, `<text class="lbl" transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, (xyTop+xyH-xyBottom)/2, esc(c.YLabel))
-	// Rules.
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, xyLeft, xyH-xyBottom, xyW-xyRight, xyH-xyBottom)
+	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, xyLeft, xyTop, xyLeft, xyH-xyBottom)
+	fmt.Fprintf(b, `<text class="lbl" x="%d" y="%d" text-anchor="middle">%s</text>`, (xyLeft+xyW-xyRight)/2, xyH-8, esc(c.XLabel))
+	fmt.Fprintf(b, `<text class="lbl" transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, (xyTop+xyH-xyBottom)/2, esc(c.YLabel))
+}
+
+// writeXYRules writes the horizontal and vertical rules with their labels,
+// leaving out those off their axis.
+func writeXYRules(b *strings.Builder, c XYChart, sx, sy xyScale) {
+	esc, f := template.HTMLEscapeString, xyNum
 	for _, r := range c.HRules {
 		if !sy.usable(r.Value) {
 			continue
 		}
 		y := sy.pos(r.Value)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="#444" stroke-dasharray="4 4"/>`, xyLeft, f(y), xyW-xyRight, f(y))
-		fmt.Fprintf(&b, `<text x="%d" y="%s">%s</text>`, xyLeft+4, f(y-4), esc(r.Label))
+		fmt.Fprintf(b, `<line x1="%d" y1="%s" x2="%d" y2="%s" stroke="#444" stroke-dasharray="4 4"/>`, xyLeft, f(y), xyW-xyRight, f(y))
+		fmt.Fprintf(b, `<text x="%d" y="%s">%s</text>`, xyLeft+4, f(y-4), esc(r.Label))
 	}
 	for i, r := range c.VRules {
 		if !sx.usable(r.Value) {
 			continue
 		}
 		x := sx.pos(r.Value)
-		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#7b3fb3" stroke-width="1.5" stroke-dasharray="6 3"/>`, f(x), xyTop, f(x), xyH-xyBottom)
+		fmt.Fprintf(b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#7b3fb3" stroke-width="1.5" stroke-dasharray="6 3"/>`, f(x), xyTop, f(x), xyH-xyBottom)
 		anchor, dx := "start", 3.0
 		if x > xyLeft+0.7*(xyW-xyLeft-xyRight) {
 			anchor, dx = "end", -3
 		}
-		fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="%s" fill="#7b3fb3">%s</text>`, f(x+dx), xyTop+12+14*i, anchor, esc(r.Label))
+		fmt.Fprintf(b, `<text x="%s" y="%d" text-anchor="%s" fill="#7b3fb3">%s</text>`, f(x+dx), xyTop+12+14*i, anchor, esc(r.Label))
 	}
-	// Series.
-	for i, s := range c.Series {
-		color := xyColors[i%len(xyColors)]
-		dash := ""
-		if s.Dash {
-			dash = ` stroke-dasharray="5 4"`
-		}
-		var pts []string
-		flush := func() {
-			if len(pts) > 1 {
-				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`, color, dash, strings.Join(pts, " "))
-			}
-			pts = pts[:0]
-		}
-		for j := range s.X {
-			if !sx.usable(s.X[j]) || !sy.usable(s.Y[j]) {
-				flush()
-				continue
-			}
-			x, y := sx.pos(s.X[j]), sy.pos(s.Y[j])
-			pts = append(pts, f(x)+","+f(y))
-			if !s.Dash {
-				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.8" fill="%s"/>`, f(x), f(y), color)
-			}
-			if s.Labels != nil && s.Labels[j] != "" {
-				fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s">%s</text>`, f(x+4), f(y-5), color, esc(s.Labels[j]))
-			}
-		}
-		flush()
-		// Legend, left to right along the top.
-		lx := xyLeft + 4 + 130*i
-		fmt.Fprintf(&b, `<line x1="%d" y1="14" x2="%d" y2="14" stroke="%s" stroke-width="2"%s/><text x="%d" y="18">%s</text>`, lx, lx+16, color, dash, lx+20, esc(s.Label))
+}
+
+// writeXYSeries writes series i: its line, broken where a point cannot be
+// drawn, its points and their labels, and its entry in the legend.
+func writeXYSeries(b *strings.Builder, i int, s XYSeries, sx, sy xyScale) {
+	esc, f := template.HTMLEscapeString, xyNum
+	color := xyColors[i%len(xyColors)]
+	dash := ""
+	if s.Dash {
+		dash = ` stroke-dasharray="5 4"`
 	}
-	b.WriteString(`</svg>`)
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("report: write svg: %w", err)
+	var pts []string
+	flush := func() {
+		if len(pts) > 1 {
+			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`, color, dash, strings.Join(pts, " "))
+		}
+		pts = pts[:0]
 	}
-	return nil
+	for j := range s.X {
+		if !sx.usable(s.X[j]) || !sy.usable(s.Y[j]) {
+			flush()
+			continue
+		}
+		x, y := sx.pos(s.X[j]), sy.pos(s.Y[j])
+		pts = append(pts, f(x)+","+f(y))
+		if !s.Dash {
+			fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.8" fill="%s"/>`, f(x), f(y), color)
+		}
+		if s.Labels != nil && s.Labels[j] != "" {
+			fmt.Fprintf(b, `<text x="%s" y="%s" fill="%s">%s</text>`, f(x+4), f(y-5), color, esc(s.Labels[j]))
+		}
+	}
+	flush()
+	// Legend, left to right along the top.
+	lx := xyLeft + 4 + 130*i
+	fmt.Fprintf(b, `<line x1="%d" y1="14" x2="%d" y2="14" stroke="%s" stroke-width="2"%s/><text x="%d" y="18">%s</text>`, lx, lx+16, color, dash, lx+20, esc(s.Label))
 }

@@ -97,51 +97,16 @@ type exchange struct {
 	status   int       // status sent, for the log line
 }
 
+// serveCompletion answers one completion request (chat or completions): it
+// reads and checks it, submits it to the cluster, and sends the answer as
+// the engine generates it, streamed or in one body.
 func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
 	start := time.Now()
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "MethodNotAllowedError", message: "method " + r.Method + " not allowed; use POST"})
+	p, blocks, explicitMax, ok := s.readCompletion(w, r, chat, start)
+	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
-				message: "request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"})
-			return
-		}
-		writeError(w, badRequest("", "reading the request body failed"))
-		return
-	}
-	var h *sim.PrefixHasher
-	var blocks []uint64
-	if s.prefix.PrefixCache() {
-		h = s.prefix.NewPrefixHasher(nil)
-	}
-	p, aerr := decodeRequestHashed(body, chat, s.tok, h)
-	if h != nil {
-		blocks = h.Hashes
-	}
-	explicitMax := p.maxTokens != 0
-	if aerr == nil {
-		aerr = p.validate(s.model, s.maxModelLen)
-	}
-	if aerr != nil {
-		s.logRequest(chat, 0, aerr.status, -1, p, 0, start)
-		writeError(w, aerr)
-		return
-	}
-
-	st := newStream(s.metrics)
-	if s.spans != nil {
-		st.spans, st.origin = s.spans, s.origin
-		var ok bool
-		if st.trace, st.parent, ok = parseTraceparent(r.Header.Get("Traceparent")); !ok {
-			st.trace = newTraceID() // vLLM starts a trace of its own
-		}
-	}
+	st := s.newRequestStream(r)
 	maxTokens, ignoreEOS, ans := s.plan(p, explicitMax)
 	s.mu.Lock()
 	now := s.now()
@@ -150,29 +115,12 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}, st)
 	s.mu.Unlock()
 	if err != nil {
-		aerr := submitError(err)
-		if s.quirks.noRetryAfter {
-			aerr.retryAfter = 0
-		}
-		replica := -1
-		if errors.Is(err, sim.ErrQueueFull) { // refused by this replica's admission control
-			replica = t.Replica
-			w.Header().Set(ReplicaHeader, replicaName(t.Replica))
-		}
-		s.logRequest(chat, t.ID, aerr.status, replica, p, 0, start)
-		writeError(w, aerr)
+		s.refuse(w, chat, t, err, p, start)
 		return
 	}
 	s.kick()
 	w.Header().Set(ReplicaHeader, replicaName(t.Replica))
-	switch t.Fault.Kind {
-	case sim.Fault500:
-		s.logRequest(chat, t.ID, http.StatusInternalServerError, t.Replica, p, 0, start)
-		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "simulated internal server error"})
-		return
-	case sim.Fault503:
-		s.logRequest(chat, t.ID, http.StatusServiceUnavailable, t.Replica, p, 0, start)
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", message: "simulated service unavailable"})
+	if s.serveErrorFault(w, chat, t, p, start) {
 		return
 	}
 
@@ -198,6 +146,94 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	} else {
 		x.unary()
 	}
+}
+
+// readCompletion reads, decodes and checks a completion request: the
+// request, its prompt's prefix-cache block hashes (with a prefix cache),
+// and whether it set max_tokens. On a bad request it answers the error
+// itself and returns ok false.
+func (s *Server) readCompletion(w http.ResponseWriter, r *http.Request, chat bool, start time.Time) (p parsedRequest, blocks []uint64, explicitMax, ok bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "MethodNotAllowedError", message: "method " + r.Method + " not allowed; use POST"})
+		return p, nil, false, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
+				message: "request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"})
+			return p, nil, false, false
+		}
+		writeError(w, badRequest("", "reading the request body failed"))
+		return p, nil, false, false
+	}
+	var h *sim.PrefixHasher
+	if s.prefix.PrefixCache() {
+		h = s.prefix.NewPrefixHasher(nil)
+	}
+	p, aerr := decodeRequestHashed(body, chat, s.tok, h)
+	if h != nil {
+		blocks = h.Hashes
+	}
+	explicitMax = p.maxTokens != 0
+	if aerr == nil {
+		aerr = p.validate(s.model, s.maxModelLen)
+	}
+	if aerr != nil {
+		s.logRequest(chat, 0, aerr.status, -1, p, 0, start)
+		writeError(w, aerr)
+		return p, nil, false, false
+	}
+	return p, blocks, explicitMax, true
+}
+
+// newRequestStream is the observer of a request, with its trace when the
+// server exports spans.
+func (s *Server) newRequestStream(r *http.Request) *stream {
+	st := newStream(s.metrics)
+	if s.spans != nil {
+		st.spans, st.origin = s.spans, s.origin
+		var ok bool
+		if st.trace, st.parent, ok = parseTraceparent(r.Header.Get("Traceparent")); !ok {
+			st.trace = newTraceID() // vLLM starts a trace of its own
+		}
+	}
+	return st
+}
+
+// refuse answers a request the cluster did not accept (err from Submit,
+// t its ticket), naming the replica when that replica's admission control
+// refused it.
+func (s *Server) refuse(w http.ResponseWriter, chat bool, t sim.Ticket, err error, p parsedRequest, start time.Time) {
+	aerr := submitError(err)
+	if s.quirks.noRetryAfter {
+		aerr.retryAfter = 0
+	}
+	replica := -1
+	if errors.Is(err, sim.ErrQueueFull) { // refused by this replica's admission control
+		replica = t.Replica
+		w.Header().Set(ReplicaHeader, replicaName(t.Replica))
+	}
+	s.logRequest(chat, t.ID, aerr.status, replica, p, 0, start)
+	writeError(w, aerr)
+}
+
+// serveErrorFault answers the request with its fault's error when the
+// ticket's fault is a simulated 500 or 503; false for any other.
+func (s *Server) serveErrorFault(w http.ResponseWriter, chat bool, t sim.Ticket, p parsedRequest, start time.Time) bool {
+	switch t.Fault.Kind {
+	case sim.Fault500:
+		s.logRequest(chat, t.ID, http.StatusInternalServerError, t.Replica, p, 0, start)
+		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "simulated internal server error"})
+		return true
+	case sim.Fault503:
+		s.logRequest(chat, t.ID, http.StatusServiceUnavailable, t.Replica, p, 0, start)
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", message: "simulated service unavailable"})
+		return true
+	}
+	return false
 }
 
 // plan decides the answer of p (nil: plain text) and the engine's

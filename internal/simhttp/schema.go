@@ -355,24 +355,14 @@ func (g *schemaGen) object(n *schemaNode, depth, variant int, violate bool) {
 	var all []json.RawMessage
 	if raw, ok := n.m["allOf"]; ok && json.Unmarshal(raw, &all) == nil {
 		for _, a := range all {
-			for range schemaMaxDepth { // follow $refs to the object
-				an := g.node(a)
-				ref := ""
-				if an != nil {
-					ref = str(an.m["$ref"])
-				}
-				if ref == "" {
-					break
-				}
-				if a = g.resolve(ref); a == nil {
-					break
-				}
-			}
-			if an := g.node(a); an != nil {
+			if an := g.node(g.derefObject(a)); an != nil {
 				parts = append(parts, an)
 			}
 		}
 	}
+	// The parts merged, their properties in order (the first part to
+	// describe a key gives its schema). The slices and maps stay in this
+	// frame, where they need not be allocated.
 	var keys []string
 	var vals []json.RawMessage
 	seen := map[string]bool{}
@@ -389,65 +379,119 @@ func (g *schemaGen) object(n *schemaNode, depth, variant int, violate bool) {
 				vals = append(vals, vs[i])
 			}
 		}
-		var req []string
-		if raw, ok := p.m["required"]; ok && json.Unmarshal(raw, &req) == nil {
-			required = append(required, req...)
+		req, noMore, ap, mp := g.objectLimits(p)
+		required = append(required, req...)
+		closed = closed || noMore
+		if ap != nil {
+			extra = ap
 		}
-		if ap, ok := p.m["additionalProperties"]; ok {
-			if string(bytes.TrimSpace(ap)) == "false" {
-				closed = true
-			} else if g.node(ap) != nil {
-				extra = ap
-			}
-		}
-		if mp, ok := num(p.m["minProperties"]); ok && mp > 0 {
-			minProps = max(minProps, int(min(mp, schemaMaxItems)))
-		}
+		minProps = max(minProps, mp)
 	}
 	isReq := map[string]bool{}
 	for _, r := range required {
 		isReq[r] = true
 	}
-	type member struct {
-		key   string
-		val   json.RawMessage // nil: no schema (any value)
-		wrong bool            // violate: a value of the wrong type
-	}
-	var members []member
+	var members []objectMember
 	for i, k := range keys {
 		if g.all || isReq[k] {
-			members = append(members, member{key: k, val: vals[i]})
+			members = append(members, objectMember{key: k, val: vals[i]})
 		}
 	}
 	for _, r := range required { // required but not described
 		if !seen[r] {
 			seen[r] = true
-			members = append(members, member{key: r, val: extra})
+			members = append(members, objectMember{key: r, val: extra})
 		}
 	}
 	for i := 0; len(members) < minProps && i < len(keys); i++ {
 		if !g.all && !isReq[keys[i]] {
-			members = append(members, member{key: keys[i], val: vals[i]})
+			members = append(members, objectMember{key: keys[i], val: vals[i]})
 		}
 	}
 	if violate {
-		switch {
-		case len(required) > 0: // drop the first required property
-			for i, m := range members {
-				if m.key == required[0] {
-					members = append(members[:i], members[i+1:]...)
-					break
-				}
-			}
-		case len(members) > 0 && g.typed(members[0].val):
-			members[0].wrong = true
-		case closed:
-			members = append(members, member{key: "surge_unexpected", val: nil})
-		default:
+		var ok bool
+		if members, ok = g.violateObject(members, required, closed); !ok {
 			g.out = append(g.out, "[]"...) // not an object at all
 			return
 		}
 	}
+	g.appendMembers(members, depth, variant)
+}
+
+// derefObject follows the $refs of the schema a (an allOf member) to the
+// object they name; a itself when it has none, nil when one is not found.
+func (g *schemaGen) derefObject(a json.RawMessage) json.RawMessage {
+	for range schemaMaxDepth {
+		an := g.node(a)
+		ref := ""
+		if an != nil {
+			ref = str(an.m["$ref"])
+		}
+		if ref == "" {
+			break
+		}
+		if a = g.resolve(ref); a == nil {
+			break
+		}
+	}
+	return a
+}
+
+// objectLimits are what one part of an object says beyond its properties:
+// its required keys, whether it allows no other properties
+// (additionalProperties false), its additionalProperties as a schema (nil
+// for none) and its minProperties (0 for none, at most schemaMaxItems).
+func (g *schemaGen) objectLimits(p *schemaNode) (required []string, closed bool, extra json.RawMessage, minProps int) {
+	var req []string
+	if raw, ok := p.m["required"]; ok && json.Unmarshal(raw, &req) == nil {
+		required = req
+	}
+	if ap, ok := p.m["additionalProperties"]; ok {
+		if string(bytes.TrimSpace(ap)) == "false" {
+			closed = true
+		} else if g.node(ap) != nil {
+			extra = ap
+		}
+	}
+	if mp, ok := num(p.m["minProperties"]); ok && mp > 0 {
+		minProps = int(min(mp, schemaMaxItems))
+	}
+	return required, closed, extra, minProps
+}
+
+// objectMember is one property of a generated object.
+type objectMember struct {
+	key   string
+	val   json.RawMessage // nil: no schema (any value)
+	wrong bool            // violate: a value of the wrong type
+}
+
+// violateObject breaks an object's members: it drops the first required
+// property, else gives the first a value of the wrong type, else adds one
+// a closed object does not allow; false when none of these applies (the
+// instance is then not to be an object at all).
+func (g *schemaGen) violateObject(members []objectMember, required []string, closed bool) ([]objectMember, bool) {
+	switch {
+	case len(required) > 0: // drop the first required property
+		for i, m := range members {
+			if m.key == required[0] {
+				members = append(members[:i], members[i+1:]...)
+				break
+			}
+		}
+	case len(members) > 0 && g.typed(members[0].val):
+		members[0].wrong = true
+	case closed:
+		members = append(members, objectMember{key: "surge_unexpected", val: nil})
+	default:
+		return members, false
+	}
+	return members, true
+}
+
+// appendMembers appends the object of members, each value generated from
+// its schema (true without one, a wrong type when marked so).
+func (g *schemaGen) appendMembers(members []objectMember, depth, variant int) {
 	g.out = append(g.out, '{')
 	for i, m := range members {
 		if i > 0 {

@@ -46,95 +46,24 @@ func ParseDist(spec string) (Dist, error) {
 	if kind == KindEmpirical {
 		return ReadEmpirical(strings.TrimSpace(rest))
 	}
-	params, err := parseParams(kind, rest)
+	m, err := parseParams(kind, rest)
 	if err != nil {
 		return Dist{}, err
 	}
-	take := func(name string) (float64, bool) {
-		v, ok := params[name]
-		delete(params, name)
-		return v, ok
-	}
-	whole := func(name string, def int) (int, error) {
-		v, ok := take(name)
-		if !ok {
-			return def, nil
-		}
-		if v != math.Trunc(v) {
-			return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %s", kind, name, plainNumber(v))
-		}
-		return int(v), nil
-	}
+	ps := distParams{kind: kind, m: m}
 	var d Dist
 	switch kind {
 	case KindFixed:
-		v, err := whole("value", 0)
-		if err != nil {
-			return Dist{}, err
-		}
-		if _, ok := params[""]; ok { // fixed:200
-			v, err = whole("", 0)
-			if err != nil {
-				return Dist{}, err
-			}
-		}
-		d = Fixed(v)
+		d, err = ps.fixed()
 	case KindUniform, KindNormal, KindLogNormal:
-		_, hasMin := params["min"]
-		_, hasMax := params["max"]
-		lo, err := whole("min", 1)
-		if err != nil {
-			return Dist{}, err
-		}
-		hi, err := whole("max", MaxPromptTokens)
-		if err != nil {
-			return Dist{}, err
-		}
-		d = Dist{Kind: kind, Min: lo, Max: hi}
-		switch kind {
-		case KindUniform:
-			if !hasMin || !hasMax {
-				return Dist{}, fmt.Errorf("uniform: min and max: required")
-			}
-		case KindNormal:
-			mean, ok := take("mean")
-			if !ok {
-				return Dist{}, errors.New("normal: mean: required")
-			}
-			sd, ok := take("sd")
-			if !ok {
-				return Dist{}, errors.New("normal: sd: required")
-			}
-			d.MeanTokens, d.SD = mean, sd
-		case KindLogNormal:
-			median, ok := take("median")
-			if !ok {
-				return Dist{}, errors.New("lognormal: median: required")
-			}
-			if !(median > 0) { // before p95 makes a σ of it
-				return Dist{}, fmt.Errorf("lognormal: median: must be > 0, got %s", plainNumber(median))
-			}
-			d.Median = median
-			p95, hasP95 := take("p95")
-			sigma, hasSigma := take("sigma")
-			switch {
-			case hasP95 && hasSigma:
-				return Dist{}, errors.New("lognormal: give p95 or sigma, not both")
-			case hasP95:
-				if !(p95 > median) {
-					return Dist{}, fmt.Errorf("lognormal: p95: must be above the median (%s), got %s", plainNumber(median), plainNumber(p95))
-				}
-				d.Sigma = math.Log(p95/median) / z95
-			case hasSigma:
-				d.Sigma = sigma
-			default:
-				return Dist{}, errors.New("lognormal: p95 (or sigma): required")
-			}
-		}
+		d, err = ps.bounded()
 	default:
 		return Dist{}, fmt.Errorf("unknown distribution %q (want fixed, uniform, normal, lognormal or empirical)", kind)
 	}
-	for name := range params {
+	if err != nil {
+		return Dist{}, err
+	}
+	for name := range ps.m {
 		if name == "" {
 			return Dist{}, fmt.Errorf("%s: want name=value parameters, got %q", kind, rest)
 		}
@@ -144,6 +73,115 @@ func ParseDist(spec string) (Dist, error) {
 		return Dist{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	return d, nil
+}
+
+// distParams are the parameters of a distribution of this kind not yet
+// read: each is taken out as it is read, so that those left over are the
+// ones the kind does not have.
+type distParams struct {
+	kind string
+	m    map[string]float64
+}
+
+// take reads the parameter name, and whether it was given.
+func (ps distParams) take(name string) (float64, bool) {
+	v, ok := ps.m[name]
+	delete(ps.m, name)
+	return v, ok
+}
+
+// whole reads the parameter name as a whole number of tokens; def when it
+// was not given.
+func (ps distParams) whole(name string, def int) (int, error) {
+	v, ok := ps.take(name)
+	if !ok {
+		return def, nil
+	}
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("%s: %s: must be a whole number of tokens, got %s", ps.kind, name, plainNumber(v))
+	}
+	return int(v), nil
+}
+
+// fixed reads a fixed length: value=N, or a bare N.
+func (ps distParams) fixed() (Dist, error) {
+	v, err := ps.whole("value", 0)
+	if err != nil {
+		return Dist{}, err
+	}
+	if _, ok := ps.m[""]; ok { // fixed:200
+		v, err = ps.whole("", 0)
+		if err != nil {
+			return Dist{}, err
+		}
+	}
+	return Fixed(v), nil
+}
+
+// bounded reads a uniform, normal or lognormal distribution: its bounds
+// min and max (required for uniform), then its kind's own parameters.
+func (ps distParams) bounded() (Dist, error) {
+	_, hasMin := ps.m["min"]
+	_, hasMax := ps.m["max"]
+	lo, err := ps.whole("min", 1)
+	if err != nil {
+		return Dist{}, err
+	}
+	hi, err := ps.whole("max", MaxPromptTokens)
+	if err != nil {
+		return Dist{}, err
+	}
+	d := Dist{Kind: ps.kind, Min: lo, Max: hi}
+	switch ps.kind {
+	case KindUniform:
+		if !hasMin || !hasMax {
+			return Dist{}, fmt.Errorf("uniform: min and max: required")
+		}
+	case KindNormal:
+		mean, ok := ps.take("mean")
+		if !ok {
+			return Dist{}, errors.New("normal: mean: required")
+		}
+		sd, ok := ps.take("sd")
+		if !ok {
+			return Dist{}, errors.New("normal: sd: required")
+		}
+		d.MeanTokens, d.SD = mean, sd
+	case KindLogNormal:
+		if err := ps.lognormal(&d); err != nil {
+			return Dist{}, err
+		}
+	}
+	return d, nil
+}
+
+// lognormal reads a lognormal's median and its spread, given as a p95 or
+// as sigma, into d.
+func (ps distParams) lognormal(d *Dist) error {
+	median, ok := ps.take("median")
+	if !ok {
+		return errors.New("lognormal: median: required")
+	}
+	if !(median > 0) { // before p95 makes a σ of it
+		return fmt.Errorf("lognormal: median: must be > 0, got %s", plainNumber(median))
+	}
+	d.Median = median
+	p95, hasP95 := ps.take("p95")
+	sigma, hasSigma := ps.take("sigma")
+	switch {
+	case hasP95 && hasSigma:
+		return errors.New("lognormal: give p95 or sigma, not both")
+	case hasP95:
+		if !(p95 > median) {
+			return fmt.Errorf("lognormal: p95: must be above the median (%s), got %s", plainNumber(median), plainNumber(p95))
+		}
+		d.Sigma = math.Log(p95/median) / z95
+	case hasSigma:
+		d.Sigma = sigma
+	default:
+		return errors.New("lognormal: p95 (or sigma): required")
+	}
+	return nil
 }
 
 // parseParams reads "a=1,b=2" (or a bare "200" as the parameter "").

@@ -294,19 +294,7 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	for i := range runs {
 		r := &runs[i]
 		res := r.Result
-		row := experiment.Row(res, &env.Opts, schedule.PhaseBurst)
-		row.Multiplier = report.Val(r.K)
-		row.BaselineRPS = report.Val(c.BaselineRPS)
-		row.BurstRPS = report.Val(r.K * c.BaselineRPS)
-		row.Recovery = r.Recovery
-		row.PredictedRecovery = predictedRecovery(r.Prediction, r.MuSource)
-		row.RecoveryLate = recoveryLate(r, env.Opts.Window)
-		row.Mu, row.MuSource = report.Unavailable(r.MuSource), r.MuSource
-		if r.Mu > 0 {
-			row.Mu = report.Val(r.Mu)
-		}
-		row.Rep, row.Repeats = r.Rep, r.Repeats
-		t.Rows = append(t.Rows, row)
+		t.Rows = append(t.Rows, burstRow(env, c, r))
 		scope := r.scope()
 		for _, name := range verdictPhases {
 			if v, ok := res.Verdicts.Phase(name); ok {
@@ -318,54 +306,9 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 		if res.Analysis.Overall.Succeeded > 0 {
 			anyOK = true
 		}
-		if why := experiment.EngineReason(res.Scrape, scrape.QueueTime); why != "" && !res.Virtual {
-			t.Notes = append(t.Notes, scope+": engine queue wait n/a ("+why+") — latency growth is extra observed latency, not measured queue time")
-		}
-		for _, line := range experiment.EngineTimingLines(res) {
-			t.Notes = append(t.Notes, scope+": "+line)
-		}
-		if note := abandonmentNote(r); note != "" {
-			t.Notes = append(t.Notes, scope+": "+note)
-		}
-		if p := r.Prediction; p != nil && p.Model != "" {
-			t.Notes = append(t.Notes, scope+": predicted with the "+p.Model+" model (docs/method.md §8)")
-		}
-		if note := queueLimitNote(r); note != "" {
-			t.Notes = append(t.Notes, scope+": "+note)
-		}
-		for _, n := range experiment.ClientNotes(res.Analysis) {
-			t.Notes = append(t.Notes, scope+": "+n)
-		}
-		if n := experiment.ShardNote(res); n != "" {
-			t.Notes = append(t.Notes, scope+": "+n)
-		}
-		if n := experiment.WorkerSummary(res); n != "" { // --workers
-			t.Notes = append(t.Notes, scope+": "+n)
-		}
-		for _, p := range r.Problems {
-			t.Notes = append(t.Notes, scope+": re-rendered without "+p)
-		}
-		if r.Settle > 0 || r.SettleNote != "" {
-			t.Notes = append(t.Notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
-		}
-		charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s (%.1f req/s over a %.1f req/s baseline)", r.scope(), r.K*c.BaselineRPS, c.BaselineRPS))
-		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
-		if ar := res.Verdicts.Recovery; ar.Recovered {
-			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
-		}
-		if r.Prediction != nil && !r.Prediction.Never {
-			charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
-		}
-		sum := runSummary(c, r, env.Opts.Window)
-		charts.Summary = &sum
-		charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
-		charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
-		diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
-		if nr := burstNotReached(res); nr != "" && res.Unusable == "" {
-			diag = report.Diagnosis{Scope: scope, Mode: judge.ModeNotJudged, Summary: nr}
-		}
+		t.Notes = append(t.Notes, runNotes(r)...)
+		charts, diag := runCharts(env, c, r)
 		t.Diagnoses = append(t.Diagnoses, diag)
-		charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
 		h.Runs = append(h.Runs, charts)
 		if pt, ok := experiment.ProfileTable(scope, res, &env.Opts, schedule.PhaseBurst); ok {
 			h.Breakdowns = append(h.Breakdowns, pt)
@@ -399,6 +342,85 @@ func writeReports(env *run.Env, c *Config, d *rundir.Dir, runs []Run, interrupte
 	return out, nil
 }
 
+// burstRow is the results table's row of one run: its burst phase, with
+// the multiplier, the rates and the measured and predicted recovery.
+func burstRow(env *run.Env, c *Config, r *Run) report.Row {
+	row := experiment.Row(r.Result, &env.Opts, schedule.PhaseBurst)
+	row.Multiplier = report.Val(r.K)
+	row.BaselineRPS = report.Val(c.BaselineRPS)
+	row.BurstRPS = report.Val(r.K * c.BaselineRPS)
+	row.Recovery = r.Recovery
+	row.PredictedRecovery = predictedRecovery(r.Prediction, r.MuSource)
+	row.RecoveryLate = recoveryLate(r, env.Opts.Window)
+	row.Mu, row.MuSource = report.Unavailable(r.MuSource), r.MuSource
+	if r.Mu > 0 {
+		row.Mu = report.Val(r.Mu)
+	}
+	row.Rep, row.Repeats = r.Rep, r.Repeats
+	return row
+}
+
+// runNotes is the notes of one run, each prefixed with its scope.
+func runNotes(r *Run) []string {
+	res, scope := r.Result, r.scope()
+	var notes []string
+	if why := experiment.EngineReason(res.Scrape, scrape.QueueTime); why != "" && !res.Virtual {
+		notes = append(notes, scope+": engine queue wait n/a ("+why+") — latency growth is extra observed latency, not measured queue time")
+	}
+	for _, line := range experiment.EngineTimingLines(res) {
+		notes = append(notes, scope+": "+line)
+	}
+	if note := abandonmentNote(r); note != "" {
+		notes = append(notes, scope+": "+note)
+	}
+	if p := r.Prediction; p != nil && p.Model != "" {
+		notes = append(notes, scope+": predicted with the "+p.Model+" model (docs/method.md §8)")
+	}
+	if note := queueLimitNote(r); note != "" {
+		notes = append(notes, scope+": "+note)
+	}
+	for _, n := range experiment.ClientNotes(res.Analysis) {
+		notes = append(notes, scope+": "+n)
+	}
+	if n := experiment.ShardNote(res); n != "" {
+		notes = append(notes, scope+": "+n)
+	}
+	if n := experiment.WorkerSummary(res); n != "" { // --workers
+		notes = append(notes, scope+": "+n)
+	}
+	for _, p := range r.Problems {
+		notes = append(notes, scope+": re-rendered without "+p)
+	}
+	if r.Settle > 0 || r.SettleNote != "" {
+		notes = append(notes, fmt.Sprintf("%s: settled in %s before the run (%s)", scope, r.Settle.Round(100*time.Millisecond), r.SettleNote))
+	}
+	return notes
+}
+
+// runCharts is the report page's charts of one run, with the burst's end
+// and its recovery (measured and predicted) marked, and its diagnosis.
+func runCharts(env *run.Env, c *Config, r *Run) (report.RunCharts, report.Diagnosis) {
+	res, scope := r.Result, r.scope()
+	charts := experiment.Charts(res, &env.Opts, fmt.Sprintf("burst %s (%.1f req/s over a %.1f req/s baseline)", scope, r.K*c.BaselineRPS, c.BaselineRPS))
+	charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerBurstEnd, T: r.BurstEnd.Seconds()})
+	if ar := res.Verdicts.Recovery; ar.Recovered {
+		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerRecovered, T: r.BurstEnd.Seconds() + ar.RecoveryTimeMs/1000})
+	}
+	if r.Prediction != nil && !r.Prediction.Never {
+		charts.Markers = append(charts.Markers, report.Marker{Kind: report.MarkerPredictedRecovery, T: r.BurstEnd.Seconds() + r.Prediction.RecoveryTime.Seconds()})
+	}
+	sum := runSummary(c, r, env.Opts.Window)
+	charts.Summary = &sum
+	charts.MeasuredBacklogT, charts.MeasuredBacklog, charts.MeasuredBacklogLabel = experiment.MeasuredBacklog(res)
+	charts.PredictedBacklogT, charts.PredictedBacklog = predictedBacklog(c, r)
+	diag := experiment.DiagnoseWith(scope, res, diagCapacity(r))
+	if nr := burstNotReached(res); nr != "" && res.Unusable == "" {
+		diag = report.Diagnosis{Scope: scope, Mode: judge.ModeNotJudged, Summary: nr}
+	}
+	charts.Summary = experiment.WithDiagnosis(charts.Summary, diag)
+	return charts, diag
+}
+
 // RecoveryRule is the recovery rule a burst run's manifest records (the
 // zero rule when it records none), for re-rendering one burst-<k>x folder.
 func RecoveryRule(r *run.Reloaded) analyze.RecoveryRule {
@@ -430,69 +452,12 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		fmt.Fprintln(w, n)
 	}
 	defer d.Close()
-	var runs []Run
-	var env *run.Env
-	var cfg *Config
-	var problems []string // what could not be used, one line per file, for the terminal
-	partial := false
-	// one re-renders the run folder rd (name as the notes call it), its
-	// folder opened by open; rep and repeats number it among repeats.
-	one := func(rd, name string, open func() (*rundir.Dir, error), rep, repeats int) error {
-		r, err := run.Reload(rd)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			return nil
-		}
-		c, ok := decodeConfig(r)
-		if !ok {
-			c = configFromPlan(r)
-			if len(r.Experiment) > 0 {
-				r.Problems = append(r.Problems, "manifest.json: no burst settings — the phases and baseline are taken from the plan, the recovery rule is the default")
-			}
-		}
-		b := r.Summary.Burst
-		if b == nil {
-			folder := name
-			if repeats > 0 {
-				folder = filepath.Base(filepath.Dir(rd))
-			}
-			b = burstFromPlan(r.Plan, folder)
-			if r.Summary.Analysis != nil || len(r.Dir.Summary) > 0 {
-				r.Problems = append(r.Problems, "summary.json: no burst section — the prediction and μ are unknown")
-			}
-		}
-		sub, err := open()
-		if err != nil {
-			return err
-		}
-		res, err := r.Result(sub, c.RecoveryRule())
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: not rendered: %v", name, err))
-			return nil
-		}
-		if err := r.Save(sub, res); err != nil {
-			return err
-		}
-		if res.Spec.Rep > 0 { // the manifest's own number
-			rep = res.Spec.Rep
-		}
-		if env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
-			env, cfg = r.Env, c
-		}
-		for _, p := range r.Problems {
-			problems = append(problems, name+": "+p)
-		}
-		runs = append(runs, Run{K: b.K, Rep: rep, Repeats: repeats, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
-			Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
-			Recovery: measuredRecovery(res, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
-		partial = partial || res.Partial
-		return nil
-	}
+	var rr rerendered
 	for _, rd := range paths {
 		name := filepath.Base(rd)
 		reps, _ := rundir.Folders(rd, "rep-*")
 		if rundir.IsRun(rd) || len(reps) == 0 {
-			if err := one(rd, name, func() (*rundir.Dir, error) { return d.Existing(name) }, 0, 0); err != nil {
+			if err := rr.add(rd, name, func() (*rundir.Dir, error) { return d.Existing(name) }, 0, 0); err != nil {
 				return experiment.Outcome{}, err
 			}
 			continue
@@ -503,26 +468,91 @@ func Rerender(path string, w io.Writer) (experiment.Outcome, error) {
 		}
 		for i, rp := range reps { // burst-<k>x/rep-<i>: repeated runs of k
 			rn := filepath.Base(rp)
-			if err := one(rp, name+"/"+rn, func() (*rundir.Dir, error) { return parent.Existing(rn) }, i+1, len(reps)); err != nil {
+			if err := rr.add(rp, name+"/"+rn, func() (*rundir.Dir, error) { return parent.Existing(rn) }, i+1, len(reps)); err != nil {
 				return experiment.Outcome{}, err
 			}
 		}
 	}
-	for _, p := range problems {
+	for _, p := range rr.problems {
 		fmt.Fprintln(w, "WARNING: "+p)
 	}
-	if len(runs) == 0 {
-		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("report: %s: no burst-<k>x run could be re-rendered (%d problems above)", path, len(problems))}
+	if len(rr.runs) == 0 {
+		return experiment.Outcome{}, &run.ConfigError{Err: fmt.Errorf("report: %s: no burst-<k>x run could be re-rendered (%d problems above)", path, len(rr.problems))}
 	}
-	out, err := writeReports(env, cfg, d, runs, partial, w)
+	out, err := writeReports(rr.env, rr.cfg, d, rr.runs, rr.partial, w)
 	if err != nil {
 		return out, err
 	}
 	fmt.Fprintf(w, "re-rendered %s\n", path)
-	if len(problems) > 0 {
-		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", experiment.Count(len(problems), "warning"))
+	if len(rr.problems) > 0 {
+		fmt.Fprintf(w, "with %s (above, and in the notes of results.md): the reports lack what those files held\n", experiment.Count(len(rr.problems), "warning"))
 	}
 	return out, nil
+}
+
+// rerendered is what Rerender re-rendered so far: the runs, the target
+// and settings the reports name, and what could not be used.
+type rerendered struct {
+	runs     []Run
+	env      *run.Env
+	cfg      *Config
+	problems []string // what could not be used, one line per file, for the terminal
+	partial  bool
+}
+
+// add re-renders the run folder rd (name as the notes call it), its
+// folder opened by open; rep and repeats number it among repeats. A run
+// that cannot be re-analysed is a problem, not an error.
+func (rr *rerendered) add(rd, name string, open func() (*rundir.Dir, error), rep, repeats int) error {
+	r, err := run.Reload(rd)
+	if err != nil {
+		rr.problems = append(rr.problems, fmt.Sprintf("%s: not rendered: %v", name, err))
+		return nil
+	}
+	c, ok := decodeConfig(r)
+	if !ok {
+		c = configFromPlan(r)
+		if len(r.Experiment) > 0 {
+			r.Problems = append(r.Problems, "manifest.json: no burst settings — the phases and baseline are taken from the plan, the recovery rule is the default")
+		}
+	}
+	b := r.Summary.Burst
+	if b == nil {
+		folder := name
+		if repeats > 0 {
+			folder = filepath.Base(filepath.Dir(rd))
+		}
+		b = burstFromPlan(r.Plan, folder)
+		if r.Summary.Analysis != nil || len(r.Dir.Summary) > 0 {
+			r.Problems = append(r.Problems, "summary.json: no burst section — the prediction and μ are unknown")
+		}
+	}
+	sub, err := open()
+	if err != nil {
+		return err
+	}
+	res, err := r.Result(sub, c.RecoveryRule())
+	if err != nil {
+		rr.problems = append(rr.problems, fmt.Sprintf("%s: not rendered: %v", name, err))
+		return nil
+	}
+	if err := r.Save(sub, res); err != nil {
+		return err
+	}
+	if res.Spec.Rep > 0 { // the manifest's own number
+		rep = res.Spec.Rep
+	}
+	if rr.env == nil || r.Dir.Manifest.Target != "" { // the target as a manifest names it
+		rr.env, rr.cfg = r.Env, c
+	}
+	for _, p := range r.Problems {
+		rr.problems = append(rr.problems, name+": "+p)
+	}
+	rr.runs = append(rr.runs, Run{K: b.K, Rep: rep, Repeats: repeats, Result: res, Prediction: b.Prediction, Mu: b.Mu, MuSource: b.MuSource,
+		Settle: time.Duration(b.SettleNs), SettleNote: b.SettleNote, BurstEnd: time.Duration(b.BurstEndNs),
+		Recovery: measuredRecovery(res, time.Duration(b.PlannedRecoveryNs)), Problems: r.Problems})
+	rr.partial = rr.partial || res.Partial
+	return nil
 }
 
 // configFromPlan is the burst settings of a run whose manifest does not

@@ -317,35 +317,7 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		} else if hi == 0 || rate < hi {
 			hi = rate
 		}
-		next := 0.0
-		switch {
-		case hi == 0: // no failure yet: grow
-			if c.MaxRPS > 0 && rate >= c.MaxRPS {
-				cr.Note = fmt.Sprintf("every step up to --max-rps %s req/s met the SLO: the capacity is at least that", experiment.FmtRate(c.MaxRPS))
-				break
-			}
-			next = rate * c.Growth
-			if c.MaxRPS > 0 {
-				next = min(next, c.MaxRPS)
-			}
-			if next > schedule.MaxRate {
-				cr.Note = fmt.Sprintf("every step up to %s req/s met the SLO; the next would exceed what the generator can schedule", experiment.FmtRate(rate))
-				next = 0
-			}
-		case lo == 0: // even the lowest rate tried fails: shrink
-			next = rate / c.Growth
-			if next < capacityMinRPS {
-				cr.Note = fmt.Sprintf("even %s req/s fails the SLO: no sustainable rate found", experiment.FmtRate(rate))
-				next = 0
-			}
-		case hi-lo <= c.Tolerance*lo:
-			cr.Converged = true
-		default:
-			next = experiment.RoundRate((lo + hi) / 2)
-			if !(next > lo && next < hi) {
-				next = (lo + hi) / 2
-			}
-		}
+		next := nextRate(c, cr, rate, lo, hi)
 		if next == 0 {
 			return false, false, nil
 		}
@@ -370,6 +342,43 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		cr.Note = fmt.Sprintf("the bracket [%s, %s] req/s is wider than --tolerance %g", experiment.FmtRate(lo), experiment.FmtRate(hi), c.Tolerance)
 	}
 	return cr, nil
+}
+
+// nextRate is the rate of the step after one at rate, given the bracket
+// so far — lo the highest passing rate, hi the lowest failing (0 =
+// none): grow until a step fails, shrink until one passes, then bisect.
+// 0 ends the search: cr notes why, or is marked converged.
+func nextRate(c *Config, cr *Result, rate, lo, hi float64) float64 {
+	next := 0.0
+	switch {
+	case hi == 0: // no failure yet: grow
+		if c.MaxRPS > 0 && rate >= c.MaxRPS {
+			cr.Note = fmt.Sprintf("every step up to --max-rps %s req/s met the SLO: the capacity is at least that", experiment.FmtRate(c.MaxRPS))
+			break
+		}
+		next = rate * c.Growth
+		if c.MaxRPS > 0 {
+			next = min(next, c.MaxRPS)
+		}
+		if next > schedule.MaxRate {
+			cr.Note = fmt.Sprintf("every step up to %s req/s met the SLO; the next would exceed what the generator can schedule", experiment.FmtRate(rate))
+			next = 0
+		}
+	case lo == 0: // even the lowest rate tried fails: shrink
+		next = rate / c.Growth
+		if next < capacityMinRPS {
+			cr.Note = fmt.Sprintf("even %s req/s fails the SLO: no sustainable rate found", experiment.FmtRate(rate))
+			next = 0
+		}
+	case hi-lo <= c.Tolerance*lo:
+		cr.Converged = true
+	default:
+		next = experiment.RoundRate((lo + hi) / 2)
+		if !(next > lo && next < hi) {
+			next = (lo + hi) / 2
+		}
+	}
+	return next
 }
 
 // runStep runs one step into d/step-NN-<rate>rps.

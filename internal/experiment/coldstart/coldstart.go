@@ -153,6 +153,28 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 	}
 
 	// first token
+	if got, err := m.untilFirstToken(ctx, tctx, cl, t0, &c, exited); !got {
+		return c, err
+	}
+
+	// warm
+	if err := m.untilWarm(ctx, cl, t0, &c, exited); err != nil {
+		return c, err
+	}
+	// t0 → first token, failed probes included: a gateway that answers
+	// 503 while it scales up has a quick successful request, not a warm one
+	if c.WarmS != nil && m.cfg.StartCmd == "" && *c.FirstTokenS <= 2**c.WarmTTFTS {
+		c.WarmStart = true
+	}
+	return c, nil
+}
+
+// untilFirstToken probes until one probe is answered with a token, and
+// notes in c when (since t0) and that probe's TTFT. When none is by the
+// deadline of tctx, or the started server exits first, it reports false
+// with the cycle's error (nil when ctx is done: interrupted).
+func (m *meter) untilFirstToken(ctx, tctx context.Context, cl *openai.Client, t0 time.Time, c *Cycle, exited func(while string) error) (bool, error) {
+	k := c.N
 	for {
 		rec := m.probe(tctx, cl, t0)
 		c.Probes++
@@ -163,20 +185,27 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 		}
 		c.ProbeFailures[failure(rec)]++
 		if err := exited("before it answered with a token"); err != nil {
-			return c, err
+			return false, err
 		}
 		if rec.Status == http.StatusNotFound && c.ProbeFailures[failure(rec)] == 1 { // once a cycle
 			if why := wrongModel(tctx, cl, m.client.BaseURL, m.client.Model); why != "" {
-				return c, fmt.Errorf("%w: cycle %d: %s", ErrModel, k, why)
+				return false, fmt.Errorf("%w: cycle %d: %s", ErrModel, k, why)
 			}
 		}
 		if tctx.Err() != nil || !sleep(tctx, m.cfg.Poll) {
-			return c, m.timedOut(ctx, k, fmt.Sprintf("answered no probe with a token (%d probes: %s)", c.Probes, failures(c.ProbeFailures)))
+			return false, m.timedOut(ctx, k, fmt.Sprintf("answered no probe with a token (%d probes: %s)", c.Probes, failures(c.ProbeFailures)))
 		}
 	}
 	fmt.Fprintf(m.w, "cycle %d: first token after %s (probe %d, its TTFT %s)\n", k, fmtS(c.FirstTokenS), c.Probes, fmtMs(c.ColdTTFTS))
+	return true, nil
+}
 
-	// warm
+// untilWarm probes one request after the other until the last
+// WarmWindow TTFTs are steady, or WarmMax requests were sent, or ctx is
+// done, and notes in c when the first of the steady ones was sent (since
+// t0) and their median. A failed request starts the window over. The
+// error is the started server's exit.
+func (m *meter) untilWarm(ctx context.Context, cl *openai.Client, t0 time.Time, c *Cycle, exited func(while string) error) error {
 	var win []float64 // TTFTs, seconds
 	var sent []int64
 	for c.WarmRequests < m.cfg.WarmMax && ctx.Err() == nil {
@@ -186,7 +215,7 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 			c.WarmFailures++
 			win, sent = win[:0], sent[:0]
 			if err := exited("while it was measured warm"); err != nil {
-				return c, err
+				return err
 			}
 			sleep(ctx, m.cfg.Poll)
 			continue
@@ -201,12 +230,7 @@ func (m *meter) cycle(ctx context.Context, k int) (c Cycle, err error) {
 			break
 		}
 	}
-	// t0 → first token, failed probes included: a gateway that answers
-	// 503 while it scales up has a quick successful request, not a warm one
-	if c.WarmS != nil && m.cfg.StartCmd == "" && *c.FirstTokenS <= 2**c.WarmTTFTS {
-		c.WarmStart = true
-	}
-	return c, nil
+	return nil
 }
 
 // timedOut is the error of a cycle whose deadline passed: ErrNotReady,
