@@ -39,8 +39,12 @@ var flagGroups = []struct {
 	{"Distributed", []string{"workers", "coordinator-listen", "workers-wait", "shard", "start-at"}},
 }
 
-// simGroup is the title of the simulator's knobs.
-const simGroup = "Simulator (with no --target or with --simulate)"
+// simGroup is the title of the simulator's knobs (simGroupVirtual for a
+// command that has --simulate).
+const (
+	simGroup        = "Simulator (with no --target)"
+	simGroupVirtual = "Simulator (with no --target, or with --simulate)"
+)
 
 func isSimFlag(f *pflag.Flag) bool { return strings.HasPrefix(f.Usage, "sim: ") }
 
@@ -100,7 +104,11 @@ func groupedFlags(cmd *cobra.Command) string {
 		}
 		section(flagGroups[gi].title, sets[gi])
 	}
-	section(simGroup, sim)
+	title := simGroup
+	if cmd.Flags().Lookup("simulate") != nil {
+		title = simGroupVirtual
+	}
+	section(title, sim)
 	if h := local.Lookup("help"); h != nil {
 		hs := pflag.NewFlagSet("help", pflag.ContinueOnError)
 		hs.AddFlag(h)

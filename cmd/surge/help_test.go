@@ -58,7 +58,7 @@ func TestHelpGroupsEveryFlag(t *testing.T) {
 		}
 	}
 	help := helpText("burst")
-	for _, want := range []string{"Target and auth:\n      --target", "Load and phases:\n  -f, --file", "SLO and deadlines:", "Workload:", "Engine metrics and tracing:", "Budgets:", "Output:", "Distributed:", simGroup + ":"} {
+	for _, want := range []string{"Target and auth:\n      --target", "Load and phases:\n  -f, --file", "SLO and deadlines:", "Workload:", "Engine metrics and tracing:", "Budgets:", "Output:", "Distributed:", simGroupVirtual + ":"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("surge burst --help lacks %q", want)
 		}
