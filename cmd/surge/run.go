@@ -256,7 +256,7 @@ func (x experimentCmd) runE(cmd *cobra.Command, _ []string) error {
 	if err := x.fleet.check(x.flags, x.options, virtual); err != nil {
 		return err
 	}
-	if w := experiment.PriceWarning(x.options); w != "" {
+	if w := experiment.PriceWarning(x.options.Budget); w != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), w)
 	}
 	if x.dryRun != nil && *x.dryRun {

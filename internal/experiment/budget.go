@@ -100,7 +100,7 @@ func PrintEstimate(w io.Writer, o *run.Options, runs []PlannedRun) error {
 		return err
 	}
 	fmt.Fprintln(w, est.Text(o.Prices()))
-	if b := BudgetText(o); b != "" {
+	if b := BudgetText(o.Budget); b != "" {
 		fmt.Fprintf(w, "budget: %s for the whole command; the run stops before passing it (no new arrivals, requests in flight finish)\n", b)
 	}
 	return nil
@@ -108,7 +108,7 @@ func PrintEstimate(w io.Writer, o *run.Options, runs []PlannedRun) error {
 
 // BudgetText names the budgets set, e.g. "--max-output-tokens 5000", ""
 // for none.
-func BudgetText(o *run.Options) string {
+func BudgetText(o run.Budget) string {
 	var parts []string
 	if p := o.MaxRequests; p != nil {
 		parts = append(parts, "--max-requests "+strconv.FormatInt(*p, 10))
@@ -125,7 +125,7 @@ func BudgetText(o *run.Options) string {
 // PriceWarning is the warning for one price given without the other —
 // no cost can be computed, so it would go unused without a word — or ""
 // when both or neither are given.
-func PriceWarning(o *run.Options) string {
+func PriceWarning(o run.Budget) string {
 	p := o.Prices()
 	given, missing := "--price-input", "--price-output"
 	switch {
@@ -169,10 +169,10 @@ func PrintSpend(w io.Writer, env *run.Env) {
 		return
 	}
 	if why := env.BudgetStop(); why != "" {
-		fmt.Fprintf(w, "budget %s: stopped the command — %s\n", BudgetText(o), why)
+		fmt.Fprintf(w, "budget %s: stopped the command — %s\n", BudgetText(o.Budget), why)
 		return
 	}
-	fmt.Fprintf(w, "budget %s: not reached\n", BudgetText(o))
+	fmt.Fprintf(w, "budget %s: not reached\n", BudgetText(o.Budget))
 }
 
 // spendMeta is the results tables' line of what the command spent (with
@@ -188,9 +188,9 @@ func spendMeta(env *run.Env) []report.KV {
 	kv := []report.KV{{Key: "spent", Value: strings.TrimPrefix(SpendText(env.Spent(), p), "spent: ") + " (from the responses' usage)", Data: o.SpentRecord(env.Spent())}}
 	if o.Budgeted() {
 		why := env.BudgetStop()
-		v := BudgetText(o) + ": not reached"
+		v := BudgetText(o.Budget) + ": not reached"
 		if why != "" {
-			v = BudgetText(o) + ": stopped the command — " + why
+			v = BudgetText(o.Budget) + ": stopped the command — " + why
 		}
 		kv = append(kv, report.KV{Key: "budget", Value: v, Data: o.BudgetRecord(why)})
 	}

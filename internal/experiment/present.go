@@ -709,7 +709,7 @@ func OrDash(s string) string {
 }
 
 // SLOText describes the SLO clauses that are checked.
-func SLOText(o *run.Options) string {
+func SLOText(o run.Judging) string {
 	var parts []string
 	if o.SLOTTFTP95 > 0 {
 		parts = append(parts, "p95 TTFT ≤ "+o.SLOTTFTP95.String())

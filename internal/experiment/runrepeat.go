@@ -159,7 +159,7 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 	fmt.Fprintln(w)
 	report.WriteTerminalTables(w, report.Table{Title: t.Title + " — one row per run, then the pooled row", Rows: t.Rows, Omit: t.Omit, Spreads: t.Spreads},
 		filepath.Join(d.Path(), "results.md"))
-	PrintVerdicts(w, "SLO "+SLOText(o)+"; measured vs limit", lines, nil)
+	PrintVerdicts(w, "SLO "+SLOText(o.Judging)+"; measured vs limit", lines, nil)
 	PrintDiagnoses(w, t.Diagnoses)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(d.Path(), "results.md"), filepath.Join(d.Path(), "report.html"))
 	return out, nil

@@ -228,7 +228,7 @@ func runEnd(w io.Writer, env *run.Env, res *run.Result, notes []string) (Outcome
 	}
 	dir := res.Spec.Dir.Path()
 	out := Outcome{Verdict: res.Verdicts.Overall.Outcome, Partial: res.Partial, Dir: dir, Unusable: Unusable(res), UnusableWhy: res.Unusable}
-	PrintVerdicts(w, "SLO "+SLOText(&env.Opts)+"; measured vs limit", RunVerdictLines(res.Verdicts), nil)
+	PrintVerdicts(w, "SLO "+SLOText(env.Opts.Judging)+"; measured vs limit", RunVerdictLines(res.Verdicts), nil)
 	PrintDiagnoses(w, []report.Diagnosis{Diagnose("run", res)})
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 	if out.Unusable {

@@ -35,7 +35,7 @@ func TestRunVerdictsGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			PrintVerdicts(&b, "SLO "+SLOText(&o)+"; measured vs limit", RunVerdictLines(&tc.v), tc.why)
+			PrintVerdicts(&b, "SLO "+SLOText(o.Judging)+"; measured vs limit", RunVerdictLines(&tc.v), tc.why)
 			golden.Check(t, tc.name, []byte(b.String()))
 		})
 	}

@@ -58,7 +58,7 @@ type Prices struct {
 }
 
 // Prices is the options' token prices.
-func (o *Options) Prices() Prices {
+func (o *Budget) Prices() Prices {
 	var p Prices
 	if o.PriceInput != nil {
 		p.Input, p.In = *o.PriceInput, true
@@ -80,7 +80,7 @@ func (p Prices) Cost(input, output int64) float64 {
 }
 
 // Budgeted reports whether a budget limits the command.
-func (o *Options) Budgeted() bool {
+func (o *Budget) Budgeted() bool {
 	return o.MaxRequests != nil || o.MaxOutputTokens != nil || o.MaxCost != nil
 }
 
@@ -353,7 +353,7 @@ func (m *meter) exhausted() (why string) {
 }
 
 // SpentRecord is s in numbers, with the options' prices (record.Spent).
-func (o *Options) SpentRecord(s Spend) *record.Spent {
+func (o *Budget) SpentRecord(s Spend) *record.Spent {
 	r := &record.Spent{Requests: s.Requests, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, PriceInput: o.PriceInput, PriceOutput: o.PriceOutput}
 	if s.Priced {
 		c := s.Cost
@@ -364,7 +364,7 @@ func (o *Options) SpentRecord(s Spend) *record.Spent {
 
 // BudgetRecord is the options' budget in numbers, stopped for why (""
 // when it did not stop); nil without a budget.
-func (o *Options) BudgetRecord(why string) *record.Budget {
+func (o *Budget) BudgetRecord(why string) *record.Budget {
 	if !o.Budgeted() {
 		return nil
 	}

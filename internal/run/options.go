@@ -457,7 +457,7 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 
 // WorkloadName names the workload in tables and the manifest: the
 // profile, or "mix chat=0.7,rag=0.3".
-func (o *Options) WorkloadName() string {
+func (o *WorkloadOpts) WorkloadName() string {
 	if o.Dataset != "" {
 		return "dataset " + filepath.Base(o.Dataset)
 	}
@@ -469,7 +469,7 @@ func (o *Options) WorkloadName() string {
 
 // WorkloadMix is the mix's profiles with the fixed lengths applied to each,
 // and their weights; nil without a mix.
-func (o *Options) WorkloadMix() ([]workload.Weighted, error) {
+func (o *WorkloadOpts) WorkloadMix() ([]workload.Weighted, error) {
 	if len(o.Mix) == 0 {
 		return nil, nil
 	}
@@ -488,7 +488,7 @@ func (o *Options) WorkloadMix() ([]workload.Weighted, error) {
 
 // WorkloadProfile is the workload profile with the fixed lengths applied
 // (without a mix).
-func (o *Options) WorkloadProfile() (workload.Profile, error) {
+func (o *WorkloadOpts) WorkloadProfile() (workload.Profile, error) {
 	p, err := workload.LookupIn(o.Profiles, o.Profile)
 	if err != nil {
 		return p, err
@@ -498,7 +498,7 @@ func (o *Options) WorkloadProfile() (workload.Profile, error) {
 }
 
 // override applies PromptTokens and OutputTokens to p.
-func (o *Options) override(p *workload.Profile) {
+func (o *WorkloadOpts) override(p *workload.Profile) {
 	if o.PromptTokens.IsSet() {
 		p.Prompt = o.PromptTokens.Dist()
 	}
@@ -561,11 +561,11 @@ func must[T any](v T, err error) T {
 }
 
 // Deadlines are the per-request deadlines that decide goodput.
-func (o *Options) Deadlines() analyze.Deadlines {
+func (o *Judging) Deadlines() analyze.Deadlines {
 	return analyze.Deadlines{TTFT: o.TTFTDeadline, E2E: o.E2EDeadline, TPOT: o.TPOTDeadline, Token: o.TokenDeadline}
 }
 
 // SLO is the service-level objective runs are judged by.
-func (o *Options) SLO() judge.SLO {
+func (o *Judging) SLO() judge.SLO {
 	return judge.SLO{TTFTP95: o.SLOTTFTP95, E2EP99: o.SLOE2EP99, GoodputRatio: o.SLOGoodput}
 }

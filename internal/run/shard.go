@@ -42,7 +42,7 @@ var getenv = os.Getenv
 // of N; "auto/N" takes I from JOB_COMPLETION_INDEX. A *field.Error named
 // shard when it is malformed, the variable is missing or not a number,
 // or I ≥ N.
-func (o *Options) ShardOf() (i, n int, err error) {
+func (o *Distribution) ShardOf() (i, n int, err error) {
 	if o.Shard == "" {
 		return 0, 1, nil
 	}
@@ -76,7 +76,7 @@ func (o *Options) ShardOf() (i, n int, err error) {
 }
 
 // StartTime parses Options.StartAt (RFC 3339); zero when unset.
-func (o *Options) StartTime() (time.Time, error) {
+func (o *Distribution) StartTime() (time.Time, error) {
 	if o.StartAt == "" {
 		return time.Time{}, nil
 	}
@@ -88,7 +88,7 @@ func (o *Options) StartTime() (time.Time, error) {
 }
 
 // validateShard checks --shard and --start-at (Validate).
-func (o *Options) validateShard(bad func(field, format string, a ...any)) {
+func (o *Distribution) validateShard(bad func(field, format string, a ...any)) {
 	if _, _, err := o.ShardOf(); err != nil {
 		bad("shard", "%s", err.(*field.Error).Message)
 	}

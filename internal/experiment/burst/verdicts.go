@@ -25,7 +25,7 @@ var verdictPhases = []string{schedule.PhaseBaseline, schedule.PhaseBurst, schedu
 // run, the pooled lines of repeated multipliers, then why (the baselines
 // that were not sustainable first).
 func printVerdicts(w io.Writer, o *run.Options, runs []Run, pooled []experiment.VerdictLine, why []string) {
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", append(verdictLines(runs), pooled...), why)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o.Judging)+"; measured vs limit", append(verdictLines(runs), pooled...), why)
 }
 
 // verdictLines is a burst's closing verdict block: one line per

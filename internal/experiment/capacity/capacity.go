@@ -274,7 +274,7 @@ func Search(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.Wr
 		return nil, &run.ConfigError{Err: err}
 	}
 	fmt.Fprintf(w, "capacity search: from %s req/s (× %g until the SLO fails, then bisection to %g%%), %s arrivals, up to %d steps; SLO: %s\n",
-		experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MaxSteps, experiment.SLOText(&c.Options))
+		experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MaxSteps, experiment.SLOText(c.Options.Judging))
 	cr := &Result{BaselineFraction: c.BaselineFraction}
 	var lo, hi float64 // highest passing, lowest failing (0 = none yet)
 	rate := experiment.RoundRate(c.StartRPS)
@@ -554,7 +554,7 @@ func printEnd(w io.Writer, o *run.Options, cr *Result, dir string) {
 	printFound(w, cr)
 	printPartial(w, cr)
 	lines, why := verdictLines(cr)
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", lines, why)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o.Judging)+"; measured vs limit", lines, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
@@ -617,7 +617,7 @@ func WriteReports(env *run.Env, c *Config, d *rundir.Dir, cr *Result) error {
 	o := &env.Opts
 	title := "surge capacity: " + env.TargetName()
 	meta := append(experiment.HTMLMeta(env),
-		report.KV{Key: "SLO", Value: experiment.SLOText(o)},
+		report.KV{Key: "SLO", Value: experiment.SLOText(o.Judging)},
 		report.KV{Key: "search", Value: fmt.Sprintf("from %s req/s × %g, then bisection to %g%%; %s arrivals; steps of %d requests within [%s, %s] after %d warmup requests",
 			experiment.FmtRate(c.StartRPS), c.Growth, 100*c.Tolerance, c.Arrival, c.MinRequests, c.StepDuration, c.MaxStepDuration, c.WarmupRequests)},
 	)

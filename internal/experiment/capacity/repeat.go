@@ -192,7 +192,7 @@ func printCombined(w io.Writer, o *run.Options, c *Config, searches []*Result, p
 	if partial {
 		why = append(why, "the searches were cut short: the answer is not final")
 	}
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; the searches' sustainable rates", lines, why)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o.Judging)+"; the searches' sustainable rates", lines, why)
 }
 
 // sustainableStep is the search's highest passing step; nil when none

@@ -18,7 +18,7 @@ func printEnd(w io.Writer, o *run.Options, sr *Result, dir string) {
 	for _, t := range sr.Trends {
 		fmt.Fprintln(w, "  "+t.Text)
 	}
-	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o)+"; measured vs limit", verdictLines(sr), nil)
+	experiment.PrintVerdicts(w, "SLO "+experiment.SLOText(o.Judging)+"; measured vs limit", verdictLines(sr), nil)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 

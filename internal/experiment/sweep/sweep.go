@@ -436,7 +436,7 @@ func printSummary(w io.Writer, c *Config, sr *Result, dir string) {
 		fmt.Fprintln(w, "PARTIAL: the sweep was interrupted or stopped by its budget (the reason is in its last level's row).")
 	}
 	lines, why := verdictLines(sr) // the headroom and the note explain them
-	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; SLO %s; measured vs limit", c.TTFTBudget, c.TPOTBudget, experiment.SLOText(&c.Options)), lines, why)
+	experiment.PrintVerdicts(w, fmt.Sprintf("latency budget p95 TTFT ≤ %s, p95 TPOT ≤ %s, failures within the goodput SLO; SLO %s; measured vs limit", c.TTFTBudget, c.TPOTBudget, experiment.SLOText(c.Options.Judging)), lines, why)
 	fmt.Fprintf(w, "\nreports: %s  %s\n", filepath.Join(dir, "results.md"), filepath.Join(dir, "report.html"))
 }
 
