@@ -233,7 +233,9 @@ func partialNote(res *run.Result) string {
 // schedule (the one verdict of analyze.GeneratorCheck), or had lag spikes.
 func generatorNotes(res *run.Result) []string {
 	var notes []string
-	if n := run.ArrivalsLine(res.Arrivals); n != "" { // accounting.go
+	if n := run.ArrivalsLine(res.Arrivals); n != "" && res.Partial { // accounting.go
+		// A run its Stopper ended (a burst's recovery decided) leaves the
+		// rest of its plan unsent by design: only a cut run says so.
 		notes = append(notes, n)
 	}
 	if n := ShardNote(res); n != "" { // shardnote.go
