@@ -30,8 +30,12 @@ type clientAcc struct {
 	resetsReq, resetsTok       int64
 	longResetReq, longResetTok int64 // longest reset ns + 1
 	retryAfter, longRetryAfter int64 // count; longest hint ns + 1
-	st                         map[string]*metricAcc
-	stDropped                  int64
+	// The day's token bucket (lowest remaining, highest limit, longest
+	// reset; each + 1) and the rate-limit values that were not numbers.
+	lowTokDay, limTokDay, longResetTokDay int64
+	rlUnparsed                            int64
+	st                                    map[string]*metricAcc
+	stDropped                             int64
 }
 
 // lowest1 and highest1 fold v (record.None = absent) into a value held plus one.
@@ -92,6 +96,10 @@ func (c *clientAcc) observe(rec *record.Record, ok, packed bool) {
 			c.resetsTok++
 			c.longResetTok = highest1(c.longResetTok, l.ResetTokensNs)
 		}
+		c.lowTokDay = lowest1(c.lowTokDay, l.RemainingTokensDay)
+		c.limTokDay = highest1(c.limTokDay, l.LimitTokensDay)
+		c.longResetTokDay = highest1(c.longResetTokDay, l.ResetTokensDayNs)
+		c.rlUnparsed += int64(l.Unparsed)
 	}
 	if rec.RetryAfterNs != record.None {
 		c.retryAfter++
@@ -130,6 +138,9 @@ func (c *clientAcc) merge(b *clientAcc, packed bool) {
 	c.longResetReq, c.longResetTok = max(c.longResetReq, b.longResetReq), max(c.longResetTok, b.longResetTok)
 	c.retryAfter += b.retryAfter
 	c.longRetryAfter = max(c.longRetryAfter, b.longRetryAfter)
+	c.lowTokDay, c.limTokDay = merged1(c.lowTokDay, b.lowTokDay), max(c.limTokDay, b.limTokDay)
+	c.longResetTokDay = max(c.longResetTokDay, b.longResetTokDay)
+	c.rlUnparsed += b.rlUnparsed
 	c.stDropped += b.stDropped
 	for _, name := range slices.Sorted(maps.Keys(b.st)) {
 		src := b.st[name]
@@ -184,6 +195,11 @@ func (c *clientAcc) stats(offered, durNs int64, timeoutMs float64) ClientStats {
 			LongestResetTokensMs:    ms1(c.longResetTok),
 			RetryAfter:              c.retryAfter,
 			LongestRetryAfterMs:     ms1(c.longRetryAfter),
+
+			LowestRemainingTokensDay: count1(c.lowTokDay),
+			LimitTokensDay:           count1(c.limTokDay),
+			LongestResetTokensDayMs:  ms1(c.longResetTokDay),
+			Unparsed:                 c.rlUnparsed,
 		},
 		ServerTimingDropped: c.stDropped,
 	}

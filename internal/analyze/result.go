@@ -180,8 +180,8 @@ type ClientStats struct {
 type RateLimitStats struct {
 	Responses               int64   `json:"responses"` // responses with any x-ratelimit-* header
 	LowestRemainingRequests int64   `json:"lowest_remaining_requests"`
-	LowestRemainingTokens   int64   `json:"lowest_remaining_tokens"`
-	LimitRequests           int64   `json:"limit_requests"` // the last limit seen (the largest, if they differ)
+	LowestRemainingTokens   int64   `json:"lowest_remaining_tokens"` // the minute's bucket where there is also a day's
+	LimitRequests           int64   `json:"limit_requests"`          // the last limit seen (the largest, if they differ)
 	LimitTokens             int64   `json:"limit_tokens"`
 	ResetsRequests          int64   `json:"resets_requests"` // responses with a reset-requests header
 	ResetsTokens            int64   `json:"resets_tokens"`
@@ -189,6 +189,14 @@ type RateLimitStats struct {
 	LongestResetTokensMs    float64 `json:"longest_reset_tokens_ms"`
 	RetryAfter              int64   `json:"retry_after"` // responses with a Retry-After hint
 	LongestRetryAfterMs     float64 `json:"longest_retry_after_ms"`
+	// The day's token bucket, where the provider has one beside the
+	// minute's (-1: never seen).
+	LowestRemainingTokensDay int64   `json:"lowest_remaining_tokens_day"`
+	LimitTokensDay           int64   `json:"limit_tokens_day"`
+	LongestResetTokensDayMs  float64 `json:"longest_reset_tokens_day_ms"`
+	// Unparsed counts rate-limit header values that were not numbers
+	// surge reads (record.RateLimit.Unparsed, summed).
+	Unparsed int64 `json:"unparsed"`
 }
 
 // PhaseResult is the analysis of one phase.

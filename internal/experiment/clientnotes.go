@@ -87,6 +87,12 @@ func rateLimitNote(r *analyze.RateLimitStats) string {
 		if r.ResetsTokens > 0 {
 			parts = append(parts, fmt.Sprintf("token-bucket resets seen %d (longest %s)", r.ResetsTokens, analyze.FormatMs(r.LongestResetTokensMs)))
 		}
+		if r.LowestRemainingTokensDay >= 0 {
+			parts = append(parts, fmt.Sprintf("lowest remaining tokens of the day %d%s", r.LowestRemainingTokensDay, ofLimit(r.LimitTokensDay)))
+		}
+		if r.Unparsed > 0 {
+			parts = append(parts, fmt.Sprintf("%d values that were not numbers (not kept)", r.Unparsed))
+		}
 	}
 	if r.RetryAfter > 0 {
 		parts = append(parts, fmt.Sprintf("Retry-After on %d responses (longest %s)", r.RetryAfter, analyze.FormatMs(r.LongestRetryAfterMs)))

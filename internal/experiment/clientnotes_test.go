@@ -27,8 +27,15 @@ func TestClientNotes(t *testing.T) {
 	o.Client = analyze.ClientStats{Attempts: 251, AttemptsPerArrival: 251.0 / 77, ConnRetries: 24,
 		MaxTokensIgnored: 3, MaxTokensChecked: 70, ThoughtFirst: 5, ReasoningTokens: 40,
 		RateLimit: analyze.RateLimitStats{Responses: 9, LowestRemainingRequests: 2, LimitRequests: 60, LowestRemainingTokens: -1,
-			LimitTokens: -1, ResetsRequests: 9, LongestResetRequestsMs: 1000, RetryAfter: 0}}
+			LimitTokens: -1, ResetsRequests: 9, LongestResetRequestsMs: 1000, RetryAfter: 0,
+			LowestRemainingTokensDay: -1, LimitTokensDay: -1, LongestResetTokensDayMs: -1}}
 	got := strings.Join(experiment.ClientNotes(a), "\n")
+	day := *a
+	day.Overall.Client.RateLimit = analyze.RateLimitStats{Responses: 4, LowestRemainingRequests: -1, LimitRequests: -1,
+		LowestRemainingTokens: 150, LimitTokens: 200000, LowestRemainingTokensDay: 10, LimitTokensDay: 9000000, Unparsed: 2}
+	if want := "rate-limit headers: on 4 responses, lowest remaining tokens 150 of 200000, lowest remaining tokens of the day 10 of 9000000, 2 values that were not numbers (not kept)."; !strings.Contains(strings.Join(experiment.ClientNotes(&day), "\n"), want) {
+		t.Errorf("the day's bucket: notes lack %q", want)
+	}
 	for _, want := range []string{
 		"server ignored max_tokens: 3 of 70 requests returned more tokens than asked",
 		"retries multiplied the load: 251 attempts for 77 arrivals (3.26 per arrival); burst 8.37 attempts/s for 2.57 arrivals/s.",

@@ -21,83 +21,101 @@ const (
 	hdrServerTiming      = "Server-Timing"
 )
 
-// tokenHeaders are the token-bucket headers (limit, remaining, reset) in
-// the order tried: OpenAI's plain names, then DigitalOcean's
-// -tokens-per-minute and -tokens-per-day.
-var tokenHeaders = [...][3]string{
-	{hdrLimitTokens, hdrRemainingTokens, hdrResetTokens},
-	{hdrLimitTokens + "-Per-Minute", hdrRemainingTokens + "-Per-Minute", hdrResetTokens + "-Per-Minute"},
-	{hdrLimitTokens + "-Per-Day", hdrRemainingTokens + "-Per-Day", hdrResetTokens + "-Per-Day"},
-}
+// tokenHeaders are the minute's token-bucket headers (limit, remaining,
+// reset) in the order tried: OpenAI's plain names, then DigitalOcean's
+// -tokens-per-minute. dayHeaders are DigitalOcean's -tokens-per-day.
+var (
+	tokenHeaders = [...][3]string{
+		{hdrLimitTokens, hdrRemainingTokens, hdrResetTokens},
+		{hdrLimitTokens + "-Per-Minute", hdrRemainingTokens + "-Per-Minute", hdrResetTokens + "-Per-Minute"},
+	}
+	dayHeaders = [3]string{hdrLimitTokens + "-Per-Day", hdrRemainingTokens + "-Per-Day", hdrResetTokens + "-Per-Day"}
+)
 
 // unixReset is the smallest reset value read as a Unix time in seconds
 // rather than a delay (2001-09-09): no bucket resets 31 years from now.
 const unixReset = 1e9
 
 // parseRateLimit reads the x-ratelimit-* headers of h; now converts a reset
-// given as a Unix time into a delay. A header that is absent or not a
-// number leaves its field at record.None. It allocates nothing when the
-// headers are absent.
+// given as a Unix time into a delay. A header that is absent leaves its
+// field at record.None; one that is present but not a number surge reads
+// (garbage, negative, a unit it does not know) does too, and is counted
+// in Unparsed. It allocates nothing when the headers are absent.
 func parseRateLimit(h http.Header, now time.Time) record.RateLimit {
 	l := record.NoRateLimit
 	if len(h) == 0 {
 		return l
 	}
-	l.LimitRequests = headerCount(h, hdrLimitRequests)
-	l.RemainingRequests = headerCount(h, hdrRemainingRequests)
-	l.ResetRequestsNs = headerReset(h, hdrResetRequests, now)
-	for i, k := range tokenHeaders {
-		if l.LimitTokens == record.None {
-			l.LimitTokens = headerCount(h, k[0])
+	bad := &l.Unparsed
+	l.LimitRequests = headerCount(h, hdrLimitRequests, bad)
+	l.RemainingRequests = headerCount(h, hdrRemainingRequests, bad)
+	l.ResetRequestsNs = headerReset(h, hdrResetRequests, now, bad)
+	for _, k := range tokenHeaders {
+		if !anyHeader(h, k[:]) {
+			continue
 		}
-		if l.RemainingTokens == record.None {
-			l.RemainingTokens = headerCount(h, k[1])
-		}
-		if l.ResetTokensNs == record.None {
-			l.ResetTokensNs = headerReset(h, k[2], now)
-		}
-		if i == 0 && l.LimitTokens != record.None && l.RemainingTokens != record.None {
-			break // the plain names are there: never mix in another window
-		}
+		l.LimitTokens = headerCount(h, k[0], bad)
+		l.RemainingTokens = headerCount(h, k[1], bad)
+		l.ResetTokensNs = headerReset(h, k[2], now, bad)
+		break // the first naming that is there: never mix two windows
 	}
+	l.LimitTokensDay = headerCount(h, dayHeaders[0], bad)
+	l.RemainingTokensDay = headerCount(h, dayHeaders[1], bad)
+	l.ResetTokensDayNs = headerReset(h, dayHeaders[2], now, bad)
 	return l
 }
 
-func headerCount(h http.Header, key string) int64 {
+// anyHeader reports whether h has any of keys.
+func anyHeader(h http.Header, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := h[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// headerCount reads a count; a value that is not a whole number ≥ 0 is
+// counted in *bad.
+func headerCount(h http.Header, key string, bad *int) int64 {
 	v := h[key]
 	if len(v) == 0 {
 		return record.None
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
 	if err != nil || n < 0 {
+		*bad++
 		return record.None
 	}
 	return n
 }
 
 // headerReset parses a reset: an OpenAI duration ("1s", "6m0s", "20ms",
-// "1h2m3.5s"), plain seconds ("5", "0.5"), or a Unix time in seconds.
-func headerReset(h http.Header, key string, now time.Time) int64 {
+// "1h2m3.5s"), plain seconds ("5", "0.5"), or a Unix time in seconds; a
+// value beyond maxRetryAfter is capped there. Anything else is counted in
+// *bad.
+func headerReset(h http.Header, key string, now time.Time, bad *int) int64 {
 	v := h[key]
 	if len(v) == 0 {
 		return record.None
 	}
 	s := strings.TrimSpace(v[0])
-	if s == "" {
-		return record.None
-	}
-	if isDecimal(s) {
+	if isDecimal(s) && s != "" && s != "." {
 		secs, err := strconv.ParseFloat(s, 64)
 		if err != nil {
+			*bad++
 			return record.None
 		}
 		if secs >= unixReset {
-			return max(int64(time.Unix(0, int64(secs*1e9)).Sub(now)), 0)
+			// A Unix time (beyond 2255 read as 2255, where nanoseconds
+			// still fit an int64), as a delay from now.
+			return min(max(int64(time.Unix(0, 0).Add(time.Duration(min(secs, 9e9)*1e9)).Sub(now)), 0), int64(maxRetryAfter))
 		}
 		return int64(min(secs, maxRetryAfter.Seconds()) * 1e9)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
+		*bad++
 		return record.None
 	}
 	return int64(min(d, maxRetryAfter))

@@ -35,13 +35,24 @@ func TestParseRateLimit(t *testing.T) {
 			"x-ratelimit-limit-tokens-per-minute": "200000", "x-ratelimit-remaining-tokens-per-minute": "199000",
 			"x-ratelimit-limit-tokens-per-day": "9000000", "x-ratelimit-remaining-tokens-per-day": "10",
 			"x-ratelimit-reset-requests": "0", "x-ratelimit-reset-tokens-per-minute": "1800000030",
-		}, rl(5000, 200000, 4999, 199000, 0, int64(30*time.Second))},
+			"x-ratelimit-reset-tokens-per-day": "1800003600",
+		}, day(rl(5000, 200000, 4999, 199000, 0, int64(30*time.Second)), 9000000, 10, int64(time.Hour))},
+		{"digitalocean per-day only", map[string]string{
+			"x-ratelimit-limit-tokens-per-day": "9000000", "x-ratelimit-remaining-tokens-per-day": "0",
+		}, day(rl(N, N, N, N, N, N), 9000000, 0, N)},
+		{"units", map[string]string{"x-ratelimit-reset-requests": "1m30s", "x-ratelimit-reset-tokens": "60s"},
+			rl(N, N, N, N, int64(90*time.Second), int64(time.Minute))},
+		{"huge", map[string]string{
+			"x-ratelimit-limit-requests": "99999999999999999999", "x-ratelimit-reset-requests": "99999999999",
+			"x-ratelimit-reset-tokens": "100000h",
+		}, unparsed(rl(N, N, N, N, int64(maxRetryAfter), int64(maxRetryAfter)), 1)},
 		{"unix reset in the past", map[string]string{"x-ratelimit-reset-requests": "1700000000"},
 			rl(N, N, N, N, 0, N)},
 		{"not numbers", map[string]string{
 			"x-ratelimit-limit-requests": "lots", "x-ratelimit-remaining-requests": "-1",
 			"x-ratelimit-reset-requests": "soon", "x-ratelimit-reset-tokens": "-1s",
-		}, record.NoRateLimit},
+			"x-ratelimit-remaining-tokens-per-day": "1e6", "x-ratelimit-reset-tokens-per-day": "1 minute",
+		}, unparsed(record.NoRateLimit, 6)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
@@ -128,8 +139,22 @@ func TestDoRecordsHeaders(t *testing.T) {
 }
 
 func rl(limReq, limTok, remReq, remTok, resetReq, resetTok int64) record.RateLimit {
-	return record.RateLimit{LimitRequests: limReq, LimitTokens: limTok, RemainingRequests: remReq,
-		RemainingTokens: remTok, ResetRequestsNs: resetReq, ResetTokensNs: resetTok}
+	l := record.NoRateLimit
+	l.LimitRequests, l.LimitTokens, l.RemainingRequests = limReq, limTok, remReq
+	l.RemainingTokens, l.ResetRequestsNs, l.ResetTokensNs = remTok, resetReq, resetTok
+	return l
+}
+
+// day is l with the day's token bucket.
+func day(l record.RateLimit, limit, remaining, reset int64) record.RateLimit {
+	l.LimitTokensDay, l.RemainingTokensDay, l.ResetTokensDayNs = limit, remaining, reset
+	return l
+}
+
+// unparsed is l with n headers that were not numbers.
+func unparsed(l record.RateLimit, n int) record.RateLimit {
+	l.Unparsed = n
+	return l
 }
 
 func tm(name string, durNs int64) record.Timing { return record.Timing{Name: name, DurNs: durNs} }

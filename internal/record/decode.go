@@ -188,11 +188,23 @@ func (d *decoder) rateLimit(l *RateLimit) bool {
 			p = &l.ResetRequestsNs
 		case "reset_tokens_ns":
 			p = &l.ResetTokensNs
+		case "limit_tokens_day":
+			p = &l.LimitTokensDay
+		case "remaining_tokens_day":
+			p = &l.RemainingTokensDay
+		case "reset_tokens_day_ns":
+			p = &l.ResetTokensDayNs
+		case "unparsed":
+			if !d.intTo(&l.Unparsed) {
+				return false
+			}
 		default:
 			return false
 		}
-		if *p, ok = d.int(); !ok {
-			return false
+		if p != nil {
+			if *p, ok = d.int(); !ok {
+				return false
+			}
 		}
 		switch d.next() {
 		case ',':

@@ -175,18 +175,28 @@ type Timing struct {
 
 // RateLimit holds the numeric x-ratelimit-* response headers (OpenAI's
 // names: limit-requests, remaining-requests, reset-requests, and the same
-// for tokens). Every field is None when the header was absent.
+// for tokens; DigitalOcean's -tokens-per-minute and -tokens-per-day).
+// Every field is None when the header was absent.
 type RateLimit struct {
 	LimitRequests     int64 `json:"limit_requests"`
-	LimitTokens       int64 `json:"limit_tokens"`
+	LimitTokens       int64 `json:"limit_tokens"` // the minute's bucket where a provider also has a day's
 	RemainingRequests int64 `json:"remaining_requests"`
 	RemainingTokens   int64 `json:"remaining_tokens"`
 	ResetRequestsNs   int64 `json:"reset_requests_ns"`
 	ResetTokensNs     int64 `json:"reset_tokens_ns"`
+	// The day's token bucket, where a provider has one beside the
+	// minute's (x-ratelimit-*-tokens-per-day).
+	LimitTokensDay     int64 `json:"limit_tokens_day"`
+	RemainingTokensDay int64 `json:"remaining_tokens_day"`
+	ResetTokensDayNs   int64 `json:"reset_tokens_day_ns"`
+	// Unparsed counts the rate-limit headers present whose value was not
+	// a number surge reads (garbage, negative, a unit it does not know):
+	// counted, never kept.
+	Unparsed int `json:"unparsed"`
 }
 
 // NoRateLimit is a RateLimit with every field None.
-var NoRateLimit = RateLimit{None, None, None, None, None, None}
+var NoRateLimit = RateLimit{None, None, None, None, None, None, None, None, None, 0}
 
 // Seen reports whether any rate-limit header was present.
 func (l RateLimit) Seen() bool { return l != NoRateLimit }
@@ -294,6 +304,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 		b = appendOpt(b, "remaining_tokens", l.RemainingTokens)
 		b = appendOpt(b, "reset_requests_ns", l.ResetRequestsNs)
 		b = appendOpt(b, "reset_tokens_ns", l.ResetTokensNs)
+		b = appendOpt(b, "limit_tokens_day", l.LimitTokensDay)
+		b = appendOpt(b, "remaining_tokens_day", l.RemainingTokensDay)
+		b = appendOpt(b, "reset_tokens_day_ns", l.ResetTokensDayNs)
+		b = appendNonZero(b, "unparsed", l.Unparsed)
 		b[n] = '{' // replaces the first field's leading comma (Seen: there is one)
 		b = append(b, '}')
 	}

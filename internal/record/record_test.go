@@ -25,6 +25,7 @@ func full() Record {
 	r.Replica, r.Profile, r.Shard = "r1", "chat", 2
 	r.FirstTextNs, r.ReasoningTokens, r.CachedTokens, r.ConnRetries = 3_500_000, 20, 128, 1
 	r.RateLimit.RemainingRequests, r.RateLimit.ResetTokensNs = 99, 6_000_000_000
+	r.RateLimit.RemainingTokensDay, r.RateLimit.ResetTokensDayNs, r.RateLimit.Unparsed = 1_200_000, 36_000_000_000_000, 2
 	r.EngineQueueNs, r.EnginePrefillNs, r.EngineDecodeNs, r.EngineE2ENs = 12, 13, 14, 39
 	r.ServerTiming = []Timing{{"queue", 12_500_000}, {"upstream", 8_000_000}}
 	r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
