@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -194,7 +195,7 @@ func addHelp(root *cobra.Command) {
 	walk = func(c *cobra.Command) {
 		if h, ok := moreHelp[c.CommandPath()]; ok {
 			if h.exit != "" {
-				c.Long = strings.TrimRight(cmpOr(c.Long, c.Short), "\n") + "\n\n" + wrap(h.exit, 78)
+				c.Long = strings.TrimRight(cmp.Or(c.Long, c.Short), "\n") + "\n\n" + wrap(h.exit, 78)
 			}
 			if h.example != "" && c.Example == "" {
 				c.Example = h.example
@@ -205,13 +206,6 @@ func addHelp(root *cobra.Command) {
 		}
 	}
 	walk(root)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // newHelpCmd is cobra's help command, but an unknown topic is a usage

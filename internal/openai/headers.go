@@ -109,7 +109,8 @@ func headerReset(h http.Header, key string, now time.Time, bad *int) int64 {
 		if secs >= unixReset {
 			// A Unix time (beyond 2255 read as 2255, where nanoseconds
 			// still fit an int64), as a delay from now.
-			return min(max(int64(time.Unix(0, 0).Add(time.Duration(min(secs, 9e9)*1e9)).Sub(now)), 0), int64(maxRetryAfter))
+			at := time.Unix(0, 0).Add(time.Duration(min(secs, 9e9) * 1e9))
+			return int64(min(max(at.Sub(now), 0), maxRetryAfter))
 		}
 		return int64(min(secs, maxRetryAfter.Seconds()) * 1e9)
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -78,7 +80,7 @@ func TestOlderLayoutLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasPrefix(r.Problems, "schema: ") {
+	if !slices.ContainsFunc(r.Problems, func(p string) bool { return strings.HasPrefix(p, "schema: ") }) {
 		t.Errorf("problems %q: the older layout is not said", r.Problems)
 	}
 	d, err := rundir.Reopen(dir, "test")
@@ -93,13 +95,4 @@ func TestOlderLayoutLoads(t *testing.T) {
 	if res.Recorded != 82 || res.Analysis.Overall.Offered != 82 || res.Partial {
 		t.Errorf("recorded %d, offered %d, partial %v; want the 82 whole arrivals", res.Recorded, res.Analysis.Overall.Offered, res.Partial)
 	}
-}
-
-func hasPrefix(lines []string, p string) bool {
-	for _, l := range lines {
-		if len(l) >= len(p) && l[:len(p)] == p {
-			return true
-		}
-	}
-	return false
 }
