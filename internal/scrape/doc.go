@@ -32,6 +32,17 @@
 //	e2e         nv_inference_request_duration_us × 1e-6 over nv_inference_request_success (no buckets)
 //	success     nv_inference_request_success
 //
+// digitalocean (DigitalOcean's Insights telemetry, names from
+// https://docs.digitalocean.com/products/insights/reference/telemetry/, each
+// also tried with dots escaped to underscores, as an exporter sends UTF-8
+// names to a scraper that does not ask for them):
+//
+//	e2e       do.serverless_inference.http_request_duration{http.response.status.code="200"} (Serverless Inference)
+//	replicas  do.droplet_autoscale_pool.current_instances (optional; a placeholder, not a name from the reference)
+//
+// Its GPU gauges (Dedicated Inference) and router cache hits have no
+// logical metric and are not read.
+//
 // Triton's latencies are cumulative counters, not histograms: such a
 // histogram metric (Spec.CountNames) is read as count = the count counter,
 // sum = the sum counter × SumScale, without buckets, so a phase has its

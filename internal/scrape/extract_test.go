@@ -1,11 +1,14 @@
 package scrape
 
 import (
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/model"
 )
 
 func parseFile(t *testing.T, name string) Families {
@@ -163,10 +166,17 @@ func TestExtractVLLMQueueBuckets(t *testing.T) {
 func TestDetect(t *testing.T) {
 	tests := []struct{ file, want string }{
 		{"vllm_v1.txt", "vllm"}, {"vllm_v0.txt", "vllm"}, {"vllm_0.32.0_cpu.txt", "vllm"}, {"sglang.txt", "sglang"}, {"tgi.txt", "tgi"}, {"llamacpp.txt", "llamacpp"}, {"triton.txt", "triton"},
+		{"digitalocean.txt", "digitalocean"},
 	}
+	do := mustPreset(t, "digitalocean")
 	for _, tt := range tests {
-		if p, n := detect(parseFile(t, tt.file)); p.Name != tt.want || n == 0 {
+		fams := parseFile(t, tt.file)
+		if p, n := detect(fams); p.Name != tt.want || n == 0 {
 			t.Errorf("detect(%s) = %s (%d), want %s", tt.file, p.Name, n, tt.want)
+		}
+		// DigitalOcean's names are in no engine's page, not even in part.
+		if n := score(do, fams); tt.want != "digitalocean" && n != 0 {
+			t.Errorf("digitalocean scores %d on %s, want 0", n, tt.file)
 		}
 	}
 	// The simulator: vLLM names plus replicas.
@@ -184,6 +194,85 @@ func TestDetect(t *testing.T) {
 	// Nothing known.
 	if _, n := detect(parseString(t, "process_cpu_seconds_total 3\n")); n != 0 {
 		t.Errorf("score of a non-engine = %d", n)
+	}
+}
+
+// DigitalOcean (testdata written from its Insights telemetry reference):
+// e2e is Serverless Inference's request duration over the status-200
+// series — 100 + 50 + 10 requests over two routes, two models and two
+// providers, 180.5 + 110 + 12.5 = 303 s — without the 30 rate-limited
+// (429) and 5 failed (500) requests; replicas is the autoscale pool's 3
+// Droplets; nothing else is mapped, the GPU gauges and router cache hits
+// included. The page escaped as an exporter sends it to a scraper that
+// does not accept UTF-8 names (dots to underscores) reads the same.
+func TestDigitalOcean(t *testing.T) {
+	u := [2]float64{nan, nan}
+	dotted := parseFile(t, "digitalocean.txt")
+	esc := Families{}
+	for _, mf := range dotted {
+		e := model.EscapeMetricFamily(mf, model.UnderscoreEscaping)
+		esc[e.GetName()] = e
+	}
+	if esc["do_serverless_inference_http_request_duration"] == nil || esc[doRequestDuration] != nil {
+		t.Fatalf("escaping left the names as they were: %v", slices.Sorted(maps.Keys(esc)))
+	}
+	for name, fams := range map[string]Families{"utf-8": dotted, "escaped": esc} {
+		t.Run(name, func(t *testing.T) {
+			if p, n := detect(fams); p.Name != "digitalocean" || n != 2 {
+				t.Errorf("detect = %s (%d metrics), want digitalocean (2)", p.Name, n)
+			}
+			s := extractWith(t, "digitalocean", nil, nil, fams)
+			checkSample(t, s, want{waiting: nan, running: nan, kv: nan, prompt: nan, gen: nan, success: nan,
+				queue: u, ttft: u, e2e: [2]float64{160, 303}})
+			if v, ok := s.Value(Replicas); !ok || v != 3 {
+				t.Errorf("replicas = %v (available %v), want 3", v, ok)
+			}
+			h := s.Hist(E2E)
+			if h == nil {
+				t.Fatal("no e2e")
+			}
+			// Bucket-wise sums of the three status-200 series.
+			wantB := []float64{0.25, 0.5, 1, 2.5, 5, 10, math.Inf(1)}
+			wantC := []float64{0, 4 + 2 + 1, 20 + 10 + 5, 70 + 30 + 10, 95 + 45 + 10, 100 + 50 + 10, 160}
+			if !slices.Equal(h.Bounds, wantB) || !slices.Equal(h.Counts, wantC) {
+				t.Errorf("e2e buckets = %v / %v, want %v / %v", h.Bounds, h.Counts, wantB, wantC)
+			}
+			// p50: rank 80 falls in (1, 2.5]: 1 + 1.5·(80−35)/(110−35) =
+			// 1.9 s. p95: rank 152 in (5, 10]: 5 + 5·(152−150)/(160−150) = 6 s.
+			for _, q := range []struct{ q, want float64 }{{0.5, 1.9}, {0.95, 6}} {
+				if e := Quantile(*h, q.q); math.Abs(e.Value-q.want) > 1e-9 || e.Above || e.AtMost {
+					t.Errorf("e2e p%v = %v, want %v s", q.q*100, e, q.want)
+				}
+			}
+		})
+	}
+}
+
+// The request-duration histogram gives the server-side latency of each
+// status code through a label selector on DigitalOcean's dotted label
+// name. The preset reads 200 only; the other codes are read here with a
+// Spec of their own (--metric takes no label selector).
+func TestDigitalOceanByStatus(t *testing.T) {
+	fams := parseFile(t, "digitalocean.txt")
+	for _, tt := range []struct {
+		code       string
+		count, sum float64
+	}{{"200", 160, 303}, {"429", 30, 1.5}, {"500", 5, 42}, {"503", nan, nan}} {
+		p := Preset{Name: "status " + tt.code, Specs: map[Metric]Spec{
+			E2E: {Names: []string{doRequestDuration + `{http.response.status.code="` + tt.code + `"}`}},
+		}}
+		s, _ := (&extractor{preset: p}).extract(0, fams)
+		h := s.Hist(E2E)
+		switch {
+		case math.IsNaN(tt.count):
+			if h != nil {
+				t.Errorf("status %s: %+v, want unavailable", tt.code, *h)
+			}
+		case h == nil:
+			t.Errorf("status %s: unavailable, want %v requests", tt.code, tt.count)
+		case h.Count != tt.count || math.Abs(h.Sum-tt.sum) > 1e-9:
+			t.Errorf("status %s: count, sum = %v, %v; want %v, %v", tt.code, h.Count, h.Sum, tt.count, tt.sum)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ func FuzzParseText(f *testing.F) {
 		"# HELP vllm:num_requests_waiting waiting\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 3\n",
 		"# TYPE h histogram\nh_bucket{le=\"0.1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 0.3\nh_count 2\n",
 		"x{a=\"\\\"\"} NaN 1700000000000\n",
+		"# TYPE \"do.h\" histogram\n{\"do.h_bucket\",\"a.b\"=\"1\",le=\"+Inf\"} 2\n{\"do.h_sum\",\"a.b\"=\"1\"} 0.5\n{\"do.h_count\",\"a.b\"=\"1\"} 2\n",
 		"x{",
 		"",
 	} {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/prometheus/common/model"
 )
 
 // Spec says where a logical metric is found in an engine's exposition.
@@ -21,6 +23,9 @@ type Spec struct {
 	// Optional marks a metric that some versions of the engine do not export;
 	// its absence is logged at info level instead of as a warning.
 	Optional bool
+	// Why, for an Optional metric, says in that note why it may be absent;
+	// empty means "recent builds removed it".
+	Why string
 	// CountNames, for a histogram metric, reads it from two cumulative
 	// counters instead of a histogram (Triton's latency counters): the sum
 	// is the counter in Names times SumScale (to seconds), the count the
@@ -86,6 +91,61 @@ func tritonSpecs() map[Metric]Spec {
 	}
 }
 
+// The DigitalOcean names are those of its Insights telemetry reference,
+// https://docs.digitalocean.com/products/insights/reference/telemetry/ (one
+// page per product, generated 19 Nov 2026), scraped from whatever serves
+// them as Prometheus text.
+const (
+	// doRequestDuration is Serverless Inference's request-duration
+	// histogram (seconds; _bucket, _count: .../telemetry/serverless-inference/),
+	// labelled http.response.status.code, http.route,
+	// serverless_inference.model.name, serverless_inference.provider,
+	// serverless_inference.status and resource.urn.
+	doRequestDuration = "do.serverless_inference.http_request_duration"
+	// doPoolInstances is a PLACEHOLDER, not a name from DigitalOcean's
+	// reference: the Droplet Autoscale page (.../telemetry/droplet-autoscale/)
+	// lists do.droplet_autoscale_pool.average_cpu_utilization, but no
+	// instance-count metric could be read from it. The name follows the
+	// Monitoring API's "Get Droplet Autoscale Pool Current Size" endpoint,
+	// /v2/monitoring/metrics/droplet_autoscale/current_instances.
+	doPoolInstances = "do.droplet_autoscale_pool.current_instances"
+)
+
+// digitaloceanSpecs maps DigitalOcean's Insights telemetry. Each name is
+// listed as DigitalOcean spells it (UTF-8, with dots) and as an exporter
+// escapes it for surge, whose Accept header asks for text format 0.0.4
+// without escaping=allow-utf-8: dots in metric and label names become
+// underscores (prometheus/common model.UnderscoreEscaping).
+//
+// Not read, because no logical metric means the same: Dedicated
+// Inference's GPU gauges (do.dedicated_inference.gpu_occupancy, a
+// percentage; gpu_tensor_utilization, a fraction; gpu_vram_free;
+// gpu_junction_temperature, gpu_memory_temperature;
+// .../telemetry/dedicated-inference/) and Inference Router's
+// do.inference_router.cache_hit_requests_total (.../telemetry/inference-router/).
+// The parts of those pages that could be read list no queue, batch,
+// KV-cache, token or TTFT series (where a Dedicated Inference deployment's
+// own vLLM metrics are reachable, the vllm preset reads them).
+func digitaloceanSpecs() map[Metric]Spec {
+	return map[Metric]Spec{
+		// Only the status-200 series: a 429 or 5xx is answered before or
+		// instead of the model, in a fraction of a success's time, and
+		// would pull the engine's latency down exactly when the service
+		// is overloaded. Summed over routes, models and providers.
+		E2E: {Names: []string{
+			doRequestDuration + `{http.response.status.code="200"}`,
+			escaped(doRequestDuration) + `{` + escaped("http.response.status.code") + `="200"}`,
+		}},
+		// Droplets in the autoscale pool, summed over pools.
+		Replicas: {Names: []string{doPoolInstances, escaped(doPoolInstances)}, Optional: true,
+			Why: "only a Droplet autoscale pool exports it, and its name is a placeholder: name the real one with --metric replicas=NAME"},
+	}
+}
+
+// escaped is a metric or label name as an exporter sends it to a scraper
+// that does not accept UTF-8 names.
+func escaped(name string) string { return model.EscapeName(name, model.UnderscoreEscaping) }
+
 // presets lists the built-in presets. The order is the tie-break order of
 // auto-detection: sim only wins over vllm when surge_sim_replicas is present.
 //
@@ -136,6 +196,7 @@ var presets = []Preset{
 		// No latency histograms and no success counter in llama.cpp.
 	}},
 	{Name: "triton", Specs: tritonSpecs()},
+	{Name: "digitalocean", Specs: digitaloceanSpecs()},
 }
 
 // PresetNames lists the accepted preset names, auto first.

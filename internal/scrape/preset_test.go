@@ -90,7 +90,7 @@ func TestWithOverrides(t *testing.T) {
 }
 
 func TestPresets(t *testing.T) {
-	if got, want := PresetNames(), []string{"auto", "vllm", "sim", "sglang", "tgi", "llamacpp", "triton"}; !slices.Equal(got, want) {
+	if got, want := PresetNames(), []string{"auto", "vllm", "sim", "sglang", "tgi", "llamacpp", "triton", "digitalocean"}; !slices.Equal(got, want) {
 		t.Errorf("PresetNames = %v, want %v", got, want)
 	}
 	tests := []struct {
@@ -109,6 +109,11 @@ func TestPresets(t *testing.T) {
 		{"tgi", Running, []string{"tgi_batch_current_size"}},
 		{"llamacpp", Waiting, []string{"llamacpp:requests_deferred"}},
 		{"llamacpp", GenerationTokens, []string{"llamacpp:tokens_predicted_total"}},
+		{"digitalocean", E2E, []string{
+			`do.serverless_inference.http_request_duration{http.response.status.code="200"}`,
+			`do_serverless_inference_http_request_duration{http_response_status_code="200"}`,
+		}},
+		{"digitalocean", Replicas, []string{"do.droplet_autoscale_pool.current_instances", "do_droplet_autoscale_pool_current_instances"}},
 	}
 	for _, tt := range tests {
 		p, ok := LookupPreset(tt.preset)
@@ -121,6 +126,10 @@ func TestPresets(t *testing.T) {
 	}
 	if _, ok := mustPreset(t, "vllm").Specs[Replicas]; ok {
 		t.Error("vllm maps replicas")
+	}
+	// DigitalOcean: only e2e and the (optional) pool size.
+	if do := mustPreset(t, "digitalocean"); len(do.Specs) != 2 || do.Specs[E2E].Optional || !do.Specs[Replicas].Optional {
+		t.Errorf("digitalocean specs = %+v, want a required e2e and an optional replicas", do.Specs)
 	}
 	if _, ok := LookupPreset("tgi"); !ok {
 		t.Error("tgi missing")

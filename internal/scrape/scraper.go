@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -419,8 +420,8 @@ func (s *Scraper) notes(fams Families) {
 // included: print it as it is.
 func MissingMessage(m Metric, spec Spec) string {
 	if spec.Optional {
-		return fmt.Sprintf("engine metrics: %s not exported by this engine build (looked for %s; optional: recent builds removed it)",
-			m, strings.Join(spec.Names, ", "))
+		return fmt.Sprintf("engine metrics: %s not exported by this engine build (looked for %s; optional: %s)",
+			m, strings.Join(spec.Names, ", "), cmp.Or(spec.Why, "recent builds removed it"))
 	}
 	return fmt.Sprintf("engine metrics: missing %s (looked for %s); renamed? use --metric %s=NAME",
 		m, strings.Join(spec.Names, ", "), m)

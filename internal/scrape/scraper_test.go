@@ -354,6 +354,9 @@ func TestMissingMessages(t *testing.T) {
 		return string(b)
 	}
 	llamaNoKV := strings.ReplaceAll(read("llamacpp.txt"), "llamacpp:kv_cache_usage_ratio 0.62\n", "")
+	// DigitalOcean Serverless Inference without a Droplet autoscale pool.
+	doNoPool := read("digitalocean.txt")
+	doNoPool = doNoPool[:strings.Index(doNoPool, `# HELP "do.droplet_autoscale_pool.current_instances"`)]
 	tests := []struct {
 		name, body, preset string
 		overrides          map[string]string
@@ -396,11 +399,19 @@ func TestMissingMessages(t *testing.T) {
 				"engine metrics: missing ttft (looked for vllm:time_to_first_token_seconds); renamed? use --metric ttft=NAME",
 				"engine metrics: missing e2e (looked for vllm:e2e_request_latency_seconds); renamed? use --metric e2e=NAME",
 			}},
+		// Optional with its own reason: the pool-size name is a placeholder.
+		{name: "optional metric with a reason", body: doNoPool, preset: "digitalocean", state: StateOK,
+			absent: []string{"replicas"},
+			messages: []string{
+				"engine metrics: replicas not exported by this engine build (looked for do.droplet_autoscale_pool.current_instances, do_droplet_autoscale_pool_current_instances; " +
+					"optional: only a Droplet autoscale pool exports it, and its name is a placeholder: name the real one with --metric replicas=NAME)",
+			}},
 		{name: "auto detects sglang", body: read("sglang.txt"), preset: "auto", state: StateOK, detected: "sglang"},
+		{name: "auto detects digitalocean", body: read("digitalocean.txt"), preset: "auto", state: StateOK, detected: "digitalocean"},
 		{name: "auto detects tgi", body: read("tgi.txt"), preset: "", state: StateOK, detected: "tgi"},
 		{name: "auto on a non-engine", body: "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n", preset: "auto", state: StatePartial,
 			messages: []string{
-				"engine metrics: no known engine metrics at %s (tried presets vllm, sim, sglang, tgi, llamacpp, triton); name them with --metric LOGICAL=NAME",
+				"engine metrics: no known engine metrics at %s (tried presets vllm, sim, sglang, tgi, llamacpp, triton, digitalocean); name them with --metric LOGICAL=NAME",
 			}},
 	}
 	for _, tt := range tests {
@@ -494,7 +505,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no scheme", Config{URL: "localhost:8000/metrics"}, `scrape: metrics URL "localhost:8000/metrics": want http(s)://host[:port]/path`},
 		{"ftp", Config{URL: "ftp://h/metrics"}, `scrape: metrics URL "ftp://h/metrics": want http(s)://host[:port]/path`},
 		{"password redacted", Config{URL: "ftp://u:secret@h/metrics"}, `scrape: metrics URL "ftp://u:xxxxx@h/metrics": want http(s)://host[:port]/path`},
-		{"unknown preset", Config{URL: "http://h/metrics", Preset: "tensorrt"}, `scrape: unknown preset "tensorrt" (want one of auto, vllm, sim, sglang, tgi, llamacpp, triton)`},
+		{"unknown preset", Config{URL: "http://h/metrics", Preset: "tensorrt"}, `scrape: unknown preset "tensorrt" (want one of auto, vllm, sim, sglang, tgi, llamacpp, triton, digitalocean)`},
 		{"bad override", Config{URL: "http://h/metrics", Overrides: map[string]string{"queue": "x"}}, `scrape: metric override "queue": unknown logical metric (want one of waiting, running, kv_usage, replicas, queue_time, prompt_tokens, generation_tokens, success, ttft, e2e, replicas_starting)`},
 		{"negative interval", Config{URL: "http://h/metrics", Interval: -time.Second}, "scrape: interval, timeout and attempts must not be negative"},
 	}
