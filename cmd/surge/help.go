@@ -21,7 +21,7 @@ var flagGroups = []struct {
 	flags []string
 }{
 	{"Target and auth", []string{"target", "simulate", "model", "api", "api-key-env", "api-key-file", "api-key-secret", "api-key-secret-key",
-		"header", "ca-cert", "insecure", "timeout", "connect-timeout", "stream", "retries", "retry-delay", "http-client"}},
+		"header", "ca-cert", "insecure", "timeout", "connect-timeout", "stream", "retries", "retry-delay", "http-client", "gateway-timing"}},
 	{"Load and phases", []string{"file", "rate", "baseline-rps", "multipliers", "duration", "baseline", "burst", "burst-rps", "recovery",
 		"warmup", "warmup-requests", "baseline-fraction", "arrival", "burstiness", "recovery-limit", "recovery-metric", "settle-timeout", "start-rps", "max-rps",
 		"rates", "step", "step-duration", "max-steps", "max-step-duration", "concurrency", "capacity-rps", "queue-limit", "growth",

@@ -580,6 +580,12 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	if conn != none && rec.HeadersNs != none {
 		s.us[mConnToHeaders] = a.us(rec.HeadersNs - conn)
 	}
+	if rec.GatewayNs != none {
+		s.us[mGatewayWait] = a.us(rec.GatewayNs)
+	}
+	if rec.UpstreamNs != none {
+		s.us[mUpstream] = a.us(rec.UpstreamNs)
+	}
 	if s.slot == slotOK {
 		s.prompt, s.output = int64(rec.PromptTokens), int64(rec.OutputTokens)
 		s.tokenless = first == none

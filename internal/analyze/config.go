@@ -67,16 +67,18 @@ const (
 	metricConnToHeaders Metric = "conn_to_headers"    // response headers − connection acquired
 	metricTTFTTextSend  Metric = "ttft_text_send"     // first answer text − sent (ok; differs from ttft_send when the model thought first)
 	metricTTFTTextSched Metric = "ttft_text_schedule" // first answer text − scheduled (ok)
+	metricGatewayWait   Metric = "gateway_wait"       // the gateway's own wait, as it announced it (every response that did)
+	metricUpstream      Metric = "upstream"           // the upstream's time to its headers, as the gateway announced it
 )
 
 // Metrics lists every Metric in its stable order.
 var Metrics = []Metric{
 	MetricTTFTSchedule, metricTTFTSend, metricTPOT, metricITLMax,
 	metricE2ESend, MetricE2ESchedule, metricScheduleLag, metricConnWait, metricConnToHeaders,
-	metricTTFTTextSend, metricTTFTTextSched,
+	metricTTFTTextSend, metricTTFTTextSched, metricGatewayWait, metricUpstream,
 }
 
-const numMetrics = 11
+const numMetrics = 13
 
 // maxWindows bounds the windows of a run (a week at 10 s).
 const maxWindows = 60_480
@@ -94,6 +96,8 @@ const (
 	mConnToHeaders
 	mTTFTTextSend
 	mTTFTTextSched
+	mGatewayWait
+	mUpstream
 )
 
 // censorable reports whether timeouts count in metric i's distribution:

@@ -69,6 +69,8 @@
 //	e2e_schedule    done − scheduled arrival                  (ok requests)
 //	schedule_lag    sent − scheduled                          (every sent request)
 //	conn_wait       connection acquired − sent: the client pool queue (every request with both)
+//	gateway_wait    the gateway's own wait as its headers announce it (record gateway_ns)
+//	upstream        the upstream's time to its headers as the gateway announces it
 //	conn_to_headers response headers − connection acquired    (every request with both)
 //
 // The first six are over successful (ok) requests only, as docs/method.md §7 asks.

@@ -61,11 +61,13 @@ type Latency struct {
 	ConnToHeaders Dist `json:"conn_to_headers"`
 	TTFTTextSend  Dist `json:"ttft_text_send"`
 	TTFTTextSched Dist `json:"ttft_text_schedule"`
+	GatewayWait   Dist `json:"gateway_wait"`
+	Upstream      Dist `json:"upstream"`
 }
 
 func (l *Latency) ptr(i int) *Dist {
 	return [...]*Dist{&l.TTFTSchedule, &l.TTFTSend, &l.TPOT, &l.ITLMax, &l.E2ESend,
-		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders, &l.TTFTTextSend, &l.TTFTTextSched}[i]
+		&l.E2ESchedule, &l.ScheduleLag, &l.ConnWait, &l.ConnToHeaders, &l.TTFTTextSend, &l.TTFTTextSched, &l.GatewayWait, &l.Upstream}[i]
 }
 
 // Get returns the distribution of m (a zero Dist for an unknown metric).

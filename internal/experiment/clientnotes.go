@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/run"
 )
 
 // ClientNotes are the notes on what the client saw besides latency, for
@@ -14,8 +16,10 @@ import (
 // amplification, connection replays, requests that thought first,
 // cached prompt tokens, rate-limit headers and the Server-Timing durations
 // of each measured phase (the gateway/router boundary, beside the engine's
-// queue). Empty when there is nothing to say.
-func ClientNotes(a *analyze.Result) []string {
+// queue), and a gateway timing convention chosen whose headers never
+// came. Empty when there is nothing to say.
+func ClientNotes(res *run.Result) []string {
+	a := res.Analysis
 	o := &a.Overall
 	c := &o.Client
 	var notes []string
@@ -65,7 +69,31 @@ func ClientNotes(a *analyze.Result) []string {
 		}
 		notes = append(notes, fmt.Sprintf("Server-Timing (gateway/router boundary, beside the engine's queue), %s: %s.", p.Name, strings.Join(parts, "; ")))
 	}
+	if line := gatewayNote(res); line != "" {
+		notes = append(notes, line)
+	}
 	return notes
+}
+
+// gatewayNote says that the gateway timing convention the user chose
+// found nothing: no response carried its headers.
+func gatewayNote(res *run.Result) string {
+	if res.Manifest == nil || res.Manifest.GatewayTiming == "" {
+		return ""
+	}
+	l := &res.Analysis.Overall.Latency
+	if l.GatewayWait.Count > 0 || l.Upstream.Count > 0 {
+		return ""
+	}
+	g, err := openai.ParseGatewayTiming(res.Manifest.GatewayTiming)
+	if err != nil {
+		return ""
+	}
+	names := g.Headers()
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("gateway timing n/a: the target sent no %s header (--gateway-timing %s).", strings.Join(names, " or "), res.Manifest.GatewayTiming)
 }
 
 func rateLimitNote(r *analyze.RateLimitStats) string {

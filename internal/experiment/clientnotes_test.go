@@ -13,6 +13,8 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/experiment/exptest"
+	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/run"
 )
 
 // TestClientNotes: each client observation gets its sentence, computed
@@ -29,11 +31,11 @@ func TestClientNotes(t *testing.T) {
 		RateLimit: analyze.RateLimitStats{Responses: 9, LowestRemainingRequests: 2, LimitRequests: 60, LowestRemainingTokens: -1,
 			LimitTokens: -1, ResetsRequests: 9, LongestResetRequestsMs: 1000, RetryAfter: 0,
 			LowestRemainingTokensDay: -1, LimitTokensDay: -1, LongestResetTokensDayMs: -1}}
-	got := strings.Join(experiment.ClientNotes(a), "\n")
+	got := strings.Join(experiment.ClientNotes(&run.Result{Analysis: a}), "\n")
 	day := *a
 	day.Overall.Client.RateLimit = analyze.RateLimitStats{Responses: 4, LowestRemainingRequests: -1, LimitRequests: -1,
 		LowestRemainingTokens: 150, LimitTokens: 200000, LowestRemainingTokensDay: 10, LimitTokensDay: 9000000, Unparsed: 2}
-	if want := "rate-limit headers: on 4 responses, lowest remaining tokens 150 of 200000, lowest remaining tokens of the day 10 of 9000000, 2 values that were not numbers (not kept)."; !strings.Contains(strings.Join(experiment.ClientNotes(&day), "\n"), want) {
+	if want := "rate-limit headers: on 4 responses, lowest remaining tokens 150 of 200000, lowest remaining tokens of the day 10 of 9000000, 2 values that were not numbers (not kept)."; !strings.Contains(strings.Join(experiment.ClientNotes(&run.Result{Analysis: &day}), "\n"), want) {
 		t.Errorf("the day's bucket: notes lack %q", want)
 	}
 	for _, want := range []string{
@@ -49,8 +51,17 @@ func TestClientNotes(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, got)
 		}
 	}
-	if n := experiment.ClientNotes(&analyze.Result{}); len(n) != 0 {
+	if n := experiment.ClientNotes(&run.Result{Analysis: &analyze.Result{}}); len(n) != 0 {
 		t.Errorf("notes for nothing observed: %q", n)
+	}
+	// A convention chosen whose headers never came: one line naming them.
+	kong := &run.Result{Analysis: &analyze.Result{}, Manifest: &record.Manifest{GatewayTiming: "kong"}}
+	if got, want := strings.Join(experiment.ClientNotes(kong), "\n"), "gateway timing n/a: the target sent no X-Kong-Proxy-Latency or X-Kong-Upstream-Latency header (--gateway-timing kong)."; got != want {
+		t.Errorf("kong without its headers: %q, want %q", got, want)
+	}
+	kong.Analysis.Overall.Latency.GatewayWait.Count = 1
+	if n := experiment.ClientNotes(kong); len(n) != 0 {
+		t.Errorf("kong with its headers: %q", n)
 	}
 }
 

@@ -53,7 +53,7 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	for _, line := range WorkerLines(res) { // --workers (workers.go)
 		fmt.Fprintln(w, line)
 	}
-	for _, line := range ClientNotes(a) {
+	for _, line := range ClientNotes(res) {
 		fmt.Fprintln(w, line)
 	}
 	// The scraper's own notes (missing metrics, a preset mismatch) were
@@ -151,6 +151,12 @@ func latencyGrid(res *run.Result) report.Grid {
 		lines = append(lines, line{"completion (from send)", l.E2ESend}, line{"TPOT", l.TPOT})
 		if !res.Virtual { // virtual time sends on schedule, over no connection
 			lines = append(lines, line{"schedule lag", l.ScheduleLag}, line{"connection wait", l.ConnWait})
+		}
+		if l.GatewayWait.Count > 0 {
+			lines = append(lines, line{"gateway wait", l.GatewayWait})
+		}
+		if l.Upstream.Count > 0 {
+			lines = append(lines, line{"upstream (to headers)", l.Upstream})
 		}
 		for _, m := range lines {
 			o := DistOpts(m.d)
@@ -334,6 +340,8 @@ func statsRow(r report.Row, res *run.Result, phase string, s *analyze.Stats, slo
 	r.AttemptsPerArrival, r.AttemptsRPS = report.Val(s.Client.AttemptsPerArrival), report.Val(s.Client.AttemptsRPS)
 	r.Completion = percentiles(s.Latency.E2ESchedule)
 	r.ConnWait = percentiles(s.Latency.ConnWait)
+	r.GatewayWait = percentiles(s.Latency.GatewayWait)
+	r.Upstream = percentiles(s.Latency.Upstream)
 	if res.Virtual {
 		r.ConnWait = report.PercentilesNA("virtual time: no connections, no connection pool")
 	}
@@ -731,7 +739,7 @@ func SLOText(o run.Judging) string {
 // engine's per-request timing, and prompts far from their intended length.
 func LevelNotes(scope string, res *run.Result) []string {
 	var out []string
-	lines := append(ClientNotes(res.Analysis), EngineTimingLines(res)...)
+	lines := append(ClientNotes(res), EngineTimingLines(res)...)
 	if n := ShardNote(res); n != "" {
 		lines = append(lines, n)
 	}

@@ -105,7 +105,7 @@ func writeRepeatReports(env *run.Env, d *rundir.Dir, results []*run.Result, plan
 		out.Verdict = judge.Worse(out.Verdict, res.Verdicts.Overall.Outcome)
 		out.Partial = out.Partial || res.Partial
 		anyOK = anyOK || res.Analysis.Overall.Succeeded > 0
-		for _, n := range ClientNotes(res.Analysis) {
+		for _, n := range ClientNotes(res) {
 			t.Notes = append(t.Notes, scope+": "+n)
 		}
 		if res.Partial {

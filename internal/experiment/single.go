@@ -267,7 +267,7 @@ func writeRunReports(env *run.Env, res *run.Result, notes []string) error {
 	}
 	t.Verdicts = append(t.Verdicts, SLOVerdicts("overall", res.Verdicts.Overall)...)
 	t.Notes = append(t.Notes, notes...)
-	t.Notes = append(t.Notes, ClientNotes(res.Analysis)...)
+	t.Notes = append(t.Notes, ClientNotes(res)...)
 	if n := ShardNote(res); n != "" { // shardnote.go
 		t.Notes = append(t.Notes, n)
 	}

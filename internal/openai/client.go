@@ -42,7 +42,8 @@ type Client struct {
 	url    *url.URL
 	header http.Header // shared by all requests; never modified after New
 	body   bodyTemplate
-	prefix [8]byte   // trace-id prefix (see TraceID)
+	prefix [8]byte // trace-id prefix (see TraceID)
+	gw     GatewayTiming
 	pool   sync.Pool // *exchange
 	bodies sync.Pool // *bodyBuf: request bodies, held only until the request is written
 }
@@ -89,7 +90,8 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	if prefix == ([8]byte{}) {
 		prefix = randomPrefix()
 	}
-	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, h1: h1, url: &endpoint, header: h, body: body, prefix: prefix}, nil
+	gw, _ := ParseGatewayTiming(cfg.GatewayTiming) // checked by Validate
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, h1: h1, url: &endpoint, header: h, body: body, prefix: prefix, gw: gw}, nil
 }
 
 // newTransports returns the transport of the measured requests and the
@@ -524,6 +526,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	if len(rec.ServerTiming) == 0 {
 		rec.ServerTiming = nil
 	}
+	c.gw.apply(rec, resp.Header)
 	hint = record.None
 	if v := resp.Header["Retry-After"]; len(v) > 0 {
 		if d, ok := parseRetryAfter(v[0], time.Now()); ok {

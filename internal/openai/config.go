@@ -68,6 +68,9 @@ type Config struct {
 	ExtraBody          map[string]any    // extra members of the request JSON (e.g. ignore_eos)
 	ReplicaHeader      string            // response header naming the replica (or pod) that answered; "" = ReplicaHeader
 	Transport          string            // TransportAuto ("" too), TransportSurge or TransportGo (doc.go, "Transport")
+	// GatewayTiming is how a gateway in front of the engine announces its
+	// own wait and the upstream's time (ParseGatewayTiming; "" = auto).
+	GatewayTiming string
 	// TokenBudget is the per-token budget of smooth goodput: the client
 	// keeps, per stream, the latest of chunk i's time − (i − 1) × it
 	// (record.SmoothNs), one multiply and compare per chunk; 0 = off.
@@ -141,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.API != "" && c.API != APIChat && c.API != APICompletions {
 		return fmt.Errorf("openai: config: api must be %q or %q, not %q", APIChat, APICompletions, c.API)
+	}
+	if _, err := ParseGatewayTiming(c.GatewayTiming); err != nil {
+		return fmt.Errorf("openai: config: %w", err)
 	}
 	if c.Transport != "" && c.Transport != TransportAuto && c.Transport != TransportSurge && c.Transport != TransportGo {
 		return fmt.Errorf("openai: config: transport must be %q, %q or %q, not %q", TransportAuto, TransportSurge, TransportGo, c.Transport)

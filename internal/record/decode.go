@@ -131,6 +131,10 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		r.EngineDecodeNs, ok = d.int()
 	case "engine_e2e_ns":
 		r.EngineE2ENs, ok = d.int()
+	case "gateway_ns":
+		r.GatewayNs, ok = d.int()
+	case "upstream_ns":
+		r.UpstreamNs, ok = d.int()
 	case "server_timing":
 		ok = d.timings(&r.ServerTiming)
 	case "trace_id":

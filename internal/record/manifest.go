@@ -71,7 +71,10 @@ type Manifest struct {
 	// picked. Absent in virtual time and on a coordinator (each worker
 	// picks its own).
 	HTTPClient string `json:"http_client,omitempty"`
-	Config     any    `json:"config"` // the effective configuration
+	// GatewayTiming is the gateway timing convention chosen
+	// (--gateway-timing), absent when auto or in virtual time.
+	GatewayTiming string `json:"gateway_timing,omitempty"`
+	Config        any    `json:"config"` // the effective configuration
 	// PromptSizing is how prompts were sized for the target's tokenizer
 	// and how long the server found them (absent in runs from before it).
 	PromptSizing *PromptSizing `json:"prompt_sizing,omitempty"`

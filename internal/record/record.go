@@ -145,6 +145,13 @@ type Record struct {
 	EngineDecodeNs  int64 `json:"engine_decode_ns"`
 	EngineE2ENs     int64 `json:"engine_e2e_ns"`
 
+	// A gateway's own account of the request, from its timing headers
+	// (--gateway-timing): how long it held the request before passing it
+	// upstream (its queue, rate limiter, auth, routing), and the
+	// upstream's time to its response headers. None when not announced.
+	GatewayNs  int64 `json:"gateway_ns"`
+	UpstreamNs int64 `json:"upstream_ns"`
+
 	// ServerTiming holds the W3C Server-Timing durations of the response
 	// (a gateway's or router's own stages), in header order.
 	ServerTiming []Timing `json:"server_timing"`
@@ -209,6 +216,7 @@ func New(id string, seq int64, phase string, scheduledNs int64) Record {
 		FirstTokenNs: None, FirstTextNs: None, DoneNs: None, ITLMaxNs: None, TPOTNs: None, SmoothNs: None,
 		RetryAfterNs: None, RateLimit: NoRateLimit,
 		EngineQueueNs: None, EnginePrefillNs: None, EngineDecodeNs: None, EngineE2ENs: None,
+		GatewayNs: None, UpstreamNs: None,
 	}
 }
 
@@ -315,6 +323,8 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendOpt(b, "engine_prefill_ns", r.EnginePrefillNs)
 	b = appendOpt(b, "engine_decode_ns", r.EngineDecodeNs)
 	b = appendOpt(b, "engine_e2e_ns", r.EngineE2ENs)
+	b = appendOpt(b, "gateway_ns", r.GatewayNs)
+	b = appendOpt(b, "upstream_ns", r.UpstreamNs)
 	if len(r.ServerTiming) > 0 {
 		b = append(b, `,"server_timing":[`...)
 		for i, t := range r.ServerTiming {

@@ -71,6 +71,12 @@ func (t *Table) cols() []rowColumn {
 	if !t.any(func(r *Row) bool { v, c := r.ConnWait.P50.state(); return v || c }) {
 		omit = append(slices.Clip(omit), ConnWaitColumns...)
 	}
+	if !t.any(func(r *Row) bool { v, c := r.GatewayWait.P50.state(); return v || c }) {
+		omit = append(slices.Clip(omit), GatewayColumns...)
+	}
+	if !t.any(func(r *Row) bool { v, c := r.Upstream.P50.state(); return v || c }) {
+		omit = append(slices.Clip(omit), UpstreamColumns...)
+	}
 	if !t.any(func(r *Row) bool { return r.Phase != "" }) {
 		omit = append(slices.Clip(omit), "phase") // rows are whole runs
 	}
@@ -105,6 +111,10 @@ var (
 	// ConnWaitColumns are n/a in every row of a virtual-time run, which
 	// has no connections.
 	ConnWaitColumns = []string{"conn_wait_p50_ms", "conn_wait_p95_ms", "conn_wait_p99_ms"}
+	// GatewayColumns and UpstreamColumns hold what a gateway announced
+	// (--gateway-timing), n/a in every row of a run without one.
+	GatewayColumns  = []string{"gateway_wait_p50_ms", "gateway_wait_p95_ms", "gateway_wait_p99_ms"}
+	UpstreamColumns = []string{"upstream_p50_ms", "upstream_p95_ms", "upstream_p99_ms"}
 )
 
 func (t *Table) any(f func(*Row) bool) bool {
@@ -164,6 +174,8 @@ type Row struct {
 	// llama.cpp timings, TGI headers) over the phase's arrivals, ms.
 	EngineQueue Percentiles
 	ConnWait    Percentiles // connection wait: connection acquired − sent, the client's own pool queue, ms
+	GatewayWait Percentiles // the gateway's own wait, as it announced it (--gateway-timing), ms
+	Upstream    Percentiles // the upstream's time to its headers, as the gateway announced it, ms
 
 	RejectionRate Opt // HTTP 429 / scheduled arrivals
 	TimeoutRate   Opt // timeouts / scheduled arrivals
@@ -321,6 +333,12 @@ var columns = []rowColumn{
 	optCol("conn_wait_p50_ms", "conn wait p50", groupLatency, KindMs, "connection wait: connection acquired − sent, the client's own queue: opening a connection, or every one of its --max-in-flight connections busy", func(r *Row) Opt { return r.ConnWait.P50 }),
 	optCol("conn_wait_p95_ms", "conn wait p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.ConnWait.P95 }),
 	optCol("conn_wait_p99_ms", "conn wait p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.ConnWait.P99 }),
+	optCol("gateway_wait_p50_ms", "gateway p50", groupLatency, KindMs, "the gateway's own wait (its queue, rate limiter, routing) as its headers announce it (--gateway-timing)", func(r *Row) Opt { return r.GatewayWait.P50 }),
+	optCol("gateway_wait_p95_ms", "gateway p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.GatewayWait.P95 }),
+	optCol("gateway_wait_p99_ms", "gateway p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.GatewayWait.P99 }),
+	optCol("upstream_p50_ms", "upstream p50", groupLatency, KindMs, "the upstream's time to its response headers, as the gateway announces it", func(r *Row) Opt { return r.Upstream.P50 }),
+	optCol("upstream_p95_ms", "upstream p95", groupLatency, KindMs, "", func(r *Row) Opt { return r.Upstream.P95 }),
+	optCol("upstream_p99_ms", "upstream p99", groupLatency, KindMs, "", func(r *Row) Opt { return r.Upstream.P99 }),
 
 	optCol("rejection_rate", "429 %", groupFailures, KindRatio, "rejected with HTTP 429, % of scheduled arrivals", func(r *Row) Opt { return r.RejectionRate }),
 	optCol("timeout_rate", "timeout %", groupFailures, KindRatio, "timed out (still in every denominator)", func(r *Row) Opt { return r.TimeoutRate }),

@@ -375,6 +375,7 @@ func (e *Env) ClientConfig(maxConns int) openai.Config {
 	c.ReplicaHeader = o.ReplicaHeader
 	c.TokenBudget = o.TokenDeadline
 	c.Transport = o.HTTPClient
+	c.GatewayTiming = o.GatewayTiming
 	if e.network != nil {
 		c.Dial = e.network.DialContext
 	}

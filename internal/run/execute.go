@@ -18,6 +18,7 @@ import (
 	"github.com/surge-bench/surge/internal/field"
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/kube"
+	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/rundir"
 	"github.com/surge-bench/surge/internal/schedule"
@@ -494,7 +495,7 @@ func (e *Env) manifest(spec Spec, res *Result) *record.Manifest {
 		Workload: o.WorkloadName(), PromptSet: promptSet(o), Mix: manifestMix(o),
 		Seed: spec.Seed(o.Seed), Rep: spec.Rep, Repeats: spec.Repeats, MetricsURL: record.RedactURL(e.MetricsURL),
 		Config:       ManifestConfig{Plan: res.Plan, Options: redactedOptions(o), Experiment: spec.Experiment},
-		PromptSizing: res.Prompt, HTTPClient: res.HTTPClient,
+		PromptSizing: res.Prompt, HTTPClient: res.HTTPClient, GatewayTiming: e.gatewayTiming(),
 	}
 	if d := e.Dataset; d != nil {
 		m.Workload = workload.ProfileDataset
@@ -608,4 +609,13 @@ func redactedOptions(o *Options) Options {
 	c.Target = record.RedactURL(c.Target)
 	c.MetricsURL = record.RedactURL(c.MetricsURL)
 	return c
+}
+
+// gatewayTiming is the gateway timing convention the user chose, for the
+// manifest: "" when auto (nothing was asked for) or in virtual time.
+func (e *Env) gatewayTiming() string {
+	if e.Virtual || e.Opts.GatewayTiming == openai.GatewayAuto {
+		return ""
+	}
+	return e.Opts.GatewayTiming
 }

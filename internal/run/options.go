@@ -72,6 +72,10 @@ type Endpoint struct {
 	Headers    []string `yaml:"headers"`      // extra request headers, "Name: value"
 	Stream     bool     `yaml:"stream"`       // stream responses (SSE)
 	HTTPClient string   `yaml:"http_client"`  // auto, surge or go: the HTTP client transport (openai.Config.Transport)
+	// GatewayTiming is how a gateway in front of the engine announces its
+	// wait and the upstream's time: auto, off, kong, envoy, litellm,
+	// server-timing or header:NAME[,NAME] (openai.ParseGatewayTiming).
+	GatewayTiming string `yaml:"gateway_timing"`
 
 	Timeout time.Duration `yaml:"timeout"` // per-request timeout
 	Retries int           `yaml:"retries"` // bounded retries (0 = off)
@@ -156,7 +160,7 @@ type Judging struct {
 // values surge itself exposes.
 type Observation struct {
 	MetricsURL     string        `yaml:"metrics_url"`     // engine Prometheus endpoint
-	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim ("" = auto)
+	MetricsPreset  string        `yaml:"metrics_preset"`  // vllm, sglang, tgi, llamacpp, triton, sim, digitalocean ("" = auto)
 	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
 	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
 
@@ -209,7 +213,7 @@ type Distribution struct {
 func DefaultOptions() Options {
 	return Options{
 		Endpoint: Endpoint{Model: DefaultModel, API: DefaultAPI, APIKeyEnv: DefaultAPIKeyEnv, Stream: true,
-			HTTPClient: openai.TransportAuto, Timeout: DefaultTimeout},
+			HTTPClient: openai.TransportAuto, GatewayTiming: openai.GatewayAuto, Timeout: DefaultTimeout},
 		Load: Load{MaxInFlight: loadgen.DefaultMaxInFlight, Seed: 1},
 		WorkloadOpts: WorkloadOpts{Profile: DefaultProfile, PromptCalibration: calibrate.Auto,
 			DatasetSample: workload.SampleShuffle},
@@ -255,6 +259,9 @@ func (p *Endpoint) validate(bad bad) {
 	}
 	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, p.HTTPClient) {
 		bad("http_client", "must be auto, surge or go, got %q", p.HTTPClient)
+	}
+	if _, err := openai.ParseGatewayTiming(p.GatewayTiming); err != nil {
+		bad("gateway_timing", "%v", err)
 	}
 	if p.HTTPClient == openai.TransportSurge && p.Target != "" && openai.ProxyApplies(p.Target) {
 		bad("http_client", "surge's own client does not use proxies, and HTTP_PROXY/HTTPS_PROXY applies to the target: use auto or go (or NO_PROXY)")

@@ -379,7 +379,7 @@ func runNotes(r *Run) []string {
 	if note := queueLimitNote(r); note != "" {
 		notes = append(notes, scope+": "+note)
 	}
-	for _, n := range experiment.ClientNotes(res.Analysis) {
+	for _, n := range experiment.ClientNotes(res) {
 		notes = append(notes, scope+": "+n)
 	}
 	if n := experiment.ShardNote(res); n != "" {
