@@ -544,5 +544,12 @@ func (f *flags) simulator(prefix string, c *sim.Config) {
 		f.byKey[prefix+"quirks"] = "quirk"
 		f.sim[prefix+"quirks"] = true
 	}
+	in(&c.QuotaRequestsPerMinute, "quota_requests_per_minute", "sim: a gateway in front of the engine with this quota of requests per minute, a token bucket refilling continuously; over quota: 429 with x-ratelimit-*-requests headers and Retry-After (0 = none), e.g. --quota-requests-per-minute 600")
+	in(&c.QuotaTokensPerMinute, "quota_tokens_per_minute", "sim: the gateway's quota of tokens per minute (prompt + max_tokens per request; x-ratelimit-*-tokens-per-minute headers; 0 = none)")
+	in(&c.QuotaTokensPerDay, "quota_tokens_per_day", "sim: the gateway's quota of tokens per day (x-ratelimit-*-tokens-per-day headers; 0 = none)")
+	in(&c.GatewayQueue, "gateway_queue", "sim: requests over quota that wait at the gateway for the buckets to refill, in order, instead of a 429 (0 = refuse at once)")
+	add("gateway_headers", func(n string) {
+		f.fs.StringVar(&c.GatewayHeaders, n, c.GatewayHeaders, "sim: how the gateway announces its wait: "+strings.Join(sim.GatewayHeaderStyles, ", ")+" (default server-timing)")
+	})
 	fl(&c.SlowdownPerHour, "slowdown_per_hour", "sim: engine steps get this much slower per hour since start (0.5 = 50% slower after 1 h; models a leak, for soak tests)")
 }

@@ -34,6 +34,7 @@ type clientAcc struct {
 	// reset; each + 1) and the rate-limit values that were not numbers.
 	lowTokDay, limTokDay, longResetTokDay int64
 	rlUnparsed                            int64
+	buckets                               [numBuckets]bucketAcc
 	st                                    map[string]*metricAcc
 	stDropped                             int64
 }
@@ -100,6 +101,13 @@ func (c *clientAcc) observe(rec *record.Record, ok, packed bool) {
 		c.limTokDay = highest1(c.limTokDay, l.LimitTokensDay)
 		c.longResetTokDay = highest1(c.longResetTokDay, l.ResetTokensDayNs)
 		c.rlUnparsed += int64(l.Unparsed)
+		at := rec.HeadersNs
+		if at == record.None {
+			at = rec.DoneNs
+		}
+		c.buckets[bucketRequests].observe(l.LimitRequests, l.RemainingRequests, l.ResetRequestsNs, at)
+		c.buckets[bucketTokensMinute].observe(l.LimitTokens, l.RemainingTokens, l.ResetTokensNs, at)
+		c.buckets[bucketTokensDay].observe(l.LimitTokensDay, l.RemainingTokensDay, l.ResetTokensDayNs, at)
 	}
 	if rec.RetryAfterNs != record.None {
 		c.retryAfter++
@@ -141,6 +149,9 @@ func (c *clientAcc) merge(b *clientAcc, packed bool) {
 	c.lowTokDay, c.limTokDay = merged1(c.lowTokDay, b.lowTokDay), max(c.limTokDay, b.limTokDay)
 	c.longResetTokDay = max(c.longResetTokDay, b.longResetTokDay)
 	c.rlUnparsed += b.rlUnparsed
+	for i := range c.buckets {
+		c.buckets[i].merge(&b.buckets[i])
+	}
 	c.stDropped += b.stDropped
 	for _, name := range slices.Sorted(maps.Keys(b.st)) {
 		src := b.st[name]
@@ -160,6 +171,65 @@ func (c *clientAcc) merge(b *clientAcc, packed bool) {
 		}
 		m.merge(src, packed)
 	}
+}
+
+// The quota buckets of the rate-limit headers, in the order of
+// RateLimitStats.Buckets.
+const (
+	bucketRequests = iota
+	bucketTokensMinute
+	bucketTokensDay
+	numBuckets
+)
+
+// BucketNames names the buckets of RateLimitStats.Buckets.
+var BucketNames = [numBuckets]string{"requests per minute", "tokens per minute", "tokens per day"}
+
+// bucketAcc follows one quota bucket through the responses: how many
+// said it was short (nothing remaining, or a reset ahead: a request of
+// that size would wait), the first response that found it empty, and
+// the latest moment it was projected to hold a request again (response
+// time + reset). Times are held plus one (0: none).
+type bucketAcc struct {
+	seen, short      int64
+	zeroAt1, refill1 int64
+}
+
+func (b *bucketAcc) observe(limit, remaining, reset, at int64) {
+	if limit == record.None && remaining == record.None && reset == record.None {
+		return
+	}
+	b.seen++
+	if remaining == 0 || reset != record.None && reset > 0 {
+		b.short++
+	}
+	if at == record.None {
+		return
+	}
+	if remaining == 0 {
+		b.zeroAt1 = lowest1(b.zeroAt1, at)
+	}
+	if reset != record.None && reset > 0 {
+		b.refill1 = highest1(b.refill1, at+reset)
+	}
+}
+
+func (b *bucketAcc) merge(o *bucketAcc) {
+	b.seen += o.seen
+	b.short += o.short
+	b.zeroAt1 = merged1(b.zeroAt1, o.zeroAt1)
+	b.refill1 = max(b.refill1, o.refill1)
+}
+
+func (c *clientAcc) bucketStats() []BucketStats {
+	var out []BucketStats
+	for i, b := range c.buckets {
+		if b.seen == 0 {
+			continue
+		}
+		out = append(out, BucketStats{Bucket: BucketNames[i], Responses: b.seen, Short: b.short, EmptyAtMs: ms1(b.zeroAt1), RefillAtMs: ms1(b.refill1)})
+	}
+	return out
 }
 
 // count1 and ms1 unfold a value held plus one: -1 when none was seen.
@@ -200,6 +270,7 @@ func (c *clientAcc) stats(offered, durNs int64, timeoutMs float64) ClientStats {
 			LimitTokensDay:           count1(c.limTokDay),
 			LongestResetTokensDayMs:  ms1(c.longResetTokDay),
 			Unparsed:                 c.rlUnparsed,
+			Buckets:                  c.bucketStats(),
 		},
 		ServerTimingDropped: c.stDropped,
 	}

@@ -17,8 +17,8 @@ const (
 	FaultNotInference              // 404, 405, 501, or an answer that is not an OpenAI stream (not SSE, not JSON, no choices)
 	FaultBadRequest                // another 4xx but 429: the server refused the request as invalid
 	FaultProtocol                  // a stream cut or malformed after its headers, or one that ran past max_tokens until the timeout
-	FaultQuota                     // 429 with rate-limit headers (x-ratelimit-*): a quota
-	faultRejected                  // 429 without them: an admission limit
+	FaultQuota                     // 429 whose rate-limit headers say a bucket is short: throttled by a quota
+	faultRejected                  // another 429: an admission limit (a full queue)
 	faultUnavailable               // 503
 	FaultServerError               // another 5xx
 	faultTimeout                   // timed out after the response began: the request waited or decoded too long
@@ -33,7 +33,7 @@ var faultNames = [numFaults]string{"", "unreachable", "no_response", "unauthoriz
 	"quota", "rejected", "unavailable", "server_error", "timeout"}
 
 var faultTexts = [numFaults]string{"", "target unreachable", "no response", "not authorized", "not an inference endpoint",
-	"request refused as invalid", "protocol violation", "quota (429 with rate-limit headers)", "rejected (429)",
+	"request refused as invalid", "protocol violation", "throttled by a quota (429, a rate-limit bucket short)", "rejected by an admission limit (429)",
 	"unavailable (503)", "server errors (5xx)", "timeouts after the response began"}
 
 // String is the fault's stable name, e.g. "unreachable".
@@ -71,7 +71,7 @@ func FaultOf(r *record.Record) Fault {
 	case record.StreamError:
 		return FaultProtocol
 	case record.RateLimited:
-		if r.RateLimit.Seen() {
+		if Throttled(&r.RateLimit) {
 			return FaultQuota
 		}
 		return faultRejected // an admission limit, Retry-After or not
@@ -99,6 +99,24 @@ func FaultOf(r *record.Record) Fault {
 		return FaultServerError
 	}
 	return FaultServerError // an unknown outcome: counted, never dropped
+}
+
+// Throttled reports whether a 429's rate-limit headers say a quota bucket
+// was short: nothing remaining, or a reset ahead (DigitalOcean's reset is
+// 0 while a bucket holds a request of that size). A 429 whose headers
+// show room everywhere came from elsewhere: a full queue.
+func Throttled(l *record.RateLimit) bool {
+	for _, v := range [...]int64{l.RemainingRequests, l.RemainingTokens, l.RemainingTokensDay} {
+		if v == 0 {
+			return true
+		}
+	}
+	for _, v := range [...]int64{l.ResetRequestsNs, l.ResetTokensNs, l.ResetTokensDayNs} {
+		if v != record.None && v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // FaultCounts counts a group's failed requests by fault; the sum is every

@@ -199,6 +199,23 @@ type RateLimitStats struct {
 	// Unparsed counts rate-limit header values that were not numbers
 	// surge reads (record.RateLimit.Unparsed, summed).
 	Unparsed int64 `json:"unparsed"`
+	// Buckets follows each quota bucket the headers named (absent: none).
+	Buckets []BucketStats `json:"buckets,omitempty"`
+}
+
+// BucketStats is one quota bucket over a group's responses.
+type BucketStats struct {
+	Bucket    string `json:"bucket"`    // requests per minute, tokens per minute, tokens per day
+	Responses int64  `json:"responses"` // responses that carried its headers
+	// Short counts the responses that found it short: nothing remaining,
+	// or a reset ahead (a request of that size would have waited).
+	Short int64 `json:"short"`
+	// EmptyAtMs is when a response first said nothing remained; RefillAtMs
+	// the latest moment a response projected it would hold a request
+	// again (the response's time + its reset). Milliseconds since the run
+	// began; -1: never.
+	EmptyAtMs  float64 `json:"empty_at_ms"`
+	RefillAtMs float64 `json:"refill_at_ms"`
 }
 
 // PhaseResult is the analysis of one phase.

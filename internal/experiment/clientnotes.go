@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/run"
 )
@@ -56,6 +57,12 @@ func ClientNotes(res *run.Result) []string {
 	}
 	if line := rateLimitNote(&c.RateLimit); line != "" {
 		notes = append(notes, line)
+	}
+	for i := range a.Phases {
+		p := &a.Phases[i]
+		if text, _, ok := judge.Binding(&p.Client.RateLimit, p.StartMs); ok && !p.Excluded {
+			notes = append(notes, fmt.Sprintf("quota, %s: %s.", p.Name, text))
+		}
 	}
 	for i := range a.Phases {
 		p := &a.Phases[i]

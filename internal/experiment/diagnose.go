@@ -56,7 +56,7 @@ func DiagnoseWith(scope string, res *run.Result, capacity judge.DiagCapacity) re
 // DiagnosisInput gathers what judge.Diagnose looks at from a run.
 func DiagnosisInput(scope string, res *run.Result) judge.DiagnosisInput {
 	a := res.Analysis
-	in := judge.DiagnosisInput{Scope: scope, Result: a, Verdicts: res.Verdicts, Simulated: res.Simulated, Records: res.Records, Tally: res.Diag, Capacity: judge.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
+	in := judge.DiagnosisInput{Scope: scope, Result: a, Verdicts: res.Verdicts, Simulated: res.Simulated && !simGateway(a), Records: res.Records, Tally: res.Diag, Capacity: judge.DiagCapacity{PredictedRecoveryMs: math.NaN()}}
 	for _, e := range res.SimEvents {
 		in.Scaling = append(in.Scaling, judge.ScaleEvent{AtMs: float64(e.At) / 1e6, Kind: e.Kind, Replica: e.Replica})
 	}
@@ -157,3 +157,8 @@ func PrintDiagnoses(w io.Writer, ds []report.Diagnosis) {
 	}
 	io.WriteString(w, b.String())
 }
+
+// simGateway reports whether the simulator answered with its gateway's
+// rate-limit headers (--quota-*): it then has a layer in front of its
+// engine, and the diagnosis must not say it has none.
+func simGateway(a *analyze.Result) bool { return a.Overall.Client.RateLimit.Responses > 0 }

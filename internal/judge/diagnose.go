@@ -196,7 +196,8 @@ type DiagnosisInput struct {
 	Scaling []ScaleEvent
 	// Simulated says the target was surge's simulator: its hints name
 	// only the layers it has (the engine model, surge's client), no
-	// gateway, quota or application.
+	// gateway, quota or application. False for a simulator run with its
+	// gateway (quotas) in front.
 	Simulated bool
 }
 
@@ -1299,10 +1300,26 @@ func (c *diagCase) cause() (mode, summary string, hint Hint, ok bool) {
 	}
 	sum := c.causeSummary()
 	h := causeHint(top, c.seen.Detail(top))
+	if top == analyze.FaultQuota {
+		if text, _, ok := Binding(&st.Client.RateLimit, c.startMs()); ok {
+			h.Evidence += "; " + text
+		}
+	}
 	if top == analyze.FaultProtocol && c.faults[top] == 0 {
 		h.Evidence = sum // only answers past max_tokens: say how many
 	}
 	return causeModes[top], sum, h, true
+}
+
+// startMs is when the judged group began, ms since the run began: its
+// first phase's start (0 for a group of no phase).
+func (c *diagCase) startMs() float64 {
+	for _, p := range c.r.Phases {
+		if slices.Contains(c.stress.phases, p.Name) {
+			return p.StartMs
+		}
+	}
+	return 0
 }
 
 // causeSummary counts every failure of the judged group by cause, the

@@ -699,6 +699,17 @@ func TestCauseTable(t *testing.T) {
 			}
 			return normal(k, t)
 		}, 30), ModeQuota, "the target sheds load"},
+		// A managed endpoint sends its headers on every answer: a 429
+		// whose buckets all had room came from a full queue, not a quota.
+		{"429 with rate-limit headers showing room", calm(func(k int, t time.Duration) *record.Record {
+			if k%3 == 0 {
+				r := fail(record.RateLimited, 429, "status 429", t)
+				r.RateLimit = record.NoRateLimit
+				r.RateLimit.LimitTokens, r.RateLimit.RemainingTokens, r.RateLimit.ResetTokensNs = 100000, 80000, 0
+				return r
+			}
+			return normal(k, t)
+		}, 30), ModeRejectedFast, "quota"},
 		{"overload", calm(backlogBurst, 30), ModeBacklogged, ""},
 	}
 	var out strings.Builder

@@ -27,6 +27,9 @@ func (p Params) Model() string {
 	default:
 		parts = append(parts, "unbounded queue")
 	}
+	if p.QuotaRate > 0 {
+		parts = append(parts, fmt.Sprintf("quota %s req/s, stock %s, gateway queue %s", num(p.QuotaRate), num(p.QuotaBurst), num(p.QuotaQueue)))
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -62,6 +62,24 @@
 // retries (500 rejected) and in 64 s with one retry after 5 s (472
 // rejected for good, 711 retries).
 //
+// # Quotas
+//
+// A managed endpoint puts a quota in front of the engine: a token bucket
+// (requests per minute, or tokens per minute divided by the tokens a
+// request costs) that holds QuotaBurst requests when full and refills at
+// QuotaRate req/s. The baseline runs below the refill, so the bucket is
+// full when the burst begins. The burst spends the stock; once it is
+// empty, the gateway passes QuotaRate req/s and the rest waits in its
+// queue (QuotaQueue requests) or is refused. What passes joins the
+// engine's backlog, served at μ. When QuotaRate < μ the quota binds:
+// the backlog, at the gateway, drains at QuotaRate − Lambda after the
+// burst, however fast the engine is. Stepped like the bounded model (10
+// ms); Patience is not applied to the gateway's queue. Example: a quota of
+// 60,000 tokens per minute at 250 tokens a request is 4 req/s with a
+// stock of 240; a 60 s burst at 10 req/s over a baseline of 2 req/s
+// empties it after 40 s, fills a queue of 50 and refuses the rest, and the
+// queue drains at 4 − 2 = 2 req/s: 25 s.
+//
 // When Lambda ≥ the final capacity there is no headroom: a backlog cannot
 // drain (and a real queue at 100 % utilisation grows without bound), so the
 // prediction is Never. The model assumes the system was at steady state with
@@ -102,6 +120,13 @@ type Params struct {
 	// again (0..10), each after RetryDelay (the Retry-After hint).
 	Retries    int
 	RetryDelay time.Duration
+	// A quota in front of the engine (package doc, "Quotas"): a token
+	// bucket, counted in requests, that refills at QuotaRate req/s up to
+	// QuotaBurst requests, with a queue of QuotaQueue requests where
+	// arrivals over quota wait (0: they are refused). QuotaRate 0 = none.
+	QuotaRate  float64
+	QuotaBurst float64
+	QuotaQueue float64
 }
 
 // Validate reports every invalid field, as a field.Errors named by the
@@ -139,6 +164,17 @@ func (p Params) Validate() error {
 	}
 	if p.Retries > 0 && p.QueueLimit == 0 {
 		errs.Add("retries", "only rejected requests are retried: give the queue limit too (without one nothing is rejected)")
+	}
+	for name, v := range map[string]float64{"quota_rate": p.QuotaRate, "quota_burst": p.QuotaBurst, "quota_queue": p.QuotaQueue} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			errs.Add(name, "must be ≥ 0, got %v", v)
+		}
+	}
+	if p.QuotaRate > 0 && p.QuotaBurst < 1 {
+		errs.Add("quota_burst", "must be ≥ 1 request with a quota, got %v", p.QuotaBurst)
+	}
+	if p.QuotaRate > 0 && p.Retries > 0 {
+		errs.Add("retries", "retries are not modelled with a quota")
 	}
 	if p.RetryDelay < 0 || p.Retries > 0 && p.RetryDelay == 0 {
 		errs.Add("retry_delay", "must be > 0 with retries, got %v", p.RetryDelay)
@@ -251,6 +287,9 @@ func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)
 func Predict(p Params) (Prediction, error) {
 	if err := p.Validate(); err != nil {
 		return Prediction{}, err
+	}
+	if p.QuotaRate > 0 {
+		return predictQuota(p), nil
 	}
 	if p.QueueLimit > 0 {
 		return predictBounded(p), nil
@@ -394,6 +433,9 @@ func Timeline(p Params, step time.Duration) ([]Point, error) {
 	}
 	if int64(horizon/step) > maxPoints {
 		return nil, fmt.Errorf("predict: timeline: step %v gives more than %d points over %v", step, maxPoints, horizon)
+	}
+	if p.QuotaRate > 0 {
+		return quotaTimeline(p, step, horizon), nil
 	}
 	if p.QueueLimit > 0 {
 		return boundedTimeline(p, step, horizon), nil

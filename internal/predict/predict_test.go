@@ -214,3 +214,44 @@ func TestPredictAbandonment(t *testing.T) {
 		t.Errorf("a negative patience: %v", err)
 	}
 }
+
+// TestQuotaBindsRecovery: the package doc's example. A quota of 4 req/s
+// with a stock of 240, a 60 s burst at 10 req/s over 2 req/s, a queue of
+// 50: the bucket empties at 240 / (10 − 4) = 40 s, the queue fills, and it
+// drains at 4 − 2 = 2 req/s: 25 s, however fast the engine is.
+func TestQuotaBindsRecovery(t *testing.T) {
+	p := Params{Mu: 28, Lambda: 2, BurstRate: 10, BurstLen: 60 * time.Second, QuotaRate: 4, QuotaBurst: 240, QuotaQueue: 50}
+	pr, err := Predict(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.RecoveryTime.Seconds(); math.Abs(got-25) > 0.1 {
+		t.Errorf("recovery %.2fs, want 25s: %s", got, pr.Explanation)
+	}
+	// Refused: after the queue fills at 40 + 50/6 s, 6 req/s are turned away until the end.
+	if want := 6 * (20 - 50.0/6); math.Abs(pr.Rejected-want) > 1 {
+		t.Errorf("refused %.1f, want %.1f", pr.Rejected, want)
+	}
+	if pr.DrainRate != 2 || pr.Never {
+		t.Errorf("drain %v never %v", pr.DrainRate, pr.Never)
+	}
+	// Without a queue nothing waits: the burst's excess is refused, and
+	// the baseline fits in the refill at once.
+	p.QuotaQueue = 0
+	if pr, _ := Predict(p); pr.RecoveryTime != 0 || pr.Never {
+		t.Errorf("no queue: recovery %v never %v", pr.RecoveryTime, pr.Never)
+	}
+	// An engine slower than the quota binds instead: the fluid model's drain.
+	p.QuotaQueue, p.Mu = 50, 3
+	if pr, _ := Predict(p); pr.DrainRate != 1 {
+		t.Errorf("engine binds: drain %v, want 3 − 2 = 1", pr.DrainRate)
+	}
+	// A baseline above the refill never recovers.
+	p.Mu, p.Lambda = 28, 5
+	if pr, _ := Predict(p); !pr.Never {
+		t.Errorf("baseline over the quota recovers: %s", pr.Explanation)
+	}
+	if err := (Params{Mu: 1, BurstLen: time.Second, QuotaRate: 1, QuotaBurst: 0}).Validate(); err == nil || !strings.Contains(err.Error(), "quota_burst") {
+		t.Errorf("quota without stock: %v", err)
+	}
+}

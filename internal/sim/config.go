@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/surge-bench/surge/internal/field"
@@ -147,10 +149,32 @@ type Config struct {
 	// the uncached rest is prefilled (see PrefixHasher and the package
 	// doc). 0 = no prefix cache (the default).
 	PrefixCacheTokens int `yaml:"prefix_cache_tokens"`
+	// The gateway in front of the engine (gateway.go): one API key's
+	// quotas, as a managed endpoint has them, and its queue. A request
+	// over quota waits in the queue while it has room (GatewayQueue
+	// requests), or is refused with 429, the x-ratelimit-* headers of
+	// each bucket and Retry-After. 0 = no such quota; no quota = no
+	// gateway.
+	QuotaRequestsPerMinute int `yaml:"quota_requests_per_minute"`
+	QuotaTokensPerMinute   int `yaml:"quota_tokens_per_minute"`
+	QuotaTokensPerDay      int `yaml:"quota_tokens_per_day"`
+	GatewayQueue           int `yaml:"gateway_queue"`
+	// GatewayHeaders is how the gateway announces its wait: kong, envoy,
+	// litellm, server-timing (the default) or none.
+	GatewayHeaders string `yaml:"gateway_headers"`
+
 	// PrefixBlockTokens is the prefix cache's block size in tokens: only
 	// whole blocks are cached and matched (0 = DefaultPrefixBlockTokens).
 	PrefixBlockTokens int `yaml:"prefix_block_tokens"`
 }
+
+// HasGateway reports whether a quota puts a gateway in front of the engine.
+func (c *Config) HasGateway() bool {
+	return c.QuotaRequestsPerMinute > 0 || c.QuotaTokensPerMinute > 0 || c.QuotaTokensPerDay > 0
+}
+
+// GatewayHeaderStyles lists the values of gateway_headers.
+var GatewayHeaderStyles = []string{"server-timing", "kong", "envoy", "litellm", "none"}
 
 // ScalesFromZero reports whether the cluster scales from zero: autoscale
 // on and min_replicas 0.
@@ -280,6 +304,13 @@ func (c *Config) Validate() error {
 			fmt.Sprintf("must be 1..%d tokens (0 = %d), got %d", MaxPrefixBlockTokens, DefaultPrefixBlockTokens, c.PrefixBlockTokens)},
 		{c.PrefixCacheTokens < 0 || (c.PrefixCacheTokens > 0 && c.PrefixCacheTokens < c.blockTokens()), "prefix_cache_tokens",
 			fmt.Sprintf("must be 0 (off) or at least prefix_block_tokens (%d), got %d", c.blockTokens(), c.PrefixCacheTokens)},
+		geInt("quota_requests_per_minute", c.QuotaRequestsPerMinute, 0, "0 (0 = no quota)"),
+		geInt("quota_tokens_per_minute", c.QuotaTokensPerMinute, 0, "0 (0 = no quota)"),
+		geInt("quota_tokens_per_day", c.QuotaTokensPerDay, 0, "0 (0 = no quota)"),
+		geInt("gateway_queue", c.GatewayQueue, 0, "0 (0 = refuse at once)"),
+		{c.GatewayQueue > 0 && !c.HasGateway(), "gateway_queue", "needs a quota (quota_requests_per_minute, quota_tokens_per_minute or quota_tokens_per_day): the queue holds requests over quota"},
+		{c.GatewayHeaders != "" && !slices.Contains(GatewayHeaderStyles, c.GatewayHeaders), "gateway_headers",
+			fmt.Sprintf("must be one of %s, got %q", strings.Join(GatewayHeaderStyles, ", "), c.GatewayHeaders)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
 			fmt.Sprintf("fractions must sum to ≤ 1, got %v", faultSum)},
 	}

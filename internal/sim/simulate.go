@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -39,6 +40,14 @@ type Outcome struct {
 	FinishReason string        // "stop" or "length" for complete responses
 	MaxGap       time.Duration // longest gap between consecutive tokens; 0 with < 2 tokens
 	Replica      int           // replica that served (or refused) it
+
+	// The gateway's part (Config.HasGateway): Throttled is a 429 from the
+	// gateway (over quota, its queue full or none), GatewayWait the time
+	// the request waited in its queue, Quota its buckets after the
+	// request, as the rate-limit headers say them.
+	Throttled   bool
+	GatewayWait time.Duration
+	Quota       Admission
 }
 
 // simReq follows one arrival through Simulate; it is its Observer.
@@ -50,10 +59,12 @@ type simReq struct {
 	last     time.Duration // last visible token
 	inEngine bool
 	resolved bool
+	gated    bool // waited at the gateway: counted unresolved from its arrival
 }
 
 type simState struct {
 	c          *Cluster
+	gw         *Gateway // nil: no gateway
 	unresolved int
 	buf        []uint64 // block hashes of the arrival being submitted
 }
@@ -176,7 +187,7 @@ func SimulateBlocks(c *Cluster, arrivals []Arrival, blocks BlocksFunc, timeout, 
 // any length takes the memory of its concurrency. Outcomes are those
 // Simulate returns, event for event.
 func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksFunc, timeout, sampleEvery time.Duration, onSample func(time.Duration, Snapshot), emit func(i int, o *Outcome) bool) {
-	st := &simState{c: c}
+	st := &simState{c: c, gw: NewGateway(c.cfg)}
 	sampleAt := Never
 	if sampleEvery > 0 && onSample != nil {
 		sampleAt = 0
@@ -189,6 +200,13 @@ func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksF
 		at time.Duration
 	}
 	var win []*slot
+	// held are the arrivals waiting at the gateway, in release order.
+	type hold struct {
+		s   *slot
+		req Request
+		at  time.Duration
+	}
+	var held []hold
 	head, base, n, dl := 0, 0, 0, 0
 	get := func(i int) *slot { return win[head+i-base] }
 	pend, more := next(0)
@@ -221,6 +239,9 @@ func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksF
 				work, ok = d, true
 			}
 		}
+		if len(held) > 0 && (!ok || held[0].at < work) {
+			work, ok = held[0].at, true
+		}
 		if !ok {
 			break
 		}
@@ -235,6 +256,13 @@ func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksF
 			}
 			dl++
 		}
+		for len(held) > 0 && held[0].at <= t {
+			h := held[0]
+			held = held[1:]
+			if !h.s.q.resolved { // else it timed out at the gateway
+				st.enter(&h.s.q, &h.s.o, h.req, h.at)
+			}
+		}
 		for more && pend.At <= t {
 			a := pend
 			if blocks != nil && c.cfg.PrefixCache() {
@@ -243,7 +271,10 @@ func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksF
 			}
 			s := &slot{at: a.At}
 			win = append(win, s)
-			st.submit(c, &s.q, &s.o, a, timeout)
+			if release := st.submit(&s.q, &s.o, a, timeout); release > a.At {
+				a.Req.Blocks = slices.Clone(a.Req.Blocks) // st.buf is the next arrival's
+				held = append(held, hold{s, a.Req, release})
+			}
 			n++
 			if pend, more = next(n); more && pend.At < a.At {
 				panic("sim: Simulate: arrivals not sorted by At")
@@ -266,35 +297,72 @@ func SimulateStream(c *Cluster, next func(i int) (Arrival, bool), blocks BlocksF
 	}
 }
 
-func (st *simState) submit(c *Cluster, q *simReq, o *Outcome, a Arrival, timeout time.Duration) {
+// submit starts arrival a: through the gateway, if there is one, and
+// into the engine. It returns when the request enters the engine: a.At,
+// or later when it waits at the gateway (the caller then calls enter at
+// that time).
+func (st *simState) submit(q *simReq, o *Outcome, a Arrival, timeout time.Duration) time.Duration {
 	*o = Outcome{ScheduledAt: a.At, AdmittedAt: Never, FirstTokenAt: Never, DoneAt: Never, Replica: -1}
 	*q = simReq{st: st, o: o, deadline: Never, floor: a.At}
 	if timeout > 0 {
 		q.deadline = a.At + timeout
 	}
-	tk, err := c.Submit(a.At, a.Req, q)
+	if st.gw != nil {
+		if st.c.cfg.CheckRequest(a.Req) == nil { // an invalid request is the engine's 400
+			o.Quota = st.gw.Admit(a.At, st.c.cfg.Cost(a.Req))
+		}
+		switch adm := &o.Quota; {
+		case adm.Refused:
+			o.Rejected, o.Throttled, o.Status, o.RetryAfter, o.DoneAt = true, true, http.StatusTooManyRequests, adm.RetryAfter, a.At
+			q.resolved = true
+			return a.At
+		case adm.Release > a.At:
+			o.GatewayWait, q.floor, q.gated = adm.Release-a.At, adm.Release, true
+			st.unresolved++
+			return adm.Release
+		}
+	}
+	st.enter(q, o, a.Req, a.At)
+	return a.At
+}
+
+// enter submits the request to the engine at now.
+func (st *simState) enter(q *simReq, o *Outcome, r Request, now time.Duration) {
+	tk, err := st.c.Submit(now, r, q)
 	o.Ticket, o.Fault, o.Replica = tk, tk.Fault.Kind, tk.Replica
 	var qf *QueueFullError
 	switch {
 	case errors.As(err, &qf):
-		o.Rejected, o.Status, o.RetryAfter, o.DoneAt = true, http.StatusTooManyRequests, qf.RetryAfter, a.At
-		q.resolved = true
+		o.Rejected, o.Status, o.RetryAfter, o.DoneAt = true, http.StatusTooManyRequests, qf.RetryAfter, now
+		q.end()
 	case err != nil: // invalid request
-		o.Status, o.DoneAt, o.Replica = http.StatusBadRequest, a.At, -1
-		q.resolved = true
+		o.Status, o.DoneAt, o.Replica = http.StatusBadRequest, now, -1
+		q.end()
 	case tk.Fault.Kind == Fault500 || tk.Fault.Kind == Fault503:
-		o.Failed, o.DoneAt = true, a.At
+		o.Failed, o.DoneAt = true, now
 		o.Status = http.StatusInternalServerError
 		if tk.Fault.Kind == Fault503 {
 			o.Status = http.StatusServiceUnavailable
 		}
-		q.resolved = true
+		q.end()
 	default:
 		o.Status = http.StatusOK
 		q.inEngine = true
 		if tk.Fault.Kind == FaultSlowHeaders {
-			q.floor = a.At + tk.Fault.Delay
+			q.floor = now + tk.Fault.Delay
 		}
-		st.unresolved++
+		if !q.gated {
+			st.unresolved++
+		}
 	}
+}
+
+// end resolves a request that never ran in the engine: one that waited
+// at the gateway was counted unresolved from its arrival.
+func (q *simReq) end() {
+	if q.gated {
+		q.resolve()
+		return
+	}
+	q.resolved = true
 }

@@ -108,11 +108,31 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	}
 	st := s.newRequestStream(r)
 	maxTokens, ignoreEOS, ans := s.plan(p, explicitMax)
+	req := sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}
 	s.mu.Lock()
 	now := s.now()
+	if s.gateways != nil && s.cluster.Config().CheckRequest(req) == nil {
+		adm := s.gateways.admit(r, now, req)
+		s.writeQuota(w.Header(), &adm)
+		if adm.Refused {
+			s.mu.Unlock()
+			s.logRequest(chat, 0, http.StatusTooManyRequests, -1, p, 0, start)
+			writeError(w, gatewayRefusal(&adm))
+			return
+		}
+		s.gateways.announceWait(w.Header(), adm.Release-now)
+		if adm.Release > now {
+			s.mu.Unlock()
+			if !s.holdAtGateway(r.Context(), adm.Release) {
+				return // the client went away while it waited
+			}
+			s.mu.Lock()
+			now = s.now()
+		}
+	}
 	st.submitted = now
 	truncate := s.quirks.truncateOnOverload && p.stream
-	t, err := s.cluster.Submit(now, sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}, st)
+	t, err := s.cluster.Submit(now, req, st)
 	s.mu.Unlock()
 	if err != nil {
 		s.refuse(w, chat, t, err, p, start)

@@ -70,6 +70,7 @@ type Server struct {
 	quirks  quirks        // sim.Config.Quirks
 
 	instances *instanceCache // JSON Schema instances of recent requests
+	gateways  *gateways      // the gateway in front (quotas); nil: none. Guarded by mu.
 }
 
 // quirks are the sim.Config.Quirks that are on (sim.Quirk*).
@@ -139,6 +140,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		done:        make(chan struct{}),
 		quirks:      quirksOf(cfg),
 		instances:   newInstanceCache(),
+		gateways:    newGateways(cfg),
 	}
 	for _, o := range opts {
 		o(s)

@@ -38,6 +38,9 @@ func Closed(ctx context.Context, cfg Config, gen *workload.Generator, loop sched
 	if f := cfg.Sim; f.FaultReset+f.FaultMalformed+f.FaultStall+f.FaultSlowHeaders > 0 {
 		return nil, &ConfigError{errClosedFaults}
 	}
+	if cfg.Sim.HasGateway() {
+		return nil, &ConfigError{errors.New("a closed-loop sweep in virtual time does not model the gateway's quotas (--quota-*): run it against the HTTP simulator (without --simulate)")}
+	}
 	if err := loop.Validate(); err != nil {
 		return nil, &ConfigError{err}
 	}

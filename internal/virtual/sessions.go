@@ -43,6 +43,9 @@ func Sessions(ctx context.Context, cfg Config, sess *workload.Sessions, arrivals
 	if f := cfg.Sim; f.FaultReset+f.FaultMalformed+f.FaultStall+f.FaultSlowHeaders > 0 {
 		return nil, &ConfigError{errSessionFaults}
 	}
+	if cfg.Sim.HasGateway() {
+		return nil, &ConfigError{errors.New("sessions in virtual time do not model the gateway's quotas (--quota-*): run them against the HTTP simulator (without --simulate)")}
+	}
 	if sess == nil {
 		return nil, &ConfigError{errors.New("virtual: no sessions")}
 	}

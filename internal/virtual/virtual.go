@@ -3,6 +3,7 @@ package virtual
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -182,11 +183,16 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 		return int64(d)
 	}
 	rec.DoneNs = at(out.DoneAt)
+	if c.Sim.HasGateway() {
+		gateway(&rec, out)
+	}
 	switch {
 	case out.Rejected:
 		rec.Status, rec.Outcome, rec.Error = 429, record.RateLimited, "status 429"
 		rec.HeadersNs = rec.DoneNs
-		rec.RetryAfterNs = int64(out.RetryAfter)
+		if out.RetryAfter > 0 {
+			rec.RetryAfterNs = int64(out.RetryAfter)
+		}
 		return rec
 	case out.Failed, out.Status == http.StatusBadRequest: // a fault's 500/503, or a request the engine refuses (too long)
 		rec.Status, rec.Outcome, rec.Error = out.Status, record.HTTPError, "status "+strconv.Itoa(out.Status)
@@ -195,7 +201,7 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 	}
 	rec.Status = out.Status
 	if out.Status != 0 {
-		rec.HeadersNs = int64(a.At)
+		rec.HeadersNs = int64(a.At + out.GatewayWait)
 	}
 	rec.FirstTokenNs = at(out.FirstTokenAt)
 	rec.FirstChunkNs = rec.FirstTokenNs
@@ -225,6 +231,36 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 		}
 	}
 	return rec
+}
+
+// gateway puts what the simulator's gateway announces into rec: its wait
+// (of every request it let through) and its buckets as the rate-limit
+// headers say them (a Retry-After as whole seconds, as the HTTP simulator
+// sends it).
+func gateway(rec *record.Record, out *sim.Outcome) {
+	if !out.Throttled {
+		rec.GatewayNs = int64(out.GatewayWait)
+	}
+	rec.RateLimit = RateLimitOf(&out.Quota)
+	if out.Throttled && out.RetryAfter > 0 {
+		out.RetryAfter = time.Duration(math.Ceil(out.RetryAfter.Seconds())) * time.Second
+	}
+}
+
+// RateLimitOf is what a client reads from the rate-limit headers of a
+// gateway's answer a.
+func RateLimitOf(a *sim.Admission) record.RateLimit {
+	l := record.NoRateLimit
+	if b := a.Buckets[sim.BucketRequests]; b.On {
+		l.LimitRequests, l.RemainingRequests, l.ResetRequestsNs = b.Limit, b.Remaining, int64(b.Reset)
+	}
+	if b := a.Buckets[sim.BucketTokensMinute]; b.On {
+		l.LimitTokens, l.RemainingTokens, l.ResetTokensNs = b.Limit, b.Remaining, int64(b.Reset)
+	}
+	if b := a.Buckets[sim.BucketTokensDay]; b.On {
+		l.LimitTokensDay, l.RemainingTokensDay, l.ResetTokensDayNs = b.Limit, b.Remaining, int64(b.Reset)
+	}
+	return l
 }
 
 // queueWaits returns the engine queue waits of the admitted requests by

@@ -630,7 +630,10 @@ func predictParams(c *Config, k, mu float64, simulated, virtual bool) predict.Pa
 		// rejected (429).
 		p.QueueLimit = float64(sc.MaxWaiting * max(1, sc.Replicas))
 	}
-	if p.QueueLimit > 0 && !virtual && c.Options.Retries > 0 {
+	if sc := &c.Options.Sim; simulated && sc.HasGateway() {
+		quotaParams(&p, sc, c.Options)
+	}
+	if p.QueueLimit > 0 && !virtual && c.Options.Retries > 0 && p.QuotaRate == 0 {
 		// The client's retries send the rejected requests again after the
 		// Retry-After hint; the simulator's is ⌈waiting / completion rate⌉
 		// (sim, "Admission control"), which a full queue makes Q / μ, and
@@ -639,6 +642,33 @@ func predictParams(c *Config, k, mu float64, simulated, virtual bool) predict.Pa
 		p.RetryDelay = time.Duration(max(1, math.Ceil(p.QueueLimit/mu))) * time.Second
 	}
 	return p
+}
+
+// quotaParams gives p the simulator's gateway (sim.Gateway) in requests:
+// each bucket's refill and stock divided by what a request costs it (1
+// request; prompt + max_tokens tokens, at the workload's means), the
+// tightest bucket binding.
+func quotaParams(p *predict.Params, sc *sim.Config, o run.Options) {
+	tokens := 0.0
+	if prof, err := o.WorkloadProfile(); err == nil {
+		tokens = prof.Prompt.Mean() + min(prof.Output.Mean(), float64(prof.MaxTokens))
+	}
+	rate, stock := math.Inf(1), math.Inf(1)
+	for _, b := range []struct {
+		limit  int
+		window float64
+		cost   float64
+	}{{sc.QuotaRequestsPerMinute, 60, 1}, {sc.QuotaTokensPerMinute, 60, tokens}, {sc.QuotaTokensPerDay, 86400, tokens}} {
+		if b.limit <= 0 || b.cost <= 0 {
+			continue
+		}
+		rate = min(rate, float64(b.limit)/b.window/b.cost)
+		stock = min(stock, float64(b.limit)/b.cost)
+	}
+	if math.IsInf(rate, 1) || stock < 1 {
+		return
+	}
+	p.QuotaRate, p.QuotaBurst, p.QuotaQueue = rate, stock, float64(sc.GatewayQueue)
 }
 
 // simCapacity measures the simulated engine's capacity μ for the

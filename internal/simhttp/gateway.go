@@ -1,0 +1,116 @@
+package simhttp
+
+import (
+	"context"
+	"crypto/sha256"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/surge-bench/surge/internal/sim"
+)
+
+// gateways are the simulator's gateway (sim.Gateway) per API key: the
+// Authorization header's hash (never the key) names a key's buckets.
+type gateways struct {
+	cfg     sim.Config
+	headers string // sim.Config.GatewayHeaders
+	keys    map[[32]byte]*sim.Gateway
+}
+
+func newGateways(cfg sim.Config) *gateways {
+	if !cfg.HasGateway() {
+		return nil
+	}
+	return &gateways{cfg: cfg, headers: cfg.GatewayHeaders, keys: map[[32]byte]*sim.Gateway{}}
+}
+
+// admit asks the key's gateway about a request at now (under the
+// server's lock).
+func (g *gateways) admit(r *http.Request, now time.Duration, req sim.Request) sim.Admission {
+	k := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	gw := g.keys[k]
+	if gw == nil {
+		gw = sim.NewGateway(g.cfg)
+		g.keys[k] = gw
+	}
+	return gw.Admit(now, g.cfg.Cost(req))
+}
+
+// The nine rate-limit headers of a DigitalOcean-style managed endpoint
+// (limit, remaining, reset × requests, tokens per minute, tokens per
+// day), the bucket order of sim.Admission.Buckets.
+var quotaHeaders = [...][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens-Per-Minute", "X-Ratelimit-Remaining-Tokens-Per-Minute", "X-Ratelimit-Reset-Tokens-Per-Minute"},
+	{"X-Ratelimit-Limit-Tokens-Per-Day", "X-Ratelimit-Remaining-Tokens-Per-Day", "X-Ratelimit-Reset-Tokens-Per-Day"},
+}
+
+// writeQuota sets the rate-limit headers of a: per bucket its limit, what
+// remains, and its reset as DigitalOcean writes it, a Unix time in seconds
+// when the bucket will hold another request of this size, 0 when it does.
+func (s *Server) writeQuota(h http.Header, a *sim.Admission) {
+	for b, names := range quotaHeaders {
+		q := a.Buckets[b]
+		if !q.On {
+			continue
+		}
+		h.Set(names[0], strconv.FormatInt(q.Limit, 10))
+		h.Set(names[1], strconv.FormatInt(q.Remaining, 10))
+		reset := int64(0)
+		if q.Reset > 0 {
+			reset = int64(math.Ceil(float64(s.origin.Add(s.now()+q.Reset).UnixNano()) / 1e9))
+		}
+		h.Set(names[2], strconv.FormatInt(reset, 10))
+	}
+}
+
+// announceWait writes the gateway's wait in the convention chosen.
+func (g *gateways) announceWait(h http.Header, wait time.Duration) {
+	ms := strconv.FormatFloat(float64(wait)/1e6, 'f', 3, 64)
+	switch g.headers {
+	case "none":
+	case "kong":
+		h.Set("X-Kong-Proxy-Latency", strconv.FormatInt(int64(math.Round(float64(wait)/1e6)), 10))
+		h.Set("X-Kong-Upstream-Latency", "0") // the engine answers its headers at once
+	case "envoy":
+		h.Set("X-Envoy-Upstream-Service-Time", "0")
+	case "litellm":
+		h.Set("X-Litellm-Overhead-Duration-Ms", ms)
+	default:
+		h.Add("Server-Timing", "gateway;dur="+ms)
+	}
+}
+
+// holdAtGateway waits until release (sim time) unless the client goes
+// away first; false then.
+func (s *Server) holdAtGateway(ctx context.Context, release time.Duration) bool {
+	t := time.NewTimer(max(release-s.now(), 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+// gatewayRefusal is the gateway's 429: over quota, and its queue full or
+// none.
+func gatewayRefusal(a *sim.Admission) *apiError {
+	msg := "rate limit exceeded"
+	if a.Binding >= 0 {
+		msg += ": " + sim.BucketNames[a.Binding]
+	}
+	if a.Full {
+		msg += " (the gateway's queue is full)"
+	}
+	retry := 0
+	if a.RetryAfter > 0 {
+		retry = int(math.Ceil(a.RetryAfter.Seconds()))
+	}
+	return &apiError{status: http.StatusTooManyRequests, typ: "RateLimitError", message: msg, retryAfter: retry}
+}
