@@ -34,7 +34,14 @@ admission limit answering 429): arrivals past it are rejected. With
 --retries R the client sends a rejected request again up to R times, each
 after --retry-delay (the Retry-After hint): the retries are extra arrivals,
 and they keep the queue full after the burst ends. The model is then
-stepped forward in time (every 10 ms) instead of solved per interval.`,
+stepped forward in time (every 10 ms) instead of solved per interval.
+
+With --quota-rps q and --quota-burst S a quota stands in front of the
+engine (a managed endpoint's token bucket, in requests: a quota of 60,000
+tokens a minute at 250 tokens a request is q = 4 and S = 240). The burst
+spends its stock, then the gateway passes q req/s and holds the rest in
+--gateway-queue (or refuses it). When q < μ the quota binds: the backlog
+drains at q − λ.`,
 		Example: `  # the worked example: μ 10, λ 8, 60 s at 20 req/s → 600 waiting, 300 s to recover
   surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s
 
@@ -45,7 +52,10 @@ stepped forward in time (every 10 ms) instead of solved per interval.`,
   surge predict --mu 9.14 --lambda 4 --burst-rps 40 --burst 60s --timeout 60s
 
   # a queue of at most 100 and one retry after 5 s: recovery 64 s instead of 50 s
-  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --queue-limit 100 --retries 1 --retry-delay 5s`,
+  surge predict --mu 10 --lambda 8 --burst-rps 20 --burst 60s --queue-limit 100 --retries 1 --retry-delay 5s
+
+  # a quota of 4 req/s (stock 240) with a gateway queue of 50 binds before μ 28: 25 s
+  surge predict --mu 28 --lambda 2 --burst-rps 10 --burst 60s --quota-rps 4 --quota-burst 240 --gateway-queue 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := p.Validate(); err != nil {
@@ -109,6 +119,9 @@ stepped forward in time (every 10 ms) instead of solved per interval.`,
 	f.f64(&p.QueueLimit, "queue_limit", "queue-limit", "the server admits at most this many waiting requests and rejects the rest (0 = unbounded)")
 	f.integer(&p.Retries, "retries", "retries", "a rejected request is sent again up to this many times (0..10; needs --queue-limit to have an effect)")
 	f.dur(&p.RetryDelay, "retry_delay", "retry-delay", "the wait before each retry (the Retry-After hint; required with --retries)")
+	f.f64(&p.QuotaRate, "quota_rate", "quota-rps", "a quota in front of the engine that refills at this many requests/s (its limit ÷ its window ÷ what a request costs; 0 = none)")
+	f.f64(&p.QuotaBurst, "quota_burst", "quota-burst", "the requests the quota's bucket holds when full (its limit ÷ what a request costs; required with --quota-rps)")
+	f.f64(&p.QuotaQueue, "quota_queue", "gateway-queue", "requests over quota that wait at the gateway instead of being refused (0 = refused at once)")
 	cmd.Flags().DurationVar(&step, "step", 0, "also print the backlog timeline as CSV at this step (e.g. 10s)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the prediction as JSON")
 	return cmd

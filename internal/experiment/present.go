@@ -414,6 +414,108 @@ func percentiles(d analyze.Dist) report.Percentiles {
 	return report.Percentiles{P50: one(analyze.Q50), P95: one(analyze.Q95), P99: one(analyze.Q99)}
 }
 
+// Waterfall is where the time of each measured phase's requests went:
+// the means of schedule lag and connection wait (not in virtual time),
+// of the gateway's wait (when announced), of the engine's queue (its
+// per-request timing, else its scraped histogram), of the prefill (the
+// engine's, else the rest of the time to the first token), and of the
+// decode (completion − TTFT, from send).
+func Waterfall(res *run.Result) []report.WaterfallRow {
+	var rows []report.WaterfallRow
+	for i := range res.Analysis.Phases {
+		p := &res.Analysis.Phases[i]
+		l := &p.Latency
+		if p.Excluded || l.TTFTSend.Count == 0 {
+			continue
+		}
+		mean := func(d analyze.Dist) float64 {
+			if d.Count == 0 {
+				return 0
+			}
+			return d.MeanMs
+		}
+		row := report.WaterfallRow{Phase: p.Name}
+		add := func(name string, ms float64) {
+			row.Stages = append(row.Stages, report.WaterfallStage{Name: name, Ms: ms})
+		}
+		var conn float64
+		if !res.Virtual {
+			conn = mean(l.ConnWait)
+			add("schedule lag", mean(l.ScheduleLag))
+			add("connection wait", conn)
+		}
+		gw := mean(l.GatewayWait)
+		add("gateway", gw)
+		queue, prefill := 0.0, math.NaN()
+		if et, ok := res.EngineTiming[p.Name]; ok && et.Queue.Available {
+			queue = et.Queue.MeanMs
+			if et.Prefill.Available {
+				prefill = et.Prefill.MeanMs
+			}
+		} else if q, ok := res.QueueWait[p.Name]; ok && q.Available {
+			queue = q.MeanMs
+		}
+		add("engine queue", queue)
+		if math.IsNaN(prefill) {
+			prefill = max(mean(l.TTFTSend)-conn-gw-queue, 0)
+		}
+		add("prefill", prefill)
+		add("decode", max(mean(l.E2ESend)-mean(l.TTFTSend), 0))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// quotaSeries is the quota chart's data from the windows' rate-limit
+// headers; nil when no response carried any.
+func quotaSeries(a *analyze.Result) *report.QuotaSeries {
+	if a.Overall.Client.RateLimit.Responses == 0 {
+		return nil
+	}
+	q := &report.QuotaSeries{}
+	type bucket struct {
+		remaining, limit func(*analyze.RateLimitStats) int64
+		reset            func(*analyze.RateLimitStats) float64
+	}
+	all := []bucket{
+		{func(r *analyze.RateLimitStats) int64 { return r.LowestRemainingRequests }, func(r *analyze.RateLimitStats) int64 { return r.LimitRequests },
+			func(r *analyze.RateLimitStats) float64 { return r.LongestResetRequestsMs }},
+		{func(r *analyze.RateLimitStats) int64 { return r.LowestRemainingTokens }, func(r *analyze.RateLimitStats) int64 { return r.LimitTokens },
+			func(r *analyze.RateLimitStats) float64 { return r.LongestResetTokensMs }},
+		{func(r *analyze.RateLimitStats) int64 { return r.LowestRemainingTokensDay }, func(r *analyze.RateLimitStats) int64 { return r.LimitTokensDay },
+			func(r *analyze.RateLimitStats) float64 { return r.LongestResetTokensDayMs }},
+	}
+	overall := &a.Overall.Client.RateLimit
+	for i, b := range all {
+		if b.limit(overall) <= 0 && b.reset(overall) < 0 {
+			continue // the headers never named this bucket
+		}
+		qb := report.QuotaBucket{Name: analyze.BucketNames[i]}
+		for _, win := range a.Windows {
+			rl := &win.Client.RateLimit
+			pct, reset := math.NaN(), math.NaN()
+			if rem, lim := b.remaining(rl), b.limit(rl); rem >= 0 && lim > 0 {
+				pct = 100 * float64(rem) / float64(lim)
+			}
+			if ms := b.reset(rl); ms >= 0 {
+				reset = ms / 1000
+			}
+			qb.RemainingPercent = append(qb.RemainingPercent, pct)
+			qb.ResetS = append(qb.ResetS, reset)
+		}
+		q.Buckets = append(q.Buckets, qb)
+	}
+	for _, win := range a.Windows {
+		q.Throttled = append(q.Throttled, float64(win.Outcomes[record.RateLimited]))
+		retry := math.NaN()
+		if ms := win.Client.RateLimit.LongestRetryAfterMs; ms >= 0 {
+			retry = ms / 1000
+		}
+		q.RetryAfter = append(q.RetryAfter, retry)
+	}
+	return q
+}
+
 // Charts builds the HTML charts of one run.
 func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	a := res.Analysis
@@ -453,6 +555,8 @@ func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 			c.EngineRunning = append(c.EngineRunning, rv)
 		}
 	}
+	c.Quota = quotaSeries(a)
+	c.Waterfall = Waterfall(res)
 	for _, smp := range res.Engine {
 		wv, wok := smp.Value(scrape.Waiting)
 		rv, rok := smp.Value(scrape.Running)

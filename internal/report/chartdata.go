@@ -200,10 +200,7 @@ func checkWindows(rc *RunCharts) error {
 			return fmt.Errorf("times not ascending at %d: %v after %v", i, t, rc.T[i-1])
 		}
 	}
-	named := []struct {
-		name string
-		s    Series
-	}{
+	named := []namedSeries{
 		{"offered", rc.Offered}, {"sent", rc.Sent}, {"completed", rc.Completed}, {"goodput", rc.Goodput},
 		{"TTFT p50", rc.TTFT.P50}, {"TTFT p95", rc.TTFT.P95}, {"TTFT p99", rc.TTFT.P99},
 		{"completion p50", rc.Completion.P50}, {"completion p95", rc.Completion.P95}, {"completion p99", rc.Completion.P99},
@@ -211,12 +208,24 @@ func checkWindows(rc *RunCharts) error {
 		{"in flight", rc.InFlight}, {"engine waiting", rc.EngineWaiting}, {"engine running", rc.EngineRunning},
 		{"oldest waiting age", rc.OldestWaitingAge},
 	}
+	if q := rc.Quota; q != nil {
+		named = append(named, namedSeries{"429s", q.Throttled}, namedSeries{"Retry-After", q.RetryAfter})
+		for _, b := range q.Buckets {
+			named = append(named, namedSeries{b.Name + " remaining", b.RemainingPercent}, namedSeries{b.Name + " reset", b.ResetS})
+		}
+	}
 	for _, n := range named {
 		if n.s != nil && len(n.s) != len(rc.T) {
 			return fmt.Errorf("series %q has %d points, want %d (one per time window)", n.name, len(n.s), len(rc.T))
 		}
 	}
 	return nil
+}
+
+// namedSeries is a series and its name, for errors.
+type namedSeries struct {
+	name string
+	s    Series
 }
 
 // chartPhases checks the phases' intervals and gives each its colour.
@@ -352,6 +361,9 @@ func (run *chartRun) addWindowCharts(rc *RunCharts) {
 		run.Notes = append(run.Notes, NoteEngineUnavailable)
 	}
 	run.add(waitingChart(rc, ds, winNote), "")
+	if rc.Quota != nil {
+		run.add(quotaChart(rc, ds, winNote), "")
+	}
 	run.add(latencyChart("ttft", "TTFT by arrival window", rc.TTFT, rc.TTFTDeadlineMs, ds, winNote),
 		"TTFT latency unavailable: no samples")
 	run.add(latencyChart("completion", "Completion latency by arrival window", rc.Completion, rc.CompletionDeadlineMs, ds, winNote),
@@ -419,6 +431,30 @@ func waitingChart(rc *RunCharts, ds buckets, winNote string) chart {
 		q.Note = strings.TrimSuffix(q.Note, "; ")
 	}
 	return q
+}
+
+// quotaColors are the buckets' colours, in the order of QuotaSeries.Buckets.
+var quotaColors = []string{"#1f77b4", "#d62728", "#9467bd"}
+
+// quotaChart is a managed endpoint's quota per window: each bucket's
+// lowest remaining share of its limit, and on the right axis its longest
+// reset projected and the longest Retry-After; the 429s are the counts
+// on hover.
+func quotaChart(rc *RunCharts, ds buckets, winNote string) chart {
+	q := rc.Quota
+	c := stepped(chart{ID: "quota", Title: "Quota: remaining and refill by arrival window", Y: "remaining, % of limit", Y2: "seconds until refill",
+		Counts: ds.sum(q.Throttled), CountLabel: "429s"}, winNote)
+	for i, b := range q.Buckets {
+		color := quotaColors[i%len(quotaColors)]
+		c.Series = append(c.Series, chartSeries{Label: b.Name + " remaining", Color: color, Width: 2, Unit: "%", Scale: "y", Values: ds.min(b.RemainingPercent)})
+		c.Series = append(c.Series, chartSeries{Label: b.Name + " reset", Color: color, Dash: []int{5, 3}, Width: 1.5, Scale: "y2", Unit: "s", Values: ds.max(b.ResetS)})
+	}
+	c.Series = append(c.Series, chartSeries{Label: "Retry-After (longest)", Color: "#8c564b", Dash: []int{2, 3}, Scale: "y2", Unit: "s", Values: ds.max(q.RetryAfter)})
+	c.Series = present(c.Series...)
+	if allGaps(c.Series) {
+		c.Series = nil
+	}
+	return c
 }
 
 // latencyChart is one latency's p50, p95 and p99 per window on a log
@@ -516,6 +552,13 @@ func mergeTailWindow(rc *RunCharts, end float64) *RunCharts {
 	c.TTFT = LatencySeries{P50: repeat(rc.TTFT.P50), P95: repeat(rc.TTFT.P95), P99: repeat(rc.TTFT.P99), N: blank(rc.TTFT.N)}
 	c.Completion = LatencySeries{P50: repeat(rc.Completion.P50), P95: repeat(rc.Completion.P95), P99: repeat(rc.Completion.P99), N: blank(rc.Completion.N)}
 	c.Counts = blank(rc.Counts)
+	if q := rc.Quota; q != nil {
+		nq := QuotaSeries{Throttled: blank(q.Throttled), RetryAfter: repeat(q.RetryAfter)}
+		for _, b := range q.Buckets {
+			nq.Buckets = append(nq.Buckets, QuotaBucket{Name: b.Name, RemainingPercent: repeat(b.RemainingPercent), ResetS: repeat(b.ResetS)})
+		}
+		c.Quota = &nq
+	}
 	return &c
 }
 
@@ -590,6 +633,20 @@ func (b buckets) max(s Series) Series {
 		m := math.NaN()
 		for _, v := range r {
 			if finite(v) && (math.IsNaN(m) || v > m) {
+				m = v
+			}
+		}
+		return m
+	})
+}
+
+// min keeps each run's smallest finite value (NaN when none): what
+// remains of a quota.
+func (b buckets) min(s Series) Series {
+	return b.fold(s, func(r Series) float64 {
+		m := math.NaN()
+		for _, v := range r {
+			if finite(v) && (math.IsNaN(m) || v < m) {
 				m = v
 			}
 		}

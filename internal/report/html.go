@@ -137,12 +137,37 @@ type RunCharts struct {
 	MeasuredBacklogT, MeasuredBacklog   Series
 	MeasuredBacklogLabel                string // what the measured curve counts, e.g. "engine waiting"
 
+	// Waterfall is where the time of each phase's requests went (nil:
+	// not drawn).
+	Waterfall []WaterfallRow
+	// Quota is the rate-limit headers per window (a managed endpoint's
+	// quotas): nil when no response carried any.
+	Quota *QuotaSeries
+
 	Phases  []Phase
 	Markers []Marker
 	// Bands are the scaling events (one new replica each, from its request
 	// to the first request it served), drawn as strips along the bottom
 	// of every chart; seconds since the run's start.
 	Bands []Band
+}
+
+// QuotaSeries are the quota buckets per window, on RunCharts.T.
+type QuotaSeries struct {
+	// Buckets: per bucket the lowest remaining share of its limit (%) and
+	// the longest reset projected (s) among the window's responses; NaN
+	// where no response of the window carried it.
+	Buckets []QuotaBucket
+	// Throttled counts the window's 429s; RetryAfter is the longest
+	// Retry-After of the window (s, NaN: none).
+	Throttled, RetryAfter Series
+}
+
+// QuotaBucket is one bucket's series.
+type QuotaBucket struct {
+	Name             string // requests per minute, tokens per minute, tokens per day
+	RemainingPercent Series
+	ResetS           Series
 }
 
 // Band is one interval of a run drawn as a strip, e.g. "r1: pod created →
@@ -195,7 +220,7 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 		return err
 	}
 	for i, run := range data.Runs {
-		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta, Summary: newHTMLSummary(r.Runs[i].Summary)})
+		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta, Summary: newHTMLSummary(r.Runs[i].Summary), Waterfall: newHTMLWaterfall(r.Runs[i].Waterfall)})
 	}
 	var b bytes.Buffer
 	if err := pageTmpl.Execute(&b, page); err != nil {
@@ -218,10 +243,11 @@ type htmlPage struct {
 }
 
 type htmlRun struct {
-	Index   int
-	Run     chartRun
-	Meta    []KV
-	Summary *htmlSummary
+	Index     int
+	Run       chartRun
+	Meta      []KV
+	Summary   *htmlSummary
+	Waterfall *htmlWaterfall
 }
 
 // htmlSummary is a RunSummary prepared for the template: facts in words,

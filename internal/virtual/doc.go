@@ -21,7 +21,7 @@
 // Records are judged with analyze.Judge against Config.Deadlines (Good).
 // Engine samples are simulator snapshots every Config.ScrapeInterval from
 // 0, and one more after the last event, as if scraped. Queue waits are
-// exact: admission − scheduled time of every admitted request, in seconds,
+// exact: admission − arrival at the engine (the scheduled time, plus any wait at the simulator's gateway) of every admitted request, in seconds,
 // by phase (the model knows the admission times; no histogram buckets).
 //
 // # Open loop

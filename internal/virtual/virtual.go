@@ -283,7 +283,7 @@ func addWait(m map[string]*analyze.WaitHist, phase string, o *sim.Outcome) {
 		w = &analyze.WaitHist{}
 		m[phase] = w
 	}
-	w.Add(o.AdmittedAt - o.ScheduledAt)
+	w.Add(o.AdmittedAt - o.ScheduledAt - o.GatewayWait) // the engine's queue: from its arrival there, after the gateway
 }
 
 // output assembles the Output of a finished simulation.

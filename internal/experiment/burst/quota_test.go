@@ -2,12 +2,16 @@ package burst
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/report/browsertest"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -65,4 +69,57 @@ func TestQuotaBurstIsThrottledAndRecoversAtTheRefill(t *testing.T) {
 			t.Errorf("terminal lacks %q:\n%s", want, term)
 		}
 	}
+}
+
+// TestQuotaReportInChromium opens the report of a throttled burst in
+// headless Chromium: every chart draws, the quota chart among them, and
+// the waterfall shows the gateway's wait. Its screenshot is the one in
+// docs/guides/real-engines-and-metrics.md (SURGE_ARTIFACTS=/tmp/a go test
+// ./internal/experiment/burst/ -run QuotaReport; cp
+// /tmp/a/quota-run.png docs/report-quota.png).
+func TestQuotaReportInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser check skipped in -short mode")
+	}
+	_, dir, out := virtualBurst(t, func(c *Config) {
+		c.BaselineRPS, c.Multipliers = 2, []float64{5}
+		c.Warmup, c.Baseline, c.Burst, c.Recovery, c.RecoveryLimit = 10*time.Second, 90*time.Second, time.Minute, 2*time.Minute, 3*time.Minute
+		c.Options.PromptTokens, c.Options.OutputTokens = workload.FixedLength(200), workload.FixedLength(50)
+		c.Options.Sim.QuotaTokensPerMinute, c.Options.Sim.GatewayQueue = 60000, 50
+	})
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, s := range []string{`"id":"quota"`, `class="wf-row"`, `title="gateway: `, "tokens per minute remaining"} {
+		if !strings.Contains(string(html), s) {
+			t.Errorf("the page lacks %s", s)
+		}
+	}
+	// The run's section alone: waterfall and charts, the tables hidden.
+	runOnly := strings.Replace(string(html), "</head>", "<style>section.results{display:none}</style></head>", 1)
+	page := filepath.Join(t.TempDir(), "run.html")
+	if err := os.WriteFile(page, []byte(runOnly), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(browsertest.ArtifactDir(t), "quota-run.png")
+	dom := browsertest.Run(t, "--virtual-time-budget=5000", "--window-size=1300,2600", "--dump-dom", "--screenshot="+shot, "file://"+page)
+	attrs := browsertest.BodyAttrs(t, dom)
+	if e := attrs["data-js-errors"]; e != "" {
+		t.Errorf("JavaScript errors: %s", e)
+	}
+	if want, drawn := attrs["data-charts-expected"], attrs["data-charts-drawn"]; drawn != want {
+		t.Errorf("%s of %s charts drawn", drawn, want)
+	}
+	quota := false
+	for _, c := range browsertest.ChartDivs(dom) {
+		if ink, err := strconv.Atoi(c["data-ink"]); err != nil || ink < 5 {
+			t.Errorf("chart %s: data-ink %q: the plot area is (nearly) blank", c["data-chart-id"], c["data-ink"])
+		}
+		quota = quota || c["data-chart-id"] == "quota"
+	}
+	if !quota {
+		t.Error("no quota chart drawn")
+	}
+	browsertest.CheckShot(t, shot)
 }

@@ -516,10 +516,56 @@ func printFound(w io.Writer, cr *Result) {
 	default:
 		fmt.Fprintf(w, "Sustainable capacity: at least %s req/s (no step failed).\n", experiment.FmtRate(cr.SustainableRPS))
 	}
+	if note := cr.quotaNote(); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	if cr.SustainableRPS > 0 {
 		fmt.Fprintf(w, "Suggested baseline: %s req/s (%g × sustainable), e.g. surge burst --baseline-rps %s --capacity-rps %s, with this search's workload flags\n",
 			experiment.FmtRate(cr.BaselineRPS), cr.BaselineFraction, experiment.FmtRate(cr.BaselineRPS), experiment.FmtRate(cr.SustainableRPS))
 	}
+}
+
+// quotaNote says when the search stopped at a quota rather than at the
+// service's capacity: the lowest failing step was throttled (a quota
+// bucket was short, and 429s are at least half of the arrivals that
+// missed the SLO's deadlines). It then gives the account's capacity at test time, the highest
+// passing step's completions and tokens per minute, and the bucket that
+// bound. "" otherwise.
+func (cr *Result) quotaNote() string {
+	var pass, fail *Step
+	for i := range cr.Steps {
+		st := &cr.Steps[i]
+		switch {
+		case st.Result == nil || st.Result.Analysis == nil:
+		case st.Pass && st.Rate == cr.SustainableRPS:
+			pass = st
+		case !st.Pass && st.Rate == cr.LowestFailingRPS:
+			fail = st
+		}
+	}
+	if fail == nil {
+		return ""
+	}
+	o := &fail.Result.Analysis.Overall
+	text, _, ok := judge.Binding(&o.Client.RateLimit, 0)
+	throttled := o.Outcomes[record.RateLimited]
+	missed := o.Offered - int64(math.Round(o.GoodputRatio*float64(o.Offered)))
+	if !ok || throttled == 0 || 2*throttled < missed {
+		return ""
+	}
+	bucket := strings.TrimPrefix(text, "bound by ")
+	bucket, _, _ = strings.Cut(bucket, ":")
+	note := fmt.Sprintf("The search stopped at a quota, not at the service's capacity: %s req/s was throttled (%.1f%% of its arrivals got 429, %s).",
+		experiment.FmtRate(fail.Rate), 100*o.RateLimitRate, text)
+	if pass != nil {
+		po := &pass.Result.Analysis.Overall
+		tokensPerMin := 0.0
+		if po.Succeeded > 0 {
+			tokensPerMin = float64(po.PromptTokens+po.OutputTokens) / float64(po.Succeeded) * po.CompletedRPS * 60
+		}
+		note += fmt.Sprintf(" Account capacity at test time: %.2f req/s and %.0f tokens/min, bound by %s (a step also spends what the buckets held at its start: the refill alone may be lower).", po.CompletedRPS, tokensPerMin, bucket)
+	}
+	return note
 }
 
 // partialFound is what a search cut short found: never "no step met

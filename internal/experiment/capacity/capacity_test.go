@@ -331,3 +331,25 @@ func TestColumnsDocumented(t *testing.T) {
 	}
 	exptest.Documented(t, keys)
 }
+
+// TestCapacityStopsAtAQuota: against a managed endpoint whose quota is
+// far below the engine's capacity (120 requests a minute), the search
+// stops at the quota and says so, with the account's capacity at test
+// time and the bucket that bound, instead of calling the quota the
+// service's capacity.
+func TestCapacityStopsAtAQuota(t *testing.T) {
+	c := DefaultConfig()
+	c.Simulate = true
+	c.Options.PromptTokens, c.Options.OutputTokens = workload.FixedLength(200), workload.FixedLength(50)
+	c.Options.Sim.QuotaRequestsPerMinute = 120
+	env, out := capacityEnv(t, c.Options)
+	d := exptest.Dir(t)
+	if _, err := Capacity(context.Background(), env, &c, d, out); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"The search stopped at a quota, not at the service's capacity", "Account capacity at test time: ", "bound by requests per minute"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+}
