@@ -149,3 +149,40 @@ func TestDoRecordsGatewayTiming(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTimingHeaders: any value in any rate-limit or gateway timing header
+// is read as a number, left out or counted as unparsed, and never gives a
+// negative count, reset or duration.
+func FuzzTimingHeaders(f *testing.F) {
+	for _, s := range []string{"60", "1m30s", "60s", "-1", "1e6", "99999999999999999999", "0.012s", "1800000030", "Wed, 21 Oct 2015 07:28:00 GMT", "-", "", "NaN", "Inf", "1.5us"} {
+		f.Add(s)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	names := []string{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Reset-Tokens-Per-Minute",
+		"X-Ratelimit-Remaining-Tokens-Per-Day", "X-Ratelimit-Reset-Tokens-Per-Day", hdrKongProxy, hdrKongUpstream, hdrEnvoyUpstream, hdrLiteLLMWait, hdrLiteLLMTotal, "Retry-After"}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		for _, n := range names {
+			h[n] = []string{v}
+		}
+		l := parseRateLimit(h, now)
+		for _, x := range []int64{l.LimitRequests, l.LimitTokens, l.RemainingRequests, l.RemainingTokens, l.ResetRequestsNs, l.ResetTokensNs,
+			l.LimitTokensDay, l.RemainingTokensDay, l.ResetTokensDayNs} {
+			if x != record.None && x < 0 {
+				t.Fatalf("%q: negative %d in %+v", v, x, l)
+			}
+		}
+		if d, ok := parseRetryAfter(v, now); ok && (d < 0 || d > maxRetryAfter) {
+			t.Fatalf("%q: Retry-After %v", v, d)
+		}
+		for _, conv := range GatewayTimingNames {
+			g, _ := ParseGatewayTiming(conv)
+			rec := record.New("x", 0, "p", 0)
+			rec.SentNs, rec.ConnNs, rec.HeadersNs = 1, 2, 50e6
+			g.apply(&rec, h)
+			if rec.GatewayNs != record.None && (rec.GatewayNs < 0 || rec.GatewayNs > 3.6e12) || rec.UpstreamNs != record.None && (rec.UpstreamNs < 0 || rec.UpstreamNs > 3.6e12) {
+				t.Fatalf("%q %s: gateway %d upstream %d", v, conv, rec.GatewayNs, rec.UpstreamNs)
+			}
+		}
+	})
+}
