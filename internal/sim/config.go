@@ -152,7 +152,8 @@ type Config struct {
 	// The gateway in front of the engine (gateway.go): one API key's
 	// quotas, as a managed endpoint has them, and its queue. A request
 	// over quota waits in the queue while it has room (GatewayQueue
-	// requests), or is refused with 429, the x-ratelimit-* headers of
+	// requests; no effect without a quota, so that --vary can set the
+	// quota alone), or is refused with 429, the x-ratelimit-* headers of
 	// each bucket and Retry-After. 0 = no such quota; no quota = no
 	// gateway.
 	QuotaRequestsPerMinute int `yaml:"quota_requests_per_minute"`
@@ -308,7 +309,6 @@ func (c *Config) Validate() error {
 		geInt("quota_tokens_per_minute", c.QuotaTokensPerMinute, 0, "0 (0 = no quota)"),
 		geInt("quota_tokens_per_day", c.QuotaTokensPerDay, 0, "0 (0 = no quota)"),
 		geInt("gateway_queue", c.GatewayQueue, 0, "0 (0 = refuse at once)"),
-		{c.GatewayQueue > 0 && !c.HasGateway(), "gateway_queue", "needs a quota (quota_requests_per_minute, quota_tokens_per_minute or quota_tokens_per_day): the queue holds requests over quota"},
 		{c.GatewayHeaders != "" && !slices.Contains(GatewayHeaderStyles, c.GatewayHeaders), "gateway_headers",
 			fmt.Sprintf("must be one of %s, got %q", strings.Join(GatewayHeaderStyles, ", "), c.GatewayHeaders)},
 		{faultSum > 1+1e-9, "fault_500+fault_503+fault_reset+fault_malformed+fault_stall+fault_slow_headers",
