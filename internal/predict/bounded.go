@@ -58,10 +58,7 @@ func stepBounded(p Params, observe func(t, backlog float64)) Prediction {
 	pr := Prediction{Model: p.Model(), Params: p, DrainRate: p.finalMu() - p.Lambda}
 	end := p.BurstLen.Seconds()
 	segs := p.segments()
-	last := math.Max(end, p.boostAt())
-	if math.IsInf(last, 1) {
-		last = end
-	}
+	last := p.lastChange()
 	horizon, dt := boundedGrid(p, pr.DrainRate, last)
 	q := newRetryQueue(p, dt)
 	var b float64

@@ -225,6 +225,16 @@ func (p Params) boostAt() float64 {
 	return p.BoostAt.Seconds()
 }
 
+// lastChange is when the last rate changes, in seconds from the burst
+// start: the burst end, or a boost after it.
+func (p Params) lastChange() float64 {
+	end := p.BurstLen.Seconds()
+	if b := p.boostAt(); !math.IsInf(b, 1) && b > end {
+		return b
+	}
+	return end
+}
+
 // finalMu is the capacity after every change.
 func (p Params) finalMu() float64 {
 	if p.BoostMu > 0 {

@@ -20,10 +20,7 @@ func stepQuota(p Params, observe func(t, backlog float64)) Prediction {
 	pr := Prediction{Model: p.Model(), Params: p}
 	end := p.BurstLen.Seconds()
 	segs := p.segments()
-	last := math.Max(end, p.boostAt())
-	if math.IsInf(last, 1) {
-		last = end
-	}
+	last := p.lastChange()
 	through := math.Min(p.QuotaRate, p.finalMu()) // what reaches completion in the end
 	pr.DrainRate = through - p.Lambda
 	horizon := last + 3600
