@@ -4,12 +4,16 @@
 //   - Ollama built from the Go module proxy (scripts/ollama-e2e.sh starts it
 //     and sets OLLAMA_BASE_URL, OLLAMA_MODEL and OLLAMA_LOG; ollama_test.go);
 //   - vLLM's CPU build from PyPI (scripts/vllm-e2e.sh sets VLLM_BASE_URL,
-//     VLLM_MODEL and VLLM_METRICS_URL; vllm_test.go).
+//     VLLM_MODEL and VLLM_METRICS_URL; vllm_test.go);
+//   - Debian's nginx as a rate-limiting gateway in front of surge's
+//     simulator (scripts/nginx-e2e.sh sets NGINX_BASE_URL and
+//     NGINX_ACCESS_LOG; nginx_test.go).
 //
 // The tests of an engine whose variables are unset skip.
 //
 //	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
 //	scripts/vllm-e2e.sh -- go test -count=1 -v -run VLLM ./e2e/
+//	scripts/nginx-e2e.sh -- go test -count=1 -v -run Nginx ./e2e/
 package e2e
 
 import (
@@ -28,8 +32,8 @@ import (
 var surgeBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("OLLAMA_BASE_URL") == "" && os.Getenv("VLLM_BASE_URL") == "" {
-		fmt.Println("e2e: neither OLLAMA_BASE_URL nor VLLM_BASE_URL is set; run through scripts/ollama-e2e.sh or scripts/vllm-e2e.sh to test against a real engine")
+	if os.Getenv("OLLAMA_BASE_URL") == "" && os.Getenv("VLLM_BASE_URL") == "" && os.Getenv("NGINX_BASE_URL") == "" {
+		fmt.Println("e2e: none of OLLAMA_BASE_URL, VLLM_BASE_URL, NGINX_BASE_URL is set; run through scripts/ollama-e2e.sh, scripts/vllm-e2e.sh or scripts/nginx-e2e.sh to test against a real engine")
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "surge-e2e")

@@ -105,8 +105,9 @@ candidate() {
 		apt-get update -qq >/dev/null 2>&1 || true
 		v=$(apt-cache policy nginx 2>/dev/null | awk '/Candidate:/ {print $2}')
 	fi
-	[ -n "$v" ] && [ "$v" != "(none)" ] ||
+	if [ -z "$v" ] || [ "$v" = "(none)" ]; then
 		die "apt knows no nginx package (run apt-get update as root, or set SURGE_NGINX_BIN)"
+	fi
 	echo "$v"
 }
 
@@ -174,11 +175,13 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/surge-nginx.XXXXXX")
 LOG=$TMP/error.log
 ACCESS=${SURGE_NGINX_ACCESS_LOG:-$TMP/access.log}
 SIM_LOG=$TMP/sim.log
-PID= SIM_PID=
+PID=''
+SIM_PID=''
 
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	local status=$?
+	set +e # (exit "$status") below must not end the trap
 	if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
 		kill -TERM -- "-$SIM_PID" 2>/dev/null || true
 		for _ in $(seq "$STOP_TENTHS"); do kill -0 "$SIM_PID" 2>/dev/null || break; sleep 0.1; done
@@ -228,7 +231,7 @@ daemon off;
 worker_processes 1;
 $user
 pid $TMP/nginx.pid;
-error_log $LOG notice;
+error_log $LOG warn;
 events { worker_connections 1024; }
 http {
 	client_body_temp_path $TMP/client_body;
@@ -285,18 +288,19 @@ start_nginx() {
 		PORT=$(free_port)
 		write_conf
 		: >"$LOG"
-		LD_LIBRARY_PATH=$LIBS setsid "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$LOG" >>"$LOG" 2>&1 </dev/null &
+		LD_LIBRARY_PATH=$LIBS setsid "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$LOG" >"$TMP/nginx.out" 2>&1 </dev/null &
 		PID=$!
 		for _ in $(seq 100); do
 			curl -fsS -o /dev/null "http://127.0.0.1:$PORT/gateway-health" 2>/dev/null && return 0
 			kill -0 "$PID" 2>/dev/null || break
 			sleep 0.1
 		done
-		if grep -q 'Address already in use' "$LOG"; then
+		if grep -q 'Address already in use' "$LOG" "$TMP/nginx.out"; then
 			wait "$PID" 2>/dev/null || true
 			PID=
 			continue
 		fi
+		cat "$TMP/nginx.out" >&2
 		die "nginx did not come up; see $LOG"
 	done
 	die "could not bind a loopback port for nginx"

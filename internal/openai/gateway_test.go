@@ -101,6 +101,10 @@ func TestGatewayConventions(t *testing.T) {
 		{"server-timing", nil, []record.Timing{tm("total", ms(5)), tm("upstream", ms(9))}, record.None, ms(9)},
 		{"header:x-request-time,x-upstream-header-time", nginxH, nil, ms(7), ms(40)},
 		{"header:x-request-time", nginxH, nil, ms(47), record.None},
+		// nginx rounds the two on separate clocks: 1 ms the wrong way is
+		// a wait of 0; more is no wait at all.
+		{"header:x-request-time,x-upstream-header-time", http.Header{"X-Request-Time": {"0.000s"}, "X-Upstream-Header-Time": {"0.001s"}}, nil, 0, ms(1)},
+		{"header:x-request-time,x-upstream-header-time", http.Header{"X-Request-Time": {"0.040s"}, "X-Upstream-Header-Time": {"0.042s"}}, nil, record.None, ms(42)},
 		{"header:x-absent", nginxH, nil, record.None, record.None},
 	} {
 		g, err := ParseGatewayTiming(tc.conv)
