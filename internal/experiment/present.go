@@ -596,6 +596,25 @@ func milestoneLabel(e sim.Event) string {
 // so the running batch is not in it), else the client's in-flight count
 // on the analysis timeline; label names which.
 func MeasuredBacklog(res *run.Result) (t, v report.Series, label string) {
+	if res.Analysis != nil && simGateway(res.Analysis) && len(res.Engine) > 0 {
+		// A gateway in front holds its own queue, which the engine's
+		// waiting count does not see: what waits anywhere is what the
+		// client has in flight less what the engine is running.
+		j, running := 0, 0.0
+		for _, s := range res.Analysis.Timeline {
+			for j < len(res.Engine) && float64(res.Engine[j].TNs)/1e6 <= s.TMs {
+				if rv, ok := res.Engine[j].Value(scrape.Running); ok {
+					running = rv
+				}
+				j++
+			}
+			t = append(t, s.TMs/1000)
+			v = append(v, max(float64(s.InFlight)-running, 0))
+		}
+		if len(t) > 0 {
+			return t, v, "client in flight − engine running (waiting at the gateway or in the engine)"
+		}
+	}
 	for _, smp := range res.Engine {
 		wv, wok := smp.Value(scrape.Waiting)
 		if !wok {

@@ -4,12 +4,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
+	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/report/browsertest"
 	"github.com/surge-bench/surge/internal/workload"
@@ -58,6 +60,12 @@ func TestQuotaBurstIsThrottledAndRecoversAtTheRefill(t *testing.T) {
 	// The stock of 240 lasts 240 / (10 − 4) = 40 s into the burst.
 	if at := (b.EmptyAtMs - burst.StartMs) / 1000; math.Abs(at-40) > 5 {
 		t.Errorf("the bucket emptied at +%.1f s, want about +40 s", at)
+	}
+	// The backlog waits at the gateway, not in the engine: the measured
+	// curve counts it, and peaks near the predicted queue of 50.
+	_, v, label := experiment.MeasuredBacklog(r.Result)
+	if peak := slices.Max(v); peak < 0.8*r.Prediction.PeakBacklog || !strings.Contains(label, "gateway") {
+		t.Errorf("measured backlog peak %.0f (%s), predicted %.0f", peak, label, r.Prediction.PeakBacklog)
 	}
 	for _, want := range []string{
 		"quota, burst: bound by tokens per minute",
