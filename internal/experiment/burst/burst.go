@@ -528,6 +528,16 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 				}
 			}
 		}
+		if base, ok := res.Analysis.Phase(schedule.PhaseBaseline); ok && r.Prediction != nil && !env.Simulated {
+			// A managed endpoint announced its quota: predict with it,
+			// after the fact (the limits are known only from its answers).
+			p := r.Prediction.Params
+			if headerQuota(&p, &base.Client.RateLimit, c.Options) {
+				if pr, err := predict.Predict(p); err == nil {
+					r.Prediction, r.MuSource = &pr, r.MuSource+"; quota from the baseline's rate-limit headers"
+				}
+			}
+		}
 		res.Burst = &rundir.BurstInfo{K: k, BaselineRPS: c.BaselineRPS, Mu: r.Mu, MuSource: r.MuSource, Prediction: r.Prediction,
 			BurstEndNs: int64(r.BurstEnd), PlannedRecoveryNs: int64(c.Recovery), SettleNs: int64(r.Settle), SettleNote: r.SettleNote}
 	}
@@ -644,31 +654,49 @@ func predictParams(c *Config, k, mu float64, simulated, virtual bool) predict.Pa
 	return p
 }
 
-// quotaParams gives p the simulator's gateway (sim.Gateway) in requests:
-// each bucket's refill and stock divided by what a request costs it (1
-// request; prompt + max_tokens tokens, at the workload's means), the
-// tightest bucket binding.
+// quotaParams gives p the simulator's gateway (sim.Gateway) in requests.
 func quotaParams(p *predict.Params, sc *sim.Config, o run.Options) {
-	tokens := 0.0
-	if prof, err := o.WorkloadProfile(); err == nil {
-		tokens = prof.Prompt.Mean() + min(prof.Output.Mean(), float64(prof.MaxTokens))
+	quotaOf(p, [3]int64{int64(sc.QuotaRequestsPerMinute), int64(sc.QuotaTokensPerMinute), int64(sc.QuotaTokensPerDay)}, tokensPerRequest(o), float64(sc.GatewayQueue))
+}
+
+// headerQuota gives p the quota a real endpoint announced in the
+// baseline's rate-limit headers (the largest limits seen: requests and
+// tokens per minute, tokens per day), refusing what is over it (managed
+// endpoints answer 429, they do not queue). False when the headers named
+// no limit.
+func headerQuota(p *predict.Params, rl *analyze.RateLimitStats, o run.Options) bool {
+	return quotaOf(p, [3]int64{rl.LimitRequests, rl.LimitTokens, rl.LimitTokensDay}, tokensPerRequest(o), 0)
+}
+
+// tokensPerRequest is what a request costs a token quota: prompt +
+// max_tokens, at the workload's means (0 when unknown).
+func tokensPerRequest(o run.Options) float64 {
+	prof, err := o.WorkloadProfile()
+	if err != nil {
+		return 0
 	}
+	return prof.Prompt.Mean() + min(prof.Output.Mean(), float64(prof.MaxTokens))
+}
+
+// quotaOf sets p's quota from the limits of the requests-per-minute,
+// tokens-per-minute and tokens-per-day buckets (≤ 0: none): each bucket's
+// refill and stock divided by what a request costs it (1 request, or
+// tokens), the tightest binding. False when no bucket applies.
+func quotaOf(p *predict.Params, limits [3]int64, tokens, queue float64) bool {
+	windows, costs := [3]float64{60, 60, 86400}, [3]float64{1, tokens, tokens}
 	rate, stock := math.Inf(1), math.Inf(1)
-	for _, b := range []struct {
-		limit  int
-		window float64
-		cost   float64
-	}{{sc.QuotaRequestsPerMinute, 60, 1}, {sc.QuotaTokensPerMinute, 60, tokens}, {sc.QuotaTokensPerDay, 86400, tokens}} {
-		if b.limit <= 0 || b.cost <= 0 {
+	for i, limit := range limits {
+		if limit <= 0 || costs[i] <= 0 {
 			continue
 		}
-		rate = min(rate, float64(b.limit)/b.window/b.cost)
-		stock = min(stock, float64(b.limit)/b.cost)
+		rate = min(rate, float64(limit)/windows[i]/costs[i])
+		stock = min(stock, float64(limit)/costs[i])
 	}
 	if math.IsInf(rate, 1) || stock < 1 {
-		return
+		return false
 	}
-	p.QuotaRate, p.QuotaBurst, p.QuotaQueue = rate, stock, float64(sc.GatewayQueue)
+	p.QuotaRate, p.QuotaBurst, p.QuotaQueue = rate, stock, queue
+	return true
 }
 
 // simCapacity measures the simulated engine's capacity μ for the

@@ -13,6 +13,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/experiment"
 	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/predict"
 	"github.com/surge-bench/surge/internal/report/browsertest"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -130,4 +131,25 @@ func TestQuotaReportInChromium(t *testing.T) {
 		t.Error("no quota chart drawn")
 	}
 	browsertest.CheckShot(t, shot)
+}
+
+// TestHeaderQuota: a real endpoint's limits, from its baseline's headers,
+// become the prediction's quota in requests: 60,000 tokens a minute at
+// 250 tokens a request and 600 requests a minute bind at 4 req/s with a
+// stock of 240; a day's bucket of 1,000,000 tokens allows only 0.046 req/s.
+func TestHeaderQuota(t *testing.T) {
+	o := DefaultConfig().Options
+	o.PromptTokens, o.OutputTokens = workload.FixedLength(200), workload.FixedLength(50)
+	var p predict.Params
+	rl := analyze.RateLimitStats{LimitRequests: 600, LimitTokens: 60000, LimitTokensDay: -1}
+	if !headerQuota(&p, &rl, o) || math.Abs(p.QuotaRate-4) > 0.01 || math.Abs(p.QuotaBurst-240) > 0.1 || p.QuotaQueue != 0 {
+		t.Errorf("minute buckets: %+v", p)
+	}
+	rl.LimitTokensDay = 1_000_000
+	if !headerQuota(&p, &rl, o) || math.Abs(p.QuotaRate-1e6/86400/250) > 1e-6 {
+		t.Errorf("day bucket: rate %v", p.QuotaRate)
+	}
+	if headerQuota(&predict.Params{}, &analyze.RateLimitStats{LimitRequests: -1, LimitTokens: -1, LimitTokensDay: -1}, o) {
+		t.Error("no limits named, yet a quota")
+	}
 }
