@@ -6,7 +6,8 @@
 //   - vLLM's CPU build from PyPI (scripts/vllm-e2e.sh sets VLLM_BASE_URL,
 //     VLLM_MODEL and VLLM_METRICS_URL; vllm_test.go);
 //   - Debian's nginx as a rate-limiting gateway in front of surge's
-//     simulator (scripts/nginx-e2e.sh sets NGINX_BASE_URL and
+//     simulator, or with NGINX_UPSTREAM in front of Ollama
+//     (scripts/nginx-e2e.sh sets NGINX_BASE_URL, NGINX_UPSTREAM and
 //     NGINX_ACCESS_LOG; nginx_test.go).
 //
 // The tests of an engine whose variables are unset skip.
@@ -14,6 +15,8 @@
 //	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
 //	scripts/vllm-e2e.sh -- go test -count=1 -v -run VLLM ./e2e/
 //	scripts/nginx-e2e.sh -- go test -count=1 -v -run Nginx ./e2e/
+//	NGINX_RATE=4r/s NGINX_BURST=4 scripts/ollama-e2e.sh -- bash -c \
+//	  'NGINX_UPSTREAM=$OLLAMA_BASE_URL scripts/nginx-e2e.sh -- go test -count=1 -v -run NginxInFrontOfOllama ./e2e/'
 package e2e
 
 import (

@@ -1,28 +1,40 @@
 #!/usr/bin/env bash
-# nginx-e2e.sh: a real gateway, nginx, in front of surge's simulator, for
-# surge's end-to-end tests of --gateway-timing.
+# nginx-e2e.sh: a real gateway, nginx, in front of surge's simulator (or of
+# an engine already running, NGINX_UPSTREAM), for surge's end-to-end tests
+# of --gateway-timing.
 #
 # Fetches Debian's nginx package without root (apt-get download, unpacked
 # with dpkg-deb -x into a cache directory; the libraries it links are
 # fetched the same way only if this machine lacks them), builds surge and
-# starts `surge sim` on a free loopback port, starts nginx on another with a
-# configuration written to a temporary directory (pid, temp paths and logs
-# all there): a request-rate limit that queues excess requests (limit_req
-# with a burst and no nodelay, so they wait in nginx itself) and refuses
-# beyond the burst with 429, proxying to the simulator without buffering so
-# that SSE streams through. It waits until a one-token completion succeeds
-# through nginx and then either runs a command or serves until Ctrl-C.
-# Everything it started is stopped and its temporary directory removed on
-# exit.
+# starts `surge sim` on a free loopback port (unless NGINX_UPSTREAM names
+# the server to front), starts nginx on another with a configuration
+# written to a temporary directory (pid, temp paths and logs all there): a
+# request-rate limit that queues excess requests (limit_req with a burst
+# and no nodelay, so they wait in nginx itself) and refuses beyond the
+# burst with 429, proxying to the upstream without buffering so that SSE
+# streams through. It waits until a one-token completion (in front of an
+# upstream: GET /v1/models) succeeds through nginx and then either runs a
+# command or serves until Ctrl-C. Everything it started is stopped and its
+# temporary directory removed on exit; an upstream it did not start is
+# left alone.
 #
 # Usage:
 #   scripts/nginx-e2e.sh -- COMMAND [ARG...]   run COMMAND through nginx
 #   scripts/nginx-e2e.sh --serve               serve until Ctrl-C
 #   scripts/nginx-e2e.sh --install-only        fetch nginx, print its path, exit
+#   NGINX_UPSTREAM=http://127.0.0.1:11434 scripts/nginx-e2e.sh -- COMMAND
+#                                              nginx in front of that server
+#   scripts/ollama-e2e.sh -- bash -c 'NGINX_UPSTREAM=$OLLAMA_BASE_URL scripts/nginx-e2e.sh -- COMMAND'
+#                                              nginx in front of Ollama
 #
 # COMMAND runs with these variables exported (they are also printed):
-#   NGINX_BASE_URL     http://127.0.0.1:PORT/v1, nginx in front of the simulator
-#   NGINX_MODEL        the model name the simulator serves (surge-sim)
+#   NGINX_BASE_URL     http://127.0.0.1:PORT/v1, nginx in front of the upstream
+#   NGINX_UPSTREAM     the server nginx proxies to, http://HOST:PORT (its
+#                      root, without /v1): the simulator, or NGINX_UPSTREAM
+#                      as given with a /v1 or / at its end removed
+#   NGINX_MODEL        the model name the simulator serves (surge-sim); in
+#                      front of NGINX_UPSTREAM, left as it was (unset unless
+#                      given: the upstream's model is the caller's to name)
 #   NGINX_ACCESS_LOG   nginx's access log: one line per request, written when
 #                      the request ends, tab separated:
 #     X-Request-Id  status  $request_time  $upstream_response_time  $upstream_header_time  $upstream_connect_time  $limit_req_status
@@ -33,7 +45,8 @@
 #   NGINX_LIMIT_RATE   limit_req rate, requests/s
 #   NGINX_LIMIT_BURST  limit_req burst, requests
 #   NGINX_CONF, NGINX_BIN  the configuration written and the binary run
-#   SIM_BASE_URL       http://127.0.0.1:PORT/v1, the simulator itself
+#   SIM_BASE_URL       http://127.0.0.1:PORT/v1, the simulator itself (not
+#                      set in front of NGINX_UPSTREAM: no simulator runs)
 # Every response through nginx carries X-Request-Time ("${request_time}s"
 # when nginx sends the headers: the request's time in nginx so far) and
 # X-Upstream-Header-Time ("${upstream_header_time}s": from nginx turning to
@@ -46,8 +59,18 @@
 #                             goes to $SURGE_CACHE/nginx-DEBIAN_VERSION
 #   SURGE_NGINX_BIN           an nginx binary to run instead of Debian's
 #                             (then nothing is fetched)
-#   SURGE_NGINX_RATE          limit_req rate, requests/s (default 10)
-#   SURGE_NGINX_BURST         limit_req burst, requests (default 10)
+#   NGINX_UPSTREAM            the server to put nginx in front of instead of
+#                             starting surge sim: http://HOST:PORT, the
+#                             server's root; a base URL ending in /v1 (as
+#                             OLLAMA_BASE_URL, VLLM_BASE_URL) is accepted and
+#                             the /v1 dropped, since nginx passes the path on
+#                             unchanged. Plain http only, no other path.
+#   NGINX_RATE                limit_req rate, whole requests per second: N or
+#                             Nr/s, e.g. 2r/s (default 10r/s)
+#   NGINX_BURST               limit_req burst, requests (default 10)
+#   SURGE_NGINX_RATE, SURGE_NGINX_BURST
+#                             older names of NGINX_RATE and NGINX_BURST (used
+#                             when those are unset)
 #   SURGE_NGINX_ACCESS_LOG    access log to write and keep (default: inside
 #                             the temporary directory, removed on exit)
 #   SURGE_NGINX_READY_SECS    readiness timeout in seconds (default 60)
@@ -68,19 +91,30 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${SURGE_CACHE:-$HOME/.cache/surge}
-RATE=${SURGE_NGINX_RATE:-10}
-BURST=${SURGE_NGINX_BURST:-10}
+RATE=${NGINX_RATE:-${SURGE_NGINX_RATE:-10}}
+RATE=${RATE%r/s}
+BURST=${NGINX_BURST:-${SURGE_NGINX_BURST:-10}}
 READY_SECS=${SURGE_NGINX_READY_SECS:-60}
 MODEL=surge-sim
+UPSTREAM=${NGINX_UPSTREAM:-}
 
 ENGINE=nginx ENGINE_NAME="nginx" STOP_TENTHS=50 TAIL_LINES=20
 # shellcheck source=scripts/lib/engine.sh
 . "$ROOT/scripts/lib/engine.sh"
 
-uint SURGE_NGINX_RATE "$RATE"
-uint SURGE_NGINX_BURST "$BURST"
+[[ $RATE =~ ^[0-9]+$ ]] || die "NGINX_RATE must be whole requests per second, N or Nr/s (e.g. 2r/s), got '${NGINX_RATE:-$SURGE_NGINX_RATE}'"
+[ "$RATE" -gt 0 ] || die "NGINX_RATE must be at least 1r/s"
+uint NGINX_BURST "$BURST"
 uint SURGE_NGINX_READY_SECS "$READY_SECS"
-[ "$RATE" -gt 0 ] || die "SURGE_NGINX_RATE must be at least 1"
+# UPSTREAM_ADDR is the upstream's HOST:PORT for nginx's upstream block;
+# UPSTREAM its root URL.
+UPSTREAM_ADDR=
+if [ -n "$UPSTREAM" ]; then
+	[[ $UPSTREAM =~ ^http://([^/?#@]+)(/v1)?/?$ ]] ||
+		die "NGINX_UPSTREAM must be http://HOST:PORT or http://HOST:PORT/v1, got '$UPSTREAM'"
+	UPSTREAM_ADDR=${BASH_REMATCH[1]}
+	UPSTREAM=http://$UPSTREAM_ADDR
+fi
 
 mode=
 case ${1:-} in
@@ -200,11 +234,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 start_sim() {
+	if [ -n "$UPSTREAM" ]; then
+		return 0 # nginx goes in front of that server
+	fi
 	(cd "$ROOT" && go build -o "$TMP/surge" ./cmd/surge) || die "go build ./cmd/surge failed"
 	for _ in 1 2 3; do
 		SIM_PORT=$(free_port)
 		setsid "$TMP/surge" sim --addr "127.0.0.1:$SIM_PORT" --model "$MODEL" >"$SIM_LOG" 2>&1 </dev/null &
 		SIM_PID=$!
+		UPSTREAM_ADDR=127.0.0.1:$SIM_PORT UPSTREAM=http://127.0.0.1:$SIM_PORT
 		for _ in $(seq 100); do
 			curl -fsS -o /dev/null "http://127.0.0.1:$SIM_PORT/health" 2>/dev/null && return 0
 			kill -0 "$SIM_PID" 2>/dev/null || break
@@ -249,8 +287,8 @@ http {
 	# Neither a refusal nor a delay in the error log: the access log has both.
 	limit_req_log_level info;
 
-	upstream sim {
-		server 127.0.0.1:$SIM_PORT;
+	upstream engine {
+		server $UPSTREAM_ADDR;
 		keepalive 16;
 	}
 
@@ -268,7 +306,7 @@ http {
 			limit_req zone=gateway burst=$BURST;
 			limit_req_status 429;
 
-			proxy_pass http://sim;
+			proxy_pass http://engine;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
 			proxy_buffering off;
@@ -306,21 +344,46 @@ start_nginx() {
 	die "could not bind a loopback port for nginx"
 }
 
+# wait_upstream polls until GET /v1/models through nginx succeeds: the
+# upstream's model is not this script's to know, and listing the models
+# generates nothing.
+wait_upstream() {
+	local deadline=$((SECONDS + READY_SECS))
+	until curl -fsS -o /dev/null --max-time 10 "http://127.0.0.1:$PORT/v1/models" 2>/dev/null; do
+		kill -0 "$PID" 2>/dev/null || die "nginx exited; see $LOG"
+		[ $SECONDS -lt $deadline ] || die "GET /v1/models through nginx to $UPSTREAM failed for ${READY_SECS}s (is NGINX_UPSTREAM an OpenAI-compatible server's root?); see $LOG"
+		sleep 0.5
+	done
+}
+
 t0=$EPOCHREALTIME
 start_sim
 start_nginx
-wait_ready # one completion through nginx (it counts against the limit)
-log "nginx $(LD_LIBRARY_PATH=$LIBS "$NGINX" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$PORT in front of surge sim on 127.0.0.1:$SIM_PORT after $(elapsed "$t0")s (limit_req ${RATE}r/s, burst $BURST)"
+# One request through nginx (it counts against the limit).
+if [ -n "$SIM_PID" ]; then
+	wait_ready
+	front="surge sim on 127.0.0.1:$SIM_PORT"
+else
+	wait_upstream
+	front=$UPSTREAM
+fi
+log "nginx $(LD_LIBRARY_PATH=$LIBS "$NGINX" -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$PORT in front of $front after $(elapsed "$t0")s (limit_req ${RATE}r/s, burst $BURST)"
 
 export NGINX_BASE_URL="http://127.0.0.1:$PORT/v1"
-export NGINX_MODEL="$MODEL"
+export NGINX_UPSTREAM="$UPSTREAM"
+[ -z "$SIM_PID" ] || export NGINX_MODEL="$MODEL"
 export NGINX_ACCESS_LOG="$ACCESS" NGINX_ERROR_LOG="$LOG"
 export NGINX_LIMIT_RATE="$RATE" NGINX_LIMIT_BURST="$BURST"
 export NGINX_CONF="$TMP/nginx.conf" NGINX_BIN="$NGINX"
-export SIM_BASE_URL="http://127.0.0.1:$SIM_PORT/v1"
 echo "NGINX_BASE_URL=$NGINX_BASE_URL"
+echo "NGINX_UPSTREAM=$NGINX_UPSTREAM"
 echo "NGINX_ACCESS_LOG=$NGINX_ACCESS_LOG"
 echo "NGINX_LIMIT_RATE=$NGINX_LIMIT_RATE NGINX_LIMIT_BURST=$NGINX_LIMIT_BURST"
-echo "SIM_BASE_URL=$SIM_BASE_URL"
+if [ -n "$SIM_PID" ]; then
+	export SIM_BASE_URL="http://127.0.0.1:$SIM_PORT/v1"
+	echo "SIM_BASE_URL=$SIM_BASE_URL"
+else
+	unset SIM_BASE_URL # not this run's: no simulator runs
+fi
 
 run_or_serve "$@"

@@ -186,8 +186,7 @@ const (
 var BucketNames = [numBuckets]string{"requests per minute", "tokens per minute", "tokens per day"}
 
 // bucketAcc follows one quota bucket through the responses: how many
-// said it was short (nothing remaining, or a reset ahead: a request of
-// that size would wait), the first response that found it empty, and
+// said it was short (BucketShort: a request of that size would wait), the first response that found it empty, and
 // the latest moment it was projected to hold a request again (response
 // time + reset). Times are held plus one (0: none).
 type bucketAcc struct {
@@ -200,7 +199,8 @@ func (b *bucketAcc) observe(limit, remaining, reset, at int64) {
 		return
 	}
 	b.seen++
-	if remaining == 0 || reset != record.None && reset > 0 {
+	short := BucketShort(limit, remaining, reset)
+	if short {
 		b.short++
 	}
 	if at == record.None {
@@ -209,7 +209,7 @@ func (b *bucketAcc) observe(limit, remaining, reset, at int64) {
 	if remaining == 0 {
 		b.zeroAt1 = lowest1(b.zeroAt1, at)
 	}
-	if reset != record.None && reset > 0 {
+	if short && reset != record.None && reset > 0 {
 		b.refill1 = highest1(b.refill1, at+reset)
 	}
 }

@@ -102,21 +102,27 @@ func FaultOf(r *record.Record) Fault {
 }
 
 // Throttled reports whether a 429's rate-limit headers say a quota bucket
-// was short: nothing remaining, or a reset ahead (DigitalOcean's reset is
-// 0 while a bucket holds a request of that size). A 429 whose headers
-// show room everywhere came from elsewhere: a full queue.
+// was short (BucketShort). A 429 whose headers show room everywhere came
+// from elsewhere: a full queue.
 func Throttled(l *record.RateLimit) bool {
-	for _, v := range [...]int64{l.RemainingRequests, l.RemainingTokens, l.RemainingTokensDay} {
-		if v == 0 {
-			return true
-		}
+	return BucketShort(l.LimitRequests, l.RemainingRequests, l.ResetRequestsNs) ||
+		BucketShort(l.LimitTokens, l.RemainingTokens, l.ResetTokensNs) ||
+		BucketShort(l.LimitTokensDay, l.RemainingTokensDay, l.ResetTokensDayNs)
+}
+
+// BucketShort reports whether one bucket's headers say it was short:
+// nothing remaining, or a reset ahead with less than a tenth of the limit
+// remaining (or either unknown). DigitalOcean's reset is 0 while the
+// bucket holds a request of that size; OpenAI's is the time until it is
+// full again, ahead after any use, so a reset alone does not mean short.
+func BucketShort(limit, remaining, reset int64) bool {
+	if remaining == 0 {
+		return true
 	}
-	for _, v := range [...]int64{l.ResetRequestsNs, l.ResetTokensNs, l.ResetTokensDayNs} {
-		if v != record.None && v > 0 {
-			return true
-		}
+	if reset == record.None || reset <= 0 {
+		return false
 	}
-	return false
+	return remaining == record.None || limit == record.None || limit <= 0 || remaining*10 < limit
 }
 
 // FaultCounts counts a group's failed requests by fault; the sum is every

@@ -165,9 +165,12 @@ func (p Params) Validate() error {
 	if p.Retries > 0 && p.QueueLimit == 0 {
 		errs.Add("retries", "only rejected requests are retried: give the queue limit too (without one nothing is rejected)")
 	}
-	for name, v := range map[string]float64{"quota_rate": p.QuotaRate, "quota_burst": p.QuotaBurst, "quota_queue": p.QuotaQueue} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			errs.Add(name, "must be ≥ 0, got %v", v)
+	for _, q := range []struct {
+		name string
+		v    float64
+	}{{"quota_rate", p.QuotaRate}, {"quota_burst", p.QuotaBurst}, {"quota_queue", p.QuotaQueue}} {
+		if math.IsNaN(q.v) || math.IsInf(q.v, 0) || q.v < 0 {
+			errs.Add(q.name, "must be ≥ 0, got %v", q.v)
 		}
 	}
 	if p.QuotaRate > 0 && p.QuotaBurst < 1 {

@@ -109,10 +109,12 @@ func (g *Gateway) Admit(now time.Duration, tokens int) Admission {
 			continue
 		}
 		if cost[b] > g.limit[b] {
-			never, a.Binding = true, b
+			if !never {
+				never, a.Binding = true, b // the first bucket it can never fit names the refusal
+			}
 			continue
 		}
-		if p := g.full[b] - (g.limit[b]-cost[b])/g.rate(b); p > pass {
+		if p := g.full[b] - (g.limit[b]-cost[b])/g.rate(b); p > pass && !never {
 			pass, a.Binding = p, b
 		}
 	}
@@ -159,7 +161,7 @@ func (g *Gateway) state(a *Admission, t float64, cost [numBuckets]float64) {
 		if reset < epsilon {
 			reset = 0
 		}
-		a.Buckets[b] = Bucket{On: true, Limit: int64(g.limit[b]), Remaining: int64(max(math.Floor(rem), 0)), Reset: seconds(reset)}
+		a.Buckets[b] = Bucket{On: true, Limit: int64(g.limit[b]), Remaining: int64(max(math.Floor(rem+1e-6), 0)), Reset: seconds(reset)}
 		if a.Binding < 0 && a.Buckets[b].Reset > longest {
 			longest = a.Buckets[b].Reset
 			a.Binding = b

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math/big"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -103,5 +105,44 @@ func TestGatewayConfig(t *testing.T) {
 	cfg.GatewayHeaders, cfg.QuotaRequestsPerMinute = "kong", -1
 	if err := cfg.Validate(); err == nil {
 		t.Error("a negative quota is accepted")
+	}
+}
+
+// TestGatewayRefusalNamesTheBucketItCannotFit: a request larger than one
+// bucket is refused for that bucket, whatever another one says.
+func TestGatewayRefusalNamesTheBucketItCannotFit(t *testing.T) {
+	g := gatewayOf(t, 0, 1000, 1500, 0)
+	if a := g.Admit(0, 1000); a.Refused {
+		t.Fatalf("the minute's stock: %+v", a)
+	}
+	a := g.Admit(time.Second, 1200)
+	if !a.Refused || a.Binding != BucketTokensMinute || a.RetryAfter != 0 {
+		t.Errorf("1200 tokens against 1000 a minute: %+v", a)
+	}
+}
+
+// TestGatewayRemainingIsExact: what remains is the whole tokens left, as
+// exact arithmetic gives them, not one less where floating point lands
+// just under an integer. A bucket emptied at 0 holds rate × t − cost at t
+// (whole milliseconds, rate = limit / 60 s).
+func TestGatewayRemainingIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		limit := 1000 + rng.IntN(100000)
+		ms := 1 + rng.IntN(50000)
+		cost := 1 + rng.IntN(limit/4)
+		g := gatewayOf(t, 0, limit, 0, 0)
+		g.Admit(0, limit)
+		// refilled = limit × ms / 60,000, exactly; then cost is taken.
+		refilled := new(big.Rat).SetFrac64(int64(limit)*int64(ms), 60000)
+		if refilled.Cmp(new(big.Rat).SetInt64(int64(limit))) > 0 || refilled.Cmp(new(big.Rat).SetInt64(int64(cost))) < 0 {
+			continue // full again, or not enough for this request
+		}
+		rem := new(big.Rat).Sub(refilled, new(big.Rat).SetInt64(int64(cost)))
+		want := new(big.Int).Quo(rem.Num(), rem.Denom()).Int64()
+		a := g.Admit(time.Duration(ms)*time.Millisecond, cost)
+		if got := a.Buckets[BucketTokensMinute].Remaining; a.Refused || got != want {
+			t.Fatalf("limit %d, %d ms, cost %d: remaining %d (refused %v), want %d", limit, ms, cost, got, a.Refused, want)
+		}
 	}
 }

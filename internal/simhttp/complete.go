@@ -95,6 +95,7 @@ type exchange struct {
 	buf      *[]byte   // pooled write buffer
 	start    time.Time // arrival of the request
 	status   int       // status sent, for the log line
+	released time.Time // when the gateway let the request through (with a gateway)
 }
 
 // serveCompletion answers one completion request (chat or completions): it
@@ -124,12 +125,14 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		if adm.Release > now {
 			s.mu.Unlock()
 			if !s.holdAtGateway(r.Context(), adm.Release) {
-				return // the client went away while it waited
+				s.logRequest(chat, 0, 0, -1, p, 0, start) // the client went away while it waited
+				return
 			}
 			s.mu.Lock()
 			now = s.now()
 		}
 	}
+	released := time.Now()
 	st.submitted = now
 	truncate := s.quirks.truncateOnOverload && p.stream
 	t, err := s.cluster.Submit(now, req, st)
@@ -151,7 +154,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 	x := &exchange{
 		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st, ans: ans, truncate: truncate,
 		enc: newEncoder(chat, prefix+strconv.FormatUint(t.ID, 16), time.Now().Unix(), s.model),
-		buf: s.bufs.Get().(*[]byte), start: start,
+		buf: s.bufs.Get().(*[]byte), start: start, released: released,
 	}
 	if ans != nil {
 		x.enc.ans, x.enc.seq = ans, ans.seq
@@ -165,6 +168,14 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		x.stream()
 	} else {
 		x.unary()
+	}
+}
+
+// announceUpstream writes the gateway's upstream time as the headers go
+// out (with a gateway in front).
+func (x *exchange) announceUpstream() {
+	if g := x.s.gateways; g != nil {
+		g.announceUpstream(x.w.Header(), time.Since(x.released))
 	}
 }
 
@@ -395,6 +406,7 @@ func (x *exchange) stream() {
 		return
 	}
 	x.status = http.StatusOK
+	x.announceUpstream()
 	x.w.WriteHeader(http.StatusOK)
 	fl, _ := x.w.(http.Flusher)
 	buffered := x.s.quirks.bufferedStream
@@ -602,6 +614,7 @@ func (x *exchange) unary() {
 	x.w.Header().Set("Content-Type", "application/json")
 	x.w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
 	x.status = http.StatusOK
+	x.announceUpstream()
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(buf)
 }

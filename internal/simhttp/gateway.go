@@ -66,22 +66,34 @@ func (s *Server) writeQuota(h http.Header, a *sim.Admission) {
 	}
 }
 
-// announceWait writes the gateway's wait in the convention chosen.
+// announceWait writes the gateway's wait in the convention chosen (Envoy
+// announces only the upstream's time: announceUpstream).
 func (g *gateways) announceWait(h http.Header, wait time.Duration) {
-	ms := strconv.FormatFloat(float64(wait)/1e6, 'f', 3, 64)
 	switch g.headers {
-	case "none":
+	case "none", "envoy":
 	case "kong":
 		h.Set("X-Kong-Proxy-Latency", strconv.FormatInt(int64(math.Round(float64(wait)/1e6)), 10))
-		h.Set("X-Kong-Upstream-Latency", "0") // the engine answers its headers at once
-	case "envoy":
-		h.Set("X-Envoy-Upstream-Service-Time", "0")
 	case "litellm":
-		h.Set("X-Litellm-Overhead-Duration-Ms", ms)
+		h.Set("X-Litellm-Overhead-Duration-Ms", msText(wait))
 	default:
-		h.Add("Server-Timing", "gateway;dur="+ms)
+		h.Add("Server-Timing", "gateway;dur="+msText(wait))
 	}
 }
+
+// announceUpstream writes, as the response headers go out, the engine's
+// time from the gateway's release to its headers, where the convention
+// has it: Kong's upstream latency, Envoy's upstream service time.
+func (g *gateways) announceUpstream(h http.Header, upstream time.Duration) {
+	ms := strconv.FormatInt(int64(math.Round(float64(upstream)/1e6)), 10)
+	switch g.headers {
+	case "kong":
+		h.Set("X-Kong-Upstream-Latency", ms)
+	case "envoy":
+		h.Set("X-Envoy-Upstream-Service-Time", ms)
+	}
+}
+
+func msText(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
 
 // holdAtGateway waits until release (sim time) unless the client goes
 // away first; false then.

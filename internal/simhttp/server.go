@@ -70,7 +70,7 @@ type Server struct {
 	quirks  quirks        // sim.Config.Quirks
 
 	instances *instanceCache // JSON Schema instances of recent requests
-	gateways  *gateways      // the gateway in front (quotas); nil: none. Guarded by mu.
+	gateways  *gateways      // the gateway in front (quotas); nil: none. Its buckets are guarded by mu.
 }
 
 // quirks are the sim.Config.Quirks that are on (sim.Quirk*).

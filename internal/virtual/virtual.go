@@ -175,7 +175,9 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, int(t.maxTok), 1
 	t.label(&rec)
 	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
-	rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
+	if !out.Throttled { // the gateway's 429 never reached a replica
+		rec.Replica = "r" + strconv.Itoa(out.Ticket.Replica)
+	}
 	at := func(d time.Duration) int64 {
 		if d == sim.Never {
 			return record.None
@@ -184,7 +186,7 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 	}
 	rec.DoneNs = at(out.DoneAt)
 	if c.Sim.HasGateway() {
-		gateway(&rec, out)
+		c.gateway(&rec, out)
 	}
 	switch {
 	case out.Rejected:
@@ -233,17 +235,25 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 	return rec
 }
 
-// gateway puts what the simulator's gateway announces into rec: its wait
-// (of every request it let through) and its buckets as the rate-limit
-// headers say them (a Retry-After as whole seconds, as the HTTP simulator
-// sends it).
-func gateway(rec *record.Record, out *sim.Outcome) {
-	if !out.Throttled {
-		rec.GatewayNs = int64(out.GatewayWait)
+// gateway puts what the simulator's gateway announces into rec, as the
+// HTTP simulator's headers would: its buckets (on every answer that had
+// headers: not one that timed out while held, nor a 400 the engine
+// refused before the gateway), a 429's Retry-After in whole seconds, and
+// the wait of a request it let through (unless gateway_headers is none).
+func (c *Config) gateway(rec *record.Record, out *sim.Outcome) {
+	if out.Throttled {
+		rec.RateLimit = RateLimitOf(&out.Quota)
+		if out.RetryAfter > 0 {
+			out.RetryAfter = time.Duration(math.Ceil(out.RetryAfter.Seconds())) * time.Second
+		}
+		return
+	}
+	if out.Status == 0 || out.Status == http.StatusBadRequest {
+		return
 	}
 	rec.RateLimit = RateLimitOf(&out.Quota)
-	if out.Throttled && out.RetryAfter > 0 {
-		out.RetryAfter = time.Duration(math.Ceil(out.RetryAfter.Seconds())) * time.Second
+	if c.Sim.GatewayHeaders != "none" {
+		rec.GatewayNs = int64(out.GatewayWait)
 	}
 }
 

@@ -563,7 +563,7 @@ func (cr *Result) quotaNote() string {
 		if po.Succeeded > 0 {
 			tokensPerMin = float64(po.PromptTokens+po.OutputTokens) / float64(po.Succeeded) * po.CompletedRPS * 60
 		}
-		note += fmt.Sprintf(" Account capacity at test time: %.2f req/s and %.0f tokens/min, bound by %s (a step also spends what the buckets held at its start: the refill alone may be lower).", po.CompletedRPS, tokensPerMin, bucket)
+		note += fmt.Sprintf(" Account capacity at test time: %.2f req/s and %.0f tokens/min (prompt + output), bound by %s (a step also spends what the buckets held at its start: the refill alone may be lower).", po.CompletedRPS, tokensPerMin, bucket)
 	}
 	return note
 }
