@@ -208,7 +208,7 @@ type BucketStats struct {
 	Bucket    string `json:"bucket"`    // requests per minute, tokens per minute, tokens per day
 	Responses int64  `json:"responses"` // responses that carried its headers
 	// Short counts the responses that found it short: nothing remaining,
-	// or a reset ahead (a request of that size would have waited).
+	// or a reset ahead with under a tenth of the limit left (BucketShort).
 	Short int64 `json:"short"`
 	// EmptyAtMs is when a response first said nothing remained; RefillAtMs
 	// the latest moment a response projected it would hold a request

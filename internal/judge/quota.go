@@ -8,7 +8,7 @@ import (
 )
 
 // Binding names the quota bucket that bound a group of responses: the one
-// that was short (nothing remaining, or a reset ahead) on the most
+// that was short (analyze.BucketShort) on the most
 // responses, ties going to the later refill. It says when the bucket first
 // ran out and when it was projected to hold a request again, relative to
 // fromMs (the group's start, ms since the run began): "bound by tokens
