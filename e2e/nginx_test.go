@@ -347,9 +347,10 @@ func TestNginxInFrontOfOllama(t *testing.T) {
 
 	// As TestNginxGatewayWait: calm at a quarter of the limiter's rate,
 	// three times its rate for 4 s, calm again; the calm phases last long
-	// enough for about 8 arrivals each (8 s at 4 req/s), so that at least
-	// 5 pass undelayed at any rate. Short prompts and answers: on CPU each
-	// takes Ollama well under 1/rate.
+	// enough for about 8 arrivals each (8 s at 4 req/s: 13 of the 34
+	// served passed undelayed), since check wants 5. Short prompts and
+	// answers: Ollama took ~80 ms a request on 2 cores, under the 250 ms
+	// between requests at CI's 4 req/s, so it does not queue them.
 	calm := float64(rate) / 4
 	calmSecs := max(4, (32+rate-1)/rate)
 	phases := fmt.Sprintf("phases:\n  - {name: calm, duration: %ds, rate: %g}\n  - {name: over, duration: 4s, rate: %d}\n  - {name: after, duration: %ds, rate: %g}\n",
@@ -361,11 +362,14 @@ func TestNginxInFrontOfOllama(t *testing.T) {
 
 	// nginx's 429s carry no rate-limit headers: an admission limit's
 	// refusal, not a quota's.
+	byFault := map[string]int{}
 	for _, r := range j.refused {
-		if f := analyze.FaultOf(&r); f.String() != "rejected" {
+		f := analyze.FaultOf(&r)
+		if byFault[f.String()]++; f.String() != "rejected" && byFault[f.String()] == 1 {
 			t.Errorf("record %s: nginx's 429 classified %q (%s), want rejected (an admission limit); rate-limit headers %+v", r.ID, f, f.Text(), r.RateLimit)
 		}
 	}
+	t.Logf("nginx's %d refusals by cause: %v", len(j.refused), byFault)
 
 	// The diagnosis: rejected fast, counting nginx's 429s; no hypothesis
 	// of saturation (the engine's or a layer's throughput) or of a quota.

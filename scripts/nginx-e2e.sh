@@ -309,6 +309,10 @@ http {
 			proxy_pass http://engine;
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
+			# The upstream's own address, not nginx's default (the
+			# upstream block's name, "engine"): Ollama answers 403 to a
+			# Host header that is not a loopback address or localhost.
+			proxy_set_header Host $UPSTREAM_ADDR;
 			proxy_buffering off;
 
 			# Evaluated when nginx sends the response headers: the
