@@ -194,6 +194,17 @@ var ginLine = regexp.MustCompile(`\[GIN\] (\d{4}/\d\d/\d\d - \d\d:\d\d:\d\d) \| 
 // requests are sequential (1 req/s, each well under a second), so the n-th
 // log line after the run started is the n-th request.
 func TestTimingCrossCheck(t *testing.T) {
+	line, diffs := ginCrossCheck(t, "chat", "30s")
+	if a := os.Getenv("SURGE_ARTIFACTS"); a != "" {
+		os.WriteFile(filepath.Join(a, "timing-crosscheck.txt"), []byte(line+"\n"+strconv.Quote(strings.Join(fmtAll(diffs), " "))+"\n"), 0o644)
+	}
+}
+
+// ginCrossCheck runs 1 req/s of api for dur against Ollama and compares
+// each request's completion from send with the duration Ollama's access
+// log gives it; it returns the comparison's line and the differences.
+func ginCrossCheck(t *testing.T, api, dur string) (string, []float64) {
+	t.Helper()
 	logPath := os.Getenv("OLLAMA_LOG")
 	if logPath == "" {
 		t.Skip("OLLAMA_LOG not set")
@@ -203,10 +214,11 @@ func TestTimingCrossCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	offset := st.Size()
-	dir := filepath.Join(t.TempDir(), "xcheck")
+	dir := filepath.Join(t.TempDir(), "xcheck-"+api)
 	// No calibration probes: the access log must hold the run's requests only.
-	surge(t, "run", "--arrival", "constant", "--rate", "1", "--duration", "30s", "--prompt-calibration", "off", "-o", dir)
+	surge(t, "run", "--api", api, "--arrival", "constant", "--rate", "1", "--duration", dur, "--prompt-calibration", "off", "-o", dir)
 	recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
+	checkRecords(t, recs, 32)
 	sort.Slice(recs, func(i, j int) bool { return recs[i].DoneNs < recs[j].DoneNs })
 
 	f, err := os.Open(logPath)
@@ -229,24 +241,35 @@ func TestTimingCrossCheck(t *testing.T) {
 		durs = append(durs, d)
 	}
 	if len(durs) != len(recs) {
-		t.Fatalf("%d log lines for %d requests", len(durs), len(recs))
+		t.Fatalf("%s: %d log lines for %d requests", api, len(durs), len(recs))
 	}
 	var diffs []float64
 	for i, r := range recs {
+		if r.Outcome != record.OK {
+			t.Errorf("%s seq %d: %s %q", api, r.Seq, r.Outcome, r.Error)
+		}
 		diffs = append(diffs, float64(r.E2ESend()-int64(durs[i]))/1e6)
 	}
 	sort.Float64s(diffs)
 	q := func(p float64) float64 { return diffs[int(math.Ceil(p*float64(len(diffs))))-1] }
-	line := fmt.Sprintf("surge completion (done − sent) minus Ollama's logged duration, ms, n=%d: min %.2f, p50 %.2f, p95 %.2f, max %.2f",
-		len(diffs), diffs[0], q(0.5), q(0.95), diffs[len(diffs)-1])
+	line := fmt.Sprintf("%s API: surge completion (done − sent) minus Ollama's logged duration, ms, n=%d: min %.2f, p50 %.2f, p95 %.2f, max %.2f",
+		api, len(diffs), diffs[0], q(0.5), q(0.95), diffs[len(diffs)-1])
 	t.Log(line)
-	if a := os.Getenv("SURGE_ARTIFACTS"); a != "" {
-		os.WriteFile(filepath.Join(a, "timing-crosscheck.txt"), []byte(line+"\n"+strconv.Quote(strings.Join(fmtAll(diffs), " "))+"\n"), 0o644)
-	}
 	// The client sees a little more than the server's handler: connection,
 	// request write, the last bytes in flight. Generous bounds: real-time.
 	if q(0.5) < -5 || q(0.5) > 50 || q(0.95) > 200 {
 		t.Errorf("timing disagrees with the engine's own: %s", line)
+	}
+	return line, diffs
+}
+
+// TestAPIsAgainstOllama: the Responses and Messages APIs of Ollama, each
+// read from its own events: every request ok, tokens from the API's own
+// usage (exactly the 32 asked for, one per content event), completion
+// within milliseconds of Ollama's access log.
+func TestAPIsAgainstOllama(t *testing.T) {
+	for _, api := range []string{"responses", "messages"} {
+		t.Run(api, func(t *testing.T) { ginCrossCheck(t, api, "12s") })
 	}
 }
 

@@ -557,3 +557,65 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestAPIsAgainstVLLM: vLLM's Responses and Messages APIs, each read from
+// its own events, at 1 req/s: every request ok; the tokens surge took from
+// each API's own usage equal the increase of vLLM's counters; each request
+// joins its llm_request span, surge's completion agrees with vLLM's e2e,
+// and its TTFT from send with vLLM's queue + prefill. vLLM's Messages API
+// drops ignore_eos, so its answers may end before 32 tokens.
+func TestAPIsAgainstVLLM(t *testing.T) {
+	for _, api := range []string{"responses", "messages"} {
+		t.Run(api, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), api)
+			p0, g0 := vllmCounters(t)
+			if _, code := vsurge(t, "run", "--api", api, "--rate", "1", "--duration", "12s", "--ttft-deadline", "5s",
+				"--otlp-listen", otlpListen(t), "-o", dir); code != 0 && code != 1 && code != 5 {
+				t.Fatalf("exit %d", code)
+			}
+			recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
+			var prompt, output int
+			var ttft []float64
+			for i, r := range recs {
+				if r.Seq != int64(i) {
+					t.Fatalf("record %d has seq %d: an arrival has no record or two", i, r.Seq)
+				}
+				prompt += r.PromptTokens
+				output += r.OutputTokens
+				if r.Outcome != record.OK {
+					t.Errorf("seq %d: %s %q", r.Seq, r.Outcome, r.Error)
+					continue
+				}
+				if !r.UsageFromServer || r.PromptTokens == 0 || r.OutputTokens == 0 || r.OutputTokens > vllmOutputTokens ||
+					api == "responses" && r.OutputTokens != vllmOutputTokens {
+					t.Errorf("seq %d: usage from server %v, output %d (asked %d), prompt %d", r.Seq, r.UsageFromServer, r.OutputTokens, vllmOutputTokens, r.PromptTokens)
+				}
+				if r.FirstTokenNs < r.HeadersNs || r.DoneNs < r.FirstTokenNs || r.UnknownEvents != 0 {
+					t.Errorf("seq %d: headers %d first token %d done %d, unknown events %d", r.Seq, r.HeadersNs, r.FirstTokenNs, r.DoneNs, r.UnknownEvents)
+				}
+				if r.EngineQueueNs != record.None && r.EnginePrefillNs != record.None {
+					ttft = append(ttft, float64(r.FirstTokenNs-r.SentNs-r.EngineQueueNs-r.EnginePrefillNs)/1e6)
+				}
+			}
+			p1, g1 := vllmCounters(t)
+			t.Logf("%s tokens: output Σ records %d, vllm:generation_tokens_total Δ %.0f; prompt Σ records %d, vllm:prompt_tokens_total Δ %.0f (%d requests)",
+				api, output, g1-g0, prompt, p1-p0, len(recs))
+			if float64(output) != g1-g0 || float64(prompt) != p1-p0 {
+				t.Errorf("%s: surge recorded %d output and %d prompt tokens, vLLM counted %.0f and %.0f", api, output, prompt, g1-g0, p1-p0)
+			}
+			sum := readSummary(t, filepath.Join(dir, "summary.json"))
+			if d50, _, _ := spanAgreement(t, api, recs, sum); d50 > 15 {
+				t.Errorf("%s: surge's completion from send exceeds vLLM's e2e by %.2f ms at the median", api, d50)
+			}
+			if len(ttft) == 0 {
+				t.Fatalf("%s: no request had vLLM's queue and prefill times", api)
+			}
+			sort.Float64s(ttft)
+			med := ttft[len(ttft)/2]
+			t.Logf("%s: surge TTFT from send − (vLLM queue + prefill), ms, n=%d: min %.2f, p50 %.2f, max %.2f", api, len(ttft), ttft[0], med, ttft[len(ttft)-1])
+			if med < -2 || med > 50 {
+				t.Errorf("%s: TTFT from send disagrees with vLLM's queue + prefill by %.2f ms at the median", api, med)
+			}
+		})
+	}
+}

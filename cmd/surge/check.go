@@ -99,6 +99,9 @@ misbehave.` + exitCodesCheck,
 		if err := o.Validate(); err != nil {
 			return f.explain(err)
 		}
+		if err := check.ValidateAPI(o.API); err != nil {
+			return f.explain(err)
+		}
 		cfg.Profile, _ = workload.Lookup(o.Profile) // a name Validate accepted
 		f.warnSimulatorOnly(cmd.ErrOrStderr(), o.Target)
 		return runCheck(cmd, f, o, cfg, quiet)

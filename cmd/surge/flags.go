@@ -469,7 +469,7 @@ func (f *flags) target(o *run.Options) {
 func (f *flags) endpoint(o *run.Options) {
 	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
 	f.str(&o.Model, "model", "model", "model name to request")
-	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions) or completions (/v1/completions)")
+	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions), completions (/v1/completions), responses (/v1/responses, OpenAI's Responses API) or messages (/v1/messages, Anthropic's Messages API: x-api-key and anthropic-version headers)")
 	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
 	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
 	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/surge-bench/surge/internal/field"
 )
 
 // The APIs a probe calls (as run.Options.API names them).
@@ -22,6 +24,16 @@ const (
 	APIChat        = "chat"
 	APICompletions = "completions"
 )
+
+// ValidateAPI refuses an API the suite has no checks for, naming --api:
+// Responses and Messages are measured by the load commands but not yet
+// checked here.
+func ValidateAPI(api string) error {
+	if api == "" || api == APIChat || api == APICompletions {
+		return nil
+	}
+	return &field.Error{Field: "api", Message: fmt.Sprintf("surge check speaks chat and completions; %s is measured by run, burst, sweep and capacity, but has no checks yet", api)}
+}
 
 // maxBody bounds a non-streamed or error body kept in memory; maxLine an
 // SSE line.

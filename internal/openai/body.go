@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,31 +13,40 @@ import (
 
 // reservedBodyKeys are request members the client owns: ExtraBody may not
 // set them, because the measurement depends on them.
-var reservedBodyKeys = []string{"model", "messages", "prompt", "stream", "max_tokens"}
+var reservedBodyKeys = []string{"model", "messages", "prompt", "input", "system", "stream", "max_tokens", "max_output_tokens"}
 
 // bodyTemplate holds the constant parts of every request body, encoded once.
 type bodyTemplate struct {
-	chat      bool
+	api       string
 	model     []byte // {"model":"…"
-	head      []byte // model + ,"messages":[{"role":"user","content":  or  model + ,"prompt":
+	head      []byte // model + the member that holds one user message's text (its opening quote not included)
+	close     string // what closes head's member after the text
+	maxKey    []byte // ,"max_tokens":  or  ,"max_output_tokens":
 	tail      []byte // ,"stream":…[,"stream_options":…][,extra members]
 	ignoreEOS bool   // ExtraBody sets ignore_eos itself: do not add it per request
 }
 
 func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
-	t := bodyTemplate{chat: cfg.API != APICompletions}
+	t := bodyTemplate{api: cmp.Or(cfg.API, APIChat)}
 	t.model = append(t.model, `{"model":`...)
 	t.model = appendJSONString(t.model, cfg.Model)
 	t.head = append(t.head, t.model...)
-	if t.chat {
-		t.head = append(t.head, `,"messages":[{"role":"user","content":`...)
-	} else {
+	t.maxKey = []byte(`,"max_tokens":`)
+	switch t.api {
+	case APICompletions:
 		t.head = append(t.head, `,"prompt":`...)
+	case APIResponses:
+		t.head = append(t.head, `,"input":[{"role":"user","content":`...)
+		t.close = "}]"
+		t.maxKey = []byte(`,"max_output_tokens":`)
+	default: // chat, messages
+		t.head = append(t.head, `,"messages":[{"role":"user","content":`...)
+		t.close = "}]"
 	}
 	t.tail = append(t.tail, `,"stream":`...)
 	t.tail = strconv.AppendBool(t.tail, cfg.Stream)
 	_, extraStreamOptions := cfg.ExtraBody["stream_options"]
-	if cfg.Stream && cfg.IncludeUsage && !extraStreamOptions {
+	if cfg.Stream && cfg.IncludeUsage && !extraStreamOptions && grammarOf(t.api) == GrammarChat {
 		t.tail = append(t.tail, `,"stream_options":{"include_usage":true}`...)
 	}
 	keys := make([]string, 0, len(cfg.ExtraBody))
@@ -65,31 +75,16 @@ func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 
 // appendBody appends the JSON request body for req to b: its Messages (or
 // Prompt as one user message; for completions the prompt, or the messages'
-// contents joined by blank lines), max_tokens, the constant members, then
+// contents joined by blank lines; for Messages the system messages' in the
+// top-level "system"), the output cap, the constant members, then
 // req.Extra.
 func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 	switch {
 	case req.Messages == nil:
 		b = append(b, t.head...)
 		b = appendJSONString(b, req.Prompt)
-		if t.chat {
-			b = append(b, "}]"...)
-		}
-	case t.chat:
-		b = append(b, t.model...)
-		b = append(b, `,"messages":[`...)
-		for i, m := range req.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"role":`...)
-			b = appendJSONString(b, m.Role)
-			b = append(b, `,"content":`...)
-			b = appendJSONString(b, m.Content)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	default:
+		b = append(b, t.close...)
+	case t.api == APICompletions:
 		b = append(b, t.model...)
 		b = append(b, `,"prompt":"`...)
 		for i, m := range req.Messages {
@@ -99,9 +94,19 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 			b = appendEscaped(b, m.Content)
 		}
 		b = append(b, '"')
+	case t.api == APIMessages:
+		b = append(b, t.model...)
+		b = t.appendSystem(b, req.Messages)
+		b = appendMessages(b, `,"messages":[`, req.Messages, "system")
+	case t.api == APIResponses:
+		b = append(b, t.model...)
+		b = appendMessages(b, `,"input":[`, req.Messages, "")
+	default:
+		b = append(b, t.model...)
+		b = appendMessages(b, `,"messages":[`, req.Messages, "")
 	}
 	if req.MaxTokens > 0 {
-		b = append(b, `,"max_tokens":`...)
+		b = append(b, t.maxKey...)
 		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
 	b = append(b, t.tail...)
@@ -113,6 +118,51 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 		b = append(b, `,"ignore_eos":true`...)
 	}
 	return append(b, '}')
+}
+
+// appendMessages appends member (e.g. `,"messages":[`), then each message
+// whose role is not skip as {"role":…,"content":…}, and the closing bracket.
+func appendMessages(b []byte, member string, msgs []workload.Message, skip string) []byte {
+	b = append(b, member...)
+	first := true
+	for _, m := range msgs {
+		if skip != "" && m.Role == skip {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"role":`...)
+		b = appendJSONString(b, m.Role)
+		b = append(b, `,"content":`...)
+		b = appendJSONString(b, m.Content)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendSystem appends the Messages API's top-level "system" member: the
+// system messages' contents joined by blank lines (the API takes no
+// system role among its messages); nothing without one.
+func (t *bodyTemplate) appendSystem(b []byte, msgs []workload.Message) []byte {
+	n := 0
+	for _, m := range msgs {
+		if m.Role != "system" {
+			continue
+		}
+		if n == 0 {
+			b = append(b, `,"system":"`...)
+		} else {
+			b = append(b, `\n\n`...)
+		}
+		b = appendEscaped(b, m.Content)
+		n++
+	}
+	if n > 0 {
+		b = append(b, '"')
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"

@@ -44,8 +44,10 @@ type Client struct {
 	body   bodyTemplate
 	prefix [8]byte // trace-id prefix (see TraceID)
 	gw     GatewayTiming
-	pool   sync.Pool // *exchange
-	bodies sync.Pool // *bodyBuf: request bodies, held only until the request is written
+	// grammar is the streamed responses' event grammar (from the API).
+	grammar Grammar
+	pool    sync.Pool // *exchange
+	bodies  sync.Pool // *bodyBuf: request bodies, held only until the request is written
 }
 
 // New returns a Client for cfg (validated, zero fields defaulted). Record
@@ -66,10 +68,7 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	}
 	endpoint := *base
 	endpoint.RawPath = ""
-	endpoint.Path = strings.TrimRight(base.Path, "/") + "/chat/completions"
-	if cfg.API == APICompletions {
-		endpoint.Path = strings.TrimRight(base.Path, "/") + "/completions"
-	}
+	endpoint.Path = strings.TrimRight(base.Path, "/") + apiPath(cfg.API)
 
 	tr, fresh, h1, err := newTransports(cfg, dial, &endpoint)
 	if err != nil {
@@ -91,7 +90,7 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 		prefix = randomPrefix()
 	}
 	gw, _ := ParseGatewayTiming(cfg.GatewayTiming) // checked by Validate
-	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, h1: h1, url: &endpoint, header: h, body: body, prefix: prefix, gw: gw}, nil
+	return &Client{cfg: cfg, origin: origin, tr: tr, fresh: fresh, h1: h1, url: &endpoint, header: h, body: body, prefix: prefix, gw: gw, grammar: grammarOf(cfg.API)}, nil
 }
 
 // newTransports returns the transport of the measured requests and the
@@ -167,11 +166,20 @@ func HTTP(cfg Config) (*http.Client, http.Header, error) {
 }
 
 // header is the header set of every request: JSON body, surge's user
-// agent, the key and the configured extra headers.
+// agent, the key as the API expects it and the configured extra headers,
+// which win. Messages gets an anthropic-version and the key in x-api-key,
+// Anthropic's convention, and as a bearer token too: vLLM's /v1/messages
+// (0.32) reads only Authorization.
 func (c Config) header() http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "surge")
+	if c.API == APIMessages {
+		h.Set("Anthropic-Version", AnthropicVersion)
+		if c.APIKey != "" {
+			h.Set("X-Api-Key", c.APIKey)
+		}
+	}
 	if c.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.APIKey)
 	}
@@ -595,6 +603,60 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		c.readFailure(parent, ctx, err, rec)
 		return
 	}
+	switch {
+	case len(body) == 0:
+		rec.Outcome, rec.Error = record.InvalidResponse, "empty body"
+		return
+	case len(body) > maxFullBodyBytes:
+		rec.Outcome, rec.Error = record.InvalidResponse, "body over 16 MiB"
+		return
+	}
+	var (
+		a      answer
+		detail string
+	)
+	switch c.grammar {
+	case GrammarResponses:
+		a, detail = parseResponsesBody(body)
+	case GrammarMessages:
+		a, detail = parseMessagesBody(body)
+	default:
+		a, detail = parseChatBody(body)
+	}
+	if detail != "" {
+		rec.Outcome, rec.Error = record.InvalidResponse, detail
+		return
+	}
+	rec.FirstChunkNs = now
+	if a.content {
+		rec.FirstTokenNs = now
+		rec.Chunks = 1
+	}
+	if a.text {
+		rec.FirstTextNs = now
+	}
+	if a.usage {
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = max(a.prompt, 0), max(a.output, 0), true
+		rec.CachedTokens, rec.ReasoningTokens = max(a.cached, 0), max(a.reasoning, 0)
+	}
+	if a.timings.Present {
+		applyTimings(rec, a.timings)
+	}
+	rec.Outcome = record.OK
+	setTPOT(rec)
+}
+
+// answer is what a non-streamed body says: whether it holds content of
+// any kind and answer text, its usage, and llama.cpp's timings.
+type answer struct {
+	content, text, usage              bool
+	prompt, output, cached, reasoning int
+	timings                           Timings
+}
+
+// parseChatBody reads a chat or completions body; detail names what is
+// wrong with it ("" when nothing is).
+func parseChatBody(body []byte) (a answer, detail string) {
 	var r struct {
 		Choices []struct {
 			Message *struct {
@@ -624,68 +686,160 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		} `json:"timings"`
 	}
 	switch {
-	case len(body) == 0:
-		rec.Outcome, rec.Error = record.InvalidResponse, "empty body"
-		return
-	case len(body) > maxFullBodyBytes:
-		rec.Outcome, rec.Error = record.InvalidResponse, "body over 16 MiB"
-		return
 	case json.Unmarshal(body, &r) != nil:
-		rec.Outcome, rec.Error = record.InvalidResponse, "invalid JSON"
-		return
+		return a, "invalid JSON"
 	case len(r.Error) > 0 && string(r.Error) != "null":
-		rec.Outcome, rec.Error = record.InvalidResponse, "error object in body"
-		return
+		return a, "error object in body"
 	case len(r.Choices) == 0:
-		rec.Outcome, rec.Error = record.InvalidResponse, "no choices"
-		return
+		return a, "no choices"
 	}
-	rec.FirstChunkNs = now
-	content, text := false, false
 	for _, ch := range r.Choices {
 		if ch.Text != nil && *ch.Text != "" {
-			content, text = true, true
+			a.content, a.text = true, true
 		}
 		if m := ch.Message; m != nil && m.Content != nil && *m.Content != "" {
-			text = true
+			a.text = true
 		}
 		if m := ch.Message; m != nil && (m.Content != nil && *m.Content != "" ||
 			m.ReasoningContent != nil && *m.ReasoningContent != "" ||
 			m.Reasoning != nil && *m.Reasoning != "" || len(m.ToolCalls) > 0 || m.FunctionCall != nil) {
-			content = true
+			a.content = true
 		}
-	}
-	if content {
-		rec.FirstTokenNs = now
-		rec.Chunks = 1
-	}
-	if text {
-		rec.FirstTextNs = now
 	}
 	if u := r.Usage; u != nil {
-		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = max(u.PromptTokens, 0), max(u.CompletionTokens, 0), true
+		a.usage, a.prompt, a.output = true, u.PromptTokens, u.CompletionTokens
 		if d := u.PromptTokensDetails; d != nil {
-			rec.CachedTokens = max(d.CachedTokens, 0)
+			a.cached = d.CachedTokens
 		}
 		if d := u.CompletionTokensDetails; d != nil {
-			rec.ReasoningTokens = max(d.ReasoningTokens, 0)
+			a.reasoning = d.ReasoningTokens
 		}
 	}
 	if t := r.Timings; t != nil {
-		tm := Timings{Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1}
+		a.timings = Timings{Present: true, PromptMs: -1, PredictedMs: -1, CacheN: -1}
 		if t.PromptMs != nil {
-			tm.PromptMs = *t.PromptMs
+			a.timings.PromptMs = *t.PromptMs
 		}
 		if t.PredictedMs != nil {
-			tm.PredictedMs = *t.PredictedMs
+			a.timings.PredictedMs = *t.PredictedMs
 		}
 		if t.CacheN != nil {
-			tm.CacheN = *t.CacheN
+			a.timings.CacheN = *t.CacheN
 		}
-		applyTimings(rec, tm)
 	}
-	rec.Outcome = record.OK
-	setTPOT(rec)
+	return a, ""
+}
+
+// parseResponsesBody reads a Responses API response object: its output
+// items (message text, reasoning, function calls) and its usage.
+func parseResponsesBody(body []byte) (a answer, detail string) {
+	var r struct {
+		Object string          `json:"object"`
+		Error  json.RawMessage `json:"error"`
+		Output []struct {
+			Type      string `json:"type"`
+			Arguments string `json:"arguments"`
+			Content   []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			Summary []struct {
+				Text string `json:"text"`
+			} `json:"summary"`
+		} `json:"output"`
+		Usage *struct {
+			InputTokens        int `json:"input_tokens"`
+			OutputTokens       int `json:"output_tokens"`
+			InputTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+			OutputTokensDetails *struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
+		} `json:"usage"`
+	}
+	switch {
+	case json.Unmarshal(body, &r) != nil:
+		return a, "invalid JSON"
+	case len(r.Error) > 0 && string(r.Error) != "null":
+		return a, "error object in body"
+	case r.Object != "response":
+		return a, "not a response object"
+	}
+	for _, it := range r.Output {
+		switch it.Type {
+		case "message":
+			for _, p := range it.Content {
+				if p.Text != "" {
+					a.content, a.text = true, true
+				}
+			}
+		case "reasoning":
+			for _, p := range it.Content {
+				a.content = a.content || p.Text != ""
+			}
+			for _, p := range it.Summary {
+				a.content = a.content || p.Text != ""
+			}
+		case "function_call":
+			a.content = true
+		}
+	}
+	if u := r.Usage; u != nil {
+		a.usage, a.prompt, a.output = true, u.InputTokens, u.OutputTokens
+		if d := u.InputTokensDetails; d != nil {
+			a.cached = d.CachedTokens
+		}
+		if d := u.OutputTokensDetails; d != nil {
+			a.reasoning = d.ReasoningTokens
+		}
+	}
+	return a, ""
+}
+
+// parseMessagesBody reads a Messages API message: its content blocks
+// (text, thinking, tool_use) and its usage.
+func parseMessagesBody(body []byte) (a answer, detail string) {
+	var r struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Thinking string `json:"thinking"`
+		} `json:"content"`
+		Usage *struct {
+			InputTokens              int `json:"input_tokens"`
+			OutputTokens             int `json:"output_tokens"`
+			CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+			CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
+	}
+	switch {
+	case json.Unmarshal(body, &r) != nil:
+		return a, "invalid JSON"
+	case r.Type == "error":
+		return a, "error object in body"
+	case r.Type != "message":
+		return a, "not a message object"
+	}
+	for _, b := range r.Content {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				a.content, a.text = true, true
+			}
+		case "thinking":
+			a.content = a.content || b.Thinking != ""
+		case "tool_use":
+			a.content = true
+		}
+	}
+	if u := r.Usage; u != nil {
+		a.usage = true
+		a.prompt = max(u.InputTokens, 0) + max(u.CacheReadInputTokens, 0) + max(u.CacheCreationInputTokens, 0)
+		a.output, a.cached = u.OutputTokens, u.CacheReadInputTokens
+	}
+	return a, ""
 }
 
 // setTPOT sets TPOT = (done − first token) / (output tokens − 1) when there

@@ -18,7 +18,44 @@ import (
 const (
 	APIChat        = "chat"        // POST {BaseURL}/chat/completions with one user message
 	APICompletions = "completions" // POST {BaseURL}/completions with a prompt
+	APIResponses   = "responses"   // POST {BaseURL}/responses (OpenAI's Responses API) with the input
+	APIMessages    = "messages"    // POST {BaseURL}/messages (Anthropic's Messages API)
 )
+
+// APIs lists the APIs the client speaks, in the order help names them.
+var APIs = []string{APIChat, APICompletions, APIResponses, APIMessages}
+
+// Conversational reports whether api sends chat messages, which the
+// server renders with the model's chat template (chat, Responses,
+// Messages), rather than a raw prompt (completions).
+func Conversational(api string) bool { return api != APICompletions }
+
+// AnthropicVersion is the anthropic-version header sent with the Messages
+// API unless Config.Headers sets one.
+const AnthropicVersion = "2023-06-01"
+
+// apiPath is the path under the base URL that api is served at.
+func apiPath(api string) string {
+	switch api {
+	case APICompletions:
+		return "/completions"
+	case APIResponses:
+		return "/responses"
+	case APIMessages:
+		return "/messages"
+	}
+	return "/chat/completions"
+}
+
+// Endpoint is the URL path the client posts to for api under baseURL
+// (e.g. "/v1/messages"), for messages that name what a target lacks.
+func Endpoint(baseURL, api string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return apiPath(api)
+	}
+	return strings.TrimRight(u.Path, "/") + apiPath(api)
+}
 
 // The HTTP client transports (Config.Transport).
 const (
@@ -54,10 +91,10 @@ const (
 type Config struct {
 	BaseURL            string            // base URL including /v1, e.g. http://127.0.0.1:8000/v1
 	Model              string            // model name sent in every request
-	API                string            // APIChat (default) or APICompletions
+	API                string            // APIChat (default), APICompletions, APIResponses or APIMessages
 	Stream             bool              // stream the response (SSE); DefaultConfig sets it
 	IncludeUsage       bool              // send stream_options.include_usage; DefaultConfig sets it
-	APIKey             string            `json:"-" yaml:"-"` // sent as "Authorization: Bearer <key>"; held in memory only
+	APIKey             string            `json:"-" yaml:"-"` // sent as "Authorization: Bearer <key>" (Messages: also "x-api-key"); held in memory only
 	Headers            map[string]string // extra request headers; values are never logged
 	Timeout            time.Duration     // per request, the whole exchange including retries
 	MaxConns           int               // connections per host (idle and active)
@@ -142,8 +179,8 @@ func (c Config) Validate() error {
 	if c.Model == "" {
 		return errors.New("openai: config: model is required")
 	}
-	if c.API != "" && c.API != APIChat && c.API != APICompletions {
-		return fmt.Errorf("openai: config: api must be %q or %q, not %q", APIChat, APICompletions, c.API)
+	if c.API != "" && !slices.Contains(APIs, c.API) {
+		return fmt.Errorf("openai: config: api must be one of %s, not %q", strings.Join(APIs, ", "), c.API)
 	}
 	if _, err := ParseGatewayTiming(c.GatewayTiming); err != nil {
 		return fmt.Errorf("openai: config: %w", err)
@@ -174,8 +211,8 @@ func (c Config) Validate() error {
 		if slices.Contains(reservedHeaders, canon) {
 			return fmt.Errorf("openai: config: header %q is set by the client", canon)
 		}
-		if canon == "Authorization" && c.APIKey != "" {
-			return errors.New("openai: config: header \"Authorization\" conflicts with the api key")
+		if (canon == "Authorization" || canon == "X-Api-Key" && c.API == APIMessages) && c.APIKey != "" {
+			return fmt.Errorf("openai: config: header %q conflicts with the api key", canon)
 		}
 		if strings.ContainsAny(value, "\r\n\x00") {
 			return fmt.Errorf("openai: config: header %q: value contains CR, LF or NUL", canon)

@@ -1,5 +1,6 @@
 // Package openai is surge's client for OpenAI-compatible inference APIs
-// (chat completions and completions, streamed over SSE or not). It sends one
+// (chat completions, completions, OpenAI's Responses API and Anthropic's
+// Messages API, streamed over SSE or not). It sends one
 // workload.Request, reads the whole response and fills one record.Record
 // with the boundaries of the exchange, its outcome and its token counts.
 //
@@ -8,7 +9,11 @@
 // and its own SSE reader: each line is read with bufio.Reader.ReadSlice and each
 // chunk is checked by ScanChunk, a validating JSON scanner that extracts
 // only what is measured and allocates nothing. No SDK, no encoding/json per
-// chunk (encoding/json is used for non-streamed bodies only).
+// chunk (encoding/json is used for non-streamed bodies only). Responses
+// and Messages streams are typed events; ScanEvent reads them with the
+// same scanner under the API's Grammar (events.go): the first answer
+// content of each, its usage, its end event; unknown event types are
+// counted (Record.UnknownEvents). docs/metrics.md has the table per API.
 //
 // # Boundaries (ns since the run's origin, monotonic clock)
 //

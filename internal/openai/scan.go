@@ -94,6 +94,16 @@ const (
 	kPromptMs
 	kPredictedMs
 	kCacheN
+	kResponse
+	kMessage
+	kThinking
+	kPartialJSON
+	kInputTokens
+	kOutputTokens
+	kInputTokensDetails
+	kOutputTokensDetails
+	kCacheReadInputTokens
+	kCacheCreationInputTokens
 )
 
 func lookupKey(name []byte) keyID {
@@ -146,6 +156,26 @@ func lookupKey(name []byte) keyID {
 		return kPredictedMs
 	case "cache_n":
 		return kCacheN
+	case "response":
+		return kResponse
+	case "message":
+		return kMessage
+	case "thinking":
+		return kThinking
+	case "partial_json":
+		return kPartialJSON
+	case "input_tokens":
+		return kInputTokens
+	case "output_tokens":
+		return kOutputTokens
+	case "input_tokens_details":
+		return kInputTokensDetails
+	case "output_tokens_details":
+		return kOutputTokensDetails
+	case "cache_read_input_tokens":
+		return kCacheReadInputTokens
+	case "cache_creation_input_tokens":
+		return kCacheCreationInputTokens
 	}
 	return kOther
 }
@@ -196,7 +226,7 @@ func ScanChunk(data []byte) (Chunk, error) {
 		case kChoices:
 			c.Choices, c.Content, c.Text, c.Finish, err = s.choices(1)
 		case kUsage:
-			err = s.usage(1, &c)
+			err = s.usage(1, &c, false)
 		case kError:
 			c.Error, c.ErrorType, err = s.errorValue(1)
 		case kObject:
@@ -692,8 +722,11 @@ func (s *scanner) delta(depth int) (any, text bool, err error) {
 }
 
 // usage consumes the value of "usage" into c's usage fields; c.Usage is
-// true for an object. A repeated "usage" replaces the earlier one.
-func (s *scanner) usage(depth int, c *Chunk) error {
+// true for an object. A repeated "usage" replaces the earlier one. Chat's
+// members are prompt_tokens and completion_tokens with their details; the
+// typed grammars' (typed) input_tokens and output_tokens with theirs, and
+// Anthropic's cache reads and writes, which its input_tokens leaves out.
+func (s *scanner) usage(depth int, c *Chunk, typed bool) error {
 	c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.CachedTokens = false, 0, 0, 0, 0
 	if s.peek() != '{' {
 		return s.value(depth)
@@ -705,14 +738,16 @@ func (s *scanner) usage(depth int, c *Chunk) error {
 		if k, err = s.key(); err != nil {
 			break
 		}
-		switch k {
-		case kPromptTokens:
+		switch {
+		case typed:
+			err = s.typedUsage(depth+1, k, c)
+		case k == kPromptTokens:
 			c.PromptTokens, err = s.count(depth + 1)
-		case kCompletionTokens:
+		case k == kCompletionTokens:
 			c.CompletionTokens, err = s.count(depth + 1)
-		case kPromptTokensDetails:
+		case k == kPromptTokensDetails:
 			c.CachedTokens, err = s.detail(depth+1, kCachedTokens)
-		case kCompletionTokensDetails:
+		case k == kCompletionTokensDetails:
 			c.ReasoningTokens, err = s.detail(depth+1, kReasoningTokens)
 		default:
 			err = s.value(depth + 1)
@@ -720,6 +755,30 @@ func (s *scanner) usage(depth int, c *Chunk) error {
 		if err == nil {
 			more, err = s.objectNext()
 		}
+	}
+	return err
+}
+
+// typedUsage consumes the value of a typed grammar's usage member k.
+func (s *scanner) typedUsage(depth int, k keyID, c *Chunk) error {
+	var n int
+	var err error
+	switch k {
+	case kInputTokensDetails:
+		c.CachedTokens, err = s.detail(depth, kCachedTokens)
+	case kOutputTokensDetails:
+		c.ReasoningTokens, err = s.detail(depth, kReasoningTokens)
+	case kInputTokens, kCacheCreationInputTokens:
+		n, err = s.count(depth)
+		c.PromptTokens += n
+	case kCacheReadInputTokens:
+		n, err = s.count(depth)
+		c.PromptTokens += n
+		c.CachedTokens = n
+	case kOutputTokens:
+		c.CompletionTokens, err = s.count(depth)
+	default:
+		err = s.value(depth)
 	}
 	return err
 }

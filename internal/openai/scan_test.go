@@ -15,7 +15,11 @@ const (
 	openaiChunk = `{"id":"chatcmpl-AbC","object":"chat.completion.chunk","created":1718000000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}],"usage":null}`
 	openaiUsage = `{"id":"chatcmpl-AbC","object":"chat.completion.chunk","created":1718000000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":64,"total_tokens":76,"prompt_tokens_details":{"cached_tokens":0}}}`
 	ollamaChunk = `{"id":"chatcmpl-412","object":"chat.completion.chunk","created":1718000000,"model":"llama3.2","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":" sky"},"finish_reason":null}]}`
-	ollamaComp  = `{"id":"cmpl-87","object":"text_completion","created":1718000000,"choices":[{"text":" blue","index":0,"finish_reason":null}],"model":"llama3.2","system_fingerprint":"fp_ollama","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`
+	// The typed grammars' per-token events, as OpenAI's Responses API and
+	// Anthropic's Messages API send them.
+	responsesDelta = `{"type":"response.output_text.delta","sequence_number":12,"item_id":"msg_68a1f0c2d4e8b","output_index":0,"content_index":0,"delta":" world","logprobs":[]}`
+	messagesDelta  = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}`
+	ollamaComp     = `{"id":"cmpl-87","object":"text_completion","created":1718000000,"choices":[{"text":" blue","index":0,"finish_reason":null}],"model":"llama3.2","system_fingerprint":"fp_ollama","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`
 )
 
 func TestScanChunk(t *testing.T) {
@@ -269,6 +273,31 @@ func FuzzScanChunk(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkScanEvent is each grammar's per-token event through ScanEvent,
+// beside chat's (ScanChunk's cost plus the grammar switch).
+func BenchmarkScanEvent(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		g    Grammar
+		in   string
+	}{
+		{"chat-vllm", GrammarChat, vllmChunk},
+		{"responses", GrammarResponses, responsesDelta},
+		{"messages", GrammarMessages, messagesDelta},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			data := []byte(bc.in)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if c, _, _, err := ScanEvent(bc.g, data); err != nil || !c.Text {
+					b.Fatal(err, c)
+				}
+			}
+		})
+	}
 }
 
 func BenchmarkScanChunk(b *testing.B) {

@@ -3,6 +3,7 @@ package openai
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -34,6 +35,7 @@ type streamState struct {
 	prompt, comp int     // the latest non-zero usage
 	reason, cach int     // its reasoning and cached token details
 	timings      Timings // llama.cpp's timings object, when a chunk had one
+	unknown      int     // events of a type the grammar does not know (typed grammars)
 }
 
 // fill copies the state into rec. Token counts come from the server's usage
@@ -47,16 +49,28 @@ func (st *streamState) fill(rec *record.Record) {
 		rec.SmoothNs = st.smooth
 	}
 	rec.Chunks = st.content
+	rec.UnknownEvents = st.unknown
 	if st.usage {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.comp, true
 		rec.ReasoningTokens, rec.CachedTokens = st.reason, st.cach
 	} else {
-		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = 0, st.content, false
+		rec.PromptTokens, rec.OutputTokens, rec.UsageFromServer = st.prompt, st.content, false
 		rec.ReasoningTokens, rec.CachedTokens = 0, 0
 	}
 	if st.timings.Present { // after usage, as for a non-streamed body: usage's cached_tokens wins
 		applyTimings(rec, st.timings)
 	}
+}
+
+// endEventName names the event that ends a stream of grammar g.
+func endEventName(g Grammar) string {
+	switch g {
+	case GrammarResponses:
+		return "response.completed"
+	case GrammarMessages:
+		return "message_stop"
+	}
+	return "[DONE]"
 }
 
 // readLine returns the next line without its line ending (LF or CRLF). At
@@ -179,7 +193,11 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			if bytes.Equal(v, doneMarker) {
 				st.fill(rec)
 				rec.DoneNs = t
-				if !st.choices {
+				switch {
+				case c.grammar != GrammarChat:
+					rec.Outcome, rec.Error = record.StreamError, "[DONE] before "+endEventName(c.grammar)
+					return
+				case !st.choices:
 					rec.Outcome, rec.Error = record.InvalidResponse, "no choices"
 					return
 				}
@@ -192,10 +210,24 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			if st.firstChunk == record.None {
 				st.firstChunk = t
 			}
-			ch, serr := ScanChunk(v)
+			ch, kind, object, serr := ScanEvent(c.grammar, v)
 			if serr != nil {
 				fail(record.StreamError, "malformed chunk")
 				return
+			}
+			switch kind {
+			case EventUntyped:
+				detail := "not a " + c.cfg.API + " event"
+				if tok := c.safeToken(string(object), req.Prompt); tok != "" {
+					detail += " (" + tok + ")"
+				} else {
+					detail += " (no type)"
+				}
+				fail(record.InvalidResponse, detail)
+				return
+			case EventUnknown:
+				st.unknown++
+				continue
 			}
 			if ch.Error {
 				detail := "error in stream"
@@ -207,7 +239,16 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 			}
 			st.choices = st.choices || ch.Choices
 			st.finish = st.finish || ch.Finish
-			if ch.Usage && (ch.PromptTokens > 0 || ch.CompletionTokens > 0) {
+			switch {
+			case c.grammar != GrammarChat && ch.Usage:
+				// Typed grammars spread usage over events (Messages: the
+				// prompt at the start, the output at the end).
+				st.prompt = cmp.Or(ch.PromptTokens, st.prompt)
+				st.comp = cmp.Or(ch.CompletionTokens, st.comp)
+				st.reason = cmp.Or(ch.ReasoningTokens, st.reason)
+				st.cach = cmp.Or(ch.CachedTokens, st.cach)
+				st.usage = st.comp > 0 // the prompt's count alone (message_start) leaves the output counted
+			case ch.Usage && (ch.PromptTokens > 0 || ch.CompletionTokens > 0):
 				st.usage, st.prompt, st.comp = true, ch.PromptTokens, ch.CompletionTokens
 				st.reason, st.cach = ch.ReasoningTokens, ch.CachedTokens
 			}
@@ -229,6 +270,14 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 					st.smooth = max(st.smooth, t-int64(st.content-1)*st.budget)
 				}
 			}
+			if kind == EventEnd {
+				st.fill(rec)
+				rec.DoneNs = t
+				rec.Outcome = record.OK
+				setTPOT(rec)
+				_, _ = x.br.Discard(maxDrainBytes) // a [DONE] may follow; read to the end so the connection is reused
+				return
+			}
 		case isField(line, "event"), isField(line, "id"), isField(line, "retry"), isField(line, "data"):
 		default:
 			if st.dataChunks == 0 {
@@ -244,6 +293,8 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 		switch { // io.EOF: other errors returned above
 		case lines == 0:
 			fail(record.InvalidResponse, "empty body")
+		case c.grammar != GrammarChat:
+			fail(record.StreamError, "no "+endEventName(c.grammar))
 		case st.finish:
 			fail(record.StreamError, "no [DONE] (finish_reason seen)")
 		default:

@@ -115,6 +115,8 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		r.SmoothNs, ok = d.int()
 	case "chunks":
 		ok = d.intTo(&r.Chunks)
+	case "unknown_events":
+		ok = d.intTo(&r.UnknownEvents)
 	case "attempts":
 		ok = d.intTo(&r.Attempts)
 	case "conn_retries":

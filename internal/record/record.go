@@ -125,6 +125,9 @@ type Record struct {
 	ITLMaxNs int64 `json:"itl_max_ns"` // longest gap between content chunks; None if < 2 chunks
 	TPOTNs   int64 `json:"tpot_ns"`    // (done − first token) / (output tokens − 1); None if < 2 tokens
 	Chunks   int   `json:"chunks"`     // content chunks received
+	// UnknownEvents counts the streamed events of a type the API's
+	// grammar does not know (Responses, Messages): ignored, not errors.
+	UnknownEvents int `json:"unknown_events"`
 	// SmoothNs is the latest, over the content chunks, of chunk i's time
 	// − (i − 1) × the per-token budget (--token-deadline): the first-token
 	// time a stream steady at the budget would need to deliver every
@@ -298,6 +301,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendOpt(b, "smooth_ns", r.SmoothNs)
 	b = append(b, `,"chunks":`...)
 	b = strconv.AppendInt(b, int64(r.Chunks), 10)
+	b = appendNonZero(b, "unknown_events", r.UnknownEvents)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	b = appendNonZero(b, "conn_retries", r.ConnRetries)

@@ -78,7 +78,7 @@ func (e *Env) calibratePrompts(ctx context.Context) calibrate.Result {
 		Method: o.PromptCalibration,
 		Root:   strings.TrimSuffix(e.BaseURL, "/v1"),
 		Model:  o.Model,
-		Chat:   o.API == "chat",
+		Chat:   openai.Conversational(o.API),
 		Client: client.HTTPClient(),
 		Header: client.AuthHeader(),
 		Probe:  probe,
@@ -115,7 +115,7 @@ func (e *Env) modelTokenizer() func(string) int {
 // would count it: chat messages each with their template overhead; for
 // completions the contents joined by a blank line, as the client sends them.
 func (e *Env) modelCount() func(texts ...string) int {
-	chat := e.Opts.API == "chat"
+	chat := openai.Conversational(e.Opts.API)
 	sc := e.Opts.Sim
 	return func(texts ...string) int {
 		if chat || len(texts) == 1 {

@@ -254,8 +254,8 @@ func (p *Endpoint) validate(bad bad) {
 	if p.Target != "" && !strings.HasPrefix(p.Target, "http://") && !strings.HasPrefix(p.Target, "https://") {
 		bad("target", "must be an http:// or https:// URL, got %q", p.Target)
 	}
-	if p.API != "chat" && p.API != "completions" {
-		bad("api", "must be chat or completions, got %q", p.API)
+	if !slices.Contains(openai.APIs, p.API) {
+		bad("api", "must be one of %s, got %q", strings.Join(openai.APIs, ", "), p.API)
 	}
 	if !slices.Contains([]string{"", openai.TransportAuto, openai.TransportSurge, openai.TransportGo}, p.HTTPClient) {
 		bad("http_client", "must be auto, surge or go, got %q", p.HTTPClient)
@@ -424,10 +424,11 @@ func (o *Options) LoadDataset() (*workload.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := d.ExtraRow(); n > 0 && o.API == "completions" {
-		// The completions endpoint takes a prompt only: sending the rows
-		// without their tools would measure another workload.
-		return nil, &field.Error{Field: "api", Message: fmt.Sprintf("completions has no tools, tool_choice or response_format, but --dataset %s line %d carries them: use --api chat", o.Dataset, n)}
+	if n := d.ExtraRow(); n > 0 && o.API != openai.APIChat {
+		// The rows' tools are chat-shaped: completions takes a prompt
+		// only, and Responses and Messages shape tools otherwise; sending
+		// the rows without them would measure another workload.
+		return nil, &field.Error{Field: "api", Message: fmt.Sprintf("%s takes no chat-shaped tools, tool_choice or response_format, but --dataset %s line %d carries them: use --api chat", o.API, o.Dataset, n)}
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 
+	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -89,7 +90,7 @@ func (e *Env) modelBlocks() func(*workload.Request, []uint64) []uint64 {
 	if !sc.PrefixCache() {
 		return nil
 	}
-	chat := e.Opts.API == "chat"
+	chat := openai.Conversational(e.Opts.API)
 	h := sc.NewPrefixHasher(nil)
 	return func(r *workload.Request, dst []uint64) []uint64 {
 		h.Reset(dst)
