@@ -105,11 +105,10 @@ func (c *Cluster) plan(r Request) (outLen int, finish string, f FaultPlan) {
 	z := c.lenRNG.NormFloat64()
 	natural := int(math.Round(math.Exp(c.lnMu + c.cfg.OutputSigma*z)))
 	natural = max(natural, 1)
-	limit := r.MaxTokens
-	if limit == 0 {
-		limit = c.cfg.MaxModelLen - r.PromptTokens
-	}
+	limit := c.cfg.outputCap(r)
 	switch {
+	case r.PrefillOnly:
+		outLen, finish = 0, "stop"
 	case r.IgnoreEOS || natural >= limit:
 		outLen, finish = limit, "length"
 	default:
@@ -117,7 +116,10 @@ func (c *Cluster) plan(r Request) (outLen int, finish string, f FaultPlan) {
 	}
 
 	u, v := c.faultRNG.Float64(), c.faultRNG.Float64()
-	at := 1 + min(int(v*float64(outLen)), outLen-1)
+	at := 0 // prefill-only: no token to strike at
+	if outLen > 0 {
+		at = 1 + min(int(v*float64(outLen)), outLen-1)
+	}
 	cfg := &c.cfg
 	for _, k := range [...]struct {
 		p    float64
@@ -191,10 +193,7 @@ func (c *Cluster) Submit(now time.Duration, r Request, obs Observer) (Ticket, er
 		return t, &QueueFullError{Replica: rep.index, Waiting: rep.nWaiting, RetryAfter: c.retryAfter(rep, now)}
 	}
 	s := c.newSeq()
-	limit := r.MaxTokens
-	if limit == 0 {
-		limit = c.cfg.MaxModelLen - r.PromptTokens
-	}
+	limit := c.cfg.outputCap(r)
 	blocks := s.blocks[:0]
 	if c.cfg.PrefixCache() {
 		blocks = append(blocks, r.Blocks...)

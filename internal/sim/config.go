@@ -343,11 +343,19 @@ var ErrInvalidRequest = errors.New("sim: invalid request")
 // CheckRequest reports whether r can run on this configuration: at least
 // one prompt token, max_tokens ≥ 0 (0 = unset) and prompt_tokens +
 // max_tokens ≤ max_model_len (with max_tokens unset, room for at least one
-// output token). The error wraps ErrInvalidRequest.
+// output token). A prefill-only request sets no max_tokens nor ignore_eos
+// and needs prompt_tokens ≤ kv_cache_tokens instead. The error wraps
+// ErrInvalidRequest.
 func (c Config) CheckRequest(r Request) error {
 	switch {
 	case r.PromptTokens < 1:
 		return fmt.Errorf("%w: prompt_tokens must be ≥ 1, got %d", ErrInvalidRequest, r.PromptTokens)
+	case r.PrefillOnly && (r.MaxTokens != 0 || r.IgnoreEOS):
+		return fmt.Errorf("%w: a prefill-only request generates nothing: max_tokens must be unset and ignore_eos false", ErrInvalidRequest)
+	case r.PrefillOnly && r.PromptTokens > c.KVCacheTokens:
+		return fmt.Errorf("%w: prompt_tokens %d exceed kv_cache_tokens %d", ErrInvalidRequest, r.PromptTokens, c.KVCacheTokens)
+	case r.PrefillOnly:
+		return nil
 	case r.MaxTokens < 0:
 		return fmt.Errorf("%w: max_tokens must be ≥ 1 (or unset), got %d", ErrInvalidRequest, r.MaxTokens)
 	case r.MaxTokens == 0 && r.PromptTokens >= c.MaxModelLen:
@@ -358,4 +366,17 @@ func (c Config) CheckRequest(r Request) error {
 			ErrInvalidRequest, r.PromptTokens, r.MaxTokens, r.PromptTokens+r.MaxTokens, c.MaxModelLen)
 	}
 	return nil
+}
+
+// outputCap is the most output tokens r may generate, which its KV
+// reservation holds room for: max_tokens, max_model_len − prompt_tokens
+// when unset, 0 for prefill-only work.
+func (c *Config) outputCap(r Request) int {
+	switch {
+	case r.PrefillOnly:
+		return 0
+	case r.MaxTokens == 0:
+		return c.MaxModelLen - r.PromptTokens
+	}
+	return r.MaxTokens
 }

@@ -143,6 +143,12 @@ func TestCheckRequest(t *testing.T) {
 		{"unset without room", Request{PromptTokens: 1000}, false},
 		{"zero prompt", Request{PromptTokens: 0, MaxTokens: 10}, false},
 		{"negative max_tokens", Request{PromptTokens: 10, MaxTokens: -1}, false},
+		{"prefill-only", Request{PromptTokens: 1000, PrefillOnly: true}, true},
+		{"prefill-only beyond max_model_len", Request{PromptTokens: c.KVCacheTokens, PrefillOnly: true}, true},
+		{"prefill-only beyond the KV cache", Request{PromptTokens: c.KVCacheTokens + 1, PrefillOnly: true}, false},
+		{"prefill-only with max_tokens", Request{PromptTokens: 10, MaxTokens: 1, PrefillOnly: true}, false},
+		{"prefill-only with ignore_eos", Request{PromptTokens: 10, IgnoreEOS: true, PrefillOnly: true}, false},
+		{"prefill-only without prompt", Request{PrefillOnly: true}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,6 +62,14 @@
 // "length". The engine does not use n for scheduling. Config.CheckRequest
 // rejects prompt_tokens + max_tokens > max_model_len (HTTP 400).
 //
+// Prefill-only work (Request.PrefillOnly: embeddings, reranking) has a cap
+// of 0: it reserves prompt_tokens KV tokens, is prefilled like any prompt
+// (chunked within max_num_batched_tokens) and finishes at the end of the
+// step that completes its prefill, with no output token (finish reason
+// "stop", Result.FirstTokenAt = that instant), as a pooling model answers
+// from the prefill's hidden states. It may exceed max_model_len (a batch
+// of inputs submitted as one prompt) but not kv_cache_tokens.
+//
 // # Prefix cache
 //
 // Off by default. With prefix_cache_tokens > 0 each replica keeps an LRU

@@ -211,6 +211,10 @@ func (c *Cluster) endStep(r *replica, t time.Duration) {
 				continue
 			}
 			s.firstTok = t
+			if s.outLen == 0 { // prefill-only: done, no token
+				c.finish(r, s, t)
+				continue
+			}
 		}
 		s.generated++
 		c.genTok++

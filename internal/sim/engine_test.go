@@ -125,7 +125,11 @@ func TestInvariantsProperty(t *testing.T) {
 				if rng.IntN(4) > 0 {
 					req.MaxTokens = 1 + rng.IntN(cfg.MaxModelLen-p)
 				}
+				if rng.IntN(8) == 0 { // pooling work, up to the whole KV cache
+					req = Request{PromptTokens: 1 + rng.IntN(cfg.KVCacheTokens), PrefillOnly: true}
+				}
 				s := &sub{tr: newTrace(), req: req, outcome: "ok", cancelAt: Never}
+				s.tr.prefillOnly = req.PrefillOnly
 				tk, err := c.Submit(now, req, s.tr)
 				s.id = tk.ID
 				switch {
@@ -164,6 +168,12 @@ func TestInvariantsProperty(t *testing.T) {
 						t.Fatalf("request %d never finished", i)
 					}
 					n := q.tr.res.OutputTokens
+					if q.req.PrefillOnly {
+						if n != 0 || q.tr.res.FinishReason != "stop" || q.tr.res.FirstTokenAt != q.tr.finAt {
+							t.Fatalf("prefill-only request %d: %+v, finished at %v", i, q.tr.res, q.tr.finAt)
+						}
+						continue
+					}
 					if n < 1 || n > limit || (q.req.IgnoreEOS && n != limit) {
 						t.Fatalf("request %d (%+v): %d tokens, limit %d", i, q.req, n, limit)
 					}
@@ -649,5 +659,48 @@ func TestSlowdownPerHour(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefillOnly: pooling work is prefilled like a prompt and finishes
+// at the end of the step that completes its prefill, without a token:
+// counted as prompt tokens and a "stop" finish, not as generation, its KV
+// (the prompt alone) freed, and its gateway cost the prompt alone.
+func TestPrefillOnly(t *testing.T) {
+	cfg := smallConfig()
+	c, err := NewCluster(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTrace()
+	a.prefillOnly = true
+	// Longer than max_model_len (4096): a batch of inputs as one prompt.
+	req := Request{PromptTokens: 5000, PrefillOnly: true}
+	tk, err := c.Submit(0, req, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Fault.AtToken != 0 {
+		t.Errorf("prefill-only fault strikes at token %d, want 0", tk.Fault.AtToken)
+	}
+	if s := c.Snapshot(0); s.Replicas[0].KVReservedTokens != 5000 {
+		t.Errorf("reserved %d KV tokens, want the prompt's 5000", s.Replicas[0].KVReservedTokens)
+	}
+	drain(c)
+	if a.bad != "" {
+		t.Fatal(a.bad)
+	}
+	// Three prefill chunks of ≤ 2048 tokens: 2048, 2048, 904, each step
+	// step_base + 10 µs per token.
+	want := ms(10+20.48) + ms(10+20.48) + ms(10+9.04)
+	if !a.fin || a.finAt != want || a.res.FirstTokenAt != want || a.res.OutputTokens != 0 || a.res.FinishReason != "stop" || a.res.PromptTokens != 5000 {
+		t.Fatalf("finished %v at %v (want %v): %+v", a.fin, a.finAt, want, a.res)
+	}
+	s := c.Snapshot(want)
+	if s.PromptTokens != 5000 || s.GenerationTokens != 0 || s.FinishedStop != 1 || s.Running != 0 || s.KVUsage != 0 {
+		t.Errorf("snapshot after: %+v", s)
+	}
+	if got := cfg.Cost(req); got != 5000 {
+		t.Errorf("Cost = %d, want the prompt alone", got)
 	}
 }

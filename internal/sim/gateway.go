@@ -84,13 +84,9 @@ type Admission struct {
 
 // Cost is what a request of prompt tokens and max_tokens cap (its
 // reservation: Cluster's rule for an unset max_tokens) takes from the
-// token buckets.
+// token buckets: its prompt alone when it is prefill-only.
 func (c *Config) Cost(r Request) int {
-	limit := r.MaxTokens
-	if limit == 0 {
-		limit = c.MaxModelLen - r.PromptTokens
-	}
-	return r.PromptTokens + limit
+	return r.PromptTokens + c.outputCap(r)
 }
 
 // Admit decides a request of tokens arriving at now.

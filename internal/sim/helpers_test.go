@@ -17,6 +17,9 @@ type trace struct {
 	finAt  time.Duration
 	bad    string
 	noCall bool // set after Cancel: any later call is a violation
+	// prefillOnly: the request finishes without a token, at the end of
+	// its prefill.
+	prefillOnly bool
 }
 
 func newTrace() *trace { return &trace{sched: Never, finAt: Never} }
@@ -61,7 +64,9 @@ func (tr *trace) Finished(now time.Duration, res Result) {
 		tr.fail("Finished twice")
 	case res.OutputTokens != len(tr.toks):
 		tr.fail("Finished with %d tokens, saw %d", res.OutputTokens, len(tr.toks))
-	case len(tr.toks) == 0 || now != tr.toks[len(tr.toks)-1]:
+	case tr.prefillOnly && (len(tr.toks) != 0 || now != res.FirstTokenAt):
+		tr.fail("prefill-only request finished at %v with %d tokens, prefill done at %v", now, len(tr.toks), res.FirstTokenAt)
+	case !tr.prefillOnly && (len(tr.toks) == 0 || now != tr.toks[len(tr.toks)-1]):
 		tr.fail("Finished at %v, not at the last token", now)
 	}
 	tr.fin, tr.res, tr.finAt = true, res, now
@@ -151,7 +156,7 @@ func checkInvariants(t *testing.T, c *Cluster, r *replica) {
 		if s.prefilled+s.chunk+s.generated > s.kv {
 			t.Fatalf("seq %d uses %d KV tokens > %d reserved", s.id, s.prefilled+s.chunk+s.generated, s.kv)
 		}
-		if s.generated >= s.outLen {
+		if s.outLen > 0 && s.generated >= s.outLen { // prefill-only (outLen 0) runs until its prefill is done
 			t.Fatalf("seq %d still running with %d/%d tokens", s.id, s.generated, s.outLen)
 		}
 	}

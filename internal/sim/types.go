@@ -19,6 +19,13 @@ type Request struct {
 	// (PrefixHasher), for the prefix cache; nil = nothing to look up.
 	// Submit copies them: the caller may reuse the slice.
 	Blocks []uint64
+	// PrefillOnly marks pooling work (embeddings, reranking): the request
+	// generates no token and finishes when its prompt is prefilled.
+	// MaxTokens must be 0 and IgnoreEOS false; its cap is 0, so it
+	// reserves prompt_tokens KV tokens. It may be longer than
+	// max_model_len (it may stand for a batch of inputs, each within it:
+	// the caller checks them) but must fit kv_cache_tokens.
+	PrefillOnly bool
 }
 
 // FaultKind names an injected fault.
@@ -53,7 +60,9 @@ func (k FaultKind) String() string {
 type FaultPlan struct {
 	Kind FaultKind
 	// AtToken is the 1-based index of the output token the fault strikes at
-	// (reset, malformed, stall), uniform in [1, output length]; 0 otherwise.
+	// (reset, malformed, stall), uniform in [1, output length]; 0 otherwise,
+	// and 0 for a prefill-only request (no output token: the fault strikes
+	// at its answer).
 	AtToken int
 	// Delay is the stall length or the header delay; 0 otherwise.
 	Delay time.Duration
@@ -91,8 +100,9 @@ type Observer interface {
 	// Tokens is called once per output token with the total generated so
 	// far; the first call (total 1) is the first token.
 	Tokens(now time.Duration, total int)
-	// Finished is called once when the last token has been generated. It
-	// is not called for a cancelled request.
+	// Finished is called once when the last token has been generated (for
+	// a prefill-only request, when its prefill completed: no Tokens call
+	// precedes it). It is not called for a cancelled request.
 	Finished(now time.Duration, res Result)
 }
 

@@ -47,12 +47,49 @@ func BenchmarkStreams(b *testing.B) {
 		{2000, 10 * time.Millisecond, 256},
 	} {
 		b.Run(fmt.Sprintf("streams=%d/step=%v", bc.streams, bc.step), func(b *testing.B) {
-			benchStreams(b, bc.streams, bc.step, bc.maxTokens)
+			benchStreams(b, chatShape, bc.streams, bc.step, bc.maxTokens)
 		})
 	}
 }
 
-func benchStreams(b *testing.B, streams int, step time.Duration, maxTokens int) {
+// BenchmarkResponsesStreams is BenchmarkStreams on /v1/responses: the
+// same waves, each stream a Responses event stream of maxTokens
+// output_text deltas (ignore_eos, vLLM's extension), ended by
+// response.incomplete.
+//
+//	go test -run '^$' -bench BenchmarkResponsesStreams -benchtime 1x ./internal/simhttp/
+func BenchmarkResponsesStreams(b *testing.B) {
+	b.Run("streams=2000/step=30ms", func(b *testing.B) {
+		benchStreams(b, responsesShape, 2000, 30*time.Millisecond, 128)
+	})
+}
+
+// streamShape is what benchStreams sends and counts: the request of a
+// stream of maxTokens tokens, a token's line and the last line.
+type streamShape struct {
+	path       string
+	body       func(maxTokens int) string
+	token, end []byte // a token line contains token; the last line starts with end
+}
+
+var (
+	chatShape = streamShape{
+		path: "/v1/chat/completions",
+		body: func(n int) string {
+			return fmt.Sprintf(`{"model":"surge-sim","messages":[{"role":"user","content":"Say something."}],"max_tokens":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, n)
+		},
+		token: []byte(`"delta":{"content":"`), end: []byte("data: [DONE]\n"),
+	}
+	responsesShape = streamShape{
+		path: "/v1/responses",
+		body: func(n int) string {
+			return fmt.Sprintf(`{"model":"surge-sim","input":"Say something.","max_output_tokens":%d,"ignore_eos":true,"stream":true}`, n)
+		},
+		token: []byte(`data: {"type":"response.output_text.delta"`), end: []byte(`data: {"type":"response.incomplete"`),
+	}
+)
+
+func benchStreams(b *testing.B, shape streamShape, streams int, step time.Duration, maxTokens int) {
 	cfg := sim.DefaultConfig()
 	cfg.MaxNumSeqs = streams
 	cfg.MaxNumBatchedTokens = 1 << 20
@@ -67,8 +104,8 @@ func benchStreams(b *testing.B, streams int, step time.Duration, maxTokens int) 
 	}
 	defer s.Close()
 	addr := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/v1")
-	body := fmt.Sprintf(`{"model":"surge-sim","messages":[{"role":"user","content":"Say something."}],"max_tokens":%d,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, maxTokens)
-	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body))
+	body := shape.body(maxTokens)
+	req := []byte(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", shape.path, addr, len(body), body))
 
 	var peakHeap atomic.Uint64
 	stopSampler := make(chan struct{})
@@ -115,7 +152,7 @@ func benchStreams(b *testing.B, streams int, step time.Duration, maxTokens int) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, err := rawStream(c, req, &open, &peakOpen, opened.Done)
+				n, err := rawStream(c, shape, req, &open, &peakOpen, opened.Done)
 				tokens.Add(int64(n))
 				if err != nil || n != maxTokens {
 					if failed.Add(1) == 1 {
@@ -153,11 +190,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-var (
-	contentPrefix = []byte(`"delta":{"content":"`)
-	doneLine      = []byte("data: [DONE]\n")
-)
-
 // dialAll opens n connections to addr, at most 64 dials at a time (a
 // burst of thousands of SYNs overflows the listen backlog and costs
 // retransmission seconds that would be the client's, not the server's).
@@ -194,8 +226,8 @@ func dialAll(addr string, n int) ([]net.Conn, error) {
 }
 
 // rawStream sends one prepared request on connection c, counts the
-// content chunks of the SSE response until [DONE] and closes c.
-func rawStream(c net.Conn, req []byte, open, peak *atomic.Int64, opened func()) (int, error) {
+// token lines of the SSE response until its last line and closes c.
+func rawStream(c net.Conn, shape streamShape, req []byte, open, peak *atomic.Int64, opened func()) (int, error) {
 	var once sync.Once
 	defer once.Do(opened) // also on failure
 	defer c.Close()
@@ -241,13 +273,13 @@ func rawStream(c net.Conn, req []byte, open, peak *atomic.Int64, opened func()) 
 		line, err := sse.ReadSlice('\n')
 		if err != nil {
 			if err == io.EOF {
-				err = io.ErrUnexpectedEOF // no [DONE]
+				err = io.ErrUnexpectedEOF // no last line
 			}
 			return tokens, err
 		}
-		if bytes.Contains(line, contentPrefix) {
+		if bytes.Contains(line, shape.token) {
 			tokens++
-		} else if bytes.Equal(line, doneLine) {
+		} else if bytes.HasPrefix(line, shape.end) {
 			return tokens, nil
 		}
 	}

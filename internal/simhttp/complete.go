@@ -79,7 +79,7 @@ func (st *stream) Finished(now time.Duration, res sim.Result) {
 	st.signal()
 }
 
-// exchange is the state of one completion request on its handler.
+// exchange is the state of one request on its handler.
 type exchange struct {
 	s      *Server
 	w      http.ResponseWriter
@@ -91,25 +91,61 @@ type exchange struct {
 	// truncate: the truncate-on-overload quirk is on for this stream; it
 	// cuts it short if it queued (waited more than queuedSteps steps).
 	truncate bool
-	enc      *encoder
-	buf      *[]byte   // pooled write buffer
-	start    time.Time // arrival of the request
-	status   int       // status sent, for the log line
-	released time.Time // when the gateway let the request through (with a gateway)
+	enc      streamEncoder // nil for prefill-only work
+	buf      *[]byte       // pooled write buffer
+	start    time.Time     // arrival of the request
+	status   int           // status sent, for the log line
+	released time.Time     // when the gateway let the request through (with a gateway)
 }
 
-// serveCompletion answers one completion request (chat or completions): it
-// reads and checks it, submits it to the cluster, and sends the answer as
-// the engine generates it, streamed or in one body.
-func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+// serveRequest answers one request of API a: it reads and checks it,
+// submits it to the cluster, and sends the answer as the engine
+// generates it, streamed or in one body (prefill-only work: once its
+// prefill is done).
+func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request, a api) {
 	start := time.Now()
-	p, blocks, explicitMax, ok := s.readCompletion(w, r, chat, start)
+	p, blocks, explicitMax, ok := s.readRequest(w, r, a, start)
 	if !ok {
 		return
 	}
 	st := s.newRequestStream(r)
-	maxTokens, ignoreEOS, ans := s.plan(p, explicitMax)
-	req := sim.Request{PromptTokens: p.promptTokens, MaxTokens: maxTokens, IgnoreEOS: ignoreEOS, Blocks: blocks}
+	req := sim.Request{PromptTokens: p.promptTokens, Blocks: blocks, PrefillOnly: a.prefillOnly()}
+	var ans *answer
+	if !req.PrefillOnly {
+		req.MaxTokens, req.IgnoreEOS, ans = s.plan(p, explicitMax)
+	}
+	t, released, ok := s.submit(w, r, req, st, p, start)
+	if !ok {
+		return
+	}
+	x := &exchange{
+		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st, ans: ans,
+		truncate: s.quirks.truncateOnOverload && p.stream,
+		buf:      s.bufs.Get().(*[]byte), start: start, released: released,
+	}
+	defer func() {
+		*x.buf = (*x.buf)[:0]
+		s.bufs.Put(x.buf)
+		s.logRequest(a, t.ID, x.status, t.Replica, p, int(st.tokens.Load()), start)
+	}()
+	if a.prefillOnly() {
+		x.unary(s.poolEncoder(p, t))
+		return
+	}
+	x.enc = s.newStreamEncoder(p, t, ans)
+	if p.stream {
+		x.stream()
+	} else {
+		x.unary(x.enc)
+	}
+}
+
+// submit lets req through the gateway (with one) and submits it to the
+// cluster. On a refusal, or a fault answered at once (500, 503), it
+// answers the request itself and returns ok false; otherwise the ticket
+// and when the gateway released the request.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, req sim.Request, st *stream, p parsedRequest, start time.Time) (t sim.Ticket, released time.Time, ok bool) {
+	a := p.api
 	s.mu.Lock()
 	now := s.now()
 	if s.gateways != nil && s.cluster.Config().CheckRequest(req) == nil {
@@ -117,58 +153,57 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		s.writeQuota(w.Header(), &adm)
 		if adm.Refused {
 			s.mu.Unlock()
-			s.logRequest(chat, 0, http.StatusTooManyRequests, -1, p, 0, start)
-			writeError(w, gatewayRefusal(&adm))
-			return
+			s.logRequest(a, 0, http.StatusTooManyRequests, -1, p, 0, start)
+			a.writeError(w, gatewayRefusal(&adm))
+			return t, released, false
 		}
 		s.gateways.announceWait(w.Header(), adm.Release-now)
 		if adm.Release > now {
 			s.mu.Unlock()
 			if !s.holdAtGateway(r.Context(), adm.Release) {
-				s.logRequest(chat, 0, 0, -1, p, 0, start) // the client went away while it waited
-				return
+				s.logRequest(a, 0, 0, -1, p, 0, start) // the client went away while it waited
+				return t, released, false
 			}
 			s.mu.Lock()
 			now = s.now()
 		}
 	}
-	released := time.Now()
+	released = time.Now()
 	st.submitted = now
-	truncate := s.quirks.truncateOnOverload && p.stream
 	t, err := s.cluster.Submit(now, req, st)
 	s.mu.Unlock()
 	if err != nil {
-		s.refuse(w, chat, t, err, p, start)
-		return
+		s.refuse(w, t, err, p, start)
+		return t, released, false
 	}
 	s.kick()
 	w.Header().Set(ReplicaHeader, replicaName(t.Replica))
-	if s.serveErrorFault(w, chat, t, p, start) {
-		return
+	if s.serveErrorFault(w, t, p, start) {
+		return t, released, false
 	}
+	return t, released, true
+}
 
+// newStreamEncoder is the encoder of a generation's answer in the shape
+// of its API.
+func (s *Server) newStreamEncoder(p parsedRequest, t sim.Ticket, ans *answer) streamEncoder {
+	id, created := strconv.FormatUint(t.ID, 16), time.Now().Unix()
+	switch p.api {
+	case apiResponses:
+		return newResponsesEncoder(id, created, s.model, ans, s.thinking(p.api))
+	case apiMessages:
+		return newMessagesEncoder(id, s.model, p.promptTokens, ans, s.thinking(p.api), !s.quirks.noUsage)
+	}
 	prefix := "cmpl-"
-	if chat {
+	if p.api == apiChat {
 		prefix = "chatcmpl-"
 	}
-	x := &exchange{
-		s: s, w: w, ctx: r.Context(), p: p, ticket: t, st: st, ans: ans, truncate: truncate,
-		enc: newEncoder(chat, prefix+strconv.FormatUint(t.ID, 16), time.Now().Unix(), s.model),
-		buf: s.bufs.Get().(*[]byte), start: start, released: released,
-	}
+	e := newEncoder(p.api == apiChat, prefix+id, created, s.model)
 	if ans != nil {
-		x.enc.ans, x.enc.seq = ans, ans.seq
+		e.ans, e.seq = ans, ans.seq
 	}
-	defer func() {
-		*x.buf = (*x.buf)[:0]
-		s.bufs.Put(x.buf)
-		s.logRequest(chat, t.ID, x.status, t.Replica, p, int(st.tokens.Load()), start)
-	}()
-	if p.stream {
-		x.stream()
-	} else {
-		x.unary()
-	}
+	e.includeUsage, e.timings = p.includeUsage, s.timings
+	return e
 }
 
 // announceUpstream writes the gateway's upstream time as the headers go
@@ -179,32 +214,32 @@ func (x *exchange) announceUpstream() {
 	}
 }
 
-// readCompletion reads, decodes and checks a completion request: the
+// readRequest reads, decodes and checks a request of API a: the
 // request, its prompt's prefix-cache block hashes (with a prefix cache),
 // and whether it set max_tokens. On a bad request it answers the error
 // itself and returns ok false.
-func (s *Server) readCompletion(w http.ResponseWriter, r *http.Request, chat bool, start time.Time) (p parsedRequest, blocks []uint64, explicitMax, ok bool) {
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, a api, start time.Time) (p parsedRequest, blocks []uint64, explicitMax, ok bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "MethodNotAllowedError", message: "method " + r.Method + " not allowed; use POST"})
+		a.writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "MethodNotAllowedError", message: "method " + r.Method + " not allowed; use POST"})
 		return p, nil, false, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
+			a.writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "BadRequestError",
 				message: "request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"})
 			return p, nil, false, false
 		}
-		writeError(w, badRequest("", "reading the request body failed"))
+		a.writeError(w, badRequest("", "reading the request body failed"))
 		return p, nil, false, false
 	}
 	var h *sim.PrefixHasher
-	if s.prefix.PrefixCache() {
+	if s.prefix.PrefixCache() && !a.prefillOnly() {
 		h = s.prefix.NewPrefixHasher(nil)
 	}
-	p, aerr := decodeRequestHashed(body, chat, s.tok, h)
+	p, aerr := decodeAPI(a, body, s.tok, h, s.embedDims)
 	if h != nil {
 		blocks = h.Hashes
 	}
@@ -213,11 +248,27 @@ func (s *Server) readCompletion(w http.ResponseWriter, r *http.Request, chat boo
 		aerr = p.validate(s.model, s.maxModelLen)
 	}
 	if aerr != nil {
-		s.logRequest(chat, 0, aerr.status, -1, p, 0, start)
-		writeError(w, aerr)
+		s.logRequest(a, 0, aerr.status, -1, p, 0, start)
+		a.writeError(w, aerr)
 		return p, nil, false, false
 	}
 	return p, blocks, explicitMax, true
+}
+
+// decodeAPI decodes a request body of API a (the prefix hasher h and
+// the embedding dimensions dims where they apply).
+func decodeAPI(a api, body []byte, tok textTokens, h *sim.PrefixHasher, dims int) (parsedRequest, *apiError) {
+	switch a {
+	case apiResponses:
+		return decodeResponses(body, tok, h)
+	case apiMessages:
+		return decodeMessages(body, tok, h)
+	case apiEmbeddings:
+		return decodeEmbeddings(body, tok, dims)
+	case apiRerank:
+		return decodeRerank(body, tok)
+	}
+	return decodeRequestHashed(body, a == apiChat, tok, h)
 }
 
 // newRequestStream is the observer of a request, with its trace when the
@@ -237,7 +288,7 @@ func (s *Server) newRequestStream(r *http.Request) *stream {
 // refuse answers a request the cluster did not accept (err from Submit,
 // t its ticket), naming the replica when that replica's admission control
 // refused it.
-func (s *Server) refuse(w http.ResponseWriter, chat bool, t sim.Ticket, err error, p parsedRequest, start time.Time) {
+func (s *Server) refuse(w http.ResponseWriter, t sim.Ticket, err error, p parsedRequest, start time.Time) {
 	aerr := submitError(err)
 	if s.quirks.noRetryAfter {
 		aerr.retryAfter = 0
@@ -247,21 +298,21 @@ func (s *Server) refuse(w http.ResponseWriter, chat bool, t sim.Ticket, err erro
 		replica = t.Replica
 		w.Header().Set(ReplicaHeader, replicaName(t.Replica))
 	}
-	s.logRequest(chat, t.ID, aerr.status, replica, p, 0, start)
-	writeError(w, aerr)
+	s.logRequest(p.api, t.ID, aerr.status, replica, p, 0, start)
+	p.api.writeError(w, aerr)
 }
 
 // serveErrorFault answers the request with its fault's error when the
 // ticket's fault is a simulated 500 or 503; false for any other.
-func (s *Server) serveErrorFault(w http.ResponseWriter, chat bool, t sim.Ticket, p parsedRequest, start time.Time) bool {
+func (s *Server) serveErrorFault(w http.ResponseWriter, t sim.Ticket, p parsedRequest, start time.Time) bool {
 	switch t.Fault.Kind {
 	case sim.Fault500:
-		s.logRequest(chat, t.ID, http.StatusInternalServerError, t.Replica, p, 0, start)
-		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "simulated internal server error"})
+		s.logRequest(p.api, t.ID, http.StatusInternalServerError, t.Replica, p, 0, start)
+		p.api.writeError(w, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", message: "simulated internal server error"})
 		return true
 	case sim.Fault503:
-		s.logRequest(chat, t.ID, http.StatusServiceUnavailable, t.Replica, p, 0, start)
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", message: "simulated service unavailable"})
+		s.logRequest(p.api, t.ID, http.StatusServiceUnavailable, t.Replica, p, 0, start)
+		p.api.writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", message: "simulated service unavailable"})
 		return true
 	}
 	return false
@@ -284,14 +335,11 @@ func (s *Server) plan(p parsedRequest, explicitMax bool) (maxTokens int, ignoreE
 	if p.shape == nil {
 		return maxTokens, ignoreEOS, nil
 	}
-	think := 0
-	if p.chat {
-		think = s.reasoning
-	}
+	think := s.thinking(p.api)
 	// A stop string is looked for as far as the engine will generate:
 	// past max_tokens too when ignore-max-tokens is on, so that only
 	// max_tokens is ignored.
-	a, bound := planAnswer(p.shape, p.chat, limit-think, s.quirks.ignoreStop, s.quirks.badToolArgs, s.quirks.schemaViolations, s.instances)
+	a, bound := planAnswer(p.shape, p.api.templated(), limit-think, s.quirks.ignoreStop, s.quirks.badToolArgs, s.quirks.schemaViolations, s.instances)
 	switch {
 	case a.json():
 		maxTokens, ignoreEOS = max(min(think+bound, limit), 1), true
@@ -321,15 +369,11 @@ func submitError(err error) *apiError {
 
 // logRequest writes the one debug line of a request: ids, status and
 // counts, never content.
-func (s *Server) logRequest(chat bool, id uint64, status, replica int, p parsedRequest, out int, start time.Time) {
+func (s *Server) logRequest(a api, id uint64, status, replica int, p parsedRequest, out int, start time.Time) {
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	endpoint := "completions"
-	if chat {
-		endpoint = "chat"
-	}
-	s.log.Debug("simhttp: request", "endpoint", endpoint, "id", id, "status", status, "replica", replica,
+	s.log.Debug("simhttp: request", "endpoint", a.String(), "id", id, "status", status, "replica", replica,
 		"stream", p.stream, "prompt_tokens", p.promptTokens, "max_tokens", p.maxTokens,
 		"output_tokens", out, "duration", time.Since(start))
 }
@@ -390,12 +434,14 @@ func (x *exchange) reset() {
 	panic(http.ErrAbortHandler)
 }
 
-// stream sends the SSE response: headers at once (or a slow-headers
-// fault's delay after arrival), the role chunk (chat), one chunk per token
-// as the engine produces them, the finish chunk, the usage chunk if asked,
-// [DONE]. Mid-stream faults strike when token AtToken (1-based) is ready:
-// a reset instead of sending it, a malformed chunk in its place that ends
-// the stream (no finish chunk, no [DONE]), or a stall of Delay before it.
+// stream sends the SSE response as x.enc writes it: headers at once (or
+// a slow-headers fault's delay after arrival) with the stream's start
+// (chat's role chunk, response.created, message_start), one event per
+// token as the engine produces them, then its end (chat: the finish
+// chunk, the usage chunk if asked, [DONE]). Mid-stream faults strike
+// when token AtToken (1-based) is ready: a reset instead of sending it,
+// a malformed event in its place that ends the stream (no end), or a
+// stall of Delay before it.
 func (x *exchange) stream() {
 	fault := x.ticket.Fault
 	h := x.w.Header()
@@ -415,9 +461,7 @@ func (x *exchange) stream() {
 	}
 	buf := (*x.buf)[:0]
 	defer func() { *x.buf = buf }()
-	if x.p.chat {
-		buf = x.enc.role(buf)
-	}
+	buf = x.enc.start(buf)
 	// faultAt is the number of tokens sent when the fault strikes; -1 for none.
 	faultAt := -1
 	switch fault.Kind {
@@ -455,26 +499,20 @@ func (x *exchange) stream() {
 				}
 			}
 			if x.truncate && written == truncateAfter && x.st.queued() > queuedSteps*x.s.stepBase {
+				buf = x.enc.overloaded(buf)
 				x.flush(fl, buf)
 				x.hangUp()
 				return
 			}
 			if written < x.thinking() {
-				buf = x.enc.reasoningToken(buf, written)
+				buf = x.enc.reasoning(buf, written)
 			} else {
 				buf = x.enc.content(buf, written-x.thinking())
 			}
 			written++
 		}
 		if fin {
-			buf = x.enc.finish(buf, x.reason())
-			if x.p.includeUsage && !x.s.quirks.noUsage {
-				buf = x.enc.usage(buf, x.st.res.PromptTokens, x.st.res.OutputTokens, min(x.thinking(), x.st.res.OutputTokens), x.cached())
-			}
-			if x.s.timings {
-				buf = x.enc.timings(buf, x.st.res)
-			}
-			buf = x.enc.done(buf)
+			buf = x.enc.end(buf, x.final())
 			x.flush(fl, buf)
 			return
 		}
@@ -546,13 +584,23 @@ func (x *exchange) cached() int {
 	return x.st.res.CachedTokens
 }
 
-// thinking is the number of reasoning tokens that lead a response: the
-// server's ReasoningTokens for chat, none for completions.
-func (x *exchange) thinking() int {
-	if !x.p.chat {
+// thinking is the number of reasoning tokens that lead a response.
+func (x *exchange) thinking() int { return x.s.thinking(x.p.api) }
+
+// thinking is the number of reasoning tokens that lead a response of API
+// a: the server's ReasoningTokens for the conversational APIs (chat,
+// responses, messages), none for the others.
+func (s *Server) thinking(a api) int {
+	if !a.templated() {
 		return 0
 	}
-	return x.s.reasoning
+	return s.reasoning
+}
+
+// final is what closes the finished response.
+func (x *exchange) final() final {
+	res := x.st.res
+	return final{res: res, reasoning: min(x.thinking(), res.OutputTokens), cached: x.cached(), reason: x.reason(), usage: !x.s.quirks.noUsage}
 }
 
 // flush writes buf and flushes it to the client; false on a write error
@@ -569,15 +617,16 @@ func (x *exchange) flush(fl http.Flusher, buf []byte) bool {
 	return true
 }
 
-// unary waits for the whole generation and sends one JSON body. Faults:
-// a reset drops the connection once token AtToken exists, a malformed
-// fault sends a truncated body, a stall holds the answer for Delay, slow
-// headers hold it until Delay after arrival.
-func (x *exchange) unary() {
+// unary waits for the whole generation and sends one JSON body, as enc
+// writes it. Faults: a reset drops the connection once token AtToken
+// exists (prefill-only work: once it is done), a malformed fault sends a
+// truncated body, a stall holds the answer for Delay, slow headers hold
+// it until Delay after arrival.
+func (x *exchange) unary(enc bodyEncoder) {
 	fault := x.ticket.Fault
 	for {
 		fin := x.st.finished.Load()
-		if fault.Kind == sim.FaultReset && (fin || int(x.st.tokens.Load()) >= fault.AtToken) {
+		if fault.Kind == sim.FaultReset && (fin || fault.AtToken > 0 && int(x.st.tokens.Load()) >= fault.AtToken) {
 			x.reset()
 			return
 		}
@@ -599,16 +648,11 @@ func (x *exchange) unary() {
 	if !x.sleep(delay) {
 		return
 	}
-	res := x.st.res
 	buf := (*x.buf)[:0]
 	if fault.Kind == sim.FaultMalformed {
-		buf = x.enc.truncatedBody(buf)
+		buf = enc.truncatedBody(buf)
 	} else {
-		buf = x.enc.bodyWith(buf, res.PromptTokens, res.OutputTokens, min(x.thinking(), res.OutputTokens), x.cached(), x.reason(), !x.s.quirks.noUsage)
-		if x.s.timings {
-			buf = appendTimings(append(buf[:len(buf)-2], ','), res) // before the closing "}\n"
-			buf = append(buf, "}\n"...)
-		}
+		buf = enc.response(buf, x.final())
 	}
 	*x.buf = buf
 	x.w.Header().Set("Content-Type", "application/json")

@@ -7,6 +7,11 @@
 //
 //	POST /v1/chat/completions   chat, streamed (SSE) or not
 //	POST /v1/completions        text completions, streamed or not
+//	POST /v1/responses          OpenAI's Responses API, streamed or not
+//	POST /v1/messages           Anthropic's Messages API, streamed or not
+//	POST /v1/embeddings         embeddings (prefill-only work)
+//	POST /v1/rerank, /rerank    reranking, vLLM's (Jina's, Cohere's) shape
+//	                            (prefill-only work)
 //	GET  /v1/models             the one served model (default "surge-sim")
 //	GET  /health                200
 //	GET  /metrics               Prometheus text, vLLM's metric names
@@ -67,6 +72,103 @@
 // response's status and headers are sent when the request is accepted into
 // the engine's queue, as vLLM does, not when it is scheduled.
 //
+// # Responses API
+//
+// POST /v1/responses reads model, input (a string: one user message; or
+// an array of items {"role","content"}, content a string or parts
+// {"type":"input_text"|"output_text","text"}; an item without a role
+// counts its output or arguments as a message of its type),
+// instructions (a system message), max_output_tokens (the cap; unset:
+// as chat without max_tokens), stream, temperature and seed (as chat),
+// and vLLM's extensions ignore_eos and stop (as chat's; a stop ends the
+// response completed). Tools and text.format are ignored. The stream is
+// typed events, each `event: <type>` then
+// `data: {"type":"<type>",…,"sequence_number":n}`, n from 0, and no
+// [DONE]:
+//
+//	response.created, response.in_progress   (response: status in_progress, output [], usage null)
+//	with reasoning tokens (ReasoningTokens):  response.output_item.added (item {"type":"reasoning","id":"rs_…"}),
+//	    response.content_part.added (part reasoning_text), one response.reasoning_text.delta per token,
+//	    response.reasoning_text.done, response.content_part.done, response.output_item.done
+//	response.output_item.added                (item {"type":"message","id":"msg_…","role":"assistant"}, output_index 0, or 1 after reasoning)
+//	response.content_part.added               (part {"type":"output_text","text":""})
+//	response.output_text.delta                one per token: item_id, output_index, content_index 0, delta
+//	response.output_text.done, response.content_part.done, response.output_item.done   (the whole text)
+//	response.completed                        (response: status completed, output, usage)
+//	  or response.incomplete                  when the cap cut the answer: status incomplete,
+//	                                          incomplete_details {"reason":"max_output_tokens"}
+//
+// The message item opens with the first content token, as in vLLM. A
+// non-streamed request gets the response object alone: {"id":"resp_…",
+// "object":"response","created_at","model","status","error":null,
+// "incomplete_details","output":[reasoning item?, message item with
+// content [{"type":"output_text","text"}]],"usage"}. usage is
+// {"input_tokens":P,"input_tokens_details":{"cached_tokens":C},
+// "output_tokens":O,"output_tokens_details":{"reasoning_tokens":R},
+// "total_tokens":P+O}, C 0 without a prefix cache.
+//
+// # Messages API
+//
+// POST /v1/messages reads model, max_tokens (required: 400
+// "max_tokens: Field required"), messages (content a string or blocks:
+// text blocks count their text, tool_result its content, tool_use the
+// bytes of its input), system (a string or text blocks: a system
+// message), stream, temperature (no seed: above 0 a random word
+// sequence), stop_sequences (as stop, up to 16; stop_reason
+// "stop_sequence" and stop_sequence the string matched), tools ([{name,
+// description, input_schema}]; server tools are not called) and
+// tool_choice ({"type":"auto"|"any"|"tool"|"none","name",
+// "disable_parallel_tool_use"}). x-api-key and anthropic-version are
+// accepted, not required. The stream is `event: <type>` then
+// `data: {"type":"<type>",…}`:
+//
+//	message_start         at once: {"message":{"id":"msg_…","type":"message","role":"assistant","model",
+//	                      "content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":P,"output_tokens":1}}}
+//	content_block_start   {"index":i,"content_block":…} as a block's first token comes: {"type":"thinking",
+//	                      "thinking":""} for reasoning tokens, then {"type":"text","text":""}, or per tool call
+//	                      {"type":"tool_use","id":"toolu_…","name","input":{}}
+//	ping                  once, after the first content_block_start
+//	content_block_delta   one per token: {"index":i,"delta":{"type":"thinking_delta","thinking"|
+//	                      "text_delta","text"|"input_json_delta","partial_json"}} (arguments in 4-byte pieces)
+//	content_block_stop    {"index":i} before the next block starts, and after the last
+//	message_delta         {"delta":{"stop_reason","stop_sequence"},"usage":{"input_tokens":P,"output_tokens":O}}
+//	message_stop
+//
+// stop_reason is end_turn (the engine stopped), max_tokens (the cap),
+// tool_use or stop_sequence. A non-streamed request gets {"id","type":
+// "message","role":"assistant","model","content":[blocks],"stop_reason",
+// "stop_sequence","usage":{"input_tokens","output_tokens"}}, a tool_use
+// block's input the arguments object ({} when they were cut short).
+//
+// # Pooling
+//
+// /v1/embeddings and /v1/rerank are prefill-only work: one engine
+// request (sim.Request.PrefillOnly) whose prompt is the sum of the
+// inputs' tokens, answered when its prefill is done, with no output
+// token. Each input (or query-document pair) must fit max_model_len;
+// together they must fit the KV cache.
+//
+// Embeddings read input (a string, an array of strings, an array of
+// token ids, or an array of arrays of token ids; at most 2048),
+// encoding_format ("float", the default, or "base64": the little-endian
+// float32 bytes in base64, as OpenAI) and dimensions (1 … D). D is
+// WithEmbeddingDimensions (default 384). The answer is {"id":"embd-…",
+// "object":"list","created","model","data":[{"object":"embedding",
+// "index":i,"embedding":…}],"usage":{"prompt_tokens":P,
+// "total_tokens":P}}. A vector is a function of its input alone: its
+// components are uniform in [−1, 1), drawn from a splitmix64 stream
+// seeded with the FNV-1a hash of the text (or of the ids), and divided
+// by their norm, so it has unit length; a shorter dimensions is the
+// same vector's prefix, normalised again.
+//
+// Rerank reads query, documents (strings or {"text"}; at most 4096),
+// top_n (0 or unset: all) and return_documents (default true) and
+// answers {"id":"rerank-…","model","usage":{"total_tokens":T},
+// "results":[{"index":i,"document":{"text"},"relevance_score":s}]}
+// sorted by relevance_score, highest first (ties: lower index first).
+// s ∈ [0, 1) is a hash of the query and the document: the same pair
+// always scores the same.
+//
 // # Prompt tokens
 //
 // The simulator has no vocabulary; it counts bytes (sim.Config.PromptTokens),
@@ -74,10 +176,15 @@
 //
 //	completions: max(1, ceil(bytes/B))
 //	chat:        Σ_messages (ceil(bytes_i/B) + 4) + 3
+//	embeddings:  Σ_inputs max(1, ceil(bytes_i/B))
+//	rerank:      Σ_documents max(1, ceil(bytes_query/B) + ceil(bytes_i/B))
 //
 // where bytes counts the UTF-8 bytes of the decoded text (for chat content
 // parts, the "text" parts), 4 tokens per message stand for the chat
-// template and 3 for the assistant turn's header. A prompt of token ids
+// template and 3 for the assistant turn's header. Responses and Messages
+// count as chat, their instructions or system prompt a message of its
+// own: the same conversation costs the same tokens, and hits the same
+// prefix-cache blocks, whatever API sends it. A prompt of token ids
 // counts one token per id. /tokenize answers the same count: vLLM-style
 // {"model","messages"|"prompt"} → {"count","max_model_len","tokens"}, the
 // template included for messages; llama.cpp-style {"content"} →
@@ -90,7 +197,17 @@
 // messages/prompt, max_tokens < 1 or a prompt + max_tokens beyond
 // max_model_len; 404 "The model `x` does not exist."; 413 for a body over
 // MaxBodyBytes; 429 with Retry-After (whole seconds ≥ 1) when admission
-// control refuses; 500 and 503 when the fault plan says so.
+// control or the gateway refuses; 500 and 503 when the fault plan says
+// so. /v1/messages answers the same statuses in Anthropic's shape,
+// {"type":"error","error":{"type","message"}}, the type by status:
+// invalid_request_error (400, 405), not_found_error (404),
+// request_too_large (413), rate_limit_error (429), api_error (500),
+// overloaded_error (503).
+//
+// A gateway in front (quotas, sim.Config) admits every API's requests
+// alike, per API key (the Authorization header, or x-api-key): a request
+// costs its prompt tokens plus its cap (max_tokens, or max_model_len −
+// prompt tokens when unset), pooling work its prompt tokens alone.
 //
 // # Faults
 //
@@ -102,21 +219,26 @@
 // stall — the stream holds for Delay before token AtToken; slow headers —
 // the headers leave Delay after the request arrived. A non-streamed request
 // is reset once token AtToken exists, gets a truncated JSON body, or is
-// answered Delay late.
+// answered Delay late; so is pooling work, reset once it is done. Every
+// streamed API enacts them alike: Responses and Messages events count
+// their tokens' deltas, the malformed one cut in its data.
 //
 // # Quirks
 //
 // sim.Config.Quirks make the facade misbehave on purpose, each the way
 // some endpoint or proxy does, so that every check of `surge check` can
 // be seen to fail: buffered-stream (headers at once, every chunk at the
-// end), no-usage (no usage chunk, no usage in a body), ignore-stop,
+// end), no-usage (no usage chunk, no usage in a body: null in a
+// Responses object, none in Messages' events), ignore-stop,
 // ignore-max-tokens (max(2×, +8) tokens, ignore_eos, finish "length"),
 // bad-tool-args (the arguments' closing brace never comes),
 // schema-violations (JSON that breaks the schema at its root: the first
 // required property dropped, else a wrong type or a value outside the
 // enum), no-retry-after (429 without Retry-After), truncate-on-overload
 // (a stream submitted while others waited sends 3 tokens, then the
-// connection is closed: no finish chunk, no [DONE]) and
+// connection is closed: no finish chunk, no [DONE]; Responses first send
+// an `error` event, Messages an `event: error` of overloaded_error, as
+// those APIs report a failure mid-stream) and
 // close-after-response (no Connection: close, but the connection is
 // closed once each response went out whole; it needs Start, Listen or
 // Serve: a Handler mounted elsewhere does not close its connections).
@@ -147,4 +269,7 @@
 // vllm:generation_tokens_total and vllm:request_success_total
 // {finished_reason} as counters; plus surge_sim_replicas (ready),
 // surge_sim_replicas_starting and surge_sim_scaling_events_total{kind}.
+// Requests of every API count alike; pooling work adds prompt tokens,
+// queue time, e2e latency and a "stop" success, but no first token and
+// no generation tokens.
 package simhttp

@@ -46,13 +46,62 @@ const (
 	sseDone = "data: [DONE]\n\n"
 )
 
-// encoder builds the SSE chunks and JSON bodies of one response by
-// appending to a caller-owned buffer; after the prefix is built once per
-// request, appending a chunk does not allocate (beyond growing the buffer).
+// streamEncoder appends the SSE events of one streamed response in its
+// API's shape, and its non-streamed body, to a caller-owned buffer. It
+// may keep state from call to call (sequence numbers, the open content
+// block): one per response, called in the order of the stream. Its heads
+// are built once per request; appending a token does not allocate.
+type streamEncoder interface {
+	bodyEncoder
+	// start appends what the stream opens with as its headers leave
+	// (chat's role chunk, response.created, message_start).
+	start(b []byte) []byte
+	// reasoning appends reasoning token i (0-based).
+	reasoning(b []byte, i int) []byte
+	// content appends content token k (0-based, after the reasoning).
+	content(b []byte, k int) []byte
+	// malformed appends an event cut in the middle of its JSON (the
+	// malformed fault); the stream ends with it.
+	malformed(b []byte) []byte
+	// overloaded appends what a stream cut short by the
+	// truncate-on-overload quirk sends before its connection closes.
+	overloaded(b []byte) []byte
+	// end appends what follows the last token.
+	end(b []byte, f final) []byte
+}
+
+// bodyEncoder appends a non-streamed answer.
+type bodyEncoder interface {
+	// response appends the whole body.
+	response(b []byte, f final) []byte
+	// truncatedBody appends a body cut in the middle (the malformed
+	// fault).
+	truncatedBody(b []byte) []byte
+}
+
+// final is what closes a response: the engine's result and what the
+// facade made of it.
+type final struct {
+	res       sim.Result
+	reasoning int    // of res.OutputTokens, the reasoning tokens
+	cached    int    // prompt tokens from the prefix cache; −1: not reported
+	reason    string // finish reason in OpenAI's words: stop, length, tool_calls
+	usage     bool   // report usage (false: the no-usage quirk)
+}
+
+var _ streamEncoder = (*encoder)(nil)
+
+// encoder builds the SSE chunks and JSON bodies of one chat or
+// completions response by appending to a caller-owned buffer; after the
+// prefix is built once per request, appending a chunk does not allocate
+// (beyond growing the buffer).
 type encoder struct {
 	chat bool
 	seq  textSeq // the words of plain text
 	ans  *answer // nil: plain text without a stop
+	// includeUsage sends the usage chunk (stream_options.include_usage);
+	// timings the llama.cpp timings (WithTimings).
+	includeUsage, timings bool
 	// head is `{"id":"…","object":"…","created":…,"model":"…",` shared by
 	// every chunk of a streamed response.
 	head []byte
@@ -90,6 +139,42 @@ func appendHead(b []byte, id, object string, created int64, model string) []byte
 func appendJSONString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
+}
+
+// start implements streamEncoder: the role chunk of a chat stream,
+// nothing for completions.
+func (e *encoder) start(b []byte) []byte {
+	if e.chat {
+		return e.role(b)
+	}
+	return b
+}
+
+// overloaded implements streamEncoder: a chat or completions stream cut
+// short just ends, as vLLM's does.
+func (e *encoder) overloaded(b []byte) []byte { return b }
+
+// end implements streamEncoder: the finish chunk, the usage chunk if
+// asked, llama.cpp's timings if on, [DONE].
+func (e *encoder) end(b []byte, f final) []byte {
+	b = e.finish(b, f.reason)
+	if e.includeUsage && f.usage {
+		b = e.usage(b, f.res.PromptTokens, f.res.OutputTokens, f.reasoning, f.cached)
+	}
+	if e.timings {
+		b = e.appendTimingsChunk(b, f.res)
+	}
+	return e.done(b)
+}
+
+// response implements bodyEncoder.
+func (e *encoder) response(b []byte, f final) []byte {
+	b = e.bodyWith(b, f.res.PromptTokens, f.res.OutputTokens, f.reasoning, f.cached, f.reason, f.usage)
+	if e.timings {
+		b = appendTimings(append(b[:len(b)-2], ','), f.res) // before the closing "}\n"
+		b = append(b, "}\n"...)
+	}
+	return b
 }
 
 // role appends the first chunk of a chat stream: the role, no content
@@ -187,10 +272,10 @@ func (e *encoder) toolArgs(b []byte, c int, frag []byte) []byte {
 	return append(b, sseEnd...)
 }
 
-// reasoningToken appends the chunk carrying reasoning token i (0-based), as
+// reasoning appends the chunk carrying reasoning token i (0-based), as
 // vLLM's reasoning parsers send it (chat only; "reasoning", the name since
 // vLLM replaced "reasoning_content").
-func (e *encoder) reasoningToken(b []byte, i int) []byte {
+func (e *encoder) reasoning(b []byte, i int) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
 	b = append(b, `"choices":[{"index":0,"delta":{"reasoning":"`...)
@@ -251,8 +336,8 @@ func (e *encoder) usage(b []byte, prompt, completion, reasoning, cached int) []b
 	return append(b, sseEnd...)
 }
 
-// timings appends a chunk with llama.cpp's "timings" object.
-func (e *encoder) timings(b []byte, res sim.Result) []byte {
+// appendTimingsChunk appends a chunk with llama.cpp's "timings" object.
+func (e *encoder) appendTimingsChunk(b []byte, res sim.Result) []byte {
 	b = append(b, sseData...)
 	b = append(b, e.head...)
 	b = append(b, `"choices":[],`...)

@@ -128,7 +128,7 @@ func TestEncodeReasoning(t *testing.T) {
 			Delta map[string]string `json:"delta"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(e.reasoningToken(nil, 0), []byte(sseData)), []byte(sseEnd)), &d); err != nil || d.Choices[0].Delta["reasoning"] != "the" {
+	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(e.reasoning(nil, 0), []byte(sseData)), []byte(sseEnd)), &d); err != nil || d.Choices[0].Delta["reasoning"] != "the" {
 		t.Fatalf("reasoning chunk: %v %+v", err, d)
 	}
 	var body struct {
@@ -156,13 +156,20 @@ func TestEncodeReasoning(t *testing.T) {
 //
 //	go test -bench 'Stream|Encode' -run '^$' ./internal/simhttp/
 func BenchmarkEncodeToken(b *testing.B) {
-	for _, chat := range []bool{true, false} {
-		b.Run(map[bool]string{true: "chat", false: "completions"}[chat], func(b *testing.B) {
-			e := newEncoder(chat, "chatcmpl-1", 1, "surge-sim")
-			buf := make([]byte, 0, 4096)
+	for _, bc := range []struct {
+		name string
+		enc  streamEncoder
+	}{
+		{"chat", newEncoder(true, "chatcmpl-1", 1, "surge-sim")},
+		{"completions", newEncoder(false, "cmpl-1", 1, "surge-sim")},
+		{"responses", newResponsesEncoder("1", 1, "surge-sim", nil, 0)},
+		{"messages", newMessagesEncoder("1", "surge-sim", 10, nil, 0, true)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			buf := bc.enc.content(make([]byte, 0, 4096), 0) // opens the message item or block
 			b.ReportAllocs()
 			for i := range b.N {
-				buf = e.token(buf[:0], i)
+				buf = bc.enc.content(buf[:0], i+1)
 			}
 		})
 	}

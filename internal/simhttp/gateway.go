@@ -12,7 +12,8 @@ import (
 )
 
 // gateways are the simulator's gateway (sim.Gateway) per API key: the
-// Authorization header's hash (never the key) names a key's buckets.
+// hash (never the key) of the Authorization header, or of Anthropic's
+// x-api-key as a bearer token without one, names a key's buckets.
 type gateways struct {
 	cfg     sim.Config
 	headers string // sim.Config.GatewayHeaders
@@ -29,7 +30,11 @@ func newGateways(cfg sim.Config) *gateways {
 // admit asks the key's gateway about a request at now (under the
 // server's lock).
 func (g *gateways) admit(r *http.Request, now time.Duration, req sim.Request) sim.Admission {
-	k := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	key := r.Header.Get("Authorization")
+	if key == "" && r.Header.Get("X-Api-Key") != "" {
+		key = "Bearer " + r.Header.Get("X-Api-Key") // the same key as either header
+	}
+	k := sha256.Sum256([]byte(key))
 	gw := g.keys[k]
 	if gw == nil {
 		gw = sim.NewGateway(g.cfg)

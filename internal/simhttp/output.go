@@ -55,23 +55,14 @@ func decodeShaping(w *wireRequest, p *parsedRequest) *apiError {
 		return nil
 	}
 	sh := &shaping{parallel: w.ParallelToolCalls == nil || *w.ParallelToolCalls}
-	if t := w.Temperature; t != nil && *t < 0 {
-		return badRequest("temperature", "temperature must be ≥ 0")
-	}
-	// Greedy decoding (temperature 0) is the fixed text; a seed picks a
-	// sequence; sampling without a seed a random one.
-	switch greedy := w.Temperature != nil && *w.Temperature == 0; {
-	case greedy:
-	case w.Seed != nil:
-		sh.variant = int(((*w.Seed % textVariants) + textVariants) % textVariants)
-	case w.Temperature != nil:
-		sh.variant = rand.IntN(textVariants)
-	}
 	var err *apiError
-	if sh.stops, err = decodeStop(w.Stop); err != nil {
+	if sh.variant, err = variantOf(w.Temperature, w.Seed); err != nil {
 		return err
 	}
-	if p.chat {
+	if sh.stops, err = decodeStop(w.Stop, "stop", maxStops); err != nil {
+		return err
+	}
+	if p.api == apiChat {
 		if err := decodeTools(w, sh); err != nil {
 			return err
 		}
@@ -83,9 +74,27 @@ func decodeShaping(w *wireRequest, p *parsedRequest) *apiError {
 	return nil
 }
 
-// decodeStop reads stop: null, a string, or an array of at most four
-// strings. Empty strings stop nothing and are dropped.
-func decodeStop(raw json.RawMessage) ([]string, *apiError) {
+// variantOf picks the word sequence of a request's sampling: greedy
+// decoding (temperature 0, or neither field) is the fixed text, a seed
+// picks a sequence, sampling without a seed a random one.
+func variantOf(temperature *float64, seed *int64) (int, *apiError) {
+	if temperature != nil && *temperature < 0 {
+		return 0, badRequest("temperature", "temperature must be ≥ 0")
+	}
+	switch greedy := temperature != nil && *temperature == 0; {
+	case greedy:
+	case seed != nil:
+		return int(((*seed % textVariants) + textVariants) % textVariants), nil
+	case temperature != nil:
+		return rand.IntN(textVariants), nil
+	}
+	return 0, nil
+}
+
+// decodeStop reads the stop strings of field param: null, a string, or
+// an array of at most limit strings. Empty strings stop nothing and are
+// dropped.
+func decodeStop(raw json.RawMessage, param string, limit int) ([]string, *apiError) {
 	if absent(raw) {
 		return nil, nil
 	}
@@ -94,10 +103,10 @@ func decodeStop(raw json.RawMessage) ([]string, *apiError) {
 	if json.Unmarshal(raw, &one) == nil {
 		stops = []string{one}
 	} else if json.Unmarshal(raw, &stops) != nil {
-		return nil, badRequest("stop", "stop must be a string or an array of strings")
+		return nil, badRequest(param, "%s must be a string or an array of strings", param)
 	}
-	if len(stops) > maxStops {
-		return nil, badRequest("stop", "stop takes at most %d strings, got %d", maxStops, len(stops))
+	if len(stops) > limit {
+		return nil, badRequest(param, "%s takes at most %d strings, got %d", param, limit, len(stops))
 	}
 	out := stops[:0]
 	for _, s := range stops {
@@ -267,6 +276,7 @@ type answer struct {
 type toolCall struct {
 	id   string
 	name []byte // JSON-escaped, without quotes
+	args []byte // the arguments' JSON (shared: never modified); broken by the bad-tool-args quirk
 }
 
 // json reports whether the answer is JSON pieces rather than text.
@@ -375,7 +385,7 @@ func (a *answer) planTools(sh *shaping, broken bool, cache *instanceCache) {
 			a.fragCall = append(a.fragCall, c)
 		}
 		name := appendJSONString(nil, t.name)
-		a.calls = append(a.calls, toolCall{id: callID(), name: name[1 : len(name)-1]})
+		a.calls = append(a.calls, toolCall{id: callID(), name: name[1 : len(name)-1], args: args})
 	}
 }
 

@@ -75,7 +75,51 @@ func TestQuirkNoUsage(t *testing.T) {
 				t.Errorf("%s body: usage present %v (err %v)", api.name, has, err)
 			}
 		}
+		// The other APIs: Responses' usage null, Messages' and pooling's none.
+		for _, tt := range []struct{ path, body string }{
+			{"/responses", `{"input":"hello","max_output_tokens":4}`},
+			{"/messages", `{` + chatHead + `,"max_tokens":4}`},
+			{"/embeddings", `{"input":"hello"}`},
+			{"/rerank", `{"query":"q","documents":["d"]}`},
+		} {
+			var body map[string]json.RawMessage
+			e.bodyOf(tt.path, tt.body, &body)
+			if u, has := body["usage"]; (has && string(u) != "null") == on {
+				t.Errorf("%s body: usage %s", tt.path, u)
+			}
+		}
+		for _, tt := range []struct{ path, body string }{
+			{"/responses", `{"input":"hello","max_output_tokens":4,"stream":true}`},
+			{"/messages", `{` + chatHead + `,"max_tokens":4,"stream":true}`},
+		} {
+			usages := 0
+			for _, ev := range e.eventsOf(tt.path, tt.body) {
+				usages += usageMembers([]byte(ev.data))
+			}
+			if (usages == 0) != on {
+				t.Errorf("%s stream: %d usage objects", tt.path, usages)
+			}
+		}
 	})
+}
+
+// usageMembers counts the usage members, not null, of a JSON object and
+// of the objects it holds.
+func usageMembers(data []byte) int {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return 0
+	}
+	n := 0
+	for k, v := range m {
+		switch {
+		case k == "usage" && string(v) != "null":
+			n++
+		case len(v) > 0 && v[0] == '{':
+			n += usageMembers(v)
+		}
+	}
+	return n
 }
 
 func TestQuirkIgnoreStop(t *testing.T) {

@@ -133,7 +133,7 @@ const maxEchoedModel = 128
 // depend on the server's configuration (model name, context length) are
 // made by validate.
 type parsedRequest struct {
-	chat         bool
+	api          api
 	model        string // "" when the client sent none
 	promptTokens int    // EstimatePromptTokens, or the number of token ids sent
 	maxTokens    int    // 0 when the client sent none
@@ -141,6 +141,12 @@ type parsedRequest struct {
 	stream       bool
 	includeUsage bool
 	shape        *shaping // stop, temperature, seed, tools, response_format; nil: none
+
+	// Prefill-only work (embeddings, rerank): promptTokens sums its
+	// inputs, each of which must fit max_model_len.
+	longest int          // tokens of the longest input
+	embed   *embedInput  // embeddings: what the vectors are made of
+	rerank  *rerankInput // rerank: the query and documents
 }
 
 // decodeRequest parses a chat (chat true) or completions request body.
@@ -160,14 +166,13 @@ func decodeRequestWith(body []byte, chat bool, tok textTokens) (parsedRequest, *
 // prompt string. A prompt of token ids is not hashed.
 func decodeRequestHashed(body []byte, chat bool, tok textTokens, h *sim.PrefixHasher) (parsedRequest, *apiError) {
 	var w wireRequest
-	if err := json.Unmarshal(body, &w); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return parsedRequest{}, badRequest(te.Field, "invalid type for %q: expected %s", te.Field, te.Type)
-		}
-		return parsedRequest{}, badRequest("", "request body is not valid JSON")
+	if err := unmarshalRequest(body, &w); err != nil {
+		return parsedRequest{}, err
 	}
-	p := parsedRequest{chat: chat, model: w.Model, ignoreEOS: w.IgnoreEOS, stream: w.Stream}
+	p := parsedRequest{api: apiCompletions, model: w.Model, ignoreEOS: w.IgnoreEOS, stream: w.Stream}
+	if chat {
+		p.api = apiChat
+	}
 	if w.StreamOptions != nil {
 		if !w.Stream {
 			return parsedRequest{}, badRequest("stream_options", "stream_options can only be set when stream is true")
@@ -179,19 +184,13 @@ func decodeRequestHashed(body []byte, chat bool, tok textTokens, h *sim.PrefixHa
 	if w.MaxCompletionTokens != nil {
 		max, param = w.MaxCompletionTokens, "max_completion_tokens"
 	}
-	if max != nil {
-		if *max < 1 {
-			return parsedRequest{}, badRequest(param, "%s must be at least 1, got %d", param, *max)
-		}
-		if *max > 1<<30 {
-			return parsedRequest{}, badRequest(param, "%s is too large: %d", param, *max)
-		}
-		p.maxTokens = int(*max)
+	var err *apiError
+	if p.maxTokens, err = decodeMax(max, param); err != nil {
+		return parsedRequest{}, err
 	}
 	if err := decodeShaping(&w, &p); err != nil {
 		return parsedRequest{}, err
 	}
-	var err *apiError
 	if chat {
 		p.promptTokens, err = chatPromptTokens(w.Messages, tok, h)
 	} else {
@@ -203,11 +202,38 @@ func decodeRequestHashed(body []byte, chat bool, tok textTokens, h *sim.PrefixHa
 	return p, nil
 }
 
+// unmarshalRequest decodes a request body into v; the error names the
+// field of a wrong type.
+func unmarshalRequest(body []byte, v any) *apiError {
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return badRequest(te.Field, "invalid type for %q: expected %s", te.Field, te.Type)
+		}
+		return badRequest("", "request body is not valid JSON")
+	}
+	return nil
+}
+
+// decodeMax reads a cap on output tokens of field param: absent is 0
+// (unset), else 1 … 2³⁰.
+func decodeMax(v *int64, param string) (int, *apiError) {
+	switch {
+	case v == nil:
+		return 0, nil
+	case *v < 1:
+		return 0, badRequest(param, "%s must be at least 1, got %d", param, *v)
+	case *v > 1<<30:
+		return 0, badRequest(param, "%s is too large: %d", param, *v)
+	}
+	return int(*v), nil
+}
+
 func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // chatPromptTokens estimates the prompt of a messages array. A content is
 // a string, null (e.g. an assistant message with tool calls) or an array of
-// parts of which the "text" parts count.
+// parts of which the text parts count (partsText).
 func chatPromptTokens(raw json.RawMessage, tok textTokens, h *sim.PrefixHasher) (int, *apiError) {
 	if absent(raw) {
 		return 0, badRequest("messages", "messages is required")
@@ -219,49 +245,95 @@ func chatPromptTokens(raw json.RawMessage, tok textTokens, h *sim.PrefixHasher) 
 	if len(msgs) == 0 {
 		return 0, badRequest("messages", "messages must contain at least one message")
 	}
-	n := ChatReplyPrimerTokens
+	tp := newTemplatedPrompt(tok, h)
 	for i, m := range msgs {
 		if m.Role == "" {
 			return 0, badRequest("messages", "messages[%d].role is required", i)
 		}
-		bytes := 0
-		if h != nil {
-			h.Text(m.Role)
-			h.Text("\x00")
+		tp.open(m.Role)
+		if err := partsText(m.Content, &tp, "messages", i); err != nil {
+			return 0, err
 		}
-		switch {
-		case absent(m.Content):
-		case m.Content[0] == '"':
-			var s string
-			if err := json.Unmarshal(m.Content, &s); err != nil {
-				return 0, badRequest("messages", "messages[%d].content is not a valid string", i)
-			}
-			bytes = len(s)
-			if h != nil {
-				h.Text(s)
-			}
-		case m.Content[0] == '[':
-			var parts []wirePart
-			if err := json.Unmarshal(m.Content, &parts); err != nil {
-				return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
-			}
-			for _, pt := range parts {
-				if pt.Type == "text" {
-					bytes += len(pt.Text)
-					if h != nil {
-						h.Text(pt.Text)
-					}
-				}
-			}
-		default:
-			return 0, badRequest("messages", "messages[%d].content must be a string or an array of content parts", i)
-		}
-		if h != nil {
-			h.Text("\x00") // with the role above: h.Message(role, content)
-		}
-		n += tok(bytes) + ChatTokensPerMessage
+		tp.close()
 	}
-	return n, nil
+	return tp.n, nil
+}
+
+// partsText adds to the open message of tp the text of a content: null,
+// a string, or an array of parts whose text parts (text, input_text,
+// output_text) count. field and i name the message in errors.
+func partsText(raw json.RawMessage, tp *templatedPrompt, field string, i int) *apiError {
+	switch {
+	case absent(raw):
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return badRequest(field, "%s[%d].content is not a valid string", field, i)
+		}
+		tp.text(s)
+	case raw[0] == '[':
+		var parts []wirePart
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return badRequest(field, "%s[%d].content must be a string or an array of content parts", field, i)
+		}
+		for _, pt := range parts {
+			switch pt.Type {
+			case "text", "input_text", "output_text":
+				tp.text(pt.Text)
+			}
+		}
+	default:
+		return badRequest(field, "%s[%d].content must be a string or an array of content parts", field, i)
+	}
+	return nil
+}
+
+// templatedPrompt counts a conversation under the chat template, one
+// message at a time: Σ_messages (ceil(bytes_i/B) + 4) + 3 (doc.go,
+// "Prompt tokens"). With a hasher it also hashes every message's role
+// and text for the prefix cache, as sim.PrefixHasher.Message does, so
+// that the same conversation hits the same blocks whatever API sent it.
+type templatedPrompt struct {
+	tok   textTokens
+	h     *sim.PrefixHasher // nil: no hashing
+	n     int               // tokens so far, the reply's primer included
+	bytes int               // of the open message
+}
+
+func newTemplatedPrompt(tok textTokens, h *sim.PrefixHasher) templatedPrompt {
+	return templatedPrompt{tok: tok, h: h, n: ChatReplyPrimerTokens}
+}
+
+// open starts a message of role.
+func (tp *templatedPrompt) open(role string) {
+	tp.bytes = 0
+	if tp.h != nil {
+		tp.h.Text(role)
+		tp.h.Text("\x00")
+	}
+}
+
+// text adds s to the open message.
+func (tp *templatedPrompt) text(s string) {
+	tp.bytes += len(s)
+	if tp.h != nil {
+		tp.h.Text(s)
+	}
+}
+
+// close ends the open message and counts it.
+func (tp *templatedPrompt) close() {
+	if tp.h != nil {
+		tp.h.Text("\x00") // with open's role: h.Message(role, content)
+	}
+	tp.n += tp.tok(tp.bytes) + ChatTokensPerMessage
+}
+
+// message adds a message of role whose content is text.
+func (tp *templatedPrompt) message(role, text string) {
+	tp.open(role)
+	tp.text(text)
+	tp.close()
 }
 
 // completionPromptTokens estimates a completions prompt: a string, an
@@ -312,6 +384,7 @@ func completionPromptTokens(raw json.RawMessage, tok textTokens, h *sim.PrefixHa
 // validate applies the checks that depend on the server: the model name
 // (empty means the served model, as in vLLM) and the context length. It
 // fills in the default max_tokens, maxModelLen − promptTokens, like vLLM.
+// Prefill-only work has no max_tokens: each of its inputs must fit.
 func (p *parsedRequest) validate(model string, maxModelLen int) *apiError {
 	if p.model != "" && p.model != model {
 		name := p.model
@@ -321,9 +394,12 @@ func (p *parsedRequest) validate(model string, maxModelLen int) *apiError {
 		return &apiError{status: http.StatusNotFound, typ: "NotFoundError", param: "model",
 			message: "The model `" + name + "` does not exist."}
 	}
-	promptParam := "prompt"
-	if p.chat {
-		promptParam = "messages"
+	promptParam := p.api.promptParam()
+	if p.api.prefillOnly() {
+		if p.longest > maxModelLen {
+			return badRequest(promptParam, "This model's maximum context length is %d tokens. However, you requested %d tokens in an input. Please reduce the length of the input.", maxModelLen, p.longest)
+		}
+		return nil
 	}
 	if p.promptTokens >= maxModelLen {
 		return badRequest(promptParam, "This model's maximum context length is %d tokens. However, your prompt has %d tokens. Please reduce the length of the prompt.", maxModelLen, p.promptTokens)
@@ -332,7 +408,7 @@ func (p *parsedRequest) validate(model string, maxModelLen int) *apiError {
 		p.maxTokens = maxModelLen - p.promptTokens
 	}
 	if p.promptTokens+p.maxTokens > maxModelLen {
-		param := "max_tokens"
+		param := p.api.maxParam()
 		return badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion). Please reduce the length of the prompt or completion.",
 			maxModelLen, p.promptTokens+p.maxTokens, p.promptTokens, p.maxTokens)
 	}

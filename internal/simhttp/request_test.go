@@ -41,21 +41,21 @@ func TestDecodeRequest(t *testing.T) {
 		want parsedRequest
 	}{
 		{"chat minimal", true, `{"messages":[{"role":"user","content":"12345678"}]}`,
-			parsedRequest{chat: true, promptTokens: 2 + chatTpl}},
+			parsedRequest{api: apiChat, promptTokens: 2 + chatTpl}},
 		{"chat all fields", true, `{"model":"m","messages":[{"role":"user","content":"abcd"}],"max_tokens":7,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"temperature":0.5,"stop":["x"],"n":1,"tools":[]}`,
-			parsedRequest{chat: true, model: "m", promptTokens: 1 + chatTpl, maxTokens: 7, ignoreEOS: true, stream: true, includeUsage: true}},
+			parsedRequest{api: apiChat, model: "m", promptTokens: 1 + chatTpl, maxTokens: 7, ignoreEOS: true, stream: true, includeUsage: true}},
 		{"max_completion_tokens wins", true, `{"messages":[{"role":"user","content":""}],"max_tokens":7,"max_completion_tokens":9}`,
-			parsedRequest{chat: true, promptTokens: chatTpl, maxTokens: 9}},
+			parsedRequest{api: apiChat, promptTokens: chatTpl, maxTokens: 9}},
 		{"content parts count text only", true, `{"messages":[{"role":"user","content":[{"type":"text","text":"abcdefgh"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
-			parsedRequest{chat: true, promptTokens: 2 + chatTpl}},
+			parsedRequest{api: apiChat, promptTokens: 2 + chatTpl}},
 		{"null content", true, `{"messages":[{"role":"assistant","content":null,"tool_calls":[]},{"role":"user","content":"abcd"}]}`,
-			parsedRequest{chat: true, promptTokens: 1 + 2*ChatTokensPerMessage + ChatReplyPrimerTokens}},
+			parsedRequest{api: apiChat, promptTokens: 1 + 2*ChatTokensPerMessage + ChatReplyPrimerTokens}},
 		{"escaped content counts decoded bytes", true, `{"messages":[{"role":"user","content":"\u0041\u0042\u0043\u0044\u0045"}]}`,
-			parsedRequest{chat: true, promptTokens: 2 + chatTpl}},
+			parsedRequest{api: apiChat, promptTokens: 2 + chatTpl}},
 		{"stream without options", true, `{"messages":[{"role":"user","content":"a"}],"stream":true}`,
-			parsedRequest{chat: true, promptTokens: 1 + chatTpl, stream: true}},
+			parsedRequest{api: apiChat, promptTokens: 1 + chatTpl, stream: true}},
 		{"null max_tokens is absent", true, `{"messages":[{"role":"user","content":"a"}],"max_tokens":null}`,
-			parsedRequest{chat: true, promptTokens: 1 + chatTpl}},
+			parsedRequest{api: apiChat, promptTokens: 1 + chatTpl}},
 		{"completion string", false, `{"prompt":"abcdefghi","max_tokens":3}`,
 			parsedRequest{promptTokens: 3, maxTokens: 3}},
 		{"completion one string in array", false, `{"prompt":["abcd"]}`, parsedRequest{promptTokens: 1}},
@@ -213,7 +213,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if p.promptTokens < 1 || p.maxTokens < 0 {
 			t.Fatalf("accepted request with prompt %d, max_tokens %d", p.promptTokens, p.maxTokens)
 		}
-		if p.chat != chat {
+		if (p.api == apiChat) != chat {
 			t.Fatalf("chat flag lost")
 		}
 		if err := p.validate("m", 1<<20); err != nil && err.status != http.StatusBadRequest && err.status != http.StatusNotFound {

@@ -69,6 +69,8 @@ type Server struct {
 	timings bool          // WithTimings
 	quirks  quirks        // sim.Config.Quirks
 
+	embedDims int // dimensions of an embedding (WithEmbeddingDimensions)
+
 	instances *instanceCache // JSON Schema instances of recent requests
 	gateways  *gateways      // the gateway in front (quotas); nil: none. Its buckets are guarded by mu.
 }
@@ -100,6 +102,21 @@ func WithTimings() Option { return func(s *Server) { s.timings = true } }
 
 // Option changes a setting of the server that sim.Config does not hold.
 type Option func(*Server)
+
+// DefaultEmbeddingDimensions is the length of the vectors /v1/embeddings
+// answers unless WithEmbeddingDimensions sets another (384, as
+// all-MiniLM-L6-v2 and bge-small).
+const DefaultEmbeddingDimensions = 384
+
+// WithEmbeddingDimensions sets the length of the vectors /v1/embeddings
+// answers (default DefaultEmbeddingDimensions); n < 1 keeps the default.
+func WithEmbeddingDimensions(n int) Option {
+	return func(s *Server) {
+		if n >= 1 {
+			s.embedDims = n
+		}
+	}
+}
 
 // WithModel sets the model name served (default DefaultModel). An empty
 // name keeps the default.
@@ -139,6 +156,7 @@ func New(cfg sim.Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		quirks:      quirksOf(cfg),
+		embedDims:   DefaultEmbeddingDimensions,
 		instances:   newInstanceCache(),
 		gateways:    newGateways(cfg),
 	}
@@ -365,8 +383,20 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	// The completion routes take every method and answer 405 themselves:
 	// the catch-all "/" would otherwise turn a wrong method into a 404.
-	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, true) })
-	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, false) })
+	for _, rt := range []struct {
+		path string
+		api  api
+	}{
+		{"/v1/chat/completions", apiChat},
+		{"/v1/completions", apiCompletions},
+		{"/v1/responses", apiResponses},
+		{"/v1/messages", apiMessages},
+		{"/v1/embeddings", apiEmbeddings},
+		{"/v1/rerank", apiRerank},
+		{"/rerank", apiRerank},
+	} {
+		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) { s.serveRequest(w, r, rt.api) })
+	}
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
