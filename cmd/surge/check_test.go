@@ -149,7 +149,7 @@ func TestCheckUsageErrors(t *testing.T) {
 		"overload bound":   {[]string{"--overload-requests", "5000"}, "--overload-requests: must be 1..2048, got 5000"},
 		"long tokens":      {[]string{"--long-tokens", "0"}, "--long-tokens: must be 1..1048576, got 0"},
 		"unchecked api":    {[]string{"--api", "messages"}, `--api: surge check speaks chat and completions; messages is measured by run, burst, sweep and capacity, but has no checks yet`},
-		"bad api":          {[]string{"--api", "anthropic"}, `--api: must be one of chat, completions, responses, messages, got "anthropic"`},
+		"bad api":          {[]string{"--api", "anthropic"}, `--api: must be one of chat, completions, responses, messages, embeddings, rerank, got "anthropic"`},
 		"bad target":       {[]string{"--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
 		"bad sim flag":     {[]string{"--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
 		"workload flag":    {[]string{"--rate", "5"}, "unknown flag: --rate"},

@@ -355,6 +355,8 @@ func (f *flags) options(o *run.Options) {
 	f.value(mixValue{&o.Mix}, "mix", "mix", "send a weighted mix of profiles instead of one, each request labelled with its profile and every table split by profile, e.g. --mix chat=0.7,rag=0.2,longgen=0.1 (weights ≥ 0, normalised; profiles built in or defined under profiles: in the -f file; not with --profile)")
 	f.length(&o.PromptTokens, "prompt_tokens", "prompt-tokens", "prompt length in tokens, replacing the profile's distribution (with --mix: every profile's): a count (200) or a distribution — uniform:min=100,max=400, normal:mean=500,sd=120, lognormal:median=800,p95=6000, empirical:FILE (a tokens,count CSV from your logs); 0 = the profile's")
 	f.length(&o.OutputTokens, "output_tokens", "output-tokens", "output length (max_tokens) in tokens, replacing the profile's distribution (with --mix: every profile's): a count or a distribution as for --prompt-tokens (max_tokens = each draw); 0 = the profile's")
+	f.value(countValue{lengthValue{&o.Inputs}}, "inputs", "inputs", "with --api embeddings or rerank: texts per request (embeddings) or documents per query (rerank), a count or a distribution as for --prompt-tokens, each text of the prompt length; 0 = 1 for embeddings, 8 for rerank")
+	f.integer(&o.QueryTokens, "query_tokens", "query-tokens", "with --api rerank: the query's length in tokens (0 = 32)")
 	f.boolean(&o.IgnoreEOS, "ignore_eos", "ignore-eos", "ask the server to generate exactly max_tokens (vLLM and the simulator honour it)")
 	f.str(&o.PromptCalibration, "prompt_calibration", "prompt-calibration", "size prompts in the target's own tokens, measured before the first run: auto (/tokenize where the server has it, else probe requests), tokenize, probe, or off (surge's 4-bytes-per-token estimate); e.g. --prompt-tokens 200 --prompt-calibration probe")
 	f.boolean(&o.NoNonce, "no_nonce", "no-nonce", "let prompts share prefixes (to test prefix caching; by default every prompt is unique); with --dataset: send the rows verbatim")
@@ -469,7 +471,7 @@ func (f *flags) target(o *run.Options) {
 func (f *flags) endpoint(o *run.Options) {
 	f.str(&o.Target, "target", "target", "base URL of the OpenAI-compatible API, including /v1 (default: the built-in simulator)")
 	f.str(&o.Model, "model", "model", "model name to request")
-	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions), completions (/v1/completions), responses (/v1/responses, OpenAI's Responses API) or messages (/v1/messages, Anthropic's Messages API: x-api-key and anthropic-version headers)")
+	f.str(&o.API, "api", "api", "API to call: chat (/v1/chat/completions), completions (/v1/completions), responses (/v1/responses, OpenAI's Responses API), messages (/v1/messages, Anthropic's Messages API: x-api-key and anthropic-version headers), embeddings (/v1/embeddings: --inputs texts a request) or rerank (/v1/rerank: a query and --inputs documents)")
 	f.str(&o.APIKeyEnv, "api_key_env", "api-key-env", "environment variable that holds the API key (never pass a key as a flag)")
 	f.str(&o.APIKeyFile, "api_key_file", "api-key-file", "file that holds the API key")
 	f.str(&o.CACert, "ca_cert", "ca-cert", "PEM file with the CA of a private endpoint")

@@ -108,7 +108,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		"multiplier zero":             {[]string{"run", "-f", zeroMult}, zeroMult + ": phases[0].rate: set rate (arrivals/s > 0) or multiplier (> 0, of baseline_rps)"},
 		"zero burstiness":             {[]string{"run", "--arrival", "gamma", "--burstiness", "0", "-q"}, "--burstiness: must be > 0"},
 		"zero duration":               {[]string{"run", "--duration", "0s", "-q"}, "--duration: must be > 0, got 0s"},
-		"bad api":                     {[]string{"run", "--api", "anthropic", "-q"}, `--api: must be one of chat, completions, responses, messages, got "anthropic"`},
+		"bad api":                     {[]string{"run", "--api", "anthropic", "-q"}, `--api: must be one of chat, completions, responses, messages, embeddings, rerank, got "anthropic"`},
 		"bad http client":             {[]string{"run", "--http-client", "h2", "-q"}, `--http-client: must be auto, surge or go, got "h2"`},
 		"bad target":                  {[]string{"run", "--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
 		"unknown profile":             {[]string{"run", "--profile", "poetry"}, `--profile: unknown profile "poetry"`},

@@ -131,6 +131,7 @@ type sample struct {
 	// TTFT; only its completion is censored.
 	cens           [numMetrics]int8
 	prompt, output int64
+	inputs         int64 // embeddings' texts or rerank's documents of an ok request
 	decodeNs, gaps int64
 	rec            *record.Record // for the client's counts (ClientStats)
 	done           int64          // done time of an ok request, ns; 0 otherwise
@@ -172,6 +173,7 @@ type acc struct {
 	sent, good     int64
 	smooth         int64 // smoothly good (smoothGood)
 	prompt, output int64 // tokens of ok requests
+	inputs         int64 // texts (documents) of ok embeddings (rerank) requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
 	// completed counts ok requests whose done time falls in the group's
 	// interval, whatever their arrival: the target's throughput by
@@ -218,6 +220,7 @@ func (a *acc) observe(s *sample) {
 	}
 	a.prompt += s.prompt
 	a.output += s.output
+	a.inputs += s.inputs
 	a.decodeNs += s.decodeNs
 	a.gaps += s.gaps
 	a.lastDone = max(a.lastDone, s.done)
@@ -275,6 +278,7 @@ func (a *acc) merge(b *acc) {
 	a.good += b.good
 	a.prompt += b.prompt
 	a.output += b.output
+	a.inputs += b.inputs
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
 	a.completed += b.completed
@@ -587,7 +591,7 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 		s.us[mUpstream] = a.us(rec.UpstreamNs)
 	}
 	if s.slot == slotOK {
-		s.prompt, s.output = int64(rec.PromptTokens), int64(rec.OutputTokens)
+		s.prompt, s.output, s.inputs = int64(rec.PromptTokens), int64(rec.OutputTokens), int64(rec.Inputs)
 		s.tokenless = first == none
 		if first != none {
 			s.us[mTTFTSchedule] = a.us(first - sched)

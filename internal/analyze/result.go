@@ -129,10 +129,15 @@ type Stats struct {
 	CancelledInFlight int64   `json:"cancelled_in_flight"`
 	FailureRate       float64 `json:"failure_rate"` // error + 429 + timeout + drop rates
 
-	PromptTokens    int64   `json:"prompt_tokens"`       // of ok requests
-	OutputTokens    int64   `json:"output_tokens"`       // of ok requests
-	OutputTokensPS  float64 `json:"output_tokens_per_s"` // output tokens / duration
-	ITLMeanPooledMs float64 `json:"itl_mean_pooled_ms"`  // Σ(done − first token) / Σ(chunks − 1) over ok requests
+	PromptTokens   int64   `json:"prompt_tokens"`       // of ok requests
+	OutputTokens   int64   `json:"output_tokens"`       // of ok requests
+	OutputTokensPS float64 `json:"output_tokens_per_s"` // output tokens / duration
+	PromptTokensPS float64 `json:"prompt_tokens_per_s"` // prompt tokens / duration: what the target read
+	// Inputs counts the texts (documents) of the ok embeddings (rerank)
+	// requests, and InputsPS is their rate: 0 for the generating APIs.
+	Inputs          int64   `json:"inputs,omitempty"`
+	InputsPS        float64 `json:"inputs_per_s,omitempty"`
+	ITLMeanPooledMs float64 `json:"itl_mean_pooled_ms"` // Σ(done − first token) / Σ(chunks − 1) over ok requests
 
 	Latency Latency `json:"latency"`
 
@@ -459,6 +464,9 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		PromptTokens:   a.prompt,
 		OutputTokens:   a.output,
 		OutputTokensPS: perSec(a.output, durNs),
+		PromptTokensPS: perSec(a.prompt, durNs),
+		Inputs:         a.inputs,
+		InputsPS:       perSec(a.inputs, durNs),
 	}
 	for i, n := range o {
 		s.Outcomes[slotOutcome(i)] = n

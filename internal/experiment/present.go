@@ -44,6 +44,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	fmt.Fprintln(w)
 	report.WriteGridText(w, latencyGrid(res))
 	printProfiles(w, a)
+	if line := inputsLine(a); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := outcomeLine(&a.Overall); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -205,6 +208,23 @@ func orPreset(p string) string {
 		return "engine's"
 	}
 	return p
+}
+
+// inputsLine is what the ok requests of an embeddings or rerank run
+// carried per phase, by arrival, e.g. "inputs of ok requests per second,
+// by arrival: baseline 12.0/s (3,072 prompt tokens/s), …"; empty for the
+// generating APIs.
+func inputsLine(a *analyze.Result) string {
+	if a.Overall.Inputs == 0 {
+		return ""
+	}
+	var parts []string
+	for i := range a.Phases {
+		if p := &a.Phases[i]; !p.Excluded {
+			parts = append(parts, fmt.Sprintf("%s %.1f/s (%s prompt tokens/s)", p.Name, p.InputsPS, analyze.Thousands(int64(math.Round(p.PromptTokensPS)))))
+		}
+	}
+	return "inputs (texts or documents) of ok requests per second, by arrival: " + strings.Join(parts, ", ")
 }
 
 // outcomeLine lists the failure classes of a group, e.g. "failures:

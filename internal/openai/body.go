@@ -13,7 +13,7 @@ import (
 
 // reservedBodyKeys are request members the client owns: ExtraBody may not
 // set them, because the measurement depends on them.
-var reservedBodyKeys = []string{"model", "messages", "prompt", "input", "system", "stream", "max_tokens", "max_output_tokens"}
+var reservedBodyKeys = []string{"model", "messages", "prompt", "input", "system", "stream", "max_tokens", "max_output_tokens", "query", "documents"}
 
 // bodyTemplate holds the constant parts of every request body, encoded once.
 type bodyTemplate struct {
@@ -35,6 +35,11 @@ func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 	switch t.api {
 	case APICompletions:
 		t.head = append(t.head, `,"prompt":`...)
+	case APIEmbeddings:
+		t.head = append(t.head, `,"input":[`...)
+		t.close = "]"
+	case APIRerank:
+		t.head = append(t.head, `,"query":`...)
 	case APIResponses:
 		t.head = append(t.head, `,"input":[{"role":"user","content":`...)
 		t.close = "}]"
@@ -43,10 +48,12 @@ func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 		t.head = append(t.head, `,"messages":[{"role":"user","content":`...)
 		t.close = "}]"
 	}
-	t.tail = append(t.tail, `,"stream":`...)
-	t.tail = strconv.AppendBool(t.tail, cfg.Stream)
+	if Generates(t.api) {
+		t.tail = append(t.tail, `,"stream":`...)
+		t.tail = strconv.AppendBool(t.tail, cfg.Stream)
+	}
 	_, extraStreamOptions := cfg.ExtraBody["stream_options"]
-	if cfg.Stream && cfg.IncludeUsage && !extraStreamOptions && grammarOf(t.api) == GrammarChat {
+	if cfg.Stream && cfg.IncludeUsage && !extraStreamOptions && Generates(t.api) && grammarOf(t.api) == GrammarChat {
 		t.tail = append(t.tail, `,"stream_options":{"include_usage":true}`...)
 	}
 	keys := make([]string, 0, len(cfg.ExtraBody))
@@ -80,6 +87,19 @@ func newBodyTemplate(cfg *Config) (bodyTemplate, error) {
 // req.Extra.
 func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 	switch {
+	case t.api == APIEmbeddings:
+		b = append(b, t.head...)
+		if req.Inputs == nil {
+			b = appendJSONString(b, req.Prompt)
+		}
+		b = appendStrings(b, req.Inputs)
+		b = append(b, ']')
+	case t.api == APIRerank:
+		b = append(b, t.head...)
+		b = appendJSONString(b, req.Prompt)
+		b = append(b, `,"documents":[`...)
+		b = appendStrings(b, req.Inputs)
+		b = append(b, ']')
 	case req.Messages == nil:
 		b = append(b, t.head...)
 		b = appendJSONString(b, req.Prompt)
@@ -105,7 +125,7 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 		b = append(b, t.model...)
 		b = appendMessages(b, `,"messages":[`, req.Messages, "")
 	}
-	if req.MaxTokens > 0 {
+	if req.MaxTokens > 0 && Generates(t.api) {
 		b = append(b, t.maxKey...)
 		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
 	}
@@ -114,10 +134,21 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 		b = append(b, ',')
 		b = append(b, req.Extra...)
 	}
-	if req.IgnoreEOS && !t.ignoreEOS {
+	if req.IgnoreEOS && !t.ignoreEOS && Generates(t.api) {
 		b = append(b, `,"ignore_eos":true`...)
 	}
 	return append(b, '}')
+}
+
+// appendStrings appends ss as JSON strings separated by commas.
+func appendStrings(b []byte, ss []string) []byte {
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return b
 }
 
 // appendMessages appends member (e.g. `,"messages":[`), then each message

@@ -76,7 +76,7 @@ func newClient(cfg Config, origin time.Time, dial func(ctx context.Context, netw
 	}
 
 	h := cfg.header()
-	if cfg.Stream {
+	if cfg.Stream && Generates(cfg.API) {
 		h.Set("Accept", "text/event-stream")
 	} else {
 		h.Set("Accept", "application/json")
@@ -383,6 +383,9 @@ func (c *Client) releaseBody(x *exchange, bb *bodyBuf) {
 // exchange ended, the per-request timeout expired or ctx was cancelled.
 func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
 	rec.MaxTokens = req.MaxTokens
+	if !Generates(c.cfg.API) {
+		rec.MaxTokens, rec.Inputs = 0, inputsOf(req)
+	}
 	rec.Attempts, rec.ConnRetries = 0, 0
 	if ctx.Err() != nil {
 		rec.Outcome = record.Cancelled
@@ -550,7 +553,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 		}
 		return false, hint
 	}
-	if c.cfg.Stream {
+	if c.cfg.Stream && Generates(c.cfg.API) {
 		c.readStream(parent, ctx, x, resp, req, rec)
 	} else {
 		c.readFull(parent, ctx, resp, req, rec)
@@ -615,10 +618,12 @@ func (c *Client) readFull(parent, ctx context.Context, resp *http.Response, req 
 		a      answer
 		detail string
 	)
-	switch c.grammar {
-	case GrammarResponses:
+	switch {
+	case !Generates(c.cfg.API):
+		a, detail = parsePooledBody(body, c.cfg.API, inputsOf(req))
+	case c.grammar == GrammarResponses:
 		a, detail = parseResponsesBody(body)
-	case GrammarMessages:
+	case c.grammar == GrammarMessages:
 		a, detail = parseMessagesBody(body)
 	default:
 		a, detail = parseChatBody(body)
@@ -727,6 +732,47 @@ func parseChatBody(body []byte) (a answer, detail string) {
 			a.timings.CacheN = *t.CacheN
 		}
 	}
+	return a, ""
+}
+
+// inputsOf is the number of inputs an embeddings or rerank request
+// carries: its texts or documents (an embeddings request without them
+// sends its prompt).
+func inputsOf(req *workload.Request) int {
+	if req.Inputs == nil {
+		return 1
+	}
+	return len(req.Inputs)
+}
+
+// parsePooledBody reads an embeddings or rerank answer for a request of
+// inputs texts (documents): one embedding per input, all of one length;
+// a result per document at most (a server may return its top n). The
+// answer is "content" as a whole: no tokens are generated.
+func parsePooledBody(body []byte, api string, inputs int) (a answer, detail string) {
+	list := kData
+	if api == APIRerank {
+		list = kResults
+	}
+	p, err := scanPooled(body, list)
+	switch {
+	case err == errNotPooled && api == APIRerank:
+		return a, "no results"
+	case err == errNotPooled:
+		return a, "no data"
+	case err != nil:
+		return a, "invalid JSON"
+	case p.errorValue:
+		return a, "error object in body"
+	case api == APIEmbeddings && p.items != inputs:
+		return a, strconv.Itoa(p.items) + " embeddings for " + strconv.Itoa(inputs) + " inputs"
+	case api == APIEmbeddings && (p.mixed || p.dim == 0):
+		return a, "embeddings of different lengths"
+	case api == APIRerank && p.items > inputs:
+		return a, strconv.Itoa(p.items) + " results for " + strconv.Itoa(inputs) + " documents"
+	}
+	a.content, a.text = p.items > 0, p.items > 0
+	a.usage, a.prompt = p.usage, p.prompt
 	return a, ""
 }
 

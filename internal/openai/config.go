@@ -20,15 +20,24 @@ const (
 	APICompletions = "completions" // POST {BaseURL}/completions with a prompt
 	APIResponses   = "responses"   // POST {BaseURL}/responses (OpenAI's Responses API) with the input
 	APIMessages    = "messages"    // POST {BaseURL}/messages (Anthropic's Messages API)
+	APIEmbeddings  = "embeddings"  // POST {BaseURL}/embeddings with the request's inputs; never streamed
+	APIRerank      = "rerank"      // POST {BaseURL}/rerank with a query and its documents; never streamed
 )
 
 // APIs lists the APIs the client speaks, in the order help names them.
-var APIs = []string{APIChat, APICompletions, APIResponses, APIMessages}
+var APIs = []string{APIChat, APICompletions, APIResponses, APIMessages, APIEmbeddings, APIRerank}
+
+// Generates reports whether api generates tokens (and may stream them);
+// embeddings and rerank only read their inputs: one prefill, one JSON
+// answer.
+func Generates(api string) bool { return api != APIEmbeddings && api != APIRerank }
 
 // Conversational reports whether api sends chat messages, which the
 // server renders with the model's chat template (chat, Responses,
 // Messages), rather than a raw prompt (completions).
-func Conversational(api string) bool { return api != APICompletions }
+func Conversational(api string) bool {
+	return api == "" || api == APIChat || api == APIResponses || api == APIMessages
+}
 
 // AnthropicVersion is the anthropic-version header sent with the Messages
 // API unless Config.Headers sets one.
@@ -43,6 +52,10 @@ func apiPath(api string) string {
 		return "/responses"
 	case APIMessages:
 		return "/messages"
+	case APIEmbeddings:
+		return "/embeddings"
+	case APIRerank:
+		return "/rerank"
 	}
 	return "/chat/completions"
 }

@@ -61,7 +61,7 @@ func TestValidate(t *testing.T) {
 		{"credentials", func(c *Config) { c.BaseURL = "http://u:p@h/v1" }, "openai: config: base URL must not hold credentials; use the API key"},
 		{"fragment", func(c *Config) { c.BaseURL = "http://h/v1#x" }, "openai: config: base URL must not have a fragment"},
 		{"no model", func(c *Config) { c.Model = "" }, "openai: config: model is required"},
-		{"bad api", func(c *Config) { c.API = "embedding" }, `openai: config: api must be one of chat, completions, responses, messages, not "embedding"`},
+		{"bad api", func(c *Config) { c.API = "embedding" }, `openai: config: api must be one of chat, completions, responses, messages, embeddings, rerank, not "embedding"`},
 		{"negative timeout", func(c *Config) { c.Timeout = -1 }, "openai: config: timeout must not be negative"},
 		{"negative conns", func(c *Config) { c.MaxConns = -1 }, "openai: config: max conns must not be negative"},
 		{"too many retries", func(c *Config) { c.Retries = MaxRetries + 1 }, "openai: config: retries must be between 0 and 10"},

@@ -104,6 +104,10 @@ const (
 	kOutputTokensDetails
 	kCacheReadInputTokens
 	kCacheCreationInputTokens
+	kData
+	kEmbedding
+	kResults
+	kTotalTokens
 )
 
 func lookupKey(name []byte) keyID {
@@ -176,6 +180,14 @@ func lookupKey(name []byte) keyID {
 		return kCacheReadInputTokens
 	case "cache_creation_input_tokens":
 		return kCacheCreationInputTokens
+	case "data":
+		return kData
+	case "embedding":
+		return kEmbedding
+	case "results":
+		return kResults
+	case "total_tokens":
+		return kTotalTokens
 	}
 	return kOther
 }

@@ -117,6 +117,8 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		ok = d.intTo(&r.Chunks)
 	case "unknown_events":
 		ok = d.intTo(&r.UnknownEvents)
+	case "inputs":
+		ok = d.intTo(&r.Inputs)
 	case "attempts":
 		ok = d.intTo(&r.Attempts)
 	case "conn_retries":

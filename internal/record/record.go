@@ -115,9 +115,12 @@ type Record struct {
 	// interrupted. Empty otherwise (absent from the line).
 	Cause Cause `json:"cause"`
 
-	PromptTokens    int  `json:"prompt_tokens"`     // from server usage; 0 if unknown
-	OutputTokens    int  `json:"output_tokens"`     // from server usage (or counted chunks if no usage)
-	MaxTokens       int  `json:"max_tokens"`        // max_tokens requested
+	PromptTokens int `json:"prompt_tokens"` // from server usage; 0 if unknown
+	OutputTokens int `json:"output_tokens"` // from server usage (or counted chunks if no usage)
+	MaxTokens    int `json:"max_tokens"`    // max_tokens requested
+	// Inputs is the number of texts an embeddings request embedded, or
+	// of documents a rerank request scored; 0 for the generating APIs.
+	Inputs          int  `json:"inputs"`
 	UsageFromServer bool `json:"usage_from_server"` // token counts came from the server's usage
 	ReasoningTokens int  `json:"reasoning_tokens"`  // usage.completion_tokens_details.reasoning_tokens; 0 if not reported
 	CachedTokens    int  `json:"cached_tokens"`     // prompt tokens served from the engine's cache, when it says
@@ -302,6 +305,7 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = append(b, `,"chunks":`...)
 	b = strconv.AppendInt(b, int64(r.Chunks), 10)
 	b = appendNonZero(b, "unknown_events", r.UnknownEvents)
+	b = appendNonZero(b, "inputs", r.Inputs)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	b = appendNonZero(b, "conn_retries", r.ConnRetries)

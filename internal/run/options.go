@@ -7,6 +7,7 @@
 package run
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -119,6 +120,13 @@ type WorkloadOpts struct {
 	// MaxTokensCap caps every request's max_tokens, a dataset row's or a
 	// profile's draw (0 = no cap beyond the profile's).
 	MaxTokensCap int `yaml:"max_tokens_cap"`
+	// Inputs is the number of texts an embeddings request embeds, or of
+	// documents a rerank request scores: a count or a distribution, each
+	// text of the profile's (or --prompt-tokens') length; unset = 1 for
+	// embeddings, 8 for rerank. QueryTokens is a rerank query's length
+	// (0 = DefaultQueryTokens).
+	Inputs      workload.Length `yaml:"inputs"`
+	QueryTokens int             `yaml:"query_tokens"`
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -452,6 +460,29 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 			}
 		}
 	}
+	if openai.Generates(o.API) {
+		switch {
+		case o.Inputs.IsSet():
+			bad("inputs", "applies to --api embeddings and rerank only, not %s", o.API)
+		case o.QueryTokens != 0:
+			bad("query_tokens", "applies to --api rerank only, not %s", o.API)
+		}
+	} else {
+		switch {
+		case o.QueryTokens != 0 && o.API != openai.APIRerank:
+			bad("query_tokens", "applies to --api rerank only, not %s", o.API)
+		case o.QueryTokens < 0 || o.QueryTokens > workload.MaxPromptTokens:
+			bad("query_tokens", "must be 0..%d tokens, got %d", workload.MaxPromptTokens, o.QueryTokens)
+		case o.Inputs.IsSet() && o.inputsUpper() > workload.MaxInputs:
+			bad("inputs", "at most %d texts a request, got up to %d", workload.MaxInputs, o.inputsUpper())
+		case o.Sessions:
+			bad("sessions", "are conversations: they need a generating API, not %s", o.API)
+		case o.Dataset != "":
+			bad("dataset", "%s reads generated texts for now: a dataset of texts or of queries with documents is not read yet", o.API)
+		case o.SharedPrefix > 0:
+			bad("shared_prefix", "does not apply to %s: its texts are independent", o.API)
+		}
+	}
 	if len(o.Mix) > 0 {
 		if _, err := o.WorkloadMix(); err != nil {
 			bad("mix", "%s", strings.TrimPrefix(err.Error(), "workload: "))
@@ -533,7 +564,36 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	}
 	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix,
 		DatasetSample: o.DatasetSample, MaxTokensCap: o.MaxTokensCap}
+	if !openai.Generates(o.API) {
+		c.IgnoreEOS = false
+		c.Inputs = o.inputs()
+		if o.API == openai.APIRerank {
+			c.QueryTokens = cmp.Or(o.QueryTokens, DefaultQueryTokens)
+		}
+	}
 	return c, c.Validate()
+}
+
+// DefaultQueryTokens is a rerank query's length unless --query-tokens
+// says otherwise: a question, not a document.
+const DefaultQueryTokens = 32
+
+// inputs is the distribution of texts per request of an embeddings or
+// rerank run: --inputs, or 1 text to embed, 8 documents to rerank.
+func (o *Options) inputs() workload.Dist {
+	switch {
+	case o.Inputs.IsSet():
+		return o.Inputs.Dist()
+	case o.API == openai.APIRerank:
+		return workload.Fixed(8)
+	}
+	return workload.Fixed(1)
+}
+
+// inputsUpper is the most texts --inputs can draw.
+func (o *Options) inputsUpper() int {
+	d := o.Inputs.Dist()
+	return d.Upper()
 }
 
 // WorkloadPreview is what `surge workload inspect` and --dry-run summarise:

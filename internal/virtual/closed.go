@@ -195,7 +195,7 @@ func (r *closedRun) start(u int, t time.Duration) {
 	q := &closedReq{inflight: inflight{last: t, deadline: sim.Never}, a: a, tag: tagOf(&req), user: u, run: r}
 	q.out = sim.Outcome{ScheduledAt: t, AdmittedAt: sim.Never, FirstTokenAt: sim.Never, DoneAt: sim.Never, Replica: -1}
 	r.all = append(r.all, q)
-	sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}
+	sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS, PrefillOnly: req.Inputs != nil}
 	if r.cfg.prefixCache() {
 		r.blocks = r.cfg.Blocks(&req, r.blocks[:0])
 		sr.Blocks = r.blocks

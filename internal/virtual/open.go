@@ -44,7 +44,7 @@ func Open(ctx context.Context, cfg Config, gen *workload.Generator, arrivals []s
 	in := make([]sim.Arrival, len(arrivals))
 	for i := range arrivals {
 		r := gen.Generate(arrivals[i])
-		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}
+		in[i] = sim.Arrival{At: arrivals[i].At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, PrefillOnly: r.Inputs != nil}}
 		b.tags[i] = tagOf(&r)
 	}
 	// With the prefix cache on, each prompt is made again and hashed as it
@@ -146,7 +146,7 @@ func (cfg *Config) openStream(ctx context.Context, cl *sim.Cluster, gen *workloa
 		r := gen.Generate(a)
 		win = append(win, pending{a, tagOf(&r)})
 		last = a
-		return sim.Arrival{At: a.At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}}, true
+		return sim.Arrival{At: a.At, Req: sim.Request{PromptTokens: cfg.promptTokens(&r), MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, PrefillOnly: r.Inputs != nil}}, true
 	}
 	var blocks sim.BlocksFunc
 	if cfg.prefixCache() {

@@ -311,7 +311,7 @@ func (r *sessRun) send(s *vsession, t time.Duration) {
 			r.seq += r.step
 		}
 		req := reqs[i]
-		sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS}
+		sr := sim.Request{PromptTokens: r.cfg.promptTokens(&req), MaxTokens: req.MaxTokens, IgnoreEOS: req.IgnoreEOS, PrefillOnly: req.Inputs != nil}
 		if r.cfg.prefixCache() {
 			// Hashed at submit, from the messages about to be dropped; the
 			// engine keeps its copy until the prefill is done.

@@ -13,7 +13,7 @@ import (
 type tag struct {
 	profile string
 	session int64
-	maxTok  int32
+	maxTok  int32 // max_tokens; −n for an embeddings or rerank request of n inputs, which asks for none
 	row     int32
 	turn    int32
 	branch  int32
@@ -22,9 +22,19 @@ type tag struct {
 }
 
 func tagOf(r *workload.Request) tag {
-	return tag{profile: r.Profile, session: r.Session, maxTok: int32(r.MaxTokens), row: int32(r.DatasetRow),
+	t := tag{profile: r.Profile, session: r.Session, maxTok: int32(r.MaxTokens), row: int32(r.DatasetRow),
 		turn: int32(r.Turn), branch: int32(r.Branch), prefix: int32(r.PrefixTokens), turns: int32(r.SessionTurns)}
+	if r.Inputs != nil {
+		t.maxTok = -int32(len(r.Inputs))
+	}
+	return t
 }
+
+// maxTokens is the request's max_tokens (0 for an inputs request).
+func (t *tag) maxTokens() int { return max(int(t.maxTok), 0) }
+
+// inputs is the texts of an embeddings or rerank request; 0 otherwise.
+func (t *tag) inputs() int { return max(-int(t.maxTok), 0) }
 
 // label copies the labels into rec as the live client's records get them:
 // through Request.Label.

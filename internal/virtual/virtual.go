@@ -77,6 +77,18 @@ func (c *Config) promptTokens(r *workload.Request) int {
 			texts[i] = m.Content
 		}
 		return c.CountPrompt(texts...)
+	case r.Inputs != nil:
+		// Each text is counted on its own, as a server tokenizes each
+		// input of a batch; a rerank query once per document, as vLLM
+		// scores each pair.
+		n := 0
+		for _, t := range r.Inputs {
+			n += c.CountPrompt(t)
+			if r.Prompt != "" {
+				n += c.CountPrompt(r.Prompt)
+			}
+		}
+		return n
 	}
 	return c.CountPrompt(r.Prompt)
 }
@@ -172,7 +184,7 @@ func (c *Config) records(b *batch) []record.Record {
 // the scheduled time, so every lag is zero and every time is the engine's.
 func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Record {
 	rec := record.New(c.Run+"-"+strconv.FormatInt(a.Seq, 10), a.Seq, a.Phase, int64(a.At))
-	rec.Profile, rec.MaxTokens, rec.Attempts = c.Profile, int(t.maxTok), 1
+	rec.Profile, rec.MaxTokens, rec.Inputs, rec.Attempts = c.Profile, t.maxTokens(), t.inputs(), 1
 	t.label(&rec)
 	rec.SentNs, rec.ConnNs = int64(a.At), int64(a.At)
 	if !out.Throttled { // the gateway's 429 never reached a replica
@@ -206,6 +218,9 @@ func (c *Config) record(a *schedule.Arrival, out *sim.Outcome, t *tag) record.Re
 		rec.HeadersNs = int64(a.At + out.GatewayWait)
 	}
 	rec.FirstTokenNs = at(out.FirstTokenAt)
+	if rec.Inputs > 0 && !out.TimedOut && !out.StreamFailed { // one JSON answer: its arrival is the first piece
+		rec.FirstTokenNs, rec.FirstTextNs = rec.DoneNs, rec.DoneNs
+	}
 	rec.FirstChunkNs = rec.FirstTokenNs
 	rec.OutputTokens, rec.PromptTokens, rec.Chunks = out.OutputTokens, out.PromptTokens, out.OutputTokens
 	switch {

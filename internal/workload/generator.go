@@ -116,7 +116,18 @@ type Config struct {
 	// a dataset row or the profile's draw (0 = no cap beyond the
 	// profile's).
 	MaxTokensCap int
+	// Inputs, when set (a Kind), makes every request one that reads texts
+	// and generates nothing (embeddings, rerank): a draw of Inputs is the
+	// number of texts, each of its own draw of the profile's prompt
+	// length (the first is the arrival's), and max_tokens is 0.
+	Inputs Dist
+	// QueryTokens, with Inputs, makes the request's Prompt a query of this
+	// many tokens that the texts (documents) are scored against (rerank).
+	QueryTokens int
 }
+
+// MaxInputs bounds the texts of one embeddings or rerank request.
+const MaxInputs = 4096
 
 // MinUniqueTokens is the least a prompt holds after a shared prefix (the
 // nonce and a few words), in tokens of text.
@@ -139,6 +150,20 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTokensCap < 0 || c.MaxTokensCap > MaxPromptTokens {
 		return fmt.Errorf("workload: max_tokens_cap: must be in [0, %d], got %d", MaxPromptTokens, c.MaxTokensCap)
+	}
+	if c.Inputs.Kind != "" {
+		if err := c.Inputs.Validate(); err != nil {
+			return fmt.Errorf("workload: inputs: %w", err)
+		}
+		if u := c.Inputs.Upper(); u > MaxInputs {
+			return fmt.Errorf("workload: inputs: at most %d texts a request, got up to %d", MaxInputs, u)
+		}
+		if c.Dataset != nil {
+			return fmt.Errorf("workload: inputs: the texts are generated; a dataset of texts or of queries with documents is not read yet")
+		}
+	}
+	if c.QueryTokens < 0 || c.QueryTokens > MaxPromptTokens {
+		return fmt.Errorf("workload: query tokens: must be in [0, %d], got %d", MaxPromptTokens, c.QueryTokens)
 	}
 	if len(c.Mix) == 0 {
 		return c.Profile.Validate()
@@ -282,6 +307,9 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 	if a.PromptTokens > 0 && a.OutputTokens > 0 {
 		label = ProfileReplay
 	}
+	if g.cfg.Inputs.Kind != "" {
+		return g.inputsRequest(a, p, label, prompt, shift)
+	}
 	r := Request{
 		Seq:          a.Seq,
 		Profile:      label,
@@ -296,6 +324,36 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 		r.Prompt = g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift)
 	}
 	return r
+}
+
+// inputsRequest is arrival a's embeddings or rerank request: its texts,
+// each of its own length and body, after a query when QueryTokens is set.
+// PromptTokens counts the query once per text, as a reranker reads each
+// (query, document) pair. It follows draw, so its draws continue the
+// arrival's stream.
+func (g *Generator) inputsRequest(a schedule.Arrival, p *Profile, label string, prompt, shift int) Request {
+	r := Request{Seq: a.Seq, Profile: label}
+	if q := g.cfg.QueryTokens; q > 0 {
+		r.Prompt = g.prompt(a.Seq, g.cfg.Sizing.Bytes(q), shift)
+	}
+	g.eachInput(p, prompt, shift, func(tokens, shift int) {
+		r.Inputs = append(r.Inputs, g.prompt(a.Seq, g.cfg.Sizing.Bytes(tokens), shift))
+		r.PromptTokens += g.cfg.QueryTokens + tokens
+	})
+	return r
+}
+
+// eachInput draws the number of texts of an inputs request and calls fn
+// with each one's tokens and body shift: the first the arrival's own
+// (prompt, shift), the others drawn from the profile's prompt lengths.
+// The rng must be where draw left it.
+func (g *Generator) eachInput(p *Profile, prompt, shift int, fn func(tokens, shift int)) {
+	k := min(max(g.cfg.Inputs.Sample(g.rng), 1), MaxInputs)
+	fn(prompt, shift)
+	for range k - 1 {
+		n := max(min(p.Prompt.Sample(g.rng), MaxPromptTokens), g.minPrompt, 1)
+		fn(n, g.rng.IntN(bodyShift))
+	}
 }
 
 // capped applies MaxTokensCap.
@@ -377,7 +435,12 @@ func (g *Generator) fromDataset(a schedule.Arrival) Request {
 // concurrent use.
 func (g *Generator) Shape(a schedule.Arrival) (promptTokens, maxTokens int) {
 	p := g.profile(a.Seq)
-	prompt, output, _, _ := g.draw(p, a)
+	prompt, output, shift, _ := g.draw(p, a)
+	if g.cfg.Inputs.Kind != "" {
+		total := 0
+		g.eachInput(p, prompt, shift, func(tokens, _ int) { total += g.cfg.QueryTokens + tokens })
+		return total, 0
+	}
 	maxTok := min(output, p.MaxTokens)
 	if d := g.cfg.Dataset; d != nil {
 		if row := &d.rows[d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)]; row.maxTokens > 0 {

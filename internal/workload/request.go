@@ -17,6 +17,9 @@ type Request struct {
 	// Prompt as one user message (a dataset's request, a session's turn).
 	// A completions endpoint gets the messages' contents joined.
 	Messages []Message
+	// Inputs, when set, are the texts of an embeddings request, or the
+	// documents a rerank request scores against Prompt (its query).
+	Inputs []string
 	// Extra holds further request members already encoded as JSON object
 	// members without the braces, e.g. `"tools":[…],"response_format":{…}`
 	// (a dataset row's); the client appends them verbatim.

@@ -704,21 +704,17 @@ func quotaOf(p *predict.Params, limits [3]int64, tokens, queue float64) bool {
 // engine holds a waiting queue, and μ is its completion rate then
 // (sim.Capacity).
 func simCapacity(o run.Options) (float64, error) {
-	prof, err := o.WorkloadProfile()
+	wcfg, err := o.WorkloadConfig()
 	if err != nil {
 		return 0, &run.ConfigError{Err: err}
 	}
-	mix, err := o.WorkloadMix()
-	if err != nil {
-		return 0, &run.ConfigError{Err: err}
-	}
-	gen, err := workload.New(workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, IgnoreEOS: o.IgnoreEOS})
+	gen, err := workload.New(wcfg)
 	if err != nil {
 		return 0, &run.ConfigError{Err: err}
 	}
 	res, err := sim.Capacity(o.Sim, func(i int) sim.Request {
 		r := gen.Generate(schedule.Arrival{Seq: int64(i)})
-		return sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS}
+		return sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, PrefillOnly: r.Inputs != nil}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("burst: the simulator's capacity: %w", err)
