@@ -203,7 +203,7 @@ func TestTimingCrossCheck(t *testing.T) {
 // ginCrossCheck runs 1 req/s of api for dur against Ollama and compares
 // each request's completion from send with the duration Ollama's access
 // log gives it; it returns the comparison's line and the differences.
-func ginCrossCheck(t *testing.T, api, dur string) (string, []float64) {
+func ginCrossCheck(t *testing.T, api, dur string, args ...string) (string, []float64) {
 	t.Helper()
 	logPath := os.Getenv("OLLAMA_LOG")
 	if logPath == "" {
@@ -216,9 +216,13 @@ func ginCrossCheck(t *testing.T, api, dur string) (string, []float64) {
 	offset := st.Size()
 	dir := filepath.Join(t.TempDir(), "xcheck-"+api)
 	// No calibration probes: the access log must hold the run's requests only.
-	surge(t, "run", "--api", api, "--arrival", "constant", "--rate", "1", "--duration", dur, "--prompt-calibration", "off", "-o", dir)
+	surge(t, append([]string{"run", "--api", api, "--arrival", "constant", "--rate", "1", "--duration", dur, "--prompt-calibration", "off", "-o", dir}, args...)...)
 	recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
-	checkRecords(t, recs, 32)
+	if api == "embeddings" {
+		checkEmbeddings(t, recs, 4)
+	} else {
+		checkRecords(t, recs, 32)
+	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].DoneNs < recs[j].DoneNs })
 
 	f, err := os.Open(logPath)
@@ -265,11 +269,34 @@ func ginCrossCheck(t *testing.T, api, dur string) (string, []float64) {
 
 // TestAPIsAgainstOllama: the Responses and Messages APIs of Ollama, each
 // read from its own events: every request ok, tokens from the API's own
-// usage (exactly the 32 asked for, one per content event), completion
-// within milliseconds of Ollama's access log.
+// usage (exactly the 32 asked for, one per content event); and its
+// embeddings, 4 texts a request, each answer holding 4 vectors. Each
+// request's completion is within milliseconds of Ollama's access log.
 func TestAPIsAgainstOllama(t *testing.T) {
 	for _, api := range []string{"responses", "messages"} {
 		t.Run(api, func(t *testing.T) { ginCrossCheck(t, api, "12s") })
+	}
+	t.Run("embeddings", func(t *testing.T) { ginCrossCheck(t, "embeddings", "12s", "--inputs", "4") })
+}
+
+// checkEmbeddings: every arrival has one record; the ok ones carry the
+// inputs sent, Ollama's own prompt token count and no output tokens.
+func checkEmbeddings(t *testing.T, recs []record.Record, inputs int) {
+	t.Helper()
+	if len(recs) == 0 {
+		t.Fatal("no records")
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i) {
+			t.Fatalf("record %d has seq %d: an arrival has no record or two", i, r.Seq)
+		}
+		if r.Outcome != record.OK {
+			continue
+		}
+		if r.Inputs != inputs || !r.UsageFromServer || r.PromptTokens < inputs || r.OutputTokens != 0 || r.FirstTokenNs != r.DoneNs {
+			t.Errorf("seq %d: inputs %d (want %d), usage from server %v, prompt %d, output %d, first token %d done %d",
+				r.Seq, r.Inputs, inputs, r.UsageFromServer, r.PromptTokens, r.OutputTokens, r.FirstTokenNs, r.DoneNs)
+		}
 	}
 }
 

@@ -619,3 +619,64 @@ func TestAPIsAgainstVLLM(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolingAgainstVLLM: vLLM serving the tiny model as an embedding
+// model (scripts/vllm-e2e.sh with SURGE_VLLM_CONVERT=embed), which answers
+// embeddings and, as a bi-encoder, rerank. At 2 req/s of 4 texts (4
+// documents and a query) every request is ok, carries its inputs and no
+// output, and the prompt tokens surge took from each answer's usage equal
+// the increase of vLLM's own prompt-token counter.
+func TestPoolingAgainstVLLM(t *testing.T) {
+	if os.Getenv("VLLM_CONVERT") != "embed" {
+		t.Skip("needs vLLM serving an embedding model: SURGE_VLLM_CONVERT=embed scripts/vllm-e2e.sh")
+	}
+	base, model, _ := vllmEngine(t)
+	for _, api := range []string{"embeddings", "rerank"} {
+		t.Run(api, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), api)
+			p0, g0 := vllmCounters(t)
+			args := []string{"run", "--target", base, "--model", model, "--api", api, "--inputs", "4", "--prompt-tokens", "48",
+				"--rate", "2", "--duration", "10s", "-q", "-o", dir}
+			if api == "rerank" {
+				args = append(args, "--query-tokens", "16")
+			}
+			t0 := time.Now()
+			out, err := exec.Command(surgeBin, args...).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("surge %s → exit %d in %.0fs\n%s", strings.Join(args, " "), code, time.Since(t0).Seconds(), out)
+			if code != 0 && code != 1 && code != 5 {
+				t.Fatalf("exit %d", code)
+			}
+			recs := readRecords(t, filepath.Join(dir, "requests.jsonl"))
+			prompt := 0
+			var lat []float64
+			for i, r := range recs {
+				if r.Seq != int64(i) {
+					t.Fatalf("record %d has seq %d: an arrival has no record or two", i, r.Seq)
+				}
+				prompt += r.PromptTokens
+				if r.Outcome != record.OK {
+					t.Errorf("seq %d: %s %q", r.Seq, r.Outcome, r.Error)
+					continue
+				}
+				if r.Inputs != 4 || !r.UsageFromServer || r.PromptTokens < 4 || r.OutputTokens != 0 || r.FirstTokenNs != r.DoneNs {
+					t.Errorf("seq %d: inputs %d, usage from server %v, prompt %d, output %d, first token %d done %d",
+						r.Seq, r.Inputs, r.UsageFromServer, r.PromptTokens, r.OutputTokens, r.FirstTokenNs, r.DoneNs)
+				}
+				lat = append(lat, float64(r.E2ESend())/1e6)
+			}
+			p1, g1 := vllmCounters(t)
+			sort.Float64s(lat)
+			t.Logf("%s: %d requests; prompt tokens Σ records %d, vllm:prompt_tokens_total Δ %.0f, generation Δ %.0f; latency p50 %.1f ms",
+				api, len(recs), prompt, p1-p0, g1-g0, lat[len(lat)/2])
+			if float64(prompt) != p1-p0 {
+				t.Errorf("%s: surge recorded %d prompt tokens, vLLM counted %.0f", api, prompt, p1-p0)
+			}
+		})
+	}
+}

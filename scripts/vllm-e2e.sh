@@ -51,6 +51,11 @@
 #                           exported to COMMAND as VLLM_OTLP_LISTEN
 #                           (127.0.0.1:PORT, what --otlp-listen takes);
 #                           "off": no tracing
+#   SURGE_VLLM_CONVERT      "embed": serve the same model as an embedding model
+#                           (vLLM's --convert embed: last-token pooling), which
+#                           answers /v1/embeddings and /v1/rerank (a
+#                           bi-encoder) instead of generating; exported as
+#                           VLLM_CONVERT. Default "": generate
 #   SURGE_VLLM_OTLP_PROTOCOL  grpc (default) or http/protobuf; for
 #                           http/protobuf the script appends /v1/traces, since
 #                           vLLM's exporter uses the endpoint as given
@@ -82,6 +87,7 @@ MODEL=${SURGE_VLLM_MODEL:-tiny}
 SEED=${SURGE_VLLM_SEED:-1}
 READY_SECS=${SURGE_VLLM_READY_SECS:-600}
 OTLP=${SURGE_VLLM_OTLP:-auto}
+CONVERT=${SURGE_VLLM_CONVERT:-}
 [ "$OTLP" != off ] || OTLP=
 OTLP_PROTOCOL=${SURGE_VLLM_OTLP_PROTOCOL:-grpc}
 NCPU=$(nproc)
@@ -91,6 +97,7 @@ CPUS=${SURGE_VLLM_CPUS-$DEFAULT_CPUS}
 ENGINE=vllm ENGINE_NAME="vLLM" STOP_TENTHS=100 TAIL_LINES=30
 # shellcheck source=scripts/lib/engine.sh
 . "$ROOT/scripts/lib/engine.sh"
+[[ -z $CONVERT || $CONVERT == embed ]] || die "SURGE_VLLM_CONVERT must be embed or empty, got '$CONVERT'"
 
 uint VLLM_MAX_NUM_SEQS "$MAX_NUM_SEQS"
 uint VLLM_MAX_MODEL_LEN "$MAX_MODEL_LEN"
@@ -205,12 +212,16 @@ start_vllm() {
 	local args=(--model "$MODEL_DIR" --served-model-name "$MODEL"
 		--host 127.0.0.1 --enforce-eager --dtype float32
 		--max-num-seqs "$MAX_NUM_SEQS" --max-model-len "$MAX_MODEL_LEN"
-		--enable-prompt-tokens-details # usage.prompt_tokens_details.cached_tokens: prefix-cache hits per request
+		--enable-prompt-tokens-details) # usage.prompt_tokens_details.cached_tokens: prefix-cache hits per request
+	if [ -n "$CONVERT" ]; then
+		args+=(--convert "$CONVERT")
+	else
 		# Tool calls for surge check: vLLM refuses every tool_choice but
 		# "none" without a parser. A named or "required" tool_choice is
 		# answered by guided decoding whatever the parser; "pythonic" needs
 		# no special tokens in the tiny tokenizer.
-		--enable-auto-tool-choice --tool-call-parser pythonic)
+		args+=(--enable-auto-tool-choice --tool-call-parser pythonic)
+	fi
 	[ -z "$OTLP" ] || args+=(--otlp-traces-endpoint "$OTLP")
 	# With a CPU list, the server and its engine run on those CPUs, and
 	# the engine's OpenMP threads are bound to them (vLLM's automatic
@@ -260,6 +271,9 @@ fi
 t0=$EPOCHREALTIME
 make_model
 start_vllm
+if [ -n "$CONVERT" ]; then # an embedding model answers embeddings, not completions
+	READY_PATH=/v1/embeddings READY_BODY='{"model":"'"$MODEL"'","input":"hello"}'
+fi
 wait_ready
 log "vLLM $VLLM_VERSION serving $MODEL on 127.0.0.1:$PORT after $(elapsed "$t0")s (CPUs: ${CPUS:-all})"
 
@@ -268,6 +282,7 @@ export VLLM_MODEL="$MODEL"
 export VLLM_METRICS_URL="http://127.0.0.1:$PORT/metrics"
 export VLLM_LOG="$LOG"
 export VLLM_OTLP_LISTEN="$OTLP_LISTEN"
+export VLLM_CONVERT="$CONVERT"
 export VLLM_MAX_NUM_SEQS="$MAX_NUM_SEQS" VLLM_MAX_MODEL_LEN="$MAX_MODEL_LEN" VLLM_VERSION VLLM_CPUS="$CPUS"
 echo "VLLM_BASE_URL=$VLLM_BASE_URL"
 echo "VLLM_MODEL=$VLLM_MODEL"

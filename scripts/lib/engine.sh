@@ -70,12 +70,13 @@ engine_trap() {
 	trap 'exit 143' TERM
 }
 
-# wait_ready polls until a real one-token completion succeeds.
+# wait_ready polls until a real one-token completion succeeds (or, with
+# READY_PATH and READY_BODY set, another request to the model).
 wait_ready() {
 	local deadline=$((SECONDS + READY_SECS))
-	local body='{"model":"'"$MODEL"'","prompt":"hello","max_tokens":1,"stream":false}'
+	local body=${READY_BODY:-'{"model":"'"$MODEL"'","prompt":"hello","max_tokens":1,"stream":false}'}
 	until curl -fsS -o /dev/null --max-time 60 -H 'Content-Type: application/json' \
-		-d "$body" "http://127.0.0.1:$PORT/v1/completions" 2>/dev/null; do
+		-d "$body" "http://127.0.0.1:$PORT${READY_PATH:-/v1/completions}" 2>/dev/null; do
 		kill -0 "$PID" 2>/dev/null || die "$ENGINE_NAME exited; see $LOG"
 		[ $SECONDS -lt $deadline ] || die "model not answering after ${READY_SECS}s; see $LOG"
 		sleep 0.5
