@@ -187,7 +187,7 @@ func TestBurstAgainstOllama(t *testing.T) {
 	}
 }
 
-var ginLine = regexp.MustCompile(`\[GIN\] (\d{4}/\d\d/\d\d - \d\d:\d\d:\d\d) \| (\d+) \|\s+([0-9.]+[µnm]?s) \|.*POST\s+"/v1/chat/completions"`)
+var ginLine = regexp.MustCompile(`\[GIN\] (\d{4}/\d\d/\d\d - \d\d:\d\d:\d\d) \| (\d+) \|\s+([0-9.]+[µnm]?s) \|.*POST\s+"/v1/(chat/completions|responses|messages|embeddings)"`)
 
 // TestTimingCrossCheck compares, request by request, surge's completion
 // time (done − sent) with the duration Ollama logs for the same request. The
