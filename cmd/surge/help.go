@@ -30,7 +30,7 @@ var flagGroups = []struct {
 	{"SLO and deadlines", []string{"ttft-deadline", "e2e-deadline", "tpot-deadline", "token-deadline", "slo-ttft-p95", "slo-e2e-p99",
 		"slo-goodput", "ttft-budget", "tpot-budget", "knee-threshold", "drift-latency", "drift-error-rate", "drift-kv", "confidence",
 		"tolerance", "min-requests", "window"}},
-	{"Workload", []string{"profile", "mix", "prompt-tokens", "output-tokens", "max-tokens-cap", "ignore-eos", "inputs", "query-tokens", "prompt-calibration",
+	{"Workload", []string{"profile", "mix", "prompt-tokens", "output-tokens", "max-tokens-cap", "ignore-eos", "inputs", "query-tokens", "images", "image-size", "image-format", "prompt-calibration",
 		"dataset", "dataset-format", "dataset-sample", "shared-prefix", "no-nonce", "sessions", "session-turns", "think-time",
 		"turn-tokens", "fanout", "session-drain"}},
 	{"Engine metrics and tracing", []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace",

@@ -132,6 +132,8 @@ type sample struct {
 	cens           [numMetrics]int8
 	prompt, output int64
 	inputs         int64 // embeddings' texts or rerank's documents of an ok request
+	reqBytes       int64 // request body bytes of a sent request
+	images         int64 // images of a sent request
 	decodeNs, gaps int64
 	rec            *record.Record // for the client's counts (ClientStats)
 	done           int64          // done time of an ok request, ns; 0 otherwise
@@ -174,6 +176,8 @@ type acc struct {
 	smooth         int64 // smoothly good (smoothGood)
 	prompt, output int64 // tokens of ok requests
 	inputs         int64 // texts (documents) of ok embeddings (rerank) requests
+	reqBytes       int64 // request body bytes of the sent requests
+	images         int64 // images of the sent requests
 	decodeNs, gaps int64 // pooled ITL: Σ(done − first token), Σ(chunks − 1) of ok requests
 	// completed counts ok requests whose done time falls in the group's
 	// interval, whatever their arrival: the target's throughput by
@@ -221,6 +225,8 @@ func (a *acc) observe(s *sample) {
 	a.prompt += s.prompt
 	a.output += s.output
 	a.inputs += s.inputs
+	a.reqBytes += s.reqBytes
+	a.images += s.images
 	a.decodeNs += s.decodeNs
 	a.gaps += s.gaps
 	a.lastDone = max(a.lastDone, s.done)
@@ -279,6 +285,8 @@ func (a *acc) merge(b *acc) {
 	a.prompt += b.prompt
 	a.output += b.output
 	a.inputs += b.inputs
+	a.reqBytes += b.reqBytes
+	a.images += b.images
 	a.decodeNs += b.decodeNs
 	a.gaps += b.gaps
 	a.completed += b.completed
@@ -573,6 +581,9 @@ func (a *Analyzer) sampleOf(rec *record.Record) sample {
 	// was due before the run ended: it counts as sent, at a time unknown,
 	// and is not censored in the latencies — nothing is known of it.
 	s.sent = sent != none || rec.Cause == record.CauseUnrecorded
+	if sent != none {
+		s.reqBytes, s.images = int64(rec.RequestBytes), int64(rec.Images)
+	}
 	s.inFlightCancel = s.slot == slotCancelled && sent != none
 	s.lostDrop = s.slot == slotDrop && rec.Cause.Worker()
 	if sent != none {

@@ -135,8 +135,13 @@ type Stats struct {
 	PromptTokensPS float64 `json:"prompt_tokens_per_s"` // prompt tokens / duration: what the target read
 	// Inputs counts the texts (documents) of the ok embeddings (rerank)
 	// requests, and InputsPS is their rate: 0 for the generating APIs.
-	Inputs          int64   `json:"inputs,omitempty"`
-	InputsPS        float64 `json:"inputs_per_s,omitempty"`
+	Inputs   int64   `json:"inputs,omitempty"`
+	InputsPS float64 `json:"inputs_per_s,omitempty"`
+	// RequestBytesPS is the rate of request bodies sent, bytes/s: a burst
+	// of images is a bandwidth burst too. Images counts the images sent.
+	RequestBytes    int64   `json:"request_bytes"`
+	RequestBytesPS  float64 `json:"request_bytes_per_s"`
+	Images          int64   `json:"images,omitempty"`
 	ITLMeanPooledMs float64 `json:"itl_mean_pooled_ms"` // Σ(done − first token) / Σ(chunks − 1) over ok requests
 
 	Latency Latency `json:"latency"`
@@ -467,6 +472,9 @@ func (a *acc) stats(durNs int64, timeoutMs float64) Stats {
 		PromptTokensPS: perSec(a.prompt, durNs),
 		Inputs:         a.inputs,
 		InputsPS:       perSec(a.inputs, durNs),
+		RequestBytes:   a.reqBytes,
+		RequestBytesPS: perSec(a.reqBytes, durNs),
+		Images:         a.images,
 	}
 	for i, n := range o {
 		s.Outcomes[slotOutcome(i)] = n

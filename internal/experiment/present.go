@@ -47,6 +47,9 @@ func PrintPhases(w io.Writer, res *run.Result) {
 	if line := inputsLine(a); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	if line := bytesLine(a); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if line := outcomeLine(&a.Overall); line != "" {
 		fmt.Fprintln(w, line)
 	}
@@ -225,6 +228,22 @@ func inputsLine(a *analyze.Result) string {
 		}
 	}
 	return "inputs (texts or documents) of ok requests per second, by arrival: " + strings.Join(parts, ", ")
+}
+
+// bytesLine is the request bandwidth per phase of a run that sent
+// images, e.g. "request bodies sent, by arrival: baseline 1.2 MB/s (2.0
+// images/s), burst 6.1 MB/s (10.0 images/s)"; empty without images.
+func bytesLine(a *analyze.Result) string {
+	if a.Overall.Images == 0 {
+		return ""
+	}
+	var parts []string
+	for i := range a.Phases {
+		if p := &a.Phases[i]; !p.Excluded {
+			parts = append(parts, fmt.Sprintf("%s %.2f MB/s (%.1f images/s)", p.Name, p.RequestBytesPS/1e6, float64(p.Images)/max(p.DurationMs/1000, 1e-9)))
+		}
+	}
+	return "request bodies sent, by arrival: " + strings.Join(parts, ", ")
 }
 
 // outcomeLine lists the failure classes of a group, e.g. "failures:

@@ -102,7 +102,7 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 		b = append(b, ']')
 	case req.Messages == nil:
 		b = append(b, t.head...)
-		b = appendJSONString(b, req.Prompt)
+		b = appendContent(b, t.api, req.Prompt, req.Images)
 		b = append(b, t.close...)
 	case t.api == APICompletions:
 		b = append(b, t.model...)
@@ -117,13 +117,13 @@ func (t *bodyTemplate) appendBody(b []byte, req *workload.Request) []byte {
 	case t.api == APIMessages:
 		b = append(b, t.model...)
 		b = t.appendSystem(b, req.Messages)
-		b = appendMessages(b, `,"messages":[`, req.Messages, "system")
+		b = appendMessages(b, t.api, `,"messages":[`, req, "system")
 	case t.api == APIResponses:
 		b = append(b, t.model...)
-		b = appendMessages(b, `,"input":[`, req.Messages, "")
+		b = appendMessages(b, t.api, `,"input":[`, req, "")
 	default:
 		b = append(b, t.model...)
-		b = appendMessages(b, `,"messages":[`, req.Messages, "")
+		b = appendMessages(b, t.api, `,"messages":[`, req, "")
 	}
 	if req.MaxTokens > 0 && Generates(t.api) {
 		b = append(b, t.maxKey...)
@@ -151,12 +151,21 @@ func appendStrings(b []byte, ss []string) []byte {
 	return b
 }
 
-// appendMessages appends member (e.g. `,"messages":[`), then each message
-// whose role is not skip as {"role":…,"content":…}, and the closing bracket.
-func appendMessages(b []byte, member string, msgs []workload.Message, skip string) []byte {
+// appendMessages appends member (e.g. `,"messages":[`), then each of
+// req's messages whose role is not skip as {"role":…,"content":…}, the
+// request's images with the last user message, and the closing bracket.
+func appendMessages(b []byte, api, member string, req *workload.Request, skip string) []byte {
 	b = append(b, member...)
+	last := -1
+	if len(req.Images) > 0 {
+		for i, m := range req.Messages {
+			if m.Role == "user" {
+				last = i
+			}
+		}
+	}
 	first := true
-	for _, m := range msgs {
+	for i, m := range req.Messages {
 		if skip != "" && m.Role == skip {
 			continue
 		}
@@ -167,8 +176,52 @@ func appendMessages(b []byte, member string, msgs []workload.Message, skip strin
 		b = append(b, `{"role":`...)
 		b = appendJSONString(b, m.Role)
 		b = append(b, `,"content":`...)
-		b = appendJSONString(b, m.Content)
+		if i == last {
+			b = appendContent(b, api, m.Content, req.Images)
+		} else {
+			b = appendJSONString(b, m.Content)
+		}
 		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendContent appends a message's content: its text as a string, or,
+// with images, an array of the text part and one part per image in the
+// API's shape (chat image_url, Responses input_image, Messages image with
+// a base64 source), each image inline as base64.
+func appendContent(b []byte, api, text string, images []*workload.Image) []byte {
+	if len(images) == 0 {
+		return appendJSONString(b, text)
+	}
+	textPart := `[{"type":"text","text":`
+	if api == APIResponses {
+		textPart = `[{"type":"input_text","text":`
+	}
+	b = append(b, textPart...)
+	b = appendJSONString(b, text)
+	b = append(b, '}')
+	for _, im := range images {
+		switch api {
+		case APIResponses:
+			b = append(b, `,{"type":"input_image","image_url":"data:`...)
+			b = append(b, im.MediaType...)
+			b = append(b, ";base64,"...)
+			b = append(b, im.Base64...)
+			b = append(b, `"}`...)
+		case APIMessages:
+			b = append(b, `,{"type":"image","source":{"type":"base64","media_type":"`...)
+			b = append(b, im.MediaType...)
+			b = append(b, `","data":"`...)
+			b = append(b, im.Base64...)
+			b = append(b, `"}}`...)
+		default:
+			b = append(b, `,{"type":"image_url","image_url":{"url":"data:`...)
+			b = append(b, im.MediaType...)
+			b = append(b, ";base64,"...)
+			b = append(b, im.Base64...)
+			b = append(b, `"}}`...)
+		}
 	}
 	return append(b, ']')
 }

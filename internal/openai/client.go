@@ -382,7 +382,7 @@ func (c *Client) releaseBody(x *exchange, bb *bodyBuf) {
 // ITL and TPOT, attempts. It does not set rec.Good. Do returns when the
 // exchange ended, the per-request timeout expired or ctx was cancelled.
 func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
-	rec.MaxTokens = req.MaxTokens
+	rec.MaxTokens, rec.Images = req.MaxTokens, len(req.Images)
 	if !Generates(c.cfg.API) {
 		rec.MaxTokens, rec.Inputs = 0, inputsOf(req)
 	}
@@ -476,6 +476,7 @@ func (c *Client) attempt(parent, ctx context.Context, req *workload.Request, rec
 	x := c.getExchange()
 	defer c.putExchange(x)
 	bb := c.takeBody(x, req)
+	rec.RequestBytes = len(x.buf)
 	trace := &x.trace
 	if httptrace.ContextClientTrace(ctx) != nil {
 		t := x.trace // WithClientTrace composes hooks into trace: keep the pooled one pristine

@@ -368,3 +368,53 @@ func FuzzScanEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestDoImageRequests: images go inline with the last user message, in
+// each API's shape, and the record keeps the body's size and the count.
+func TestDoImageRequests(t *testing.T) {
+	img := &workload.Image{MediaType: "image/png", Base64: "iVBORw0KGgo=", Width: 1, Height: 1}
+	msgs := []workload.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "first"}, {Role: "assistant", Content: "a"}, {Role: "user", Content: "look"}}
+	tests := []struct {
+		api, want string
+		req       workload.Request
+	}{
+		{APIChat, `[{"text":"p","type":"text"},{"image_url":{"url":"data:image/png;base64,iVBORw0KGgo="},"type":"image_url"},{"image_url":{"url":"data:image/png;base64,iVBORw0KGgo="},"type":"image_url"}]`,
+			workload.Request{Prompt: "p", Images: []*workload.Image{img, img}}},
+		{APIResponses, `[{"text":"p","type":"input_text"},{"image_url":"data:image/png;base64,iVBORw0KGgo=","type":"input_image"},{"image_url":"data:image/png;base64,iVBORw0KGgo=","type":"input_image"}]`,
+			workload.Request{Prompt: "p", Images: []*workload.Image{img, img}}},
+		{APIMessages, `[{"text":"look","type":"text"},{"source":{"data":"iVBORw0KGgo=","media_type":"image/png","type":"base64"},"type":"image"}]`,
+			workload.Request{Messages: msgs, Images: []*workload.Image{img}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.api, func(t *testing.T) {
+			var content string
+			var n int
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var v struct {
+					Messages []struct{ Content json.RawMessage } `json:"messages"`
+					Input    []struct{ Content json.RawMessage } `json:"input"`
+				}
+				b, _ := io.ReadAll(r.Body)
+				n = len(b)
+				if err := json.Unmarshal(b, &v); err != nil {
+					t.Errorf("request body: %v", err)
+				}
+				list := append(v.Messages, v.Input...)
+				last := list[len(list)-1].Content
+				var parts []map[string]any
+				_ = json.Unmarshal(last, &parts)
+				c, _ := json.Marshal(parts)
+				content = string(c)
+				http.NotFound(w, r)
+			}))
+			defer srv.Close()
+			rec := run(context.Background(), newTestClient(t, srv.URL+"/v1", func(c *Config) { c.API = tt.api }), &tt.req)
+			if content != tt.want {
+				t.Errorf("last user message's content\n got %s\nwant %s", content, tt.want)
+			}
+			if rec.RequestBytes != n || rec.Images != len(tt.req.Images) {
+				t.Errorf("record request_bytes %d images %d, want %d and %d", rec.RequestBytes, rec.Images, n, len(tt.req.Images))
+			}
+		})
+	}
+}

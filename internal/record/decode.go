@@ -119,6 +119,10 @@ func (d *decoder) field(key []byte, r *Record) bool {
 		ok = d.intTo(&r.UnknownEvents)
 	case "inputs":
 		ok = d.intTo(&r.Inputs)
+	case "request_bytes":
+		ok = d.intTo(&r.RequestBytes)
+	case "images":
+		ok = d.intTo(&r.Images)
 	case "attempts":
 		ok = d.intTo(&r.Attempts)
 	case "conn_retries":

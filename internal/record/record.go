@@ -120,7 +120,11 @@ type Record struct {
 	MaxTokens    int `json:"max_tokens"`    // max_tokens requested
 	// Inputs is the number of texts an embeddings request embedded, or
 	// of documents a rerank request scored; 0 for the generating APIs.
-	Inputs          int  `json:"inputs"`
+	Inputs int `json:"inputs"`
+	// RequestBytes is the size of the request body sent (the last
+	// attempt's): what a burst of images puts on the network.
+	RequestBytes    int  `json:"request_bytes"`
+	Images          int  `json:"images"`            // images the request carried
 	UsageFromServer bool `json:"usage_from_server"` // token counts came from the server's usage
 	ReasoningTokens int  `json:"reasoning_tokens"`  // usage.completion_tokens_details.reasoning_tokens; 0 if not reported
 	CachedTokens    int  `json:"cached_tokens"`     // prompt tokens served from the engine's cache, when it says
@@ -306,6 +310,8 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(r.Chunks), 10)
 	b = appendNonZero(b, "unknown_events", r.UnknownEvents)
 	b = appendNonZero(b, "inputs", r.Inputs)
+	b = appendNonZero(b, "request_bytes", r.RequestBytes)
+	b = appendNonZero(b, "images", r.Images)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	b = appendNonZero(b, "conn_retries", r.ConnRetries)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -127,6 +128,13 @@ type WorkloadOpts struct {
 	// (0 = DefaultQueryTokens).
 	Inputs      workload.Length `yaml:"inputs"`
 	QueryTokens int             `yaml:"query_tokens"`
+	// Images is the number of images each chat, Responses or Messages
+	// request carries beside its text (a count or a distribution; unset =
+	// none), ImageSize their size "WxH" (default DefaultImageSize) and
+	// ImageFormat png (default) or jpeg: generated, never downloaded.
+	Images      workload.Length `yaml:"images"`
+	ImageSize   string          `yaml:"image_size"`
+	ImageFormat string          `yaml:"image_format"`
 	// PromptCalibration is how prompts are sized for the target's
 	// tokenizer before the first run: auto, tokenize, probe or off
 	// (package calibrate).
@@ -460,6 +468,15 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 			}
 		}
 	}
+	if _, _, err := ParseImageSize(o.ImageSize); err != nil {
+		bad("image_size", "%v", err)
+	}
+	if o.ImageFormat != "" && o.ImageFormat != workload.ImagePNG && o.ImageFormat != workload.ImageJPEG {
+		bad("image_format", "must be png or jpeg, got %q", o.ImageFormat)
+	}
+	if o.Images.IsSet() && !openai.Conversational(o.API) {
+		bad("images", "go with chat, responses or messages, not %s", o.API)
+	}
 	if openai.Generates(o.API) {
 		switch {
 		case o.Inputs.IsSet():
@@ -564,6 +581,10 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 	}
 	c := workload.Config{Profile: prof, Mix: mix, Seed: o.Seed, NoNonce: o.NoNonce, IgnoreEOS: o.IgnoreEOS, SharedPrefix: o.SharedPrefix,
 		DatasetSample: o.DatasetSample, MaxTokensCap: o.MaxTokensCap}
+	if o.Images.IsSet() {
+		w, h, _ := ParseImageSize(o.ImageSize)
+		c.Images = workload.ImageSpec{Count: o.Images.Dist(), Width: w, Height: h, Format: o.ImageFormat}
+	}
 	if !openai.Generates(o.API) {
 		c.IgnoreEOS = false
 		c.Inputs = o.inputs()
@@ -572,6 +593,25 @@ func (o *Options) WorkloadConfig() (workload.Config, error) {
 		}
 	}
 	return c, c.Validate()
+}
+
+// DefaultImageSize is an image's size unless --image-size says otherwise.
+const DefaultImageSize = "512x512"
+
+// ParseImageSize reads "WxH" ("" = DefaultImageSize), each side 1..8192.
+func ParseImageSize(s string) (w, h int, err error) {
+	s = cmp.Or(s, DefaultImageSize)
+	ws, hs, ok := strings.Cut(strings.ToLower(s), "x")
+	if ok {
+		w, err = strconv.Atoi(ws)
+		if err == nil {
+			h, err = strconv.Atoi(hs)
+		}
+	}
+	if !ok || err != nil || w < 1 || h < 1 || w > workload.MaxImageSide || h > workload.MaxImageSide {
+		return 0, 0, fmt.Errorf("must be WIDTHxHEIGHT in pixels, each 1..%d, e.g. 1024x768; got %q", workload.MaxImageSide, s)
+	}
+	return w, h, nil
 }
 
 // DefaultQueryTokens is a rerank query's length unless --query-tokens

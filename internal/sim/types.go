@@ -187,3 +187,14 @@ type ReplicaStats struct {
 	Finished         uint64
 	Steps            uint64
 }
+
+// ImagePatch is the side of the square of pixels that one image token
+// covers: a vision encoder's patch after merging (Qwen2-VL's 14-pixel
+// patches merged 2×2). An image of W×H pixels costs ⌈W/28⌉·⌈H/28⌉ prompt
+// tokens, prefilled like text.
+const ImagePatch = 28
+
+// ImageTokens is the prompt tokens of an image of w×h pixels.
+func ImageTokens(w, h int) int {
+	return ((w + ImagePatch - 1) / ImagePatch) * ((h + ImagePatch - 1) / ImagePatch)
+}

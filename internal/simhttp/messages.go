@@ -34,10 +34,11 @@ type wireMessagesRequest struct {
 // text, tool_result its content (a string or text blocks), tool_use the
 // bytes of its input; other blocks count nothing.
 type wireBlock struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"`
-	Input   json.RawMessage `json:"input"`
+	Type    string           `json:"type"`
+	Text    string           `json:"text"`
+	Content json.RawMessage  `json:"content"`
+	Input   json.RawMessage  `json:"input"`
+	Source  *wireImageSource `json:"source"` // image
 }
 
 // wireAnthropicTool is one entry of tools: a client tool (no type, or
@@ -133,10 +134,16 @@ func blocksText(raw json.RawMessage, tp *templatedPrompt, field string, i int) *
 	if json.Unmarshal(raw, &blocks) != nil {
 		return bad
 	}
-	for _, b := range blocks {
+	for j, b := range blocks {
 		switch b.Type {
 		case "text":
 			tp.text(b.Text)
+		case "image":
+			n, _, ok := imagePart(b.Type, nil, b.Source)
+			if !ok {
+				return badRequest(field, "%s[%d].content[%d]: the image is not inline base64 PNG or JPEG", field, i, j)
+			}
+			tp.image(n)
 		case "tool_use":
 			tp.text(string(b.Input))
 		case "tool_result":

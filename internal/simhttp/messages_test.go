@@ -425,7 +425,7 @@ func TestDecodeMessages(t *testing.T) {
 		{"empty system", `{"max_tokens":1,"system":"","messages":[{"role":"user","content":"ab"}]}`, EstimatePromptTokens(true, "ab"), ""},
 		{"tool blocks", `{"max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"abcd"}]},{"type":"tool_result","tool_use_id":"u","content":"ef"}]}]}`,
 			EstimatePromptTokens(true, `{"a":1}`, "abcdef"), ""},
-		{"image blocks count nothing", `{"max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{}},{"type":"text","text":"abcd"}]}]}`, EstimatePromptTokens(true, "abcd"), ""},
+		{"an image it cannot read", `{"max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{}},{"type":"text","text":"abcd"}]}]}`, 0, "messages"},
 		{"server tools are skipped", `{"max_tokens":1,"messages":[{"role":"user","content":"a"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, EstimatePromptTokens(true, "a"), ""},
 		{"no max_tokens", `{"messages":[{"role":"user","content":"a"}]}`, 0, "max_tokens"},
 		{"no role", `{"max_tokens":1,"messages":[{"content":"a"}]}`, 0, "messages"},

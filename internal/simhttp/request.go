@@ -122,8 +122,10 @@ type wireMessage struct {
 }
 
 type wirePart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string           `json:"type"`
+	Text     string           `json:"text"`
+	ImageURL json.RawMessage  `json:"image_url"` // chat: {"url":…}; Responses: a string
+	Source   *wireImageSource `json:"source"`    // Messages
 }
 
 // maxEchoedModel bounds the model name echoed in a 404 message.
@@ -276,10 +278,16 @@ func partsText(raw json.RawMessage, tp *templatedPrompt, field string, i int) *a
 		if err := json.Unmarshal(raw, &parts); err != nil {
 			return badRequest(field, "%s[%d].content must be a string or an array of content parts", field, i)
 		}
-		for _, pt := range parts {
+		for j, pt := range parts {
 			switch pt.Type {
 			case "text", "input_text", "output_text":
 				tp.text(pt.Text)
+			default:
+				if n, isImage, ok := imagePart(pt.Type, pt.ImageURL, pt.Source); isImage && !ok {
+					return badRequest(field, "%s[%d].content[%d]: the image is not inline base64 PNG or JPEG", field, i, j)
+				} else if isImage {
+					tp.image(n)
+				}
 			}
 		}
 	default:
@@ -320,6 +328,10 @@ func (tp *templatedPrompt) text(s string) {
 		tp.h.Text(s)
 	}
 }
+
+// image adds an image of n tokens to the open message (not hashed: the
+// prefix cache keys text).
+func (tp *templatedPrompt) image(n int) { tp.n += n }
 
 // close ends the open message and counts it.
 func (tp *templatedPrompt) close() {

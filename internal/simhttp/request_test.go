@@ -46,7 +46,7 @@ func TestDecodeRequest(t *testing.T) {
 			parsedRequest{api: apiChat, model: "m", promptTokens: 1 + chatTpl, maxTokens: 7, ignoreEOS: true, stream: true, includeUsage: true}},
 		{"max_completion_tokens wins", true, `{"messages":[{"role":"user","content":""}],"max_tokens":7,"max_completion_tokens":9}`,
 			parsedRequest{api: apiChat, promptTokens: chatTpl, maxTokens: 9}},
-		{"content parts count text only", true, `{"messages":[{"role":"user","content":[{"type":"text","text":"abcdefgh"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		{"content parts count text only", true, `{"messages":[{"role":"user","content":[{"type":"text","text":"abcdefgh"},{"type":"refusal","refusal":"x"}]}]}`,
 			parsedRequest{api: apiChat, promptTokens: 2 + chatTpl}},
 		{"null content", true, `{"messages":[{"role":"assistant","content":null,"tool_calls":[]},{"role":"user","content":"abcd"}]}`,
 			parsedRequest{api: apiChat, promptTokens: 1 + 2*ChatTokensPerMessage + ChatReplyPrimerTokens}},

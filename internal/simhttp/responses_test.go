@@ -311,7 +311,8 @@ func TestDecodeResponses(t *testing.T) {
 	}{
 		{"string input", `{"input":"12345678"}`, EstimatePromptTokens(true, "12345678"), 0, ""},
 		{"instructions count as a message", `{"input":"abcd","instructions":"efgh","max_output_tokens":7}`, EstimatePromptTokens(true, "efgh", "abcd"), 7, ""},
-		{"parts", `{"input":[{"role":"user","content":[{"type":"input_text","text":"ab"},{"type":"input_image","image_url":"x"},{"type":"input_text","text":"cd"}]}]}`, EstimatePromptTokens(true, "abcd"), 0, ""},
+		{"parts", `{"input":[{"role":"user","content":[{"type":"input_text","text":"ab"},{"type":"input_file","file_id":"x"},{"type":"input_text","text":"cd"}]}]}`, EstimatePromptTokens(true, "abcd"), 0, ""},
+		{"an image it cannot read", `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/x.png"}]}]}`, 0, 0, "input"},
 		{"function items", `{"input":[{"role":"user","content":"a"},{"type":"function_call","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"abcd"}]}`,
 			EstimatePromptTokens(true, "a", "{}", "abcd"), 0, ""},
 		{"missing input", `{"model":"m"}`, 0, 0, "input"},

@@ -66,8 +66,18 @@ type Gate interface {
 // prefixCache reports whether requests carry block hashes.
 func (c *Config) prefixCache() bool { return c.Blocks != nil && c.Sim.PrefixCache() }
 
-// promptTokens is the prompt length the engine model sees for r.
+// promptTokens is the prompt length the engine model sees for r: its
+// text, and its images at sim.ImageTokens each.
 func (c *Config) promptTokens(r *workload.Request) int {
+	n := 0
+	for _, im := range r.Images {
+		n += sim.ImageTokens(im.Width, im.Height)
+	}
+	return n + c.textTokens(r)
+}
+
+// textTokens is the prompt length of r's text as the engine model counts it.
+func (c *Config) textTokens(r *workload.Request) int {
 	switch {
 	case c.CountPrompt == nil:
 		return r.PromptTokens

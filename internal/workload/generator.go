@@ -124,6 +124,10 @@ type Config struct {
 	// QueryTokens, with Inputs, makes the request's Prompt a query of this
 	// many tokens that the texts (documents) are scored against (rerank).
 	QueryTokens int
+	// Images, when its Count is set, puts images beside every request's
+	// text: a draw of Count per request, each one of the run's images of
+	// that size and format (generated once from the seed).
+	Images ImageSpec
 }
 
 // MaxInputs bounds the texts of one embeddings or rerank request.
@@ -161,6 +165,12 @@ func (c *Config) Validate() error {
 		if c.Dataset != nil {
 			return fmt.Errorf("workload: inputs: the texts are generated; a dataset of texts or of queries with documents is not read yet")
 		}
+	}
+	if err := c.Images.Validate(); err != nil {
+		return err
+	}
+	if c.Images.Count.Kind != "" && c.Inputs.Kind != "" {
+		return fmt.Errorf("workload: images: embeddings and rerank requests carry texts only")
 	}
 	if c.QueryTokens < 0 || c.QueryTokens > MaxPromptTokens {
 		return fmt.Errorf("workload: query tokens: must be in [0, %d], got %d", MaxPromptTokens, c.QueryTokens)
@@ -323,7 +333,26 @@ func (g *Generator) Generate(a schedule.Arrival) Request {
 	} else {
 		r.Prompt = g.prompt(a.Seq, g.cfg.Sizing.Bytes(prompt), shift)
 	}
+	g.addImages(&r)
 	return r
+}
+
+// addImages draws the number of images of r and picks each from the
+// run's pool. It follows draw, so its draws continue the arrival's stream.
+func (g *Generator) addImages(r *Request) {
+	spec := &g.cfg.Images
+	if spec.Count.Kind == "" {
+		return
+	}
+	k := max(spec.Count.Sample(g.rng), 0)
+	if k == 0 {
+		return
+	}
+	pool := sharedImages(spec, g.cfg.Seed)
+	r.Images = make([]*Image, k)
+	for i := range r.Images {
+		r.Images[i] = &pool[g.rng.IntN(len(pool))]
+	}
 }
 
 // inputsRequest is arrival a's embeddings or rerank request: its texts,

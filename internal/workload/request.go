@@ -17,6 +17,9 @@ type Request struct {
 	// Prompt as one user message (a dataset's request, a session's turn).
 	// A completions endpoint gets the messages' contents joined.
 	Messages []Message
+	// Images, when set, go with the request's last user message, after
+	// its text (shared, read-only: the run's pool).
+	Images []*Image
 	// Inputs, when set, are the texts of an embeddings request, or the
 	// documents a rerank request scores against Prompt (its query).
 	Inputs []string

@@ -714,7 +714,11 @@ func simCapacity(o run.Options) (float64, error) {
 	}
 	res, err := sim.Capacity(o.Sim, func(i int) sim.Request {
 		r := gen.Generate(schedule.Arrival{Seq: int64(i)})
-		return sim.Request{PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, PrefillOnly: r.Inputs != nil}
+		prompt := r.PromptTokens
+		for _, im := range r.Images {
+			prompt += sim.ImageTokens(im.Width, im.Height)
+		}
+		return sim.Request{PromptTokens: prompt, MaxTokens: r.MaxTokens, IgnoreEOS: r.IgnoreEOS, PrefillOnly: r.Inputs != nil}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("burst: the simulator's capacity: %w", err)
