@@ -24,6 +24,8 @@ type clientAcc struct {
 	attempts, connRetries      int64
 	maxIgnored, maxChecked     int64
 	reasoning, cached, thought int64
+	unknownEvents, unknownIn   int64 // typed streams' events of unknown types; the requests that had any
+	tooLarge                   int64 // 413 answers: the request was larger than the server accepts
 	rlResponses                int64
 	lowReq, lowTok             int64 // lowest remaining + 1
 	limReq, limTok             int64 // highest limit + 1
@@ -70,6 +72,13 @@ func (c *clientAcc) observe(rec *record.Record, ok, packed bool) {
 		c.attempts += int64(rec.Attempts)
 	}
 	c.connRetries += int64(rec.ConnRetries)
+	if rec.UnknownEvents > 0 {
+		c.unknownEvents += int64(rec.UnknownEvents)
+		c.unknownIn++
+	}
+	if rec.Status == 413 {
+		c.tooLarge++
+	}
 	if ok {
 		if rec.MaxTokens > 0 {
 			c.maxChecked++
@@ -138,6 +147,9 @@ func (c *clientAcc) merge(b *clientAcc, packed bool) {
 	c.reasoning += b.reasoning
 	c.cached += b.cached
 	c.thought += b.thought
+	c.unknownEvents += b.unknownEvents
+	c.unknownIn += b.unknownIn
+	c.tooLarge += b.tooLarge
 	c.rlResponses += b.rlResponses
 	c.lowReq, c.lowTok = merged1(c.lowReq, b.lowReq), merged1(c.lowTok, b.lowTok)
 	c.limReq, c.limTok = max(c.limReq, b.limReq), max(c.limTok, b.limTok)
@@ -253,6 +265,9 @@ func (c *clientAcc) stats(offered, durNs int64, timeoutMs float64) ClientStats {
 		ReasoningTokens:    c.reasoning,
 		CachedTokens:       c.cached,
 		ThoughtFirst:       c.thought,
+		UnknownEvents:      c.unknownEvents,
+		UnknownEventsIn:    c.unknownIn,
+		TooLarge:           c.tooLarge,
 		RateLimit: RateLimitStats{
 			Responses:               c.rlResponses,
 			LowestRemainingRequests: count1(c.lowReq),

@@ -22,8 +22,8 @@ func TestIgnoredMaxTokens(t *testing.T) {
 }
 
 // TestClientStats: retry amplification, replays, max_tokens ignored,
-// reasoning, rate-limit headers and Server-Timing, computed by hand over
-// the burst phase (10 s): 4 arrivals.
+// reasoning, unknown events, 413s, rate-limit headers and Server-Timing,
+// computed by hand over the burst phase (10 s): 5 arrivals.
 func TestClientStats(t *testing.T) {
 	a := mustNew(t, Config{Phases: burstPhases()})
 	r1 := okRec(41*s, 0, 100*ms, 500*ms) // 3 attempts, max_tokens ignored (200 > 64 + 8)
@@ -40,16 +40,22 @@ func TestClientStats(t *testing.T) {
 	r3 := failRec(43*s, record.RateLimited) // 2 attempts, a Retry-After
 	r3.Attempts, r3.RetryAfterNs = 2, int64(s)
 	r4 := failRec(44*s, record.GeneratorDrop) // never sent: no attempt
-	addAll(a, r1, r2, r3, r4)
+	r1.UnknownEvents = 3                      // a newer API's events, ignored
+	r5 := failRec(45*s, record.HTTPError)     // too large: 413
+	r5.Status = 413
+	addAll(a, r1, r2, r3, r4, r5)
 	c := mustPhase(t, a.Result(), "burst").Client
 
 	for _, f := range []struct {
 		name      string
 		got, want float64
 	}{
-		{"attempts", float64(c.Attempts), 6},
-		{"attempts per arrival", c.AttemptsPerArrival, 6.0 / 4},
-		{"attempts/s", c.AttemptsRPS, 0.6},
+		{"attempts", float64(c.Attempts), 7},
+		{"attempts per arrival", c.AttemptsPerArrival, 7.0 / 5},
+		{"attempts/s", c.AttemptsRPS, 0.7},
+		{"unknown events", float64(c.UnknownEvents), 3},
+		{"requests with unknown events", float64(c.UnknownEventsIn), 1},
+		{"413s", float64(c.TooLarge), 1},
 		{"conn retries", float64(c.ConnRetries), 1},
 		{"max_tokens ignored", float64(c.MaxTokensIgnored), 1},
 		{"max_tokens checked", float64(c.MaxTokensChecked), 2},
@@ -79,7 +85,7 @@ func TestClientStats(t *testing.T) {
 	if d := mustPhase(t, a.Result(), "burst").Latency.TTFTTextSend; d.Count != 1 || !hdrNear(d.P50Ms, 400) {
 		t.Errorf("ttft_text_send %+v, want one value of 400 ms", d)
 	}
-	if o := a.Result().Overall.Client; o.Attempts != 6 || o.RateLimit.LowestRemainingRequests != 3 || o.ServerTiming["queue"].Count != 2 {
+	if o := a.Result().Overall.Client; o.Attempts != 7 || o.TooLarge != 1 || o.RateLimit.LowestRemainingRequests != 3 || o.ServerTiming["queue"].Count != 2 {
 		t.Errorf("overall client stats %+v", o)
 	}
 }

@@ -176,6 +176,13 @@ type ClientStats struct {
 	ReasoningTokens int64 `json:"reasoning_tokens"`
 	CachedTokens    int64 `json:"cached_tokens"`
 	ThoughtFirst    int64 `json:"thought_first"`
+	// UnknownEvents counts the events of Responses and Messages streams
+	// whose type surge does not know (ignored), and UnknownEventsIn the
+	// requests that had any; TooLarge the 413 answers (a request larger
+	// than the server accepts: images, long prompts).
+	UnknownEvents   int64 `json:"unknown_events,omitempty"`
+	UnknownEventsIn int64 `json:"unknown_events_in,omitempty"`
+	TooLarge        int64 `json:"too_large,omitempty"`
 
 	RateLimit RateLimitStats `json:"ratelimit"`
 

@@ -49,6 +49,17 @@ func ClientNotes(res *run.Result) []string {
 		}
 		notes = append(notes, n+".")
 	}
+	if c.UnknownEvents > 0 {
+		notes = append(notes, fmt.Sprintf("%d streamed events of types surge does not know were ignored, in %d requests (record unknown_events): a newer API version's events; the answer's tokens and usage were read as usual.", c.UnknownEvents, c.UnknownEventsIn))
+	}
+	if c.TooLarge > 0 {
+		what := "the prompts"
+		if o.Images > 0 {
+			what = "the images and prompts"
+		}
+		notes = append(notes, fmt.Sprintf("%d requests were refused as too large (HTTP 413): %s exceed what the server accepts; --image-size, --images or --prompt-tokens shrink them (request bodies: %s on average).",
+			c.TooLarge, what, analyze.Thousands(o.RequestBytes/max(o.Sent, 1))+" bytes"))
+	}
 	if c.ReasoningTokens > 0 {
 		notes = append(notes, fmt.Sprintf("reasoning tokens (server usage): %d of %d output tokens.", c.ReasoningTokens, o.OutputTokens))
 	}

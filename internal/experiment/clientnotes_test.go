@@ -26,8 +26,10 @@ func TestClientNotes(t *testing.T) {
 	p.Client.ServerTiming = map[string]analyze.Dist{"queue": {Count: 3, P50Ms: 12.5, P95Ms: 20, P99Ms: 20}}
 	o := &a.Overall
 	o.Offered, o.Sent, o.Succeeded, o.OutputTokens = 77, 77, 70, 700
+	o.Images, o.RequestBytes = 154, 77*2_100_000
 	o.Client = analyze.ClientStats{Attempts: 251, AttemptsPerArrival: 251.0 / 77, ConnRetries: 24,
 		MaxTokensIgnored: 3, MaxTokensChecked: 70, ThoughtFirst: 5, ReasoningTokens: 40,
+		UnknownEvents: 12, UnknownEventsIn: 4, TooLarge: 7,
 		RateLimit: analyze.RateLimitStats{Responses: 9, LowestRemainingRequests: 2, LimitRequests: 60, LowestRemainingTokens: -1,
 			LimitTokens: -1, ResetsRequests: 9, LongestResetRequestsMs: 1000, RetryAfter: 0,
 			LowestRemainingTokensDay: -1, LimitTokensDay: -1, LongestResetTokensDayMs: -1}}
@@ -44,6 +46,8 @@ func TestClientNotes(t *testing.T) {
 		"24 requests were replayed once on a new connection",
 		"5 of 70 successful requests produced reasoning or a tool call before answer text",
 		"reasoning tokens (server usage): 40 of 700 output tokens.",
+		"12 streamed events of types surge does not know were ignored, in 4 requests",
+		"7 requests were refused as too large (HTTP 413): the images and prompts exceed what the server accepts; --image-size, --images or --prompt-tokens shrink them (request bodies: 2,100,000 bytes on average).",
 		"rate-limit headers: on 9 responses, lowest remaining requests 2 of 60, request-bucket resets seen 9 (longest 1s).",
 		"Server-Timing (gateway/router boundary, beside the engine's queue), burst: queue p50 12.5ms / p95 20ms / p99 20ms (3).",
 	} {

@@ -202,7 +202,7 @@ func TestUnusable(t *testing.T) {
 		r.Error = "connection refused"
 		return r
 	}
-	u := NewUnusable()
+	u := NewUnusable("")
 	for i := range 4 {
 		u.Add(refused(time.Duration(i) * s))
 	}
@@ -228,7 +228,7 @@ func TestUnusable(t *testing.T) {
 			return r
 		}()},
 	} {
-		u := NewUnusable()
+		u := NewUnusable("")
 		u.Add(tc.last)
 		for i := range 30 {
 			u.Add(refused(time.Duration(i) * s))
@@ -239,7 +239,7 @@ func TestUnusable(t *testing.T) {
 	}
 	// Twenty requests of mixed causes, in 2 s: each named, the most
 	// common first.
-	u = NewUnusable()
+	u = NewUnusable("")
 	for i := range 20 {
 		at := time.Duration(i) * 100 * ms
 		r := refused(at)
@@ -251,6 +251,16 @@ func TestUnusable(t *testing.T) {
 	}
 	if why := u.Stop(2 * s); why != "the target is unusable: the first 20 requests all failed: target unreachable (connection refused) ×15, not authorized (status 401) ×5" {
 		t.Errorf("mixed: %q", why)
+	}
+	// An API the target does not serve: the path and the --api are named.
+	u = NewUnusable("POST /v1/rerank (--api rerank)")
+	for i := range 20 {
+		r := failRec(time.Duration(i)*100*ms, record.HTTPError)
+		r.Status, r.Error = 404, "status 404"
+		u.Add(r)
+	}
+	if why := u.Stop(2 * s); why != "the target is unusable: the first 20 requests all failed: not an inference endpoint (status 404); POST /v1/rerank (--api rerank) answered 404: the target does not serve this API at this URL" {
+		t.Errorf("404: %q", why)
 	}
 }
 

@@ -35,16 +35,19 @@ const (
 // ends the watch: the run goes on. Requests surge cancelled or dropped
 // count neither way.
 type Unusable struct {
-	n      int64
-	faults analyze.FaultCounts
-	detail [len(analyze.FaultCounts{})]string
-	first  int64 // scheduled time of the first request counted, ns
-	done   bool  // the target answered (or failed as load): nothing to decide
-	why    string
+	n        int64
+	faults   analyze.FaultCounts
+	detail   [len(analyze.FaultCounts{})]string
+	first    int64 // scheduled time of the first request counted, ns
+	done     bool  // the target answered (or failed as load): nothing to decide
+	why      string
+	endpoint string // what the requests call (NewUnusable)
 }
 
-// NewUnusable returns a watch that has seen nothing.
-func NewUnusable() *Unusable { return &Unusable{} }
+// NewUnusable returns a watch that has seen nothing. endpoint names what
+// the requests call, e.g. "POST /v1/rerank (--api rerank)", for the
+// cause of a target that does not serve it ("" = not named).
+func NewUnusable(endpoint string) *Unusable { return &Unusable{endpoint: endpoint} }
 
 // CheckFrom is when the watch is first asked.
 func (u *Unusable) CheckFrom() time.Duration { return time.Second }
@@ -76,6 +79,9 @@ func (u *Unusable) Stop(horizon time.Duration) string {
 	}
 	if u.n >= UnusableFirst || u.n >= UnusableMin && int64(horizon)-u.first >= int64(UnusableAfter) {
 		u.why = fmt.Sprintf("the target is unusable: the first %d requests all failed: %s", u.n, u.Causes())
+		if d := u.detail[analyze.FaultNotInference]; u.endpoint != "" && (d == "status 404" || d == "status 405") {
+			u.why += fmt.Sprintf("; %s answered %s: the target does not serve this API at this URL", u.endpoint, strings.TrimPrefix(d, "status "))
+		}
 		return u.why
 	}
 	return ""

@@ -242,7 +242,7 @@ func (e *Env) send(p *planned, r *running) error {
 	}
 	stop, unusable := p.spec.Stop, (*judge.Unusable)(nil)
 	if !e.Opts.NoEarlyStop && !e.Simulated {
-		unusable = judge.NewUnusable()
+		unusable = judge.NewUnusable("POST " + openai.Endpoint(e.BaseURL, e.Opts.API) + " (--api " + e.Opts.API + ")")
 		stop = stoppers(p.spec.Stop, unusable)
 	}
 	col := newCollector(p.arrivals, p.sess != nil, stop)
