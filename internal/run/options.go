@@ -479,6 +479,8 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 	}
 	if openai.Generates(o.API) {
 		switch {
+		case workload.InputsFormat(o.DatasetFormat):
+			bad("dataset_format", "%s holds the texts of embeddings or rerank requests: use --api embeddings or rerank, or a dataset of prompts", o.DatasetFormat)
 		case o.Inputs.IsSet():
 			bad("inputs", "applies to --api embeddings and rerank only, not %s", o.API)
 		case o.QueryTokens != 0:
@@ -494,8 +496,12 @@ func (o *Options) validateWorkload(bad func(field, format string, a ...any)) {
 			bad("inputs", "at most %d texts a request, got up to %d", workload.MaxInputs, o.inputsUpper())
 		case o.Sessions:
 			bad("sessions", "are conversations: they need a generating API, not %s", o.API)
-		case o.Dataset != "":
-			bad("dataset", "%s reads generated texts for now: a dataset of texts or of queries with documents is not read yet", o.API)
+		case o.Dataset != "" && o.API == openai.APIEmbeddings && o.DatasetFormat != workload.FormatTextsJSONL:
+			bad("dataset_format", "embeddings read texts-jsonl rows ({\"text\": …} or {\"texts\": […]}), not %s", o.DatasetFormat)
+		case o.Dataset != "" && o.API == openai.APIRerank && o.DatasetFormat != workload.FormatRerankJSONL:
+			bad("dataset_format", "rerank reads rerank-jsonl rows ({\"query\": …, \"documents\": […]}), not %s", o.DatasetFormat)
+		case o.Dataset != "" && o.Inputs.IsSet():
+			bad("inputs", "does not apply with a dataset: each row gives its texts")
 		case o.SharedPrefix > 0:
 			bad("shared_prefix", "does not apply to %s: its texts are independent", o.API)
 		}

@@ -30,10 +30,27 @@ const (
 	// FormatPromptsJSONL is one {"prompt": "…"} per line, optionally with
 	// max_tokens.
 	FormatPromptsJSONL = "prompts-jsonl"
+	// FormatTextsJSONL is one embeddings request per line: {"text": "…"}
+	// or {"texts": ["…", …]}, the texts it embeds.
+	FormatTextsJSONL = "texts-jsonl"
+	// FormatRerankJSONL is one rerank request per line: {"query": "…",
+	// "documents": ["…", …]}.
+	FormatRerankJSONL = "rerank-jsonl"
 )
 
 // DatasetFormats lists the dataset formats.
-var DatasetFormats = []string{FormatShareGPT, FormatOpenAIJSONL, FormatPromptsJSONL}
+var DatasetFormats = []string{FormatShareGPT, FormatOpenAIJSONL, FormatPromptsJSONL, FormatTextsJSONL, FormatRerankJSONL}
+
+// InputsFormat reports whether format holds the texts of embeddings or
+// rerank requests rather than prompts.
+func InputsFormat(format string) bool { return format == FormatTextsJSONL || format == FormatRerankJSONL }
+
+// The roles of an inputs row's parts (FormatTextsJSONL, FormatRerankJSONL).
+const (
+	RoleText     = "text"
+	RoleQuery    = "query"
+	RoleDocument = "document"
+)
 
 // The orders in which a Generator takes a dataset's rows (Config.DatasetSample).
 const (
@@ -279,7 +296,7 @@ func LoadDataset(path, format string) (*Dataset, error) {
 // ReadDataset is LoadDataset from r; path names the file in errors.
 func ReadDataset(r io.Reader, path, format string) (*Dataset, error) {
 	switch format {
-	case FormatShareGPT, FormatOpenAIJSONL, FormatPromptsJSONL:
+	case FormatShareGPT, FormatOpenAIJSONL, FormatPromptsJSONL, FormatTextsJSONL, FormatRerankJSONL:
 	default:
 		return nil, fmt.Errorf("workload: dataset format: unknown %q (want %s)", format, strings.Join(DatasetFormats, ", "))
 	}
@@ -445,6 +462,9 @@ func (b *builder) row(text []byte, number int) *rowError {
 	if len(text) == 0 || text[0] != '{' {
 		return bad("", "want a JSON object%s", arrayHint(b.d.Format))
 	}
+	if InputsFormat(b.d.Format) {
+		return b.inputsRow(text, number)
+	}
 	var t typedRow
 	if json.Unmarshal(text, &t) != nil {
 		return b.rowSlow(text, number)
@@ -458,6 +478,70 @@ func (b *builder) row(text []byte, number int) *rowError {
 		r.Messages = present
 	}
 	return b.rowOf(&r, t.Conversations, t.Messages, number)
+}
+
+// inputsRow reads a row of texts (texts-jsonl) or a query with its
+// documents (rerank-jsonl).
+func (b *builder) inputsRow(text []byte, number int) *rowError {
+	var r struct {
+		Text      json.RawMessage `json:"text"`
+		Texts     json.RawMessage `json:"texts"`
+		Query     json.RawMessage `json:"query"`
+		Documents json.RawMessage `json:"documents"`
+	}
+	if err := json.Unmarshal(text, &r); err != nil {
+		return jsonProblem("", err)
+	}
+	list := func(raw json.RawMessage, field string) ([]string, *rowError) {
+		if absent(raw) || raw[0] != '[' {
+			return nil, bad(field, "want an array of strings, got %s", jsonKind(raw))
+		}
+		var v []string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, bad(field, "want an array of strings")
+		}
+		if len(v) == 0 || len(v) > MaxInputs {
+			return nil, bad(field, "want 1..%d strings, got %d", MaxInputs, len(v))
+		}
+		return v, nil
+	}
+	start := b.begin(number)
+	var texts []string
+	var err *rowError
+	switch {
+	case b.d.Format == FormatRerankJSONL:
+		if absent(r.Query) {
+			return bad("query", "missing: a rerank-jsonl row is {\"query\": …, \"documents\": […]}")
+		}
+		q, qerr := textOf(r.Query, "query")
+		if qerr != nil {
+			return qerr
+		}
+		if texts, err = list(r.Documents, "documents"); err != nil {
+			return err
+		}
+		b.add(RoleQuery, q)
+		for _, d := range texts {
+			b.add(RoleDocument, d)
+		}
+		return b.end(start, 1+len(texts), 0, 0, nil)
+	case !absent(r.Texts):
+		if texts, err = list(r.Texts, "texts"); err != nil {
+			return err
+		}
+	case !absent(r.Text):
+		t, terr := textOf(r.Text, "text")
+		if terr != nil {
+			return terr
+		}
+		texts = []string{t}
+	default:
+		return bad("text", "missing: a texts-jsonl row is {\"text\": …} or {\"texts\": […]}")
+	}
+	for _, t := range texts {
+		b.add(RoleText, t)
+	}
+	return b.end(start, len(texts), 0, 0, nil)
 }
 
 // rowSlow reads a row member by member, so that an error names its member.

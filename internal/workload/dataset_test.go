@@ -189,7 +189,12 @@ func TestDatasetErrors(t *testing.T) {
 	rows := []struct {
 		name, format, in, want string
 	}{
-		{"unknown format", "csv", `{"prompt":"x"}`, "workload: dataset format: unknown \"csv\" (want sharegpt, openai-jsonl, prompts-jsonl)"},
+		{"unknown format", "csv", `{"prompt":"x"}`, "workload: dataset format: unknown \"csv\" (want sharegpt, openai-jsonl, prompts-jsonl, texts-jsonl, rerank-jsonl)"},
+		{"texts: neither member", FormatTextsJSONL, `{"prompt":"SECRET-TEXT"}`, "workload: f:1: text: missing: a texts-jsonl row is {\"text\": …} or {\"texts\": […]}"},
+		{"texts: not strings", FormatTextsJSONL, `{"texts":[1,2]}`, "workload: f:1: texts: want an array of strings"},
+		{"texts: empty", FormatTextsJSONL, `{"texts":[]}`, "workload: f:1: texts: want 1..4096 strings, got 0"},
+		{"rerank: no query", FormatRerankJSONL, `{"documents":["SECRET-TEXT"]}`, "workload: f:1: query: missing: a rerank-jsonl row is {\"query\": …, \"documents\": […]}"},
+		{"rerank: documents a string", FormatRerankJSONL, `{"query":"q","documents":"SECRET-TEXT"}`, "workload: f:1: documents: want an array of strings, got a string"},
 		{"empty file", FormatPromptsJSONL, "\n\n", "workload: f: the file is empty"},
 		{"not json", FormatPromptsJSONL, "SECRET-TEXT\n", "workload: f:1: not JSON: want one JSON object per line"},
 		{"bad json line", FormatPromptsJSONL, `{"prompt":"a"}` + "\n" + `{"prompt": SECRET-TEXT}`, "workload: f:2: not valid JSON (at byte 12)"},

@@ -149,6 +149,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("workload: dataset sample: unknown %q (want %s)", c.DatasetSample, strings.Join(DatasetSamples, ", "))
 	}
+	if c.Dataset != nil && InputsFormat(c.Dataset.Format) && c.Inputs.Kind == "" {
+		return fmt.Errorf("workload: dataset %s: a %s file holds the texts of embeddings or rerank requests, not prompts", c.Dataset.Path, c.Dataset.Format)
+	}
 	if c.Dataset != nil && c.Dataset.Len() == 0 {
 		return fmt.Errorf("workload: dataset %s: no rows", c.Dataset.Path)
 	}
@@ -162,8 +165,8 @@ func (c *Config) Validate() error {
 		if u := c.Inputs.Upper(); u > MaxInputs {
 			return fmt.Errorf("workload: inputs: at most %d texts a request, got up to %d", MaxInputs, u)
 		}
-		if c.Dataset != nil {
-			return fmt.Errorf("workload: inputs: the texts are generated; a dataset of texts or of queries with documents is not read yet")
+		if c.Dataset != nil && !InputsFormat(c.Dataset.Format) {
+			return fmt.Errorf("workload: dataset %s: a %s file holds prompts; embeddings and rerank read %s or %s", c.Dataset.Path, c.Dataset.Format, FormatTextsJSONL, FormatRerankJSONL)
 		}
 	}
 	if err := c.Images.Validate(); err != nil {
@@ -429,6 +432,9 @@ func (g *Generator) fromDataset(a schedule.Arrival) Request {
 		IgnoreEOS:  g.cfg.IgnoreEOS,
 		DatasetRow: int(row.number),
 	}
+	if InputsFormat(d.Format) {
+		return g.inputsFromDataset(req, row)
+	}
 	if row.extraN > 0 {
 		req.Extra = d.extra[row.extra : row.extra+row.extraN : row.extra+row.extraN]
 	}
@@ -458,6 +464,28 @@ func (g *Generator) fromDataset(a schedule.Arrival) Request {
 	return req
 }
 
+// inputsFromDataset is the embeddings or rerank request of a texts or
+// rerank row: its texts (documents) as Inputs, a query as Prompt; sent as
+// written, without a nonce (no server caches embeddings by prefix).
+// PromptTokens counts a query once per document, as a reranker reads
+// each pair.
+func (g *Generator) inputsFromDataset(req Request, row *datasetRow) Request {
+	req.MaxTokens, req.IgnoreEOS = 0, false
+	msgs := g.cfg.Dataset.msgs[row.req : row.req+row.reqN]
+	req.Inputs = make([]string, 0, len(msgs))
+	query := 0
+	for _, m := range msgs {
+		if m.Role == RoleQuery {
+			req.Prompt, query = m.Content, len(m.Content)
+			continue
+		}
+		req.Inputs = append(req.Inputs, m.Content)
+	}
+	docs := int(row.bytes) - query
+	req.PromptTokens = g.cfg.Sizing.Tokens(docs + query*len(req.Inputs))
+	return req
+}
+
 // Shape is the intended prompt tokens and the max_tokens Generate would
 // give arrival a, without building the prompt (a budget reserves them
 // before the request is sent). Like Generate, it is not safe for
@@ -465,7 +493,7 @@ func (g *Generator) fromDataset(a schedule.Arrival) Request {
 func (g *Generator) Shape(a schedule.Arrival) (promptTokens, maxTokens int) {
 	p := g.profile(a.Seq)
 	prompt, output, shift, _ := g.draw(p, a)
-	if g.cfg.Inputs.Kind != "" {
+	if g.cfg.Inputs.Kind != "" && g.cfg.Dataset == nil {
 		total := 0
 		g.eachInput(p, prompt, shift, func(tokens, _ int) { total += g.cfg.QueryTokens + tokens })
 		return total, 0
@@ -476,6 +504,9 @@ func (g *Generator) Shape(a schedule.Arrival) (promptTokens, maxTokens int) {
 			maxTok = int(row.maxTokens)
 		}
 		prompt = g.IntendedPromptTokens(a)
+		if InputsFormat(d.Format) {
+			maxTok = 0
+		}
 	}
 	return prompt, g.capped(maxTok)
 }
@@ -486,6 +517,9 @@ func (g *Generator) Shape(a schedule.Arrival) (promptTokens, maxTokens int) {
 func (g *Generator) IntendedPromptTokens(a schedule.Arrival) int {
 	if d := g.cfg.Dataset; d != nil {
 		row := &d.rows[d.Index(g.cfg.DatasetSample, g.cfg.Seed, a.Seq)]
+		if InputsFormat(d.Format) {
+			return g.inputsFromDataset(Request{}, row).PromptTokens
+		}
 		n := 0
 		if !g.cfg.NoNonce {
 			var nonce [48]byte

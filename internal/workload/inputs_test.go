@@ -76,3 +76,42 @@ func TestInputsRequests(t *testing.T) {
 		t.Errorf("New with too many inputs: %v", err)
 	}
 }
+
+// TestInputsFromDatasets: a texts-jsonl row is one embeddings request of
+// its texts, a rerank-jsonl row one query with its documents, sent as
+// written; a prompts file is refused for them, and they for chat.
+func TestInputsFromDatasets(t *testing.T) {
+	prof := Profile{Name: "x", Prompt: Fixed(8), Output: Fixed(8), MaxTokens: 8}
+	texts, err := ReadDataset(strings.NewReader(`{"text":"abcdefgh"}`+"\n"+`{"texts":["abcd","efghijkl"]}`+"\n"), "t.jsonl", FormatTextsJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Config{Profile: prof, Dataset: texts, DatasetSample: SampleSequential, Inputs: Fixed(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, r1 := g.Generate(schedule.Arrival{Seq: 0}), g.Generate(schedule.Arrival{Seq: 1})
+	if strings.Join(r0.Inputs, "|") != "abcdefgh" || strings.Join(r1.Inputs, "|") != "abcd|efghijkl" || r1.Prompt != "" || r1.MaxTokens != 0 || r1.PromptTokens != 3 {
+		t.Errorf("texts rows: %q %q, prompt %q, max_tokens %d, prompt tokens %d", r0.Inputs, r1.Inputs, r1.Prompt, r1.MaxTokens, r1.PromptTokens)
+	}
+	if p, m := g.Shape(schedule.Arrival{Seq: 1}); p != r1.PromptTokens || m != 0 {
+		t.Errorf("Shape %d, %d; Generate %d, 0", p, m, r1.PromptTokens)
+	}
+	rr, err := ReadDataset(strings.NewReader(`{"query":"abcd","documents":["abcdefgh","ijklmnop","qrst"]}`+"\n"), "r.jsonl", FormatRerankJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ = New(Config{Profile: prof, Dataset: rr, Inputs: Fixed(8), QueryTokens: 32})
+	r := g.Generate(schedule.Arrival{Seq: 0})
+	// 20 document bytes and the 4-byte query read with each of 3: 32 bytes, 8 tokens.
+	if r.Prompt != "abcd" || strings.Join(r.Inputs, "|") != "abcdefgh|ijklmnop|qrst" || r.PromptTokens != 8 {
+		t.Errorf("rerank row: query %q documents %q prompt tokens %d", r.Prompt, r.Inputs, r.PromptTokens)
+	}
+	prompts, _ := ReadDataset(strings.NewReader(`{"prompt":"p"}`+"\n"), "p.jsonl", FormatPromptsJSONL)
+	if _, err := New(Config{Profile: prof, Dataset: prompts, Inputs: Fixed(1)}); err == nil || !strings.Contains(err.Error(), "embeddings and rerank read texts-jsonl or rerank-jsonl") {
+		t.Errorf("a prompts file for embeddings: %v", err)
+	}
+	if _, err := New(Config{Profile: prof, Dataset: texts}); err == nil || !strings.Contains(err.Error(), "not prompts") {
+		t.Errorf("a texts file for chat: %v", err)
+	}
+}
