@@ -60,6 +60,8 @@ func randomPrefix() [8]byte {
 	return p
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendTraceparent appends "00-<trace id>-<span id>-01" (55 bytes).
 func appendTraceparent(b []byte, id [16]byte, span uint64) []byte {
 	b = append(b, "00-"...)

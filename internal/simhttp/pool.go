@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/surge-bench/surge/internal/jsontext"
 	"github.com/surge-bench/surge/internal/sim"
 )
 
@@ -324,7 +324,7 @@ func (e *rerankEncoder) response(b []byte, f final) []byte {
 		b = strconv.AppendInt(b, int64(i), 10)
 		if in.returnDoc {
 			b = append(b, `,"document":{"text":`...)
-			b = appendJSONText(b, in.docs[i])
+			b = jsontext.AppendString(b, in.docs[i])
 			b = append(b, '}')
 		}
 		b = append(b, `,"relevance_score":`...)
@@ -378,49 +378,4 @@ func mix(x uint64) uint64 {
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 	x = (x ^ x>>27) * 0x94d049bb133111eb
 	return x ^ x>>31
-}
-
-// appendJSONText appends s as a JSON string without allocating: quote,
-// backslash and control characters escaped, invalid UTF-8 replaced by
-// U+FFFD, as encoding/json writes it (its HTML escaping aside).
-func appendJSONText(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
