@@ -43,7 +43,9 @@ var DatasetFormats = []string{FormatShareGPT, FormatOpenAIJSONL, FormatPromptsJS
 
 // InputsFormat reports whether format holds the texts of embeddings or
 // rerank requests rather than prompts.
-func InputsFormat(format string) bool { return format == FormatTextsJSONL || format == FormatRerankJSONL }
+func InputsFormat(format string) bool {
+	return format == FormatTextsJSONL || format == FormatRerankJSONL
+}
 
 // The roles of an inputs row's parts (FormatTextsJSONL, FormatRerankJSONL).
 const (
