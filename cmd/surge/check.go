@@ -49,11 +49,19 @@ API, the model not served) every other check SKIPs. A verdict line and an exit
 line follow; check.json and check.md go to the run folder. docs/checks.md gives
 every check's rule.
 
---only, --skip and --require take group names or full check names,
-comma-separated or repeated:
+--api picks the suite. Chat and completions share the one above; responses
+(OpenAI's Responses API), messages (Anthropic's Messages API), embeddings and
+rerank have their own, named after the API: its served check runs first (a
+404 or 405 on the API's path FAILs it, and every other check SKIPs), then
+streaming, usage and the end of a stream, tool_use blocks, vectors and their
+dimensions, results and their order, and what bad requests get.
+
+--only, --skip and --require take group names or full check names of the
+--api's suite, comma-separated or repeated:
 ` + indentNames() + `
 A check --require names runs even when --only leaves it out, and its SKIP is a
-FAIL ("required: …"). The api check always runs.
+FAIL ("required: …"). The first check of a suite (api, messages.served, …)
+always runs.
 
 The checks run one after another and bound their own load: a few short
 requests each, one long generation (--long-tokens), and the overload probe's
@@ -73,7 +81,10 @@ misbehave.` + exitCodesCheck,
     --only streaming,usage --require tools
 
   # the simulator behind a buffering proxy: streaming.incremental FAILs (exit 1)
-  surge check --quirk buffered-stream`,
+  surge check --quirk buffered-stream
+
+  # a vLLM server's Anthropic Messages API, tool_use blocks required
+  surge check --target http://127.0.0.1:8000/v1 --model m --api messages --require messages.tools`,
 		Args: cobra.NoArgs,
 	}
 	f := newFlags(cmd.Flags())
@@ -92,14 +103,11 @@ misbehave.` + exitCodesCheck,
 	f.fs.BoolVarP(&quiet, "quiet", "q", false, "print only the checks that did not pass, the verdict and the exit line")
 	f.simulator("sim.", &o.Sim)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg.Timeout = o.Timeout
-		if err := cfg.Validate(); err != nil {
-			return f.explain(err)
-		}
+		cfg.Timeout, cfg.API = o.Timeout, o.API
 		if err := o.Validate(); err != nil {
 			return f.explain(err)
 		}
-		if err := check.ValidateAPI(o.API); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return f.explain(err)
 		}
 		cfg.Profile, _ = workload.Lookup(o.Profile) // a name Validate accepted
@@ -109,12 +117,24 @@ misbehave.` + exitCodesCheck,
 	return cmd
 }
 
-// indentNames lists the names --only, --skip and --require take, wrapped
-// and indented for --help.
+// indentNames lists the names --only, --skip and --require take with
+// each --api (together, check.Names()), wrapped and indented for --help.
 func indentNames() string {
 	var b strings.Builder
-	for l := range strings.SplitSeq(wrap(strings.Join(check.Names(), ", "), 74), "\n") {
-		b.WriteString("  " + l + "\n")
+	for _, api := range check.APIs() {
+		head := api
+		switch api {
+		case check.APICompletions:
+			continue // chat's suite
+		case check.APIChat:
+			head = "chat, completions"
+		}
+		for i, l := range slices.Collect(strings.SplitSeq(wrap(head+": "+strings.Join(check.NamesFor(api), ", "), 72), "\n")) {
+			if i > 0 {
+				l = "  " + l
+			}
+			b.WriteString("  " + l + "\n")
+		}
 	}
 	return b.String()
 }

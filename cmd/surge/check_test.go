@@ -57,7 +57,7 @@ func TestCheckSimulator(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	lines := checkLines(out)
-	for _, c := range check.All() {
+	for _, c := range check.Suite(check.APIChat) {
 		l, ok := lines[c.Name]
 		switch {
 		case !ok:
@@ -77,7 +77,7 @@ func TestCheckSimulator(t *testing.T) {
 	if rep.Status != "PASS" || rep.ExitCode != exitOK {
 		t.Errorf("check.json: verdict %q, exit_code %d, want PASS and 0", rep.Status, rep.ExitCode)
 	}
-	if rep.Target != "built-in simulator" || rep.Model != "surge-sim" || len(rep.Results) != len(check.All()) || rep.Totals.Fail != 0 || rep.Requests == 0 || rep.Server.Engine != "surge-sim" {
+	if rep.Target != "built-in simulator" || rep.Model != "surge-sim" || len(rep.Results) != len(check.Suite(check.APIChat)) || rep.Totals.Fail != 0 || rep.Requests == 0 || rep.Server.Engine != "surge-sim" {
 		t.Errorf("check.json: target %q model %q, %d results, totals %+v, %d requests, server %+v", rep.Target, rep.Model, len(rep.Results), rep.Totals, rep.Requests, rep.Server)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "check.md"))
@@ -141,23 +141,25 @@ func TestCheckUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown only":     {[]string{"--only", "streaming,speed"}, `--only: unknown check or group "speed"; valid: api, streaming, usage, tools, structured, context, sampling, errors, streaming.incremental`},
-		"unknown require":  {[]string{"--require", "tool"}, `--require: unknown check or group "tool"`},
-		"empty only":       {[]string{"--only", ""}, "--only: names no check or group (empty)"},
-		"skip api":         {[]string{"--skip", "api"}, "--skip: the api check always runs"},
-		"require skipped":  {[]string{"--skip", "usage", "--require", "usage.unary"}, `--require: "usage.unary" is also left out by --skip usage`},
-		"overload bound":   {[]string{"--overload-requests", "5000"}, "--overload-requests: must be 1..2048, got 5000"},
-		"long tokens":      {[]string{"--long-tokens", "0"}, "--long-tokens: must be 1..1048576, got 0"},
-		"unchecked api":    {[]string{"--api", "messages"}, `--api: surge check speaks chat and completions; messages is measured by run, burst, sweep and capacity, but has no checks yet`},
-		"bad api":          {[]string{"--api", "anthropic"}, `--api: must be one of chat, completions, responses, messages, embeddings, rerank, got "anthropic"`},
-		"bad target":       {[]string{"--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
-		"bad sim flag":     {[]string{"--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
-		"workload flag":    {[]string{"--rate", "5"}, "unknown flag: --rate"},
-		"positional":       {[]string{"streaming"}, `unknown command "streaming"`},
-		"zero timeout":     {[]string{"--timeout", "0s"}, "--timeout: must be > 0"},
-		"unknown profile":  {[]string{"--profile", "poetry"}, `--profile: unknown profile "poetry"`},
-		"ca cert missing":  {[]string{"--target", "https://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert: cannot read /nonexistent.pem"},
-		"key file missing": {[]string{"--target", "http://127.0.0.1:1/v1", "--api-key-file", "/nonexistent.key"}, "/nonexistent.key"},
+		"unknown only":       {[]string{"--only", "streaming,speed"}, `--only: unknown check or group "speed"; valid: api, streaming, usage, tools, structured, context, sampling, errors, streaming.incremental`},
+		"unknown require":    {[]string{"--require", "tool"}, `--require: unknown check or group "tool"`},
+		"empty only":         {[]string{"--only", ""}, "--only: names no check or group (empty)"},
+		"skip api":           {[]string{"--skip", "api"}, "--skip: the api check always runs"},
+		"require skipped":    {[]string{"--skip", "usage", "--require", "usage.unary"}, `--require: "usage.unary" is also left out by --skip usage`},
+		"overload bound":     {[]string{"--overload-requests", "5000"}, "--overload-requests: must be 1..2048, got 5000"},
+		"long tokens":        {[]string{"--long-tokens", "0"}, "--long-tokens: must be 1..1048576, got 0"},
+		"another api's":      {[]string{"--api", "messages", "--only", "tools"}, `--only: "tools" is checked with --api chat or completions, not messages; valid: messages, messages.served, messages.streaming`},
+		"chat's with rerank": {[]string{"--api", "rerank", "--require", "usage.unary"}, `--require: "usage.unary" is checked with --api chat or completions, not rerank`},
+		"skip a gate":        {[]string{"--api", "embeddings", "--skip", "embeddings.served"}, "--skip: the embeddings.served check always runs"},
+		"bad api":            {[]string{"--api", "anthropic"}, `--api: must be one of chat, completions, responses, messages, embeddings, rerank, got "anthropic"`},
+		"bad target":         {[]string{"--target", "localhost:8000"}, "--target: must be an http:// or https:// URL"},
+		"bad sim flag":       {[]string{"--max-num-seqs", "0"}, "--max-num-seqs (sim: max_num_seqs): must be ≥ 1, got 0"},
+		"workload flag":      {[]string{"--rate", "5"}, "unknown flag: --rate"},
+		"positional":         {[]string{"streaming"}, `unknown command "streaming"`},
+		"zero timeout":       {[]string{"--timeout", "0s"}, "--timeout: must be > 0"},
+		"unknown profile":    {[]string{"--profile", "poetry"}, `--profile: unknown profile "poetry"`},
+		"ca cert missing":    {[]string{"--target", "https://127.0.0.1:1/v1", "--ca-cert", "/nonexistent.pem"}, "--ca-cert: cannot read /nonexistent.pem"},
+		"key file missing":   {[]string{"--target", "http://127.0.0.1:1/v1", "--api-key-file", "/nonexistent.key"}, "/nonexistent.key"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "ck")
@@ -241,7 +243,7 @@ func TestCheckNotOpenAI(t *testing.T) {
 	if l := lines[check.CheckAPI]; !strings.Contains(l, "FAIL  api") || !strings.Contains(l, "not an OpenAI API: GET /v1/models → 404 text/html") {
 		t.Errorf("api line %q", l)
 	}
-	for _, c := range check.All()[1:] {
+	for _, c := range check.Suite(check.APIChat)[1:] {
 		if l := lines[c.Name]; !strings.HasPrefix(l, "SKIP") || !strings.HasSuffix(l, "api check failed") {
 			t.Errorf("%s: %q", c.Name, l)
 		}
@@ -281,9 +283,15 @@ func TestCheckHelp(t *testing.T) {
 	}
 	for _, want := range []string{"--only", "--skip", "--require", "--long-tokens", "--context-tokens", "--overload-requests", "--out", "--force", "--quiet",
 		"--target", "--model", "--api", "--api-key-env", "--api-key-file", "--header", "--ca-cert", "--insecure", "--timeout", "--step-base", "--profile", "--quirk",
-		"streaming.incremental", "surge check --target", "at most 2048"} {
+		"streaming.incremental", "surge check --target", "at most 2048", "--api picks the suite", "--api messages --require messages.tools"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)
+		}
+	}
+	// Every name --only, --skip and --require take, of every suite.
+	for _, n := range check.Names() {
+		if !regexp.MustCompile(`[ :,]` + regexp.QuoteMeta(n) + `(,|\n)`).MatchString(out) {
+			t.Errorf("--help does not list %s", n)
 		}
 	}
 	for _, not := range []string{"--rate", "--profile-", "--mix", "--sessions", "--slo-", "--prompt-calibration", "--simulate"} {
@@ -327,5 +335,128 @@ func TestCheckRequiredLegend(t *testing.T) {
 	_, out, _ = surge(t, append([]string{"check", "--only", "api", "-o", filepath.Join(t.TempDir(), "ck")}, fastCheck...)...)
 	if strings.Contains(out, "*") {
 		t.Errorf("a * without a required check:\n%s", out)
+	}
+}
+
+// The suite of each other API against the simulator: exit 0, every
+// check of the API's suite PASSes, check.json says the API.
+func TestCheckAPIsOnSimulator(t *testing.T) {
+	for _, api := range []string{check.APIResponses, check.APIMessages, check.APIEmbeddings, check.APIRerank} {
+		t.Run(api, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ck")
+			code, out, errs := surge(t, append([]string{"check", "--api", api, "-o", dir}, fastCheck...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s%s", code, out, errs)
+			}
+			lines := checkLines(out)
+			suite := check.Suite(api)
+			for _, c := range suite {
+				if l := lines[c.Name]; !strings.HasPrefix(l, "PASS") {
+					t.Errorf("%s: %q, want a PASS\n%s", c.Name, l, out)
+				}
+			}
+			if len(lines) != len(suite) || !strings.Contains(out, "surge check: built-in simulator, model surge-sim, "+api+" API") {
+				t.Errorf("%d lines for a suite of %d:\n%s", len(lines), len(suite), out)
+			}
+			rep := readCheck(t, dir)
+			if rep.API != api || rep.Status != "PASS" || rep.ExitCode != exitOK || len(rep.Results) != len(suite) || rep.Server.Engine != "surge-sim" {
+				t.Errorf("check.json: api %q, verdict %q, exit_code %d, %d results, server %+v", rep.API, rep.Status, rep.ExitCode, len(rep.Results), rep.Server)
+			}
+		})
+	}
+}
+
+// The simulator's quirks fail the new suites' checks too.
+func TestCheckQuirksAPIs(t *testing.T) {
+	for _, tc := range []struct{ api, quirk, check string }{
+		{check.APIResponses, "buffered-stream", check.CheckResponsesStreaming},
+		{check.APIMessages, "bad-tool-args", check.CheckMessagesTools},
+		{check.APIMessages, "no-usage", check.CheckMessagesUsage},
+		{check.APIEmbeddings, "no-usage", check.CheckEmbeddingsUsage},
+		{check.APIRerank, "no-usage", check.CheckRerankUsage},
+	} {
+		t.Run(tc.api+"/"+tc.quirk, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ck")
+			code, out, errs := surge(t, append([]string{"check", "--api", tc.api, "--quirk", tc.quirk, "--only", tc.check, "-o", dir}, fastCheck...)...)
+			if code != exitSLO {
+				t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
+			}
+			if l := checkLines(out)[tc.check]; !strings.HasPrefix(l, "FAIL") {
+				t.Errorf("%s: %q, want a FAIL\n%s", tc.check, l, out)
+			}
+			if !strings.Contains(out, "exit 1: "+tc.check+" failed") {
+				t.Errorf("exit line does not name %s:\n%s", tc.check, out)
+			}
+		})
+	}
+}
+
+// An endpoint that does not serve the API's path: its served check
+// FAILs naming the API and the path, every other check SKIPs, exit 1,
+// as the chat suite's api check does for an endpoint without the
+// OpenAI API. Messages' requests carry Anthropic's headers.
+func TestCheckAPINotServed(t *testing.T) {
+	for _, api := range []string{check.APIResponses, check.APIMessages, check.APIEmbeddings, check.APIRerank} {
+		t.Run(api, func(t *testing.T) {
+			var headers http.Header
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/models" {
+					fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+					return
+				}
+				headers = r.Header.Clone()
+				http.NotFound(w, r)
+			}))
+			defer srv.Close()
+			t.Setenv("SURGE_CHECK_TEST_KEY", "sk-test-1")
+			dir := filepath.Join(t.TempDir(), "ck")
+			code, out, errs := surge(t, "check", "--api", api, "--target", srv.URL+"/v1", "--model", "m", "--api-key-env", "SURGE_CHECK_TEST_KEY", "-o", dir)
+			if code != exitSLO {
+				t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
+			}
+			gate := api + ".served"
+			lines := checkLines(out)
+			if l, want := lines[gate], fmt.Sprintf("%s: POST /v1/%s answered 404", api, api); !strings.HasPrefix(l, "FAIL  "+gate) || !strings.Contains(l, want) {
+				t.Errorf("%s line %q, want a FAIL with %q", gate, l, want)
+			}
+			for _, c := range check.Suite(api)[1:] {
+				if l := lines[c.Name]; !strings.HasPrefix(l, "SKIP") || !strings.HasSuffix(l, gate+" check failed") {
+					t.Errorf("%s: %q", c.Name, l)
+				}
+			}
+			if rep := readCheck(t, dir); rep.Status != "FAIL" || rep.ExitCode != exitSLO || rep.API != api {
+				t.Errorf("check.json: verdict %q, exit_code %d, api %q", rep.Status, rep.ExitCode, rep.API)
+			}
+			if headers.Get("Authorization") != "Bearer sk-test-1" {
+				t.Errorf("no bearer key on POST /v1/%s", api)
+			}
+			if api == check.APIMessages && (headers.Get("Anthropic-Version") != "2023-06-01" || headers.Get("X-Api-Key") != "sk-test-1") {
+				t.Errorf("messages without Anthropic's headers: anthropic-version %q, x-api-key set %v", headers.Get("Anthropic-Version"), headers.Get("X-Api-Key") != "")
+			}
+			if strings.Contains(out+errs, "sk-test-1") {
+				t.Error("the key reached the output")
+			}
+		})
+	}
+}
+
+// A target that refuses connections is unreachable whatever the API:
+// exit 3.
+func TestCheckUnreachableAPIs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, api := range []string{check.APIResponses, check.APIRerank} {
+		dir := filepath.Join(t.TempDir(), "ck")
+		code, out, errs := surge(t, "check", "--api", api, "--target", "http://"+addr+"/v1", "--model", "m", "-o", dir)
+		if code != exitTarget || !strings.Contains(out, "exit 3: the target is unreachable: ") {
+			t.Errorf("%s: exit %d, want 3\n%s%s", api, code, out, errs)
+		}
+		if rep := readCheck(t, dir); rep.Status != "UNREACHABLE" || len(rep.Results) != 1 || rep.Results[0].Name != api+".served" {
+			t.Errorf("%s: check.json verdict %q, %d results", api, rep.Status, len(rep.Results))
+		}
 	}
 }

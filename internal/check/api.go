@@ -16,11 +16,17 @@ func apiChecks() []Check {
 		Name:  CheckAPI,
 		Group: GroupAPI,
 		What:  "the endpoint speaks the OpenAI API (GET /v1/models, or a one-token completion) and serves the model",
-		Run: func(ctx context.Context, t *T) Result {
-			r, _ := runAPI(ctx, t)
-			return r
-		},
+		Run:   gateRun(runAPI),
+		Gate:  runAPI,
 	}}
+}
+
+// gateRun is a gate as a Check's Run: its result without the error.
+func gateRun(gate func(context.Context, *T) (Result, error)) func(context.Context, *T) Result {
+	return func(ctx context.Context, t *T) Result {
+		r, _ := gate(ctx, t)
+		return r
+	}
 }
 
 // maxListed is how many model names a FAIL lists.

@@ -4,6 +4,12 @@
 // output that parse, long prompts, stop/temperature/max_tokens/seed, and
 // what errors and overload look like (docs/checks.md).
 //
+// Each API has its suite (Suite): chat and completions the checks above;
+// the Responses and Messages APIs, embeddings and rerank suites of their
+// own, whose checks are named after the API (messages.tools,
+// rerank.order). Every suite opens with a gate (Check.Gate): the api
+// check, or the API's "served" check; when it FAILs the rest SKIP.
+//
 // A Check sends a few requests through a Probe (a plain HTTP client that
 // keeps every chunk and its arrival time in memory) and returns a Result:
 // PASS, FAIL, WARN or SKIP with its evidence in a few words. Content —
@@ -41,6 +47,11 @@ const (
 	GroupContext    = "context"
 	GroupSampling   = "sampling"
 	GroupErrors     = "errors"
+	// The suites of the other APIs are one group each, named for the API.
+	GroupResponses  = APIResponses
+	GroupMessages   = APIMessages
+	GroupEmbeddings = APIEmbeddings
+	GroupRerank     = APIRerank
 )
 
 // Names of the checks (group.check). The simulator quirk that breaks each
@@ -65,6 +76,36 @@ const (
 	CheckSamplingSeed        = "sampling.seed"         // same seed, same text
 	CheckErrorsMalformed     = "errors.malformed"      // 4xx with an OpenAI error body
 	CheckErrorsOverload      = "errors.overload"       // no-retry-after, truncate-on-overload
+)
+
+// Names of the checks of the Responses, Messages, embeddings and rerank
+// suites. The comment says what breaks each; the tests fail every one
+// with a hand-written server (and the simulator's quirk, where one fits).
+const (
+	CheckResponsesServed    = "responses.served"    // 404/405 on POST /v1/responses
+	CheckResponsesStreaming = "responses.streaming" // buffered-stream: every delta at the end
+	CheckResponsesUsage     = "responses.usage"     // no-usage; output_tokens ≠ deltas
+	CheckResponsesEnd       = "responses.end"       // no response.completed; status ≠ the end event's
+	CheckResponsesErrors    = "responses.errors"    // 5xx, 2xx or no OpenAI error body to a bad request
+
+	CheckMessagesServed    = "messages.served"    // 404/405 on POST /v1/messages
+	CheckMessagesStreaming = "messages.streaming" // buffered-stream
+	CheckMessagesUsage     = "messages.usage"     // no-usage; output_tokens ≠ deltas
+	CheckMessagesEnd       = "messages.end"       // no message_stop; blocks not closed; no stop_reason
+	CheckMessagesTools     = "messages.tools"     // bad-tool-args: input_json_delta that is not JSON
+	CheckMessagesErrors    = "messages.errors"    // no Anthropic error body to a bad request
+
+	CheckEmbeddingsServed     = "embeddings.served"     // 404/405 on POST /v1/embeddings
+	CheckEmbeddingsBatch      = "embeddings.batch"      // fewer vectors than inputs, indexes wrong
+	CheckEmbeddingsDimensions = "embeddings.dimensions" // vectors of different lengths
+	CheckEmbeddingsUsage      = "embeddings.usage"      // no-usage
+	CheckEmbeddingsErrors     = "embeddings.errors"     // no OpenAI error body to a bad request
+
+	CheckRerankServed  = "rerank.served"  // 404/405 on POST /v1/rerank
+	CheckRerankResults = "rerank.results" // a result missing, an index repeated or out of range
+	CheckRerankOrder   = "rerank.order"   // results not by relevance_score, highest first
+	CheckRerankUsage   = "rerank.usage"   // no-usage
+	CheckRerankErrors  = "rerank.errors"  // no OpenAI error body to a bad request
 )
 
 // Result is what one check found. Name and Group are filled by the
@@ -93,6 +134,14 @@ type Check struct {
 	// It must bound its own requests and time (t.Config), and return
 	// Skip with a reason when the endpoint lacks what it needs.
 	Run func(ctx context.Context, t *T) Result
+	// Gate, set on the first check of each suite (api, messages.served,
+	// …), makes it the suite's gate: it always runs, first; when it
+	// FAILs every later check is a SKIP; its error, non-nil when the
+	// first request got no response at all, makes Run (the runner) stop
+	// with ErrUnreachable. The runner calls Gate instead of Run; the
+	// check's Run is Gate without the error, for a caller that runs the
+	// check alone.
+	Gate func(ctx context.Context, t *T) (Result, error)
 }
 
 // T is what a check gets: the probe, the configuration, and what the api
@@ -115,6 +164,10 @@ type Server struct {
 // Config is the check suite's configuration (cmd/surge binds a flag to
 // each field).
 type Config struct {
+	// API is the API the suite checks, the probe's (--api; "" is chat):
+	// it picks the suite (Suite), and so the names Only, Skip and Require
+	// may give.
+	API string
 	// Only runs just these checks or groups; Skip leaves these out;
 	// Require turns a SKIP of these (feature missing) into a FAIL.
 	Only, Skip, Require []string
@@ -153,11 +206,44 @@ func DefaultConfig() Config {
 	return Config{LongTokens: DefaultLongTokens, OverloadRequests: DefaultOverloadRequests, Timeout: DefaultTimeout, Deadline: DefaultDeadline}
 }
 
-// All returns every check in the order they run.
+// APIs lists the APIs surge check has a suite for, in the order --help
+// names them.
+func APIs() []string {
+	return []string{APIChat, APICompletions, APIResponses, APIMessages, APIEmbeddings, APIRerank}
+}
+
+// Suite returns the checks of api ("" is chat) in the order they run,
+// its gate first; nil for an API without a suite. Chat and completions
+// share one.
+func Suite(api string) []Check {
+	var groups [][]Check
+	switch api {
+	case "", APIChat, APICompletions:
+		groups = [][]Check{apiChecks(), streamingChecks(), usageChecks(), toolChecks(), structuredChecks(), contextChecks(), samplingChecks(), errorChecks()}
+	case APIResponses:
+		groups = [][]Check{responsesChecks()}
+	case APIMessages:
+		groups = [][]Check{messagesChecks()}
+	case APIEmbeddings:
+		groups = [][]Check{embeddingsChecks()}
+	case APIRerank:
+		groups = [][]Check{rerankChecks()}
+	}
+	var all []Check
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	return all
+}
+
+// All returns every check of every suite: chat's (which completions
+// shares) in the order they run, then each other API's.
 func All() []Check {
 	var all []Check
-	for _, g := range [][]Check{apiChecks(), streamingChecks(), usageChecks(), toolChecks(), structuredChecks(), contextChecks(), samplingChecks(), errorChecks()} {
-		all = append(all, g...)
+	for _, api := range APIs() {
+		if api != APICompletions {
+			all = append(all, Suite(api)...)
+		}
 	}
 	return all
 }

@@ -34,14 +34,37 @@ func runErrorsMalformed(ctx context.Context, t *T) Result {
 	if !p.Chat() {
 		missing, wrongType = "prompt", `"prompt":"Say hello."`
 	}
-	cases := []struct {
-		name string
-		body string
-	}{
+	return judgeMalformed(ctx, t, []badCase{
 		{"invalid JSON", `{"model":` + string(model) + `,"messages":[{"role":"user","content":"Say`},
 		{"no " + missing, `{"model":` + string(model) + `,"max_tokens":8}`},
 		{"max_tokens a string", `{"model":` + string(model) + `,` + wrongType + `,"max_tokens":"eight"}`},
-	}
+	}, openAIError)
+}
+
+// badCase is one malformed request: its name in the evidence, its body.
+type badCase struct{ name, body string }
+
+// errorShape is the error body an API's clients read: its name in the
+// evidence and whether a response has it.
+type errorShape struct {
+	name string
+	has  func(*Exchange) bool
+}
+
+// The error shapes: OpenAI's {"error":{"message":…}} (chat, completions,
+// Responses, embeddings, rerank) and Anthropic's
+// {"type":"error","error":{"type":…,"message":…}} (Messages).
+var (
+	openAIError    = errorShape{"an OpenAI error body", func(x *Exchange) bool { _, ok := x.ErrorBody(); return ok }}
+	anthropicError = errorShape{"an Anthropic error body", func(x *Exchange) bool { _, ok := x.AnthropicError(); return ok }}
+)
+
+// judgeMalformed sends each malformed request, unary, and judges the
+// answers (docs/checks.md, errors.malformed): a 4xx with the API's error
+// body PASSes, a 4xx without it WARNs, anything else FAILs; the worst
+// decides.
+func judgeMalformed(ctx context.Context, t *T, cases []badCase, shape errorShape) Result {
+	p := t.Probe
 	var parts []string
 	worst := Pass
 	details := map[string]any{}
@@ -51,25 +74,24 @@ func runErrorsMalformed(ctx context.Context, t *T) Result {
 			return Result{Status: Fail, Evidence: c.name + ": no response: " + noResponse(err)}
 		}
 		details[strings.ReplaceAll(c.name, " ", "_")] = x.Status
-		_, body := x.ErrorBody()
 		var st Status
 		var what string
 		switch {
 		case x.TimedOut:
 			st, what = Fail, "no answer in "+showDur(reqTimeout(t))
-		case x.Status >= 400 && x.Status < 500 && body:
+		case x.Status >= 400 && x.Status < 500 && shape.has(x):
 			st, what = Pass, strconv.Itoa(x.Status)
 		case x.Status >= 400 && x.Status < 500:
-			st, what = Warn, strconv.Itoa(x.Status)+" without an OpenAI error body"
+			st, what = Warn, strconv.Itoa(x.Status)+" without "+shape.name
 		default:
-			st, what = Fail, statusWord(x)
+			st, what = Fail, shapeWord(x, shape)
 		}
 		worst = worse(worst, st)
 		parts = append(parts, c.name+" → "+what)
 	}
 	ev := strings.Join(parts, ", ")
 	if worst == Pass {
-		ev += "; all with an OpenAI error body"
+		ev += "; all with " + shape.name
 	}
 	return Result{Status: worst, Evidence: ev, Details: details}
 }
@@ -444,7 +466,11 @@ func worse(a, b Status) Status {
 
 // statusWord is a response's status for the evidence, with what kind of
 // body came ("500, an HTML page", "400 with an OpenAI error body").
-func statusWord(x *Exchange) string {
+func statusWord(x *Exchange) string { return shapeWord(x, openAIError) }
+
+// shapeWord is statusWord for an API whose error body has the shape:
+// "400 with an Anthropic error body", "500, no Anthropic error body".
+func shapeWord(x *Exchange, shape errorShape) string {
 	if x.Status == 0 && x.TimedOut {
 		return "no response headers before the timeout"
 	}
@@ -452,8 +478,8 @@ func statusWord(x *Exchange) string {
 	if x.Status == 200 {
 		return s
 	}
-	if _, ok := x.ErrorBody(); ok {
-		return s + " with an OpenAI error body"
+	if shape.has(x) {
+		return s + " with " + shape.name
 	}
 	ct := strings.ToLower(x.Header.Get("Content-Type"))
 	switch {
@@ -462,7 +488,7 @@ func statusWord(x *Exchange) string {
 	case len(x.Body) == 0:
 		return s + ", an empty body"
 	}
-	return s + ", no OpenAI error body"
+	return s + ", no " + strings.TrimPrefix(shape.name, "an ")
 }
 
 // noResponse says why a request got no response, without the URL.

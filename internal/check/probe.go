@@ -15,25 +15,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/surge-bench/surge/internal/field"
 )
 
-// The APIs a probe calls (as run.Options.API names them).
+// The APIs a probe calls (as run.Options.API names them), each at its
+// path under the base URL (Probe.Path).
 const (
-	APIChat        = "chat"
-	APICompletions = "completions"
+	APIChat        = "chat"        // POST /chat/completions
+	APICompletions = "completions" // POST /completions
+	APIResponses   = "responses"   // POST /responses: OpenAI's Responses API, typed events
+	APIMessages    = "messages"    // POST /messages: Anthropic's Messages API, typed events
+	APIEmbeddings  = "embeddings"  // POST /embeddings: vectors, never streamed
+	APIRerank      = "rerank"      // POST /rerank: scored documents, never streamed
 )
-
-// ValidateAPI refuses an API the suite has no checks for, naming --api:
-// Responses and Messages are measured by the load commands but not yet
-// checked here.
-func ValidateAPI(api string) error {
-	if api == "" || api == APIChat || api == APICompletions {
-		return nil
-	}
-	return &field.Error{Field: "api", Message: fmt.Sprintf("surge check speaks chat and completions; %s is measured by run, burst, sweep and capacity, but has no checks yet", api)}
-}
 
 // maxBody bounds a non-streamed or error body kept in memory; maxLine an
 // SSE line.
@@ -50,7 +43,7 @@ type Probe struct {
 	base   *url.URL // base URL including /v1, no trailing slash; its query goes on every request
 	badURL error    // why the base URL does not parse (every request fails with it)
 	model  string
-	api    string // APIChat or APICompletions
+	api    string // APIChat, APICompletions, APIResponses, …
 	client *http.Client
 	header http.Header // Content-Type, User-Agent, Authorization, extra headers: secret values
 	sent   atomic.Int64
@@ -85,7 +78,8 @@ func (p *Probe) url(path string) string {
 // Model is the model name sent; API the API called.
 func (p *Probe) Model() string { return p.model }
 
-// API is APIChat or APICompletions.
+// API is the API the probe calls: APIChat, APICompletions, APIResponses,
+// APIMessages, APIEmbeddings or APIRerank.
 func (p *Probe) API() string { return p.api }
 
 // Chat reports whether the probe calls the chat API.
@@ -94,14 +88,18 @@ func (p *Probe) Chat() bool { return p.api == APIChat }
 // Sent is the number of requests sent so far (every method counts).
 func (p *Probe) Sent() int { return int(p.sent.Load()) }
 
-// Req is one request. The probe writes model, the prompt (messages for
-// chat: Messages, or one user message of Prompt; prompt for completions),
-// max_tokens and stream; Extra adds every other member (stop,
-// temperature, seed, tools, response_format, stream_options, …) and wins
-// over the probe's own.
+// Req is one request. The probe writes model, the prompt in the API's
+// member (messages for chat and Messages: Messages, or one user message
+// of Prompt; prompt for completions; input for Responses, the Prompt
+// string; input for embeddings: Inputs; query (Prompt) and documents
+// (Inputs) for rerank), the cap (max_tokens; max_output_tokens for
+// Responses; none for embeddings and rerank) and stream; Extra adds every
+// other member (stop, temperature, seed, tools, response_format,
+// stream_options, …) and wins over the probe's own.
 type Req struct {
 	Prompt    string
-	Messages  []map[string]any // chat only; replaces Prompt
+	Messages  []map[string]any // chat and Messages only; replaces Prompt
+	Inputs    []string         // embeddings' inputs (nil: [Prompt]); rerank's documents
 	MaxTokens int              // 0 = not sent
 	Stream    bool
 	Extra     map[string]any
@@ -130,11 +128,21 @@ type ToolCall struct {
 // Chunk is one SSE data event.
 type Chunk struct {
 	At        time.Duration // since the request was sent
-	Content   string        // content (chat) or text (completions) of choice 0
-	Reasoning string        // reasoning / reasoning_content of choice 0
+	Content   string        // content (chat) or text (completions) of choice 0; a text delta (Responses, Messages)
+	Reasoning string        // reasoning / reasoning_content of choice 0; a reasoning or thinking delta
 	ToolDelta int           // tool-call deltas in the event
 	Finish    string        // finish_reason, if the event has one
 	Usage     bool          // the event carries usage
+	// Type is the event's type in the typed streams (Responses,
+	// Messages): "response.output_text.delta", "message_stop", …; "" in
+	// chat and completions streams. It stays in memory: a server's own
+	// types are not repeated in evidence.
+	Type string
+	// Index is the content block a Messages event belongs to
+	// (content_block_start, _delta, _stop); Block the type of the block
+	// a content_block_start opens (text, thinking, tool_use).
+	Index int
+	Block string
 }
 
 // Exchange is one request and everything its response showed.
@@ -154,17 +162,27 @@ type Exchange struct {
 
 	Stream bool
 	Chunks []Chunk // streamed responses: every data event in order
-	Done   bool    // [DONE] arrived
-	// EndErr is why a stream ended without [DONE] or a body could not be
-	// read (nil for a complete response); TimedOut when the timeout did it.
+	// Done is true when the stream's end came: [DONE] (chat and
+	// completions), response.completed or response.incomplete
+	// (Responses, the end event in Chunks), message_stop (Messages).
+	Done bool
+	// EndErr is why a stream ended without its end ([DONE], or the typed
+	// stream's end event) or a body could not be read (nil for a
+	// complete response); TimedOut when the timeout did it.
 	EndErr   error
 	TimedOut bool
 
-	Text         string // assembled content (chat) or text (completions)
-	Reasoning    string
+	Text      string // assembled content (chat) or text (completions, Responses, Messages)
+	Reasoning string
+	// FinishReason is choice 0's finish_reason (chat, completions), the
+	// response's status (Responses: completed, incomplete) or the
+	// stop_reason (Messages: end_turn, max_tokens, tool_use, …).
 	FinishReason string
-	Usage        *Usage
-	ToolCalls    []ToolCall
+	// Usage is the usage reported; Responses' input_tokens and
+	// output_tokens, Messages' (message_start's input, message_delta's
+	// output) as prompt and completion tokens.
+	Usage     *Usage
+	ToolCalls []ToolCall
 	// Body is a non-streamed response's body, or an error response's
 	// (at most maxBody bytes).
 	Body []byte
@@ -220,19 +238,32 @@ func (p *Probe) Body(r Req) []byte {
 		return r.Raw
 	}
 	m := map[string]any{"model": p.model}
-	if p.Chat() {
+	maxKey := "max_tokens"
+	switch p.api {
+	case APIChat, APIMessages:
 		msgs := r.Messages
 		if msgs == nil {
 			msgs = []map[string]any{{"role": "user", "content": r.Prompt}}
 		}
 		m["messages"] = msgs
-	} else {
+	case APIResponses:
+		m["input"] = r.Prompt
+		maxKey = "max_output_tokens"
+	case APIEmbeddings:
+		in := r.Inputs
+		if in == nil {
+			in = []string{r.Prompt}
+		}
+		m["input"] = in
+	case APIRerank:
+		m["query"], m["documents"] = r.Prompt, r.Inputs
+	default:
 		m["prompt"] = r.Prompt
 	}
-	if r.MaxTokens > 0 {
-		m["max_tokens"] = r.MaxTokens
+	if r.MaxTokens > 0 && p.generates() {
+		m[maxKey] = r.MaxTokens
 	}
-	if r.Stream {
+	if r.Stream && p.generates() {
 		m["stream"] = true
 	}
 	maps.Copy(m, r.Extra)
@@ -240,12 +271,22 @@ func (p *Probe) Body(r Req) []byte {
 	return b
 }
 
-func (p *Probe) path() string {
-	if p.Chat() {
-		return "/chat/completions"
-	}
-	return "/completions"
+// generates reports whether the API generates (and may stream) tokens:
+// not embeddings and rerank.
+func (p *Probe) generates() bool { return p.api != APIEmbeddings && p.api != APIRerank }
+
+// Path is the path of the probe's API under the base URL:
+// /chat/completions, /completions, /responses, /messages, /embeddings
+// or /rerank.
+func (p *Probe) Path() string { return apiPaths[p.api] }
+
+// apiPaths are the APIs' paths under the base URL.
+var apiPaths = map[string]string{
+	APIChat: "/chat/completions", APICompletions: "/completions", APIResponses: "/responses",
+	APIMessages: "/messages", APIEmbeddings: "/embeddings", APIRerank: "/rerank",
 }
+
+func (p *Probe) path() string { return p.Path() }
 
 // Send sends r to the completion endpoint and reads the whole response.
 // The error is for a request that got no response (connection refused,
@@ -300,14 +341,14 @@ func (p *Probe) do(ctx context.Context, method, path string, body []byte, timeou
 	ct := resp.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "text/event-stream") || (stream && resp.StatusCode == http.StatusOK && ct == "") {
 		x.Stream = true
-		x.readStream(resp.Body, maxTokens)
+		x.readStream(resp.Body, maxTokens, grammarOf(p.api))
 		// Read what follows [DONE] (the chunked terminator), so that the
 		// connection can be reused: keep-alive is one of the checks.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	} else {
 		x.Body, x.EndErr = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		if x.EndErr == nil && resp.StatusCode == http.StatusOK {
-			x.decodeBody()
+			x.decodeBody(p.api)
 		}
 	}
 	x.Elapsed = time.Since(x.Sent)
@@ -399,91 +440,157 @@ func endless(content, maxTokens int) bool {
 	return maxTokens > 0 && content > max(2*maxTokens, maxTokens+64)
 }
 
-// readStream reads SSE data events until [DONE], EOF or an error.
-func (x *Exchange) readStream(r io.Reader, maxTokens int) {
+// step is what one data event was to the stream.
+type step uint8
+
+const (
+	stepEvent step = iota // an event: kept in Chunks
+	stepEnd               // the stream's end event: kept, and the stream is read no further
+	stepDone              // [DONE]: the stream is read no further
+	stepBad               // Exchange.EndErr says why the stream is read no further
+)
+
+// grammar reads the data events of one API's streams: decode reads a
+// payload into c, the exchange and the assembly, and says what it was;
+// end names what ends a stream, for the error of one that breaks off.
+type grammar struct {
+	end    string
+	decode func(x *Exchange, a *assembly, data []byte, c *Chunk) step
+}
+
+// grammarOf is the grammar of an API's streams.
+func grammarOf(api string) grammar {
+	switch api {
+	case APIResponses:
+		return grammar{end: "response.completed or response.incomplete", decode: decodeResponsesEvent}
+	case APIMessages:
+		return grammar{end: "message_stop", decode: decodeMessagesEvent}
+	}
+	return grammar{end: "[DONE]", decode: decodeChatChunk}
+}
+
+// assembly is what a stream's events add up to as they come: the text,
+// the reasoning and the tool calls (by index).
+type assembly struct {
+	text, reasoning strings.Builder
+	tools           map[int]*ToolCall
+	order           []int
+	// startInput is a Messages tool_use block's input as its
+	// content_block_start gave it, for a call whose input came whole
+	// there rather than in input_json_delta pieces.
+	startInput map[int]string
+}
+
+// tool is the call at index i, begun when first seen.
+func (a *assembly) tool(i int) *ToolCall {
+	tc, seen := a.tools[i]
+	if !seen {
+		tc = &ToolCall{Index: i}
+		a.tools[i] = tc
+		a.order = append(a.order, i)
+	}
+	return tc
+}
+
+// readStream reads SSE data events until the stream's end ([DONE] or
+// the API's end event), EOF or an error.
+func (x *Exchange) readStream(r io.Reader, maxTokens int, g grammar) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var text, reasoning strings.Builder
-	tools := map[int]*ToolCall{}
-	var order []int
+	a := &assembly{tools: map[int]*ToolCall{}, startInput: map[int]string{}}
 	content := 0
 	for {
 		line, err := readLine(br)
-		if len(line) > 0 {
-			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = bytes.TrimSpace(data)
-				if string(data) == "[DONE]" {
-					x.Done = true
+		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			c := Chunk{At: time.Since(x.Sent)}
+			st := g.decode(x, a, bytes.TrimSpace(data), &c)
+			if st == stepDone {
+				x.Done = true
+				break
+			}
+			if st == stepBad {
+				break
+			}
+			a.text.WriteString(c.Content)
+			a.reasoning.WriteString(c.Reasoning)
+			x.Chunks = append(x.Chunks, c)
+			if st == stepEnd {
+				x.Done = true
+				break
+			}
+			if c.Content != "" || c.Reasoning != "" || c.ToolDelta > 0 {
+				// Every content event carries at least one token.
+				if content++; endless(content, maxTokens) {
+					x.EndErr = fmt.Errorf("%w: more than %d content events for max_tokens %d", ErrMaxTokensIgnored, content-1, maxTokens)
 					break
-				}
-				c := Chunk{At: time.Since(x.Sent)}
-				var w wireChunk
-				if json.Unmarshal(data, &w) != nil {
-					x.EndErr = errBadEvent
-					break
-				}
-				if len(w.Error) > 0 && string(w.Error) != "null" {
-					x.EndErr = errStreamError
-					x.Body = append([]byte(nil), data...)
-					break
-				}
-				for _, ch := range w.Choices {
-					if ch.Index != 0 {
-						continue
-					}
-					if ch.Delta.Content != nil {
-						c.Content = *ch.Delta.Content
-					} else if ch.Text != nil {
-						c.Content = *ch.Text
-					}
-					c.Reasoning = ch.Delta.Reasoning + ch.Delta.ReasoningContent
-					c.ToolDelta = len(ch.Delta.ToolCalls)
-					for _, d := range ch.Delta.ToolCalls {
-						tc, seen := tools[d.Index]
-						if !seen {
-							tc = &ToolCall{Index: d.Index}
-							tools[d.Index] = tc
-							order = append(order, d.Index)
-						}
-						if d.ID != "" {
-							tc.ID = d.ID
-						}
-						tc.Name += d.Function.Name
-						tc.Arguments += d.Function.Arguments
-					}
-					if ch.FinishReason != nil && *ch.FinishReason != "" {
-						c.Finish = *ch.FinishReason
-						x.FinishReason = c.Finish
-					}
-				}
-				if w.Usage != nil {
-					c.Usage = true
-					x.Usage = w.Usage
-				}
-				text.WriteString(c.Content)
-				reasoning.WriteString(c.Reasoning)
-				x.Chunks = append(x.Chunks, c)
-				if c.Content != "" || c.Reasoning != "" || c.ToolDelta > 0 {
-					// Every content event carries at least one token.
-					if content++; endless(content, maxTokens) {
-						x.EndErr = fmt.Errorf("%w: more than %d content events for max_tokens %d", ErrMaxTokensIgnored, content-1, maxTokens)
-						break
-					}
 				}
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			switch {
+			case !errors.Is(err, io.EOF):
 				x.EndErr = err
-			} else {
+			case g.end == "[DONE]":
 				x.EndErr = errNoDone
+			default:
+				x.EndErr = errors.New("the stream ended without " + g.end)
 			}
 			break
 		}
 	}
-	x.Text, x.Reasoning = text.String(), reasoning.String()
-	for _, i := range order {
-		x.ToolCalls = append(x.ToolCalls, *tools[i])
+	x.Text, x.Reasoning = a.text.String(), a.reasoning.String()
+	for _, i := range a.order {
+		tc := *a.tools[i]
+		if tc.Arguments == "" {
+			tc.Arguments = a.startInput[i]
+		}
+		x.ToolCalls = append(x.ToolCalls, tc)
 	}
+}
+
+// decodeChatChunk reads one event of a chat or completions stream.
+func decodeChatChunk(x *Exchange, a *assembly, data []byte, c *Chunk) step {
+	if string(data) == "[DONE]" {
+		return stepDone
+	}
+	var w wireChunk
+	if json.Unmarshal(data, &w) != nil {
+		x.EndErr = errBadEvent
+		return stepBad
+	}
+	if len(w.Error) > 0 && string(w.Error) != "null" {
+		x.EndErr = errStreamError
+		x.Body = append([]byte(nil), data...)
+		return stepBad
+	}
+	for _, ch := range w.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta.Content != nil {
+			c.Content = *ch.Delta.Content
+		} else if ch.Text != nil {
+			c.Content = *ch.Text
+		}
+		c.Reasoning = ch.Delta.Reasoning + ch.Delta.ReasoningContent
+		c.ToolDelta = len(ch.Delta.ToolCalls)
+		for _, d := range ch.Delta.ToolCalls {
+			tc := a.tool(d.Index)
+			if d.ID != "" {
+				tc.ID = d.ID
+			}
+			tc.Name += d.Function.Name
+			tc.Arguments += d.Function.Arguments
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			c.Finish = *ch.FinishReason
+			x.FinishReason = c.Finish
+		}
+	}
+	if w.Usage != nil {
+		c.Usage = true
+		x.Usage = w.Usage
+	}
+	return stepEvent
 }
 
 // readLine returns the next line without its end of line; a line longer
@@ -503,8 +610,32 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// decodeBody reads a non-streamed completion body.
-func (x *Exchange) decodeBody() {
+// decodeBody reads a non-streamed body of the API.
+func (x *Exchange) decodeBody(api string) {
+	var err error
+	switch api {
+	case APIResponses:
+		err = x.decodeResponsesBody()
+	case APIMessages:
+		err = x.decodeMessagesBody()
+	case APIEmbeddings, APIRerank:
+		// The checks read vectors and results themselves; the usage is
+		// the OpenAI-shaped one (prompt_tokens, total_tokens).
+		var b struct {
+			Usage *Usage `json:"usage"`
+		}
+		err = json.Unmarshal(x.Body, &b)
+		x.Usage = b.Usage
+	default:
+		err = x.decodeChatBody()
+	}
+	if err != nil {
+		x.EndErr = errors.New("the body is not valid JSON")
+	}
+}
+
+// decodeChatBody reads a non-streamed chat or completion body.
+func (x *Exchange) decodeChatBody() error {
 	var b struct {
 		Choices []struct {
 			Index        int         `json:"index"`
@@ -515,8 +646,7 @@ func (x *Exchange) decodeBody() {
 		Usage *Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(x.Body, &b); err != nil {
-		x.EndErr = errors.New("the body is not valid JSON")
-		return
+		return err
 	}
 	x.Usage = b.Usage
 	for _, ch := range b.Choices {
@@ -537,6 +667,7 @@ func (x *Exchange) decodeBody() {
 			x.ToolCalls = append(x.ToolCalls, ToolCall{Index: i, ID: t.ID, Name: t.Function.Name, Arguments: t.Function.Arguments})
 		}
 	}
+	return nil
 }
 
 // CloseIdle closes the probe's idle connections, so the next request

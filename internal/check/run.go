@@ -20,16 +20,23 @@ const MaxOverloadRequests = 2048
 // MaxLongTokens is the largest max_tokens of streaming.long.
 const MaxLongTokens = 1 << 20
 
-// Groups returns the group names in the order they run.
-func Groups() []string {
-	return []string{GroupAPI, GroupStreaming, GroupUsage, GroupTools, GroupStructured, GroupContext, GroupSampling, GroupErrors}
+// Groups returns the groups of api's suite ("" is chat) in the order
+// they run.
+func Groups(api string) []string {
+	var out []string
+	for _, c := range Suite(api) {
+		if !slices.Contains(out, c.Group) {
+			out = append(out, c.Group)
+		}
+	}
+	return out
 }
 
-// Names returns every name --only, --skip and --require accept: the
-// groups, then every check's full name.
-func Names() []string {
-	names := Groups()
-	for _, c := range All() {
+// NamesFor returns the names --only, --skip and --require accept with
+// --api api: its suite's groups, then every check's full name.
+func NamesFor(api string) []string {
+	names := Groups(api)
+	for _, c := range Suite(api) {
 		if !slices.Contains(names, c.Name) {
 			names = append(names, c.Name)
 		}
@@ -37,19 +44,62 @@ func Names() []string {
 	return names
 }
 
-// Validate checks the configuration: the names given to Only, Skip and
-// Require, and the bounds of the numbers. Each problem is a field.Error
-// named only, skip, require, long_tokens, context_tokens,
-// overload_requests or timeout.
+// Names returns every name some suite accepts: NamesFor of each API in
+// turn, chat's first.
+func Names() []string {
+	var names []string
+	for _, api := range APIs() {
+		for _, n := range NamesFor(api) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// suitesOf lists the APIs whose suite has the check or group name:
+// "chat or completions".
+func suitesOf(name string) string {
+	var apis []string
+	for _, api := range APIs() {
+		if slices.Contains(NamesFor(api), name) {
+			apis = append(apis, api)
+		}
+	}
+	return strings.Join(apis, " or ")
+}
+
+// apiName is an API as messages name it: "" is chat.
+func apiName(api string) string {
+	if api == "" {
+		return APIChat
+	}
+	return api
+}
+
+// Validate checks the configuration: the API, the names given to Only,
+// Skip and Require (those of the API's suite), and the bounds of the
+// numbers. Each problem is a field.Error named api, only, skip, require,
+// long_tokens, context_tokens, overload_requests or timeout.
 func (c Config) Validate() error {
 	var errs field.Errors
+	suite := Suite(c.API)
+	if suite == nil {
+		errs.Add("api", "surge check has no suite for %q; it checks %s", c.API, strings.Join(APIs(), ", "))
+	}
+	valid := NamesFor(c.API)
 	for _, l := range []struct {
 		key   string
 		names []string
 	}{{"only", c.Only}, {"skip", c.Skip}, {"require", c.Require}} {
 		for _, n := range splitNames(l.names) {
-			if !slices.Contains(Names(), n) {
-				errs.Add(l.key, "unknown check or group %q; valid: %s", n, strings.Join(Names(), ", "))
+			switch {
+			case slices.Contains(valid, n):
+			case suite != nil && slices.Contains(Names(), n):
+				errs.Add(l.key, "%q is checked with --api %s, not %s; valid: %s", n, suitesOf(n), apiName(c.API), strings.Join(valid, ", "))
+			case suite != nil:
+				errs.Add(l.key, "unknown check or group %q; valid: %s", n, strings.Join(valid, ", "))
 			}
 		}
 	}
@@ -58,12 +108,14 @@ func (c Config) Validate() error {
 		names []string
 	}{{"only", c.Only}, {"skip", c.Skip}, {"require", c.Require}} {
 		if len(l.names) > 0 && len(splitNames(l.names)) == 0 {
-			errs.Add(l.key, "names no check or group (empty); valid: %s", strings.Join(Names(), ", "))
+			errs.Add(l.key, "names no check or group (empty); valid: %s", strings.Join(valid, ", "))
 		}
 	}
 	skip, require := splitNames(c.Skip), splitNames(c.Require)
-	if slices.Contains(skip, GroupAPI) {
-		errs.Add("skip", "the api check always runs: every other check depends on what it learns")
+	for _, s := range skip {
+		if gate, only := onlyGate(suite, s); only {
+			errs.Add("skip", "the %s check always runs: every other check depends on what it learns", gate)
+		}
 	}
 	for _, r := range require {
 		for _, s := range skip {
@@ -90,6 +142,24 @@ func (c Config) Validate() error {
 	return errs.Err()
 }
 
+// onlyGate reports whether the selector names the suite's gate and
+// nothing else (--skip api, --skip messages.served): the gate always
+// runs, so leaving it out is refused. A group that holds more (--skip
+// messages) leaves out the rest.
+func onlyGate(suite []Check, selector string) (gate string, only bool) {
+	n := 0
+	for _, c := range suite {
+		if !selects(selector, c) {
+			continue
+		}
+		if c.Gate == nil {
+			return "", false
+		}
+		gate, n = c.Name, n+1
+	}
+	return gate, n > 0
+}
+
 // splitNames splits every entry at commas ("streaming,usage") and drops
 // blanks, so a flag may be repeated or given a list.
 func splitNames(in []string) []string {
@@ -113,19 +183,20 @@ func covers(selector, name string) bool {
 // selects reports whether a selector names check c.
 func selects(selector string, c Check) bool { return selector == c.Name || selector == c.Group }
 
-// Select returns the checks c runs, in order: every check, or those Only
-// names, without those Skip names; a check Require names runs even when
-// Only leaves it out, and is marked required. The api check always runs
-// first. Call Validate first.
+// Select returns the checks c runs, in order: every check of the suite
+// of c.API, or those Only names, without those Skip names; a check
+// Require names runs even when Only leaves it out, and is marked
+// required. The suite's gate (the api check, messages.served, …) always
+// runs first. Call Validate first.
 func Select(c Config) []Selected {
 	only, skip, require := splitNames(c.Only), splitNames(c.Skip), splitNames(c.Require)
 	var out []Selected
-	for _, ch := range All() {
+	for _, ch := range Suite(c.API) {
 		named := func(sel []string) bool {
 			return slices.ContainsFunc(sel, func(s string) bool { return selects(s, ch) })
 		}
 		req := named(require)
-		run := ch.Name == CheckAPI || req || ((len(only) == 0 || named(only)) && !named(skip))
+		run := ch.Gate != nil || req || ((len(only) == 0 || named(only)) && !named(skip))
 		if run {
 			out = append(out, Selected{Check: ch, Required: req})
 		}
@@ -145,12 +216,12 @@ type Selected struct {
 var ErrUnreachable = errors.New("the target is unreachable")
 
 // Run runs the checks in order through p and returns the report; each
-// result goes to each (nil: none) as soon as it is known. When the api
-// check fails, every later check is a SKIP; when ctx ends (Ctrl-C), the
-// check under way is recorded as a SKIP "interrupted", the rest are not
-// run, and the report says Interrupted. The error is non-nil only when
-// the target is unreachable (ErrUnreachable): the report then holds the
-// api check's FAIL.
+// result goes to each (nil: none) as soon as it is known. When the gate
+// (the api check, messages.served, …) fails, every later check is a
+// SKIP; when ctx ends (Ctrl-C), the check under way is recorded as a SKIP
+// "interrupted", the rest are not run, and the report says Interrupted.
+// The error is non-nil only when the target is unreachable
+// (ErrUnreachable): the report then holds the gate's FAIL.
 func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func(Result)) (*Report, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -171,7 +242,7 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 			each(r)
 		}
 	}
-	apiFailed := false
+	gateFailed := ""
 	var unreachable error
 	for _, c := range checks {
 		if late() {
@@ -183,8 +254,8 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 			rep.Interrupted = true
 			break
 		}
-		if apiFailed {
-			emit(finish(Result{Status: Skip, Evidence: "api check failed"}, c, 0, 0))
+		if gateFailed != "" {
+			emit(finish(Result{Status: Skip, Evidence: gateFailed + " check failed"}, c, 0, 0))
 			continue
 		}
 		// Each check starts on a new connection: one the server closed
@@ -192,8 +263,8 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 		p.CloseIdle()
 		sent, start := p.Sent(), time.Now()
 		var r Result
-		if c.Name == CheckAPI {
-			r, unreachable = runAPI(ctx, t)
+		if c.Gate != nil {
+			r, unreachable = safeGate(ctx, c.Check, t)
 		} else {
 			r = safeRun(ctx, c.Check, t)
 		}
@@ -213,8 +284,8 @@ func Run(ctx context.Context, p *Probe, cfg Config, checks []Selected, each func
 		if rep.Interrupted {
 			break
 		}
-		if c.Name == CheckAPI && r.Status == Fail {
-			apiFailed = true
+		if c.Gate != nil && r.Status == Fail {
+			gateFailed = c.Name
 		}
 		if unreachable != nil {
 			break
@@ -243,6 +314,17 @@ func safeRun(ctx context.Context, c Check, t *T) (r Result) {
 		}
 	}()
 	return c.Run(ctx, t)
+}
+
+// safeGate is safeRun for a suite's gate: its result, and its error
+// when the target is unreachable.
+func safeGate(ctx context.Context, c Check, t *T) (r Result, unreachable error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r, unreachable = Result{Status: Fail, Evidence: fmt.Sprintf("%s (a bug in surge): %v", internalPrefix, v)}, nil
+		}
+	}()
+	return c.Gate(ctx, t)
 }
 
 // finish fills what the runner knows of a result; a required check that

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,86 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// Each API's suite takes its own names: another suite's are refused
+// with the --api that has them, and its gate cannot be skipped.
+func TestConfigValidateAPIs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		api                 string
+		only, skip, require []string
+		field, want         string
+	}{
+		"chat name with messages":   {api: APIMessages, only: []string{"tools"}, field: "only", want: `"tools" is checked with --api chat or completions, not messages; valid: messages, messages.served, messages.streaming, messages.usage, messages.end, messages.tools, messages.errors`},
+		"messages name with chat":   {api: "", skip: []string{"messages.tools"}, field: "skip", want: `"messages.tools" is checked with --api messages, not chat; valid: api, streaming`},
+		"rerank group with embed":   {api: APIEmbeddings, require: []string{"rerank"}, field: "require", want: `"rerank" is checked with --api rerank, not embeddings`},
+		"unknown with rerank":       {api: APIRerank, only: []string{"rerank.speed"}, field: "only", want: `unknown check or group "rerank.speed"; valid: rerank, rerank.served, rerank.results, rerank.order, rerank.usage, rerank.errors`},
+		"skip the gate":             {api: APIRerank, skip: []string{"rerank.served"}, field: "skip", want: "the rerank.served check always runs"},
+		"no suite":                  {api: "anthropic", field: "api", want: `surge check has no suite for "anthropic"; it checks chat, completions, responses, messages, embeddings, rerank`},
+		"empty with responses":      {api: APIResponses, only: []string{" "}, field: "only", want: "names no check or group (empty); valid: responses, responses.served"},
+		"require what skip removes": {api: APIMessages, skip: []string{"messages"}, require: []string{"messages.tools"}, field: "require", want: `"messages.tools" is also left out by --skip messages`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.API, c.Only, c.Skip, c.Require = tc.api, tc.only, tc.skip, tc.require
+			es, isField := field.As(c.Validate())
+			if !isField || len(es) != 1 || es[0].Field != tc.field || !strings.Contains(es[0].Message, tc.want) {
+				t.Fatalf("got %v, want one %s error with %q", es, tc.field, tc.want)
+			}
+		})
+	}
+	for _, ok := range []Config{
+		{API: APICompletions, Only: []string{"streaming", "errors.malformed"}},
+		{API: APIMessages, Skip: []string{"messages"}},
+		{API: APIEmbeddings, Only: []string{"embeddings.dimensions"}, Require: []string{"embeddings.usage"}},
+	} {
+		c := DefaultConfig()
+		c.API, c.Only, c.Skip, c.Require = ok.API, ok.Only, ok.Skip, ok.Require
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
+		}
+	}
+}
+
+// Names and NamesFor: chat's names are what they were; every check of
+// every suite is named once, under its API's group.
+func TestNames(t *testing.T) {
+	chat := NamesFor(APIChat)
+	if got := strings.Join(chat[:9], ", "); got != "api, streaming, usage, tools, structured, context, sampling, errors, streaming.incremental" {
+		t.Errorf("chat's names begin %s", got)
+	}
+	if !slices.Equal(NamesFor(APICompletions), chat) || !slices.Equal(NamesFor(""), chat) {
+		t.Error("completions and \"\" do not share chat's names")
+	}
+	all := Names()
+	for _, c := range All() {
+		if !slices.Contains(all, c.Name) || !slices.Contains(all, c.Group) {
+			t.Errorf("Names lacks %s or %s", c.Name, c.Group)
+		}
+		if _, ok := Find(c.Name); !ok {
+			t.Errorf("Find(%s)", c.Name)
+		}
+	}
+	for _, api := range APIs() {
+		suite := Suite(api)
+		if len(suite) == 0 || suite[0].Gate == nil {
+			t.Errorf("%s: the suite does not open with a gate", api)
+		}
+		for i, c := range suite {
+			if i > 0 && c.Gate != nil {
+				t.Errorf("%s: a second gate %s", api, c.Name)
+			}
+			if c.What == "" || c.Run == nil {
+				t.Errorf("%s: no What or Run", c.Name)
+			}
+			if api != APIChat && api != APICompletions && (c.Group != api || !strings.HasPrefix(c.Name, api+".")) {
+				t.Errorf("%s: not in the %s group", c.Name, api)
+			}
+		}
+	}
+	if len(Suite("anthropic")) != 0 {
+		t.Error("a suite for an unknown API")
+	}
+}
+
 func TestSelect(t *testing.T) {
 	names := func(s []Selected) string {
 		var out []string
@@ -132,6 +213,7 @@ func TestSelect(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	for name, tc := range map[string]struct {
+		api                 string
 		only, skip, require []string
 		want                string
 	}{
@@ -142,10 +224,16 @@ func TestSelect(t *testing.T) {
 		"require marks a group":  {only: []string{"sampling"}, require: []string{"sampling"}, want: "api sampling.stop* sampling.temperature0* sampling.max-tokens* sampling.seed*"},
 		"api alone":              {only: []string{"api"}, want: "api"},
 		"only names another api": {only: []string{"streaming.keepalive"}, require: []string{"api"}, want: "api* streaming.keepalive"},
+		"messages suite":         {api: APIMessages, want: "messages.served messages.streaming messages.usage messages.end messages.tools messages.errors"},
+		"messages only tools":    {api: APIMessages, only: []string{"messages.tools"}, want: "messages.served messages.tools"},
+		"rerank skip all":        {api: APIRerank, skip: []string{"rerank"}, want: "rerank.served"},
+		"embeddings require":     {api: APIEmbeddings, only: []string{"embeddings.batch"}, require: []string{"embeddings.usage"}, want: "embeddings.served embeddings.batch embeddings.usage*"},
+		"responses require all":  {api: APIResponses, require: []string{"responses"}, want: "responses.served* responses.streaming* responses.usage* responses.end* responses.errors*"},
+		"completions is chat's":  {api: APICompletions, only: []string{"usage.unary"}, want: "api usage.unary"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := DefaultConfig()
-			c.Only, c.Skip, c.Require = tc.only, tc.skip, tc.require
+			c.API, c.Only, c.Skip, c.Require = tc.api, tc.only, tc.skip, tc.require
 			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -154,8 +242,8 @@ func TestSelect(t *testing.T) {
 			}
 		})
 	}
-	if n := len(Select(DefaultConfig())); n != len(All()) {
-		t.Errorf("default selection: %d checks of %d", n, len(All()))
+	if n := len(Select(DefaultConfig())); n != len(Suite(APIChat)) {
+		t.Errorf("default selection: %d checks of %d", n, len(Suite(APIChat)))
 	}
 }
 

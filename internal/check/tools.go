@@ -84,10 +84,30 @@ func toolChecks() []Check {
 
 // wire is the tool as the request's tools member.
 func (tl tool) wire() map[string]any {
+	return map[string]any{"type": "function", "function": map[string]any{
+		"name": tl.name, "description": tl.description, "parameters": tl.schema()}}
+}
+
+// anthropic is the tool in the Messages API's tools member:
+// {name, description, input_schema}.
+func (tl tool) anthropic() map[string]any {
+	return map[string]any{"name": tl.name, "description": tl.description, "input_schema": tl.schema()}
+}
+
+// schema is the tool's parameters schema as a JSON value.
+func (tl tool) schema() any {
 	var params any
 	_ = json.Unmarshal([]byte(tl.params), &params) // the literals above are JSON; a test proves it
-	return map[string]any{"type": "function", "function": map[string]any{
-		"name": tl.name, "description": tl.description, "parameters": params}}
+	return params
+}
+
+// chatTools is the chat API's tools member offering tools.
+func chatTools(tools ...tool) []any {
+	wire := make([]any, len(tools))
+	for i, tl := range tools {
+		wire[i] = tl.wire()
+	}
+	return wire
 }
 
 // named is the tool_choice that forces this tool.
@@ -112,18 +132,15 @@ type toolAnswer struct {
 	sent   int
 }
 
-// askTools sends the prompt with the tools under each tool_choice in
-// turn until a streamed response carries tool calls. Real engines differ
-// here: vLLM refuses "auto" without --enable-auto-tool-choice and serves
-// named or "required" choices by guided decoding where its version
-// does; Ollama ignores tool_choice. A 4xx or a plain answer moves on to
-// the next choice.
-func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []choice, extra map[string]any) toolAnswer {
+// askTools sends the prompt with the tools (the API's tools member,
+// wire) under each tool_choice in turn until a streamed response carries
+// tool calls. Real engines differ here: vLLM refuses "auto" without
+// --enable-auto-tool-choice and serves named or "required" choices by
+// guided decoding where its version does; Ollama ignores tool_choice. A
+// 4xx or a plain answer moves on to the next choice; shape is the API's
+// error body, for the evidence.
+func askTools(ctx context.Context, t *T, prompt string, wire []any, choices []choice, extra map[string]any, shape errorShape) toolAnswer {
 	var a toolAnswer
-	wire := make([]any, len(tools))
-	for i, tl := range tools {
-		wire[i] = tl.wire()
-	}
 	var serverErr bool
 	for _, c := range choices {
 		ex := map[string]any{"tools": wire, "tool_choice": c.value}
@@ -153,9 +170,9 @@ func askTools(ctx context.Context, t *T, prompt string, tools []tool, choices []
 			a.tried = append(a.tried, tried{"plain text, no call", c.label})
 		case x.Status >= 500:
 			serverErr = true
-			a.tried = append(a.tried, tried{statusWord(x), c.label})
+			a.tried = append(a.tried, tried{shapeWord(x, shape), c.label})
 		default:
-			a.tried = append(a.tried, tried{statusWord(x), c.label})
+			a.tried = append(a.tried, tried{shapeWord(x, shape), c.label})
 		}
 	}
 	if serverErr {
@@ -256,8 +273,8 @@ func runToolsCall(ctx context.Context, t *T) Result {
 	if err != nil {
 		return Result{Status: Fail, Evidence: err.Error()}
 	}
-	a := askTools(ctx, t, promptToolCall, []tool{toolFlights},
-		[]choice{{"named", toolFlights.named()}, {"required", "required"}, {"auto", "auto"}}, nil)
+	a := askTools(ctx, t, promptToolCall, chatTools(toolFlights),
+		[]choice{{"named", toolFlights.named()}, {"required", "required"}, {"auto", "auto"}}, nil, openAIError)
 	if a.failed != nil {
 		return *a.failed
 	}
@@ -300,8 +317,8 @@ func runToolsParallel(ctx context.Context, t *T) Result {
 	}
 	// A named tool_choice forces one call: only required and auto can
 	// give parallel calls.
-	a := askTools(ctx, t, promptToolParallel, tools,
-		[]choice{{"required", "required"}, {"auto", "auto"}}, map[string]any{"parallel_tool_calls": true})
+	a := askTools(ctx, t, promptToolParallel, chatTools(tools...),
+		[]choice{{"required", "required"}, {"auto", "auto"}}, map[string]any{"parallel_tool_calls": true}, openAIError)
 	if a.failed != nil {
 		return *a.failed
 	}
@@ -348,8 +365,8 @@ func runToolsEmptyArgs(ctx context.Context, t *T) Result {
 	if !t.Probe.Chat() {
 		return Result{Status: Skip, Evidence: "tools need the chat API"}
 	}
-	a := askTools(ctx, t, promptToolEmpty, []tool{toolTime},
-		[]choice{{"named", toolTime.named()}, {"required", "required"}, {"auto", "auto"}}, nil)
+	a := askTools(ctx, t, promptToolEmpty, chatTools(toolTime),
+		[]choice{{"named", toolTime.named()}, {"required", "required"}, {"auto", "auto"}}, nil, openAIError)
 	if a.failed != nil {
 		return *a.failed
 	}

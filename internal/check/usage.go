@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // usageChecks returns the usage checks.
@@ -80,15 +81,28 @@ func checkUsageCount(ctx context.Context, t *T) Result {
 // countTolerance(n): |u − n| ≤ tol → PASS; u > n + tol → WARN (fewer
 // chunks than tokens: counting chunks undercounts); u < n − tol, or u ≤ 0
 // with content → FAIL (usage undercounts what was sent).
-func judgeCount(u, n int) Result {
+func judgeCount(u, n int) Result { return judgeCountIn(u, n, chatCount) }
+
+// countWords are the words of judgeCount's evidence and the keys of its
+// details: chat's usage counts completion tokens over content chunks,
+// Responses' and Messages' output tokens over content events.
+type countWords struct{ tokens, pieces, piece string }
+
+var (
+	chatCount  = countWords{"completion tokens", "content chunks", "chunk"}
+	typedCount = countWords{"output tokens", "content events", "event"}
+)
+
+// judgeCountIn is judgeCount's rule in the words w.
+func judgeCountIn(u, n int, w countWords) Result {
 	tol := countTolerance(n)
-	d := map[string]any{"completion_tokens": u, "content_chunks": n, "tolerance": tol}
-	ev := fmt.Sprintf("usage %d completion tokens, %d content chunks counted (tolerance ±%d)", u, n, tol)
+	d := map[string]any{strings.ReplaceAll(w.tokens, " ", "_"): u, strings.ReplaceAll(w.pieces, " ", "_"): n, "tolerance": tol}
+	ev := fmt.Sprintf("usage %d %s, %d %s counted (tolerance ±%d)", u, w.tokens, n, w.pieces, tol)
 	switch {
 	case n > 0 && (u <= 0 || u < n-tol):
 		return Result{Status: Fail, Evidence: "usage undercounts: " + ev, Details: d}
 	case u > n+tol:
-		return Result{Status: Warn, Evidence: fmt.Sprintf("fewer content chunks than tokens (%.1f tokens per chunk): %s; count tokens from usage, not chunks", float64(u)/float64(max(n, 1)), ev), Details: d}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("fewer %s than tokens (%.1f tokens per %s): %s; count tokens from usage, not %ss", w.pieces, float64(u)/float64(max(n, 1)), w.piece, ev, w.piece), Details: d}
 	}
 	return Result{Status: Pass, Evidence: ev, Details: d}
 }
