@@ -129,3 +129,59 @@ func TestCheckAgainstVLLM(t *testing.T) {
 	}
 	want(t, res, check.CheckContextLong, []check.Status{check.Warn}, "below max_model_len 1,024")
 }
+
+// checkAPIs runs surge check's suite of each API against an engine and
+// logs every result (the table in docs/checks.md comes from CI's log):
+// the API is served, and no check FAILs unless listed in fails.
+func checkAPIs(t *testing.T, base, model string, apis []string, fails map[string]string) {
+	t.Helper()
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			_, res := runCheck(t, "--target", base, "--model", model, "--api", api)
+			want(t, res, api+".served", pass)
+			for name, r := range res {
+				if r.Status != check.Fail {
+					continue
+				}
+				if why, ok := fails[name]; ok {
+					t.Logf("%s FAILs as expected (%s): %s", name, why, r.Evidence)
+					continue
+				}
+				t.Errorf("%s: FAIL %q", name, r.Evidence)
+			}
+			for name := range fails {
+				if r, ok := res[name]; ok && r.Status != check.Fail && strings.HasPrefix(name, api+".") {
+					t.Errorf("%s: %s %q, expected to FAIL: has the engine changed?", name, r.Status, r.Evidence)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckAPIsAgainstOllama: Ollama 0.17.4's Responses, Messages and
+// embeddings endpoints under their own suites. Its Responses API answers
+// a request without input with 200 (measured 2026-12-04): the check says
+// so, and the test holds it to that.
+func TestCheckAPIsAgainstOllama(t *testing.T) {
+	base, model := engine(t)
+	checkAPIs(t, base, model, []string{"responses", "messages", "embeddings"},
+		map[string]string{"responses.errors": "Ollama answers a Responses request without input with 200"})
+}
+
+// TestCheckAPIsAgainstVLLM: vLLM 0.32's Responses and Messages endpoints
+// under their own suites, or, served as an embedding model, its
+// embeddings and rerank. Measured 2026-12-04: a Responses stream cut by
+// max_output_tokens ends with response.completed whose status is
+// incomplete (OpenAI sends response.incomplete), and rerank takes
+// documents as a single string; the checks say so, and the test holds
+// them to it.
+func TestCheckAPIsAgainstVLLM(t *testing.T) {
+	base, model, _ := vllmEngine(t)
+	if os.Getenv("VLLM_CONVERT") == "embed" {
+		checkAPIs(t, base, model, []string{"embeddings", "rerank"},
+			map[string]string{"rerank.errors": "vLLM takes documents as a single string"})
+		return
+	}
+	checkAPIs(t, base, model, []string{"responses", "messages"},
+		map[string]string{"responses.end": "vLLM ends a cut-short Responses stream with response.completed, status incomplete"})
+}
