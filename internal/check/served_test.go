@@ -71,7 +71,7 @@ func TestServedShapes(t *testing.T) {
 			}, Fail, fmt.Sprintf("%s: POST %s answered 404: the endpoint does not serve the %s at this path", api, path, titles[api])},
 			"path 405": {func(w http.ResponseWriter, r *http.Request) {
 				if !okAPI(w, r) {
-					http.Error(w, "method not allowed", 405)
+					http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 				}
 			}, Fail, fmt.Sprintf("%s: POST %s answered 405", api, path)},
 			"404 everywhere": {func(w http.ResponseWriter, r *http.Request) {
