@@ -35,13 +35,14 @@ const (
 // ends the watch: the run goes on. Requests surge cancelled or dropped
 // count neither way.
 type Unusable struct {
-	n        int64
-	faults   analyze.FaultCounts
-	detail   [len(analyze.FaultCounts{})]string
-	first    int64 // scheduled time of the first request counted, ns
-	done     bool  // the target answered (or failed as load): nothing to decide
-	why      string
-	endpoint string // what the requests call (NewUnusable)
+	n         int64
+	faults    analyze.FaultCounts
+	detail    [len(analyze.FaultCounts{})]string
+	first     int64 // scheduled time of the first request counted, ns
+	done      bool  // the target answered (or failed as load): nothing to decide
+	why       string
+	endpoint  string // what the requests call (NewUnusable)
+	notServed int    // 404 or 405: a status by which the requests were not an inference endpoint
 }
 
 // NewUnusable returns a watch that has seen nothing. endpoint names what
@@ -69,6 +70,9 @@ func (u *Unusable) Add(r *record.Record) {
 	if u.faults[f] == 0 {
 		u.detail[f] = r.Error
 	}
+	if f == analyze.FaultNotInference && (r.Status == 404 || r.Status == 405) {
+		u.notServed = r.Status
+	}
 	u.faults[f]++
 }
 
@@ -79,8 +83,8 @@ func (u *Unusable) Stop(horizon time.Duration) string {
 	}
 	if u.n >= UnusableFirst || u.n >= UnusableMin && int64(horizon)-u.first >= int64(UnusableAfter) {
 		u.why = fmt.Sprintf("the target is unusable: the first %d requests all failed: %s", u.n, u.Causes())
-		if d := u.detail[analyze.FaultNotInference]; u.endpoint != "" && (d == "status 404" || d == "status 405") {
-			u.why += fmt.Sprintf("; %s answered %s: the target does not serve this API at this URL", u.endpoint, strings.TrimPrefix(d, "status "))
+		if u.endpoint != "" && u.notServed != 0 {
+			u.why += fmt.Sprintf("; %s answered %d: the target does not serve this API at this URL", u.endpoint, u.notServed)
 		}
 		return u.why
 	}

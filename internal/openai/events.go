@@ -105,13 +105,7 @@ func ScanEvent(g Grammar, data []byte) (Chunk, EventKind, []byte, error) {
 			more, err = s.objectNext()
 		}
 	}
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = errSyntax
-		}
-	}
-	if err != nil {
+	if err = s.end(err); err != nil {
 		return Chunk{}, EventData, nil, err
 	}
 	if !ev.typed {

@@ -56,13 +56,7 @@ func scanPooled(body []byte, list keyID) (pooled, error) {
 			more, err = s.objectNext()
 		}
 	}
-	if err == nil {
-		s.ws()
-		if s.i != len(s.b) {
-			err = errSyntax
-		}
-	}
-	if err != nil {
+	if err = s.end(err); err != nil {
 		return pooled{}, err
 	}
 	if !seen && !p.errorValue {

@@ -256,12 +256,8 @@ func ScanChunk(data []byte) (Chunk, error) {
 			more, err = s.objectNext()
 		}
 	}
-	if err != nil {
+	if err = s.end(err); err != nil {
 		return Chunk{}, err
-	}
-	s.ws()
-	if s.i != len(s.b) {
-		return Chunk{}, errSyntax
 	}
 	if objectIsError && !c.Error {
 		c.Error = true
@@ -271,6 +267,19 @@ func ScanChunk(data []byte) (Chunk, error) {
 		}
 	}
 	return c, nil
+}
+
+// end checks that a document whose value was read (err nil) ends there,
+// after optional whitespace; it returns the first error.
+func (s *scanner) end(err error) error {
+	if err != nil {
+		return err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return errSyntax
+	}
+	return nil
 }
 
 // scanner walks a JSON document; i is the read position.
