@@ -105,23 +105,7 @@ func TestDoPooledAnswers(t *testing.T) {
 
 // TestScanPooledMatchesJSON: scanPooled counts what encoding/json sees.
 func TestScanPooledMatchesJSON(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"object":"list","data":[`)
-	for i := range 16 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString(`{"object":"embedding","index":0,"embedding":[`)
-		for j := range 384 {
-			if j > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("-0.0123456789")
-		}
-		b.WriteString("]}")
-	}
-	b.WriteString(`],"usage":{"prompt_tokens":512,"total_tokens":512}}`)
-	body := []byte(b.String())
+	body := embeddingsAnswer(16, 384, "-0.0123456789")
 	p, err := scanPooled(body, kData)
 	var v struct {
 		Data []struct{ Embedding []float64 } `json:"data"`
@@ -138,23 +122,7 @@ func TestScanPooledMatchesJSON(t *testing.T) {
 // floats (about 90 KB) with the scanner, as the client does, and with
 // encoding/json into float slices, as an SDK would.
 func BenchmarkPooledAnswer(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString(`{"object":"list","data":[`)
-	for i := range 16 {
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		sb.WriteString(`{"object":"embedding","index":0,"embedding":[`)
-		for j := range 384 {
-			if j > 0 {
-				sb.WriteString(",")
-			}
-			sb.WriteString("-0.012345678")
-		}
-		sb.WriteString("]}")
-	}
-	sb.WriteString(`],"usage":{"prompt_tokens":512,"total_tokens":512}}`)
-	body := []byte(sb.String())
+	body := embeddingsAnswer(16, 384, "-0.012345678")
 	b.Run("scanner", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
@@ -176,4 +144,26 @@ func BenchmarkPooledAnswer(b *testing.B) {
 			}
 		}
 	})
+}
+
+// embeddingsAnswer is an embeddings answer of n vectors of dim copies of
+// the number x, with a usage of 512 prompt tokens.
+func embeddingsAnswer(n, dim int, x string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"object":"embedding","index":0,"embedding":[`)
+		for j := range dim {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(x)
+		}
+		b.WriteString("]}")
+	}
+	b.WriteString(`],"usage":{"prompt_tokens":512,"total_tokens":512}}`)
+	return []byte(b.String())
 }
