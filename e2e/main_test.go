@@ -8,13 +8,17 @@
 //   - Debian's nginx as a rate-limiting gateway in front of surge's
 //     simulator, or with NGINX_UPSTREAM in front of Ollama
 //     (scripts/nginx-e2e.sh sets NGINX_BASE_URL, NGINX_UPSTREAM and
-//     NGINX_ACCESS_LOG; nginx_test.go).
+//     NGINX_ACCESS_LOG; nginx_test.go);
+//   - Debian's Prometheus with its remote-write receiver, scraping surge's
+//     simulator (scripts/prometheus-e2e.sh sets PROMETHEUS_URL and
+//     SIM_BASE_URL; prometheus_test.go).
 //
 // The tests of an engine whose variables are unset skip.
 //
 //	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
 //	scripts/vllm-e2e.sh -- go test -count=1 -v -run VLLM ./e2e/
 //	scripts/nginx-e2e.sh -- go test -count=1 -v -run Nginx ./e2e/
+//	scripts/prometheus-e2e.sh -- go test -count=1 -v -run Prometheus ./e2e/
 //	NGINX_RATE=4r/s NGINX_BURST=4 scripts/ollama-e2e.sh -- bash -c \
 //	  'NGINX_UPSTREAM=$OLLAMA_BASE_URL scripts/nginx-e2e.sh -- go test -count=1 -v -run NginxInFrontOfOllama ./e2e/'
 package e2e
@@ -35,8 +39,8 @@ import (
 var surgeBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("OLLAMA_BASE_URL") == "" && os.Getenv("VLLM_BASE_URL") == "" && os.Getenv("NGINX_BASE_URL") == "" {
-		fmt.Println("e2e: none of OLLAMA_BASE_URL, VLLM_BASE_URL, NGINX_BASE_URL is set; run through scripts/ollama-e2e.sh, scripts/vllm-e2e.sh or scripts/nginx-e2e.sh to test against a real engine")
+	if os.Getenv("OLLAMA_BASE_URL") == "" && os.Getenv("VLLM_BASE_URL") == "" && os.Getenv("NGINX_BASE_URL") == "" && os.Getenv("PROMETHEUS_URL") == "" {
+		fmt.Println("e2e: none of OLLAMA_BASE_URL, VLLM_BASE_URL, NGINX_BASE_URL, PROMETHEUS_URL is set; run through scripts/ollama-e2e.sh, scripts/vllm-e2e.sh, scripts/nginx-e2e.sh or scripts/prometheus-e2e.sh to test against a real engine")
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "surge-e2e")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -335,6 +336,7 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		return classify(f, err)
 	}
 	defer d.Close()
+	env.SetRunID(filepath.Base(d.Path()))
 	if n := d.StaleNote(); n != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), n)
 	}
@@ -343,6 +345,7 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 		return classify(f, err)
 	}
 	experiment.PrintSpend(stdout, env)
+	env.FinishPush(stdout)
 	switch {
 	case out.Partial && env.BudgetStop() != "":
 		fmt.Fprintln(stdout, "Stopped by the budget: the results above are partial (marked so in every file); no further run was started.")

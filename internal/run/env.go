@@ -20,6 +20,7 @@ import (
 	"github.com/surge-bench/surge/internal/live"
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/otlp"
+	"github.com/surge-bench/surge/internal/push"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
@@ -54,14 +55,18 @@ type Env struct {
 	// fleet.go) instead of this process's load generator.
 	Fleet Fleet
 
-	key      string
-	name     string  // the target as recorded, for a reloaded run
-	network  Network // nil: the real network
-	server   *simhttp.Server
-	exporter *live.Exporter
-	spans    *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
-	current  atomic.Pointer[live.Source] // the run under way, for the exporter
-	budget   *meter                      // the command's budget and spend, shared by its runs (budget.go)
+	key       string
+	name      string  // the target as recorded, for a reloaded run
+	network   Network // nil: the real network
+	server    *simhttp.Server
+	exporter  *live.Exporter
+	pusher    *push.Pusher // --metrics-out (push.go)
+	runID     string       // the command folder's name, for the pushed labels
+	pushOnce  sync.Once
+	pushStats []push.Stats
+	spans     *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
+	current   atomic.Pointer[live.Source] // the run under way, for the exporter
+	budget    *meter                      // the command's budget and spend, shared by its runs (budget.go)
 	// startPending is set once the command's first run has waited for
 	// --start-at (shard.go): the start time is the command's, as the budget.
 	startPending atomic.Bool
@@ -218,6 +223,7 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		}
 		e.exporter = exp
 	}
+	e.startPusher()
 	if o.OTLPListen != "" {
 		var ln net.Listener
 		var err error
@@ -317,6 +323,7 @@ func checkCACert(path string) error {
 
 // Close stops the in-process simulator and the exporter, if any.
 func (e *Env) Close() error {
+	e.FinishPush(e.console)
 	if e.exporter != nil {
 		e.exporter.Close()
 	}

@@ -93,6 +93,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		p.spec.Finish(res)
 	}
 	res.Manifest = e.manifest(p.spec, res)
+	e.pushPhases(p.spec, res) // --metrics-out
 	if err := Save(p.spec.Dir, res); err != nil && writeErr == nil {
 		writeErr = err
 	}

@@ -45,10 +45,12 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 		return err
 	}
 	defer scr.stop()
+	sink, pushed := e.startPush(spec, origin, sink) // --metrics-out
+	defer pushed.stop()
 	lcfg, build, sink := e.loadConfig(p, sink)
 	drv := e.driver(ctx, p, lcfg, client, build, sink, col, origin, res)
 
-	ls := newLiveState(spec, drv.counters, origin, scr.scraper, col) // the live view and the exporter
+	ls := newLiveState(spec, drv.counters, origin, scr.scraper, col) // the live view, the exporter and the pushes
 	src := live.Source(ls.status)
 	e.current.Store(&src)
 	defer e.current.Store(nil)
@@ -67,6 +69,7 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 		<-noted // ctx was cancelled: wait until the moment is noted
 	}
 	res.Spans = spans.close(ctx, o.OTLPGrace)
+	pushed.stop() // the last live values, before the run is no longer current
 	tick.stop()
 	res.StoppedAt, res.StopWhy = e.stopMoment(tick, time.Duration(interrupted.Load()), col)
 	view.stop()

@@ -22,6 +22,7 @@ import (
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/openai"
 	"github.com/surge-bench/surge/internal/otlp"
+	"github.com/surge-bench/surge/internal/push"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
 
@@ -180,9 +181,12 @@ type Observation struct {
 	MetricOverride []string      `yaml:"metric"`          // logical=engine_name overrides
 	ScrapeInterval time.Duration `yaml:"scrape_interval"` // engine scrape period
 
-	PrometheusAddr string        `yaml:"prometheus_addr"` // expose live values for Prometheus here
-	OTLPListen     string        `yaml:"otlp_listen"`     // receive the engine's OTLP trace spans here (host:port)
-	OTLPGrace      time.Duration `yaml:"otlp_grace"`      // how long a finished request waits for its span
+	PrometheusAddr string `yaml:"prometheus_addr"` // expose live values for Prometheus here
+	// MetricsOut are the endpoints pushed to while runs go (package
+	// push): prometheus-rw=URL (remote-write) and otlp=URL (OTLP/HTTP).
+	MetricsOut []string      `yaml:"metrics_out"`
+	OTLPListen string        `yaml:"otlp_listen"` // receive the engine's OTLP trace spans here (host:port)
+	OTLPGrace  time.Duration `yaml:"otlp_grace"`  // how long a finished request waits for its span
 
 	// The autoscaling timeline (scaling.go): the pods (and nodes) watched
 	// through kubectl during live runs, and the response header naming the
@@ -416,6 +420,11 @@ func (p *Observation) validate(bad bad) {
 	if p.PrometheusAddr != "" {
 		if _, _, err := net.SplitHostPort(p.PrometheusAddr); err != nil {
 			bad("prometheus_addr", "must be host:port, got %q", p.PrometheusAddr)
+		}
+	}
+	for _, m := range p.MetricsOut {
+		if _, err := push.ParseTarget(m); err != nil {
+			bad("metrics_out", "%v", err)
 		}
 	}
 	if p.OTLPListen != "" {

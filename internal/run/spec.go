@@ -50,6 +50,10 @@ type Spec struct {
 	// engine model — so that repeats differ, and its manifest records
 	// that seed and the numbers.
 	Rep, Repeats int
+
+	// Multiplier is a burst run's multiple of the named baseline, 0 for
+	// any other run: a label of the pushed metrics (--metrics-out).
+	Multiplier float64
 }
 
 // Seed is the seed of the run spec describes: the options' seed, + Rep − 1

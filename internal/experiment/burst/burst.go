@@ -488,7 +488,7 @@ func burstRun(ctx context.Context, env *run.Env, c *Config, d *rundir.Dir, w io.
 	rule := c.RecoveryRule()
 	stop := &recovered{env: env, burstEnd: r.BurstEnd, plannedEnd: r.BurstEnd + c.Recovery, window: env.Opts.Window, rule: rule, exclude: []string{schedule.PhaseWarmup}}
 	spec := run.Spec{Name: "burst-" + fmtK(k) + "x", Dir: sub, Command: "burst", Plan: c.plan(k), Exclude: []string{schedule.PhaseWarmup},
-		Experiment: experimentRecord{Multiplier: k, Burst: c}, Recovery: rule, Stop: stop, Rep: pb.Rep, Repeats: pb.Repeats}
+		Experiment: experimentRecord{Multiplier: k, Burst: c}, Recovery: rule, Stop: stop, Rep: pb.Rep, Repeats: pb.Repeats, Multiplier: k}
 	if pb.Repeats > 1 {
 		spec.Name += "-" + experiment.RepDir(pb.Rep)
 	}
