@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/surge-bench/surge/internal/push"
@@ -99,7 +99,7 @@ func TestDashboardPromQL(t *testing.T) {
 			}
 			name := vs.Name
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					name = m.Value
 				}
 			}
