@@ -393,6 +393,7 @@ func (f *flags) options(o *run.Options) {
 	f.f64(&o.SLOGoodput, "slo_goodput", "slo-goodput", "SLO: goodput at least this fraction of offered (0 = not checked)")
 	f.str(&o.PrometheusAddr, "prometheus_addr", "prometheus-addr", "serve live run values as Prometheus metrics on this address (e.g. 127.0.0.1:9099)")
 	f.strings(&o.MetricsOut, "metrics_out", "metrics-out", "push live values and per-phase results while runs go: prometheus-rw=URL (Prometheus remote-write, e.g. prometheus-rw=http://127.0.0.1:9090/api/v1/write) or otlp=URL (OTLP metrics over HTTP, e.g. otlp=http://127.0.0.1:4318); repeatable; a failing endpoint is warned about and never slows the run")
+	f.str(&o.Web, "web", "web", "serve a live page of the run on this address while it goes: its charts, phase, SLO clauses and in-flight count, updated every second; it becomes the final report.html when the command ends (a port alone, e.g. 8080, listens on loopback; name an interface, e.g. 0.0.0.0:8080, to serve others)")
 	f.str(&o.OTLPListen, "otlp_listen", "otlp-listen", "receive the engine's OTLP trace spans here and join them to requests by trace id (e.g. 127.0.0.1:4318 with vllm serve --otlp-traces-endpoint http://127.0.0.1:4318/v1/traces); gRPC and HTTP on one port")
 	f.dur(&o.OTLPGrace, "otlp_grace", "otlp-grace", "how long a finished request waits for its span (vLLM exports every 5 s)")
 	f.fs.BoolVarP(&o.Quiet, "quiet", "q", o.Quiet, "no live view")

@@ -34,7 +34,7 @@ var flagGroups = []struct {
 		"dataset", "dataset-format", "dataset-sample", "shared-prefix", "no-nonce", "sessions", "session-turns", "think-time",
 		"turn-tokens", "fanout", "session-drain"}},
 	{"Engine metrics and tracing", []string{"metrics-url", "metrics-preset", "metric", "scrape-interval", "otlp-listen", "otlp-grace",
-		"watch-k8s", "replica-header", "prometheus-addr", "metrics-out"}},
+		"watch-k8s", "replica-header", "prometheus-addr", "metrics-out", "web"}},
 	{"Budgets", []string{"max-requests", "max-output-tokens", "max-cost", "price-input", "price-output"}},
 	{"Output", []string{"out", "force", "quiet", "deployment", "hardware", "serving-config"}},
 	{"Distributed", []string{"workers", "coordinator-listen", "workers-wait", "shard", "start-at"}},

@@ -337,10 +337,14 @@ func runExperiment(cmd *cobra.Command, f *flags, command string, o *run.Options,
 	}
 	defer d.Close()
 	env.SetRunID(filepath.Base(d.Path()))
+	if u := env.WebURL(); u != "" {
+		fmt.Fprintln(stdout, "live view:", u)
+	}
 	if n := d.StaleNote(); n != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), n)
 	}
 	out, err := fn(ctx, env, d, stdout)
+	env.FinishWeb(filepath.Join(d.Path(), "report.html")) // the live page becomes the report
 	if err != nil {
 		return classify(f, err)
 	}

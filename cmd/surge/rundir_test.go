@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math/rand/v2"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -132,6 +133,11 @@ func TestDefaultNamesNeverCollide(t *testing.T) {
 // file, exit 2 with the flag named.
 func TestConfigErrorCreatesNoFolder(t *testing.T) {
 	t.Chdir(t.TempDir())
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	empty := filepath.Join(t.TempDir(), "empty.yaml")
 	os.WriteFile(empty, nil, 0o644)
 	cases := map[string]struct {
@@ -142,6 +148,9 @@ func TestConfigErrorCreatesNoFolder(t *testing.T) {
 		"metrics url":      {[]string{"run", "--metrics-url", "localhost:8000/metrics"}, "--metrics-url: must be an http:// or https:// URL"},
 		"metrics preset":   {[]string{"run", "--metrics-url", "http://127.0.0.1:1/metrics", "--metrics-preset", "tensorrt"}, `--metrics-preset: unknown preset "tensorrt"`},
 		"prometheus addr":  {[]string{"burst", "--prometheus-addr", "9099"}, "--prometheus-addr: must be host:port"},
+		"metrics out":      {[]string{"run", "--metrics-out", "influx=http://127.0.0.1:1"}, `--metrics-out: unknown kind "influx"`},
+		"web address":      {[]string{"run", "--web", "localhost"}, `--web: want host:port or a port, got "localhost"`},
+		"web port in use":  {[]string{"burst", "--web", busy.Addr().String()}, "--web: cannot listen on " + busy.Addr().String()},
 		"empty file":       {[]string{"run", "-f", empty}, "the file is empty"},
 		"sweep levels":     {[]string{"sweep", "--rates", "3,1"}, "--rates: levels must increase"},
 		"capacity no slo":  {[]string{"capacity", "--slo-ttft-p95", "0", "--slo-e2e-p99", "0", "--slo-goodput", "0"}, "needs at least one SLO clause"},

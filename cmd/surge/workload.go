@@ -67,7 +67,7 @@ func experimentKeys() []string {
 // out of --help.
 var inspectHidden = []string{"target", "model", "api", "api-key-env", "api-key-file", "ca-cert", "insecure", "header", "stream",
 	"timeout", "retries", "max-in-flight", "spin", "prompt-calibration", "out", "force", "metrics-url", "metrics-preset", "metric",
-	"scrape-interval", "window", "ttft-deadline", "e2e-deadline", "slo-ttft-p95", "slo-e2e-p99", "slo-goodput", "prometheus-addr", "metrics-out",
+	"scrape-interval", "window", "ttft-deadline", "e2e-deadline", "slo-ttft-p95", "slo-e2e-p99", "slo-goodput", "prometheus-addr", "metrics-out", "web",
 	"otlp-listen", "otlp-grace", "quiet", "deployment", "hardware", "serving-config", "watch-k8s", "replica-header"}
 
 func newInspectCmd() *cobra.Command {

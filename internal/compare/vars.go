@@ -138,7 +138,7 @@ var perRun = []string{"multiplier", "step", "rate_rps", "level", "Level", "Durat
 // the files go, the live view, where the key comes from; and those the
 // manifest records better itself (deployment, hardware, serving config;
 // the simulator's settings are its serving_config).
-var skipOptions = []string{"out", "force", "quiet", "prometheus_addr", "metrics_out", "api_key_env", "api_key_file", "ca_cert", "sim", "deployment", "hardware", "serving_config"}
+var skipOptions = []string{"out", "force", "quiet", "prometheus_addr", "metrics_out", "web", "api_key_env", "api_key_file", "ca_cert", "sim", "deployment", "hardware", "serving_config"}
 
 // coverage are the settings that say which rows an experiment ran, and
 // how often (--repeat: more runs make the confidence statement sharper,

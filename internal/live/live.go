@@ -45,6 +45,10 @@ type Status struct {
 	// Ctrl-C, or a worker of the fleet lost or interrupted: an interrupt,
 	// not the target failing, so shown apart from Errors.
 	Cancelled int64
+	// Good and Judged are the run's requests so far that met the
+	// per-request deadline, and that finished (cancelled ones excepted):
+	// the goodput clause as it stands.
+	Good, Judged int64
 }
 
 // NoData marks a latency of a window in which no request finished.

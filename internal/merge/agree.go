@@ -21,7 +21,7 @@ var perRun = []string{"run_id", "started", "finished", "partial", "partial_cause
 // sets for itself without changing the experiment: its shard, where it
 // writes, what it prints or serves, how it reaches the target and its
 // metrics (the target itself is compared), its own budget.
-var perProcess = []string{"Shard", "StartAt", "Out", "Force", "Quiet", "PrometheusAddr", "MetricsOut", "OTLPListen", "OTLPGrace",
+var perProcess = []string{"Shard", "StartAt", "Out", "Force", "Quiet", "PrometheusAddr", "MetricsOut", "Web", "OTLPListen", "OTLPGrace",
 	"APIKeyEnv", "APIKeyFile", "CACert", "Insecure", "Headers", "HTTPClient", "Spin",
 	"MetricsURL", "MetricsPreset", "MetricOverride", "ScrapeInterval",
 	"MaxRequests", "MaxOutputTokens", "MaxCost"}

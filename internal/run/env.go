@@ -24,6 +24,7 @@ import (
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/sim"
 	"github.com/surge-bench/surge/internal/simhttp"
+	"github.com/surge-bench/surge/internal/webview"
 	"github.com/surge-bench/surge/internal/workload"
 )
 
@@ -60,8 +61,9 @@ type Env struct {
 	network   Network // nil: the real network
 	server    *simhttp.Server
 	exporter  *live.Exporter
-	pusher    *push.Pusher // --metrics-out (push.go)
-	runID     string       // the command folder's name, for the pushed labels
+	pusher    *push.Pusher    // --metrics-out (push.go)
+	web       *webview.Server // --web (publish.go)
+	runID     string          // the command folder's name, for the pushed labels
 	pushOnce  sync.Once
 	pushStats []push.Stats
 	spans     *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
@@ -224,6 +226,14 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		e.exporter = exp
 	}
 	e.startPusher()
+	if o.Web != "" {
+		srv, err := webview.Listen(o.Web, "surge")
+		if err != nil {
+			e.Close()
+			return nil, configErr(&field.Error{Field: "web", Message: err.Error()})
+		}
+		e.web = srv
+	}
 	if o.OTLPListen != "" {
 		var ln net.Listener
 		var err error
@@ -324,6 +334,7 @@ func checkCACert(path string) error {
 // Close stops the in-process simulator and the exporter, if any.
 func (e *Env) Close() error {
 	e.FinishPush(e.console)
+	e.web.Close()
 	if e.exporter != nil {
 		e.exporter.Close()
 	}

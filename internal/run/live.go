@@ -45,8 +45,8 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 		return err
 	}
 	defer scr.stop()
-	sink, pushed := e.startPush(spec, origin, sink) // --metrics-out
-	defer pushed.stop()
+	sink, published := e.startPublish(spec, origin, sink) // --metrics-out, --web
+	defer published.stop()
 	lcfg, build, sink := e.loadConfig(p, sink)
 	drv := e.driver(ctx, p, lcfg, client, build, sink, col, origin, res)
 
@@ -69,7 +69,7 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 		<-noted // ctx was cancelled: wait until the moment is noted
 	}
 	res.Spans = spans.close(ctx, o.OTLPGrace)
-	pushed.stop() // the last live values, before the run is no longer current
+	published.stop() // the last live values, before the run is no longer current
 	tick.stop()
 	res.StoppedAt, res.StopWhy = e.stopMoment(tick, time.Duration(interrupted.Load()), col)
 	view.stop()
@@ -424,6 +424,7 @@ func (l *liveState) status() live.Status {
 		// an interrupt, not the target failing: counted apart.
 		Errors:    l.c.Completed.Load() - l.c.OK.Load() - l.c.Cancelled.Load(),
 		Cancelled: l.c.Cancelled.Load(),
+		Good:      l.c.Good.Load(), Judged: l.c.Completed.Load() - l.c.Cancelled.Load(),
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/surge-bench/surge/internal/push"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/scrape"
+	"github.com/surge-bench/surge/internal/webview"
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/loadgen"
@@ -184,7 +185,10 @@ type Observation struct {
 	PrometheusAddr string `yaml:"prometheus_addr"` // expose live values for Prometheus here
 	// MetricsOut are the endpoints pushed to while runs go (package
 	// push): prometheus-rw=URL (remote-write) and otlp=URL (OTLP/HTTP).
-	MetricsOut []string      `yaml:"metrics_out"`
+	MetricsOut []string `yaml:"metrics_out"`
+	// Web is where the live page is served while runs go (package
+	// webview): host:port, or a port alone for loopback.
+	Web        string        `yaml:"web"`
 	OTLPListen string        `yaml:"otlp_listen"` // receive the engine's OTLP trace spans here (host:port)
 	OTLPGrace  time.Duration `yaml:"otlp_grace"`  // how long a finished request waits for its span
 
@@ -420,6 +424,11 @@ func (p *Observation) validate(bad bad) {
 	if p.PrometheusAddr != "" {
 		if _, _, err := net.SplitHostPort(p.PrometheusAddr); err != nil {
 			bad("prometheus_addr", "must be host:port, got %q", p.PrometheusAddr)
+		}
+	}
+	if p.Web != "" {
+		if _, err := webview.Normalize(p.Web); err != nil {
+			bad("web", "%v", err)
 		}
 	}
 	for _, m := range p.MetricsOut {

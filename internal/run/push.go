@@ -6,16 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/surge-bench/surge/internal/loadgen"
 	"github.com/surge-bench/surge/internal/push"
-	"github.com/surge-bench/surge/internal/record"
 )
-
-// pushEvery is how often a live run pushes its values (--metrics-out).
-const pushEvery = time.Second
 
 // pushGrace is how long the command waits at its end for the last
 // pushes to arrive.
@@ -69,59 +63,6 @@ func genAIOperation(api string) string {
 	default:
 		return "chat" // chat, responses, messages
 	}
-}
-
-// pushing is a live run's pusher goroutine.
-type pushing struct {
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	once   sync.Once
-	last   func()
-}
-
-// startPush pushes the live status and the GenAI histograms every
-// pushEvery while the run goes, and once more when it stops; sink is
-// wrapped to count each finished request into the histograms. Without
-// --metrics-out it does nothing and returns sink as it is.
-func (e *Env) startPush(spec Spec, origin time.Time, sink loadgen.Sink) (loadgen.Sink, *pushing) {
-	pu := &pushing{cancel: func() {}, last: func() {}}
-	if e.pusher == nil {
-		return sink, pu
-	}
-	g := push.NewGenAI(genAIOperation(e.Opts.API), e.Opts.Model, origin)
-	labels := e.pushLabels(spec)
-	once := func() {
-		now := time.Now()
-		b := push.Live(e.liveStatus(), now, labels)
-		g.AddTo(b, now)
-		e.pusher.Push(b)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pu.cancel, pu.last = cancel, once
-	pu.done.Add(1)
-	go func() {
-		defer pu.done.Done()
-		t := time.NewTicker(pushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				once()
-			}
-		}
-	}()
-	return func(r *record.Record) { g.Observe(r); sink(r) }, pu
-}
-
-// stop ends the pushing with one last batch (the final counts); once.
-func (p *pushing) stop() {
-	p.once.Do(func() {
-		p.cancel()
-		p.done.Wait()
-		p.last()
-	})
 }
 
 // pushPhases pushes a run's per-phase values, as its summary.json has
