@@ -95,12 +95,24 @@ func TestPushToPrometheus(t *testing.T) {
 	if prom == "" {
 		t.Skip("PROMETHEUS_URL not set; run through scripts/prometheus-e2e.sh")
 	}
+	// The simulator the script started, or vLLM (scripts/vllm-e2e.sh
+	// around it, PROMETHEUS_SCRAPE=$VLLM_METRICS_URL), at a third of
+	// what the tiny model on 2 CPU cores serves.
+	target, model, metrics, base := os.Getenv("SIM_BASE_URL"), os.Getenv("SIM_MODEL"), strings.TrimSuffix(os.Getenv("SIM_BASE_URL"), "/v1")+"/metrics", "4"
+	var shape []string
+	if v := os.Getenv("VLLM_BASE_URL"); v != "" {
+		target, model, metrics, base = v, os.Getenv("VLLM_MODEL"), os.Getenv("VLLM_METRICS_URL"), "1"
+		shape = []string{"--prompt-tokens", "64", "--output-tokens", "32"} // within the tiny model's context
+	}
+	if target == "" {
+		t.Fatal("neither SIM_BASE_URL nor VLLM_BASE_URL is set")
+	}
 	out := filepath.Join(t.TempDir(), "pushed")
 	start := time.Now()
-	cmd := exec.Command(surgeBin, "burst", "--target", os.Getenv("SIM_BASE_URL"), "--model", os.Getenv("SIM_MODEL"),
-		"--baseline-rps", "4", "--multipliers", "3", "--warmup", "3s", "--baseline", "20s", "--burst", "8s", "--recovery", "15s", "--recovery-limit", "15s",
-		"--max-tokens-cap", "64", "--metrics-url", strings.TrimSuffix(os.Getenv("SIM_BASE_URL"), "/v1")+"/metrics",
-		"--metrics-out", "prometheus-rw="+prom+"/api/v1/write", "-q", "-o", out)
+	cmd := exec.Command(surgeBin, append([]string{"burst", "--target", target, "--model", model,
+		"--baseline-rps", base, "--multipliers", "3", "--warmup", "3s", "--baseline", "20s", "--burst", "8s", "--recovery", "15s", "--recovery-limit", "15s",
+		"--max-tokens-cap", "64", "--metrics-url", metrics,
+		"--metrics-out", "prometheus-rw=" + prom + "/api/v1/write", "-q", "-o", out}, shape...)...)
 	b, err := cmd.CombinedOutput()
 	end := time.Now()
 	stdout := string(b)

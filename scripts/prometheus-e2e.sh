@@ -16,17 +16,22 @@
 # Usage:
 #   scripts/prometheus-e2e.sh -- COMMAND [ARG...]   run COMMAND
 #   scripts/prometheus-e2e.sh --serve               serve until Ctrl-C
+#   scripts/vllm-e2e.sh -- bash -c 'PROMETHEUS_SCRAPE=$VLLM_METRICS_URL scripts/prometheus-e2e.sh -- COMMAND'
+#                                                   Prometheus scraping vLLM instead
 #
 # COMMAND runs with these variables exported:
 #   PROMETHEUS_URL    http://127.0.0.1:PORT (query /api/v1/query; push to
 #                     /api/v1/write)
 #   SIM_BASE_URL      http://127.0.0.1:PORT/v1, the simulator Prometheus scrapes
 #   SIM_MODEL         the model it serves (surge-sim)
+#                     (neither with PROMETHEUS_SCRAPE: no simulator runs)
 #   PROMETHEUS_LOG    Prometheus's log
 # The script exits with COMMAND's status.
 #
-# Environment (optional): SURGE_PROMETHEUS_BIN, a prometheus binary to run
-# instead of Debian's (then nothing is installed); SURGE_PROMETHEUS_READY_SECS
+# Environment (optional): PROMETHEUS_SCRAPE, an engine's metrics URL
+# (http://HOST:PORT/metrics) to scrape as job "vllm" instead of starting
+# the simulator; SURGE_PROMETHEUS_BIN, a prometheus binary to run instead
+# of Debian's (then nothing is installed); SURGE_PROMETHEUS_READY_SECS
 # (default 60).
 #
 # Facts this relies on (Debian 12's prometheus 2.42.0+ds-5+deb12u1): the
@@ -87,6 +92,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+SCRAPE=${PROMETHEUS_SCRAPE:-}
+start_sim() {
 (cd "$ROOT" && go build -o "$TMP/surge" ./cmd/surge) || die "go build ./cmd/surge failed"
 for _ in 1 2 3; do
 	SIM_PORT=$(free_port)
@@ -101,6 +108,13 @@ for _ in 1 2 3; do
 	SIM_PID=''
 done
 [ -n "$SIM_PID" ] || die "could not bind a loopback port for the simulator"
+SCRAPE=http://127.0.0.1:$SIM_PORT/metrics
+}
+if [ -z "$SCRAPE" ]; then
+	start_sim
+fi
+[[ $SCRAPE =~ ^http://([^/]+)(/.*)$ ]] || die "PROMETHEUS_SCRAPE must be http://HOST:PORT/PATH, got '$SCRAPE'"
+SCRAPE_HOST=${BASH_REMATCH[1]} SCRAPE_PATH=${BASH_REMATCH[2]}
 
 for _ in 1 2 3; do
 	PORT=$(free_port)
@@ -111,8 +125,9 @@ global:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: vllm
+    metrics_path: '$SCRAPE_PATH'
     static_configs:
-      - targets: ['127.0.0.1:$SIM_PORT']
+      - targets: ['$SCRAPE_HOST']
 CONF
 	setsid "$PROM" --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/data" \
 		--web.listen-address="127.0.0.1:$PORT" --web.enable-remote-write-receiver \
@@ -130,10 +145,13 @@ done
 [ -n "$PID" ] || die "Prometheus did not start; see $LOG"
 deadline=$((SECONDS + READY_SECS))
 until curl -fsS "http://127.0.0.1:$PORT/api/v1/query?query=up%7Bjob%3D%22vllm%22%7D%3D%3D1" 2>/dev/null | grep -q '"value"'; do
-	[ $SECONDS -lt $deadline ] || die "Prometheus has not scraped the simulator after ${READY_SECS}s; see $LOG"
+	[ $SECONDS -lt $deadline ] || die "Prometheus has not scraped $SCRAPE after ${READY_SECS}s; see $LOG"
 	sleep 0.5
 done
 
-export PROMETHEUS_URL=http://127.0.0.1:$PORT SIM_BASE_URL=http://127.0.0.1:$SIM_PORT/v1 SIM_MODEL=$MODEL PROMETHEUS_LOG=$LOG
-log "Prometheus at $PROMETHEUS_URL (remote-write: $PROMETHEUS_URL/api/v1/write), scraping the simulator at $SIM_BASE_URL"
+export PROMETHEUS_URL=http://127.0.0.1:$PORT PROMETHEUS_LOG=$LOG
+if [ -n "$SIM_PID" ]; then
+	export SIM_BASE_URL=http://127.0.0.1:$SIM_PORT/v1 SIM_MODEL=$MODEL
+fi
+log "Prometheus at $PROMETHEUS_URL (remote-write: $PROMETHEUS_URL/api/v1/write), scraping $SCRAPE"
 run_or_serve "$@"

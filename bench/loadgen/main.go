@@ -81,6 +81,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,7 +110,14 @@ type Options struct {
 	Label        string        // first column of the markdown row
 	GenCPU       int           // the CPU the generator is pinned to (-1 = unknown)
 	ServerCPU    int           // the CPU the server is pinned to (-1 = unknown)
+	MetricsOut   []string      // run.Options.MetricsOut: push while the run goes
 }
+
+// strs is a repeatable string flag.
+type strs []string
+
+func (s *strs) String() string     { return strings.Join(*s, ",") }
+func (s *strs) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	var o Options
@@ -127,6 +135,7 @@ func main() {
 	flag.StringVar(&o.Label, "label", "", "first column of the --md row (default: the rate)")
 	flag.IntVar(&o.GenCPU, "gen-cpu", -1, "the CPU this process is pinned to, to report what else ran there")
 	flag.IntVar(&o.ServerCPU, "server-cpu", -1, "the CPU the server is pinned to, to report what else ran there")
+	flag.Var((*strs)(&o.MetricsOut), "metrics-out", "push to this endpoint while the run goes, as surge's --metrics-out (repeatable), e.g. prometheus-rw=http://127.0.0.1:18081/api/v1/write")
 	md := flag.Bool("md", false, "print a markdown table row on stdout")
 	mdHeader := flag.Bool("md-header", false, "print the markdown table header and exit")
 	flag.Parse()
@@ -160,6 +169,7 @@ func (o *Options) runOptions() run.Options {
 	ro.MaxInFlight, ro.Spin = o.MaxInFlight, o.Spin
 	ro.Quiet = true
 	ro.Out = o.Out
+	ro.MetricsOut = o.MetricsOut
 	// The fake server's prompt counts are not a tokenizer's, and its
 	// request counts are the benchmark's: no calibration requests.
 	ro.PromptCalibration = calibrate.Off
