@@ -124,22 +124,7 @@ func TestPushToPrometheus(t *testing.T) {
 		t.Fatalf("no push summary:\n%s", stdout)
 	}
 	runID, run := filepath.Base(out), "burst-3x"
-	var sum struct {
-		Analysis struct {
-			Phases []struct {
-				Name       string  `json:"name"`
-				Succeeded  int64   `json:"succeeded"`
-				GoodputRPS float64 `json:"goodput_rps"`
-				Latency    struct {
-					TTFT struct {
-						Count int64   `json:"count"`
-						P95Ms float64 `json:"p95_ms"`
-					} `json:"ttft_schedule"`
-				} `json:"latency"`
-			} `json:"phases"`
-		} `json:"analysis"`
-	}
-	readJSON(t, filepath.Join(out, run, "summary.json"), &sum)
+	sum := readSummary(t, filepath.Join(out, run, "summary.json"))
 	sel := func(phase string) string { return fmt.Sprintf(`run_id=%q, run=%q, phase=%q`, runID, run, phase) }
 	one := func(expr string) float64 {
 		t.Helper()
@@ -158,11 +143,11 @@ func TestPushToPrometheus(t *testing.T) {
 		if good != p.GoodputRPS || done != float64(p.Succeeded) {
 			t.Errorf("%s: PromQL goodput %v completed %v; summary.json %v and %d", p.Name, good, done, p.GoodputRPS, p.Succeeded)
 		}
-		if p.Latency.TTFT.Count > 0 {
+		if p.Latency.TTFTSchedule.Count > 0 {
 			ttft := one(fmt.Sprintf(`surge_phase_ttft_seconds{%s, quantile="0.95"}`, sel(p.Name)))
-			t.Logf("| %-8s | TTFT p95 PromQL %.6f s = summary.json %.3f ms |", p.Name, ttft, p.Latency.TTFT.P95Ms)
-			if math.Abs(ttft*1e3-p.Latency.TTFT.P95Ms) > 1e-9 {
-				t.Errorf("%s: PromQL TTFT p95 %v s; summary.json %v ms", p.Name, ttft, p.Latency.TTFT.P95Ms)
+			t.Logf("| %-8s | TTFT p95 PromQL %.6f s = summary.json %.3f ms |", p.Name, ttft, p.Latency.TTFTSchedule.P95Ms)
+			if math.Abs(ttft*1e3-p.Latency.TTFTSchedule.P95Ms) > 1e-9 {
+				t.Errorf("%s: PromQL TTFT p95 %v s; summary.json %v ms", p.Name, ttft, p.Latency.TTFTSchedule.P95Ms)
 			}
 		}
 	}

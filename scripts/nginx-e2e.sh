@@ -216,16 +216,7 @@ SIM_PID=''
 cleanup() {
 	local status=$?
 	set +e # (exit "$status") below must not end the trap
-	if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill -TERM -- "-$SIM_PID" 2>/dev/null || true
-		for _ in $(seq "$STOP_TENTHS"); do kill -0 "$SIM_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$SIM_PID" 2>/dev/null || true
-		wait "$SIM_PID" 2>/dev/null || true
-	fi
-	if [ "$status" -ne 0 ] && [ "$status" -ne 130 ] && [ "$status" -ne 143 ] && [ -s "$SIM_LOG" ]; then
-		log "last lines of the simulator's log:"
-		tail -n "$TAIL_LINES" "$SIM_LOG" >&2 || true
-	fi
+	sim_stop "$status"
 	(exit "$status")
 	engine_cleanup # stops nginx, shows its error log on failure, removes TMP
 }
@@ -237,26 +228,8 @@ start_sim() {
 	if [ -n "$UPSTREAM" ]; then
 		return 0 # nginx goes in front of that server
 	fi
-	(cd "$ROOT" && go build -o "$TMP/surge" ./cmd/surge) || die "go build ./cmd/surge failed"
-	for _ in 1 2 3; do
-		SIM_PORT=$(free_port)
-		setsid "$TMP/surge" sim --addr "127.0.0.1:$SIM_PORT" --model "$MODEL" >"$SIM_LOG" 2>&1 </dev/null &
-		SIM_PID=$!
-		UPSTREAM_ADDR=127.0.0.1:$SIM_PORT UPSTREAM=http://127.0.0.1:$SIM_PORT
-		for _ in $(seq 100); do
-			curl -fsS -o /dev/null "http://127.0.0.1:$SIM_PORT/health" 2>/dev/null && return 0
-			kill -0 "$SIM_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		# Exit status 2: the address could not be listened on.
-		if ! kill -0 "$SIM_PID" 2>/dev/null; then
-			wait "$SIM_PID" 2>/dev/null || true
-			SIM_PID=
-			continue
-		fi
-		die "surge sim did not come up; see $SIM_LOG"
-	done
-	die "could not bind a loopback port for the simulator"
+	sim_start
+	UPSTREAM_ADDR=127.0.0.1:$SIM_PORT UPSTREAM=http://127.0.0.1:$SIM_PORT
 }
 
 # write_conf writes nginx.conf for PORT.

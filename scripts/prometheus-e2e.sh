@@ -81,10 +81,7 @@ SIM_PID=''
 cleanup() {
 	local status=$?
 	set +e
-	if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill -TERM -- "-$SIM_PID" 2>/dev/null || true
-		wait "$SIM_PID" 2>/dev/null || true
-	fi
+	sim_stop "$status"
 	(exit "$status")
 	engine_cleanup # stops Prometheus, shows its log on failure, removes TMP
 }
@@ -93,25 +90,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 SCRAPE=${PROMETHEUS_SCRAPE:-}
-start_sim() {
-(cd "$ROOT" && go build -o "$TMP/surge" ./cmd/surge) || die "go build ./cmd/surge failed"
-for _ in 1 2 3; do
-	SIM_PORT=$(free_port)
-	setsid "$TMP/surge" sim --addr "127.0.0.1:$SIM_PORT" --model "$MODEL" >"$SIM_LOG" 2>&1 </dev/null &
-	SIM_PID=$!
-	for _ in $(seq 100); do
-		curl -fsS -o /dev/null "http://127.0.0.1:$SIM_PORT/health" 2>/dev/null && break 2
-		kill -0 "$SIM_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$SIM_PID" 2>/dev/null && die "surge sim did not come up; see $SIM_LOG"
-	SIM_PID=''
-done
-[ -n "$SIM_PID" ] || die "could not bind a loopback port for the simulator"
-SCRAPE=http://127.0.0.1:$SIM_PORT/metrics
-}
 if [ -z "$SCRAPE" ]; then
-	start_sim
+	sim_start
+	SCRAPE=http://127.0.0.1:$SIM_PORT/metrics
 fi
 [[ $SCRAPE =~ ^http://([^/]+)(/.*)$ ]] || die "PROMETHEUS_SCRAPE must be http://HOST:PORT/PATH, got '$SCRAPE'"
 SCRAPE_HOST=${BASH_REMATCH[1]} SCRAPE_PATH=${BASH_REMATCH[2]}

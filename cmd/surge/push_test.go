@@ -23,6 +23,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/memnet"
 	"github.com/surge-bench/surge/internal/record"
+	"github.com/surge-bench/surge/internal/rundir"
 )
 
 // received keeps the last value of every series pushed to it, by its
@@ -169,20 +170,7 @@ func TestMetricsOutEqualsTheFiles(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, stdout.String())
 			}
 		}
-		var sum struct {
-			Analysis struct {
-				Phases []struct {
-					Name       string  `json:"name"`
-					Succeeded  int64   `json:"succeeded"`
-					GoodputRPS float64 `json:"goodput_rps"`
-					Latency    struct {
-						TTFT struct {
-							P95Ms float64 `json:"p95_ms"`
-						} `json:"ttft_schedule"`
-					} `json:"latency"`
-				} `json:"phases"`
-			} `json:"analysis"`
-		}
+		var sum rundir.Summary
 		b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 		if err == nil {
 			err = json.Unmarshal(b, &sum)
@@ -211,11 +199,11 @@ func TestMetricsOutEqualsTheFiles(t *testing.T) {
 			}{
 				{rw, "surge_phase_goodput_rps,run=" + run + ",phase=" + p.Name + ",quantile=,le=", p.GoodputRPS},
 				{rw, "surge_phase_completed_requests,run=" + run + ",phase=" + p.Name + ",quantile=,le=", float64(p.Succeeded)},
-				{rw, "surge_phase_ttft_seconds,run=" + run + ",phase=" + p.Name + ",quantile=0.95,le=", p.Latency.TTFT.P95Ms / 1e3},
+				{rw, "surge_phase_ttft_seconds,run=" + run + ",phase=" + p.Name + ",quantile=0.95,le=", p.Latency.TTFTSchedule.P95Ms / 1e3},
 				{rw, "gen_ai_client_operation_time_to_first_chunk_seconds_count,run=" + run + ",phase=" + p.Name + ",quantile=,le=", float64(okPerPhase[p.Name])},
 				{ot, "surge.phase.goodput_rate,run=" + run + ",phase=" + p.Name + ",quantile=", p.GoodputRPS},
 				{ot, "surge.phase.completed,run=" + run + ",phase=" + p.Name + ",quantile=", float64(p.Succeeded)},
-				{ot, "surge.phase.ttft,run=" + run + ",phase=" + p.Name + ",quantile=0.95", p.Latency.TTFT.P95Ms / 1e3},
+				{ot, "surge.phase.ttft,run=" + run + ",phase=" + p.Name + ",quantile=0.95", p.Latency.TTFTSchedule.P95Ms / 1e3},
 				{ot, "gen_ai.client.token.usage_count,run=" + run + ",phase=" + p.Name + ",gen_ai.token.type=output", float64(okPerPhase[p.Name])},
 			} {
 				got, ok := c.recv.get(c.key)

@@ -11,6 +11,8 @@
 #   STOP_TENTHS  how long to wait for a clean stop, in tenths of a second
 #   TAIL_LINES   log lines shown when the script fails
 #   READY_SECS   readiness timeout in seconds
+# and, before sim_start / sim_stop (surge's simulator as the upstream):
+#   ROOT         the repository, SIM_LOG the simulator's log file
 
 # elapsed prints the seconds since $1 (an $EPOCHREALTIME value), to 0.01 s.
 elapsed() {
@@ -94,4 +96,45 @@ run_or_serve() {
 	local status=0
 	"$@" || status=$?
 	exit "$status"
+}
+
+# sim_start builds surge into $TMP and starts `surge sim` serving $MODEL on
+# a free loopback port, in its own session, its output in $SIM_LOG; it sets
+# SIM_PORT and SIM_PID once /health answers (another port when the one
+# chosen could not be listened on: exit status 2).
+sim_start() {
+	(cd "$ROOT" && go build -o "$TMP/surge" ./cmd/surge) || die "go build ./cmd/surge failed"
+	for _ in 1 2 3; do
+		SIM_PORT=$(free_port)
+		setsid "$TMP/surge" sim --addr "127.0.0.1:$SIM_PORT" --model "$MODEL" >"$SIM_LOG" 2>&1 </dev/null &
+		SIM_PID=$!
+		for _ in $(seq 100); do
+			curl -fsS -o /dev/null "http://127.0.0.1:$SIM_PORT/health" 2>/dev/null && return 0
+			kill -0 "$SIM_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if ! kill -0 "$SIM_PID" 2>/dev/null; then
+			wait "$SIM_PID" 2>/dev/null || true
+			SIM_PID=
+			continue
+		fi
+		die "surge sim did not come up; see $SIM_LOG"
+	done
+	die "could not bind a loopback port for the simulator"
+}
+
+# sim_stop stops the simulator sim_start started, if any, and on a failure
+# ($1, the exit status) shows the last lines of its log.
+# shellcheck disable=SC2317 # called from EXIT traps
+sim_stop() {
+	if [ -n "${SIM_PID:-}" ] && kill -0 "$SIM_PID" 2>/dev/null; then
+		kill -TERM -- "-$SIM_PID" 2>/dev/null || true
+		for _ in $(seq "$STOP_TENTHS"); do kill -0 "$SIM_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$SIM_PID" 2>/dev/null || true
+		wait "$SIM_PID" 2>/dev/null || true
+	fi
+	if [ "$1" -ne 0 ] && [ "$1" -ne 130 ] && [ "$1" -ne 143 ] && [ -s "${SIM_LOG:-}" ]; then
+		log "last lines of the simulator's log:"
+		tail -n "$TAIL_LINES" "$SIM_LOG" >&2 || true
+	fi
 }
