@@ -233,13 +233,17 @@ func TestMetricsOutEndpointDown(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 		}
 		o := stdout.String()
-		for _, want := range []string{"WARNING: --metrics-out prometheus-rw=http://127.0.0.1:9/api/v1/write: 0 of ", "pushes delivered", "failed", "samples lost", "The run and its files are not affected."} {
+		for _, want := range []string{"WARNING: --metrics-out prometheus-rw=http://redacted@127.0.0.1:9/api/v1/write?redacted: 0 of ", "pushes delivered", "failed", "samples lost", "The run and its files are not affected."} {
 			if !strings.Contains(o, want) {
 				t.Errorf("output lacks %q:\n%s", want, o)
 			}
 		}
-		if strings.Contains(o+stderr.String(), "SECRET") || strings.Contains(o+stderr.String(), "pw@") {
-			t.Errorf("the URL's credentials were printed:\n%s", o)
+		m, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+		if strings.Contains(o+stderr.String()+string(m), "SECRET") || strings.Contains(o+stderr.String()+string(m), "pw@") {
+			t.Errorf("the URL's credentials were printed or written:\n%s", o)
+		}
+		if !strings.Contains(string(m), "prometheus-rw=http://redacted@127.0.0.1:9/api/v1/write?redacted") {
+			t.Errorf("manifest.json does not record --metrics-out redacted")
 		}
 		n := 0
 		if err := record.ReadFile(filepath.Join(out, "requests.jsonl"), func(*record.Record) error { n++; return nil }); err != nil || n < 30 {

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/surge-bench/surge/internal/record"
 )
 
 // Kinds of endpoint, as --metrics-out names them.
@@ -41,40 +43,27 @@ type Target struct {
 
 // String is the target as the user wrote it, without credentials or
 // query (a token in the URL never reaches a log).
-func (t Target) String() string { return t.Kind + "=" + redact(t.URL) }
+func (t Target) String() string { return t.Kind + "=" + record.RedactURL(t.URL) }
 
 // ParseTarget reads KIND=URL: prometheus-rw=http://host:9090/api/v1/write
 // or otlp=http://host:4318 (the path /v1/metrics is added when the URL
 // has none).
 func ParseTarget(s string) (Target, error) {
 	kind, raw, ok := strings.Cut(s, "=")
-	if !ok || raw == "" {
-		return Target{}, fmt.Errorf("want KIND=URL with KIND %s or %s, got %q", KindRemoteWrite, KindOTLP, redact(s))
+	if !ok || raw == "" || strings.Contains(kind, "://") {
+		return Target{}, fmt.Errorf("want KIND=URL with KIND %s or %s, got %q", KindRemoteWrite, KindOTLP, record.RedactURL(s))
 	}
 	if kind != KindRemoteWrite && kind != KindOTLP {
-		return Target{}, fmt.Errorf("unknown kind %q in %q (want %s=URL or %s=URL)", kind, redact(s), KindRemoteWrite, KindOTLP)
+		return Target{}, fmt.Errorf("unknown kind %q (want %s=URL or %s=URL)", kind, KindRemoteWrite, KindOTLP)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Target{}, fmt.Errorf("%s: want an http:// or https:// URL, got %q", kind, redact(raw))
+		return Target{}, fmt.Errorf("%s: want an http:// or https:// URL, got %q", kind, record.RedactURL(raw))
 	}
 	if kind == KindOTLP && (u.Path == "" || u.Path == "/") {
 		u.Path = "/v1/metrics"
 	}
 	return Target{Kind: kind, URL: u.String()}, nil
-}
-
-// redact is a URL without user info and query.
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		if i := strings.IndexAny(s, "?@"); i >= 0 {
-			return s[:i] + "…"
-		}
-		return s
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 // Policy is how an endpoint is pushed to.

@@ -49,7 +49,7 @@ func TestParseTarget(t *testing.T) {
 		"http://x/api/v1/write":        "want KIND=URL",
 		"influx=http://x":              `unknown kind "influx"`,
 		"otlp=127.0.0.1:4318":          "want an http:// or https:// URL",
-		"prometheus-rw=ftp://x/a?k=SE": `"ftp://x/a"`, // the query (a token) is not repeated
+		"prometheus-rw=ftp://x/a?k=SE": `"ftp://x/a?redacted"`, // the query (a token) is not repeated
 	} {
 		_, err := ParseTarget(in)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SE") {
@@ -239,7 +239,7 @@ func TestPusherOutcomes(t *testing.T) {
 				if strings.Contains(w, "SECRET") || strings.Contains(w, "secret") {
 					t.Errorf("warning leaks the URL's credentials: %s", w)
 				}
-				if w != "" && !strings.Contains(w, "--metrics-out prometheus-rw=http://127.0.0.1:1/api/v1/write") {
+				if w != "" && !strings.Contains(w, "--metrics-out prometheus-rw=http://redacted@127.0.0.1:1/api/v1/write?redacted") {
 					t.Errorf("warning does not name the flag and endpoint: %s", w)
 				}
 			})

@@ -609,6 +609,11 @@ func redactedOptions(o *Options) Options {
 	}
 	c.Target = record.RedactURL(c.Target)
 	c.MetricsURL = record.RedactURL(c.MetricsURL)
+	c.MetricsOut = nil
+	for _, m := range o.MetricsOut {
+		kind, u, _ := strings.Cut(m, "=")
+		c.MetricsOut = append(c.MetricsOut, kind+"="+record.RedactURL(u))
+	}
 	return c
 }
 
