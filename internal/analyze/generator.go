@@ -138,3 +138,6 @@ func LagNote(lag Dist) string {
 	return fmt.Sprintf("note: the generator lagged its schedule (p95 %s, p99 %s, max %s); rates and TTFT-from-schedule include this lag. Is the machine busy?",
 		lag.Text(Q95), lag.Text(Q99), FormatMs(lag.MaxMs))
 }
+
+// N is the number of sends added.
+func (sp *GeneratorSpan) N() int { return sp.n }

@@ -24,6 +24,13 @@ func ClientNotes(res *run.Result) []string {
 	o := &a.Overall
 	c := &o.Client
 	var notes []string
+	if s := res.SelfAccuracy; s != nil { // one line: did surge itself keep up?
+		line := s.Line()
+		if s.State == judge.SelfBehind || s.State == judge.SelfAtRisk {
+			line = "WARNING: " + line
+		}
+		notes = append(notes, line)
+	}
 	if c.MaxTokensIgnored > 0 {
 		notes = append(notes, fmt.Sprintf("server ignored max_tokens: %d of %d requests returned more tokens than asked (more than max_tokens + max(8, 10%%)); output tokens and TPOT count what was generated.",
 			c.MaxTokensIgnored, c.MaxTokensChecked))

@@ -298,6 +298,9 @@ func generatorNotes(res *run.Result) []string {
 	}
 	g := generatorOf(res, 0, math.MaxInt64, o.Latency.ScheduleLag.P99Ms)
 	switch {
+	case g.Behind && res.SelfAccuracy != nil:
+		// The self-accuracy line (ClientNotes) says it, with the cause
+		// and what to do.
 	case g.Behind:
 		notes = append(notes, "WARNING: "+g.Note+". Rates and TTFT-from-schedule include this lag; use a faster machine or fewer arrivals/s.")
 	default:

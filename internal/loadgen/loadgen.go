@@ -92,6 +92,21 @@ type Counters struct {
 	Dropped   atomic.Int64 // generator_drop
 	InFlight  atomic.Int64 // sent, not finished
 	LagMaxNs  atomic.Int64 // largest schedule lag seen so far
+	// PeakInFlight is the most requests in flight at once so far: what
+	// the client held open (the self-accuracy section reports it).
+	PeakInFlight atomic.Int64
+}
+
+// enter counts one more request in flight, and the peak; it returns the
+// number in flight.
+func (c *Counters) enter() int64 {
+	n := c.InFlight.Add(1)
+	for {
+		peak := c.PeakInFlight.Load()
+		if n <= peak || c.PeakInFlight.CompareAndSwap(peak, n) {
+			return n
+		}
+	}
 }
 
 func (c *Counters) noteLag(lag int64) {
@@ -199,7 +214,7 @@ func (o *Open) dispatch(ctx context.Context, wg *sync.WaitGroup, a *schedule.Arr
 		o.sink(&rec)
 		return
 	}
-	o.Counters.InFlight.Add(1)
+	o.Counters.enter()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -341,7 +356,7 @@ func (c *Closed) Run(ctx context.Context, phase string, users int, start, d time
 				req.Label(&rec)
 				c.Counters.Offered.Add(1)
 				c.Counters.Sent.Add(1)
-				c.Counters.InFlight.Add(1)
+				c.Counters.enter()
 				c.target.Do(ctx, &req, &rec)
 				c.Counters.InFlight.Add(-1)
 				finish(&c.cfg, &c.Counters, &rec)

@@ -121,6 +121,9 @@ func TestOpenDropsAtCapNeverDelays(t *testing.T) {
 		if o.Counters.Dropped.Load() != 15 {
 			t.Fatalf("dropped counter %d", o.Counters.Dropped.Load())
 		}
+		if p := o.Counters.PeakInFlight.Load(); p != 5 {
+			t.Fatalf("peak in flight %d, want the cap, 5", p)
+		}
 	})
 }
 

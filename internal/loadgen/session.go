@@ -167,7 +167,7 @@ func (s *Sessions) turn(ctx context.Context, conv Conversation, turn int, a *sch
 		rec.MaxTokens = req.MaxTokens
 		req.Label(rec)
 		s.Counters.Offered.Add(1)
-		if s.Counters.InFlight.Add(1) > int64(s.cfg.MaxInFlight) {
+		if s.Counters.enter() > int64(s.cfg.MaxInFlight) {
 			s.Counters.InFlight.Add(-1)
 			rec.Outcome = record.GeneratorDrop
 			rec.Error = "in-flight cap " + strconv.Itoa(s.cfg.MaxInFlight) + " reached"

@@ -64,6 +64,7 @@ type Env struct {
 	pusher    *push.Pusher    // --metrics-out (push.go)
 	web       *webview.Server // --web (publish.go)
 	runID     string          // the command folder's name, for the pushed labels
+	timerUs   float64         // probeTimer's overshoot (µs), measured once before live runs
 	pushOnce  sync.Once
 	pushStats []push.Stats
 	spans     *otlp.Receiver              // the OTLP trace receiver (--otlp-listen), if any
@@ -226,6 +227,12 @@ func PrepareWith(ctx context.Context, o Options, virtual bool, su Setup) (*Env, 
 		e.exporter = exp
 	}
 	e.startPusher()
+	if !e.Virtual && e.network == nil {
+		// The self-accuracy section's timer resolution. Not on a network
+		// of tests' own: they run in a synctest bubble, whose clock the
+		// probe's sleeps would move.
+		e.timerUs = probeTimer()
+	}
 	if o.Web != "" {
 		srv, err := webview.Listen(o.Web, "surge")
 		if err != nil {

@@ -88,6 +88,7 @@ func (e *Env) Execute(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	res := r.res
+	res.SelfAccuracy = e.selfAccuracy(res, res.self)
 	res.Scaling = e.scalingTimeline(p.spec, res, r.watch)
 	if p.spec.Finish != nil {
 		p.spec.Finish(res)
@@ -396,7 +397,7 @@ func (res *Result) summary() rundir.Summary {
 	return rundir.Summary{SchemaVersion: record.SchemaVersion, Run: res.Spec.Name, Partial: res.Partial, PartialCause: res.PartialCause, PartialWhy: res.PartialWhy, Arrivals: res.Arrivals, Records: res.Count(), Analysis: res.Analysis, Verdicts: res.Verdicts,
 		VLLM: res.Analysis.VLLM(), Engine: res.Scrape, EngineWait: res.QueueWait, EngineTiming: res.EngineTiming, EngineSpans: res.Spans,
 		SimEvents: res.SimEvents, Burst: res.Burst,
-		Prompt: res.Prompt}
+		Prompt: res.Prompt, SelfAccuracy: res.SelfAccuracy}
 }
 
 // QueueWaitOf turns the engine's queue-time histogram statistics of one

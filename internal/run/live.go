@@ -57,6 +57,7 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 	view := e.startView(ls)
 	defer view.stop()
 
+	self := startSelf(origin, drv.counters) // the self-accuracy section
 	tick := startTicker(ctx, r.w, r.cancel, col, origin, drv.stop)
 	var interrupted atomic.Int64
 	noted := make(chan struct{})
@@ -65,6 +66,8 @@ func (e *Env) executeLive(ctx context.Context, p *planned, sink loadgen.Sink, co
 		close(noted)
 	})
 	runErr := drv.run()
+	self.stop()
+	res.self = self
 	if !stopAfter() {
 		<-noted // ctx was cancelled: wait until the moment is noted
 	}

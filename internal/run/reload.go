@@ -286,7 +286,7 @@ func (r *Reloaded) Result(dir *rundir.Dir, rule analyze.RecoveryRule) (*Result, 
 		Plan: r.Plan, Started: m.Started, Elapsed: m.Finished.Sub(m.Started),
 		SimEvents: s.SimEvents, QueueWait: s.EngineWait, Burst: s.Burst, Manifest: m,
 		EngineTiming: s.EngineTiming, Spans: s.EngineSpans,
-		Prompt: s.Prompt,
+		Prompt: s.Prompt, SelfAccuracy: s.SelfAccuracy,
 	}
 	if res.Prompt == nil {
 		res.Prompt = m.PromptSizing

@@ -165,17 +165,22 @@ type Result struct {
 	// Unusable is why the run stopped early against a target whose first
 	// requests all failed by a cause no load explains (judge.Unusable);
 	// "" otherwise. The experiment stops there and exits 3.
-	Unusable   string
-	Spend      Spend  // what the run's requests spent, from their usage (budget.go)
-	HTTPClient string // the transport the requests went through (openai.Client.TransportName); "" in virtual time and on a coordinator
-	Simulated  bool   // the target was surge's simulator
-	Virtual    bool   // the run was in virtual time
-	Plan       schedule.Plan
-	Started    time.Time
-	Elapsed    time.Duration
-	SimEvents  []sim.Event       // scaling milestones (simulator only)
-	Burst      *rundir.BurstInfo // the burst experiment's view of this run
-	Manifest   *record.Manifest  // what was tested
+	Unusable string
+	Spend    Spend // what the run's requests spent, from their usage (budget.go)
+	// SelfAccuracy is what surge observed of itself in a live run and
+	// whether it kept up (judge.SelfAccuracy); nil in virtual time and on
+	// a coordinator.
+	SelfAccuracy *judge.SelfAccuracy
+	self         *selfObs // its observations while the run went
+	HTTPClient   string   // the transport the requests went through (openai.Client.TransportName); "" in virtual time and on a coordinator
+	Simulated    bool     // the target was surge's simulator
+	Virtual      bool     // the run was in virtual time
+	Plan         schedule.Plan
+	Started      time.Time
+	Elapsed      time.Duration
+	SimEvents    []sim.Event       // scaling milestones (simulator only)
+	Burst        *rundir.BurstInfo // the burst experiment's view of this run
+	Manifest     *record.Manifest  // what was tested
 	// Prompt is how prompts were sized and how long the server found
 	// them: intended vs server-reported prompt tokens.
 	Prompt *record.PromptSizing

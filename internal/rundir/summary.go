@@ -32,6 +32,9 @@ type Summary struct {
 	SimEvents    []sim.Event                     `json:"sim_events,omitempty"`
 	Burst        *BurstInfo                      `json:"burst,omitempty"`
 	Prompt       *record.PromptSizing            `json:"prompt_sizing,omitempty"` // intended vs server-counted prompt tokens
+	// SelfAccuracy is what surge observed of itself in a live run and
+	// whether it kept up; absent in virtual time.
+	SelfAccuracy *judge.SelfAccuracy `json:"self_accuracy,omitempty"`
 }
 
 // BurstInfo is what summary.json records about a burst run beyond the
