@@ -32,12 +32,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/surge-starved.XXXXXX)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 (cd "$root" && go build -o "$tmp/" ./bench/sseserver ./cmd/surge)
 taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens 64 --ttft 50ms --gap 5ms 2>"$tmp/server.log" &

@@ -86,7 +86,7 @@ var labelValues = regexp.MustCompile(`^label_values\((.+),\s*\w+\)$`)
 
 // Substitute replaces Grafana's variables in expr: those in vars by
 // their values, the dashboard's others by ".*" (all), and the interval
-// variables by 1m and 15s.
+// variables by 1m, 15s and 1h ($__range).
 func Substitute(expr string, vars map[string]string) string {
 	keys := slices.Collect(maps.Keys(vars))
 	// The longer name first: $run_id before $run.
@@ -95,6 +95,6 @@ func Substitute(expr string, vars map[string]string) string {
 	for _, k := range keys {
 		pairs = append(pairs, "$"+k, vars[k])
 	}
-	pairs = append(pairs, "$__rate_interval", "1m", "$__interval", "15s", "$run_id", ".*", "$run", ".*", "$engine_job", ".*")
+	pairs = append(pairs, "$__rate_interval", "1m", "$__interval", "15s", "$__range", "1h", "$run_id", ".*", "$run", ".*", "$engine_job", ".*")
 	return strings.NewReplacer(pairs...).Replace(expr)
 }

@@ -298,7 +298,7 @@ func generatorNotes(res *run.Result) []string {
 	}
 	g := generatorOf(res, 0, math.MaxInt64, o.Latency.ScheduleLag.P99Ms)
 	switch {
-	case g.Behind && res.SelfAccuracy != nil:
+	case g.Behind && res.SelfAccuracy != nil && res.SelfAccuracy.State == judge.SelfBehind:
 		// The self-accuracy line (ClientNotes) says it, with the cause
 		// and what to do.
 	case g.Behind:

@@ -90,8 +90,9 @@ type SelfAccuracy struct {
 	SchedLatP50Us float64 `json:"sched_latency_p50_us"`
 	SchedLatP99Us float64 `json:"sched_latency_p99_us"`
 	// CPUPressure is the share of the run during which some runnable task
-	// on the machine waited for a CPU (Linux PSI, /proc/pressure/cpu
-	// "some"; −1 where there is none): the machine was short of CPU.
+	// waited for a CPU (Linux PSI "some": of surge's cgroup where it has
+	// cpu.pressure, else of the machine; −1 where there is none): short
+	// of CPU.
 	CPUPressure float64 `json:"cpu_pressure"`
 
 	PeakInFlight int64 `json:"peak_in_flight"`

@@ -46,8 +46,8 @@ type Status struct {
 	// not the target failing, so shown apart from Errors.
 	Cancelled int64
 	// Good and Judged are the run's requests so far that met the
-	// per-request deadline, and that finished (cancelled ones excepted):
-	// the goodput clause as it stands.
+	// per-request deadline, and that finished or were dropped (cancelled
+	// ones excepted): the goodput clause as it stands.
 	Good, Judged int64
 }
 

@@ -101,10 +101,16 @@ type Counters struct {
 // number in flight.
 func (c *Counters) enter() int64 {
 	n := c.InFlight.Add(1)
+	c.notePeak(n)
+	return n
+}
+
+// notePeak raises PeakInFlight to n.
+func (c *Counters) notePeak(n int64) {
 	for {
 		peak := c.PeakInFlight.Load()
 		if n <= peak || c.PeakInFlight.CompareAndSwap(peak, n) {
-			return n
+			return
 		}
 	}
 }

@@ -167,7 +167,8 @@ func (s *Sessions) turn(ctx context.Context, conv Conversation, turn int, a *sch
 		rec.MaxTokens = req.MaxTokens
 		req.Label(rec)
 		s.Counters.Offered.Add(1)
-		if s.Counters.enter() > int64(s.cfg.MaxInFlight) {
+		n := s.Counters.InFlight.Add(1)
+		if n > int64(s.cfg.MaxInFlight) {
 			s.Counters.InFlight.Add(-1)
 			rec.Outcome = record.GeneratorDrop
 			rec.Error = "in-flight cap " + strconv.Itoa(s.cfg.MaxInFlight) + " reached"
@@ -175,6 +176,7 @@ func (s *Sessions) turn(ctx context.Context, conv Conversation, turn int, a *sch
 			s.sink(rec)
 			continue
 		}
+		s.Counters.notePeak(n) // only a request that is sent counts
 		send := func() {
 			s.Counters.Sent.Add(1)
 			s.target.Do(ctx, req, rec)

@@ -2,6 +2,7 @@ package push
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/surge-bench/surge/internal/analyze"
@@ -58,6 +59,27 @@ func Live(s live.Status, at time.Time, common []Label) *Batch {
 	return b
 }
 
+// StaleNaN is Prometheus's staleness marker: a sample with this value
+// ends a series at once, rather than after the 5-minute lookback
+// (prometheus/model/value.StaleNaN). OTLP sends it as a point with no
+// recorded value.
+var StaleNaN = math.Float64frombits(0x7ff0000000000002)
+
+func isStale(v float64) bool { return math.Float64bits(v) == 0x7ff0000000000002 }
+
+// LiveStale is a batch of staleness markers for the live series of phase
+// at at: pushed when the phase (or the run) ends, so that Grafana stops
+// drawing its last value.
+func LiveStale(phase string, at time.Time, common []Label) *Batch {
+	b := &Batch{Common: common}
+	for _, m := range liveMetrics {
+		b.Points = append(b.Points, Point{Metric: m, Labels: []Label{{"phase", phase}}, Value: StaleNaN, AtMs: at.UnixMilli()})
+	}
+	return b
+}
+
+var liveMetrics = []*Metric{LiveOffered, LiveSent, LiveCompleted, LiveGoodput, LiveInFlight, LiveWaiting, LiveTTFTP95, LiveE2EP99, LiveDrops, LiveErrors, LiveLagMax, LiveElapsed}
+
 // The per-phase values, pushed once when a run's analysis is done: the
 // same numbers as the run's summary.json ("analysis.phases") and its
 // results.json rows, so that PromQL and the files agree.
@@ -93,15 +115,20 @@ func Phases(r *analyze.Result, at time.Time, common []Label) *Batch {
 		add(PhaseGoodputRPS, p.GoodputRPS)
 		add(PhaseGoodputRatio, p.GoodputRatio)
 		add(PhaseFailureRate, p.FailureRate)
+		// A censored percentile (beyond the timeout: only a lower bound is
+		// known, summary.json says pNN_censored) is left out.
 		quantiles := func(m *Metric, d analyze.Dist) {
 			if d.Count == 0 {
 				return
 			}
 			for _, q := range [...]struct {
-				q  string
-				ms float64
-			}{{"0.5", d.P50Ms}, {"0.95", d.P95Ms}, {"0.99", d.P99Ms}} {
-				b.Points = append(b.Points, Point{Metric: m, Labels: []Label{ph[0], {"quantile", q.q}}, Value: q.ms / 1e3, AtMs: ms})
+				q        string
+				ms       float64
+				censored bool
+			}{{"0.5", d.P50Ms, d.P50Censored}, {"0.95", d.P95Ms, d.P95Censored}, {"0.99", d.P99Ms, d.P99Censored}} {
+				if !q.censored {
+					b.Points = append(b.Points, Point{Metric: m, Labels: []Label{ph[0], {"quantile", q.q}}, Value: q.ms / 1e3, AtMs: ms})
+				}
 			}
 		}
 		quantiles(PhaseTTFT, p.Latency.TTFTSchedule)
@@ -113,7 +140,7 @@ func Phases(r *analyze.Result, at time.Time, common []Label) *Batch {
 // Catalogue is every metric surge pushes (the Grafana dashboard's test
 // checks that it names no other).
 func Catalogue() []*Metric {
-	return []*Metric{LiveOffered, LiveSent, LiveCompleted, LiveGoodput, LiveInFlight, LiveWaiting, LiveTTFTP95, LiveE2EP99, LiveDrops, LiveErrors, LiveLagMax, LiveElapsed,
+	return append(slices.Clone(liveMetrics),
 		PhaseOffered, PhaseSucceeded, PhaseGood, PhaseOfferedRPS, PhaseCompletedRPS, PhaseGoodputRPS, PhaseGoodputRatio, PhaseFailureRate, PhaseTTFT, PhaseCompletion,
-		GenAIDuration, GenAITTFC, GenAITokens}
+		GenAIDuration, GenAITTFC, GenAITokens)
 }

@@ -33,11 +33,16 @@ func otlpMetrics(b *Batch, version string) ([]byte, error) {
 			g = &metrics.Gauge{}
 			om.Data = &metrics.Metric_Gauge{Gauge: g}
 		}
-		g.DataPoints = append(g.DataPoints, &metrics.NumberDataPoint{
+		dp := &metrics.NumberDataPoint{
 			Attributes:   attributes(labelsOf(b.Common, p.Labels)),
 			TimeUnixNano: uint64(p.AtMs) * 1e6,
 			Value:        &metrics.NumberDataPoint_AsDouble{AsDouble: p.Value},
-		})
+		}
+		if isStale(p.Value) { // the series ended: no recorded value
+			dp.Value = &metrics.NumberDataPoint_AsDouble{}
+			dp.Flags = uint32(metrics.DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED_VALUE_MASK)
+		}
+		g.DataPoints = append(g.DataPoints, dp)
 	}
 	for i := range b.Hists {
 		h := &b.Hists[i]

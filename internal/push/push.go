@@ -117,7 +117,7 @@ type Pusher struct {
 // and policy; version is surge's, for OTLP's resource.
 func New(targets []Target, client *http.Client, policy Policy, version string) *Pusher {
 	if client == nil {
-		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}}
+		client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}}
 	}
 	p := &Pusher{}
 	for _, t := range targets {

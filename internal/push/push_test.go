@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,10 +47,12 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"http://x/api/v1/write":        "want KIND=URL",
-		"influx=http://x":              `unknown kind "influx"`,
-		"otlp=127.0.0.1:4318":          "want an http:// or https:// URL",
-		"prometheus-rw=ftp://x/a?k=SE": `"ftp://x/a?redacted"`, // the query (a token) is not repeated
+		"http://x/api/v1/write":         "want KIND=URL",
+		"influx=http://x":               `unknown kind "influx"`,
+		"otlp=127.0.0.1:4318":           "want an http:// or https:// URL",
+		"prometheus-rw=ftp://x/a?k=SE":  `"ftp://x/a?redacted"`,       // the query (a token) is not repeated
+		"prometheus-rw:http://u:SE@h/w": `"prometheus-rw:(redacted)"`, // a typo of "=": the rest is not repeated
+		"otlp=user:SE@host:4318":        `"user:(redacted)"`,
 	} {
 		_, err := ParseTarget(in)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SE") {
@@ -275,4 +278,37 @@ func TestPusherHungEndpointNeverBlocks(t *testing.T) {
 			t.Errorf("warning %q", st.Warning())
 		}
 	})
+}
+
+// A staleness marker ends a series: Prometheus's StaleNaN over
+// remote-write, a point with no recorded value over OTLP.
+func TestStaleMarkers(t *testing.T) {
+	b := LiveStale("burst", time.UnixMilli(7000), []Label{{"run", "r"}})
+	if len(b.Points) != len(liveMetrics) {
+		t.Fatalf("%d points, want one per live metric (%d)", len(b.Points), len(liveMetrics))
+	}
+	body, err := remoteWrite(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := snappy.Decode(nil, body)
+	var req prompb.WriteRequest
+	if err := req.Unmarshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range req.Timeseries {
+		if v := ts.Samples[0].Value; math.Float64bits(v) != 0x7ff0000000000002 {
+			t.Errorf("%v: value %v is not StaleNaN", ts.Labels, v)
+		}
+	}
+	ob, err := otlpMetrics(b, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range decodeOTLP(t, ob)[0].ScopeMetrics[0].Metrics {
+		dp := m.GetGauge().DataPoints[0]
+		if dp.Flags&uint32(metrics.DataPointFlags_DATA_POINT_FLAGS_NO_RECORDED_VALUE_MASK) == 0 || dp.GetAsDouble() != 0 {
+			t.Errorf("%s: flags %d value %v, want no recorded value", m.Name, dp.Flags, dp.GetAsDouble())
+		}
+	}
 }

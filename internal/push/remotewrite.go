@@ -1,7 +1,9 @@
 package push
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -19,6 +21,9 @@ func remoteWrite(b *Batch) ([]byte, error) {
 		for _, l := range ls {
 			pl = append(pl, prompb.Label{Name: promLabelName(l.Name), Value: l.Value})
 		}
+		// Sorted by the names Prometheus sees ("." is now "_"), as
+		// remote-write requires.
+		slices.SortFunc(pl[1:], func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
 		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: pl, Samples: []prompb.Sample{{Value: v, Timestamp: at}}})
 	}
 	for i := range b.Points {
@@ -44,21 +49,9 @@ func remoteWrite(b *Batch) ([]byte, error) {
 	return snappy.Encode(nil, raw), nil
 }
 
-// withLE is ls (sorted) with le=bound in its sorted place.
+// withLE is ls with le=bound (series sorts the labels).
 func withLE(ls []Label, bound string) []Label {
-	out := make([]Label, 0, len(ls)+1)
-	placed := false
-	for _, l := range ls {
-		if !placed && promLabelName(l.Name) > "le" {
-			out = append(out, Label{"le", bound})
-			placed = true
-		}
-		out = append(out, l)
-	}
-	if !placed {
-		out = append(out, Label{"le", bound})
-	}
-	return out
+	return append(slices.Clone(ls), Label{"le", bound})
 }
 
 func strconvFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

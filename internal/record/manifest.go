@@ -414,6 +414,11 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(invalid URL)"
 	}
+	if strings.Contains(u.Opaque, "@") {
+		// "user:pass@host:4318" or "kind:http://u:p@h/" parse as a scheme
+		// and an opaque rest, which String would repeat whole.
+		return u.Scheme + ":(redacted)"
+	}
 	if u.User != nil {
 		u.User = url.User("redacted")
 	}

@@ -20,8 +20,8 @@ var livePage = template.Must(template.New("live.html").Parse(liveTmpl))
 // {"run","from","history":[snapshots]}, the values so far — at once and
 // then the values it receives over server-sent events from /events.
 func WriteLivePage(w io.Writer, title string, state []byte) error {
-	// The state is JSON from encoding/json, which escapes <, > and &: no
-	// </script> inside.
+	// The state is JSON built with encoding/json, which escapes <, > and
+	// &: no </script> inside.
 	return livePage.Execute(w, struct {
 		Title             string
 		UPlotCSS, CSS     template.CSS

@@ -427,7 +427,9 @@ func (l *liveState) status() live.Status {
 		// an interrupt, not the target failing: counted apart.
 		Errors:    l.c.Completed.Load() - l.c.OK.Load() - l.c.Cancelled.Load(),
 		Cancelled: l.c.Cancelled.Load(),
-		Good:      l.c.Good.Load(), Judged: l.c.Completed.Load() - l.c.Cancelled.Load(),
+		// Drops are failures of the goodput clause too (it is over offered
+		// arrivals); cancelled requests are an interrupt, not judged.
+		Good: l.c.Good.Load(), Judged: l.c.Completed.Load() - l.c.Cancelled.Load() + l.c.Dropped.Load(),
 	}
 }
 

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"os"
 	"sync"
 	"time"
 
@@ -42,18 +43,26 @@ func (e *Env) startPublish(spec Spec, origin time.Time, sink loadgen.Sink) (load
 	}
 	labels := e.pushLabels(spec)
 	slo := e.Opts.SLO()
-	once := func() {
+	phase := "" // of the last push: its series end when it changes
+	once := func(last bool) {
 		now := time.Now()
 		st := e.liveStatus()
 		if e.pusher != nil {
 			b := push.Live(st, now, labels)
 			g.AddTo(b, now)
 			e.pusher.Push(b)
+			if phase != "" && phase != st.Phase {
+				e.pusher.Push(push.LiveStale(phase, now, labels))
+			}
+			phase = st.Phase
+			if last { // the run is over: its live series end
+				e.pusher.Push(push.LiveStale(phase, now.Add(time.Millisecond), labels))
+			}
 		}
 		e.web.Publish(snapshot(st, slo.TTFTP95, slo.E2EP99, slo.GoodputRatio))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	pu.cancel, pu.last = cancel, once
+	pu.cancel, pu.last = cancel, func() { once(true) }
 	pu.done.Add(1)
 	go func() {
 		defer pu.done.Done()
@@ -64,7 +73,7 @@ func (e *Env) startPublish(spec Spec, origin time.Time, sink loadgen.Sink) (load
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				once()
+				once(false)
 			}
 		}
 	}()
@@ -108,7 +117,7 @@ func snapshot(st live.Status, ttftP95, e2eP99 time.Duration, goodput float64) we
 		sn.Clauses = append(sn.Clauses, webview.Clause{Name: "p99 completion, requests finished in the last 10 s", Value: sn.E2EP99S, Limit: e2eP99.Seconds(), Unit: "s"})
 	}
 	if goodput > 0 {
-		c := webview.Clause{Name: "goodput of the requests finished so far", Limit: goodput, Unit: "%", Above: true, N: st.Judged}
+		c := webview.Clause{Name: "goodput of the requests finished or dropped so far", Limit: goodput, Unit: "%", Above: true, N: st.Judged}
 		if st.Judged > 0 {
 			v := float64(st.Good) / float64(st.Judged)
 			c.Value = &v
@@ -128,5 +137,10 @@ func (e *Env) WebURL() string {
 
 // FinishWeb tells the live page that the command is done and its report
 // is at reportHTML, and waits (5 s at most) until each open page has
-// loaded it.
-func (e *Env) FinishWeb(reportHTML string) { e.web.Final(reportHTML, 5*time.Second) }
+// loaded it; when the command ended without writing it, the pages say so.
+func (e *Env) FinishWeb(reportHTML string) {
+	if _, err := os.Stat(reportHTML); err != nil {
+		reportHTML = ""
+	}
+	e.web.Final(reportHTML, 5*time.Second)
+}

@@ -195,21 +195,42 @@ func (h schedLat) quantile(q float64) float64 {
 	return -1
 }
 
-// cpuPressureTotal is Linux's CPU pressure (PSI, /proc/pressure/cpu): the
-// total µs during which some runnable task waited for a CPU; −1 where
-// there is none.
+// cpuPressureTotal is Linux's CPU pressure (PSI): the total µs during
+// which some runnable task waited for a CPU — of surge's own cgroup
+// (cgroup v2 cpu.pressure) where it has one, else of the machine
+// (/proc/pressure/cpu); −1 where there is neither.
 func cpuPressureTotal() float64 {
-	b, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return -1
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	for _, f := range strings.Fields(line) {
-		if v, ok := strings.CutPrefix(f, "total="); ok {
-			if t, err := strconv.ParseFloat(v, 64); err == nil {
-				return t
+	for _, path := range []string{cgroupPressurePath(), "/proc/pressure/cpu"} {
+		if path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				if t, err := strconv.ParseFloat(v, 64); err == nil {
+					return t
+				}
 			}
 		}
 	}
 	return -1
+}
+
+// cgroupPressurePath is this process's cgroup v2 cpu.pressure file, ""
+// when it has none (cgroup v1, or the root).
+func cgroupPressurePath() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" && rest != "" {
+			return "/sys/fs/cgroup" + rest + "/cpu.pressure"
+		}
+	}
+	return ""
 }

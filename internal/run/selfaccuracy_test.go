@@ -31,7 +31,10 @@ func TestSelfAccuracySection(t *testing.T) {
 		if s == nil {
 			t.Fatal("no self-accuracy section")
 		}
-		if s.State != judge.SelfKeptUp || s.Sends != 40 || s.LagP99Ms != 0 || s.PeakInFlight < 2 || s.PeakInFlight > 40 ||
+		// The verdict is not asserted beyond "not behind": the machine's
+		// CPU pressure and the goroutines' waits are real even in the
+		// bubble (a busy CI machine may make it at risk).
+		if s.State == judge.SelfBehind || s.State == judge.SelfNotJudged || s.Sends != 40 || s.LagP99Ms != 0 || s.PeakInFlight < 2 || s.PeakInFlight > 40 ||
 			len(s.Phases) != 1 || s.Phases[0].Name != "main" || s.Phases[0].Sends != 40 || s.Phases[0].AchievedRPS != s.Phases[0].ScheduledRPS ||
 			!s.InProcess || s.CoresAvailable < 1 || s.CPUSeconds < 0 {
 			t.Errorf("section %+v", s)

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,13 +68,15 @@ type Server struct {
 	srv   *http.Server
 	title string
 
-	mu      sync.Mutex
-	run     string
-	history [][]byte // the current run's snapshots, JSON
-	pages   map[*page]struct{}
-	final   string        // report.html's path once the command is done
-	fetched chan struct{} // closed when every page open at Final has fetched the report
-	waiting int           // pages yet to fetch it
+	mu       sync.Mutex
+	run      string
+	history  [][]byte // the current run's snapshots, JSON
+	first    int      // the sequence number of history[0] (the oldest kept)
+	pages    map[*page]struct{}
+	final    []byte        // the final event's data once the command is done
+	reportAt string        // report.html's path ("" when none was written)
+	fetched  chan struct{} // closed when every page open at Final has fetched the report
+	waiting  int           // pages yet to fetch it
 }
 
 type page struct {
@@ -128,10 +131,11 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
 func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	hist := bytes.Join(s.history, []byte(","))
-	run, n := s.run, len(s.history)
+	run, next := s.run, s.first+len(s.history)
 	s.mu.Unlock()
 	var b bytes.Buffer
-	state := fmt.Appendf(nil, `{"run":%q,"from":%d,"history":[%s]}`, run, n, hist)
+	name, _ := json.Marshal(run)
+	state := fmt.Appendf(nil, `{"run":%s,"from":%d,"history":[%s]}`, name, next, hist)
 	if err := report.WriteLivePage(&b, s.title, state); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -141,27 +145,39 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	w.Write(b.Bytes())
 }
 
-// events streams the snapshots: the current run's history first (from
-// ?from=K when the page holds the first K of run ?run=), then each new
-// one, and "final" when the report is written.
+// events streams the snapshots: the current run's history first — from
+// the snapshot after the last one the page holds (a reconnecting
+// browser's Last-Event-ID, "SEQ RUN", or else ?from=SEQ&run=RUN: the
+// page's first count) — then each new one, and "final" when the command
+// is done. Each status event's id is its sequence number and run.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	q := r.URL.Query()
+	run, from := q.Get("run"), q.Get("from")
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		seq, name, _ := strings.Cut(last, " ")
+		n, err := strconv.Atoi(seq)
+		run, from = name, strconv.Itoa(n+1)
+		if err != nil {
+			from = ""
+		}
+	}
 	p := &page{ch: make(chan []byte, 64)}
 	s.mu.Lock()
-	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
-	if r.URL.Query().Get("run") != s.run || from < 0 || from > len(s.history) {
-		from = 0
+	start := 0 // index into history
+	if n, err := strconv.Atoi(from); err == nil && run == s.run {
+		start = min(max(n-s.first, 0), len(s.history))
 	}
-	backlog := make([][]byte, 0, len(s.history)-from+1)
-	for _, h := range s.history[from:] {
-		backlog = append(backlog, event("status", h))
+	backlog := make([][]byte, 0, len(s.history)-start+1)
+	for i, h := range s.history[start:] {
+		backlog = append(backlog, s.status(s.first+start+i, h))
 	}
-	if s.final != "" {
-		backlog = append(backlog, event("final", []byte(`{}`)))
+	if s.final != nil {
+		backlog = append(backlog, event("final", s.final))
 	}
 	s.pages[p] = struct{}{}
 	s.mu.Unlock()
@@ -200,6 +216,12 @@ func event(name string, data []byte) []byte {
 	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", name, data)
 }
 
+// status is snapshot seq of the current run as an event, its id "SEQ RUN"
+// for a reconnecting browser's Last-Event-ID.
+func (s *Server) status(seq int, data []byte) []byte {
+	return fmt.Appendf(nil, "id: %d %s\nevent: status\ndata: %s\n\n", seq, strings.NewReplacer("\n", " ", "\r", " ").Replace(s.run), data)
+}
+
 // Publish shows sn on every page; it never waits. A new run name starts a
 // new history.
 func (s *Server) Publish(sn Snapshot) {
@@ -213,13 +235,14 @@ func (s *Server) Publish(sn Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sn.Run != s.run {
-		s.run, s.history = sn.Run, nil
+		s.run, s.history, s.first = sn.Run, nil, 0
 	}
 	if len(s.history) >= historyCap {
+		s.first += historyCap / 2
 		s.history = append(s.history[:0], s.history[historyCap/2:]...)
 	}
 	s.history = append(s.history, data)
-	s.broadcast(event("status", data))
+	s.broadcast(s.status(s.first+len(s.history)-1, data))
 }
 
 // broadcast sends e to every page; a page whose buffer is full is
@@ -236,21 +259,26 @@ func (s *Server) broadcast(e []byte) {
 	}
 }
 
-// Final tells every page that the command is done and report.html (path)
-// is written, and waits until each page open now has fetched it, or
-// until wait has passed. Nil-safe.
+// Final tells every page that the command is done. With report.html
+// written (path), the pages load it, and Final waits until each page open
+// now has fetched it, or until wait has passed; with path "" (the command
+// failed before its report), the pages say so and stay. Nil-safe.
 func (s *Server) Final(path string, wait time.Duration) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	s.final = path
+	s.reportAt = path
+	s.final = []byte(`{"report":true}`)
 	s.waiting = len(s.pages)
+	if path == "" {
+		s.final, s.waiting = []byte(`{"report":false}`), 0
+	}
 	s.fetched = make(chan struct{})
 	if s.waiting == 0 {
 		close(s.fetched)
 	}
-	s.broadcast(event("final", []byte(`{}`)))
+	s.broadcast(event("final", s.final))
 	fetched := s.fetched
 	s.mu.Unlock()
 	t := time.NewTimer(wait)
@@ -263,15 +291,19 @@ func (s *Server) Final(path string, wait time.Duration) {
 
 func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	path := s.final
+	path, done := s.reportAt, s.final != nil
 	s.mu.Unlock()
 	if path == "" {
-		http.Error(w, "the run is still going: report.html is written when it ends", http.StatusNotFound)
+		msg := "the run is still going: report.html is written when it ends"
+		if done {
+			msg = "the command ended without writing report.html"
+		}
+		http.Error(w, msg, http.StatusNotFound)
 		return
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		http.Error(w, "report.html: "+err.Error(), http.StatusNotFound)
+		http.Error(w, "report.html could not be read", http.StatusNotFound) // never the path: the page may be served beyond loopback
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

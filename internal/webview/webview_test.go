@@ -2,6 +2,7 @@ package webview
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -139,7 +140,7 @@ func TestPagesThatGoAwayOrStall(t *testing.T) {
 			t.Fatal(err)
 		}
 		line, err := bufio.NewReader(resp.Body).ReadString('\n')
-		if err != nil || line != "event: status\n" {
+		if err != nil || !strings.HasPrefix(line, "id: ") {
 			t.Fatalf("first line %q, %v", line, err)
 		}
 		return resp
@@ -174,5 +175,84 @@ func TestPagesThatGoAwayOrStall(t *testing.T) {
 	s.mu.Unlock()
 	if h > historyCap || h < historyCap/2 {
 		t.Errorf("history of %d snapshots, want between %d and its cap %d", h, historyCap/2, historyCap)
+	}
+}
+
+// A browser that reconnects (Last-Event-ID) gets the snapshots after the
+// last one it holds, not the history again; a page of another run, or one
+// without an id, gets the whole history.
+func TestReconnectResumesAfterTheLastEvent(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snapshots(s, 10) // ids 0 … 9
+	firstID := func(last string) string {
+		req, _ := http.NewRequest("GET", s.URL()+"events?run=burst-5x&from=4", nil)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		return line
+	}
+	for last, want := range map[string]string{
+		"":             "id: 4 burst-5x\n", // the page holds 0 … 3 (from=4)
+		"7 burst-5x":   "id: 8 burst-5x\n",
+		"3 burst-2x":   "id: 0 burst-5x\n", // another run's page
+		"not a number": "id: 0 burst-5x\n",
+	} {
+		if got := firstID(last); got != want {
+			t.Errorf("Last-Event-ID %q: first line %q, want %q", last, got, want)
+		}
+	}
+}
+
+// A command that ends without its report: Final does not wait, the pages
+// are told so (report false), and report.html says why, not where.
+func TestFinalWithoutAReport(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snapshots(s, 2)
+	done := make(chan struct{})
+	go func() { s.Final("", time.Minute); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Final waited for pages to fetch a report that does not exist")
+	}
+	resp, err := http.Get(s.URL() + "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stream stays open: read until the final event's data.
+	var body strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		body.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "data: {\"report\"") {
+			break
+		}
+	}
+	resp.Body.Close()
+	if !strings.Contains(body.String(), "event: final\ndata: {\"report\":false}") {
+		t.Errorf("events after Final(\"\"):\n%s", body.String())
+	}
+	rep, err := http.Get(s.URL() + "report.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(rep.Body)
+	rep.Body.Close()
+	if rep.StatusCode != 404 || !strings.Contains(string(msg), "ended without writing report.html") {
+		t.Errorf("report.html: %d %q", rep.StatusCode, msg)
 	}
 }

@@ -150,9 +150,15 @@
         if (!pending) { pending = true; requestAnimationFrame(redraw); setTimeout(redraw, 50); }
       } catch (err) { noteError(err); }
     });
-    es.addEventListener("final", function () {
+    es.addEventListener("final", function (e) {
       es.close();
       document.body.setAttribute("data-final", "1");
+      var f = {};
+      try { f = JSON.parse(e.data); } catch (err) { noteError(err); }
+      if (f.report === false) {
+        text("state", "(the command ended without a report: see its terminal)");
+        return;
+      }
       text("state", "(done: loading the report…)");
       location.replace("report.html");
     });
