@@ -31,6 +31,7 @@ func TestSelfAccuracyRules(t *testing.T) {
 		{"one core under a quota", func(s *SelfAccuracy) { s.CoresAvailable, s.CPUQuotaCores, s.CoresUsed = 0.5, 0.5, 0.48 }, SelfAtRisk, "of the 0.50 cores", "a CPU quota of 0.50"},
 		{"a machine short of CPU", func(s *SelfAccuracy) { s.CPUPressure = 0.5 }, SelfAtRisk, "short of CPU for 50% of the run", "pin it with taskset"},
 		{"goroutines waited to run", func(s *SelfAccuracy) { s.SchedLatP99Us = 3146 }, SelfAtRisk, "waited p99 3.1 ms to run", "another process may hold the cores"},
+		{"waits of the in-process simulator", func(s *SelfAccuracy) { s.SchedLatP99Us, s.InProcess = 2621, true }, SelfKeptUp, "", ""},
 		{"no PSI, no runtime metric", func(s *SelfAccuracy) { s.CPUPressure, s.SchedLatP50Us, s.SchedLatP99Us = -1, -1, -1 }, SelfKeptUp, "", ""},
 		{"a coarse timer", func(s *SelfAccuracy) { s.TimerOvershootUs = 15000 }, SelfAtRisk, "overshoots by 15000 µs", "--spin 1ms"},
 		{"behind and CPU-bound: the simulator shares it", func(s *SelfAccuracy) { s.LagP99Ms, s.CoresUsed, s.InProcess = 400, 1.95, true }, SelfBehind, "send lag p99", "the built-in simulator ran in this process"},
