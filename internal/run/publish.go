@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -106,7 +107,7 @@ func snapshot(st live.Status, ttftP95, e2eP99 time.Duration, goodput float64) we
 	if st.Draining() {
 		sn.Phase = "draining"
 	}
-	if st.Waiting == st.Waiting { // not NaN
+	if !math.IsNaN(st.Waiting) {
 		w := st.Waiting
 		sn.Waiting = &w
 	}

@@ -36,6 +36,17 @@ func TestListenOnAPortInUse(t *testing.T) {
 	}
 }
 
+// newServer listens on a free loopback port for the test's length.
+func newServer(t *testing.T, title string) *Server {
+	t.Helper()
+	s, err := Listen("127.0.0.1:0", title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // snapshots publishes n snapshots of a burst run: the first half in its
 // baseline, the rest in its burst.
 func snapshots(s *Server, n int) {
@@ -60,11 +71,7 @@ func TestLivePageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
 	}
-	s, err := Listen("127.0.0.1:0", "surge burst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, "surge burst")
 	snapshots(s, 40)
 	shot := filepath.Join(browsertest.ArtifactDir(t), "live-view.png")
 	dom := browsertest.Run(t, "--timeout=2000", "--window-size=1300,1500", "--dump-dom", "--screenshot="+shot, s.URL())
@@ -85,11 +92,7 @@ func TestLivePageBecomesTheReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser check skipped in -short mode")
 	}
-	s, err := Listen("127.0.0.1:0", "surge run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, "surge run")
 	snapshots(s, 6)
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := os.WriteFile(path, []byte(`<!DOCTYPE html><html><body data-final-report="yes"><h1>the final report</h1></body></html>`), 0o644); err != nil {
@@ -128,11 +131,7 @@ func TestLivePageBecomesTheReport(t *testing.T) {
 // A page that disconnects is forgotten; one that stops reading is dropped
 // once its buffer is full; Publish never waits for either.
 func TestPagesThatGoAwayOrStall(t *testing.T) {
-	s, err := Listen("127.0.0.1:0", "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, "t")
 	snapshots(s, 2)
 	open := func() *http.Response {
 		resp, err := http.Get(s.URL() + "events")
@@ -182,11 +181,7 @@ func TestPagesThatGoAwayOrStall(t *testing.T) {
 // last one it holds, not the history again; a page of another run, or one
 // without an id, gets the whole history.
 func TestReconnectResumesAfterTheLastEvent(t *testing.T) {
-	s, err := Listen("127.0.0.1:0", "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, "t")
 	snapshots(s, 10) // ids 0 … 9
 	firstID := func(last string) string {
 		req, _ := http.NewRequest("GET", s.URL()+"events?run=burst-5x&from=4", nil)
@@ -216,11 +211,7 @@ func TestReconnectResumesAfterTheLastEvent(t *testing.T) {
 // A command that ends without its report: Final does not wait, the pages
 // are told so (report false), and report.html says why, not where.
 func TestFinalWithoutAReport(t *testing.T) {
-	s, err := Listen("127.0.0.1:0", "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, "t")
 	snapshots(s, 2)
 	done := make(chan struct{})
 	go func() { s.Final("", time.Minute); close(done) }()
