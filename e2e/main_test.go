@@ -13,7 +13,9 @@
 //     simulator (scripts/prometheus-e2e.sh sets PROMETHEUS_URL and
 //     SIM_BASE_URL; prometheus_test.go).
 //
-// The tests of an engine whose variables are unset skip.
+// The tests of an engine whose variables are unset skip. Wherever surge is
+// built here, TestSelfAccuracyStarved also starves surge on purpose against
+// bench/sseserver (selfaccuracy_test.go).
 //
 //	scripts/ollama-e2e.sh -- go test -count=1 -v ./e2e/
 //	scripts/vllm-e2e.sh -- go test -count=1 -v -run VLLM ./e2e/

@@ -9,6 +9,7 @@ import (
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/openai"
+	"github.com/surge-bench/surge/internal/report"
 	"github.com/surge-bench/surge/internal/run"
 )
 
@@ -158,4 +159,64 @@ func ofLimit(limit int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" of %d", limit)
+}
+
+// SelfSection is report.html's self-accuracy section of a run (nil for
+// none): the verdict, its reasons and advice, and the observations.
+func SelfSection(s *judge.SelfAccuracy) *report.SelfSection {
+	if s == nil {
+		return nil
+	}
+	sec := &report.SelfSection{Why: s.Why, Advice: s.Advice}
+	switch s.State {
+	case judge.SelfKeptUp:
+		sec.Badge, sec.Title = "KEPT-UP", "surge kept its schedule with headroom: the timings describe the target"
+	case judge.SelfAtRisk:
+		sec.Badge, sec.Title = "AT-RISK", "surge kept its schedule without headroom: its timings may be inflated"
+	case judge.SelfBehind:
+		sec.Badge, sec.Title = "BEHIND", "surge fell behind its schedule: the run describes surge on this machine, not the target"
+	default:
+		sec.Badge, sec.Title = "NOT-JUDGED", "too few sends to judge"
+	}
+	ms := analyze.FormatMs
+	kv := func(k, v string) { sec.Facts = append(sec.Facts, report.KV{Key: k, Value: v}) }
+	kv("send lag (actual − scheduled)", fmt.Sprintf("p50 %s, p99 %s, max %s over %d sends", ms(s.LagP50Ms), ms(s.LagP99Ms), ms(s.LagMaxMs), s.Sends))
+	if s.CPUSeconds >= 0 {
+		v := fmt.Sprintf("%.3f ms per request; %.2f cores used of %.2f available (GOMAXPROCS %d, %d CPUs", s.CPUPerRequestMs, s.CoresUsed, s.CoresAvailable, s.GOMAXPROCS, s.NumCPU)
+		if s.CPUQuotaCores > 0 {
+			v += fmt.Sprintf(", a CPU quota of %.2f", s.CPUQuotaCores)
+		}
+		v += ")"
+		if s.InProcess {
+			v += "; the built-in simulator ran in this process and is included"
+		}
+		kv("surge's CPU", v)
+	} else {
+		kv("surge's CPU", "")
+	}
+	if s.CPUPressure >= 0 {
+		kv("CPU pressure", fmt.Sprintf("%.0f%% of the run some task waited for a CPU", 100*s.CPUPressure))
+	} else {
+		kv("CPU pressure", "")
+	}
+	if s.SchedLatP99Us >= 0 {
+		kv("goroutine wait to run", fmt.Sprintf("p50 %.0f µs, p99 %.0f µs", s.SchedLatP50Us, s.SchedLatP99Us))
+	}
+	kv("peak streams in flight", fmt.Sprint(s.PeakInFlight))
+	kv("timer", fmt.Sprintf("a 100 µs sleep overshoots by %.0f µs (median of 20)", s.TimerOvershootUs))
+	if s.ClockStepMs != 0 {
+		kv("wall clock", fmt.Sprintf("stepped %s during the run (surge's times are monotonic, unaffected)", ms(s.ClockStepMs)))
+	}
+	for _, p := range s.Phases {
+		row := []string{p.Name, fmt.Sprint(p.Sends), "–", fmt.Sprintf("%.2f", p.AchievedRPS), "–", ms(p.LagP99Ms)}
+		if p.ScheduledRPS > 0 {
+			row[2] = fmt.Sprintf("%.2f", p.ScheduledRPS)
+			row[4] = fmt.Sprintf("%.1f%%", 100*p.AchievedRPS/p.ScheduledRPS)
+		}
+		if p.Behind {
+			row[4] += " (behind)"
+		}
+		sec.Phases = append(sec.Phases, row)
+	}
+	return sec
 }

@@ -561,7 +561,8 @@ func quotaSeries(a *analyze.Result) *report.QuotaSeries {
 // Charts builds the HTML charts of one run.
 func Charts(res *run.Result, o *run.Options, title string) report.RunCharts {
 	a := res.Analysis
-	c := report.RunCharts{Name: title, TTFTDeadlineMs: float64(o.TTFTDeadline.Milliseconds()), CompletionDeadlineMs: float64(o.E2EDeadline.Milliseconds())}
+	c := report.RunCharts{Name: title, TTFTDeadlineMs: float64(o.TTFTDeadline.Milliseconds()), CompletionDeadlineMs: float64(o.E2EDeadline.Milliseconds()),
+		Self: SelfSection(res.SelfAccuracy)}
 	hasEngine := len(res.Engine) > 0
 	for _, win := range a.Windows {
 		c.T = append(c.T, win.StartMs/1000)

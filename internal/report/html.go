@@ -45,6 +45,18 @@ type HTMLReport struct {
 	Runs       []RunCharts // one section of charts per run
 }
 
+// SelfSection is a run's self-accuracy section: the verdict on whether
+// surge itself kept up, with its reasons, what to do, and the numbers it
+// rests on.
+type SelfSection struct {
+	Badge  string // badge text and class: KEPT-UP, AT-RISK, BEHIND, NOT-JUDGED
+	Title  string // the verdict in words
+	Why    []string
+	Advice string
+	Facts  []KV       // the observations: send lag, CPU, streams, timer…
+	Phases [][]string // per phase: name, sends, scheduled/s, sent/s, % of schedule, lag p99
+}
+
 // Series is one value per time window; NaN marks a window without a value
 // (drawn as a gap). A nil Series is absent and not drawn.
 type Series []float64
@@ -108,7 +120,10 @@ type RunCharts struct {
 	Name    string      // section heading, e.g. "burst 5× (40 req/s over 8 req/s)"
 	Meta    []KV        // summary shown above the charts
 	Summary *RunSummary // the verdict and diagnosis block above the charts; nil for none
-	T       []float64   // window start, seconds since the run's start, ascending
+	// Self is the run's self-accuracy section (did surge keep up?); nil
+	// for none (virtual time, or a run folder from before it).
+	Self *SelfSection
+	T    []float64 // window start, seconds since the run's start, ascending
 
 	Offered, Sent, Goodput Series // requests/s per arrival window
 	Completed              Series // ok completions/s per window, by completion time
@@ -220,7 +235,7 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 		return err
 	}
 	for i, run := range data.Runs {
-		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta, Summary: newHTMLSummary(r.Runs[i].Summary), Waterfall: newHTMLWaterfall(r.Runs[i].Waterfall)})
+		page.Runs = append(page.Runs, htmlRun{Index: i, Run: run, Meta: r.Runs[i].Meta, Summary: newHTMLSummary(r.Runs[i].Summary), Self: r.Runs[i].Self, Waterfall: newHTMLWaterfall(r.Runs[i].Waterfall)})
 	}
 	var b bytes.Buffer
 	if err := pageTmpl.Execute(&b, page); err != nil {
@@ -247,6 +262,7 @@ type htmlRun struct {
 	Run       chartRun
 	Meta      []KV
 	Summary   *htmlSummary
+	Self      *SelfSection
 	Waterfall *htmlWaterfall
 }
 

@@ -514,3 +514,29 @@ func TestPartialTailWindowMerged(t *testing.T) {
 		t.Errorf("a 3 s tail's sent = %v, want its own 0", got)
 	}
 }
+
+// TestHTMLSelfAccuracy: a run's self-accuracy section shows its verdict,
+// reasons, advice, observations and per-phase rates, open unless the
+// client kept up; a run without one shows none.
+func TestHTMLSelfAccuracy(t *testing.T) {
+	self := &SelfSection{Badge: "AT-RISK", Title: "kept its schedule without headroom",
+		Why:    []string{"the machine was short of CPU for 52% of the run"},
+		Advice: "pin surge with taskset",
+		Facts:  []KV{{Key: "send lag (actual − scheduled)", Value: "p50 0.03 ms"}, {Key: "CPU pressure", Value: ""}},
+		Phases: [][]string{{"steady", "3000", "100.00", "99.98", "100.0%", "1.10 ms"}}}
+	page := renderHTML(t, HTMLReport{Runs: []RunCharts{{Name: "run", Self: self}}})
+	for _, want := range []string{`<details class="self-accuracy" open>`, `<span class="badge AT-RISK">AT-RISK</span>`,
+		"short of CPU for 52% of the run", "<b>What to do:</b> pin surge with taskset", "p50 0.03 ms",
+		"<dt>CPU pressure</dt><dd><span class=\"na\">n/a</span>", `<td>steady</td><td class="num">3000</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the section lacks %q", want)
+		}
+	}
+	self.Badge = "KEPT-UP"
+	if page := renderHTML(t, HTMLReport{Runs: []RunCharts{{Name: "run", Self: self}}}); !strings.Contains(page, `<details class="self-accuracy">`) {
+		t.Error("a client that kept up: the section should be closed")
+	}
+	if page := renderHTML(t, HTMLReport{Runs: []RunCharts{{Name: "run"}}}); strings.Contains(page, "self-accuracy\"") || strings.Contains(page, "<b>Self-accuracy</b>") {
+		t.Error("a run without the section shows one")
+	}
+}
