@@ -142,13 +142,7 @@
 // (a body cut short is io.ErrUnexpectedEOF) or until close. The
 // cancellation of the request's context (the per-request timeout or the
 // run's end) reaches a blocked read or write through a deadline in the
-// past, set by context.AfterFunc: no goroutine waits for it. A plain
-// TCP connection is read without the empty read Go makes after every event
-// (sockread_unix.go): one raw read session per response, in a coroutine,
-// waits for readability after a short read instead of reading again, so a
-// streamed event costs one read system call, not two; a prober wakes a
-// wait after a short read that lasts over 50 ms, so a server's close that
-// came with its last data is seen at most 100 ms late. httptrace's
+// past, set by context.AfterFunc: no goroutine waits for it. httptrace's
 // GotConn (Reused, WasIdle), WroteRequest and GotFirstResponseByte are
 // called as net/http calls them, so the boundaries and the replay of a dead
 // kept-alive connection (Retries, above) are the same with either

@@ -52,13 +52,11 @@ type h1Transport struct {
 	waiters []*h1Waiter // requests waiting for a connection, oldest first
 
 	heads sync.Pool // *[]byte: request heads, held until written
-	pr    prober    // wakes socket reads that may have missed a close (sockReader)
 }
 
 // h1Conn is one connection and its read buffer.
 type h1Conn struct {
 	nc     net.Conn
-	sr     *sockReader // nc's reader when nc is a plain socket (br reads it), else nil
 	br     *bufio.Reader
 	tp     textproto.Reader
 	served bool      // a response was read on it before (GotConnInfo.Reused)
@@ -140,9 +138,8 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: reused, WasIdle: wasIdle, IdleTime: idleTime})
 	}
-	nc, sr := c.nc, c.sr
-	sr.reuse()
-	stop := context.AfterFunc(ctx, func() { sr.cancel(); _ = nc.SetDeadline(time.Unix(1, 0)) })
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 
 	bufs := net.Buffers{head, body}
 	_, err = bufs.WriteTo(nc)
@@ -305,7 +302,6 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 			resp.Header.Del("Content-Length")
 			b.mode = bodyUntilClose
 			b.r = c.br
-			c.sr.plainRead()
 			keep = false
 		case len(te) > 0:
 			if !strings.EqualFold(strings.TrimSpace(te[len(te)-1]), "chunked") || len(te) > 1 {
@@ -336,7 +332,6 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 		default: // until the server closes
 			b.mode = bodyUntilClose
 			b.r = c.br
-			c.sr.plainRead()
 			keep = false
 		}
 		c.served = true
@@ -586,19 +581,13 @@ func (t *h1Transport) newConn(ctx context.Context) (*h1Conn, bool, time.Duration
 		t.freeSlot()
 		return nil, false, 0, err
 	}
-	c := &h1Conn{nc: nc}
-	if c.sr = newSockReader(nc, &t.pr); c.sr != nil {
-		c.br = bufio.NewReaderSize(c.sr, readBufferBytes)
-	} else {
-		c.br = bufio.NewReaderSize(nc, readBufferBytes)
-	}
+	c := &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, readBufferBytes)}
 	c.tp.R = c.br
 	return c, false, 0, nil
 }
 
 // putIdle hands c to the first waiter, or makes it idle.
 func (t *h1Transport) putIdle(c *h1Conn) {
-	c.sr.endRead()
 	t.mu.Lock()
 	if w := t.popWaiter(); w != nil {
 		t.mu.Unlock()
@@ -612,7 +601,6 @@ func (t *h1Transport) putIdle(c *h1Conn) {
 
 // closeConn closes a connection that is not idle and frees its slot.
 func (t *h1Transport) closeConn(c *h1Conn) {
-	c.sr.endRead() // before Close, which waits for the session's read lock
 	_ = c.nc.Close()
 	t.freeSlot()
 }
