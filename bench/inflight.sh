@@ -45,6 +45,8 @@ case "$ADDR" in
 esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/surge-inflight.XXXXXX)
 server_pid=""
 cleanup() {
@@ -67,11 +69,7 @@ step=$(awk -v a="$ANSWER" 'BEGIN { if (a + 0 <= 0) exit 1; printf "%gs", a / 10 
 	{ echo "inflight.sh: ANSWER must be a number of seconds, not $ANSWER" >&2; exit 2; }
 "$tmp/sseserver" --addr "$ADDR" --tokens 10 --ttft "$step" --gap "$step" 2>"$tmp/server.log" &
 server_pid=$!
-for _ in $(seq 100); do
-	curl -sf "http://$ADDR/health" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-curl -sf "http://$ADDR/health" >/dev/null || { cat "$tmp/server.log" >&2; exit 1; }
+wait_health "$ADDR" "$tmp/server.log"
 
 kib() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$2/status" 2>/dev/null || true; }
 

@@ -148,6 +148,8 @@ command -v python3 >/dev/null || { echo "peers.sh: needs python3" >&2; exit 1; }
 command -v taskset >/dev/null || { echo "peers.sh: needs taskset" >&2; exit 1; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 helpers=$root/bench/peers
 tmp=$(mktemp -d /tmp/surge-peers.XXXXXX)
 out=${OUT:-$tmp/runs}
@@ -206,11 +208,7 @@ fi
 (cd "$root" && go build -o "$tmp/" ./bench/sseserver ./bench/loadgen)
 taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens "$TOKENS" --ttft "$TTFT" --gap "$GAP" 2>"$tmp/server.log" &
 server_pid=$!
-for _ in $(seq 100); do
-	curl -sf "http://$ADDR/health" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-curl -sf "http://$ADDR/health" >/dev/null || { cat "$tmp/server.log" >&2; exit 1; }
+wait_health "$ADDR" "$tmp/server.log"
 truth=yes
 if ! curl -sf "http://$ADDR/truth?reset=1" >/dev/null 2>&1; then
 	truth=""

@@ -41,6 +41,8 @@ case "$ADDR" in
 esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/surge-bench.XXXXXX)
 LOG=${LOG:-$tmp/loadgen.log}
 server_pid=""
@@ -82,11 +84,7 @@ trap 'exit 130' INT TERM
 
 taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens "$TOKENS" --ttft "$TTFT" --gap "$GAP" 2>"$tmp/server.log" &
 server_pid=$!
-for _ in $(seq 100); do
-	curl -sf "http://$ADDR/health" >/dev/null 2>&1 && break
-	sleep 0.05
-done
-curl -sf "http://$ADDR/health" >/dev/null || { cat "$tmp/server.log" >&2; exit 1; }
+wait_health "$ADDR" "$tmp/server.log"
 
 echo "surge client benchmark: $(go version | cut -d' ' -f3), $(nproc) CPUs, server on CPU $SERVER_CPU, generator on CPU $GEN_CPU"
 echo "response: role chunk + $TOKENS content chunks, TTFT $TTFT, gap $GAP; constant arrivals for $DURATION per run; extra flags: ${*:-none}"

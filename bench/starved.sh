@@ -29,6 +29,8 @@ case "$ADDR" in
 esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d /tmp/surge-starved.XXXXXX)
 pids=()
 cleanup() {
@@ -43,10 +45,7 @@ trap 'exit 143' TERM
 (cd "$root" && go build -o "$tmp/" ./bench/sseserver ./cmd/surge)
 taskset -c "$SERVER_CPU" "$tmp/sseserver" --addr "$ADDR" --tokens 64 --ttft 50ms --gap 5ms 2>"$tmp/server.log" &
 pids+=($!)
-for _ in $(seq 100); do
-	curl -sf "http://$ADDR/health" >/dev/null 2>&1 && break
-	sleep 0.05
-done
+wait_health "$ADDR" "$tmp/server.log"
 
 echo "surge self-accuracy, starved on purpose: $(go version | cut -d' ' -f3), $RATE req/s for $DURATION, server on CPU $SERVER_CPU, surge on CPU $GEN_CPU"
 for mode in $MODES; do
