@@ -48,6 +48,7 @@ func compareJSON(t *testing.T, dir string) (doc struct {
 // two that differ in --max-waiting and --baseline-rps: it warns that the
 // comparison confounds them and names both.
 func TestCompareNamesTheVariable(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := t.TempDir()
 	a := smallBurst(t, dir, "a")
 	b := smallBurst(t, dir, "b", "--max-waiting", "20")
@@ -132,6 +133,7 @@ func TestCompareBadInput(t *testing.T) {
 // search's outcome — the sustainable rate — as a row of its own; a step
 // only one search ran is not tested in the other.
 func TestCompareCapacity(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := t.TempDir()
 	search := func(name string, extra ...string) string {
 		out := filepath.Join(dir, name)
@@ -183,6 +185,7 @@ func TestCompareSoak(t *testing.T) {
 // searches, each listed) and the sustainable step — instead of every row
 // "not tested".
 func TestCompareRepeatedCapacityWithSingle(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := t.TempDir()
 	search := func(name string, extra ...string) string {
 		out := filepath.Join(dir, name)

@@ -204,6 +204,7 @@ func TestSimulateFlagWinsOverFileTarget(t *testing.T) {
 
 // The what-if mode runs the whole default experiment in virtual time.
 func TestBurstSimulate(t *testing.T) {
+	skipVirtualUnderRace(t)
 	out := filepath.Join(t.TempDir(), "o")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "5", "-o", out)
 	if code != exitSLO { // a 10× burst over a half-loaded simulator fails the SLO
@@ -218,6 +219,7 @@ func TestBurstSimulate(t *testing.T) {
 
 // surge report re-renders a burst experiment from its files alone.
 func TestReportRerendersBurst(t *testing.T) {
+	skipVirtualUnderRace(t)
 	out := filepath.Join(t.TempDir(), "o")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "5", "--multipliers", "3", "-o", out)
 	if !ran(code) {
@@ -255,6 +257,7 @@ func TestReportRerendersBurst(t *testing.T) {
 // The three level experiments run end to end in virtual time, and burst
 // --baseline-rps auto takes its baseline and μ from a capacity search.
 func TestLevelCommandsSimulate(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := t.TempDir()
 	cases := []struct {
 		name string
@@ -483,8 +486,16 @@ func TestPhasesGivenByFlags(t *testing.T) {
 func TestLengthDistributions(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ln")
-	code, stdout, stderr := surge(t, "run", "--rate", "60", "--duration", "4s", "-q",
-		"--prompt-tokens", "lognormal:median=300,p95=1200,max=4000", "--output-tokens", "uniform:min=8,max=16", "-o", out)
+	args := []string{"run", "--rate", "60", "--duration", "4s", "-q",
+		"--prompt-tokens", "lognormal:median=300,p95=1200,max=4000", "--output-tokens", "uniform:min=8,max=16", "-o", out}
+	if raceEnabled {
+		// Most of the run's ~17 s is the one-replica simulator working
+		// through the 240 arrivals; four replicas take ~6 s, through the
+		// same client and server code. The draws checked below are the
+		// workload's, whatever the engine.
+		args = append(args, "--replicas", "4")
+	}
+	code, stdout, stderr := surge(t, args...)
 	if !ran(code) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -575,6 +586,22 @@ func TestSessionsFlags(t *testing.T) {
 // not of its verdict, accept any of them: short test runs often have too
 // few requests to decide a P99.
 func ran(code int) bool { return code == exitOK || code == exitSLO || code == exitUndecided }
+
+// skipVirtualUnderRace skips t under -race only (raceEnabled). It is for
+// a test whose commands all run in virtual time (--simulate) or only read
+// folders (report, compare) and that costs 3 s or more of CPU under -race,
+// 3–8 times its time without. internal/virtual runs without goroutines,
+// sockets or a clock, so such a test repeats single-goroutine code the
+// race detector has nothing to check in; cheaper --simulate tests of the
+// same commands still run under -race (burst, capacity, sweep, soak,
+// --vary, compare, report), and so do the experiments' own packages.
+// Without -race the test runs in full.
+func skipVirtualUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("virtual time only (--simulate: no goroutines): skipped under -race, runs in full without it")
+	}
+}
 
 // deadPort is a loopback port nothing listens on.
 func deadPort(t *testing.T) string {

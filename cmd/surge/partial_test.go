@@ -68,6 +68,11 @@ func TestBudgetStopsCapacitySearch(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.budget == "3000" {
+				// Searches several steps in virtual time (~3 s under
+				// -race); the other two cases cut the search in step 1.
+				skipVirtualUnderRace(t)
+			}
 			code, out, errOut := surge(t, "capacity", "--simulate", "--max-requests", tc.budget, "-o", filepath.Join(t.TempDir(), "c"))
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
@@ -91,6 +96,7 @@ func TestBudgetStopsCapacitySearch(t *testing.T) {
 // suggested baseline from the median (not the last search's) — and a
 // Verdicts block, one line per search and one for all of them.
 func TestCapacityRepeatCombinedAnswer(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := filepath.Join(t.TempDir(), "cap")
 	code, out, errOut := surge(t, "capacity", "--simulate", "--repeat", "3", "-o", dir)
 	if code != 0 {
@@ -126,6 +132,7 @@ func TestCapacityRepeatCombinedAnswer(t *testing.T) {
 // verdict, the recovery and the diagnosis — not FAIL with n/a values,
 // "the run had no arrivals" or "nothing to recover from".
 func TestBudgetStopBeforeTheBurst(t *testing.T) {
+	skipVirtualUnderRace(t)
 	for _, budget := range []string{"100", "3000"} {
 		t.Run(budget, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "b")

@@ -300,8 +300,15 @@ func TestRepeatBadInput(t *testing.T) {
 			}
 		}
 	}
-	if code, out, errs := surge(t, "burst", "--simulate", "--multipliers", "5", "--repeat", "200", "--dry-run"); code != 0 || !strings.Contains(out, "burst-5x/rep-200") {
-		t.Errorf("burst --repeat 200 --dry-run: exit %d\n%s\n%s", code, out[:min(len(out), 400)], errs)
+	// The dry run draws every request of every rep (workload.Summarize)
+	// on one goroutine: 200 reps take ~8 s, ~37 s under -race, where 20
+	// go through the same code.
+	reps := "200"
+	if raceEnabled {
+		reps = "20"
+	}
+	if code, out, errs := surge(t, "burst", "--simulate", "--multipliers", "5", "--repeat", reps, "--dry-run"); code != 0 || !strings.Contains(out, "burst-5x/rep-"+reps) {
+		t.Errorf("burst --repeat %s --dry-run: exit %d\n%s\n%s", reps, code, out[:min(len(out), 400)], errs)
 	}
 }
 
@@ -342,6 +349,7 @@ func TestRepeatFiveBootstrapDeterministic(t *testing.T) {
 // folder's table with each one's sustainable step, the pooled row and the
 // spread of the sustainable rates.
 func TestCapacityRepeat(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	if code, out, errs := surge(t, "capacity", "--simulate", "--repeat", "2", "-o", dir, "-q"); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)

@@ -17,6 +17,7 @@ import (
 // rendered and 2 when nothing could — never a panic, never an error that
 // renders nothing.
 func TestReportMissingFiles(t *testing.T) {
+	skipVirtualUnderRace(t)
 	base := filepath.Join(t.TempDir(), "base")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "2,3",
 		"--warmup", "10s", "--baseline", "1m", "--burst", "20s", "--recovery", "1m", "--recovery-limit", "2m", "-q", "-o", base)

@@ -15,6 +15,7 @@ import (
 // tabulates them (and their distribution) in results.md; surge report
 // renders the timeline from scaling.json again.
 func TestScalingTimelineFromSimulator(t *testing.T) {
+	skipVirtualUnderRace(t)
 	out := filepath.Join(t.TempDir(), "b")
 	// Recovery judged on TTFT: the timed-out requests leave the queue, so
 	// completion times are back within the first window while first

@@ -14,6 +14,7 @@ import (
 // the comparison it writes has goodput higher and recovery shorter with
 // the bounded queue, and names max-waiting as the one variable.
 func TestVaryBoundedQueue(t *testing.T) {
+	skipVirtualUnderRace(t)
 	out := filepath.Join(t.TempDir(), "what-if")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "8", "--multipliers", "5", "--vary", "max-waiting=0,20", "-o", out)
 	if !ran(code) {
@@ -171,6 +172,7 @@ func TestVaryOneBudget(t *testing.T) {
 // count differs too, not only the knob. max-waiting (no autoscaler) has
 // no such warning.
 func TestVaryWarnsReplicasAtBurst(t *testing.T) {
+	skipVirtualUnderRace(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "mr")
 	code, stdout, stderr := surge(t, "burst", "--simulate", "--baseline-rps", "4", "--multipliers", "5", "--autoscale", "--vary", "min-replicas=0,1", "-o", out)

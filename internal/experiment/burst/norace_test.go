@@ -1,0 +1,5 @@
+//go:build !race
+
+package burst
+
+const raceEnabled = false
