@@ -271,16 +271,17 @@ type exchange struct {
 	body   bodyReader
 	tmpl   http.Request
 	trace  httptrace.ClientTrace
-	connNs atomic.Int64 // GotConn time; record.None before
-	reused atomic.Bool  // the latest connection had served a request before (GotConnInfo.Reused)
-	byte1  atomic.Bool  // a response byte arrived (GotFirstResponseByte)
-	conns  atomic.Int32 // connections handed to the request (GotConn)
-	writes atomic.Int32 // request writes finished (WroteRequest)
-	br     *bufio.Reader
-	spill  []byte      // a line longer than br's buffer
-	header http.Header // the client's headers plus this attempt's traceparent and request id
-	tp     []string    // header[TraceparentHeader]
-	reqID  []string    // header[RequestIDHeader]
+	connNs atomic.Int64  // GotConn time; record.None before
+	reused atomic.Bool   // the latest connection had served a request before (GotConnInfo.Reused)
+	byte1  atomic.Bool   // a response byte arrived (GotFirstResponseByte)
+	conns  atomic.Int32  // connections handed to the request (GotConn)
+	writes atomic.Int32  // request writes finished (WroteRequest)
+	br     *bufio.Reader // lines of a body that is not surge's transport's (see lineSource)
+	src    lineSource    // where readLine reads: br, or the h1Body itself
+	spill  []byte        // a line longer than src hands out at once
+	header http.Header   // the client's headers plus this attempt's traceparent and request id
+	tp     []string      // header[TraceparentHeader]
+	reqID  []string      // header[RequestIDHeader]
 	tpBuf  [55]byte
 }
 
@@ -341,6 +342,7 @@ func (c *Client) getExchange() *exchange {
 // request body (an early response while the body was being written).
 func (c *Client) putExchange(x *exchange) {
 	x.br.Reset(nil)
+	x.src = nil
 	if x.writes.Load() < x.conns.Load() {
 		return
 	}
@@ -908,6 +910,8 @@ func (c *Client) readFailure(parent, ctx context.Context, err error, rec *record
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		rec.Error = "unexpected EOF " + after
+	case errors.Is(err, errH1Chunked):
+		rec.Error = "malformed chunked encoding " + after
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		rec.Error = "connection reset " + after
 	default:

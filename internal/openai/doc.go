@@ -6,7 +6,8 @@
 //
 // It is the hot path of the load generator, so it has its own HTTP/1.1
 // transport (one goroutine per stream; net/http for HTTP/2 and proxies)
-// and its own SSE reader: each line is read with bufio.Reader.ReadSlice and each
+// and its own SSE reader: each line is read with ReadSlice (from the
+// connection's buffer, or a bufio.Reader over net/http's body) and each
 // chunk is checked by ScanChunk, a validating JSON scanner that extracts
 // only what is measured and allocates nothing. No SDK, no encoding/json per
 // chunk (encoding/json is used for non-streamed bodies only). Responses
@@ -138,8 +139,14 @@
 // and written with the body in one writev (net.Buffers), without copying
 // the body. The response is read through a 2 KiB buffer per connection:
 // HTTP/1.0 and 1.1 status lines, 1xx informational responses skipped,
-// chunked bodies (extensions and trailers discarded), Content-Length
-// (a body cut short is io.ErrUnexpectedEOF) or until close. The
+// chunked bodies (decoded by the transport itself, with net/http's rules:
+// CRLF line ends, extensions and trailers discarded, framing that
+// outweighs the data refused; a fault is "malformed chunked encoding"),
+// Content-Length (a body cut short is io.ErrUnexpectedEOF) or until
+// close. The SSE reader takes its lines straight from that 2 KiB buffer
+// (h1Body.ReadSlice): no second buffer, no copy, unless a line goes on
+// past a chunk or past the bytes received so far, when its pieces are
+// put together in the exchange's spill buffer. The
 // cancellation of the request's context (the per-request timeout or the
 // run's end) reaches a blocked read or write through a deadline in the
 // past, set by context.AfterFunc: no goroutine waits for it. httptrace's

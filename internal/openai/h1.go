@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/http/httputil"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -106,6 +106,7 @@ var (
 	errH1Protocol  = errors.New("openai: malformed HTTP response")
 	errH1Closed    = errors.New("openai: read on closed response body")
 	errH1OtherHost = errors.New("openai: request to another endpoint than the transport's")
+	errH1Chunked   = errors.New("openai: malformed chunked encoding")
 )
 
 // RoundTrip sends req on a pooled connection and returns the response
@@ -309,7 +310,7 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 			}
 			resp.TransferEncoding = []string{"chunked"}
 			resp.Header.Del("Content-Length")
-			b.r = httputil.NewChunkedReader(c.br)
+			b.r = c.br
 			b.mode = bodyChunked
 		case len(resp.Header["Content-Length"]) > 0:
 			cl := resp.Header["Content-Length"]
@@ -398,20 +399,30 @@ const maxTrailerBytes = 16 << 10
 
 // h1Body is a response body. At EOF its connection goes back to the pool
 // (when the response allows it); Close before EOF closes the connection.
+//
+// Besides Read it offers ReadSlice and Discard, as a bufio.Reader does, so
+// that a stream's lines are read straight from the connection's buffer,
+// chunk framing removed, without a second buffer and a copy (stream.go,
+// lineSource).
 type h1Body struct {
 	t    *h1Transport
 	c    *h1Conn
 	r    io.Reader
 	stop func() bool // unregisters the ctx's AfterFunc
-	left int64       // bodyLength: bytes still to read
+	left int64       // bodyLength: bytes still to read; bodyChunked: bytes left in the current chunk
 	mode int
 	keep bool // the connection may be reused at EOF
 	done bool
 	err  error // what Read returns once done
+
+	crlf    bool  // bodyChunked: the CRLF after a chunk's data is still to read
+	excess  int64 // bodyChunked: framing read beyond an allowance per chunk (see nextChunk)
+	pending int   // bytes of c.br that the last ReadSlice returned and that are still to be discarded
 }
 
 // Read implements io.Reader.
 func (b *h1Body) Read(p []byte) (int, error) {
+	b.release()
 	if b.done {
 		return 0, b.err
 	}
@@ -437,14 +448,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		}
 		return n, err
 	case bodyChunked:
-		n, err := b.r.Read(p)
-		if err == io.EOF {
-			err = b.trailers()
-		}
-		if err != nil {
-			b.finish(err)
-		}
-		return n, err
+		return b.readChunked(p)
 	default:
 		n, err := b.r.Read(p)
 		if err != nil {
@@ -452,6 +456,219 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		}
 		return n, err
 	}
+}
+
+// readChunked reads chunk data into p, across chunks while their headers
+// are buffered, and returns once it has something rather than wait for
+// the next chunk (as net/http's chunked reader does).
+func (b *h1Body) readChunked(p []byte) (int, error) {
+	br := b.c.br
+	n := 0
+	for n < len(p) {
+		if b.left == 0 {
+			if n > 0 && !b.headerBuffered() {
+				break
+			}
+			if err := b.nextChunk(); err != nil {
+				b.finish(err)
+				return n, err
+			}
+			continue
+		}
+		if n > 0 && br.Buffered() == 0 {
+			break // the next chunk's data has not arrived: return what is read
+		}
+		q := p[n:]
+		if int64(len(q)) > b.left {
+			q = q[:b.left]
+		}
+		m, err := br.Read(q)
+		n += m
+		b.left -= int64(m)
+		if err != nil {
+			err = unexpected(err)
+			b.finish(err)
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// headerBuffered reports whether the CRLF ending the current chunk (if
+// still unread) and the next chunk-size line are in c.br's buffer whole.
+func (b *h1Body) headerBuffered() bool {
+	br := b.c.br
+	skip := 0
+	if b.crlf {
+		skip = 2
+	}
+	if br.Buffered() <= skip {
+		return false
+	}
+	buf, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(buf[skip:], '\n') >= 0
+}
+
+// maxChunkLine bounds a chunk-size line, extensions included (net/http's
+// limit).
+const maxChunkLine = 4096
+
+// nextChunk reads the CRLF that ends the current chunk's data, then the
+// next chunk-size line, by RFC 9112 §7.1 as net/http reads it: a line
+// ending in CRLF with no other CR, optional whitespace and extensions
+// (discarded) after the hexadecimal size. It sets b.left to the size; at
+// the last chunk it reads the trailers and returns io.EOF. Like net/http
+// it refuses a sender whose framing outweighs its data: over 16 bytes of
+// framing per chunk plus twice the data, 16 KiB in all.
+func (b *h1Body) nextChunk() error {
+	br := b.c.br
+	if b.crlf {
+		p, err := br.Peek(2)
+		if err != nil {
+			return unexpected(err)
+		}
+		if p[0] != '\r' || p[1] != '\n' {
+			return errH1Chunked
+		}
+		_, _ = br.Discard(2)
+		b.crlf = false
+	}
+	line, err := br.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		return errH1Chunked // a size line longer than the connection's buffer
+	case err != nil:
+		return unexpected(err)
+	}
+	if i := bytes.IndexByte(line, '\r'); i < 0 || i != len(line)-2 {
+		return errH1Chunked // a bare LF, or a CR inside the line
+	}
+	line = line[:len(line)-2]
+	if len(line) >= maxChunkLine {
+		return errH1Chunked
+	}
+	b.excess += int64(len(line)) + 2
+	for len(line) > 0 && (line[len(line)-1] == ' ' || line[len(line)-1] == '\t') {
+		line = line[:len(line)-1]
+	}
+	line, _, _ = bytes.Cut(line, []byte(";"))
+	size, ok := parseChunkSize(line)
+	if !ok {
+		return errH1Chunked
+	}
+	if size >= 1<<62 {
+		return errH1Chunked // more than any body could hold: refuse rather than overflow
+	}
+	b.excess = max(b.excess-16-2*int64(size), 0)
+	if b.excess > 16<<10 {
+		return errH1Chunked
+	}
+	if size == 0 {
+		return b.trailers()
+	}
+	b.left, b.crlf = int64(size), true
+	return nil
+}
+
+// parseChunkSize parses a chunk size: 1 to 16 hexadecimal digits.
+func parseChunkSize(v []byte) (uint64, bool) {
+	if len(v) == 0 || len(v) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
+}
+
+// ReadSlice returns the body's next bytes up to and including delim, as
+// bufio.Reader.ReadSlice does, from the connection's buffer without a
+// copy: valid until the next call. When the line goes on past what is
+// contiguous in the buffer (the end of a chunk, or of the bytes received
+// so far) it returns the piece it has with bufio.ErrBufferFull, and the
+// caller asks again for the rest. At the body's end it returns io.EOF (with
+// no bytes: a piece before it came with bufio.ErrBufferFull).
+func (b *h1Body) ReadSlice(delim byte) ([]byte, error) {
+	b.release()
+	br := b.c.br
+	for !b.done {
+		if b.mode == bodyChunked && b.left == 0 {
+			if err := b.nextChunk(); err != nil {
+				b.finish(err)
+			}
+			continue
+		}
+		if b.mode == bodyLength && b.left == 0 {
+			b.finish(io.EOF)
+			continue
+		}
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				if b.mode != bodyUntilClose || err != io.EOF {
+					err = unexpected(err)
+				}
+				b.finish(err)
+				continue
+			}
+		}
+		buf, _ := br.Peek(br.Buffered())
+		if b.mode != bodyUntilClose && int64(len(buf)) > b.left {
+			buf = buf[:b.left]
+		}
+		if i := bytes.IndexByte(buf, delim); i >= 0 {
+			buf = buf[:i+1]
+			b.take(len(buf))
+			return buf, nil
+		}
+		b.take(len(buf))
+		return buf, bufio.ErrBufferFull
+	}
+	return nil, b.err
+}
+
+// take marks n bytes of c.br's buffer as read: they are discarded at the
+// next call, so that the slice handed out stays valid until then.
+func (b *h1Body) take(n int) {
+	b.pending = n
+	if b.mode != bodyUntilClose {
+		b.left -= int64(n)
+	}
+}
+
+// release discards the bytes the last ReadSlice handed out.
+func (b *h1Body) release() {
+	if b.pending > 0 {
+		_, _ = b.c.br.Discard(b.pending)
+		b.pending = 0
+	}
+}
+
+// Discard skips the body's next n bytes or more (up to the end of the
+// line or piece it reaches), or up to its end; at the end it returns
+// io.EOF as bufio.Reader.Discard does.
+func (b *h1Body) Discard(n int) (int, error) {
+	d := 0
+	for d < n {
+		p, err := b.ReadSlice('\n')
+		d += len(p)
+		if err != nil && err != bufio.ErrBufferFull {
+			b.release()
+			return d, err
+		}
+	}
+	b.release()
+	return d, nil
 }
 
 // trailers reads the trailer section after the last chunk, up to its
@@ -476,6 +693,7 @@ func (b *h1Body) trailers() error {
 // finish ends the body with err (io.EOF: read whole): the connection goes
 // back to the pool when it can be reused, else it is closed.
 func (b *h1Body) finish(err error) {
+	b.release()
 	b.done, b.err = true, err
 	stopped := b.stop() // false: the ctx fired and may have set a deadline
 	if err == io.EOF && b.keep && stopped && b.c.br.Buffered() == 0 {

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -57,12 +58,42 @@ func parseWith(t *testing.T, rt http.RoundTripper, req *http.Request) parsed {
 	return p
 }
 
+// parseLinesWith reads the body as the SSE reader does, with the body's
+// own ReadSlice (lineSource), instead of Read.
+func parseLinesWith(t *testing.T, rt *h1Transport, req *http.Request) parsed {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return parsed{}
+	}
+	defer resp.Body.Close()
+	p := parsed{headOK: true, status: resp.StatusCode}
+	b := resp.Body.(*h1Body)
+	for len(p.body) < maxFuzzBody {
+		piece, err := b.ReadSlice('\n')
+		p.body = append(p.body, piece...)
+		if err == io.EOF {
+			p.bodyOK = true
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			break
+		}
+	}
+	p.bodyOK = p.bodyOK && len(p.body) < maxFuzzBody
+	if len(p.body) > maxFuzzBody {
+		p.body = p.body[:maxFuzzBody]
+	}
+	return p
+}
+
 // FuzzH1Response feeds surge's own HTTP/1.1 client (the default for
 // http:// targets) responses from a server nobody controls, and compares
 // what it makes of them with net/http's reading of the same bytes: it
 // never panics or hangs; where both read a response head, the statuses
 // agree; where both read a body to its end, the bodies agree; and where
-// net/http reads a whole HTTP/1.x response, so does surge's client.
+// net/http reads a whole HTTP/1.x response, so does surge's client. The
+// body read line by line (h1Body.ReadSlice, as streams are read) is the
+// body read with Read, byte for byte, and ends the same way.
 func FuzzH1Response(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ndata:\r\n0\r\n\r\n",
@@ -98,6 +129,12 @@ func FuzzH1Response(f *testing.F) {
 		http1 := bytes.HasPrefix(resp, []byte("HTTP/1.")) && len(resp) > 8 && resp[8] == ' '
 		if http1 && b.bodyOK && b.status >= 200 && !a.bodyOK {
 			t.Fatalf("net/http read a whole %d response (%q) that surge's client did not (head %v)", b.status, b.body, a.headOK)
+		}
+		lines := newH1Transport("fuzz.test", endpointInfo("http", "fuzz.test"), nil, cannedDial(resp), 1, false)
+		l := parseLinesWith(t, lines, fuzzRequest(t))
+		if l.headOK != a.headOK || l.status != a.status || l.bodyOK != a.bodyOK || a.bodyOK && !bytes.Equal(l.body, a.body) {
+			t.Fatalf("read by lines: head %v status %d body %q (whole %v); by Read: head %v status %d body %q (whole %v)",
+				l.headOK, l.status, l.body, l.bodyOK, a.headOK, a.status, a.body, a.bodyOK)
 		}
 	})
 }

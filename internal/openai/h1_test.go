@@ -117,6 +117,12 @@ func TestH1Framing(t *testing.T) {
 		{"1xx skipped", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" + chunked(sseBody), false, record.OK, "", 1},
 		// The server would serve another request on it: the client must not ask.
 		{"connection close", strings.Replace(chunked(sseBody), "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1), false, record.OK, "", 2},
+		// Every line is cut across chunks: the lines are put together again.
+		{"one byte per chunk", sseHead + "Transfer-Encoding: chunked\r\n\r\n" + byteChunks(sseBody) + "0\r\n\r\n", false, record.OK, "", 1},
+		{"chunk size line ending in a bare LF", sseHead + "Transfer-Encoding: chunked\r\n\r\n" +
+			strconv.FormatInt(int64(len(sseBody)), 16) + "\n" + sseBody + "\r\n0\r\n\r\n", true, record.StreamError, "malformed chunked encoding after 0 chunks", 2},
+		{"chunk data not followed by CRLF", sseHead + "Transfer-Encoding: chunked\r\n\r\n" +
+			strconv.FormatInt(int64(len(cut)), 16) + "\r\n" + cut + "XY0\r\n\r\n", true, record.StreamError, "malformed chunked encoding after 1 chunks", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newRawServer(t, func(_ int, conn net.Conn) bool {
@@ -145,6 +151,15 @@ func TestH1Framing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byteChunks frames body as chunks of one byte each.
+func byteChunks(body string) string {
+	var b strings.Builder
+	for i := range len(body) {
+		b.WriteString("1\r\n" + body[i:i+1] + "\r\n")
+	}
+	return b.String()
 }
 
 // reusedTrace returns a ctx whose trace appends GotConnInfo.Reused to *got.

@@ -73,18 +73,39 @@ func endEventName(g Grammar) string {
 	return "[DONE]"
 }
 
+// lineSource is where a stream's lines come from: surge's own
+// transport's body, which hands them out from its connection's buffer
+// with the chunk framing removed, or else the exchange's bufio.Reader over
+// the body. ReadSlice and Discard behave as bufio.Reader's do, except that
+// ReadSlice may return a piece of a line with bufio.ErrBufferFull before
+// its buffer is full.
+type lineSource interface {
+	ReadSlice(delim byte) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
+// setSource makes x read its lines from body.
+func (x *exchange) setSource(body io.Reader) {
+	if b, ok := body.(*h1Body); ok {
+		x.src = b
+		return
+	}
+	x.br.Reset(body)
+	x.src = x.br
+}
+
 // readLine returns the next line without its line ending (LF or CRLF). At
 // the end of the body it returns the last, unterminated line (possibly
 // empty) with io.EOF. A line over MaxLineBytes is errLineTooLong.
 func (x *exchange) readLine() ([]byte, error) {
-	line, err := x.br.ReadSlice('\n')
+	line, err := x.src.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		x.spill = append(x.spill[:0], line...)
 		for err == bufio.ErrBufferFull {
 			if len(x.spill) > MaxLineBytes+2 {
 				return nil, errLineTooLong
 			}
-			line, err = x.br.ReadSlice('\n')
+			line, err = x.src.ReadSlice('\n')
 			x.spill = append(x.spill, line...)
 		}
 		line = x.spill
@@ -145,7 +166,7 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 	// The headers have been read (attempt is done with them): let the
 	// map go now rather than hold it for the whole stream.
 	resp.Header = nil
-	x.br.Reset(resp.Body)
+	x.setSource(resp.Body)
 	st := streamState{firstChunk: record.None, firstToken: record.None, firstText: record.None, lastToken: record.None, itlMax: record.None,
 		budget: int64(c.cfg.TokenBudget), smooth: record.None}
 	fail := func(o record.Outcome, detail string) {
@@ -203,7 +224,7 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 				}
 				rec.Outcome = record.OK
 				setTPOT(rec)
-				_, _ = x.br.Discard(maxDrainBytes) // read to the end so the connection is reused
+				_, _ = x.src.Discard(maxDrainBytes) // read to the end so the connection is reused
 				return
 			}
 			st.dataChunks++
@@ -275,7 +296,7 @@ func (c *Client) readStream(parent, ctx context.Context, x *exchange, resp *http
 				rec.DoneNs = t
 				rec.Outcome = record.OK
 				setTPOT(rec)
-				_, _ = x.br.Discard(maxDrainBytes) // a [DONE] may follow; read to the end so the connection is reused
+				_, _ = x.src.Discard(maxDrainBytes) // a [DONE] may follow; read to the end so the connection is reused
 				return
 			}
 		case isField(line, "event"), isField(line, "id"), isField(line, "retry"), isField(line, "data"):
