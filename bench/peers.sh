@@ -215,33 +215,9 @@ if ! curl -sf "http://$ADDR/truth?reset=1" >/dev/null 2>&1; then
 	echo "peers.sh: server has no /truth: TTFT error column left blank" >&2
 fi
 
-# busy prints the busy CPU-seconds of CPUs $GEN_CPU and $SERVER_CPU (all but idle and iowait).
-busy() {
-	awk -v a="cpu$GEN_CPU" -v b="cpu$SERVER_CPU" '$1 == a { ga = 0; for (i = 2; i <= 9; i++) if (i != 5 && i != 6) ga += $i }
-		$1 == b { sb = 0; for (i = 2; i <= 9; i++) if (i != 5 && i != 6) sb += $i } END { printf "%d %d\n", ga, sb }' /proc/stat
-}
 # server_cpu prints the server's CPU-seconds so far.
 server_cpu() {
 	awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$server_pid/stat"
-}
-# wait_quiet waits up to $QUIET seconds for a second in which both CPUs were
-# under $QUIET_PCT % busy and sets quiet to "yes" or "waited out Ns".
-wait_quiet() {
-	local deadline=$((SECONDS + QUIET)) b0 b1 i
-	quiet="not checked"
-	((QUIET > 0)) || return 0
-	while ((SECONDS < deadline)); do
-		read -ra b0 <<<"$(busy)"
-		sleep 1
-		read -ra b1 <<<"$(busy)"
-		for i in 0 1; do
-			# /proc/stat counts 1/100 s ticks: over 1 s, ticks = percent.
-			(((b1[i] - b0[i]) >= QUIET_PCT)) && continue 2
-		done
-		quiet=yes
-		return 0
-	done
-	quiet="waited out ${QUIET}s"
 }
 
 body=$tmp/body.json

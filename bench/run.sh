@@ -54,30 +54,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-# busy prints the busy ticks of CPUs $SERVER_CPU and $GEN_CPU (all but idle and iowait).
-busy() {
-	awk -v a="cpu$SERVER_CPU" -v b="cpu$GEN_CPU" '$1 == a || $1 == b { s = 0; for (i = 2; i <= 9; i++) if (i != 5 && i != 6) s += $i; printf "%d ", s }' /proc/stat
-}
-
-# wait_quiet waits up to $QUIET seconds for a second in which both CPUs
-# were under $QUIET_PCT % busy; it notes in the log when it gave up.
-wait_quiet() {
-	local deadline=$((SECONDS + QUIET)) b0 b1 i
-	while ((SECONDS < deadline)); do
-		read -ra b0 <<<"$(busy)"
-		sleep 1
-		read -ra b1 <<<"$(busy)"
-		for i in 0 1; do
-			# /proc/stat counts 1/100 s ticks: over 1 s, ticks = percent.
-			if (((b1[i] - b0[i]) >= QUIET_PCT)); then
-				continue 2
-			fi
-		done
-		return 0
-	done
-	((QUIET == 0)) || echo "   (machine not quiet after ${QUIET}s; measuring anyway)" >>"$LOG"
-}
 trap 'exit 130' INT TERM
 
 (cd "$root" && go build -o "$tmp/" ./bench/sseserver ./bench/loadgen)
@@ -96,6 +72,7 @@ for rate in $RATES; do
 		sleep 2 # let the previous run's connections close
 		echo "== rate $rate run $r" >>"$LOG"
 		wait_quiet
+		[[ $quiet != "waited out"* ]] || echo "   (machine not quiet after ${QUIET}s; measuring anyway)" >>"$LOG"
 		taskset -c "$GEN_CPU" "$tmp/loadgen" --url "http://$ADDR/v1" --rate "$rate" --duration "$DURATION" \
 			--server-pid "$server_pid" --gen-cpu "$GEN_CPU" --server-cpu "$SERVER_CPU" --md --label "$rate" "$@" 2>>"$LOG"
 	done
