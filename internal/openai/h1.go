@@ -302,7 +302,6 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 			resp.Header.Del("Transfer-Encoding")
 			resp.Header.Del("Content-Length")
 			b.mode = bodyUntilClose
-			b.r = c.br
 			keep = false
 		case len(te) > 0:
 			if !strings.EqualFold(strings.TrimSpace(te[len(te)-1]), "chunked") || len(te) > 1 {
@@ -310,7 +309,6 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 			}
 			resp.TransferEncoding = []string{"chunked"}
 			resp.Header.Del("Content-Length")
-			b.r = c.br
 			b.mode = bodyChunked
 		case len(resp.Header["Content-Length"]) > 0:
 			cl := resp.Header["Content-Length"]
@@ -326,13 +324,11 @@ func (t *h1Transport) readResponse(c *h1Conn, req *http.Request, trace *httptrac
 			resp.ContentLength = n
 			b.left = n
 			b.mode = bodyLength
-			b.r = c.br
 			if n == 0 {
 				b.done = true
 			}
 		default: // until the server closes
 			b.mode = bodyUntilClose
-			b.r = c.br
 			keep = false
 		}
 		c.served = true
@@ -407,7 +403,6 @@ const maxTrailerBytes = 16 << 10
 type h1Body struct {
 	t    *h1Transport
 	c    *h1Conn
-	r    io.Reader
 	stop func() bool // unregisters the ctx's AfterFunc
 	left int64       // bodyLength: bytes still to read; bodyChunked: bytes left in the current chunk
 	mode int
@@ -434,7 +429,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		if int64(len(p)) > b.left {
 			p = p[:b.left]
 		}
-		n, err := b.r.Read(p)
+		n, err := b.c.br.Read(p)
 		b.left -= int64(n)
 		switch {
 		case b.left == 0:
@@ -450,7 +445,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	case bodyChunked:
 		return b.readChunked(p)
 	default:
-		n, err := b.r.Read(p)
+		n, err := b.c.br.Read(p)
 		if err != nil {
 			b.finish(err)
 		}
@@ -701,7 +696,6 @@ func (b *h1Body) finish(err error) {
 	} else {
 		b.t.closeConn(b.c)
 	}
-	b.r = nil
 }
 
 // Close implements io.Closer: before EOF it closes the connection.

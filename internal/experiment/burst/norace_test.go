@@ -1,5 +1,0 @@
-//go:build !race
-
-package burst
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package openai
-
-const raceEnabled = false
