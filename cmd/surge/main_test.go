@@ -18,6 +18,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/judge"
 	"github.com/surge-bench/surge/internal/memnet"
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/schematest"
 )
@@ -488,7 +489,7 @@ func TestLengthDistributions(t *testing.T) {
 	out := filepath.Join(dir, "ln")
 	args := []string{"run", "--rate", "60", "--duration", "4s", "-q",
 		"--prompt-tokens", "lognormal:median=300,p95=1200,max=4000", "--output-tokens", "uniform:min=8,max=16", "-o", out}
-	if raceEnabled {
+	if racedetect.Enabled {
 		// Most of the run's ~17 s is the one-replica simulator working
 		// through the 240 arrivals; four replicas take ~6 s, through the
 		// same client and server code. The draws checked below are the
@@ -587,7 +588,7 @@ func TestSessionsFlags(t *testing.T) {
 // few requests to decide a P99.
 func ran(code int) bool { return code == exitOK || code == exitSLO || code == exitUndecided }
 
-// skipVirtualUnderRace skips t under -race only (raceEnabled). It is for
+// skipVirtualUnderRace skips t under -race only (racedetect.Enabled). It is for
 // a test whose commands all run in virtual time (--simulate) or only read
 // folders (report, compare) and that costs 3 s or more of CPU under -race,
 // 3–8 times its time without. internal/virtual runs without goroutines,
@@ -598,7 +599,7 @@ func ran(code int) bool { return code == exitOK || code == exitSLO || code == ex
 // Without -race the test runs in full.
 func skipVirtualUnderRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("virtual time only (--simulate: no goroutines): skipped under -race, runs in full without it")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -19,7 +20,7 @@ func TestMixRun(t *testing.T) {
 	os.WriteFile(f, []byte("rate: 40\nduration: 3s\nquiet: true\nprofiles:\n  - name: agent\n    prompt: uniform:min=900,max=1100\n    output: 16\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	args := []string{"run", "-f", f, "--mix", "chat=3,agent=1", "--output-tokens", "8", "-o", out}
-	if raceEnabled {
+	if racedetect.Enabled {
 		// Most of the run's ~10 s is the one-replica simulator working
 		// through the ~1,000-token prompts; four replicas take ~4 s,
 		// through the same client and server code. What is checked below

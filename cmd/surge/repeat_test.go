@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -304,7 +305,7 @@ func TestRepeatBadInput(t *testing.T) {
 	// on one goroutine: 200 reps take ~8 s, ~37 s under -race, where 20
 	// go through the same code.
 	reps := "200"
-	if raceEnabled {
+	if racedetect.Enabled {
 		reps = "20"
 	}
 	if code, out, errs := surge(t, "burst", "--simulate", "--multipliers", "5", "--repeat", reps, "--dry-run"); code != 0 || !strings.Contains(out, "burst-5x/rep-"+reps) {

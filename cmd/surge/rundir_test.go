@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/run"
 	"github.com/surge-bench/surge/internal/rundir"
@@ -312,7 +313,7 @@ func TestKilledRunsAccountForThePlan(t *testing.T) {
 	// server losing its client mid-stream and surge report, the same
 	// code at every kill.
 	kills := 20
-	if raceEnabled {
+	if racedetect.Enabled {
 		kills = 5
 	}
 	for i := range kills {

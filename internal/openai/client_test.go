@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -560,7 +561,7 @@ func TestConnectionReuse(t *testing.T) {
 // TestStreamNoAllocPerChunk: reading a stream allocates the same for 4 and
 // for 64 chunks — nothing per chunk.
 func TestStreamNoAllocPerChunk(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts are not stable under the race detector")
 	}
 	c := newTestClient(t, "http://127.0.0.1:1/v1", nil)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 	"github.com/surge-bench/surge/internal/workload"
 )
@@ -310,7 +311,7 @@ func TestDoTypedNonStreaming(t *testing.T) {
 // TestTypedStreamNoAllocPerChunk: reading a Responses or Messages stream
 // allocates the same for 4 and for 64 events: nothing per event.
 func TestTypedStreamNoAllocPerChunk(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts are not stable under the race detector")
 	}
 	ctx := context.Background()

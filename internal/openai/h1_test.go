@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/record"
 )
 
@@ -511,7 +512,7 @@ func TestH1GoroutinesPerStream(t *testing.T) {
 // writes one prepared string per response, so its allocations do not grow
 // with the chunks.
 func TestH1NoAllocPerChunk(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts are not stable under the race detector")
 	}
 	resp := map[int]string{}

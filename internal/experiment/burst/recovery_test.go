@@ -9,6 +9,7 @@ import (
 
 	"github.com/surge-bench/surge/internal/analyze"
 	"github.com/surge-bench/surge/internal/judge"
+	"github.com/surge-bench/surge/internal/racedetect"
 	"github.com/surge-bench/surge/internal/schedule"
 )
 
@@ -47,7 +48,7 @@ func TestRecoveryTracksTheQueueOverSeeds(t *testing.T) {
 	// virtual burst (no goroutines in internal/virtual), ~1.8 s of CPU
 	// there against ~0.17 s without.
 	seeds := int64(20)
-	if raceEnabled {
+	if racedetect.Enabled {
 		seeds = 3
 	}
 	var lags, oldLags []float64
